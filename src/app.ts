@@ -1,0 +1,65 @@
+import Koa from 'koa';
+import { koaBody } from 'koa-body';
+import { createRequire } from 'node:module';
+import { configurationItemRoutes } from './configuration-items/routes.js';
+import type { AppContext } from './context.js';
+import { errorMiddleware } from './http/error-middleware.js';
+import { AppError } from './http/errors.js';
+import { buildOpenApi } from './http/openapi.js';
+import type { AnyRoute } from './http/route.js';
+import { buildRouter } from './http/router.js';
+import { enableProcessMetrics, httpRequestDuration } from './observability/metrics.js';
+import { systemRoutes } from './system/routes.js';
+
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+
+export const API_DESCRIPTION =
+  'Inventory of discovered infrastructure components (configuration items) with lifecycle states and change ' +
+  'history. Every `/api/v1` route needs an `X-API-Key` header. Errors share one envelope: ' +
+  '`{error: {id, code, message, details, path, method}}`.';
+
+/** Every API route, in the order they appear in the OpenAPI document. */
+export const apiRoutes: readonly AnyRoute[] = [...configurationItemRoutes];
+
+export interface AppOptions {
+  /** Validate every JSON response against its declared schema (tests turn this on). */
+  checkResponses?: boolean;
+}
+
+export function createApp(app: AppContext, options: AppOptions = {}): Koa {
+  enableProcessMetrics();
+  let openApi: Record<string, unknown> | undefined;
+  const routes: AnyRoute[] = [];
+  routes.push(...systemRoutes(() => (openApi ??= buildOpenApi(routes, { version, description: API_DESCRIPTION }))), ...apiRoutes);
+
+  const koa = new Koa({ proxy: process.env.CINV_TRUST_PROXY === 'true' });
+  const router = buildRouter(app, routes, { checkResponses: options.checkResponses ?? false });
+
+  koa.use(async (ctx, next) => {
+    const stop = httpRequestDuration.startTimer();
+    try {
+      await next();
+    } finally {
+      stop({ method: ctx.method, route: (ctx.state.route as string | undefined) ?? 'unmatched', status: String(ctx.status) });
+    }
+  });
+  koa.use(errorMiddleware(app.logger));
+  koa.use(
+    koaBody({
+      json: true,
+      jsonLimit: app.config.bodyLimitBytes,
+      jsonStrict: true,
+      multipart: false,
+      urlencoded: false,
+      text: false,
+    }),
+  );
+  // runs after the router (and its 405 check) have had their turn
+  koa.use(async (ctx, next) => {
+    await next();
+    if (ctx.status === 404 && ctx.body == null) throw new AppError(404, 'HTTP_404', 'Route not found');
+  });
+  koa.use(router.routes());
+  koa.use(router.allowedMethods({ throw: true }));
+  return koa;
+}

@@ -1,0 +1,79 @@
+export const RESOURCES = [
+  'configuration_items',
+  'changes',
+  'relationships',
+  'sources',
+  'collectors',
+  'credentials',
+  'users',
+  'api_keys',
+  'audit',
+] as const;
+export const ACTIONS = ['read', 'write', 'delete'] as const;
+
+export type Resource = (typeof RESOURCES)[number];
+export type Action = (typeof ACTIONS)[number];
+export type Permission = `${Resource}:${Action}`;
+export type Tier = 'adm' | 'svc' | 'ro' | 'usr';
+
+/** A data scope: a null sourceId is every source; a null scopeId every instance of the source. */
+export interface DataScope {
+  sourceId: string | null;
+  scopeId: string | null;
+}
+
+/**
+ * Who is asking. Every route and every read is decided from this alone: the tenant bounds all
+ * queries, permissions gate actions, scopes narrow which CIs (and their history) are visible.
+ * API keys produce it today; user sessions and user tokens produce the same shape.
+ */
+export interface Principal {
+  tenantId: string;
+  kind: 'api_key' | 'user';
+  id: string;
+  name: string;
+  tier: Tier | undefined;
+  superadmin: boolean;
+  permissions: ReadonlySet<Permission>;
+  /** 'all' means unrestricted; an empty list sees no data at all. */
+  scopes: 'all' | readonly DataScope[];
+}
+
+export function isPermission(value: string): value is Permission {
+  const [resource, action, extra] = value.split(':');
+  return (
+    extra === undefined &&
+    (RESOURCES as readonly string[]).includes(resource ?? '') &&
+    (ACTIONS as readonly string[]).includes(action ?? '')
+  );
+}
+
+const everything = (): Set<Permission> =>
+  new Set(RESOURCES.flatMap((resource) => ACTIONS.map((action) => `${resource}:${action}` as Permission)));
+
+/** Fixed permission sets of the key tiers that do not carry their own. */
+export function tierPermissions(tier: Tier, assigned: readonly Permission[]): Set<Permission> {
+  switch (tier) {
+    case 'adm':
+      return everything();
+    case 'ro':
+      // read-only sees everything but secrets and the people behind the keys
+      return new Set(
+        RESOURCES.filter((r) => r !== 'credentials' && r !== 'users' && r !== 'api_keys').map((r) => `${r}:read` as Permission),
+      );
+    case 'svc':
+    case 'usr':
+      return new Set(assigned);
+  }
+}
+
+export function can(principal: Principal, resource: Resource, action: Action): boolean {
+  return principal.superadmin || principal.permissions.has(`${resource}:${action}`);
+}
+
+/** Collapses scope rows: any unrestricted row makes the whole set unrestricted. */
+export function normalizeScopes(scopes: readonly DataScope[]): 'all' | DataScope[] {
+  if (scopes.some((s) => s.sourceId === null)) return 'all';
+  const wholeSources = new Set(scopes.filter((s) => s.scopeId === null).map((s) => s.sourceId));
+  return scopes.filter((s) => s.scopeId === null || !wholeSources.has(s.sourceId));
+}

@@ -1,0 +1,50 @@
+import { asJson, type Queryable } from '../db/database.js';
+import type { FieldChange } from '../inventory/diff.js';
+import { changesWritten } from '../observability/metrics.js';
+
+export type ChangeType = 'CREATED' | 'UPDATED' | 'DELETED';
+
+export interface NewChangeRecord {
+  tenant_id: string;
+  ci_id: string;
+  source_id: string | null;
+  scope_id: string | null;
+  ci_name: string;
+  ci_namespace: string | null;
+  ci_type: string;
+  change_type: ChangeType;
+  changed_at: Date;
+  changes: FieldChange[];
+}
+
+export const OUTBOX_TOPIC_CHANGE = 'change_record';
+
+/**
+ * Writes change records and their outbox rows in one statement. Call it with the transaction that
+ * writes the CI change itself: the three land together or not at all.
+ */
+export async function recordChanges(sql: Queryable, records: readonly NewChangeRecord[]): Promise<number> {
+  if (records.length === 0) return 0;
+  const [row] = await sql<{ written: number }[]>`
+    with written as (
+      insert into change_records
+        (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields)
+      select r.tenant_id, r.ci_id, r.source_id, r.scope_id, r.ci_name, r.ci_namespace, r.ci_type, r.change_type,
+             r.changed_at, r.changes,
+             array(select distinct c ->> 'field' from jsonb_array_elements(r.changes) as c order by 1)
+      from jsonb_to_recordset(${sql.json(asJson(records))}::jsonb) as r(
+        tenant_id uuid, ci_id uuid, source_id bigint, scope_id text, ci_name text, ci_namespace text,
+        ci_type text, change_type text, changed_at timestamptz, changes jsonb)
+      returning id, tenant_id, ci_id, change_type
+    ), queued as (
+      insert into outbox (tenant_id, topic, aggregate_id, payload)
+      select tenant_id, ${OUTBOX_TOPIC_CHANGE}, id::text,
+             jsonb_build_object('change_id', id::text, 'ci_id', ci_id, 'change_type', change_type)
+      from written
+      returning 1
+    )
+    select count(*)::int as written from queued`;
+  const written = row?.written ?? 0;
+  changesWritten.inc(written);
+  return written;
+}

@@ -1,0 +1,99 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import {
+  ingestCommand,
+  keysCreateCommand,
+  keysGenerateCommand,
+  migrateCommand,
+  serveCommand,
+  sweepCommand,
+  UsageError,
+  type Flags,
+} from './cli/commands.js';
+import { ConfigError } from './config/config.js';
+
+const HELP = `cinv: Configuration Inventory Service
+
+Usage: cinv <command> [options]
+
+Commands:
+  serve                     API, lifecycle scheduler and migrations in one process (npm start)
+  api                       the API only (no scheduled jobs)
+  worker                    scheduled jobs only (lifecycle sweeps)
+  migrate                   apply pending database migrations and exit
+  keys create --tier adm|svc|ro --name NAME [--scope SOURCE[:INSTANCE]]... [--permission RESOURCE:ACTION]...
+              [--expires-in DURATION]
+                            create an API key and print it once (scopes and permissions: svc keys only;
+                            --scope '*' grants every source)
+  keys generate [--tier adm]
+                            print a fresh key without storing it (for CINV_BOOTSTRAP_ADMIN_KEY)
+  ingest --source NAME --file FILE [--scope INSTANCE] [--mode snapshot|delta] [--collector-type TYPE]
+                            reconcile a universal-format snapshot file into the inventory
+  sweep                     run the lifecycle sweep once (inactive, archive, remove)
+
+Without DATABASE_URL every command uses the embedded database in CINV_DATA_DIR (default ./data);
+while a server runs on it, commands reach it through the server's socket.
+Environment variables are listed in the README.`;
+
+const OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  tier: { type: 'string' },
+  name: { type: 'string' },
+  scope: { type: 'string', multiple: true },
+  permission: { type: 'string', multiple: true },
+  'expires-in': { type: 'string' },
+  source: { type: 'string' },
+  file: { type: 'string' },
+  mode: { type: 'string' },
+  'collector-type': { type: 'string' },
+} as const;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  const flags = values as Flags;
+  const [command, sub] = positionals;
+  if (values.help || !command) {
+    console.log(HELP);
+    return command || values.help ? 0 : 1;
+  }
+  switch (`${command}${sub ? ` ${sub}` : ''}`) {
+    case 'serve':
+      await serveCommand({ api: true, scheduler: true });
+      return 0;
+    case 'api':
+      await serveCommand({ api: true, scheduler: false });
+      return 0;
+    case 'worker':
+      await serveCommand({ api: false, scheduler: true });
+      return 0;
+    case 'migrate':
+      await migrateCommand();
+      return 0;
+    case 'keys create':
+      await keysCreateCommand(flags);
+      return 0;
+    case 'keys generate':
+      keysGenerateCommand(flags);
+      return 0;
+    case 'ingest':
+      await ingestCommand(flags);
+      return 0;
+    case 'sweep':
+      await sweepCommand();
+      return 0;
+    default:
+      throw new UsageError(`unknown command "${positionals.join(' ')}"`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`cinv: ${(error as Error).message}\nRun \`cinv --help\` for usage.`);
+      process.exit(2);
+    }
+    console.error(`cinv: ${(error as Error).message}`);
+    process.exit(1);
+  },
+);

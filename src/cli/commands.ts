@@ -1,0 +1,188 @@
+import { readFile } from 'node:fs/promises';
+import { issueApiKey } from '../auth/api-keys.js';
+import { generateApiKey, TIERS } from '../auth/api-key-format.js';
+import { isPermission, type DataScope, type Permission, type Tier } from '../auth/principal.js';
+import { loadConfig, type Config } from '../config/config.js';
+import { parseDuration } from '../config/duration.js';
+import { openDatabase, type Database } from '../db/database.js';
+import { migrate } from '../db/migrate.js';
+import { AppError } from '../http/errors.js';
+import { assertSnapshot, reconcile } from '../inventory/reconcile.js';
+import { sweepLifecycle } from '../lifecycle/sweep.js';
+import { createLogger } from '../observability/logger.js';
+import { run } from '../server.js';
+import { ensureSource, findSourceByName } from '../sources/store.js';
+import { DEFAULT_TENANT_ID } from '../tenants.js';
+
+export class UsageError extends Error {}
+
+export type Flags = Record<string, string | boolean | string[] | undefined>;
+
+/** Opens the database, brings the schema up to date, runs `work`, and closes again. */
+async function withDatabase<T>(config: Config, work: (db: Database) => Promise<T>): Promise<T> {
+  const db = await openDatabase(config);
+  try {
+    await migrate(db.sql);
+    return await work(db);
+  } finally {
+    await db.close();
+  }
+}
+
+function single(flags: Flags, name: string, required = true): string | undefined {
+  const value = flags[name];
+  if (Array.isArray(value)) throw new UsageError(`--${name} may be given once`);
+  if (value === undefined || value === true || value === '') {
+    if (required) throw new UsageError(`--${name} is required`);
+    return undefined;
+  }
+  return String(value);
+}
+
+function many(flags: Flags, name: string): string[] {
+  const value = flags[name];
+  if (value === undefined) return [];
+  return (Array.isArray(value) ? value : [String(value)]).filter((v) => v !== '');
+}
+
+export async function serveCommand(options: { api: boolean; scheduler: boolean }): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  const running = await run(config, logger, options);
+  await new Promise<void>((resolve) => {
+    const shutdown = (signal: string) => {
+      logger.info({ signal }, 'shutting down');
+      running.stop().then(resolve, (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        resolve();
+      });
+    };
+    process.once('SIGINT', () => shutdown('SIGINT'));
+    process.once('SIGTERM', () => shutdown('SIGTERM'));
+  });
+}
+
+export async function migrateCommand(): Promise<void> {
+  const config = loadConfig();
+  const db = await openDatabase(config);
+  try {
+    const applied = await migrate(db.sql);
+    console.log(applied.length > 0 ? `applied migrations: ${applied.join(', ')}` : 'schema is up to date');
+  } finally {
+    await db.close();
+  }
+}
+
+async function resolveScopes(db: Database, specs: string[]): Promise<DataScope[]> {
+  const scopes: DataScope[] = [];
+  for (const spec of specs) {
+    if (spec === '*') {
+      scopes.push({ sourceId: null, scopeId: null });
+      continue;
+    }
+    const colon = spec.indexOf(':');
+    const sourceName = colon === -1 ? spec : spec.slice(0, colon);
+    const scopeId = colon === -1 ? null : spec.slice(colon + 1) || null;
+    const source = await findSourceByName(db.sql, DEFAULT_TENANT_ID, sourceName);
+    if (!source) throw new UsageError(`--scope ${spec}: no source named "${sourceName}"`);
+    scopes.push({ sourceId: source.id, scopeId });
+  }
+  return scopes;
+}
+
+export async function keysCreateCommand(flags: Flags): Promise<void> {
+  const tier = single(flags, 'tier') as Tier;
+  const name = single(flags, 'name')!;
+  if (!['adm', 'svc', 'ro'].includes(tier)) throw new UsageError('--tier must be adm, svc or ro (user tokens are issued to users)');
+  const permissions = many(flags, 'permission');
+  const scopeSpecs = many(flags, 'scope');
+  if (tier !== 'svc' && (permissions.length > 0 || scopeSpecs.length > 0)) {
+    throw new UsageError('--permission and --scope apply to svc keys only; adm and ro keys have fixed access');
+  }
+  const bad = permissions.find((p) => !isPermission(p));
+  if (bad) throw new UsageError(`--permission ${bad}: expected RESOURCE:ACTION, e.g. configuration_items:read`);
+  const expiresIn = single(flags, 'expires-in', false);
+  const expiresMs = expiresIn === undefined ? undefined : parseDuration(expiresIn);
+  if (expiresIn !== undefined && !expiresMs) throw new UsageError(`--expires-in ${expiresIn}: expected a duration such as 90d`);
+  const config = loadConfig();
+  await withDatabase(config, async (db) => {
+    const scopes = await resolveScopes(db, scopeSpecs);
+    const { id, key } = await issueApiKey(db.sql, config.secret, {
+      tenantId: DEFAULT_TENANT_ID,
+      name,
+      tier: tier as 'adm' | 'svc' | 'ro',
+      permissions: permissions as Permission[],
+      scopes,
+      expiresAt: expiresMs ? new Date(Date.now() + expiresMs) : null,
+    });
+    console.error(`created ${tier} key "${name}" (id ${id}); it is shown once, store it now:`);
+    console.log(key);
+  });
+}
+
+export function keysGenerateCommand(flags: Flags): void {
+  const tier = (single(flags, 'tier', false) ?? 'adm') as Tier;
+  if (!TIERS.includes(tier)) throw new UsageError('--tier must be adm, svc, ro or usr');
+  console.log(generateApiKey(tier));
+}
+
+export async function ingestCommand(flags: Flags): Promise<void> {
+  const sourceName = single(flags, 'source')!;
+  const file = single(flags, 'file')!;
+  const collectorType = single(flags, 'collector-type', false) ?? 'universal';
+  let document: unknown;
+  try {
+    document = JSON.parse(await readFile(file, 'utf8'));
+  } catch (error) {
+    throw new UsageError(`--file ${file}: ${(error as Error).message}`);
+  }
+  if (Array.isArray(document)) document = { items: document };
+  const override = single(flags, 'mode', false);
+  if (override) (document as Record<string, unknown>).mode = override;
+  const scope = single(flags, 'scope', false);
+  if (scope) (document as Record<string, unknown>).scope_id = scope;
+  try {
+    assertSnapshot(document);
+  } catch (error) {
+    if (error instanceof AppError) {
+      const errors = (error.details.errors as { field: string; message: string }[]).slice(0, 20);
+      throw new UsageError(`${file} is not a valid snapshot:\n${errors.map((e) => `  ${e.field}: ${e.message}`).join('\n')}`);
+    }
+    throw error;
+  }
+  const snapshot = document;
+  const config = loadConfig();
+  await withDatabase(config, async (db) => {
+    const source = await ensureSource(db.sql, DEFAULT_TENANT_ID, sourceName, collectorType);
+    const result = await reconcile(
+      db.sql,
+      {
+        tenantId: DEFAULT_TENANT_ID,
+        sourceId: source.id,
+        scopeId: snapshot.scope_id ?? null,
+        mode: snapshot.mode ?? 'snapshot',
+        records: snapshot.items,
+        deletions: snapshot.deletions,
+      },
+      { batchSize: config.reconcileBatchSize },
+    );
+    console.log(JSON.stringify({ source: { id: source.id, name: source.name }, ...result }, null, 2));
+  });
+}
+
+export async function sweepCommand(): Promise<void> {
+  const config = loadConfig();
+  await withDatabase(config, async (db) => {
+    const result = await sweepLifecycle(
+      db.sql,
+      {
+        inactiveAfterMs: config.inactiveAfterMs,
+        archiveInactiveAfterMs: config.archiveInactiveAfterMs,
+        archiveRetentionMs: config.archiveRetentionMs,
+        batchSize: config.sweepBatchSize,
+      },
+      new Date(),
+    );
+    console.log(JSON.stringify(result));
+  });
+}

@@ -1,0 +1,104 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseDuration } from './duration.js';
+
+export interface Config {
+  port: number;
+  host: string;
+  /** Real PostgreSQL connection string; undefined means the embedded database. */
+  databaseUrl: string | undefined;
+  databasePoolSize: number;
+  dataDir: string;
+  secret: string;
+  bootstrapAdminKey: string | undefined;
+  logLevel: string;
+  bodyLimitBytes: number;
+  inactiveAfterMs: number;
+  archiveInactiveAfterMs: number;
+  archiveRetentionMs: number;
+  sweepSchedule: string;
+  sweepBatchSize: number;
+  reconcileBatchSize: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, reason: string) {
+    super(`${variable}: ${reason}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(name, `expected an integer between ${min} and ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function duration(env: Env, name: string, fallback: string): number {
+  const raw = env[name] || fallback;
+  const ms = parseDuration(raw);
+  if (ms === undefined || ms <= 0) {
+    throw new ConfigError(name, `expected a duration such as 30m, 24h or 7d, got "${raw}"`);
+  }
+  return ms;
+}
+
+const MIN_SECRET_LENGTH = 32;
+
+/**
+ * The secret signs cursors and keys the API-key hash. In embedded mode it is generated once and
+ * kept in the data directory (mode 0600), so that keys and cursors survive restarts; with a real
+ * PostgreSQL several replicas must share it, so it has to be given explicitly.
+ */
+function resolveSecret(env: Env, dataDir: string, embedded: boolean): string {
+  const given = env.CINV_SECRET;
+  if (given) {
+    if (given.length < MIN_SECRET_LENGTH) {
+      throw new ConfigError('CINV_SECRET', `must be at least ${MIN_SECRET_LENGTH} characters long`);
+    }
+    return given;
+  }
+  if (!embedded) {
+    throw new ConfigError('CINV_SECRET', 'is required when DATABASE_URL is set (all replicas must share it)');
+  }
+  const file = path.join(dataDir, 'secret');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+  chmodSync(file, 0o600);
+  return secret;
+}
+
+/** Reads and validates the whole configuration; a bad variable is named in the thrown error. */
+export function loadConfig(env: Env = process.env): Config {
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'must start with postgres:// or postgresql://');
+  }
+  const dataDir = path.resolve(env.CINV_DATA_DIR || './data');
+  const bootstrapAdminKey = env.CINV_BOOTSTRAP_ADMIN_KEY || undefined;
+  return {
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    host: env.HOST || '0.0.0.0',
+    databaseUrl,
+    databasePoolSize: integer(env, 'CINV_DB_POOL_SIZE', 10, 1, 200),
+    dataDir,
+    secret: resolveSecret(env, dataDir, !databaseUrl),
+    bootstrapAdminKey,
+    logLevel: env.LOG_LEVEL || 'info',
+    bodyLimitBytes: integer(env, 'CINV_BODY_LIMIT_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    inactiveAfterMs: duration(env, 'CINV_INACTIVE_AFTER', '24h'),
+    archiveInactiveAfterMs: duration(env, 'CINV_ARCHIVE_INACTIVE_AFTER', '7d'),
+    archiveRetentionMs: duration(env, 'CINV_ARCHIVE_RETENTION', '7d'),
+    sweepSchedule: env.CINV_SWEEP_SCHEDULE || '*/5 * * * *',
+    sweepBatchSize: integer(env, 'CINV_SWEEP_BATCH_SIZE', 1000, 1, 100_000),
+    reconcileBatchSize: integer(env, 'CINV_RECONCILE_BATCH_SIZE', 1000, 1, 50_000),
+  };
+}

@@ -1,0 +1,47 @@
+import type { CiRow } from './store.js';
+
+export function presentCi(row: CiRow) {
+  return {
+    ci_id: row.ci_id,
+    name: row.name,
+    namespace: row.namespace,
+    ci_type: row.ci_type,
+    status: row.status,
+    status_updated_at: row.status_updated_at,
+    last_seen: row.last_seen,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    raw_data: row.raw_data,
+  };
+}
+
+function valueAt(document: unknown, path: readonly string[]): unknown {
+  let node = document;
+  for (const key of path) {
+    if (node === null || typeof node !== 'object') return null;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node === undefined ? null : node;
+}
+
+/** Normalises `include_attributes`: repeated and comma-separated, with or without `raw_data.`. */
+export function attributePaths(raw: readonly string[] | undefined): string[] {
+  const paths = (raw ?? []).flatMap((entry) => entry.split(',')).map((p) => p.trim()).filter(Boolean);
+  return [...new Set(paths)];
+}
+
+export function pickAttributes(rawData: Record<string, unknown>, paths: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const path of paths) out[path] = valueAt(rawData, path.replace(/^raw_data\./, '').split('.'));
+  return out;
+}
+
+/** The `include_type_data` item: the type-specific object is named after the kind (`k8s.pod` → `pod`). */
+export function presentTypeData(row: CiRow) {
+  const kind = row.ci_type.slice(row.ci_type.indexOf('.') + 1);
+  return {
+    id: row.ci_id,
+    type: row.ci_type,
+    attributes: { name: row.name, namespace: row.namespace, [kind]: row.type_data ?? {} },
+  };
+}

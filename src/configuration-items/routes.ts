@@ -1,0 +1,93 @@
+import { Type } from '@sinclair/typebox';
+import { archiveWithHistory } from '../inventory/archive.js';
+import { notFound } from '../http/errors.js';
+import { defineRoute } from '../http/route.js';
+import { parseFilters } from '../query/filters.js';
+import { attributePaths, pickAttributes, presentCi, presentTypeData } from './presenter.js';
+import { Ci, CiArchived, CiList, CiListQuery, CiParams, CI_FILTERS, TypeDataList } from './schema.js';
+import { findVisibleCi, listCis } from './store.js';
+
+const tags = ['Configuration items'];
+
+const list = defineRoute({
+  method: 'GET',
+  path: '/api/v1/configuration-items',
+  operationId: 'listConfigurationItems',
+  summary: 'List configuration items',
+  description:
+    'Filtered, sorted, offset-paged list of the CIs the key may see. `status` defaults to `active`. ' +
+    'With `include_type_data` and a `ci_type` filter the items take the type-data shape and the envelope ' +
+    'is `{items, total, has_more}`.',
+  tags,
+  access: { resource: 'configuration_items', action: 'read' },
+  query: CiListQuery,
+  responses: {
+    200: { description: 'A page of CIs (or of type-data items).', schema: Type.Union([CiList, TypeDataList]) },
+  },
+  async handler({ app, principal, query }) {
+    const filters = parseFilters(query.filter, CI_FILTERS);
+    const statusFiltered = filters.some((f) => f.field === 'status');
+    const status = query.status ?? (statusFiltered ? 'all' : 'active');
+    const typeData = query.include_type_data && filters.some((f) => f.field === 'ci_type');
+    const { rows, total } = await listCis(app.sql, principal, {
+      statuses: status === 'all' ? 'any' : [status],
+      filters,
+      sortBy: query.sort_by,
+      sortOrder: query.sort_order,
+      limit: query.limit,
+      offset: query.offset,
+      withTypeData: typeData,
+    });
+    if (typeData) {
+      return { items: rows.map(presentTypeData), total, has_more: query.offset + rows.length < total };
+    }
+    const paths = attributePaths(query.include_attributes);
+    const items = rows.map((row) =>
+      paths.length > 0 ? { ...presentCi(row), attributes: pickAttributes(row.raw_data, paths) } : presentCi(row),
+    );
+    return { items, total, offset: query.offset, limit: query.limit };
+  },
+});
+
+const detail = defineRoute({
+  method: 'GET',
+  path: '/api/v1/configuration-items/{ci_id}',
+  operationId: 'getConfigurationItem',
+  summary: 'Get one configuration item',
+  tags,
+  access: { resource: 'configuration_items', action: 'read' },
+  params: CiParams,
+  responses: { 200: { description: 'The CI with its nested raw_data.', schema: Ci } },
+  async handler({ app, principal, params }) {
+    const row = await findVisibleCi(app.sql, principal, params.ci_id);
+    if (!row) throw notFound('Configuration item not found', { ci_id: params.ci_id });
+    return presentCi(row);
+  },
+});
+
+const remove = defineRoute({
+  method: 'DELETE',
+  path: '/api/v1/configuration-items/{ci_id}',
+  operationId: 'archiveConfigurationItem',
+  summary: 'Archive (soft-delete) a configuration item',
+  description:
+    'Sets the status to `archived` and `status_updated_at` to now, and records a `DELETED` change. ' +
+    'The CI is removed for good once the archive retention has passed. Archiving an archived CI changes nothing.',
+  tags,
+  access: { resource: 'configuration_items', action: 'delete' },
+  params: CiParams,
+  responses: { 200: { description: 'The CI is archived.', schema: CiArchived } },
+  async handler({ app, principal, params }) {
+    return app.sql.begin(async (tx) => {
+      const row = await findVisibleCi(tx, principal, params.ci_id, true);
+      if (!row) throw notFound('Configuration item not found', { ci_id: params.ci_id });
+      if (row.status === 'archived') {
+        return { message: 'Configuration item was already archived', ci_id: row.ci_id, status: 'archived' as const, status_updated_at: row.status_updated_at! };
+      }
+      const [archived] = await archiveWithHistory(tx, principal.tenantId, [row.ci_id], app.now());
+      return { message: 'Configuration item archived', ci_id: row.ci_id, status: 'archived' as const, status_updated_at: archived!.status_updated_at };
+    });
+  },
+});
+
+export const configurationItemRoutes = [list, detail, remove];

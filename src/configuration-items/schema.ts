@@ -1,0 +1,92 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Filters, JsonObject, Limit, Nullable, Offset, SortOrder, Timestamp, Uuid } from '../http/schemas.js';
+import type { FilterSpec } from '../query/filters.js';
+
+export const CI_STATUSES = ['active', 'inactive', 'archived'] as const;
+export const CI_SORT_FIELDS = ['created_at', 'updated_at', 'last_seen', 'name', 'namespace', 'ci_type', 'status'] as const;
+
+export const CI_FILTERS: FilterSpec = {
+  fields: {
+    name: { kind: 'text', column: 'ci.name' },
+    namespace: { kind: 'text', column: 'ci.namespace' },
+    status: { kind: 'text', column: 'ci.status', values: CI_STATUSES },
+    ci_type: { kind: 'text', column: 'ci.ci_type' },
+    created_at: { kind: 'timestamp', column: 'ci.created_at' },
+    updated_at: { kind: 'timestamp', column: 'ci.updated_at' },
+    last_seen: { kind: 'timestamp', column: 'ls.last_seen' },
+  },
+  json: { raw_data: 'ci.raw_data', type_data: 'ci.type_data' },
+};
+
+export const CiParams = Type.Object({ ci_id: Uuid('The CI identifier.') });
+
+export const CiListQuery = Type.Object({
+  status: Type.Optional(
+    Type.Union([...CI_STATUSES, 'all'].map((s) => Type.Literal(s)), {
+      description: 'Default `active`; when a `status` filter is given and this is omitted, no status default applies.',
+    }),
+  ),
+  offset: Offset,
+  limit: Limit(50, 1000),
+  sort_by: Type.Union(CI_SORT_FIELDS.map((f) => Type.Literal(f)), { default: 'created_at' }),
+  sort_order: SortOrder('desc'),
+  filter: Type.Optional(Filters('name, namespace, status, ci_type, created_at, updated_at, last_seen, raw_data.<path>, type_data.<path>')),
+  include_type_data: Type.Boolean({
+    default: false,
+    description: 'Only with a `ci_type` filter: items take the `{id, type, attributes}` shape. Ignored otherwise.',
+  }),
+  include_attributes: Type.Optional(
+    Type.Array(Type.String({ minLength: 1 }), {
+      description: 'Dotted raw_data paths (repeatable or comma-separated) copied into each item\'s `attributes`.',
+    }),
+  ),
+});
+export type CiListQuery = Static<typeof CiListQuery>;
+
+const ciFields = {
+  ci_id: Uuid(),
+  name: Type.String(),
+  namespace: Nullable(Type.String()),
+  ci_type: Type.String({ description: '`<family>.<kind>`' }),
+  status: Type.Union(CI_STATUSES.map((s) => Type.Literal(s))),
+  status_updated_at: Nullable(Timestamp('Time of the last status move (deletion, lifecycle sweep, rediscovery).')),
+  last_seen: Timestamp(),
+  created_at: Timestamp(),
+  updated_at: Timestamp(),
+  raw_data: JsonObject('The collected payload, with nested metadata, spec and status.'),
+};
+
+export const Ci = Type.Object(ciFields, { title: 'ConfigurationItem' });
+export const CiListItem = Type.Object(
+  { ...ciFields, attributes: Type.Optional(JsonObject('Values at the `include_attributes` paths (null where absent).')) },
+  { title: 'ConfigurationItemListItem' },
+);
+
+export const TypeDataItem = Type.Object(
+  {
+    id: Uuid(),
+    type: Type.String(),
+    attributes: Type.Object(
+      { name: Type.String(), namespace: Nullable(Type.String()) },
+      {
+        additionalProperties: JsonObject('Named after the kind (`pod` for `k8s.pod`): the type-specific fields, possibly with `metrics`.'),
+      },
+    ),
+  },
+  { title: 'TypeDataItem' },
+);
+
+export const CiList = Type.Object({
+  items: Type.Array(CiListItem),
+  total: Type.Integer(),
+  offset: Type.Integer(),
+  limit: Type.Integer(),
+});
+export const TypeDataList = Type.Object({ items: Type.Array(TypeDataItem), total: Type.Integer(), has_more: Type.Boolean() });
+
+export const CiArchived = Type.Object({
+  message: Type.String(),
+  ci_id: Uuid(),
+  status: Type.Literal('archived'),
+  status_updated_at: Timestamp(),
+});

@@ -1,0 +1,80 @@
+import type { Sql } from 'postgres';
+import type { Principal } from '../auth/principal.js';
+import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
+import type { Queryable } from '../db/database.js';
+import { compileFilters, type ParsedFilter } from '../query/filters.js';
+
+export interface CiRow {
+  ci_id: string;
+  name: string;
+  namespace: string | null;
+  ci_type: string;
+  status: 'active' | 'inactive' | 'archived';
+  status_updated_at: Date | null;
+  last_seen: Date;
+  created_at: Date;
+  updated_at: Date;
+  raw_data: Record<string, unknown>;
+  type_data?: Record<string, unknown>;
+}
+
+export interface CiListCriteria {
+  statuses: readonly string[] | 'any';
+  filters: readonly ParsedFilter[];
+  sortBy: string;
+  sortOrder: 'asc' | 'desc';
+  limit: number;
+  offset: number;
+  withTypeData: boolean;
+}
+
+const SORT_COLUMNS: Record<string, string> = {
+  created_at: 'ci.created_at',
+  updated_at: 'ci.updated_at',
+  last_seen: 'ls.last_seen',
+  name: 'ci.name',
+  namespace: 'ci.namespace',
+  ci_type: 'ci.ci_type',
+  status: 'ci.status',
+};
+
+function conditions(sql: Sql, principal: Principal, criteria: Pick<CiListCriteria, 'statuses' | 'filters'>): Fragment {
+  const parts = [visibleTo(sql, principal, columnsOf('ci'))];
+  if (criteria.statuses !== 'any') parts.push(sql`ci.status = any(${criteria.statuses as string[]}::text[])`);
+  parts.push(...compileFilters(sql, criteria.filters));
+  return and(sql, parts);
+}
+
+/** One page of the CIs the principal may see, and the total that match. */
+export async function listCis(sql: Sql, principal: Principal, criteria: CiListCriteria): Promise<{ rows: CiRow[]; total: number }> {
+  const where = conditions(sql, principal, criteria);
+  const direction = criteria.sortOrder === 'asc' ? sql`asc` : sql`desc`;
+  const sortColumn = sql(SORT_COLUMNS[criteria.sortBy] ?? 'ci.created_at');
+  // the count joins last_seen only when a filter needs it: it is a 1:1 join that changes nothing else
+  const countJoin = criteria.filters.some((f) => f.field === 'last_seen')
+    ? sql`join ci_last_seen ls on ls.ci_id = ci.ci_id`
+    : sql``;
+  const [rows, [count]] = await Promise.all([
+    sql<CiRow[]>`
+      select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, ls.last_seen,
+             ci.created_at, ci.updated_at, ${criteria.withTypeData ? sql`ci.type_data` : sql`ci.raw_data`}
+      from configuration_items ci join ci_last_seen ls on ls.ci_id = ci.ci_id
+      where ${where}
+      order by ${sortColumn} ${direction}, ci.ci_id ${direction}
+      limit ${criteria.limit} offset ${criteria.offset}`,
+    sql<{ total: number }[]>`select count(*)::int as total from configuration_items ci ${countJoin} where ${where}`,
+  ]);
+  return { rows, total: count?.total ?? 0 };
+}
+
+/** One CI, if it exists and the principal may see it. `forUpdate` locks it for the transaction. */
+export async function findVisibleCi(sql: Queryable, principal: Principal, ciId: string, forUpdate = false): Promise<CiRow | undefined> {
+  const db = sql as Sql;
+  const [row] = await db<CiRow[]>`
+    select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, ls.last_seen,
+           ci.created_at, ci.updated_at, ci.raw_data
+    from configuration_items ci join ci_last_seen ls on ls.ci_id = ci.ci_id
+    where ci.ci_id = ${ciId} and ${visibleTo(db, principal, columnsOf('ci'))}
+    ${forUpdate ? db`for update of ci` : db``}`;
+  return row;
+}

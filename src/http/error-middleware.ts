@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import type { Context, Next } from 'koa';
+import type { Logger } from '../observability/logger.js';
+import { AppError } from './errors.js';
+
+export interface ErrorEnvelope {
+  error: {
+    id: string;
+    code: string;
+    message: string;
+    details: Record<string, unknown>;
+    path: string;
+    method: string;
+  };
+}
+
+interface HttpLikeError {
+  status?: number;
+  statusCode?: number;
+  expose?: boolean;
+  type?: string;
+  message?: string;
+}
+
+const KNOWN_STATUS_MESSAGES: Record<number, string> = {
+  400: 'Bad request',
+  404: 'Route not found',
+  405: 'Method not allowed',
+  406: 'Not acceptable',
+  411: 'Length required',
+  413: 'Request body too large',
+  415: 'Unsupported media type',
+};
+
+/**
+ * Errors raised by Koa, the router and the body parser carry an HTTP status but no code; they get
+ * `HTTP_<status>` and a fixed message, so nothing a client sent is echoed back unescaped.
+ */
+function fromHttpError(error: HttpLikeError): AppError | undefined {
+  const status = error.status ?? error.statusCode;
+  if (!status || status < 400 || status >= 500) return undefined;
+  if (status === 400 && (error.type === 'entity.parse.failed' || /JSON|token|parse/i.test(error.message ?? ''))) {
+    return new AppError(400, 'HTTP_400', 'Malformed JSON body');
+  }
+  return new AppError(status, `HTTP_${status}`, KNOWN_STATUS_MESSAGES[status] ?? 'Request failed');
+}
+
+/** Renders every failure as the spec's error envelope and logs it with the same `error.id`. */
+export function errorMiddleware(logger: Logger) {
+  return async function renderErrors(ctx: Context, next: Next): Promise<void> {
+    try {
+      await next();
+    } catch (caught) {
+      const id = randomUUID();
+      const known = caught instanceof AppError ? caught : fromHttpError(caught as HttpLikeError);
+      const error = known ?? new AppError(500, 'INTERNAL_SERVER_ERROR', 'Internal server error');
+      if (known) {
+        logger.info({ errorId: id, status: error.status, code: error.code, method: ctx.method, path: ctx.path }, error.message);
+      } else {
+        logger.error({ errorId: id, err: caught, method: ctx.method, path: ctx.path }, 'unhandled error');
+      }
+      const body: ErrorEnvelope = {
+        error: { id, code: error.code, message: error.message, details: error.details, path: ctx.path, method: ctx.method },
+      };
+      ctx.status = error.status;
+      ctx.type = 'application/json';
+      ctx.body = body;
+      if (error.status === 405 && (caught as { headers?: Record<string, string> }).headers?.Allow) {
+        ctx.set('Allow', (caught as { headers: Record<string, string> }).headers.Allow!);
+      }
+    }
+  };
+}

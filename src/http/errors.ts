@@ -1,0 +1,47 @@
+/** One field-level validation failure, as listed under `details.errors`. */
+export interface FieldError {
+  field: string;
+  location: 'path' | 'query' | 'body' | 'header';
+  message: string;
+}
+
+/**
+ * The one error type routes and services throw. The error middleware renders it as the spec's
+ * envelope; anything that is not an AppError becomes a 500 with no detail.
+ */
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+}
+
+export const notFound = (message: string, details: Record<string, unknown> = {}) =>
+  new AppError(404, 'HTTP_404', message, details);
+
+export const validationFailed = (errors: FieldError[]) =>
+  new AppError(422, 'VALIDATION_ERROR', 'Request validation failed', { errors });
+
+/** A 422 for parameters that are well-formed but contradictory (cursors, sort rules). */
+export const unprocessable = (message: string, details: Record<string, unknown> = {}) =>
+  new AppError(422, 'HTTP_422', message, details);
+
+export const invalidFilter = (filter: string, reason: string) =>
+  new AppError(400, 'INVALID_FILTER', `Invalid filter "${filter}": ${reason}`, { filter, reason });
+
+export const badRequest = (message: string, details: Record<string, unknown> = {}) =>
+  new AppError(400, 'HTTP_400', message, details);
+
+export const unauthorized = (reason: string) =>
+  new AppError(401, 'HTTP_401', 'Authentication required', { reason });
+
+export const forbidden = (message: string, details: Record<string, unknown> = {}) =>
+  new AppError(403, 'HTTP_403', message, details);
+
+export const notAcceptable = (available: string[]) =>
+  new AppError(406, 'HTTP_406', `Not acceptable; this route serves ${available.join(', ')}`, { available });

@@ -1,0 +1,67 @@
+import type { Static, TSchema } from '@sinclair/typebox';
+import type { Context } from 'koa';
+import type { Action, Principal, Resource } from '../auth/principal.js';
+import type { AppContext } from '../context.js';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface ResponseSpec {
+  description: string;
+  /** JSON body schema; validated against the real response when response checking is on. */
+  schema?: TSchema;
+  /** Other media types the route can produce for this status, e.g. `text/csv`. */
+  otherContent?: Record<string, { description?: string }>;
+  headers?: Record<string, { description: string; schema: Record<string, unknown> }>;
+}
+
+export type Access = 'public' | { resource: Resource; action: Action };
+
+type Maybe<T extends TSchema | undefined> = T extends TSchema ? Static<T> : Record<string, never>;
+
+export interface RouteRequest<P extends TSchema | undefined, Q extends TSchema | undefined, B extends TSchema | undefined> {
+  ctx: Context;
+  app: AppContext;
+  params: Maybe<P>;
+  query: Maybe<Q>;
+  body: Maybe<B>;
+  /** Present on every route that is not public. */
+  principal: Principal;
+}
+
+/**
+ * One declaration per route: the router, the request validation, the TypeScript types of the
+ * handler's input and the OpenAPI operation are all derived from it.
+ */
+export interface RouteDefinition<
+  P extends TSchema | undefined = TSchema | undefined,
+  Q extends TSchema | undefined = TSchema | undefined,
+  B extends TSchema | undefined = TSchema | undefined,
+> {
+  method: Method;
+  /** OpenAPI-style path: `/api/v1/configuration-items/{ci_id}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  access: Access;
+  params?: P;
+  query?: Q;
+  body?: B;
+  responses: Record<number, ResponseSpec>;
+  /** Returns the JSON body, or sets `ctx.body` itself (streams) and returns undefined. */
+  handler: (request: RouteRequest<P, Q, B>) => Promise<unknown>;
+}
+
+/** Identity function that lets TypeScript infer the handler's parameter types from the schemas. */
+export function defineRoute<P extends TSchema | undefined, Q extends TSchema | undefined, B extends TSchema | undefined>(
+  route: RouteDefinition<P, Q, B>,
+): RouteDefinition<P, Q, B> {
+  return route;
+}
+
+// Handlers are contravariant in their request type; the registry only needs them callable.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = RouteDefinition<any, any, any>;
+
+export const toKoaPath = (path: string): string => path.replace(/\{(\w+)\}/g, ':$1');

@@ -1,0 +1,72 @@
+import Router from '@koa/router';
+import type { TSchema } from '@sinclair/typebox';
+import type { ValidateFunction } from 'ajv';
+import type { Context } from 'koa';
+import { authenticate } from '../auth/authenticate.js';
+import { can, type Principal } from '../auth/principal.js';
+import type { AppContext } from '../context.js';
+import { forbidden, validationFailed, type FieldError } from './errors.js';
+import { toKoaPath, type AnyRoute } from './route.js';
+import { compileRequest, compileResponse, toFieldErrors } from './validation.js';
+
+type Check = (input: unknown) => unknown;
+
+function requestCheck(schema: TSchema | undefined, location: FieldError['location']): Check {
+  if (!schema) return () => ({});
+  const validate = compileRequest(schema);
+  return (input) => {
+    const value = structuredClone(input ?? {});
+    if (!validate(value)) throw validationFailed(toFieldErrors(validate.errors, location));
+    return value;
+  };
+}
+
+function responseCheck(route: AnyRoute): (ctx: Context) => void {
+  const validators = new Map<number, ValidateFunction>();
+  for (const [status, spec] of Object.entries(route.responses)) {
+    if (spec.schema) validators.set(Number(status), compileResponse(spec.schema));
+  }
+  return (ctx) => {
+    const validate = validators.get(ctx.status);
+    if (!validate || !ctx.response.is('json') || ctx.body === null || typeof ctx.body !== 'object') return;
+    if ('pipe' in ctx.body) return;
+    const body = JSON.parse(JSON.stringify(ctx.body)) as unknown;
+    if (!validate(body)) {
+      throw new Error(`response of ${route.method} ${route.path} does not match its schema: ${JSON.stringify(validate.errors)}`);
+    }
+  };
+}
+
+export interface RouterOptions {
+  /** Check every JSON response against the route's declared schema (on in tests). */
+  checkResponses: boolean;
+}
+
+/** Mounts route definitions: authentication, authorization, validation, handler, in that order. */
+export function buildRouter(app: AppContext, routes: readonly AnyRoute[], options: RouterOptions): Router {
+  const router = new Router();
+  for (const route of routes) {
+    const checkParams = requestCheck(route.params, 'path');
+    const checkQuery = requestCheck(route.query, 'query');
+    const checkBody = requestCheck(route.body, 'body');
+    const checkResponse = options.checkResponses ? responseCheck(route) : undefined;
+    router.register(toKoaPath(route.path), [route.method], async (ctx: Context) => {
+      ctx.state.route = route.path;
+      let principal: Principal | undefined;
+      if (route.access !== 'public') {
+        principal = await authenticate(ctx, app);
+        const { resource, action } = route.access;
+        if (!can(principal, resource, action)) {
+          throw forbidden(`This key may not ${action} ${resource.replace(/_/g, ' ')}`, { resource, action });
+        }
+      }
+      const params = checkParams(ctx.params);
+      const query = checkQuery(ctx.query);
+      const body = checkBody((ctx.request as { body?: unknown }).body);
+      const result = await route.handler({ ctx, app, params, query, body, principal: principal as Principal });
+      if (result !== undefined) ctx.body = result;
+      checkResponse?.(ctx);
+    });
+  }
+  return router;
+}

@@ -1,0 +1,43 @@
+import type { TSchema } from '@sinclair/typebox';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FieldError } from './errors.js';
+
+// ajv-formats is published as CommonJS with a default export
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+/** Coerces query and path strings into the declared types and fills declared defaults. */
+const requestAjv = addFormats(new Ajv({ coerceTypes: 'array', useDefaults: true, allErrors: true, strict: false }));
+/** Response checks (tests) must not coerce: a mismatch is a bug. */
+const responseAjv = addFormats(new Ajv({ allErrors: true, strict: false }));
+
+export const compileRequest = (schema: TSchema): ValidateFunction => requestAjv.compile(schema);
+export const compileResponse = (schema: TSchema): ValidateFunction => responseAjv.compile(schema);
+
+function fieldOf(error: ErrorObject): string {
+  const base = error.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  if (error.keyword === 'required') {
+    const missing = (error.params as { missingProperty: string }).missingProperty;
+    return base ? `${base}.${missing}` : missing;
+  }
+  if (error.keyword === 'additionalProperties') {
+    const extra = (error.params as { additionalProperty: string }).additionalProperty;
+    return base ? `${base}.${extra}` : extra;
+  }
+  return base || '(root)';
+}
+
+/** ajv's errors as the envelope's field errors, one per field and keyword. */
+export function toFieldErrors(errors: ErrorObject[] | null | undefined, location: FieldError['location']): FieldError[] {
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const error of errors ?? []) {
+    const field = fieldOf(error);
+    const key = `${field}:${error.keyword}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const message = error.keyword === 'additionalProperties' ? 'is not allowed' : (error.message ?? 'is invalid');
+    out.push({ field, location, message });
+  }
+  return out;
+}

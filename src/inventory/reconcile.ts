@@ -1,0 +1,252 @@
+import { uuidv7 } from 'uuidv7';
+import { recordChanges, type NewChangeRecord } from '../changes/writer.js';
+import type { Sql } from '../db/database.js';
+import { validationFailed } from '../http/errors.js';
+import { compileResponse, toFieldErrors } from '../http/validation.js';
+import { cisReconciled } from '../observability/metrics.js';
+import { archiveWithHistory } from './archive.js';
+import { contentHash, contentOf } from './content.js';
+import { diffValues, type FieldChange } from './diff.js';
+import { Snapshot, type UniversalRecord } from './records.js';
+import {
+  findIdsByExternalId,
+  insertCis,
+  loadContents,
+  loadStates,
+  lockSource,
+  replaceRelationships,
+  touchLastSeen,
+  updateCis,
+  type CiWrite,
+  type RelationshipWrite,
+  type StoredContent,
+} from './store.js';
+import { stripVolatile, volatileRules } from './volatile.js';
+
+export interface ReconcileInput {
+  tenantId: string;
+  sourceId: string;
+  /** The instance inside the source these records come from (data scopes name it). */
+  scopeId: string | null;
+  /**
+   * `snapshot`: the records are everything the source has now; objects left out are simply not
+   * seen and age into `inactive` through the lifecycle sweep. `delta`: upserts plus explicit
+   * `deletions`, which archive at once.
+   */
+  mode: 'snapshot' | 'delta';
+  records: readonly UniversalRecord[];
+  deletions?: readonly string[];
+}
+
+export interface ReconcileResult {
+  received: number;
+  created: number;
+  updated: number;
+  unchanged: number;
+  reactivated: number;
+  archived: number;
+  changes: number;
+  relationships: { written: number; removed: number; unresolved: number };
+}
+
+export interface ReconcileOptions {
+  now?: Date;
+  batchSize?: number;
+}
+
+const validateSnapshot = compileResponse(Snapshot);
+
+/** Validates a snapshot document before anything is written; a bad record fails the whole input. */
+export function assertSnapshot(document: unknown): asserts document is Snapshot {
+  if (!validateSnapshot(document)) throw validationFailed(toFieldErrors(validateSnapshot.errors, 'body'));
+}
+
+function fieldChanges(before: StoredContent, record: UniversalRecord): FieldChange[] {
+  const old = contentOf(before);
+  const next = contentOf(record);
+  const typeRules = volatileRules(record.ci_type).type;
+  const out: FieldChange[] = [];
+  diffValues('name', old.name, next.name, out);
+  diffValues('namespace', old.namespace, next.namespace, out);
+  diffValues('ci_type', old.ci_type, next.ci_type, out);
+  if (before.status !== 'active') out.push({ field: 'status', old_value: before.status, new_value: 'active' });
+  diffValues('raw_data', old.raw, next.raw, out);
+  diffValues('type_data', stripVolatile(old.typeData, typeRules), stripVolatile(next.typeData, typeRules), out);
+  return out;
+}
+
+function createdChanges(record: UniversalRecord): FieldChange[] {
+  return [
+    { field: 'name', old_value: null, new_value: record.name },
+    { field: 'namespace', old_value: null, new_value: record.namespace ?? null },
+    { field: 'ci_type', old_value: null, new_value: record.ci_type },
+    { field: 'status', old_value: null, new_value: 'active' },
+  ];
+}
+
+function dedupe(records: readonly UniversalRecord[]): UniversalRecord[] {
+  const byId = new Map<string, UniversalRecord>();
+  for (const record of records) byId.set(record.external_id, record);
+  return [...byId.values()];
+}
+
+interface BatchOutcome {
+  created: number;
+  updated: number;
+  unchanged: number;
+  reactivated: number;
+  changes: number;
+  /** CIs whose outgoing relationships must be rewritten, by external id. */
+  relationshipOwners: Map<string, string>;
+}
+
+async function reconcileBatch(sql: Sql, input: ReconcileInput, batch: UniversalRecord[], now: Date): Promise<BatchOutcome> {
+  const { tenantId, sourceId, scopeId } = input;
+  return sql.begin(async (tx) => {
+    await lockSource(tx, tenantId, sourceId);
+    const states = new Map((await loadStates(tx, tenantId, sourceId, batch.map((r) => r.external_id))).map((s) => [s.external_id, s]));
+    const outcome: BatchOutcome = { created: 0, updated: 0, unchanged: 0, reactivated: 0, changes: 0, relationshipOwners: new Map() };
+    const inserts: CiWrite[] = [];
+    const updates: { write: CiWrite; record: UniversalRecord }[] = [];
+    const seen: string[] = [];
+    const changes: NewChangeRecord[] = [];
+    const change = (write: CiWrite, type: NewChangeRecord['change_type'], fields: FieldChange[]): NewChangeRecord => ({
+      tenant_id: tenantId,
+      ci_id: write.ci_id,
+      source_id: sourceId,
+      scope_id: scopeId,
+      ci_name: write.name,
+      ci_namespace: write.namespace,
+      ci_type: write.ci_type,
+      change_type: type,
+      changed_at: now,
+      changes: fields,
+    });
+
+    for (const record of batch) {
+      const hash = contentHash(record).toString('hex');
+      const state = states.get(record.external_id);
+      if (state && state.status === 'active' && state.scope_id === scopeId && state.content_hash.toString('hex') === hash) {
+        outcome.unchanged++;
+        seen.push(state.ci_id);
+        continue;
+      }
+      const write: CiWrite = {
+        ci_id: state?.ci_id ?? uuidv7(),
+        scope_id: scopeId,
+        external_id: record.external_id,
+        ci_type: record.ci_type,
+        name: record.name,
+        namespace: record.namespace ?? null,
+        raw_data: record.raw_data,
+        type_data: record.type_data ?? {},
+        content_hash: hash,
+      };
+      seen.push(write.ci_id);
+      if (record.relationships) outcome.relationshipOwners.set(record.external_id, write.ci_id);
+      if (state) {
+        updates.push({ write, record });
+      } else {
+        inserts.push(write);
+        changes.push(change(write, 'CREATED', createdChanges(record)));
+      }
+    }
+
+    const before = new Map((await loadContents(tx, updates.map((u) => u.write.ci_id))).map((c) => [c.ci_id, c]));
+    for (const { write, record } of updates) {
+      const old = before.get(write.ci_id)!;
+      const fields = fieldChanges(old, record);
+      if (old.status !== 'active') outcome.reactivated++;
+      // the digest also covers metrics and relationships, which change no recorded field
+      if (fields.length > 0) changes.push(change(write, 'UPDATED', fields));
+    }
+    outcome.created = inserts.length;
+    outcome.updated = updates.length;
+
+    await insertCis(tx, tenantId, sourceId, inserts, now);
+    await updateCis(tx, updates.map((u) => u.write), now);
+    await touchLastSeen(tx, tenantId, seen, now);
+    outcome.changes = await recordChanges(tx, changes);
+    return outcome;
+  });
+}
+
+async function writeRelationships(
+  sql: Sql,
+  input: ReconcileInput,
+  records: UniversalRecord[],
+  owners: Map<string, string>,
+  batchSize: number,
+  now: Date,
+): Promise<ReconcileResult['relationships']> {
+  const totals = { written: 0, removed: 0, unresolved: 0 };
+  const owned = records.filter((r) => owners.has(r.external_id));
+  for (let i = 0; i < owned.length; i += batchSize) {
+    const batch = owned.slice(i, i + batchSize);
+    const rows = new Map<string, RelationshipWrite>();
+    for (const record of batch) {
+      for (const rel of record.relationships ?? []) {
+        const row = { from_external_id: record.external_id, to_external_id: rel.target_external_id, type: rel.type };
+        rows.set(JSON.stringify(row), row);
+      }
+    }
+    const fromIds = batch.map((r) => owners.get(r.external_id)!);
+    const { written, removed } = await sql.begin((tx) =>
+      replaceRelationships(tx, input.tenantId, input.sourceId, fromIds, [...rows.values()], now),
+    );
+    totals.written += written;
+    totals.removed += removed;
+    totals.unresolved += rows.size - written;
+  }
+  return totals;
+}
+
+/**
+ * Brings the stored inventory of one source (and scope) in line with what a collector saw.
+ * Works in batches, each one transaction holding the CI writes, their change records and outbox
+ * rows; unchanged objects (equal content digest) only get `last_seen` moved.
+ */
+export async function reconcile(sql: Sql, input: ReconcileInput, options: ReconcileOptions = {}): Promise<ReconcileResult> {
+  const now = options.now ?? new Date();
+  const batchSize = options.batchSize ?? 1000;
+  const records = dedupe(input.records);
+  const result: ReconcileResult = {
+    received: input.records.length,
+    created: 0,
+    updated: 0,
+    unchanged: 0,
+    reactivated: 0,
+    archived: 0,
+    changes: 0,
+    relationships: { written: 0, removed: 0, unresolved: 0 },
+  };
+  const owners = new Map<string, string>();
+  for (let i = 0; i < records.length; i += batchSize) {
+    const outcome = await reconcileBatch(sql, input, records.slice(i, i + batchSize), now);
+    result.created += outcome.created;
+    result.updated += outcome.updated;
+    result.unchanged += outcome.unchanged;
+    result.reactivated += outcome.reactivated;
+    result.changes += outcome.changes;
+    for (const [externalId, ciId] of outcome.relationshipOwners) owners.set(externalId, ciId);
+  }
+  result.relationships = await writeRelationships(sql, input, records, owners, batchSize, now);
+
+  const deletions = [...new Set(input.deletions ?? [])];
+  for (let i = 0; i < deletions.length; i += batchSize) {
+    const batch = deletions.slice(i, i + batchSize);
+    const archived = await sql.begin(async (tx) => {
+      await lockSource(tx, input.tenantId, input.sourceId);
+      const ids = (await findIdsByExternalId(tx, input.tenantId, input.sourceId, batch)).map((r) => r.ci_id);
+      return archiveWithHistory(tx, input.tenantId, ids, now);
+    });
+    result.archived += archived.length;
+    result.changes += archived.length;
+  }
+
+  cisReconciled.inc({ outcome: 'created' }, result.created);
+  cisReconciled.inc({ outcome: 'updated' }, result.updated);
+  cisReconciled.inc({ outcome: 'unchanged' }, result.unchanged);
+  cisReconciled.inc({ outcome: 'archived' }, result.archived);
+  return result;
+}

@@ -1,0 +1,132 @@
+import type { PendingQuery, Row } from 'postgres';
+import { recordChanges } from '../changes/writer.js';
+import type { Sql } from '../db/database.js';
+
+export interface LifecycleSettings {
+  inactiveAfterMs: number;
+  archiveInactiveAfterMs: number;
+  archiveRetentionMs: number;
+  batchSize: number;
+}
+
+export interface SweepResult {
+  inactivated: number;
+  archived: number;
+  removed: number;
+}
+
+interface MovedCi {
+  ci_id: string;
+  tenant_id: string;
+  source_id: string;
+  scope_id: string | null;
+  name: string;
+  namespace: string | null;
+  ci_type: string;
+}
+
+type Status = 'active' | 'inactive' | 'archived';
+
+/**
+ * Moves one batch of due CIs from one status to another and records an `UPDATED` change on
+ * `status` for each, in one transaction. `due` selects the ci_ids, locked with SKIP LOCKED so that
+ * replicas sweeping at the same time split the work instead of waiting on each other.
+ */
+async function moveBatch(sql: Sql, due: PendingQuery<Row[]>, from: Status, to: Status, now: Date): Promise<number> {
+  return sql.begin(async (tx) => {
+    const moved = await tx<MovedCi[]>`
+      update configuration_items c
+      set status = ${to}, status_updated_at = ${now}, updated_at = ${now}
+      from (${due}) as due
+      where c.ci_id = due.ci_id
+      returning c.ci_id, c.tenant_id, c.source_id::text, c.scope_id, c.name, c.namespace, c.ci_type`;
+    await recordChanges(
+      tx,
+      moved.map((ci) => ({
+        tenant_id: ci.tenant_id,
+        ci_id: ci.ci_id,
+        source_id: ci.source_id,
+        scope_id: ci.scope_id,
+        ci_name: ci.name,
+        ci_namespace: ci.namespace,
+        ci_type: ci.ci_type,
+        change_type: 'UPDATED' as const,
+        changed_at: now,
+        changes: [{ field: 'status', old_value: from, new_value: to }],
+      })),
+    );
+    return moved.length;
+  });
+}
+
+async function untilDrained(step: () => Promise<number>, batchSize: number): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const done = await step();
+    total += done;
+    if (done < batchSize) return total;
+  }
+}
+
+/**
+ * Applies the lifecycle thresholds (spec section 3) in batches: active CIs not seen for
+ * `inactiveAfter` become inactive, inactive ones older than `archiveInactiveAfter` archived, and
+ * archived ones older than `archiveRetention` are removed for good. Change history and
+ * relationship rows outlive the removed CIs.
+ */
+export async function sweepLifecycle(sql: Sql, settings: LifecycleSettings, now: Date): Promise<SweepResult> {
+  const limit = settings.batchSize;
+  const notSeenSince = new Date(now.getTime() - settings.inactiveAfterMs);
+  const inactiveSince = new Date(now.getTime() - settings.archiveInactiveAfterMs);
+  const archivedSince = new Date(now.getTime() - settings.archiveRetentionMs);
+
+  const inactivated = await untilDrained(
+    () =>
+      moveBatch(
+        sql,
+        sql`select c.ci_id from ci_last_seen l join configuration_items c on c.ci_id = l.ci_id
+            where l.last_seen < ${notSeenSince} and c.status = 'active'
+            order by l.last_seen limit ${limit} for update of c skip locked`,
+        'active',
+        'inactive',
+        now,
+      ),
+    limit,
+  );
+  const archived = await untilDrained(
+    () =>
+      moveBatch(
+        sql,
+        sql`select ci_id from configuration_items
+            where status = 'inactive' and status_updated_at < ${inactiveSince}
+            order by status_updated_at limit ${limit} for update skip locked`,
+        'inactive',
+        'archived',
+        now,
+      ),
+    limit,
+  );
+  const removed = await untilDrained(async () => {
+    const result = await sql`
+      delete from configuration_items where ci_id in (
+        select ci_id from configuration_items
+        where status = 'archived' and status_updated_at < ${archivedSince}
+        order by status_updated_at limit ${limit} for update skip locked)`;
+    return result.count;
+  }, limit);
+  return { inactivated, archived, removed };
+}
+
+/**
+ * With no outbox consumer configured, outbox rows would pile up forever; rows older than `maxAgeMs`
+ * are dropped in batches (a later `cinv reindex` covers what they described).
+ */
+export async function trimOutbox(sql: Sql, maxAgeMs: number, batchSize: number, now: Date): Promise<number> {
+  const before = new Date(now.getTime() - maxAgeMs);
+  return untilDrained(async () => {
+    const result = await sql`
+      delete from outbox where id in (
+        select id from outbox where created_at < ${before} order by created_at limit ${batchSize} for update skip locked)`;
+    return result.count;
+  }, batchSize);
+}

@@ -1,0 +1,30 @@
+import { collectDefaultMetrics, Counter, Histogram, register } from 'prom-client';
+
+let defaultsCollected = false;
+
+/** Process metrics are collected once per process, whatever number of apps it builds (tests). */
+export function enableProcessMetrics(): void {
+  if (defaultsCollected) return;
+  defaultsCollected = true;
+  collectDefaultMetrics({ prefix: 'cinv_' });
+}
+
+export const httpRequestDuration = new Histogram({
+  name: 'cinv_http_request_duration_seconds',
+  help: 'HTTP request duration by method, route template and status',
+  labelNames: ['method', 'route', 'status'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+});
+
+export const cisReconciled = new Counter({
+  name: 'cinv_cis_reconciled_total',
+  help: 'Configuration items processed by the reconciler, by outcome',
+  labelNames: ['outcome'] as const,
+});
+
+export const changesWritten = new Counter({
+  name: 'cinv_changes_written_total',
+  help: 'Change records written',
+});
+
+export const metricsRegistry = register;

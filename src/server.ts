@@ -1,0 +1,68 @@
+import type { Server } from 'node:http';
+import { createApp } from './app.js';
+import { installBootstrapKey } from './auth/api-keys.js';
+import type { Config } from './config/config.js';
+import type { AppContext } from './context.js';
+import { openDatabase, type Database } from './db/database.js';
+import { migrate } from './db/migrate.js';
+import { scheduleSweeps } from './lifecycle/scheduler.js';
+import type { Logger } from './observability/logger.js';
+import { DEFAULT_TENANT_ID } from './tenants.js';
+
+export interface RunOptions {
+  api: boolean;
+  scheduler: boolean;
+}
+
+export interface Running {
+  server: Server | undefined;
+  stop(): Promise<void>;
+}
+
+/** Opens the database, migrates, installs the bootstrap key, then serves and/or schedules. */
+export async function run(config: Config, logger: Logger, options: RunOptions): Promise<Running> {
+  const database: Database = await openDatabase(config, { joinEmbedded: false });
+  const app: AppContext = { sql: database.sql, database: database.kind, config, logger, now: () => new Date() };
+  try {
+    const applied = await migrate(database.sql);
+    if (applied.length > 0) logger.info({ versions: applied }, 'migrations applied');
+    if (config.bootstrapAdminKey && (await installBootstrapKey(database.sql, config.secret, DEFAULT_TENANT_ID, config.bootstrapAdminKey))) {
+      logger.info('bootstrap admin key installed');
+    }
+    const [{ keys }] = (await database.sql`select count(*)::int as keys from api_keys where revoked_at is null`) as unknown as [{ keys: number }];
+    if (keys === 0) logger.warn('no API keys exist yet: create one with `npm run cinv -- keys create --tier adm --name admin`');
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+
+  const sweeps = options.scheduler ? scheduleSweeps(app) : undefined;
+  let server: Server | undefined;
+  if (options.api) {
+    const koa = createApp(app);
+    server = await new Promise<Server>((resolve, reject) => {
+      const listening = koa.listen(config.port, config.host, () => resolve(listening)).once('error', reject);
+    });
+    const address = server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    logger.info(
+      { port, database: database.kind, dataDir: database.kind === 'embedded' ? config.dataDir : undefined },
+      `cinv listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${port}`,
+    );
+  }
+
+  let stopping: Promise<void> | undefined;
+  return {
+    server,
+    stop: () =>
+      (stopping ??= (async () => {
+        if (server) {
+          const closing = new Promise<void>((resolve) => server!.close(() => resolve()));
+          server.closeIdleConnections();
+          await closing;
+        }
+        await sweeps?.stop();
+        await database.close();
+      })()),
+  };
+}
