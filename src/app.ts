@@ -1,5 +1,4 @@
 import Koa from 'koa';
-import { koaBody } from 'koa-body';
 import { createRequire } from 'node:module';
 import { configurationItemRoutes } from './configuration-items/routes.js';
 import type { AppContext } from './context.js';
@@ -9,6 +8,7 @@ import { buildOpenApi } from './http/openapi.js';
 import type { AnyRoute } from './http/route.js';
 import { buildRouter } from './http/router.js';
 import { enableProcessMetrics, httpRequestDuration } from './observability/metrics.js';
+import { sourceRoutes } from './sources/routes.js';
 import { systemRoutes } from './system/routes.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -19,7 +19,7 @@ export const API_DESCRIPTION =
   '`{error: {id, code, message, details, path, method}}`.';
 
 /** Every API route, in the order they appear in the OpenAPI document. */
-export const apiRoutes: readonly AnyRoute[] = [...configurationItemRoutes];
+export const apiRoutes: readonly AnyRoute[] = [...configurationItemRoutes, ...sourceRoutes];
 
 export interface AppOptions {
   /** Validate every JSON response against its declared schema (tests turn this on). */
@@ -44,16 +44,6 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     }
   });
   koa.use(errorMiddleware(app.logger));
-  koa.use(
-    koaBody({
-      json: true,
-      jsonLimit: app.config.bodyLimitBytes,
-      jsonStrict: true,
-      multipart: false,
-      urlencoded: false,
-      text: false,
-    }),
-  );
   // runs after the router (and its 405 check) have had their turn
   koa.use(async (ctx, next) => {
     await next();

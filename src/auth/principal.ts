@@ -77,3 +77,15 @@ export function normalizeScopes(scopes: readonly DataScope[]): 'all' | DataScope
   const wholeSources = new Set(scopes.filter((s) => s.scopeId === null).map((s) => s.sourceId));
   return scopes.filter((s) => s.scopeId === null || !wholeSources.has(s.sourceId));
 }
+
+/** Whether the principal's data scopes cover an instance of a source (used for writes into it). */
+export function coversScope(principal: Principal, sourceId: string, scopeId: string | null): boolean {
+  if (principal.superadmin || principal.scopes === 'all') return true;
+  return principal.scopes.some((s) => s.sourceId === sourceId && (s.scopeId === null || s.scopeId === scopeId));
+}
+
+/** Whether any of the principal's data scopes touches the source. */
+export function coversSource(principal: Principal, sourceId: string): boolean {
+  if (principal.superadmin || principal.scopes === 'all') return true;
+  return principal.scopes.some((s) => s.sourceId === sourceId);
+}

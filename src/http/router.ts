@@ -1,19 +1,20 @@
 import Router from '@koa/router';
+import { koaBody } from 'koa-body';
 import type { TSchema } from '@sinclair/typebox';
 import type { ValidateFunction } from 'ajv';
 import type { Context } from 'koa';
 import { authenticate } from '../auth/authenticate.js';
 import { can, type Principal } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
-import { forbidden, validationFailed, type FieldError } from './errors.js';
+import { AppError, forbidden, validationFailed, type FieldError } from './errors.js';
 import { toKoaPath, type AnyRoute } from './route.js';
-import { compileRequest, compileResponse, toFieldErrors } from './validation.js';
+import { compileBody, compileRequest, compileResponse, toFieldErrors } from './validation.js';
 
 type Check = (input: unknown) => unknown;
 
 function requestCheck(schema: TSchema | undefined, location: FieldError['location']): Check {
   if (!schema) return () => ({});
-  const validate = compileRequest(schema);
+  const validate = location === 'body' ? compileBody(schema) : compileRequest(schema);
   return (input) => {
     const value = structuredClone(input ?? {});
     if (!validate(value)) throw validationFailed(toFieldErrors(validate.errors, location));
@@ -45,6 +46,8 @@ export interface RouterOptions {
 /** Mounts route definitions: authentication, authorization, validation, handler, in that order. */
 export function buildRouter(app: AppContext, routes: readonly AnyRoute[], options: RouterOptions): Router {
   const router = new Router();
+  // bodies are parsed only on routes that declare one, after authentication
+  const parseBody = koaBody({ json: true, jsonLimit: app.config.bodyLimitBytes, jsonStrict: true, multipart: false, urlencoded: false, text: false });
   for (const route of routes) {
     const checkParams = requestCheck(route.params, 'path');
     const checkQuery = requestCheck(route.query, 'query');
@@ -59,6 +62,10 @@ export function buildRouter(app: AppContext, routes: readonly AnyRoute[], option
         if (!can(principal, resource, action)) {
           throw forbidden(`This key may not ${action} ${resource.replace(/_/g, ' ')}`, { resource, action });
         }
+      }
+      if (route.body) {
+        if (!ctx.is('application/json')) throw new AppError(415, 'HTTP_415', 'Unsupported media type; send application/json');
+        await parseBody(ctx, async () => {});
       }
       const params = checkParams(ctx.params);
       const query = checkQuery(ctx.query);

@@ -8,10 +8,13 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 /** Coerces query and path strings into the declared types and fills declared defaults. */
 const requestAjv = addFormats(new Ajv({ coerceTypes: 'array', useDefaults: true, allErrors: true, strict: false }));
+/** Bodies are JSON already: types are checked as sent, never coerced. */
+const bodyAjv = addFormats(new Ajv({ useDefaults: true, allErrors: true, strict: false }));
 /** Response checks (tests) must not coerce: a mismatch is a bug. */
 const responseAjv = addFormats(new Ajv({ allErrors: true, strict: false }));
 
 export const compileRequest = (schema: TSchema): ValidateFunction => requestAjv.compile(schema);
+export const compileBody = (schema: TSchema): ValidateFunction => bodyAjv.compile(schema);
 export const compileResponse = (schema: TSchema): ValidateFunction => responseAjv.compile(schema);
 
 function fieldOf(error: ErrorObject): string {

@@ -35,3 +35,9 @@ export async function ensureSource(
     on conflict (tenant_id, name) where deleted_at is null do nothing`;
   return (await findSourceByName(sql, tenantId, name))!;
 }
+
+export function findSourceById(sql: Queryable, tenantId: string, sourceId: string): Promise<SourceRef | undefined> {
+  return sql<SourceRef[]>`
+    select id::text, name, collector_id::text from sources
+    where tenant_id = ${tenantId} and id = ${sourceId} and deleted_at is null`.then((rows) => rows[0]);
+}

@@ -1,0 +1,207 @@
+import { expect } from 'chai';
+import type { Sql } from '../../src/db/database.js';
+import type { UniversalRecord } from '../../src/inventory/records.js';
+import { assertSnapshot } from '../../src/inventory/reconcile.js';
+import { resetDatabase, testDatabase } from '../support/db.js';
+import { buildPod, ciIdOf, ingest } from '../support/factories.js';
+
+interface ChangeRow {
+  id: string;
+  ci_id: string;
+  change_type: string;
+  ci_name: string;
+  ci_namespace: string | null;
+  ci_type: string;
+  changes: { field: string; old_value: unknown; new_value: unknown }[];
+}
+
+const changesOf = (sql: Sql, ciId: string) =>
+  sql<ChangeRow[]>`select id::text, ci_id, change_type, ci_name, ci_namespace, ci_type, changes from change_records where ci_id = ${ciId} order by id`;
+
+const count = async (sql: Sql, table: string) =>
+  Number((await sql<{ n: string }[]>`select count(*) as n from ${sql(table)}`)[0]!.n);
+
+const T0 = new Date('2026-03-01T00:00:00Z');
+const at = (minutes: number) => new Date(T0.getTime() + minutes * 60_000);
+
+describe('reconcile', () => {
+  let sql: Sql;
+  beforeEach(async () => {
+    sql = (await testDatabase()).sql;
+    await resetDatabase(sql);
+  });
+
+  it('creates CIs with a CREATED change record and an outbox row each, in the same write', async () => {
+    const pods = [buildPod({ name: 'a' }), buildPod({ name: 'b', namespace: null })];
+    const result = await ingest(sql, pods, { now: at(0), scopeId: 'cluster-1' });
+    expect(result).to.include({ received: 2, created: 2, updated: 0, unchanged: 0, changes: 2 });
+    const [ci] = await sql`select c.*, l.last_seen from configuration_items c join ci_last_seen l using (ci_id) where external_id = ${pods[0]!.external_id}`;
+    expect(ci).to.include({ name: 'a', namespace: 'default', ci_type: 'k8s.pod', status: 'active', scope_id: 'cluster-1' });
+    expect(ci!.last_seen.toISOString()).to.equal(at(0).toISOString());
+    expect(ci!.raw_data).to.deep.equal(pods[0]!.raw_data);
+    const [created] = await changesOf(sql, ci!.ci_id);
+    expect(created).to.include({ change_type: 'CREATED', ci_name: 'a', ci_namespace: 'default', ci_type: 'k8s.pod' });
+    expect(created!.changes).to.deep.include({ field: 'status', old_value: null, new_value: 'active' });
+    const outbox = await sql`select aggregate_id, payload from outbox order by id`;
+    expect(outbox.map((o) => o.aggregate_id)).to.have.members((await sql`select id::text from change_records`).map((r) => r.id));
+  });
+
+  it('records field-level updates with dotted paths, keeping arrays of objects as real JSON', async () => {
+    const pod = buildPod({ name: 'web', replicas: 2 });
+    await ingest(sql, [pod], { now: at(0) });
+    const conditions = [
+      { type: 'Ready', status: 'False', reason: 'CrashLoopBackOff' },
+      { type: 'PodScheduled', status: 'True' },
+    ];
+    const changed: UniversalRecord = {
+      ...pod,
+      raw_data: {
+        ...pod.raw_data,
+        spec: { ...(pod.raw_data.spec as object), replicas: 5 },
+        status: { phase: 'Running', conditions },
+      },
+    };
+    const result = await ingest(sql, [changed], { now: at(10) });
+    expect(result).to.include({ updated: 1, created: 0, changes: 1 });
+    const ciId = await ciIdOf(sql, pod.external_id);
+    const [, update] = await changesOf(sql, ciId);
+    expect(update!.change_type).to.equal('UPDATED');
+    const byField = Object.fromEntries(update!.changes.map((c) => [c.field, c]));
+    expect(Object.keys(byField)).to.have.members(['raw_data.spec.replicas', 'raw_data.status.conditions']);
+    expect(byField['raw_data.spec.replicas']).to.deep.equal({ field: 'raw_data.spec.replicas', old_value: 2, new_value: 5 });
+    const conditionChange = byField['raw_data.status.conditions']!;
+    expect(conditionChange.new_value).to.be.an('array').that.deep.equals(conditions);
+    expect(conditionChange.old_value).to.be.an('array').with.lengthOf(1);
+    const [ci] = await sql`select updated_at, created_at from configuration_items where ci_id = ${ciId}`;
+    expect(ci!.updated_at.toISOString()).to.equal(at(10).toISOString());
+    expect(ci!.created_at.toISOString()).to.equal(at(0).toISOString());
+  });
+
+  it('writes nothing for an unchanged re-collection, even when volatile fields moved', async () => {
+    const pod = buildPod({ name: 'steady' });
+    await ingest(sql, [pod], { now: at(0) });
+    const before = { changes: await count(sql, 'change_records'), outbox: await count(sql, 'outbox') };
+    const [row] = await sql`select updated_at, content_hash from configuration_items`;
+    const recollected: UniversalRecord = {
+      ...pod,
+      raw_data: {
+        ...pod.raw_data,
+        metadata: { ...(pod.raw_data.metadata as object), resourceVersion: '999', managedFields: [{ manager: 'kubelet' }] },
+        status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', lastProbeTime: '2026-03-01T00:05:00Z', lastHeartbeatTime: '2026-03-01T00:05:00Z' }] },
+      },
+    };
+    const result = await ingest(sql, [recollected], { now: at(5) });
+    expect(result).to.include({ unchanged: 1, updated: 0, created: 0, changes: 0 });
+    expect(await count(sql, 'change_records')).to.equal(before.changes);
+    expect(await count(sql, 'outbox')).to.equal(before.outbox);
+    const [after] = await sql`select c.updated_at, l.last_seen from configuration_items c join ci_last_seen l using (ci_id)`;
+    expect(after!.updated_at.toISOString()).to.equal(row!.updated_at.toISOString());
+    expect(after!.last_seen.toISOString()).to.equal(at(5).toISOString());
+  });
+
+  it('reactivates an inactive or archived CI that is seen again, recording the status move', async () => {
+    const pod = buildPod({ name: 'phoenix' });
+    await ingest(sql, [pod], { now: at(0) });
+    const ciId = await ciIdOf(sql, pod.external_id);
+    for (const status of ['inactive', 'archived']) {
+      await sql`update configuration_items set status = ${status}, status_updated_at = ${at(1)} where ci_id = ${ciId}`;
+      const result = await ingest(sql, [pod], { now: at(2) });
+      expect(result).to.include({ reactivated: 1, updated: 1 });
+      const [ci] = await sql`select status, status_updated_at from configuration_items where ci_id = ${ciId}`;
+      expect(ci!.status).to.equal('active');
+      expect(ci!.status_updated_at.toISOString()).to.equal(at(2).toISOString());
+      const history = await changesOf(sql, ciId);
+      expect(history.at(-1)!.changes).to.deep.equal([{ field: 'status', old_value: status, new_value: 'active' }]);
+    }
+  });
+
+  it('archives explicit delta deletions with a DELETED change, and leaves absent snapshot objects alone', async () => {
+    const [a, b, c] = [buildPod({ name: 'a' }), buildPod({ name: 'b' }), buildPod({ name: 'c' })];
+    await ingest(sql, [a!, b!, c!], { now: at(0) });
+    const snapshot = await ingest(sql, [a!], { now: at(1) });
+    expect(snapshot.archived).to.equal(0);
+    expect((await sql`select status from configuration_items where external_id = ${b!.external_id}`)[0]!.status).to.equal('active');
+
+    const delta = await ingest(sql, [], { mode: 'delta', deletions: [b!.external_id, 'pod/default/never-seen'], now: at(2) });
+    expect(delta).to.include({ archived: 1, changes: 1 });
+    const ciId = await ciIdOf(sql, b!.external_id);
+    const [ci] = await sql`select status, status_updated_at from configuration_items where ci_id = ${ciId}`;
+    expect(ci).to.deep.include({ status: 'archived' });
+    expect(ci!.status_updated_at.toISOString()).to.equal(at(2).toISOString());
+    const deleted = (await changesOf(sql, ciId)).at(-1)!;
+    expect(deleted.change_type).to.equal('DELETED');
+    expect(deleted.changes).to.deep.equal([{ field: 'status', old_value: 'active', new_value: 'archived' }]);
+
+    const again = await ingest(sql, [], { mode: 'delta', deletions: [b!.external_id], now: at(3) });
+    expect(again.archived).to.equal(0);
+  });
+
+  it('processes inputs larger than one batch, each batch on its own', async () => {
+    const pods = Array.from({ length: 23 }, (_, i) => buildPod({ name: `bulk-${i}` }));
+    const first = await ingest(sql, pods, { now: at(0), batchSize: 5 });
+    expect(first).to.include({ created: 23, changes: 23 });
+    const changed = pods.map((p, i) => (i % 4 === 0 ? { ...p, raw_data: { ...p.raw_data, extra: i } } : p));
+    const second = await ingest(sql, changed, { now: at(1), batchSize: 5 });
+    expect(second).to.include({ updated: 6, unchanged: 17, changes: 6 });
+    expect(await count(sql, 'ci_last_seen')).to.equal(23);
+  });
+
+  it('resolves relationships by external id and replaces an object\'s outgoing set', async () => {
+    const node = { ...buildPod({ name: 'node-1' }), external_id: 'node/node-1', ci_type: 'k8s.node' };
+    const node2 = { ...buildPod({ name: 'node-2' }), external_id: 'node/node-2', ci_type: 'k8s.node' };
+    const pod = buildPod({ name: 'web', relationships: [{ type: 'runs_on', target_external_id: 'node/node-1' }, { type: 'runs_on', target_external_id: 'node/ghost' }] });
+    const first = await ingest(sql, [pod, node, node2], { now: at(0) });
+    expect(first.relationships).to.deep.equal({ written: 1, removed: 0, unresolved: 1 });
+    const [podId, node1Id, node2Id] = await Promise.all([ciIdOf(sql, pod.external_id), ciIdOf(sql, 'node/node-1'), ciIdOf(sql, 'node/node-2')]);
+    let rels = await sql`select from_ci_id, to_ci_id, relationship_type from relationships`;
+    expect(rels).to.deep.equal([{ from_ci_id: podId, to_ci_id: node1Id, relationship_type: 'runs_on' }]);
+
+    const moved = { ...pod, relationships: [{ type: 'runs_on', target_external_id: 'node/node-2' }] };
+    const second = await ingest(sql, [moved, node, node2], { now: at(1) });
+    expect(second.relationships).to.deep.equal({ written: 1, removed: 1, unresolved: 0 });
+    rels = await sql`select from_ci_id, to_ci_id from relationships`;
+    expect(rels).to.deep.equal([{ from_ci_id: podId, to_ci_id: node2Id }]);
+  });
+
+  it('rolls back the CI write when its change record cannot be written (one transaction)', async () => {
+    const pod = buildPod({ name: 'atomic', replicas: 1 });
+    await ingest(sql, [pod], { now: at(0) });
+    const ciId = await ciIdOf(sql, pod.external_id);
+    await sql.unsafe(`
+      create function refuse_change() returns trigger language plpgsql as $$
+      begin raise exception 'change records are refused'; end $$;
+      create trigger refuse_change before insert on change_records for each row execute function refuse_change();`);
+    try {
+      const fresh = buildPod({ name: 'never-created' });
+      const updated = { ...pod, raw_data: { ...pod.raw_data, spec: { replicas: 9 } } };
+      let failure: Error | undefined;
+      try {
+        await ingest(sql, [updated, fresh], { now: at(5) });
+      } catch (error) {
+        failure = error as Error;
+      }
+      expect(failure?.message).to.match(/change records are refused/);
+      const [ci] = await sql`select raw_data, updated_at from configuration_items where ci_id = ${ciId}`;
+      expect((ci!.raw_data as { spec: { replicas: number } }).spec.replicas).to.equal(1);
+      expect(ci!.updated_at.toISOString()).to.equal(at(0).toISOString());
+      expect(await sql`select 1 from configuration_items where external_id = ${fresh.external_id}`).to.have.lengthOf(0);
+      const [seen] = await sql`select last_seen from ci_last_seen where ci_id = ${ciId}`;
+      expect(seen!.last_seen.toISOString()).to.equal(at(0).toISOString());
+      expect(await count(sql, 'outbox')).to.equal(1);
+    } finally {
+      await sql.unsafe('drop trigger refuse_change on change_records; drop function refuse_change();');
+    }
+  });
+
+  it('rejects an invalid snapshot with field errors before writing anything', () => {
+    const bad = { items: [buildPod(), { ...buildPod(), ci_type: 'NoDot' }, { ...buildPod(), raw_data: 'text' }] };
+    let failure: { code?: string; details?: { errors: { field: string }[] } } | undefined;
+    try {
+      assertSnapshot(bad);
+    } catch (error) {
+      failure = error as typeof failure;
+    }
+    expect(failure?.code).to.equal('VALIDATION_ERROR');
+    expect(failure!.details!.errors.map((e) => e.field)).to.include.members(['items.1.ci_type', 'items.2.raw_data']);
+  });
+});

@@ -1,0 +1,122 @@
+import type { Server } from 'node:http';
+import { Writable } from 'node:stream';
+import { createApp } from '../../src/app.js';
+import { issueApiKey } from '../../src/auth/api-keys.js';
+import type { DataScope, Permission } from '../../src/auth/principal.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
+import type { AppContext } from '../../src/context.js';
+import type { Sql } from '../../src/db/database.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { resetDatabase, TEST_SECRET, testDatabase } from './db.js';
+
+export interface Reply<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface RequestOptions {
+  key?: string;
+  body?: unknown;
+  rawBody?: string;
+  headers?: Record<string, string>;
+}
+
+/** A running cinv API on a random port, with its own clock and captured log lines. */
+export interface TestApp {
+  sql: Sql;
+  config: Config;
+  context: AppContext;
+  baseUrl: string;
+  logs: string[];
+  clock: { now: Date };
+  request<T = any>(method: string, path: string, options?: RequestOptions): Promise<Reply<T>>;
+  get<T = any>(path: string, key?: string): Promise<Reply<T>>;
+  close(): Promise<void>;
+}
+
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return {
+    ...loadConfig({ CINV_SECRET: TEST_SECRET, DATABASE_URL: 'postgres://unused', LOG_LEVEL: 'info' }),
+    databaseUrl: undefined,
+    ...overrides,
+  };
+}
+
+export async function startTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
+  const db = await testDatabase();
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const config = testConfig(overrides);
+  const clock = { now: new Date() };
+  const context: AppContext = { sql: db.sql, database: db.kind, config, logger: createLogger('info', sink), now: () => clock.now };
+  const server: Server = await new Promise((resolve) => {
+    const listening = createApp(context, { checkResponses: true }).listen(0, '127.0.0.1', () => resolve(listening));
+  });
+  const address = server.address();
+  const baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+
+  async function request<T>(method: string, path: string, options: RequestOptions = {}): Promise<Reply<T>> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.key) headers['x-api-key'] = options.key;
+    let body: string | undefined = options.rawBody;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const response = await fetch(baseUrl + path, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown = text;
+    if ((response.headers.get('content-type') ?? '').includes('json')) parsed = JSON.parse(text);
+    return { status: response.status, headers: response.headers, body: parsed as T, text };
+  }
+
+  return {
+    sql: db.sql,
+    config,
+    context,
+    baseUrl,
+    logs,
+    clock,
+    request,
+    get: (path, key) => request('GET', path, { key }),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Fresh tables and a fresh app for each test of the suite that calls it. */
+export function useTestApp(overrides: Partial<Config> = {}): { current: TestApp } {
+  const holder = {} as { current: TestApp };
+  beforeEach(async () => {
+    const db = await testDatabase();
+    await resetDatabase(db.sql);
+    holder.current = await startTestApp(overrides);
+  });
+  afterEach(async () => {
+    await holder.current?.close();
+  });
+  return holder;
+}
+
+export async function createKey(
+  sql: Sql,
+  tier: 'adm' | 'svc' | 'ro',
+  options: { permissions?: Permission[]; scopes?: DataScope[]; name?: string; expiresAt?: Date } = {},
+): Promise<string> {
+  const { key } = await issueApiKey(sql, TEST_SECRET, {
+    tenantId: DEFAULT_TENANT_ID,
+    name: options.name ?? `${tier} key`,
+    tier,
+    permissions: options.permissions,
+    scopes: options.scopes,
+    expiresAt: options.expiresAt,
+  });
+  return key;
+}
