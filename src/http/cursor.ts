@@ -1,0 +1,70 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { stringify } from 'safe-stable-stringify';
+import { unprocessable } from './errors.js';
+
+/**
+ * What a cursor is bound to. A cursor replayed against anything else (another tenant, route,
+ * resource, sort or filter set) is refused with a route 422.
+ */
+export interface CursorBinding {
+  tenantId: string;
+  /** The route and the resource it walks, e.g. `relationships:<ci_id>`. */
+  scope: string;
+  /** `<field>:<asc|desc>` for a sorted walk, null for the natural order. */
+  sort: string | null;
+  /** Every parameter that shapes the result set (filters, direction, ...), hashed. */
+  filters: Record<string, unknown>;
+}
+
+interface CursorBody {
+  v: 1;
+  t: string;
+  s: string;
+  o: string | null;
+  f: string;
+  /** The keyset position: the sort values of the last row handed out. */
+  k: unknown[];
+}
+
+const VERSION = 1;
+
+function signingKey(secret: string): Buffer {
+  return createHmac('sha256', secret).update('cinv cursor signing v1').digest();
+}
+
+const filterHash = (filters: Record<string, unknown>): string =>
+  createHash('sha256').update(stringify(filters) ?? '').digest('base64url').slice(0, 22);
+
+/** An opaque cursor: base64url(JSON body) "." base64url(HMAC-SHA256 of the body). */
+export function encodeCursor(secret: string, binding: CursorBinding, position: unknown[]): string {
+  const body: CursorBody = { v: VERSION, t: binding.tenantId, s: binding.scope, o: binding.sort, f: filterHash(binding.filters), k: position };
+  const encoded = Buffer.from(JSON.stringify(body)).toString('base64url');
+  const signature = createHmac('sha256', signingKey(secret)).update(encoded).digest('base64url');
+  return `${encoded}.${signature}`;
+}
+
+const sortText = (sort: string | null): string => (sort ? `sort_by=${sort.replace(':', ' sort_order=')}` : 'no sort_by');
+
+/** The keyset position of a cursor issued for exactly this binding; otherwise a route 422. */
+export function decodeCursor(secret: string, cursor: string, binding: CursorBinding): unknown[] {
+  const [encoded, signature, extra] = cursor.split('.');
+  if (!encoded || !signature || extra !== undefined) throw unprocessable('Malformed cursor');
+  const expected = createHmac('sha256', signingKey(secret)).update(encoded).digest();
+  const given = Buffer.from(signature, 'base64url');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw unprocessable('Invalid cursor: it was altered, truncated or not issued by this service');
+  }
+  let body: CursorBody;
+  try {
+    body = JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8')) as CursorBody;
+  } catch {
+    throw unprocessable('Malformed cursor');
+  }
+  if (body.v !== VERSION || !Array.isArray(body.k)) throw unprocessable('Malformed cursor');
+  if (body.t !== binding.tenantId || body.s !== binding.scope) throw unprocessable('Cursor belongs to a different resource');
+  if (body.o !== binding.sort) {
+    throw unprocessable(`Cursor was issued with ${sortText(body.o)}; replay it with the same sorting (got ${sortText(binding.sort)})`);
+  }
+  if (body.f !== filterHash(binding.filters)) throw unprocessable('Cursor was issued for a different filter set');
+  return body.k;
+}
