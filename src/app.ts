@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import { createRequire } from 'node:module';
+import { changeRoutes } from './changes/routes.js';
 import { configurationItemRoutes } from './configuration-items/routes.js';
 import type { AppContext } from './context.js';
 import { errorMiddleware } from './http/error-middleware.js';
@@ -8,6 +9,7 @@ import { buildOpenApi } from './http/openapi.js';
 import type { AnyRoute } from './http/route.js';
 import { buildRouter } from './http/router.js';
 import { enableProcessMetrics, httpRequestDuration } from './observability/metrics.js';
+import { relationshipRoutes } from './relationships/routes.js';
 import { sourceRoutes } from './sources/routes.js';
 import { systemRoutes } from './system/routes.js';
 
@@ -19,7 +21,7 @@ export const API_DESCRIPTION =
   '`{error: {id, code, message, details, path, method}}`.';
 
 /** Every API route, in the order they appear in the OpenAPI document. */
-export const apiRoutes: readonly AnyRoute[] = [...configurationItemRoutes, ...sourceRoutes];
+export const apiRoutes: readonly AnyRoute[] = [...configurationItemRoutes, ...relationshipRoutes, ...changeRoutes, ...sourceRoutes];
 
 export interface AppOptions {
   /** Validate every JSON response against its declared schema (tests turn this on). */
