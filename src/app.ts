@@ -46,12 +46,17 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     }
   });
   koa.use(errorMiddleware(app.logger));
-  // runs after the router (and its 405 check) have had their turn
+  // runs after the router and its method check: turns their bare statuses into the envelope
   koa.use(async (ctx, next) => {
     await next();
-    if (ctx.status === 404 && ctx.body == null) throw new AppError(404, 'HTTP_404', 'Route not found');
+    if (ctx.body != null) return;
+    if (ctx.status === 404) throw new AppError(404, 'HTTP_404', 'Route not found');
+    if (ctx.status === 405) {
+      throw new AppError(405, 'HTTP_405', 'Method not allowed', { allowed: ctx.response.get('Allow').split(/,\s*/) });
+    }
+    if (ctx.status === 501) throw new AppError(501, 'HTTP_501', 'Method not implemented');
   });
   koa.use(router.routes());
-  koa.use(router.allowedMethods({ throw: true }));
+  koa.use(router.allowedMethods());
   return koa;
 }

@@ -65,9 +65,6 @@ export function errorMiddleware(logger: Logger) {
       ctx.status = error.status;
       ctx.type = 'application/json';
       ctx.body = body;
-      if (error.status === 405 && (caught as { headers?: Record<string, string> }).headers?.Allow) {
-        ctx.set('Allow', (caught as { headers: Record<string, string> }).headers.Allow!);
-      }
     }
   };
 }

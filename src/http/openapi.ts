@@ -20,7 +20,7 @@ function parameters(schema: TSchema | undefined, location: 'path' | 'query'): Js
     const parameter: Json = {
       name,
       in: location,
-      required: location === 'path' || (object.required ?? []).includes(name),
+      required: location === 'path' || ((object.required ?? []).includes(name) && rest.default === undefined),
       schema: rest,
     };
     if (description) parameter.description = description;

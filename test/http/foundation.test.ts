@@ -1,0 +1,157 @@
+import { expect } from 'chai';
+import { apiRoutes } from '../../src/app.js';
+import { createKey, useTestApp } from '../support/app.js';
+import { buildPod, buildSource, ingest } from '../support/factories.js';
+
+function expectEnvelope(body: any, status: { code: string; path: string; method: string }) {
+  expect(body).to.have.all.keys('error');
+  expect(body.error).to.have.all.keys('id', 'code', 'message', 'details', 'path', 'method');
+  expect(body.error).to.include(status);
+  expect(body.error.id).to.match(/^[0-9a-f-]{36}$/);
+  expect(body.error.details).to.be.an('object');
+}
+
+describe('HTTP foundation', () => {
+  const app = useTestApp({ bodyLimitBytes: 4096 });
+  let admin: string;
+  beforeEach(async () => {
+    admin = await createKey(app.current.sql, 'adm');
+  });
+
+  it('answers an unknown route with the 404 envelope', async () => {
+    const reply = await app.current.get('/api/v1/nothing-here', admin);
+    expect(reply.status).to.equal(404);
+    expectEnvelope(reply.body, { code: 'HTTP_404', path: '/api/v1/nothing-here', method: 'GET' });
+  });
+
+  it('answers a known path with the wrong method with 405 and Allow', async () => {
+    const reply = await app.current.request('PUT', '/api/v1/configuration-items', { key: admin });
+    expect(reply.status).to.equal(405);
+    expectEnvelope(reply.body, { code: 'HTTP_405', path: '/api/v1/configuration-items', method: 'PUT' });
+    expect(reply.headers.get('allow')).to.include('GET');
+  });
+
+  it('answers a body over the limit with 413', async () => {
+    const sourceId = await buildSource(app.current.sql);
+    const items = Array.from({ length: 40 }, (_, i) => buildPod({ name: `big-${i}` }));
+    const reply = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, { key: admin, body: { items } });
+    expect(reply.status).to.equal(413);
+    expectEnvelope(reply.body, { code: 'HTTP_413', path: `/api/v1/sources/${sourceId}/ingest`, method: 'POST' });
+    expect(await app.current.sql`select 1 from configuration_items`).to.have.lengthOf(0);
+  });
+
+  it('answers malformed JSON with 400 and a non-JSON body with 415', async () => {
+    const sourceId = await buildSource(app.current.sql);
+    const path = `/api/v1/sources/${sourceId}/ingest`;
+    const malformed = await app.current.request('POST', path, { key: admin, rawBody: '{"items": [', headers: { 'content-type': 'application/json' } });
+    expect(malformed.status).to.equal(400);
+    expectEnvelope(malformed.body, { code: 'HTTP_400', path, method: 'POST' });
+    expect(malformed.body.error.message).to.equal('Malformed JSON body');
+    const text = await app.current.request('POST', path, { key: admin, rawBody: 'items', headers: { 'content-type': 'text/plain' } });
+    expect(text.status).to.equal(415);
+    expectEnvelope(text.body, { code: 'HTTP_415', path, method: 'POST' });
+  });
+
+  it('lists parameter failures under details.errors as 422 VALIDATION_ERROR', async () => {
+    const reply = await app.current.get('/api/v1/configuration-items?limit=1001&offset=1.5&status=gone', admin);
+    expect(reply.status).to.equal(422);
+    expectEnvelope(reply.body, { code: 'VALIDATION_ERROR', path: '/api/v1/configuration-items', method: 'GET' });
+    const fields = (reply.body.error.details.errors as { field: string; location: string }[]).map((e) => e.field);
+    expect(fields).to.include.members(['limit', 'offset', 'status']);
+    expect(reply.body.error.details.errors.every((e: { location: string }) => e.location === 'query')).to.equal(true);
+    const zero = await app.current.get('/api/v1/configuration-items?limit=0', admin);
+    expect(zero.status).to.equal(422);
+  });
+
+  it('validates ingest bodies field by field without writing anything', async () => {
+    const sourceId = await buildSource(app.current.sql);
+    const reply = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, {
+      key: admin,
+      body: { items: [{ ...buildPod(), ci_type: 'pod' }], mode: 'full' },
+    });
+    expect(reply.status).to.equal(422);
+    const fields = (reply.body.error.details.errors as { field: string }[]).map((e) => e.field);
+    expect(fields).to.include.members(['items.0.ci_type', 'mode']);
+    expect(await app.current.sql`select 1 from configuration_items`).to.have.lengthOf(0);
+  });
+
+  it('hides internal failures behind INTERNAL_SERVER_ERROR and logs the same error id', async () => {
+    await ingest(app.current.sql, [buildPod()]);
+    await app.current.sql`alter table ci_last_seen rename to ci_last_seen_away`;
+    let reply;
+    try {
+      reply = await app.current.get('/api/v1/configuration-items', admin);
+    } finally {
+      await app.current.sql`alter table ci_last_seen_away rename to ci_last_seen`;
+    }
+    expect(reply.status).to.equal(500);
+    expectEnvelope(reply.body, { code: 'INTERNAL_SERVER_ERROR', path: '/api/v1/configuration-items', method: 'GET' });
+    expect(reply.body.error.message).to.equal('Internal server error');
+    expect(reply.body.error.details).to.deep.equal({});
+    expect(reply.text).to.not.match(/ci_last_seen|select|relation|at .*\.ts/i);
+    const logged = app.current.logs.map((line) => JSON.parse(line)).find((entry) => entry.errorId === reply.body.error.id);
+    expect(logged, 'log line with the error id').to.exist;
+    expect(logged.level).to.equal(50);
+    expect(JSON.stringify(logged)).to.match(/ci_last_seen/);
+  });
+
+  it('reports health with the database state', async () => {
+    const reply = await app.current.get('/health');
+    expect(reply.status).to.equal(200);
+    expect(reply.body.status).to.equal('ok');
+    expect(Date.parse(reply.body.timestamp)).to.be.closeTo(Date.now(), 60_000);
+    expect(reply.body.checks.database.status).to.equal('ok');
+  });
+
+  it('publishes an OpenAPI 3.1 document covering every route', async () => {
+    const reply = await app.current.get('/openapi.json');
+    expect(reply.status).to.equal(200);
+    const doc = reply.body;
+    expect(doc.openapi).to.equal('3.1.0');
+    expect(doc.components.securitySchemes.ApiKeyAuth).to.include({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
+    for (const route of apiRoutes) {
+      const op = doc.paths[route.path]?.[route.method.toLowerCase()];
+      expect(op, `${route.method} ${route.path}`).to.exist;
+      expect(op.security).to.deep.equal([{ ApiKeyAuth: [] }]);
+      expect(op.responses['401'].content['application/json'].schema.$ref).to.equal('#/components/schemas/ErrorEnvelope');
+    }
+    for (const path of ['/health', '/metrics', '/openapi.json', '/docs', '/redoc']) {
+      expect(doc.paths[path]?.get?.security, path).to.deep.equal([]);
+    }
+    const list = doc.paths['/api/v1/configuration-items'].get;
+    const limit = list.parameters.find((p: { name: string }) => p.name === 'limit');
+    expect(limit).to.deep.include({ in: 'query', required: false });
+    expect(limit.schema).to.include({ maximum: 1000, default: 50 });
+    const filter = list.parameters.find((p: { name: string }) => p.name === 'filter');
+    expect(filter).to.include({ style: 'form', explode: true });
+  });
+
+  it('serves Swagger UI and ReDoc from packaged assets, with no external URL', async () => {
+    for (const page of ['/docs', '/redoc']) {
+      const reply = await app.current.get(page);
+      expect(reply.status).to.equal(200);
+      expect(reply.headers.get('content-type')).to.match(/text\/html/);
+      expect(reply.text).to.not.match(/https?:\/\//);
+      const scripts = [...reply.text.matchAll(/src="([^"]+)"/g)].map((m) => m[1]!);
+      expect(scripts.length).to.be.greaterThan(0);
+      for (const script of scripts) {
+        const asset = await fetch(app.current.baseUrl + script);
+        expect(asset.status, script).to.equal(200);
+        expect(asset.headers.get('content-type')).to.match(/javascript/);
+        expect((await asset.arrayBuffer()).byteLength).to.be.greaterThan(100_000);
+      }
+    }
+    expect((await app.current.get('/docs/assets/../../package.json')).status).to.equal(404);
+  });
+
+  it('exposes request, process, reconcile and change metrics', async () => {
+    await ingest(app.current.sql, [buildPod()]);
+    await app.current.get('/api/v1/configuration-items', admin);
+    const reply = await app.current.get('/metrics');
+    expect(reply.status).to.equal(200);
+    expect(reply.text).to.match(/cinv_http_request_duration_seconds_bucket\{[^}]*method="GET"[^}]*route="\/api\/v1\/configuration-items"[^}]*status="200"/);
+    expect(reply.text).to.match(/^cinv_process_cpu_user_seconds_total \d/m);
+    expect(reply.text).to.match(/^cinv_cis_reconciled_total\{outcome="created"\} [1-9]/m);
+    expect(reply.text).to.match(/^cinv_changes_written_total [1-9]/m);
+  });
+});
