@@ -1,0 +1,177 @@
+import type { Sql } from 'postgres';
+import type { Principal } from '../auth/principal.js';
+import { columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
+import type { Direction, RelationshipSortField } from './schema.js';
+
+/**
+ * Where a walk stands: the order key of the last row handed out (sortValue only when sorted).
+ * directionRank 0 is outgoing, 1 incoming: outgoing rows come first in the natural order.
+ */
+export interface Keyset {
+  sortValue?: string;
+  directionRank: 0 | 1;
+  id: string;
+}
+
+export interface RelationshipCriteria {
+  ciId: string;
+  direction: Direction | null;
+  types: readonly string[] | null;
+  includeInactive: boolean;
+  sort: { field: RelationshipSortField; order: 'asc' | 'desc' } | null;
+  limit: number;
+  /** Only applied when `after` is null: a cursor already holds the position. */
+  offset: number;
+  after: Keyset | null;
+}
+
+/** A relationship of a page whose neighbour exists and may be seen. */
+export interface RelationshipRow {
+  id: string;
+  relationship_type: string;
+  direction_rank: 0 | 1;
+  related_ci_id: string;
+  related_ci_name: string;
+  related_ci_type: string;
+  related_ci_status: 'active' | 'inactive' | 'archived';
+  created_at: Date;
+  last_seen: Date;
+}
+
+/** A row as the page query returns it: the neighbour columns are null when the neighbour is gone. */
+type PageRow = Omit<RelationshipRow, 'related_ci_name' | 'related_ci_type' | 'related_ci_status'> & {
+  related_ci_name: string | null;
+  related_ci_type: string | null;
+  related_ci_status: RelationshipRow['related_ci_status'] | null;
+  sort_value: string | null;
+  live: boolean;
+  page_row: number;
+  fetched: number;
+};
+
+const isLive = (row: PageRow): row is PageRow & RelationshipRow => row.live;
+
+export interface RelationshipPage {
+  /** The page's rows with a live neighbour, in walk order. */
+  rows: RelationshipRow[];
+  hasMore: boolean;
+  /** The position of the page's last row (live or not), to continue from. */
+  last: Keyset | null;
+}
+
+/** Whether the CI exists and lies inside the principal's data scopes. */
+export async function isVisibleCi(sql: Sql, principal: Principal, ciId: string): Promise<boolean> {
+  const rows = await sql`select 1 from configuration_items ci where ci.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('ci'))}`;
+  return rows.length > 0;
+}
+
+function edges(sql: Sql, tenantId: string, criteria: RelationshipCriteria): Fragment {
+  const { ciId, types } = criteria;
+  const typeFilter = () => (types ? sql`and r.relationship_type = any(${types as string[]}::text[])` : sql``);
+  const outgoing = sql`
+    select r.id, r.relationship_type, r.created_at, r.last_seen, 0 as direction_rank, r.to_ci_id as related_ci_id
+    from relationships r
+    where r.tenant_id = ${tenantId} and r.from_ci_id = ${ciId} ${typeFilter()}`;
+  // a relationship of a CI to itself is one row: it is listed once, as outgoing
+  const incoming = sql`
+    select r.id, r.relationship_type, r.created_at, r.last_seen, 1 as direction_rank, r.from_ci_id as related_ci_id
+    from relationships r
+    where r.tenant_id = ${tenantId} and r.to_ci_id = ${ciId} and r.from_ci_id <> ${ciId} ${typeFilter()}`;
+  if (criteria.direction === 'outgoing') return outgoing;
+  if (criteria.direction === 'incoming') return incoming;
+  return sql`${outgoing} union all ${incoming}`;
+}
+
+function sortValue(sql: Sql, criteria: RelationshipCriteria): Fragment {
+  // a vanished neighbour has no name or type; '' keeps such rows at one deterministic end of the walk
+  switch (criteria.sort?.field) {
+    case 'relationship_type':
+      return sql`e.relationship_type`;
+    case 'related_ci_name':
+      return sql`coalesce(n.name, '')`;
+    case 'related_ci_type':
+      return sql`coalesce(n.ci_type, '')`;
+    default:
+      return sql`null::text`;
+  }
+}
+
+/**
+ * The result set a walk covers and `total` counts: relationships whose neighbour the principal may
+ * see (and that is active, unless inactive ones are asked for), plus those whose neighbour no
+ * longer exists at all. A neighbour that exists outside the principal's scopes, or is filtered out
+ * by status, leaves its row out entirely: counting it would reveal that it exists.
+ */
+function resultSet(sql: Sql, principal: Principal, criteria: RelationshipCriteria): Fragment {
+  const tenantId = principal.tenantId;
+  const statusRule = criteria.includeInactive ? sql`` : sql`and n.status = 'active'`;
+  return sql`
+    select e.id, e.relationship_type, e.created_at, e.last_seen, e.direction_rank, e.related_ci_id,
+           n.name as related_ci_name, n.ci_type as related_ci_type, n.status as related_ci_status,
+           n.ci_id is not null as live, ${sortValue(sql, criteria)} as sort_value
+    from (${edges(sql, tenantId, criteria)}) e
+    left join configuration_items n
+      on n.ci_id = e.related_ci_id and ${visibleTo(sql, principal, columnsOf('n'))} ${statusRule}
+    where n.ci_id is not null
+       or not exists (select 1 from configuration_items other where other.ci_id = e.related_ci_id and other.tenant_id = ${tenantId})`;
+}
+
+function orderKey(sql: Sql, criteria: RelationshipCriteria, alias: string): Fragment {
+  const order = criteria.sort?.order === 'desc' ? sql`desc` : sql`asc`;
+  const column = (name: string) => sql`${sql(`${alias}.${name}`)} ${order}`;
+  return criteria.sort
+    ? sql`${column('sort_value')}, ${column('direction_rank')}, ${column('id')}`
+    : sql`${column('direction_rank')}, ${column('id')}`;
+}
+
+function afterKeyset(sql: Sql, criteria: RelationshipCriteria): Fragment {
+  const after = criteria.after;
+  if (!after) return sql`true`;
+  const beyond = criteria.sort?.order === 'desc' ? sql`<` : sql`>`;
+  if (criteria.sort) {
+    return sql`(s.sort_value, s.direction_rank, s.id) ${beyond} (${after.sortValue ?? ''}::text, ${after.directionRank}::int, ${after.id}::bigint)`;
+  }
+  return sql`(s.direction_rank, s.id) ${beyond} (${after.directionRank}::int, ${after.id}::bigint)`;
+}
+
+/** How many relationship rows the walk covers (see `resultSet`). */
+export async function countRelationships(sql: Sql, principal: Principal, criteria: RelationshipCriteria): Promise<number> {
+  const [row] = await sql<{ total: number }[]>`select count(*)::int as total from (${resultSet(sql, principal, criteria)}) s`;
+  return row?.total ?? 0;
+}
+
+/**
+ * One page of the walk: `limit` rows of the result set after the keyset position (or after
+ * `offset` rows on a first page). Rows whose neighbour is gone use up their place in the page but
+ * are dropped here, so a page may be short, or empty, while more follow. The page's last row is
+ * returned even when dangling, because the next page continues from it.
+ */
+export async function relationshipPage(sql: Sql, principal: Principal, criteria: RelationshipCriteria): Promise<RelationshipPage> {
+  const { limit } = criteria;
+  const offset = criteria.after ? 0 : criteria.offset;
+  const rows = await sql<PageRow[]>`
+    select p.* from (
+      select w.*, row_number() over (order by ${orderKey(sql, criteria, 'w')})::int as page_row, count(*) over ()::int as fetched
+      from (
+        select s.* from (${resultSet(sql, principal, criteria)}) s
+        where ${afterKeyset(sql, criteria)}
+        order by ${orderKey(sql, criteria, 's')}
+        limit ${limit + 1} offset ${offset}
+      ) w
+    ) p
+    where p.page_row <= ${limit} and (p.live or p.page_row = ${limit})
+    order by p.page_row`;
+  const boundary = rows.find((row) => row.page_row === limit);
+  const hasMore = (rows[0]?.fetched ?? 0) > limit;
+  return {
+    rows: rows.filter(isLive),
+    hasMore,
+    last: hasMore && boundary ? keysetOf(boundary, criteria) : null,
+  };
+}
+
+function keysetOf(row: PageRow, criteria: RelationshipCriteria): Keyset {
+  const position: Keyset = { directionRank: row.direction_rank, id: row.id };
+  if (criteria.sort) position.sortValue = row.sort_value ?? '';
+  return position;
+}
