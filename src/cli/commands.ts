@@ -1,18 +1,14 @@
 import { readFile } from 'node:fs/promises';
-import { issueApiKey } from '../auth/api-keys.js';
 import { generateApiKey, TIERS } from '../auth/api-key-format.js';
 import { isPermission, type DataScope, type Permission, type Tier } from '../auth/principal.js';
 import { loadConfig, type Config } from '../config/config.js';
 import { parseDuration } from '../config/duration.js';
-import { openDatabase, type Database } from '../db/database.js';
-import { migrate } from '../db/migrate.js';
-import { AppError } from '../http/errors.js';
-import { assertSnapshot, reconcile } from '../inventory/reconcile.js';
-import { sweepLifecycle } from '../lifecycle/sweep.js';
-import { createLogger } from '../observability/logger.js';
-import { run } from '../server.js';
-import { ensureSource, findSourceByName } from '../sources/store.js';
+import type { Database } from '../db/database.js';
+import type { Snapshot } from '../inventory/records.js';
 import { DEFAULT_TENANT_ID } from '../tenants.js';
+
+// Commands load the database, server and reconciler modules only when they run, so that usage
+// errors and --help answer at once.
 
 export class UsageError extends Error {}
 
@@ -20,6 +16,7 @@ export type Flags = Record<string, string | boolean | string[] | undefined>;
 
 /** Opens the database, brings the schema up to date, runs `work`, and closes again. */
 async function withDatabase<T>(config: Config, work: (db: Database) => Promise<T>): Promise<T> {
+  const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/database.js'), import('../db/migrate.js')]);
   const db = await openDatabase(config);
   try {
     await migrate(db.sql);
@@ -47,6 +44,7 @@ function many(flags: Flags, name: string): string[] {
 
 export async function serveCommand(options: { api: boolean; scheduler: boolean }): Promise<void> {
   const config = loadConfig();
+  const [{ createLogger }, { run }] = await Promise.all([import('../observability/logger.js'), import('../server.js')]);
   const logger = createLogger(config.logLevel);
   const running = await run(config, logger, options);
   await new Promise<void>((resolve) => {
@@ -64,6 +62,7 @@ export async function serveCommand(options: { api: boolean; scheduler: boolean }
 
 export async function migrateCommand(): Promise<void> {
   const config = loadConfig();
+  const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/database.js'), import('../db/migrate.js')]);
   const db = await openDatabase(config);
   try {
     const applied = await migrate(db.sql);
@@ -74,6 +73,7 @@ export async function migrateCommand(): Promise<void> {
 }
 
 async function resolveScopes(db: Database, specs: string[]): Promise<DataScope[]> {
+  const { findSourceByName } = await import('../sources/store.js');
   const scopes: DataScope[] = [];
   for (const spec of specs) {
     if (spec === '*') {
@@ -105,6 +105,7 @@ export async function keysCreateCommand(flags: Flags): Promise<void> {
   const expiresMs = expiresIn === undefined ? undefined : parseDuration(expiresIn);
   if (expiresIn !== undefined && !expiresMs) throw new UsageError(`--expires-in ${expiresIn}: expected a duration such as 90d`);
   const config = loadConfig();
+  const { issueApiKey } = await import('../auth/api-keys.js');
   await withDatabase(config, async (db) => {
     const scopes = await resolveScopes(db, scopeSpecs);
     const { id, key } = await issueApiKey(db.sql, config.secret, {
@@ -141,8 +142,13 @@ export async function ingestCommand(flags: Flags): Promise<void> {
   if (override) (document as Record<string, unknown>).mode = override;
   const scope = single(flags, 'scope', false);
   if (scope) (document as Record<string, unknown>).scope_id = scope;
+  const [{ assertSnapshot, reconcile }, { AppError }, { ensureSource }] = await Promise.all([
+    import('../inventory/reconcile.js'),
+    import('../http/errors.js'),
+    import('../sources/store.js'),
+  ]);
   try {
-    assertSnapshot(document);
+    (assertSnapshot as (value: unknown) => void)(document);
   } catch (error) {
     if (error instanceof AppError) {
       const errors = (error.details.errors as { field: string; message: string }[]).slice(0, 20);
@@ -150,7 +156,7 @@ export async function ingestCommand(flags: Flags): Promise<void> {
     }
     throw error;
   }
-  const snapshot = document;
+  const snapshot = document as Snapshot;
   const config = loadConfig();
   await withDatabase(config, async (db) => {
     const source = await ensureSource(db.sql, DEFAULT_TENANT_ID, sourceName, collectorType);
@@ -172,6 +178,7 @@ export async function ingestCommand(flags: Flags): Promise<void> {
 
 export async function sweepCommand(): Promise<void> {
   const config = loadConfig();
+  const { sweepLifecycle } = await import('../lifecycle/sweep.js');
   await withDatabase(config, async (db) => {
     const result = await sweepLifecycle(
       db.sql,

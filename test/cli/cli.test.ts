@@ -1,0 +1,91 @@
+import { expect } from 'chai';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { generateApiKey } from '../../src/auth/api-key-format.js';
+import { runCli, startServer, stopServer } from '../support/cli.js';
+import { onRealPostgres } from '../support/db.js';
+import { createScratchDatabase } from '../support/scratch-db.js';
+import { buildPod } from '../support/factories.js';
+
+describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded database'})`, function () {
+  this.timeout(180_000);
+  let dataDir: string;
+  let scratch: { url: string; drop(): Promise<void> } | undefined;
+  before(async () => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'cinv-cli-'));
+    if (onRealPostgres) scratch = await createScratchDatabase('cinv_cli');
+  });
+  after(async () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    await scratch?.drop();
+  });
+  // on the real server the CLI gets its own database; embedded, its own data directory
+  const env = () => ({
+    CINV_DATA_DIR: dataDir,
+    DATABASE_URL: scratch?.url,
+    CINV_SECRET: scratch ? 'cli-test-secret-cli-test-secret-cli-test' : undefined,
+    LOG_LEVEL: 'info',
+  });
+
+  it('creates keys and ingests before any server ran, then serves them; commands join a running server', async () => {
+    const admin = await runCli(['keys', 'create', '--tier', 'adm', '--name', 'ops'], env());
+    expect(admin.code, admin.stderr).to.equal(0);
+    const adminKey = admin.stdout.trim();
+    expect(adminKey).to.match(/^cinv_adm_[0-9A-Za-z]{36}$/);
+    expect(admin.stderr).to.match(/shown once/);
+
+    const snapshot = path.join(dataDir, 'snapshot.json');
+    writeFileSync(snapshot, JSON.stringify({ scope_id: 'cluster-1', items: [buildPod({ name: 'cli-1' }), buildPod({ name: 'cli-2' })] }));
+    const ingested = await runCli(['ingest', '--source', 'demo', '--file', snapshot], env());
+    expect(ingested.code, ingested.stderr).to.equal(0);
+    expect(JSON.parse(ingested.stdout)).to.deep.include({ received: 2, created: 2, changes: 2 });
+
+    const scoped = await runCli(
+      ['keys', 'create', '--tier', 'svc', '--name', 'scoped', '--scope', 'demo:cluster-2', '--permission', 'configuration_items:read'],
+      env(),
+    );
+    expect(scoped.code, scoped.stderr).to.equal(0);
+
+    const bootstrap = generateApiKey('adm');
+    const server = await startServer({ ...env(), CINV_BOOTSTRAP_ADMIN_KEY: bootstrap });
+    try {
+      const get = (key: string) =>
+        fetch(`http://127.0.0.1:${server.port}/api/v1/configuration-items`, { headers: { 'x-api-key': key } }).then(async (r) => ({
+          status: r.status,
+          body: (await r.json()) as { total: number },
+        }));
+      expect((await get(adminKey)).body.total).to.equal(2);
+      expect((await get(bootstrap)).body.total).to.equal(2);
+      expect(await get(scoped.stdout.trim())).to.deep.equal({ status: 200, body: { items: [], total: 0, offset: 0, limit: 50 } });
+
+      const live = await runCli(['keys', 'create', '--tier', 'ro', '--name', 'while-serving'], env());
+      expect(live.code, live.stderr).to.equal(0);
+      expect((await get(live.stdout.trim())).status).to.equal(200);
+      expect(server.output()).to.not.include(adminKey);
+      expect(server.output()).to.not.include(bootstrap);
+    } finally {
+      expect(await stopServer(server.child)).to.equal(0);
+    }
+  });
+
+  it('explains usage mistakes with exit code 2', async () => {
+    const badTier = await runCli(['keys', 'create', '--tier', 'root', '--name', 'x'], env());
+    expect(badTier.code).to.equal(2);
+    expect(badTier.stderr).to.match(/--tier must be adm, svc or ro/);
+    const badScope = await runCli(['keys', 'create', '--tier', 'ro', '--name', 'x', '--scope', 'demo'], env());
+    expect(badScope.code).to.equal(2);
+    expect(badScope.stderr).to.match(/svc keys only/);
+    const badPermission = await runCli(['keys', 'create', '--tier', 'svc', '--name', 'x', '--permission', 'everything'], env());
+    expect(badPermission.stderr).to.match(/RESOURCE:ACTION/);
+    const unknown = await runCli(['frobnicate'], env());
+    expect(unknown.code).to.equal(2);
+    expect(unknown.stderr).to.match(/unknown command/);
+    const badEnv = await runCli(['migrate'], { ...env(), CINV_INACTIVE_AFTER: 'soon' });
+    expect(badEnv.code).to.equal(2);
+    expect(badEnv.stderr).to.match(/CINV_INACTIVE_AFTER/);
+    const help = await runCli(['--help'], env());
+    expect(help.code).to.equal(0);
+    expect(help.stdout).to.match(/keys create --tier adm\|svc\|ro/);
+  });
+});
