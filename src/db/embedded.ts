@@ -52,7 +52,7 @@ function acquireLock(dataDir: string): () => void {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const owner = Number(readFileSync(lockFile, 'utf8'));
       if (Number.isInteger(owner) && owner !== process.pid && processIsAlive(owner)) {
-        throw new Error(`the embedded database in ${dataDir} is in use by process ${owner}`);
+        throw new Error(`the embedded database in ${dataDir} is in use by process ${owner}`, { cause: error });
       }
       rmSync(lockFile, { force: true });
     }
