@@ -1,3 +1,151 @@
-import type { AnyRoute } from '../http/route.js';
+import type { Context } from 'koa';
+import type { Principal } from '../auth/principal.js';
+import { findVisibleCi } from '../configuration-items/store.js';
+import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
+import { notAcceptable, notFound, unprocessable, validationFailed } from '../http/errors.js';
+import { defineRoute, type AnyRoute } from '../http/route.js';
+import { ErrorEnvelope } from '../http/schemas.js';
+import { parseFilters } from '../query/filters.js';
+import { openChangeExport } from './csv.js';
+import { presentChange } from './presenter.js';
+import { ChangeList, ChangeListQuery, CHANGE_FILTERS, CiChangePage, CiChangesParams, CiChangesQuery } from './schema.js';
+import { listChanges, pageCiHistory, type ChangeCriteria, type Position } from './store.js';
 
-export const changeRoutes: AnyRoute[] = [];
+const tags = ['Change history'];
+const access = { resource: 'changes', action: 'read' } as const;
+
+const historyBinding = (principal: Principal, ciId: string): CursorBinding => ({
+  tenantId: principal.tenantId,
+  scope: `ci-changes:${ciId}`,
+  sort: null,
+  filters: {},
+});
+
+const EXACT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+/** The keyset position a signed cursor carries; anything else is a malformed cursor. */
+function positionOf(key: unknown[]): Position {
+  const [at, id] = key;
+  if (key.length !== 2 || typeof at !== 'string' || !EXACT_TIME.test(at) || typeof id !== 'string' || !/^\d{1,19}$/.test(id)) {
+    throw unprocessable('Malformed cursor');
+  }
+  return [at, id];
+}
+
+const ciHistory = defineRoute({
+  method: 'GET',
+  path: '/api/v1/ci-changes/{ci_id}',
+  operationId: 'listCiChanges',
+  summary: 'Change history of one configuration item',
+  description:
+    'Newest first (by `changed_at`, then change id). The first page may skip `offset` records; `next_cursor` continues by ' +
+    'keyset, and `offset` is then ignored but echoed unchanged. `total` counts every change record of the CI the key may ' +
+    'see; records without field changes are counted but not listed, so a page can hold fewer than `limit` items (even ' +
+    'none) while `has_more` is true. Stop when `has_more` is false / `next_cursor` is null. History stays readable after ' +
+    'the CI was removed permanently; data scopes apply to the source and instance recorded with each change. An id with ' +
+    'neither a visible CI nor visible history is 404. A cursor is bound to the tenant and the CI; a tampered or foreign ' +
+    'cursor is a 422 (`HTTP_422`).',
+  tags,
+  access,
+  params: CiChangesParams,
+  query: CiChangesQuery,
+  responses: { 200: { description: 'A page of the CI\'s change records.', schema: CiChangePage } },
+  async handler({ app, principal, params, query }) {
+    const binding = historyBinding(principal, params.ci_id);
+    const after = query.cursor ? positionOf(decodeCursor(app.config.secret, query.cursor, binding)) : undefined;
+    const page = await pageCiHistory(app.sql, principal, params.ci_id, { limit: query.limit, offset: query.offset, after });
+    if (page.total === 0 && !(await findVisibleCi(app.sql, principal, params.ci_id))) {
+      throw notFound('Configuration item not found', { ci_id: params.ci_id });
+    }
+    return {
+      items: page.items.map(presentChange),
+      total: page.total,
+      offset: query.offset,
+      limit: query.limit,
+      has_more: page.hasMore,
+      next_cursor: page.last ? encodeCursor(app.config.secret, binding, [...page.last]) : null,
+    };
+  },
+});
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const DAY_MS = 86_400_000;
+
+/** Turns the list parameters into criteria; date-only bounds are whole UTC days. */
+function criteriaOf(query: ChangeListQuery): ChangeCriteria {
+  const from = query.start_date && DATE_ONLY.test(query.start_date) ? `${query.start_date}T00:00:00Z` : query.start_date;
+  const untilDay = query.end_date !== undefined && DATE_ONLY.test(query.end_date);
+  const until = untilDay ? new Date(Date.parse(`${query.end_date}T00:00:00Z`) + DAY_MS).toISOString() : query.end_date;
+  if (from && until && Date.parse(until) < Date.parse(from)) {
+    throw validationFailed([{ field: 'end_date', location: 'query', message: 'must not be before start_date' }]);
+  }
+  return {
+    filters: parseFilters(query.filter, CHANGE_FILTERS),
+    search: query.search,
+    from,
+    until,
+    untilExclusive: untilDay,
+    sortBy: query.sort_by,
+    sortOrder: query.sort_order,
+  };
+}
+
+const CSV = 'text/csv';
+const JSON_TYPE = 'application/json';
+
+/** `changes-20260301T101500Z.csv` */
+const exportFileName = (now: Date): string => `changes-${now.toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '')}.csv`;
+
+function negotiate(ctx: Context): typeof CSV | typeof JSON_TYPE {
+  ctx.vary('Accept');
+  const type = ctx.accepts(JSON_TYPE, CSV);
+  if (type === JSON_TYPE || type === CSV) return type;
+  throw notAcceptable([JSON_TYPE, CSV]);
+}
+
+const globalHistory = defineRoute({
+  method: 'GET',
+  path: '/api/v1/changes',
+  operationId: 'listChanges',
+  summary: 'Global change history (JSON or CSV)',
+  description:
+    'Change records of every CI the key may see (data scopes apply to the source and instance recorded with each change, ' +
+    'so history of removed CIs stays listed). Records without field changes are left out, so `total` is what offset ' +
+    'paging can reach. `Accept: application/json` (also for `*/*` or no Accept) gives `{items, total, limit, offset}`; ' +
+    '`Accept: text/csv` streams a download (`Content-Disposition: attachment; filename="changes-<UTC timestamp>.csv"`) ' +
+    'with a header row and one row per field change: change_id, changed_at, change_type, ci_id, ci_name, ci_namespace, ' +
+    'ci_type, field, old_value, new_value, where old_value and new_value are JSON text (a string value keeps its quotes, ' +
+    'null is `null`). The CSV applies the same filters, search, dates, sort and scopes; it holds every match unless ' +
+    '`limit`/`offset` are given explicitly (they then count change records, not rows). Any other Accept is 406. ' +
+    'A malformed or reversed date is a 422 `VALIDATION_ERROR` naming the parameter.',
+  tags,
+  access,
+  query: ChangeListQuery,
+  responses: {
+    200: {
+      description: 'A page of change records, or the CSV download.',
+      schema: ChangeList,
+      otherContent: { [CSV]: { description: 'RFC 4180 CSV, UTF-8, streamed; one row per field change.' } },
+    },
+    406: { description: 'The Accept header names no type this route serves (`HTTP_406`).', schema: ErrorEnvelope },
+  },
+  async handler({ ctx, app, principal, query }) {
+    const type = negotiate(ctx);
+    const criteria = criteriaOf(query);
+    if (type === JSON_TYPE) {
+      const { rows, total } = await listChanges(app.sql, principal, criteria, { limit: query.limit, offset: query.offset });
+      return { items: rows.map(presentChange), total, limit: query.limit, offset: query.offset };
+    }
+    const explicitLimit = ctx.query.limit !== undefined ? query.limit : undefined;
+    const body = await openChangeExport({ sql: app.sql, logger: app.logger, principal }, criteria, {
+      offset: query.offset,
+      limit: explicitLimit,
+    });
+    ctx.attachment(exportFileName(app.now()));
+    ctx.type = 'text/csv; charset=utf-8';
+    ctx.body = body;
+    return undefined;
+  },
+});
+
+export const changeRoutes: AnyRoute[] = [ciHistory, globalHistory];

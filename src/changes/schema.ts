@@ -1,0 +1,134 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Filters, Limit, Nullable, Offset, SortOrder, Timestamp, Uuid } from '../http/schemas.js';
+import type { FilterSpec } from '../query/filters.js';
+
+export const CHANGE_TYPES = ['CREATED', 'UPDATED', 'DELETED'] as const;
+export const CHANGE_SORT_FIELDS = ['changed_at', 'ci_name', 'ci_type', 'change_type'] as const;
+export type ChangeSortField = (typeof CHANGE_SORT_FIELDS)[number];
+
+/** Columns of `change_records cr`: history is filtered on its own copies, never on the live CI. */
+export const CHANGE_FILTERS: FilterSpec = {
+  fields: {
+    change_type: { kind: 'text', column: 'cr.change_type', values: CHANGE_TYPES },
+    ci_type: { kind: 'text', column: 'cr.ci_type' },
+    ci_name: { kind: 'text', column: 'cr.ci_name' },
+    changed_at: { kind: 'timestamp', column: 'cr.changed_at' },
+    ci_id: { kind: 'uuid', column: 'cr.ci_id' },
+    changed_field: { kind: 'text', column: 'cr.changed_fields', array: true },
+  },
+};
+
+export const CiChangesParams = Type.Object({ ci_id: Uuid('The CI identifier; the CI itself may have been removed permanently.') });
+
+export const CiChangesQuery = Type.Object({
+  offset: Type.Integer({
+    minimum: 0,
+    default: 0,
+    description: 'Records to skip on the first page. Ignored (but echoed) when `cursor` is given: cursor pages continue by keyset.',
+  }),
+  limit: Limit(100, 5000),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'Opaque `next_cursor` of the previous page.' })),
+});
+export type CiChangesQuery = Static<typeof CiChangesQuery>;
+
+const DateBound = (description: string) =>
+  Type.Union([Type.String({ format: 'date-time' }), Type.String({ format: 'date' })], { description });
+
+export const ChangeListQuery = Type.Object({
+  limit: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 100,
+    description:
+      'Page size in change records, at most 1000. For `text/csv` the default does not apply: without an explicit `limit` ' +
+      'the export holds every matching record; with one, it holds at most that many records (each gives one row per field change).',
+  }),
+  offset: Offset,
+  start_date: Type.Optional(
+    DateBound('Inclusive lower bound on `changed_at`: an ISO 8601 date-time with offset, or a date (midnight UTC).'),
+  ),
+  end_date: Type.Optional(
+    DateBound('Upper bound on `changed_at`: a date-time is inclusive; a date covers that whole day (UTC). Must not precede `start_date`.'),
+  ),
+  sort_by: Type.Union(
+    CHANGE_SORT_FIELDS.map((f) => Type.Literal(f)),
+    { default: 'changed_at', description: 'Ties are broken by the change id (write order) in the same direction.' },
+  ),
+  sort_order: SortOrder('desc'),
+  search: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 500,
+      description:
+        'Full-text search over CI name, namespace and changed field paths (web-search syntax: quoted phrases, `or`, `-term`). ' +
+        'Every term matches as a prefix, so `web-7f` finds `web-7f9c4`; a field path is one term, so `raw_data.spec` finds ' +
+        '`raw_data.spec.replicas` but `replicas` alone does not. Case-insensitive, no stemming.',
+    }),
+  ),
+  filter: Type.Optional(
+    Filters(
+      'change_type, ci_type, ci_name, changed_at, ci_id, changed_field (matches when any field change of the record has a ' +
+        'matching path, e.g. `changed_field:startswith:raw_data.spec`; `ne`/`nin` mean no field change matches)',
+    ),
+  ),
+});
+export type ChangeListQuery = Static<typeof ChangeListQuery>;
+
+export const FieldChange = Type.Object(
+  {
+    field: Type.String({ description: 'Dotted path, e.g. `raw_data.spec.replicas` or `status`.' }),
+    old_value: Type.Unknown({ description: 'Any JSON value; arrays and objects stay real JSON.' }),
+    new_value: Type.Unknown({ description: 'Any JSON value; arrays and objects stay real JSON.' }),
+  },
+  { title: 'FieldChange' },
+);
+
+export const ChangeRecord = Type.Object(
+  {
+    id: Type.String({ description: 'Change record id (a decimal number as a string).' }),
+    ci_id: Uuid(),
+    ci_name: Type.String({ description: 'The CI name when the change was recorded.' }),
+    ci_namespace: Nullable(Type.String()),
+    ci_type: Type.String(),
+    changed_at: Timestamp(),
+    change_type: Type.Union(CHANGE_TYPES.map((t) => Type.Literal(t))),
+    changes: Type.Array(FieldChange),
+  },
+  { title: 'ChangeRecord' },
+);
+
+export const CiChangePage = Type.Object(
+  {
+    items: Type.Array(ChangeRecord),
+    total: Type.Integer({ description: 'Change records of the CI, including those without field changes (not listed).' }),
+    offset: Type.Integer({ description: 'The requested offset, echoed unchanged during a cursor walk.' }),
+    limit: Type.Integer(),
+    has_more: Type.Boolean({ description: 'The only end-of-walk signal: a page may hold fewer than `limit` items while true.' }),
+    next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` for the next page; null at the end.' })),
+  },
+  { title: 'CiChangePage' },
+);
+
+export const ChangeList = Type.Object(
+  {
+    items: Type.Array(ChangeRecord),
+    total: Type.Integer({ description: 'Matching change records.' }),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+  },
+  { title: 'ChangeList' },
+);
+
+/** Columns of the CSV export, in order: one row per field change. */
+export const CSV_COLUMNS = [
+  'change_id',
+  'changed_at',
+  'change_type',
+  'ci_id',
+  'ci_name',
+  'ci_namespace',
+  'ci_type',
+  'field',
+  'old_value',
+  'new_value',
+] as const;

@@ -1,0 +1,212 @@
+import type { Sql } from 'postgres';
+import type { Principal } from '../auth/principal.js';
+import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
+import { compileFilters, type ParsedFilter } from '../query/filters.js';
+import type { FieldChange } from '../inventory/diff.js';
+import type { ChangeType } from './writer.js';
+import type { ChangeSortField } from './schema.js';
+
+export interface ChangeRow {
+  id: string;
+  ci_id: string;
+  ci_name: string;
+  ci_namespace: string | null;
+  ci_type: string;
+  changed_at: Date;
+  change_type: ChangeType;
+  changes: FieldChange[];
+}
+
+/**
+ * A keyset position: the sort value as exact text (timestamps with microseconds, which a JS Date
+ * would round) and the change id.
+ */
+export type Position = readonly [sortValue: string, id: string];
+
+// Microsecond precision: a position rounded to milliseconds would skip or repeat rows.
+const EXACT_TIME = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"';
+const DISPLAY_TIME = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
+
+/**
+ * A timestamp parameter sent as text: a parameter typed timestamptz goes through a JS Date on the
+ * way out, which drops microseconds (and reads an offset-less time in the process's zone).
+ */
+const exactTime = (sql: Sql, text: string): Fragment => sql`${text}::text::timestamptz`;
+
+const recordColumns = (sql: Sql) =>
+  sql`cr.id::text as id, cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.changed_at, cr.change_type, cr.changes`;
+
+export interface CiHistoryPage {
+  items: ChangeRow[];
+  total: number;
+  /** Whether records follow the page; `last` is then the position to continue from. */
+  hasMore: boolean;
+  last: Position | undefined;
+}
+
+interface CiHistoryRow extends ChangeRow {
+  n: number;
+  is_item: boolean;
+  position_at: string;
+}
+
+/**
+ * One page of a CI's history, newest first, and the number of its visible change records. The page
+ * is taken over all records (so positions and `hasMore` follow the raw history); records without
+ * field changes are then dropped in SQL, except the page's last one, which only marks the position.
+ */
+export async function pageCiHistory(
+  sql: Sql,
+  principal: Principal,
+  ciId: string,
+  page: { limit: number; offset: number; after: Position | undefined },
+): Promise<CiHistoryPage> {
+  const where = sql`cr.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('cr'))}`;
+  const keyset = page.after ? sql`and (cr.changed_at, cr.id) < (${exactTime(sql, page.after[0])}, ${page.after[1]}::bigint)` : sql``;
+  const [rows, [count]] = await Promise.all([
+    sql<CiHistoryRow[]>`
+      with page as (
+        select ${recordColumns(sql)}, to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME}) as position_at
+        from change_records cr
+        where ${where} ${keyset}
+        order by cr.changed_at desc, cr.id desc
+        limit ${page.limit + 1} offset ${page.after ? 0 : page.offset}
+      ), numbered as (
+        select page.*, row_number() over (order by page.changed_at desc, page.id::bigint desc)::int as n from page
+      )
+      select n, n <= ${page.limit} and changes <> '[]'::jsonb as is_item, position_at,
+             id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes
+      from numbered
+      where (n <= ${page.limit} and changes <> '[]'::jsonb) or n >= ${page.limit}
+      order by n`,
+    sql<{ total: number }[]>`select count(*)::int as total from change_records cr where ${where}`,
+  ]);
+  const boundary = rows.find((row) => row.n === page.limit);
+  const hasMore = rows.some((row) => row.n > page.limit);
+  return {
+    items: rows.filter((row) => row.is_item).map(toChangeRow),
+    total: count?.total ?? 0,
+    hasMore,
+    last: hasMore && boundary ? [boundary.position_at, boundary.id] : undefined,
+  };
+}
+
+function toChangeRow(row: ChangeRow): ChangeRow {
+  const { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes } = row;
+  return { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes };
+}
+
+/** What selects and orders the global history; shared by the JSON list and the CSV export. */
+export interface ChangeCriteria {
+  filters: readonly ParsedFilter[];
+  search: string | undefined;
+  /** Inclusive lower bound, an ISO 8601 timestamp with offset. */
+  from: string | undefined;
+  /** Upper bound, an ISO 8601 timestamp with offset; `untilExclusive` tells which kind. */
+  until: string | undefined;
+  untilExclusive: boolean;
+  sortBy: ChangeSortField;
+  sortOrder: 'asc' | 'desc';
+}
+
+// Every lexeme of the parsed query becomes a prefix match: 'web-7f' -> 'web-7f':*.
+const TSQUERY_LEXEME = "('(?:[^']|'')*')";
+
+function searchCondition(sql: Sql, text: string): Fragment {
+  return sql`cr.search_vector @@ regexp_replace(websearch_to_tsquery('simple', ${text})::text, ${TSQUERY_LEXEME}, '\\1:*', 'g')::tsquery`;
+}
+
+function conditions(sql: Sql, principal: Principal, criteria: ChangeCriteria): Fragment {
+  const parts = [
+    visibleTo(sql, principal, columnsOf('cr')),
+    // records without field changes carry nothing to list or export
+    sql`cr.changes <> '[]'::jsonb`,
+    ...compileFilters(sql, criteria.filters),
+  ];
+  if (criteria.from) parts.push(sql`cr.changed_at >= ${exactTime(sql, criteria.from)}`);
+  if (criteria.until) {
+    parts.push(criteria.untilExclusive ? sql`cr.changed_at < ${exactTime(sql, criteria.until)}` : sql`cr.changed_at <= ${exactTime(sql, criteria.until)}`);
+  }
+  if (criteria.search) parts.push(searchCondition(sql, criteria.search));
+  return and(sql, parts);
+}
+
+const SORT_COLUMNS: Record<ChangeSortField, string> = {
+  changed_at: 'cr.changed_at',
+  ci_name: 'cr.ci_name',
+  ci_type: 'cr.ci_type',
+  change_type: 'cr.change_type',
+};
+
+function ordering(sql: Sql, criteria: ChangeCriteria): Fragment {
+  const direction = criteria.sortOrder === 'asc' ? sql`asc` : sql`desc`;
+  return sql`${sql(SORT_COLUMNS[criteria.sortBy])} ${direction}, cr.id ${direction}`;
+}
+
+/** One offset page of the global history the principal may see, and the number of matches. */
+export async function listChanges(
+  sql: Sql,
+  principal: Principal,
+  criteria: ChangeCriteria,
+  page: { limit: number; offset: number },
+): Promise<{ rows: ChangeRow[]; total: number }> {
+  const where = conditions(sql, principal, criteria);
+  const [rows, [count]] = await Promise.all([
+    sql<ChangeRow[]>`
+      select ${recordColumns(sql)} from change_records cr
+      where ${where}
+      order by ${ordering(sql, criteria)}
+      limit ${page.limit} offset ${page.offset}`,
+    sql<{ total: number }[]>`select count(*)::int as total from change_records cr where ${where}`,
+  ]);
+  return { rows, total: count?.total ?? 0 };
+}
+
+function sortKey(sql: Sql, sortBy: ChangeSortField): Fragment {
+  return sortBy === 'changed_at' ? sql`to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME})` : sql`${sql(SORT_COLUMNS[sortBy])}`;
+}
+
+function after(sql: Sql, criteria: ChangeCriteria, position: Position | undefined): Fragment {
+  if (!position) return sql``;
+  const column = sql(SORT_COLUMNS[criteria.sortBy]);
+  const value = criteria.sortBy === 'changed_at' ? exactTime(sql, position[0]) : sql`${position[0]}`;
+  const comparison = criteria.sortOrder === 'asc' ? sql`>` : sql`<`;
+  return sql`and (${column}, cr.id) ${comparison} (${value}, ${position[1]}::bigint)`;
+}
+
+/** CSV fields (text; only ci_namespace may be null) followed by the record's sort key. */
+export type ExportRow = (string | null)[];
+
+/** Index of the sort key and the change id in an export row; the CSV columns come first. */
+export const EXPORT_SORT_KEY = 10;
+export const EXPORT_ID = 0;
+
+/**
+ * One batch of the CSV export: up to `records` change records after `position` (or after skipping
+ * `offset` on the first batch), flattened to one row per field change. Rows are arrays of text in
+ * CSV column order, followed by the record's sort key; values are JSON text as stored.
+ */
+export async function exportBatch(
+  sql: Sql,
+  principal: Principal,
+  criteria: ChangeCriteria,
+  batch: { records: number; offset: number; position: Position | undefined },
+): Promise<ExportRow[]> {
+  const direction = criteria.sortOrder === 'asc' ? sql`asc` : sql`desc`;
+  const rows = await sql<Record<string, string | null>[]>`
+    select page.id::text, to_char(page.changed_at at time zone 'UTC', ${DISPLAY_TIME}), page.change_type,
+           page.ci_id::text, page.ci_name, page.ci_namespace, page.ci_type,
+           e.change ->> 'field', coalesce((e.change -> 'old_value')::text, 'null'), coalesce((e.change -> 'new_value')::text, 'null'),
+           page.sort_key
+    from (
+      select cr.id, cr.changed_at, cr.change_type, cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.changes,
+             ${sql(SORT_COLUMNS[criteria.sortBy])} as sort_value, ${sortKey(sql, criteria.sortBy)} as sort_key
+      from change_records cr
+      where ${conditions(sql, principal, criteria)} ${after(sql, criteria, batch.position)}
+      order by ${ordering(sql, criteria)}
+      limit ${batch.records} offset ${batch.offset}
+    ) page
+    cross join lateral jsonb_array_elements(page.changes) with ordinality as e(change, ordinal)
+    order by page.sort_value ${direction}, page.id ${direction}, e.ordinal`.values();
+  return rows;
+}
