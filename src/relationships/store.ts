@@ -110,10 +110,8 @@ function resultSet(sql: Sql, principal: Principal, criteria: RelationshipCriteri
            n.name as related_ci_name, n.ci_type as related_ci_type, n.status as related_ci_status,
            n.ci_id is not null as live, ${sortValue(sql, criteria)} as sort_value
     from (${edges(sql, tenantId, criteria)}) e
-    left join configuration_items n
-      on n.ci_id = e.related_ci_id and ${visibleTo(sql, principal, columnsOf('n'))} ${statusRule}
-    where n.ci_id is not null
-       or not exists (select 1 from configuration_items other where other.ci_id = e.related_ci_id and other.tenant_id = ${tenantId})`;
+    left join configuration_items n on n.ci_id = e.related_ci_id and n.tenant_id = ${tenantId}
+    where n.ci_id is null or (${visibleTo(sql, principal, columnsOf('n'))} ${statusRule})`;
 }
 
 function orderKey(sql: Sql, criteria: RelationshipCriteria, alias: string): Fragment {
