@@ -3,7 +3,7 @@ import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../observability/logger.js';
 import { CSV_COLUMNS } from './schema.js';
-import { EXPORT_ID, EXPORT_SORT_KEY, exportBatch, type ChangeCriteria, type ExportRow, type Position } from './store.js';
+import { exportBatch, type ChangeCriteria, type ExportRecord, type Position } from './store.js';
 
 /**
  * Change records per batch. Each batch is its own short query, so the connection is free between
@@ -27,7 +27,7 @@ export interface ExportContext {
   principal: Principal;
 }
 
-type Batch = ExportRow[];
+type Batch = ExportRecord[];
 
 /** Resolves when the stream can take more, or when it is gone (destroyed streams never drain). */
 function writable(out: Stringifier): Promise<void> {
@@ -42,8 +42,25 @@ function writable(out: Stringifier): Promise<void> {
   });
 }
 
+/** One CSV row per field change; old and new values as JSON text so they parse back as they were. */
+function rowsOf(record: ExportRecord): (string | null)[][] {
+  return record.changes.map((change) => [
+    record.id,
+    record.changed_at,
+    record.change_type,
+    record.ci_id,
+    record.ci_name,
+    record.ci_namespace,
+    record.ci_type,
+    change.field,
+    JSON.stringify(change.old_value ?? null),
+    JSON.stringify(change.new_value ?? null),
+  ]);
+}
+
 class ChangeExport {
   readonly out: Stringifier = stringify({ header: true, columns: [...CSV_COLUMNS] });
+  private fetched = 0;
   private records = 0;
   private rows = 0;
   private readonly started = Date.now();
@@ -56,7 +73,7 @@ class ChangeExport {
 
   /** How many records the next batch asks for; 0 once the explicit limit is reached. */
   wanted(): number {
-    const left = this.window.limit === undefined ? Infinity : this.window.limit - this.records;
+    const left = this.window.limit === undefined ? Infinity : this.window.limit - this.fetched;
     return Math.min(EXPORT_BATCH_RECORDS, left);
   }
 
@@ -65,36 +82,36 @@ class ChangeExport {
     return exportBatch(this.context.sql, this.context.principal, this.criteria, { records, offset, position });
   }
 
-  /** Writes one batch; returns how many records it held, or undefined when the client left. */
-  async write(batch: Batch): Promise<number | undefined> {
-    let records = 0;
-    let lastId: string | null | undefined;
-    for (const row of batch) {
-      if (row[EXPORT_ID] !== lastId) {
-        records++;
-        lastId = row[EXPORT_ID];
+  /** Writes one batch, waiting whenever the client is behind; false when the client left. */
+  async write(batch: Batch): Promise<boolean> {
+    for (const record of batch) {
+      for (const row of rowsOf(record)) {
+        this.rows++;
+        if (!this.out.write(row)) {
+          await writable(this.out);
+          if (this.out.destroyed) return false;
+        }
       }
-      this.rows++;
-      // the stringifier takes the first CSV_COLUMNS.length fields; the sort key stays behind
-      if (!this.out.write(row)) {
-        await writable(this.out);
-        if (this.out.destroyed) return undefined;
-      }
+      this.records++;
     }
-    this.records += records;
-    return records;
+    return true;
   }
 
   async pump(first: Batch, asked: number): Promise<void> {
     let batch = first;
-    let wanted = asked;
+    let size = asked;
     for (;;) {
-      const records = await this.write(batch);
-      if (records === undefined) return this.finish(false);
-      const last = batch[batch.length - 1];
-      wanted = records < wanted || !last ? 0 : this.wanted();
-      if (wanted === 0 || !last) break;
-      batch = await this.fetch(wanted, [last[EXPORT_SORT_KEY]!, last[EXPORT_ID]!]);
+      this.fetched += batch.length;
+      const last = batch.at(-1);
+      const next = batch.length < size || !last ? 0 : this.wanted();
+      // the next batch is read while this one is written: the database and the formatting overlap
+      const pending = next > 0 && last ? this.fetch(next, [last.sort_key, last.id]) : undefined;
+      // a client that leaves meanwhile means nobody awaits it; its failure is not worth a crash
+      pending?.catch(() => undefined);
+      if (!(await this.write(batch))) return this.finish(false);
+      if (!pending) break;
+      batch = await pending;
+      size = next;
       if (this.out.destroyed) return this.finish(false);
     }
     this.out.end();

@@ -174,39 +174,35 @@ function after(sql: Sql, criteria: ChangeCriteria, position: Position | undefine
   return sql`and (${column}, cr.id) ${comparison} (${value}, ${position[1]}::bigint)`;
 }
 
-/** CSV fields (text; only ci_namespace may be null) followed by the record's sort key. */
-export type ExportRow = (string | null)[];
-
-/** Index of the sort key and the change id in an export row; the CSV columns come first. */
-export const EXPORT_SORT_KEY = 10;
-export const EXPORT_ID = 0;
+/** A change record as the CSV export reads it: times as text, plus the record's keyset position. */
+export interface ExportRecord {
+  id: string;
+  changed_at: string;
+  change_type: string;
+  ci_id: string;
+  ci_name: string;
+  ci_namespace: string | null;
+  ci_type: string;
+  changes: FieldChange[];
+  sort_key: string;
+}
 
 /**
  * One batch of the CSV export: up to `records` change records after `position` (or after skipping
- * `offset` on the first batch), flattened to one row per field change. Rows are arrays of text in
- * CSV column order, followed by the record's sort key; values are JSON text as stored.
+ * `offset` on the first batch), in the list order. Field changes are flattened by the caller: one
+ * row per record here keeps the batch query a plain index range scan.
  */
 export async function exportBatch(
   sql: Sql,
   principal: Principal,
   criteria: ChangeCriteria,
   batch: { records: number; offset: number; position: Position | undefined },
-): Promise<ExportRow[]> {
-  const direction = criteria.sortOrder === 'asc' ? sql`asc` : sql`desc`;
-  const rows = await sql<Record<string, string | null>[]>`
-    select page.id::text, to_char(page.changed_at at time zone 'UTC', ${DISPLAY_TIME}), page.change_type,
-           page.ci_id::text, page.ci_name, page.ci_namespace, page.ci_type,
-           e.change ->> 'field', coalesce((e.change -> 'old_value')::text, 'null'), coalesce((e.change -> 'new_value')::text, 'null'),
-           page.sort_key
-    from (
-      select cr.id, cr.changed_at, cr.change_type, cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.changes,
-             ${sql(SORT_COLUMNS[criteria.sortBy])} as sort_value, ${sortKey(sql, criteria.sortBy)} as sort_key
-      from change_records cr
-      where ${conditions(sql, principal, criteria)} ${after(sql, criteria, batch.position)}
-      order by ${ordering(sql, criteria)}
-      limit ${batch.records} offset ${batch.offset}
-    ) page
-    cross join lateral jsonb_array_elements(page.changes) with ordinality as e(change, ordinal)
-    order by page.sort_value ${direction}, page.id ${direction}, e.ordinal`.values();
-  return rows;
+): Promise<ExportRecord[]> {
+  return sql<ExportRecord[]>`
+    select cr.id::text as id, to_char(cr.changed_at at time zone 'UTC', ${DISPLAY_TIME}) as changed_at, cr.change_type,
+           cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.changes, ${sortKey(sql, criteria.sortBy)} as sort_key
+    from change_records cr
+    where ${conditions(sql, principal, criteria)} ${after(sql, criteria, batch.position)}
+    order by ${ordering(sql, criteria)}
+    limit ${batch.records} offset ${batch.offset}`;
 }

@@ -60,7 +60,7 @@ describe('GET /api/v1/ci-changes/{ci_id}', () => {
     // records 4..7 are empty in a row: with limit 3 one page holds no item at all
     await seedHistory(app.current.sql, ciId, sourceId, 'c1', 30, (i) => i % 3 === 0 || (i >= 4 && i <= 7));
     const expected = await app.current.sql<{ id: string }[]>`
-      select id::text from change_records where ci_id = ${ciId} and changes <> '[]'::jsonb order by changed_at desc, id desc`;
+      select id::text from change_records where ci_id = ${ciId} and changes <> '[]'::jsonb order by changed_at desc, change_records.id desc`;
 
     const pages = await walk(`/api/v1/ci-changes/${ciId}`, admin, 3);
     const ids = pages.flatMap((p) => p.items.map((i) => i.id));
@@ -81,7 +81,7 @@ describe('GET /api/v1/ci-changes/{ci_id}', () => {
     const ciId = await ciIdOf(app.current.sql, pod.external_id);
     await seedHistory(app.current.sql, ciId, sourceId, null, 12, (i) => i === 9);
     const all = await app.current.sql<{ id: string; empty: boolean }[]>`
-      select id::text, changes = '[]'::jsonb as empty from change_records where ci_id = ${ciId} order by changed_at desc, id desc`;
+      select id::text, changes = '[]'::jsonb as empty from change_records where ci_id = ${ciId} order by changed_at desc, change_records.id desc`;
 
     const pages = await walk(`/api/v1/ci-changes/${ciId}`, admin, 4, 5);
     for (const page of pages) expect(page.offset).to.equal(5);
