@@ -9,6 +9,7 @@ import { contentHash, contentOf } from './content.js';
 import { diffValues, type FieldChange } from './diff.js';
 import { Snapshot, type UniversalRecord } from './records.js';
 import {
+  analyzeInventory,
   findIdsByExternalId,
   insertCis,
   loadContents,
@@ -55,6 +56,7 @@ export interface ReconcileOptions {
 }
 
 const validateSnapshot = compileResponse(Snapshot);
+const ANALYZE_AFTER_CREATED = 10_000;
 
 /** Validates a snapshot document before anything is written; a bad record fails the whole input. */
 export function assertSnapshot(document: unknown): asserts document is Snapshot {
@@ -104,11 +106,14 @@ async function reconcileBatch(sql: Sql, input: ReconcileInput, batch: UniversalR
   const { tenantId, sourceId, scopeId } = input;
   return sql.begin(async (tx) => {
     await lockSource(tx, tenantId, sourceId);
-    const states = new Map((await loadStates(tx, tenantId, sourceId, batch.map((r) => r.external_id))).map((s) => [s.external_id, s]));
+    const hashes = batch.map(contentHash);
+    const states = new Map(
+      (await loadStates(tx, input, { externalIds: batch.map((r) => r.external_id), hashes }, now)).map((s) => [s.external_id, s]),
+    );
     const outcome: BatchOutcome = { created: 0, updated: 0, unchanged: 0, reactivated: 0, changes: 0, relationshipOwners: new Map() };
     const inserts: CiWrite[] = [];
     const updates: { write: CiWrite; record: UniversalRecord }[] = [];
-    const seen: string[] = [];
+    const touched: string[] = [];
     const changes: NewChangeRecord[] = [];
     const change = (write: CiWrite, type: NewChangeRecord['change_type'], fields: FieldChange[]): NewChangeRecord => ({
       tenant_id: tenantId,
@@ -123,13 +128,11 @@ async function reconcileBatch(sql: Sql, input: ReconcileInput, batch: UniversalR
       changes: fields,
     });
 
-    for (const record of batch) {
-      const hash = contentHash(record).toString('hex');
+    batch.forEach((record, index) => {
       const state = states.get(record.external_id);
-      if (state && state.status === 'active' && state.scope_id === scopeId && state.content_hash.toString('hex') === hash) {
+      if (state?.unchanged) {
         outcome.unchanged++;
-        seen.push(state.ci_id);
-        continue;
+        return;
       }
       const write: CiWrite = {
         ci_id: state?.ci_id ?? uuidv7(),
@@ -140,9 +143,9 @@ async function reconcileBatch(sql: Sql, input: ReconcileInput, batch: UniversalR
         namespace: record.namespace ?? null,
         raw_data: record.raw_data,
         type_data: record.type_data ?? {},
-        content_hash: hash,
+        content_hash: hashes[index]!,
       };
-      seen.push(write.ci_id);
+      touched.push(write.ci_id);
       if (record.relationships) outcome.relationshipOwners.set(record.external_id, write.ci_id);
       if (state) {
         updates.push({ write, record });
@@ -150,7 +153,7 @@ async function reconcileBatch(sql: Sql, input: ReconcileInput, batch: UniversalR
         inserts.push(write);
         changes.push(change(write, 'CREATED', createdChanges(record)));
       }
-    }
+    });
 
     const before = new Map((await loadContents(tx, updates.map((u) => u.write.ci_id))).map((c) => [c.ci_id, c]));
     for (const { write, record } of updates) {
@@ -165,7 +168,7 @@ async function reconcileBatch(sql: Sql, input: ReconcileInput, batch: UniversalR
 
     await insertCis(tx, tenantId, sourceId, inserts, now);
     await updateCis(tx, updates.map((u) => u.write), now);
-    await touchLastSeen(tx, tenantId, seen, now);
+    await touchLastSeen(tx, tenantId, touched, now);
     outcome.changes = await recordChanges(tx, changes);
     return outcome;
   });
@@ -230,6 +233,9 @@ export async function reconcile(sql: Sql, input: ReconcileInput, options: Reconc
     result.changes += outcome.changes;
     for (const [externalId, ciId] of outcome.relationshipOwners) owners.set(externalId, ciId);
   }
+  // a large first load leaves the planner believing the tables are nearly empty until autovacuum
+  // catches up; everything written after this point (relationships, later batches) is planned better
+  if (result.created >= ANALYZE_AFTER_CREATED) await analyzeInventory(sql);
   result.relationships = await writeRelationships(sql, input, records, owners, batchSize, now);
 
   const deletions = [...new Set(input.deletions ?? [])];

@@ -3,9 +3,9 @@ import { asJson, type Queryable } from '../db/database.js';
 export interface StoredState {
   ci_id: string;
   external_id: string;
-  content_hash: Buffer;
   status: 'active' | 'inactive' | 'archived';
-  scope_id: string | null;
+  /** Same digest, active and in the same scope: nothing to write but `last_seen`. */
+  unchanged: boolean;
 }
 
 export interface StoredContent {
@@ -38,18 +38,46 @@ export async function lockSource(sql: Queryable, tenantId: string, sourceId: str
   await sql`select pg_advisory_xact_lock(${RECONCILE_LOCK}, hashtext(${`${tenantId}:${sourceId}`}))`;
 }
 
-export function loadStates(sql: Queryable, tenantId: string, sourceId: string, externalIds: string[]): Promise<StoredState[]> {
+/*
+ * Batch lookups are one index probe per key (a LATERAL subquery on the unique key) rather than
+ * `= any(array)` or a plain join: right after a bulk load the table has no statistics yet, and the
+ * planner would scan all of it for every batch (measured: 0.3 s per 1000 keys at 100k rows).
+ */
+export function loadStates(
+  sql: Queryable,
+  key: { tenantId: string; sourceId: string; scopeId: string | null },
+  wanted: { externalIds: string[]; hashes: string[] },
+  now: Date,
+): Promise<StoredState[]> {
+  // one statement finds the stored rows, compares digests in the database (no bytea travels back)
+  // and moves last_seen of the unchanged ones, which is all an unchanged re-collection needs
   return sql<StoredState[]>`
-    select ci_id, external_id, content_hash, status, scope_id
-    from configuration_items
-    where tenant_id = ${tenantId} and source_id = ${sourceId} and external_id = any(${externalIds}::text[])`;
+    with found as (
+      select c.ci_id, w.external_id, c.status,
+             (c.content_hash = decode(w.hash, 'hex') and c.status = 'active'
+              and c.scope_id is not distinct from ${key.scopeId}::text) as unchanged
+      from unnest(${wanted.externalIds}::text[], ${wanted.hashes}::text[]) as w(external_id, hash)
+      cross join lateral (
+        select ci_id, content_hash, status, scope_id from configuration_items
+        where tenant_id = ${key.tenantId} and source_id = ${key.sourceId} and external_id = w.external_id
+      ) as c
+    ), touched as (
+      insert into ci_last_seen (ci_id, tenant_id, last_seen)
+      select ci_id, ${key.tenantId}, ${now} from found where unchanged
+      on conflict (ci_id) do update set last_seen = excluded.last_seen
+    )
+    select ci_id, external_id, status, unchanged from found`;
 }
 
 export function loadContents(sql: Queryable, ciIds: string[]): Promise<StoredContent[]> {
   if (ciIds.length === 0) return Promise.resolve([]);
   return sql<StoredContent[]>`
-    select ci_id, external_id, ci_type, name, namespace, status, raw_data, type_data
-    from configuration_items where ci_id = any(${ciIds}::uuid[])`;
+    select c.*
+    from unnest(${ciIds}::uuid[]) as wanted(ci_id)
+    cross join lateral (
+      select ci_id, external_id, ci_type, name, namespace, status, raw_data, type_data
+      from configuration_items where ci_id = wanted.ci_id
+    ) as c`;
 }
 
 const CI_RECORDSET = `r(ci_id uuid, scope_id text, external_id text, ci_type text, name text, namespace text,
@@ -119,8 +147,9 @@ export async function replaceRelationships(
     written = result.count;
   }
   const removed = await sql`
-    delete from relationships
-    where tenant_id = ${tenantId} and from_ci_id = any(${fromCiIds}::uuid[]) and last_seen < ${now}`;
+    delete from relationships r
+    using unnest(${fromCiIds}::uuid[]) as owner(ci_id)
+    where r.tenant_id = ${tenantId} and r.from_ci_id = owner.ci_id and r.last_seen < ${now}`;
   return { written, removed: removed.count };
 }
 
@@ -141,9 +170,11 @@ export function archiveCis(sql: Queryable, tenantId: string, ciIds: string[], no
   return sql<ArchivedCi[]>`
     update configuration_items c
     set status = 'archived', status_updated_at = ${now}, updated_at = ${now}
-    from (select ci_id, status from configuration_items
-          where tenant_id = ${tenantId} and ci_id = any(${ciIds}::uuid[]) and status <> 'archived'
-          for update) as before
+    from (select c.ci_id, c.status
+          from unnest(${ciIds}::uuid[]) as wanted(ci_id)
+          join configuration_items c on c.ci_id = wanted.ci_id
+          where c.tenant_id = ${tenantId} and c.status <> 'archived'
+          for update of c) as before
     where c.ci_id = before.ci_id
     returning c.ci_id, c.source_id::text, c.scope_id, c.name, c.namespace, c.ci_type,
               before.status as previous_status, c.status_updated_at`;
@@ -151,6 +182,15 @@ export function archiveCis(sql: Queryable, tenantId: string, ciIds: string[], no
 
 export function findIdsByExternalId(sql: Queryable, tenantId: string, sourceId: string, externalIds: string[]): Promise<{ ci_id: string }[]> {
   return sql<{ ci_id: string }[]>`
-    select ci_id from configuration_items
-    where tenant_id = ${tenantId} and source_id = ${sourceId} and external_id = any(${externalIds}::text[])`;
+    select c.ci_id
+    from unnest(${externalIds}::text[]) as wanted(external_id)
+    cross join lateral (
+      select ci_id from configuration_items
+      where tenant_id = ${tenantId} and source_id = ${sourceId} and external_id = wanted.external_id
+    ) as c`;
+}
+
+/** Refreshes planner statistics after a bulk load, so that later queries are planned for its size. */
+export async function analyzeInventory(sql: Queryable): Promise<void> {
+  await sql`analyze configuration_items, ci_last_seen`;
 }

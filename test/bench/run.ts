@@ -1,0 +1,12 @@
+import { benchReconcile } from './reconcile.js';
+
+const [name = 'reconcile', size] = process.argv.slice(2);
+const benches: Record<string, () => Promise<void>> = {
+  reconcile: () => benchReconcile(Number(size ?? 100_000)),
+};
+const bench = benches[name];
+if (!bench) {
+  console.error(`unknown benchmark "${name}"; available: ${Object.keys(benches).join(', ')}`);
+  process.exit(2);
+}
+await bench();
