@@ -104,9 +104,10 @@ interface BatchOutcome {
 
 async function reconcileBatch(sql: Sql, input: ReconcileInput, batch: UniversalRecord[], now: Date): Promise<BatchOutcome> {
   const { tenantId, sourceId, scopeId } = input;
+  // digests are computed before the transaction opens, so the source lock is held only for SQL
+  const hashes = batch.map(contentHash);
   return sql.begin(async (tx) => {
     await lockSource(tx, tenantId, sourceId);
-    const hashes = batch.map(contentHash);
     const states = new Map(
       (await loadStates(tx, input, { externalIds: batch.map((r) => r.external_id), hashes }, now)).map((s) => [s.external_id, s]),
     );

@@ -80,13 +80,14 @@ export async function benchReconcile(count: number): Promise<void> {
     await db.sql.unsafe('truncate outbox, relationships, change_records, ci_last_seen, configuration_items restart identity cascade');
     const source = await ensureSource(db.sql, DEFAULT_TENANT_ID, 'bench', 'kubernetes');
     const input = (records: UniversalRecord[]) => ({ tenantId: DEFAULT_TENANT_ID, sourceId: source.id, scopeId: 'bench', mode: 'snapshot' as const, records });
-    console.log(`reconcile benchmark: ${count} objects on ${db.kind}`);
+    const batchSize = Number(process.env.CINV_RECONCILE_BATCH_SIZE ?? 1000);
+    console.log(`reconcile benchmark: ${count} objects on ${db.kind}, batches of ${batchSize}`);
     const first = Array.from({ length: count }, (_, i) => pod(i, 1, 1));
-    await timed('first load', () => reconcile(db.sql, input(first)));
+    await timed('first load', () => reconcile(db.sql, input(first), { batchSize }));
     const same = Array.from({ length: count }, (_, i) => pod(i, 2, 1));
-    await timed('unchanged re-collection', () => reconcile(db.sql, input(same)));
+    await timed('unchanged re-collection', () => reconcile(db.sql, input(same), { batchSize }));
     const onePercent = Array.from({ length: count }, (_, i) => pod(i, 3, i % 100 === 0 ? 2 : 1));
-    await timed('re-collection, 1 % changed', () => reconcile(db.sql, input(onePercent)));
+    await timed('re-collection, 1 % changed', () => reconcile(db.sql, input(onePercent), { batchSize }));
   } finally {
     await db.close();
   }
