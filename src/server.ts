@@ -5,6 +5,7 @@ import type { Config } from './config/config.js';
 import type { AppContext } from './context.js';
 import { openDatabase, type Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
+import { answerClientErrors } from './http/client-errors.js';
 import { scheduleSweeps } from './lifecycle/scheduler.js';
 import type { Logger } from './observability/logger.js';
 import { DEFAULT_TENANT_ID } from './tenants.js';
@@ -43,6 +44,7 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
     server = await new Promise<Server>((resolve, reject) => {
       const listening = koa.listen(config.port, config.host, () => resolve(listening)).once('error', reject);
     });
+    answerClientErrors(server);
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     logger.info(

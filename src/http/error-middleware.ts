@@ -45,6 +45,27 @@ function fromHttpError(error: HttpLikeError): AppError | undefined {
   return new AppError(status, `HTTP_${status}`, KNOWN_STATUS_MESSAGES[status] ?? 'Request failed');
 }
 
+/**
+ * Values a client sent that PostgreSQL refuses to store or compare (a NUL byte, February 30th, a
+ * number beyond numeric's range) are the client's error, not the server's. Only these data
+ * exceptions are mapped; the database's message is not passed on.
+ */
+const CLIENT_DATA_ERRORS: Record<string, string> = {
+  '22021': 'A value contains a character that cannot be stored (such as a NUL byte)',
+  '22P05': 'A value contains a character that cannot be stored (such as \\u0000)',
+  '22007': 'A date or time value is invalid',
+  '22008': 'A date or time value is out of range',
+  '22003': 'A numeric value is out of range',
+  '22P02': 'A value has an invalid format',
+  '2201B': 'A pattern is invalid',
+};
+
+function fromDatabaseError(error: { code?: unknown; name?: unknown }): AppError | undefined {
+  if (error?.name !== 'PostgresError' || typeof error.code !== 'string') return undefined;
+  const message = CLIENT_DATA_ERRORS[error.code];
+  return message ? new AppError(400, 'HTTP_400', message) : undefined;
+}
+
 /** Renders every failure as the spec's error envelope and logs it with the same `error.id`. */
 export function errorMiddleware(logger: Logger) {
   return async function renderErrors(ctx: Context, next: Next): Promise<void> {
@@ -52,7 +73,10 @@ export function errorMiddleware(logger: Logger) {
       await next();
     } catch (caught) {
       const id = randomUUID();
-      const known = caught instanceof AppError ? caught : fromHttpError(caught as HttpLikeError);
+      const known =
+        caught instanceof AppError
+          ? caught
+          : (fromHttpError(caught as HttpLikeError) ?? fromDatabaseError(caught as { code?: unknown; name?: unknown }));
       const error = known ?? new AppError(500, 'INTERNAL_SERVER_ERROR', 'Internal server error');
       if (known) {
         logger.info({ errorId: id, status: error.status, code: error.code, method: ctx.method, path: ctx.path }, error.message);

@@ -61,6 +61,13 @@ const ANALYZE_AFTER_CREATED = 10_000;
 /** Validates a snapshot document before anything is written; a bad record fails the whole input. */
 export function assertSnapshot(document: unknown): asserts document is Snapshot {
   if (!validateSnapshot(document)) throw validationFailed(toFieldErrors(validateSnapshot.errors, 'body'));
+  // jsonb cannot hold \u0000; refusing here keeps a bad record from failing a batch midway
+  const withNul = (document as Snapshot).items.flatMap((item, index) =>
+    JSON.stringify(item).includes('\\u0000')
+      ? [{ field: `items.${index}`, location: 'body' as const, message: 'must not contain NUL characters (\\u0000)' }]
+      : [],
+  );
+  if (withNul.length > 0) throw validationFailed(withNul);
 }
 
 function fieldChanges(before: StoredContent, record: UniversalRecord): FieldChange[] {

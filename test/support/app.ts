@@ -6,6 +6,7 @@ import type { DataScope, Permission } from '../../src/auth/principal.js';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import type { AppContext } from '../../src/context.js';
 import type { Sql } from '../../src/db/database.js';
+import { answerClientErrors } from '../../src/http/client-errors.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { resetDatabase, TEST_SECRET, testDatabase } from './db.js';
@@ -59,6 +60,7 @@ export async function startTestApp(overrides: Partial<Config> = {}): Promise<Tes
   const context: AppContext = { sql: db.sql, database: db.kind, config, logger: createLogger('info', sink), now: () => clock.now };
   const server: Server = await new Promise((resolve) => {
     const listening = createApp(context, { checkResponses: true }).listen(0, '127.0.0.1', () => resolve(listening));
+    answerClientErrors(listening);
   });
   const address = server.address();
   const baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
