@@ -1,6 +1,10 @@
 import { expect } from 'chai';
 import type { Sql } from '../../src/db/database.js';
+import { Writable } from 'node:stream';
+import { scheduleSweeps } from '../../src/lifecycle/scheduler.js';
 import { sweepLifecycle, trimOutbox, type LifecycleSettings } from '../../src/lifecycle/sweep.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { testConfig } from '../support/app.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 import { buildPod, ciIdOf, ingest } from '../support/factories.js';
 
@@ -65,6 +69,23 @@ describe('lifecycle sweep', () => {
     await ingest(sql, [pod], { now: at(3 * DAY) });
     expect(await statuses(sql)).to.deep.equal({ back: 'active' });
     expect(await sweepLifecycle(sql, settings, at(3 * DAY + HOUR))).to.deep.equal({ inactivated: 0, archived: 0, removed: 0 });
+  });
+
+  it('runs on its schedule and stops cleanly', async () => {
+    await ingest(sql, [buildPod({ name: 'scheduled' })], { now: at(0) });
+    const logs: string[] = [];
+    const logger = createLogger('info', new Writable({ write: (chunk, _e, done) => (logs.push(String(chunk)), done()) }));
+    const config = testConfig({ sweepSchedule: '* * * * * *' });
+    const jobs = scheduleSweeps({ sql, database: 'postgres', config, logger, now: () => at(2 * DAY) });
+    try {
+      for (let waited = 0; waited < 5000 && (await statuses(sql)).scheduled === 'active'; waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      await jobs.stop();
+    }
+    expect(await statuses(sql)).to.deep.equal({ scheduled: 'inactive' });
+    expect(logs.join('')).to.match(/lifecycle sweep done/);
   });
 
   it('trims outbox rows older than the given age when nothing consumes them', async () => {
