@@ -40,7 +40,15 @@ const SORT_COLUMNS: Record<string, string> = {
 
 function conditions(sql: Sql, principal: Principal, criteria: Pick<CiListCriteria, 'statuses' | 'filters'>): Fragment {
   const parts = [visibleTo(sql, principal, columnsOf('ci'))];
-  if (criteria.statuses !== 'any') parts.push(sql`ci.status = any(${criteria.statuses as string[]}::text[])`);
+  // a single status as plain equality: with `= any(array)` the planner cannot walk the
+  // (tenant_id, status, <sort column>) indexes in order and sorts the whole set instead
+  if (criteria.statuses !== 'any') {
+    parts.push(
+      criteria.statuses.length === 1
+        ? sql`ci.status = ${criteria.statuses[0]!}`
+        : sql`ci.status = any(${criteria.statuses as string[]}::text[])`,
+    );
+  }
   parts.push(...compileFilters(sql, criteria.filters));
   return and(sql, parts);
 }
