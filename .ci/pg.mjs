@@ -10,7 +10,10 @@ if (!['create', 'drop', 'ping'].includes(action ?? '') || (action !== 'ping' && 
 const sql = postgres(server, { max: 1, connect_timeout: 5, onnotice: () => {} });
 try {
   if (action === 'ping') await sql`select 1`;
-  if (action === 'create') await sql.unsafe(`drop database if exists ${name} with (force); create database ${name}`);
+  if (action === 'create') {
+    await sql.unsafe(`drop database if exists ${name} with (force)`);
+    await sql.unsafe(`create database ${name}`);
+  }
   if (action === 'drop') await sql.unsafe(`drop database if exists ${name} with (force)`);
 } catch (error) {
   console.error(`PostgreSQL at ${server.replace(/\/\/[^@]*@/, '//')}: ${error.message}`);
