@@ -99,6 +99,7 @@ export function loadConfig(env: Env = process.env): Config {
     archiveRetentionMs: duration(env, 'CINV_ARCHIVE_RETENTION', '7d'),
     sweepSchedule: env.CINV_SWEEP_SCHEDULE || '*/5 * * * *',
     sweepBatchSize: integer(env, 'CINV_SWEEP_BATCH_SIZE', 1000, 1, 100_000),
-    reconcileBatchSize: integer(env, 'CINV_RECONCILE_BATCH_SIZE', 1000, 1, 50_000),
+    // the embedded database is one session shared with the API: smaller transactions keep it responsive
+    reconcileBatchSize: integer(env, 'CINV_RECONCILE_BATCH_SIZE', databaseUrl ? 5000 : 1000, 1, 50_000),
   };
 }
