@@ -1,4 +1,5 @@
 import { stringify, type Stringifier } from 'csv-stringify';
+import { pipeline, Transform, type Readable } from 'node:stream';
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../observability/logger.js';
@@ -10,9 +11,11 @@ import { exportBatch, type ChangeCriteria, type ExportRecord, type Position } fr
  * batches: the embedded database has one session for the whole process, and a server-side cursor
  * would hold it (and, on PostgreSQL, a transaction and a pooled connection) for as long as the
  * slowest client takes to download. Keyset batches cost one index range scan each, give the same
- * code on both databases, and leave nothing open when a client goes away.
+ * code on both databases, and leave nothing open when a client goes away. A thousand records keep
+ * the two batches alive at a time (one written, one read ahead) small: larger batches were no
+ * faster and let the heap grow further between collections.
  */
-export const EXPORT_BATCH_RECORDS = 2000;
+export const EXPORT_BATCH_RECORDS = 1000;
 
 export interface ExportWindow {
   /** Change records to skip before the first row. */
@@ -42,24 +45,39 @@ function writable(out: Stringifier): Promise<void> {
   });
 }
 
-/** One CSV row per field change; old and new values as JSON text so they parse back as they were. */
-function rowsOf(record: ExportRecord): (string | null)[][] {
-  return record.changes.map((change) => [
-    record.id,
-    record.changed_at,
-    record.change_type,
-    record.ci_id,
-    record.ci_name,
-    record.ci_namespace,
-    record.ci_type,
-    change.field,
-    JSON.stringify(change.old_value ?? null),
-    JSON.stringify(change.new_value ?? null),
-  ]);
+const CHUNK_BYTES = 64 * 1024;
+
+/**
+ * Packs the stringifier's one-string-per-row output into buffers of about 64 KiB: written to the
+ * response one by one, a million small rows would cost a million socket writes. Each row is
+ * encoded straight into the buffer, which is cheaper than joining strings and encoding the result.
+ */
+function coalesce(): Transform {
+  let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  let used = 0;
+  return new Transform({
+    writableObjectMode: true,
+    readableHighWaterMark: CHUNK_BYTES,
+    transform(row: string, _encoding, done) {
+      const size = Buffer.byteLength(row);
+      if (used + size > CHUNK_BYTES && used > 0) {
+        this.push(chunk.subarray(0, used));
+        chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+        used = 0;
+      }
+      if (size > CHUNK_BYTES) this.push(Buffer.from(row));
+      else used += chunk.write(row, used);
+      done();
+    },
+    flush(done) {
+      if (used > 0) this.push(chunk.subarray(0, used));
+      done();
+    },
+  });
 }
 
 class ChangeExport {
-  readonly out: Stringifier = stringify({ header: true, columns: [...CSV_COLUMNS] });
+  readonly out: Stringifier = stringify({ header: true, columns: [...CSV_COLUMNS], readableObjectMode: true });
   private fetched = 0;
   private records = 0;
   private rows = 0;
@@ -82,12 +100,13 @@ class ChangeExport {
     return exportBatch(this.context.sql, this.context.principal, this.criteria, { records, offset, position });
   }
 
-  /** Writes one batch, waiting whenever the client is behind; false when the client left. */
+  /** Writes one row per field change, waiting whenever the client is behind; false when it left. */
   async write(batch: Batch): Promise<boolean> {
     for (const record of batch) {
-      for (const row of rowsOf(record)) {
+      for (const [field, oldValue, newValue] of record.field_changes) {
         this.rows++;
-        if (!this.out.write(row)) {
+        const { id, changed_at, change_type, ci_id, ci_name, ci_namespace, ci_type } = record;
+        if (!this.out.write([id, changed_at, change_type, ci_id, ci_name, ci_namespace, ci_type, field, oldValue, newValue])) {
           await writable(this.out);
           if (this.out.destroyed) return false;
         }
@@ -105,7 +124,7 @@ class ChangeExport {
       const last = batch.at(-1);
       const next = batch.length < size || !last ? 0 : this.wanted();
       // the next batch is read while this one is written: the database and the formatting overlap
-      const pending = next > 0 && last ? this.fetch(next, [last.sort_key, last.id]) : undefined;
+      const pending = next > 0 && last ? this.fetch(next, [last.position, last.id]) : undefined;
       // a client that leaves meanwhile means nobody awaits it; its failure is not worth a crash
       pending?.catch(() => undefined);
       if (!(await this.write(batch))) return this.finish(false);
@@ -136,10 +155,12 @@ class ChangeExport {
  * answers with the error envelope; later batches follow as the client reads. A client that
  * disconnects destroys the stream, which stops the loop before its next query.
  */
-export async function openChangeExport(context: ExportContext, criteria: ChangeCriteria, window: ExportWindow): Promise<Stringifier> {
+export async function openChangeExport(context: ExportContext, criteria: ChangeCriteria, window: ExportWindow): Promise<Readable> {
   const job = new ChangeExport(context, criteria, window);
   const wanted = job.wanted();
   const first = wanted > 0 ? await job.fetch(wanted, undefined) : [];
+  // destroying the body (the client left) destroys the stringifier too, which stops the pump
+  const body = pipeline(job.out, coalesce(), () => undefined);
   job.pump(first, wanted).catch((error: unknown) => job.fail(error));
-  return job.out;
+  return body;
 }
