@@ -55,7 +55,7 @@ const ciHistory = defineRoute({
     const after = query.cursor ? positionOf(decodeCursor(app.config.secret, query.cursor, binding)) : undefined;
     const page = await pageCiHistory(app.sql, principal, params.ci_id, { limit: query.limit, offset: query.offset, after });
     if (page.total === 0 && !(await findVisibleCi(app.sql, principal, params.ci_id))) {
-      throw notFound('Configuration item not found', { ci_id: params.ci_id });
+      throw notFound('No configuration item or change history with this id', { ci_id: params.ci_id });
     }
     return {
       items: page.items.map(presentChange),

@@ -52,8 +52,9 @@ interface CiHistoryRow extends ChangeRow {
 
 /**
  * One page of a CI's history, newest first, and the number of its visible change records. The page
- * is taken over all records (so positions and `hasMore` follow the raw history); records without
- * field changes are then dropped in SQL, except the page's last one, which only marks the position.
+ * is taken over all records, one more than asked to learn whether more follow, so positions and
+ * `hasMore` follow the raw history; records without field changes are then dropped in SQL, except
+ * the page's last one and the look-ahead, which only mark the position and the rest.
  */
 export async function pageCiHistory(
   sql: Sql,
@@ -75,7 +76,8 @@ export async function pageCiHistory(
         select page.*, row_number() over (order by page.changed_at desc, page.id::bigint desc)::int as n from page
       )
       select n, n <= ${page.limit} and changes <> '[]'::jsonb as is_item, position_at,
-             id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes
+             id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type,
+             case when n <= ${page.limit} then changes end as changes
       from numbered
       where (n <= ${page.limit} and changes <> '[]'::jsonb) or n >= ${page.limit}
       order by n`,
@@ -116,12 +118,23 @@ function searchCondition(sql: Sql, text: string): Fragment {
   return sql`cr.search_vector @@ regexp_replace(websearch_to_tsquery('simple', ${text})::text, ${TSQUERY_LEXEME}, '\\1:*', 'g')::tsquery`;
 }
 
+/**
+ * `changed_field` equality restated as array containment: it selects the same records, but the GIN
+ * index on changed_fields can serve it, which the filter's per-element test cannot.
+ */
+function changedFieldIndexConditions(sql: Sql, filters: readonly ParsedFilter[]): Fragment[] {
+  return filters
+    .filter((f) => f.field === 'changed_field' && (f.op === 'eq' || f.op === 'in') && f.value !== undefined)
+    .map((f) => (f.op === 'eq' ? sql`cr.changed_fields @> ${[f.value!]}::text[]` : sql`cr.changed_fields && ${f.value!.split(',')}::text[]`));
+}
+
 function conditions(sql: Sql, principal: Principal, criteria: ChangeCriteria): Fragment {
   const parts = [
     visibleTo(sql, principal, columnsOf('cr')),
     // records without field changes carry nothing to list or export
     sql`cr.changes <> '[]'::jsonb`,
     ...compileFilters(sql, criteria.filters),
+    ...changedFieldIndexConditions(sql, criteria.filters),
   ];
   if (criteria.from) parts.push(sql`cr.changed_at >= ${exactTime(sql, criteria.from)}`);
   if (criteria.until) {
