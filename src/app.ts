@@ -35,6 +35,14 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
   routes.push(...systemRoutes(() => (openApi ??= buildOpenApi(routes, { version, description: API_DESCRIPTION }))), ...apiRoutes);
 
   const koa = new Koa({ proxy: process.env.CINV_TRUST_PROXY === 'true' });
+  // errors that escape the envelope middleware: a client that hung up mid-stream is routine
+  koa.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'ECONNRESET' || error.code === 'EPIPE' || error.code === 'ERR_STREAM_PREMATURE_CLOSE') {
+      app.logger.debug({ code: error.code }, 'client went away during the response');
+      return;
+    }
+    app.logger.error({ err: error }, 'response failed');
+  });
   const router = buildRouter(app, routes, { checkResponses: options.checkResponses ?? false });
 
   koa.use(async (ctx, next) => {

@@ -41,6 +41,12 @@ export type ParsedFilter =
   | (ParsedBase & { target: 'column'; def: FieldDef })
   | (ParsedBase & { target: 'json'; column: string; path: string[] });
 
+/** A timestamp without an offset is read as UTC, whatever the server's or database's time zone. */
+function asUtc(value: string): string {
+  if (!value.includes('T') && !value.includes(' ')) return `${value}T00:00:00Z`;
+  return /(?:Z|[+-]\d{2}:?\d{2})$/i.test(value) ? value : `${value}Z`;
+}
+
 function parseOne(raw: string, spec: FilterSpec): ParsedFilter {
   // split on the first two colons only: values such as timestamps contain colons
   const first = raw.indexOf(':');
@@ -65,7 +71,8 @@ function parseOne(raw: string, spec: FilterSpec): ParsedFilter {
         throw invalidFilter(raw, `"${item}" is not one of ${def.values.join(', ')}`);
       }
     }
-    return { raw, field, op, value, target: 'column', def };
+    const normalized = def.kind === 'timestamp' && value !== undefined ? value.split(',').map(asUtc).join(',') : value;
+    return { raw, field, op, value: normalized, target: 'column', def };
   }
   const dot = field.indexOf('.');
   const column = dot > 0 ? spec.json?.[field.slice(0, dot)] : undefined;
@@ -91,8 +98,10 @@ function likePattern(op: Operator, value: string): string {
 
 function columnCondition(sql: Sql, filter: ParsedFilter & { target: 'column' }): Fragment {
   const { def, op, value } = filter;
-  const cast = def.kind === 'timestamp' ? sql`::timestamptz` : def.kind === 'uuid' ? sql`::uuid` : sql``;
-  const arrayCast = def.kind === 'timestamp' ? sql`::timestamptz[]` : def.kind === 'uuid' ? sql`::uuid[]` : sql`::text[]`;
+  // timestamps travel as text: a parameter typed timestamptz would pass through a JS Date and lose
+  // its microseconds
+  const cast = def.kind === 'timestamp' ? sql`::text::timestamptz` : def.kind === 'uuid' ? sql`::uuid` : sql``;
+  const arrayCast = def.kind === 'timestamp' ? sql`::text[]::timestamptz[]` : def.kind === 'uuid' ? sql`::uuid[]` : sql`::text[]`;
   if (def.array) {
     // a text[] column matches when one of its elements does
     const element = sql`f`;

@@ -217,7 +217,7 @@ describe('GET /api/v1/changes (JSON)', () => {
     expect((await app.current.get('/api/v1/changes?sort_order=up', admin)).status).to.equal(422);
   });
 
-  it('searches CI names, namespaces and changed field paths by prefix', async () => {
+  it('searches CI names, namespaces, changed field paths and their segments by prefix', async () => {
     const cases: [string, string[]][] = [
       ['alpha', ['r1', 'r4']],
       ['alp', ['r1', 'r4']],
@@ -225,7 +225,10 @@ describe('GET /api/v1/changes (JSON)', () => {
       ['monit', ['r3']],
       ['raw_data.spec', ['r2', 'r5']],
       ['raw_data.status.conditions', ['r2']],
-      ['bravo replicas', []],
+      ['bravo replicas', ['r2']],
+      ['replicas', ['r2']],
+      ['taints', ['r5']],
+      ['conditions', ['r2']],
       ['bravo raw_data.spec', ['r2']],
       ['alpha or charlie', ['r1', 'r3', 'r4']],
       ['k8s -alpha', []],
