@@ -3,6 +3,7 @@ import { pipeline, Transform, type Readable } from 'node:stream';
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../observability/logger.js';
+import type { FieldChange } from '../inventory/diff.js';
 import { CSV_COLUMNS } from './schema.js';
 import { exportBatch, type ChangeCriteria, type ExportRecord, type Position } from './store.js';
 
@@ -103,10 +104,14 @@ class ChangeExport {
   /** Writes one row per field change, waiting whenever the client is behind; false when it left. */
   async write(batch: Batch): Promise<boolean> {
     for (const record of batch) {
-      for (const [field, oldValue, newValue] of record.field_changes) {
+      const { id, change_type, ci_id, ci_name, ci_namespace, ci_type } = record;
+      // microseconds are kept for the keyset position; the file shows milliseconds like the JSON API
+      const changedAt = `${record.changed_at.slice(0, 23)}Z`;
+      for (const change of JSON.parse(record.changes) as FieldChange[]) {
         this.rows++;
-        const { id, changed_at, change_type, ci_id, ci_name, ci_namespace, ci_type } = record;
-        if (!this.out.write([id, changed_at, change_type, ci_id, ci_name, ci_namespace, ci_type, field, oldValue, newValue])) {
+        const row = [id, changedAt, change_type, ci_id, ci_name, ci_namespace, ci_type, change.field,
+          JSON.stringify(change.old_value ?? null), JSON.stringify(change.new_value ?? null)];
+        if (!this.out.write(row)) {
           await writable(this.out);
           if (this.out.destroyed) return false;
         }
@@ -124,7 +129,7 @@ class ChangeExport {
       const last = batch.at(-1);
       const next = batch.length < size || !last ? 0 : this.wanted();
       // the next batch is read while this one is written: the database and the formatting overlap
-      const pending = next > 0 && last ? this.fetch(next, [last.position, last.id]) : undefined;
+      const pending = next > 0 && last ? this.fetch(next, [last.position ?? last.changed_at, last.id]) : undefined;
       // a client that leaves meanwhile means nobody awaits it; its failure is not worth a crash
       pending?.catch(() => undefined);
       if (!(await this.write(batch))) return this.finish(false);

@@ -1,8 +1,10 @@
+import { benchCsvExport } from './csv-export.js';
 import { benchReconcile } from './reconcile.js';
 
 const [name = 'reconcile', size] = process.argv.slice(2);
 const benches: Record<string, () => Promise<void>> = {
   reconcile: () => benchReconcile(Number(size ?? 100_000)),
+  csv: () => benchCsvExport(Number(size ?? 500_000)),
 };
 const bench = benches[name];
 if (!bench) {
