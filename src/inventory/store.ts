@@ -1,3 +1,4 @@
+import type { PendingQuery } from 'postgres';
 import { asJson, type Queryable } from '../db/database.js';
 
 export interface StoredState {
@@ -48,7 +49,7 @@ export function loadStates(
   key: { tenantId: string; sourceId: string; scopeId: string | null },
   wanted: { externalIds: string[]; hashes: string[] },
   now: Date,
-): Promise<StoredState[]> {
+): PendingQuery<StoredState[]> {
   // one statement finds the stored rows, compares digests in the database (no bytea travels back)
   // and moves last_seen of the unchanged ones, which is all an unchanged re-collection needs
   return sql<StoredState[]>`
