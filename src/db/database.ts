@@ -21,9 +21,6 @@ export interface Database {
 const baseOptions = {
   onnotice: () => {},
   connection: { application_name: 'cinv' },
-  types: {
-    // bigint identities are exposed as strings anyway; keep counts exact without float rounding
-  },
 } satisfies postgres.Options<Record<string, postgres.PostgresType>>;
 
 /**
