@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { Principal } from '../auth/principal.js';
-import { findVisibleCi } from '../configuration-items/store.js';
+import { isCiVisible } from '../configuration-items/store.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { notAcceptable, notFound, unprocessable, validationFailed } from '../http/errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
@@ -54,7 +54,7 @@ const ciHistory = defineRoute({
     const binding = historyBinding(principal, params.ci_id);
     const after = query.cursor ? positionOf(decodeCursor(app.config.secret, query.cursor, binding)) : undefined;
     const page = await pageCiHistory(app.sql, principal, params.ci_id, { limit: query.limit, offset: query.offset, after });
-    if (page.total === 0 && !(await findVisibleCi(app.sql, principal, params.ci_id))) {
+    if (page.total === 0 && !(await isCiVisible(app.sql, principal, params.ci_id))) {
       throw notFound('No configuration item or change history with this id', { ci_id: params.ci_id });
     }
     return {

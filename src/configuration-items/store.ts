@@ -86,3 +86,9 @@ export async function findVisibleCi(sql: Queryable, principal: Principal, ciId: 
     ${forUpdate ? db`for update of ci` : db``}`;
   return row;
 }
+
+/** Whether the CI exists and lies inside the principal's data scopes (no row is loaded). */
+export async function isCiVisible(sql: Sql, principal: Principal, ciId: string): Promise<boolean> {
+  const rows = await sql`select 1 from configuration_items ci where ci.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('ci'))}`;
+  return rows.length > 0;
+}

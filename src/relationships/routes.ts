@@ -1,3 +1,4 @@
+import { isCiVisible } from '../configuration-items/store.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { notFound, unprocessable } from '../http/errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
@@ -11,7 +12,7 @@ import {
   type Direction,
   type RelationshipSortField,
 } from './schema.js';
-import { countRelationships, isVisibleCi, relationshipPage, type Keyset, type RelationshipCriteria } from './store.js';
+import { countRelationships, relationshipPage, type Keyset, type RelationshipCriteria } from './store.js';
 
 type ResultShape = Pick<RelationshipCriteria, 'direction' | 'types' | 'includeInactive' | 'sort'>;
 
@@ -118,7 +119,7 @@ const list = defineRoute({
     const shape = readShape(query);
     const binding = bindingOf(principal.tenantId, params.ci_id, shape);
     const after = query.cursor ? keysetOf(decodeCursor(app.config.secret, query.cursor, binding), shape.sort !== null) : null;
-    if (!(await isVisibleCi(app.sql, principal, params.ci_id))) {
+    if (!(await isCiVisible(app.sql, principal, params.ci_id))) {
       throw notFound('Configuration item not found', { ci_id: params.ci_id });
     }
     const criteria: RelationshipCriteria = { ...shape, ciId: params.ci_id, limit: query.limit, offset: query.offset, after };

@@ -59,12 +59,6 @@ export interface RelationshipPage {
   last: Keyset | null;
 }
 
-/** Whether the CI exists and lies inside the principal's data scopes. */
-export async function isVisibleCi(sql: Sql, principal: Principal, ciId: string): Promise<boolean> {
-  const rows = await sql`select 1 from configuration_items ci where ci.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('ci'))}`;
-  return rows.length > 0;
-}
-
 function edges(sql: Sql, tenantId: string, criteria: RelationshipCriteria): Fragment {
   const { ciId, types } = criteria;
   const typeFilter = () => (types ? sql`and r.relationship_type = any(${types as string[]}::text[])` : sql``);
