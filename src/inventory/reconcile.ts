@@ -2,7 +2,7 @@ import { uuidv7 } from 'uuidv7';
 import { recordChanges, type NewChangeRecord } from '../changes/writer.js';
 import type { Sql } from '../db/database.js';
 import { validationFailed } from '../http/errors.js';
-import { compileResponse, toFieldErrors } from '../http/validation.js';
+import { compileBody, toFieldErrors } from '../http/validation.js';
 import { cisReconciled } from '../observability/metrics.js';
 import { archiveWithHistory } from './archive.js';
 import { contentHash, contentOf } from './content.js';
@@ -55,19 +55,26 @@ export interface ReconcileOptions {
   batchSize?: number;
 }
 
-const validateSnapshot = compileResponse(Snapshot);
+const validateSnapshot = compileBody(Snapshot);
 const ANALYZE_AFTER_CREATED = 10_000;
 
-/** Validates a snapshot document before anything is written; a bad record fails the whole input. */
-export function assertSnapshot(document: unknown): asserts document is Snapshot {
-  if (!validateSnapshot(document)) throw validationFailed(toFieldErrors(validateSnapshot.errors, 'body'));
-  // jsonb cannot hold \u0000; refusing here keeps a bad record from failing a batch midway
-  const withNul = (document as Snapshot).items.flatMap((item, index) =>
+/**
+ * Refuses records PostgreSQL could not store: jsonb cannot hold \u0000, and finding that out
+ * midway would fail one batch after earlier ones were committed.
+ */
+export function assertStorable(snapshot: Snapshot): void {
+  const withNul = snapshot.items.flatMap((item, index) =>
     JSON.stringify(item).includes('\\u0000')
       ? [{ field: `items.${index}`, location: 'body' as const, message: 'must not contain NUL characters (\\u0000)' }]
       : [],
   );
   if (withNul.length > 0) throw validationFailed(withNul);
+}
+
+/** Validates a snapshot document (schema, then storability) before anything is written. */
+export function assertSnapshot(document: unknown): asserts document is Snapshot {
+  if (!validateSnapshot(document)) throw validationFailed(toFieldErrors(validateSnapshot.errors, 'body'));
+  assertStorable(document as Snapshot);
 }
 
 function fieldChanges(before: StoredContent, record: UniversalRecord): FieldChange[] {

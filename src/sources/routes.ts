@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { coversScope, coversSource } from '../auth/principal.js';
 import { forbidden, notFound } from '../http/errors.js';
 import { defineRoute } from '../http/route.js';
-import { assertSnapshot, reconcile } from '../inventory/reconcile.js';
+import { assertStorable, reconcile } from '../inventory/reconcile.js';
 import { Snapshot } from '../inventory/records.js';
 import { findSourceById } from './store.js';
 
@@ -40,7 +40,8 @@ const ingest = defineRoute({
   body: Snapshot,
   responses: { 200: { description: 'What the reconcile did.', schema: Counts } },
   async handler({ app, principal, params, body }) {
-    assertSnapshot(body);
+    // the route has validated the schema already
+    assertStorable(body);
     const sourceId = String(params.source_id);
     const source = await findSourceById(app.sql, principal.tenantId, sourceId);
     const scopeId = body.scope_id ?? null;
