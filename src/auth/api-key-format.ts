@@ -50,8 +50,18 @@ export function parseApiKey(key: string): { tier: Tier } | undefined {
  * this digest through a unique index, so no stored secret is ever compared byte by byte.
  */
 export function hashApiKey(secret: string, key: string): Buffer {
-  const hashingKey = createHmac('sha256', secret).update('cinv api key hashing v1').digest();
-  return createHmac('sha256', hashingKey).update(key).digest();
+  return createHmac('sha256', hashingKey(secret)).update(key).digest();
+}
+
+// derived once per secret rather than on every authenticated request
+const hashingKeys = new Map<string, Buffer>();
+function hashingKey(secret: string): Buffer {
+  let derived = hashingKeys.get(secret);
+  if (!derived) {
+    derived = createHmac('sha256', secret).update('cinv api key hashing v1').digest();
+    hashingKeys.set(secret, derived);
+  }
+  return derived;
 }
 
 /** The last characters, shown in listings so people can tell keys apart. */

@@ -28,8 +28,15 @@ interface CursorBody {
 
 const VERSION = 1;
 
+// derived once per secret rather than for every cursor signed or checked
+const signingKeys = new Map<string, Buffer>();
 function signingKey(secret: string): Buffer {
-  return createHmac('sha256', secret).update('cinv cursor signing v1').digest();
+  let derived = signingKeys.get(secret);
+  if (!derived) {
+    derived = createHmac('sha256', secret).update('cinv cursor signing v1').digest();
+    signingKeys.set(secret, derived);
+  }
+  return derived;
 }
 
 const filterHash = (filters: Record<string, unknown>): string =>
