@@ -1,5 +1,6 @@
 import { createHmac, randomInt } from 'node:crypto';
 import { crc32 } from 'node:zlib';
+import { derivedKey } from '../config/derived-key.js';
 import type { Tier } from './principal.js';
 
 const PRODUCT_TAG = 'cinv';
@@ -45,23 +46,14 @@ export function parseApiKey(key: string): { tier: Tier } | undefined {
   return { tier: tier as Tier };
 }
 
+const hashingKey = (secret: string): Buffer => derivedKey(secret, 'cinv api key hashing v1');
+
 /**
  * The stored form of a key: HMAC-SHA256 under a key derived from the service secret. Lookups go by
  * this digest through a unique index, so no stored secret is ever compared byte by byte.
  */
 export function hashApiKey(secret: string, key: string): Buffer {
   return createHmac('sha256', hashingKey(secret)).update(key).digest();
-}
-
-// derived once per secret rather than on every authenticated request
-const hashingKeys = new Map<string, Buffer>();
-function hashingKey(secret: string): Buffer {
-  let derived = hashingKeys.get(secret);
-  if (!derived) {
-    derived = createHmac('sha256', secret).update('cinv api key hashing v1').digest();
-    hashingKeys.set(secret, derived);
-  }
-  return derived;
 }
 
 /** The last characters, shown in listings so people can tell keys apart. */

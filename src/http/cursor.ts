@@ -1,5 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
+import { derivedKey } from '../config/derived-key.js';
 import { unprocessable } from './errors.js';
 
 /**
@@ -28,16 +29,7 @@ interface CursorBody {
 
 const VERSION = 1;
 
-// derived once per secret rather than for every cursor signed or checked
-const signingKeys = new Map<string, Buffer>();
-function signingKey(secret: string): Buffer {
-  let derived = signingKeys.get(secret);
-  if (!derived) {
-    derived = createHmac('sha256', secret).update('cinv cursor signing v1').digest();
-    signingKeys.set(secret, derived);
-  }
-  return derived;
-}
+const signingKey = (secret: string): Buffer => derivedKey(secret, 'cinv cursor signing v1');
 
 const filterHash = (filters: Record<string, unknown>): string =>
   createHash('sha256').update(stringify(filters) ?? '').digest('base64url').slice(0, 22);
