@@ -61,8 +61,8 @@ export const ChangeListQuery = Type.Object({
       maxLength: 500,
       description:
         'Full-text search over CI name, namespace and changed field paths (web-search syntax: quoted phrases, `or`, `-term`). ' +
-        'Every term matches as a prefix, so `web-7f` finds `web-7f9c4`; a field path is one term, so `raw_data.spec` finds ' +
-        '`raw_data.spec.replicas` but `replicas` alone does not. Case-insensitive, no stemming.',
+        'Every term matches as a prefix, so `web-7f` finds `web-7f9c4`; field paths match whole (`raw_data.spec` finds ' +
+        '`raw_data.spec.replicas`) or by segment (`replicas`). Case-insensitive, no stemming.',
     }),
   ),
   filter: Type.Optional(

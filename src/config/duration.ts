@@ -11,12 +11,3 @@ export function parseDuration(text: string): number | undefined {
   const unit = UNITS[(match[2] ?? 's').toLowerCase()];
   return unit === undefined ? undefined : Math.round(value * unit);
 }
-
-/** Renders milliseconds in the largest whole unit, for log lines and `--help`. */
-export function formatDuration(ms: number): string {
-  for (const unit of ['w', 'd', 'h', 'm', 's'] as const) {
-    const size = UNITS[unit]!;
-    if (ms % size === 0 && ms >= size) return `${ms / size}${unit}`;
-  }
-  return `${ms}ms`;
-}

@@ -34,9 +34,6 @@ export const unprocessable = (message: string, details: Record<string, unknown> 
 export const invalidFilter = (filter: string, reason: string) =>
   new AppError(400, 'INVALID_FILTER', `Invalid filter "${filter}": ${reason}`, { filter, reason });
 
-export const badRequest = (message: string, details: Record<string, unknown> = {}) =>
-  new AppError(400, 'HTTP_400', message, details);
-
 export const unauthorized = (reason: string) =>
   new AppError(401, 'HTTP_401', 'Authentication required', { reason });
 
