@@ -117,23 +117,12 @@ function searchCondition(sql: Sql, text: string): Fragment {
   return sql`cr.search_vector @@ regexp_replace(websearch_to_tsquery('simple', ${text})::text, ${TSQUERY_LEXEME}, '\\1:*', 'g')::tsquery`;
 }
 
-/**
- * `changed_field` equality restated as array containment: it selects the same records, but the GIN
- * index on changed_fields can serve it, which the filter's per-element test cannot.
- */
-function changedFieldIndexConditions(sql: Sql, filters: readonly ParsedFilter[]): Fragment[] {
-  return filters
-    .filter((f) => f.field === 'changed_field' && (f.op === 'eq' || f.op === 'in') && f.value !== undefined)
-    .map((f) => (f.op === 'eq' ? sql`cr.changed_fields @> ${[f.value!]}::text[]` : sql`cr.changed_fields && ${f.value!.split(',')}::text[]`));
-}
-
 function conditions(sql: Sql, principal: Principal, criteria: ChangeCriteria): Fragment {
   const parts = [
     visibleTo(sql, principal, columnsOf('cr')),
     // records without field changes carry nothing to list or export
     sql`cr.changes <> '[]'::jsonb`,
     ...compileFilters(sql, criteria.filters),
-    ...changedFieldIndexConditions(sql, criteria.filters),
   ];
   if (criteria.from) parts.push(sql`cr.changed_at >= ${exactTime(sql, criteria.from)}`);
   if (criteria.until) {

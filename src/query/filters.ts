@@ -103,16 +103,26 @@ function columnCondition(sql: Sql, filter: ParsedFilter & { target: 'column' }):
   const cast = def.kind === 'timestamp' ? sql`::text::timestamptz` : def.kind === 'uuid' ? sql`::uuid` : sql``;
   const arrayCast = def.kind === 'timestamp' ? sql`::text[]::timestamptz[]` : def.kind === 'uuid' ? sql`::uuid[]` : sql`::text[]`;
   if (def.array) {
-    // a text[] column matches when one of its elements does
-    const element = sql`f`;
-    const inner = scalarCondition(sql, element, op, value, sql``, sql`::text[]`);
-    if (op === 'null') return sql`cardinality(${sql(def.column)}) = 0`;
-    if (op === 'notnull') return sql`cardinality(${sql(def.column)}) > 0`;
-    if (op === 'ne' || op === 'nin') {
-      const positive = scalarCondition(sql, element, op === 'ne' ? 'eq' : 'in', value, sql``, sql`::text[]`);
-      return sql`not exists (select 1 from unnest(${sql(def.column)}) as f where ${positive})`;
+    // a text[] column matches when one of its elements does; equality and lists are written as
+    // containment and overlap, which a GIN index on the column serves
+    const column = sql(def.column);
+    const list = (value ?? '').split(',');
+    switch (op) {
+      case 'eq':
+        return sql`${column} @> ${[value ?? '']}::text[]`;
+      case 'ne':
+        return sql`not (${column} @> ${[value ?? '']}::text[])`;
+      case 'in':
+        return sql`${column} && ${list}::text[]`;
+      case 'nin':
+        return sql`not (${column} && ${list}::text[])`;
+      case 'null':
+        return sql`cardinality(${column}) = 0`;
+      case 'notnull':
+        return sql`cardinality(${column}) > 0`;
+      default:
+        return sql`exists (select 1 from unnest(${column}) as f where ${scalarCondition(sql, sql`f`, op, value, sql``, sql`::text[]`)})`;
     }
-    return sql`exists (select 1 from unnest(${sql(def.column)}) as f where ${inner})`;
   }
   return scalarCondition(sql, sql`${sql(def.column)}`, op, value, cast, arrayCast);
 }
