@@ -30,8 +30,8 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
     if (config.bootstrapAdminKey && (await installBootstrapKey(database.sql, config.secret, DEFAULT_TENANT_ID, config.bootstrapAdminKey))) {
       logger.info('bootstrap admin key installed');
     }
-    const [{ keys }] = (await database.sql`select count(*)::int as keys from api_keys where revoked_at is null`) as unknown as [{ keys: number }];
-    if (keys === 0) logger.warn('no API keys exist yet: create one with `npm run cinv -- keys create --tier adm --name admin`');
+    const [live] = await database.sql<{ keys: number }[]>`select count(*)::int as keys from api_keys where revoked_at is null`;
+    if (live?.keys === 0) logger.warn('no API keys exist yet: create one with `npm run cinv -- keys create --tier adm --name admin`');
   } catch (error) {
     await database.close();
     throw error;

@@ -178,18 +178,9 @@ export async function ingestCommand(flags: Flags): Promise<void> {
 
 export async function sweepCommand(): Promise<void> {
   const config = loadConfig();
-  const { sweepLifecycle } = await import('../lifecycle/sweep.js');
+  const { lifecycleSettings, sweepLifecycle } = await import('../lifecycle/sweep.js');
   await withDatabase(config, async (db) => {
-    const result = await sweepLifecycle(
-      db.sql,
-      {
-        inactiveAfterMs: config.inactiveAfterMs,
-        archiveInactiveAfterMs: config.archiveInactiveAfterMs,
-        archiveRetentionMs: config.archiveRetentionMs,
-        batchSize: config.sweepBatchSize,
-      },
-      new Date(),
-    );
+    const result = await sweepLifecycle(db.sql, lifecycleSettings(config), new Date());
     console.log(JSON.stringify(result));
   });
 }

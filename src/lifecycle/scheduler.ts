@@ -1,6 +1,6 @@
 import schedule from 'node-schedule';
 import type { AppContext } from '../context.js';
-import { sweepLifecycle, trimOutbox } from './sweep.js';
+import { lifecycleSettings, sweepLifecycle, trimOutbox } from './sweep.js';
 
 const OUTBOX_MAX_AGE_MS = 24 * 3_600_000;
 
@@ -10,16 +10,7 @@ export async function runSweep(app: AppContext): Promise<void> {
   const started = Date.now();
   try {
     const now = app.now();
-    const result = await sweepLifecycle(
-      app.sql,
-      {
-        inactiveAfterMs: config.inactiveAfterMs,
-        archiveInactiveAfterMs: config.archiveInactiveAfterMs,
-        archiveRetentionMs: config.archiveRetentionMs,
-        batchSize: config.sweepBatchSize,
-      },
-      now,
-    );
+    const result = await sweepLifecycle(app.sql, lifecycleSettings(config), now);
     const trimmed = await trimOutbox(app.sql, OUTBOX_MAX_AGE_MS, config.sweepBatchSize, now);
     logger.info({ ...result, outboxTrimmed: trimmed, ms: Date.now() - started }, 'lifecycle sweep done');
   } catch (error) {

@@ -1,5 +1,6 @@
 import type { PendingQuery, Row } from 'postgres';
 import { recordChanges } from '../changes/writer.js';
+import type { Config } from '../config/config.js';
 import type { Sql } from '../db/database.js';
 
 export interface LifecycleSettings {
@@ -7,6 +8,16 @@ export interface LifecycleSettings {
   archiveInactiveAfterMs: number;
   archiveRetentionMs: number;
   batchSize: number;
+}
+
+/** The thresholds as configured (CINV_INACTIVE_AFTER, CINV_ARCHIVE_INACTIVE_AFTER, ...). */
+export function lifecycleSettings(config: Config): LifecycleSettings {
+  return {
+    inactiveAfterMs: config.inactiveAfterMs,
+    archiveInactiveAfterMs: config.archiveInactiveAfterMs,
+    archiveRetentionMs: config.archiveRetentionMs,
+    batchSize: config.sweepBatchSize,
+  };
 }
 
 export interface SweepResult {
