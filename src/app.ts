@@ -7,6 +7,7 @@ import { errorMiddleware } from './http/error-middleware.js';
 import { AppError } from './http/errors.js';
 import { buildOpenApi } from './http/openapi.js';
 import type { AnyRoute } from './http/route.js';
+import { LoadShedder } from './http/load.js';
 import { buildRouter } from './http/router.js';
 import { enableProcessMetrics, httpRequestDuration } from './observability/metrics.js';
 import { relationshipRoutes } from './relationships/routes.js';
@@ -32,7 +33,8 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
   enableProcessMetrics();
   let openApi: Record<string, unknown> | undefined;
   const routes: AnyRoute[] = [];
-  routes.push(...systemRoutes(() => (openApi ??= buildOpenApi(routes, { version, description: API_DESCRIPTION }))), ...apiRoutes);
+  const load = new LoadShedder(app.config.maxInFlight);
+  routes.push(...systemRoutes(() => (openApi ??= buildOpenApi(routes, { version, description: API_DESCRIPTION })), load), ...apiRoutes);
 
   const koa = new Koa({ proxy: process.env.CINV_TRUST_PROXY === 'true' });
   // errors that escape the envelope middleware: a client that hung up mid-stream is routine
@@ -53,6 +55,7 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
       stop({ method: ctx.method, route: (ctx.state.route as string | undefined) ?? 'unmatched', status: String(ctx.status) });
     }
   });
+  koa.use(load.middleware());
   koa.use(errorMiddleware(app.logger));
   // runs after the router and its method check: turns their bare statuses into the envelope
   koa.use(async (ctx, next) => {

@@ -23,7 +23,15 @@ export interface Running {
 /** Opens the database, migrates, installs the bootstrap key, then serves and/or schedules. */
 export async function run(config: Config, logger: Logger, options: RunOptions): Promise<Running> {
   const database: Database = await openDatabase(config, { joinEmbedded: false });
-  const app: AppContext = { sql: database.sql, database: database.kind, config, logger, now: () => new Date() };
+  const app: AppContext = {
+    sql: database.sql,
+    database: database.kind,
+    gate: database.gate,
+    health: database.health,
+    config,
+    logger,
+    now: () => new Date(),
+  };
   try {
     const applied = await migrate(database.sql);
     if (applied.length > 0) logger.info({ versions: applied }, 'migrations applied');

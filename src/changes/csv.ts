@@ -29,6 +29,8 @@ export interface ExportContext {
   sql: Sql;
   logger: Logger;
   principal: Principal;
+  /** Each batch's statement timeout (CINV_BULK_STATEMENT_TIMEOUT). */
+  statementTimeoutMs: number;
 }
 
 type Batch = ExportRecord[];
@@ -98,7 +100,12 @@ class ChangeExport {
 
   fetch(records: number, position: Position | undefined): Promise<Batch> {
     const offset = position ? 0 : this.window.offset;
-    return exportBatch(this.context.sql, this.context.principal, this.criteria, { records, offset, position });
+    return exportBatch(this.context.sql, this.context.principal, this.criteria, {
+      records,
+      offset,
+      position,
+      statementTimeoutMs: this.context.statementTimeoutMs,
+    });
   }
 
   /** Writes one row per field change, waiting whenever the client is behind; false when it left. */

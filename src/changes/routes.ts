@@ -137,7 +137,7 @@ const globalHistory = defineRoute({
       return { items: rows.map(presentChange), total, limit: query.limit, offset: query.offset };
     }
     const explicitLimit = ctx.query.limit !== undefined ? query.limit : undefined;
-    const body = await openChangeExport({ sql: app.sql, logger: app.logger, principal }, criteria, {
+    const body = await openChangeExport({ sql: app.sql, logger: app.logger, principal, statementTimeoutMs: app.config.bulkStatementTimeoutMs }, criteria, {
       offset: query.offset,
       limit: explicitLimit,
     });

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Filters, Limit, Nullable, Offset, SortOrder, Timestamp, Uuid } from '../http/schemas.js';
+import { Filters, Limit, MAX_OFFSET, Nullable, Offset, SortOrder, Timestamp, Uuid } from '../http/schemas.js';
 import type { FilterSpec } from '../query/filters.js';
 
 export const CHANGE_TYPES = ['CREATED', 'UPDATED', 'DELETED'] as const;
@@ -23,6 +23,7 @@ export const CiChangesParams = Type.Object({ ci_id: Uuid('The CI identifier; the
 export const CiChangesQuery = Type.Object({
   offset: Type.Integer({
     minimum: 0,
+    maximum: MAX_OFFSET,
     default: 0,
     description: 'Records to skip on the first page. Ignored (but echoed) when `cursor` is given: cursor pages continue by keyset.',
   }),

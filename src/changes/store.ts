@@ -200,14 +200,20 @@ export async function exportBatch(
   sql: Sql,
   principal: Principal,
   criteria: ChangeCriteria,
-  batch: { records: number; offset: number; position: Position | undefined },
+  batch: { records: number; offset: number; position: Position | undefined; statementTimeoutMs: number },
 ): Promise<ExportRecord[]> {
-  return sql<ExportRecord[]>`
-    select cr.id::text as id, to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME}) as changed_at, cr.change_type,
-           cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.changes::text as changes,
-           ${criteria.sortBy === 'changed_at' ? sql`null` : sortKey(sql, criteria.sortBy)} as position
-    from change_records cr
-    where ${conditions(sql, principal, criteria)} ${after(sql, criteria, batch.position)}
-    order by ${ordering(sql, criteria)}
-    limit ${batch.records} offset ${batch.offset}`;
+  // an export is allowed the bulk statement timeout, which only a transaction can set for one
+  // query; the fragments are built on the pool handle, which only embeds them
+  const [, rows] = await sql.begin((tx) => [
+    tx`select set_config('statement_timeout', ${String(batch.statementTimeoutMs)}, true)`,
+    tx<ExportRecord[]>`
+      select cr.id::text as id, to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME}) as changed_at, cr.change_type,
+             cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.changes::text as changes,
+             ${criteria.sortBy === 'changed_at' ? sql`null` : sortKey(sql, criteria.sortBy)} as position
+      from change_records cr
+      where ${conditions(sql, principal, criteria)} ${after(sql, criteria, batch.position)}
+      order by ${ordering(sql, criteria)}
+      limit ${batch.records} offset ${batch.offset}`,
+  ]);
+  return rows as ExportRecord[];
 }

@@ -170,7 +170,7 @@ export async function ingestCommand(flags: Flags): Promise<void> {
         records: snapshot.items,
         deletions: snapshot.deletions,
       },
-      { batchSize: config.reconcileBatchSize },
+      { batchSize: config.reconcileBatchSize, statementTimeoutMs: config.bulkStatementTimeoutMs },
     );
     console.log(JSON.stringify({ source: { id: source.id, name: source.name }, ...result }, null, 2));
   });

@@ -9,6 +9,14 @@ export interface Config {
   /** Real PostgreSQL connection string; undefined means the embedded database. */
   databaseUrl: string | undefined;
   databasePoolSize: number;
+  /** How long a request waits for a pooled connection before it is answered 503. */
+  dbAcquireTimeoutMs: number;
+  /** Server-side limit of one statement on request paths. */
+  statementTimeoutMs: number;
+  /** The same limit for ingest batches, CSV export batches and migrations' neighbours. */
+  bulkStatementTimeoutMs: number;
+  /** Requests served at once by this process; more are answered 503 at once. */
+  maxInFlight: number;
   dataDir: string;
   secret: string;
   bootstrapAdminKey: string | undefined;
@@ -89,6 +97,10 @@ export function loadConfig(env: Env = process.env): Config {
     host: env.HOST || '0.0.0.0',
     databaseUrl,
     databasePoolSize: integer(env, 'CINV_DB_POOL_SIZE', 10, 1, 200),
+    dbAcquireTimeoutMs: duration(env, 'CINV_DB_ACQUIRE_TIMEOUT', '2s'),
+    statementTimeoutMs: duration(env, 'CINV_STATEMENT_TIMEOUT', '15s'),
+    bulkStatementTimeoutMs: duration(env, 'CINV_BULK_STATEMENT_TIMEOUT', '10m'),
+    maxInFlight: integer(env, 'CINV_MAX_IN_FLIGHT', 64, 1, 100_000),
     dataDir,
     secret: resolveSecret(env, dataDir, !databaseUrl),
     bootstrapAdminKey,

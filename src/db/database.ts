@@ -1,6 +1,8 @@
 import postgres, { type Sql } from 'postgres';
 import type { Config } from '../config/config.js';
 import { openEmbedded } from './embedded.js';
+import { DatabaseGate, gateSql } from './gate.js';
+import { DatabaseHealth } from './health.js';
 
 export type { Sql };
 /** A transaction handle or the pool: stores accept either, so services can compose them. */
@@ -12,16 +14,109 @@ export type Queryable = Sql | postgres.TransactionSql;
  */
 export const asJson = (value: unknown): postgres.JSONValue => value as postgres.JSONValue;
 
-export interface Database {
+export type DatabaseKind = 'embedded' | 'postgres';
+
+/** A connection pool as opened, before admission control. */
+export interface RawDatabase {
   sql: Sql;
-  kind: 'embedded' | 'postgres';
+  kind: DatabaseKind;
+  /** Opens a separate single connection to the same database (health probes). */
+  connectOne(): Sql;
   close(): Promise<void>;
 }
+
+export interface Database {
+  /** The pool, every query admitted through `gate`. */
+  sql: Sql;
+  kind: DatabaseKind;
+  gate: DatabaseGate;
+  health: DatabaseHealth;
+  close(): Promise<void>;
+}
+
+type Options = postgres.Options<Record<string, postgres.PostgresType>>;
 
 const baseOptions = {
   onnotice: () => {},
   connection: { application_name: 'cinv' },
-} satisfies postgres.Options<Record<string, postgres.PostgresType>>;
+} satisfies Options;
+
+/**
+ * Reconnect delays after a failed connection attempt: postgres.js grows them to 20 s by default,
+ * which keeps a pool dark for that long after the database is back. Capped at one second.
+ */
+export const reconnectBackoff = (attempts: number): number => Math.min(0.05 * 2 ** attempts, 1) * (0.5 + Math.random() / 2);
+
+export interface PoolSettings {
+  poolSize: number;
+  acquireTimeoutMs: number;
+  /** Server-side limit for one statement of a request (real PostgreSQL only). */
+  statementTimeoutMs: number;
+}
+
+export const poolSettings = (config: Config): PoolSettings => ({
+  poolSize: config.databasePoolSize,
+  acquireTimeoutMs: config.dbAcquireTimeoutMs,
+  statementTimeoutMs: config.statementTimeoutMs,
+});
+
+/** Connects to a real PostgreSQL server. */
+export function connectServer(url: string, settings: PoolSettings): RawDatabase {
+  const connectTimeout = Math.max(1, Math.ceil(settings.acquireTimeoutMs / 1000));
+  const sql = postgres(url, {
+    ...baseOptions,
+    connection: { ...baseOptions.connection, statement_timeout: settings.statementTimeoutMs },
+    max: settings.poolSize,
+    idle_timeout: 30,
+    connect_timeout: connectTimeout,
+    backoff: reconnectBackoff,
+  });
+  return {
+    sql,
+    kind: 'postgres',
+    connectOne: () =>
+      postgres(url, {
+        ...baseOptions,
+        connection: { application_name: 'cinv-health' },
+        max: 1,
+        connect_timeout: connectTimeout,
+        backoff: reconnectBackoff,
+      }),
+    close: () => sql.end({ timeout: 5 }),
+  };
+}
+
+export interface Admitted {
+  sql: Sql;
+  gate: DatabaseGate;
+  health: DatabaseHealth;
+}
+
+/**
+ * Puts admission control in front of a pool: one slot per pooled connection, the acquire timeout,
+ * and the health of the database as seen from `probe`, a connection outside the pool.
+ */
+export function admit(pool: Sql, probe: Sql, acquireTimeoutMs: number): Admitted {
+  const health = new DatabaseHealth(probe, acquireTimeoutMs);
+  const gate = new DatabaseGate({ capacity: pool.options.max, acquireTimeoutMs }, health);
+  return { sql: gateSql(pool, gate, health), gate, health };
+}
+
+/** Puts admission control and a health probe in front of a pool. */
+export function guardDatabase(raw: RawDatabase, settings: PoolSettings): Database {
+  const probe = raw.connectOne();
+  const { sql, gate, health } = admit(raw.sql, probe, settings.acquireTimeoutMs);
+  return {
+    sql,
+    kind: raw.kind,
+    gate,
+    health,
+    async close() {
+      health.stop();
+      await Promise.all([raw.close(), probe.end({ timeout: 1 })]);
+    },
+  };
+}
 
 /**
  * Connects to the configured real PostgreSQL, or opens the embedded database. When another cinv
@@ -29,18 +124,15 @@ const baseOptions = {
  * server (`joinEmbedded: false`) refuses instead.
  */
 export async function openDatabase(config: Config, options: { joinEmbedded: boolean } = { joinEmbedded: true }): Promise<Database> {
-  if (!config.databaseUrl) return openEmbedded(config.dataDir, { join: options.joinEmbedded });
-  const sql = postgres(config.databaseUrl, {
-    ...baseOptions,
-    max: config.databasePoolSize,
-    idle_timeout: 30,
-    connect_timeout: 10,
-  });
-  return { sql, kind: 'postgres', close: () => sql.end({ timeout: 5 }) };
+  const settings = poolSettings(config);
+  const raw = config.databaseUrl
+    ? connectServer(config.databaseUrl, settings)
+    : await openEmbedded(config.dataDir, { join: options.joinEmbedded });
+  return guardDatabase(raw, settings);
 }
 
 /** postgres.js options for a connection through the embedded database's socket. */
-export function embeddedClientOptions(socketPath: string): postgres.Options<Record<string, postgres.PostgresType>> {
+export function embeddedClientOptions(socketPath: string): Options {
   return {
     ...baseOptions,
     path: socketPath,
@@ -51,5 +143,6 @@ export function embeddedClientOptions(socketPath: string): postgres.Options<Reco
     max: 1,
     prepare: false,
     connect_timeout: 10,
+    backoff: reconnectBackoff,
   };
 }

@@ -5,7 +5,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 
 import net from 'node:net';
 import path from 'node:path';
 import postgres from 'postgres';
-import { embeddedClientOptions, type Database } from './database.js';
+import { embeddedClientOptions, type RawDatabase } from './database.js';
 
 const SOCKET_NAME = '.s.PGSQL.5432';
 const LOCK_NAME = 'pglite.lock';
@@ -70,7 +70,7 @@ export interface EmbeddedHostOptions {
  * Hosts a PGlite database behind a PostgreSQL-protocol socket, so that this process and any `cinv`
  * command started beside it talk to it with the same postgres.js client and SQL as a real server.
  */
-export async function hostEmbedded(options: EmbeddedHostOptions): Promise<Database> {
+export async function hostEmbedded(options: EmbeddedHostOptions): Promise<RawDatabase> {
   const db = await PGlite.create({ dataDir: options.pgDataDir, extensions: { pg_trgm } });
   rmSync(options.socketPath, { force: true });
   const server = new PGLiteSocketServer({ db, path: options.socketPath, maxConnections: 16 });
@@ -79,6 +79,7 @@ export async function hostEmbedded(options: EmbeddedHostOptions): Promise<Databa
   return {
     sql,
     kind: 'embedded',
+    connectOne: () => postgres({ ...embeddedClientOptions(options.socketPath), connection: { application_name: 'cinv-health' } }),
     async close() {
       await sql.end({ timeout: 5 });
       await server.stop();
@@ -92,7 +93,7 @@ export async function hostEmbedded(options: EmbeddedHostOptions): Promise<Databa
  * Opens the embedded database in `dataDir`. When a cinv process already serves it, this joins
  * that process through its socket instead of opening the files a second time.
  */
-export async function openEmbedded(dataDir: string, options: { join: boolean } = { join: true }): Promise<Database> {
+export async function openEmbedded(dataDir: string, options: { join: boolean } = { join: true }): Promise<RawDatabase> {
   mkdirSync(dataDir, { recursive: true });
   const socketPath = embeddedSocketPath(dataDir);
   if (socketPath.length > MAX_SOCKET_PATH) {
@@ -101,7 +102,12 @@ export async function openEmbedded(dataDir: string, options: { join: boolean } =
   if (await socketIsLive(socketPath)) {
     if (!options.join) throw new Error(`the embedded database in ${dataDir} is already served by another cinv process`);
     const sql = postgres(embeddedClientOptions(socketPath));
-    return { sql, kind: 'embedded', close: () => sql.end({ timeout: 5 }) };
+    return {
+      sql,
+      kind: 'embedded',
+      connectOne: () => postgres({ ...embeddedClientOptions(socketPath), connection: { application_name: 'cinv-health' } }),
+      close: () => sql.end({ timeout: 5 }),
+    };
   }
   const release = acquireLock(dataDir);
   try {

@@ -28,6 +28,9 @@ export async function migrate(sql: Sql, dir = MIGRATIONS_DIR): Promise<number[]>
   const conn = await sql.reserve();
   const applied: number[] = [];
   try {
+    // waiting for another replica's migrations, or rewriting a large table, may take longer than
+    // the request statement timeout this pooled connection carries
+    await conn`set statement_timeout = 0`;
     await conn`select pg_advisory_lock(${MIGRATION_LOCK})`;
     try {
       await conn.unsafe(`create table if not exists schema_migrations (
@@ -54,6 +57,7 @@ export async function migrate(sql: Sql, dir = MIGRATIONS_DIR): Promise<number[]>
       await conn`select pg_advisory_unlock(${MIGRATION_LOCK})`;
     }
   } finally {
+    await conn`reset statement_timeout`.catch(() => undefined);
     conn.release();
   }
   return applied;

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import type { Logger } from '../observability/logger.js';
-import { AppError } from './errors.js';
+import { databaseFailure } from '../db/failures.js';
+import { AppError, unavailable } from './errors.js';
 
 export interface ErrorEnvelope {
   error: {
@@ -61,9 +62,34 @@ const CLIENT_DATA_ERRORS: Record<string, string> = {
 };
 
 function fromDatabaseError(error: { code?: unknown; name?: unknown }): AppError | undefined {
+  switch (databaseFailure(error)) {
+    case 'unavailable':
+      return unavailable('The database is unavailable; retry shortly', 'database_unavailable', 5);
+    case 'timeout':
+      return unavailable(
+        'The database did not finish in time (statement timeout); narrow the request or retry later',
+        'statement_timeout',
+        5,
+      );
+    case 'contention':
+      return unavailable('The request collided with a concurrent write; retry it', 'contention', 1);
+    default:
+      break;
+  }
   if (error?.name !== 'PostgresError' || typeof error.code !== 'string') return undefined;
   const message = CLIENT_DATA_ERRORS[error.code];
   return message ? new AppError(400, 'HTTP_400', message) : undefined;
+}
+
+/** Writes an error as the envelope, with the error's own headers (`Retry-After`). */
+export function renderError(ctx: Context, error: AppError, id: string = randomUUID()): void {
+  const body: ErrorEnvelope = {
+    error: { id, code: error.code, message: error.message, details: error.details, path: ctx.path, method: ctx.method },
+  };
+  ctx.status = error.status;
+  for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
+  ctx.type = 'application/json';
+  ctx.body = body;
 }
 
 /** Renders every failure as the spec's error envelope and logs it with the same `error.id`. */
@@ -78,17 +104,17 @@ export function errorMiddleware(logger: Logger) {
           ? caught
           : (fromHttpError(caught as HttpLikeError) ?? fromDatabaseError(caught as { code?: unknown; name?: unknown }));
       const error = known ?? new AppError(500, 'INTERNAL_SERVER_ERROR', 'Internal server error');
-      if (known) {
-        logger.info({ errorId: id, status: error.status, code: error.code, method: ctx.method, path: ctx.path }, error.message);
+      const fields = { errorId: id, status: error.status, code: error.code, method: ctx.method, path: ctx.path };
+      if (!known) {
+        logger.error({ ...fields, err: caught }, 'unhandled error');
+      } else if (error.status >= 500) {
+        // the cause (a connection error, a timeout) is logged without the statement or its values
+        const cause = caught instanceof AppError ? undefined : { code: (caught as { code?: unknown }).code };
+        logger.warn({ ...fields, reason: error.details.reason, cause }, error.message);
       } else {
-        logger.error({ errorId: id, err: caught, method: ctx.method, path: ctx.path }, 'unhandled error');
+        logger.info(fields, error.message);
       }
-      const body: ErrorEnvelope = {
-        error: { id, code: error.code, message: error.message, details: error.details, path: ctx.path, method: ctx.method },
-      };
-      ctx.status = error.status;
-      ctx.type = 'application/json';
-      ctx.body = body;
+      renderError(ctx, error, id);
     }
   };
 }

@@ -15,6 +15,8 @@ export class AppError extends Error {
     readonly code: string,
     message: string,
     readonly details: Record<string, unknown> = {},
+    /** Response headers that belong to the error, such as `Retry-After`. */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = 'AppError';
@@ -42,3 +44,10 @@ export const forbidden = (message: string, details: Record<string, unknown> = {}
 
 export const notAcceptable = (available: string[]) =>
   new AppError(406, 'HTTP_406', `Not acceptable; this route serves ${available.join(', ')}`, { available });
+
+/**
+ * A 503 the client may retry: the database is unreachable or saturated, or the work it asked for
+ * has to wait its turn. `reason` is machine-readable, `retryAfterSeconds` becomes `Retry-After`.
+ */
+export const unavailable = (message: string, reason: string, retryAfterSeconds: number) =>
+  new AppError(503, 'HTTP_503', message, { reason }, { 'Retry-After': String(retryAfterSeconds) });

@@ -8,7 +8,7 @@ import { can, type Principal } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
 import { AppError, forbidden, validationFailed, type FieldError } from './errors.js';
 import { toKoaPath, type AnyRoute } from './route.js';
-import { compileBody, compileRequest, compileResponse, toFieldErrors } from './validation.js';
+import { compileBody, compileRequest, compileResponse, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from './validation.js';
 
 type Check = (input: unknown) => unknown;
 
@@ -16,7 +16,9 @@ function requestCheck(schema: TSchema | undefined, location: FieldError['locatio
   if (!schema) return () => ({});
   const validate = location === 'body' ? compileBody(schema) : compileRequest(schema);
   return (input) => {
-    const value = structuredClone(input ?? {});
+    // query and path objects are Koa's own and are coerced in place, so they are copied first; a
+    // body was parsed for this request alone
+    const value = location === 'body' ? (input ?? {}) : structuredClone(input ?? {});
     if (!validate(value)) throw validationFailed(toFieldErrors(validate.errors, location));
     return value;
   };
@@ -36,6 +38,28 @@ function responseCheck(route: AnyRoute): (ctx: Context) => void {
       throw new Error(`response of ${route.method} ${route.path} does not match its schema: ${JSON.stringify(validate.errors)}`);
     }
   };
+}
+
+type BodyParser = (ctx: Context, next: () => Promise<void>) => Promise<unknown>;
+
+/**
+ * Parses a JSON body: 415 for another media type or content encoding, 413 beyond the body limit
+ * (counted after decompression), 400 for malformed JSON, a broken compressed stream or a document
+ * nested deeper than MAX_JSON_DEPTH.
+ */
+async function readJsonBody(ctx: Context, parseBody: BodyParser): Promise<void> {
+  if (!ctx.is('application/json')) throw new AppError(415, 'HTTP_415', 'Unsupported media type; send application/json');
+  try {
+    await parseBody(ctx, async () => {});
+  } catch (error) {
+    // zlib reports a corrupt gzip or deflate stream without an HTTP status
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === 'string' && code.startsWith('Z_')) throw new AppError(400, 'HTTP_400', 'Malformed compressed body');
+    throw error;
+  }
+  if (nestsDeeperThan((ctx.request as { body?: unknown }).body, MAX_JSON_DEPTH)) {
+    throw new AppError(400, 'HTTP_400', `JSON body nested deeper than ${MAX_JSON_DEPTH} levels`, { max_depth: MAX_JSON_DEPTH });
+  }
 }
 
 export interface RouterOptions {
@@ -63,10 +87,7 @@ export function buildRouter(app: AppContext, routes: readonly AnyRoute[], option
           throw forbidden(`This key may not ${action} ${resource.replace(/_/g, ' ')}`, { resource, action });
         }
       }
-      if (route.body) {
-        if (!ctx.is('application/json')) throw new AppError(415, 'HTTP_415', 'Unsupported media type; send application/json');
-        await parseBody(ctx, async () => {});
-      }
+      if (route.body) await readJsonBody(ctx, parseBody);
       const params = checkParams(ctx.params);
       const query = checkQuery(ctx.query);
       const body = checkBody((ctx.request as { body?: unknown }).body);

@@ -21,7 +21,24 @@ export const ErrorEnvelope = Type.Object(
   { $id: 'ErrorEnvelope', title: 'ErrorEnvelope' },
 );
 
-export const Offset = Type.Integer({ minimum: 0, default: 0, description: 'Rows to skip.' });
+/**
+ * A numeric identifier in a path (sources, collectors): digits, validated as text so that no
+ * precision is lost beyond 2^53. Use `bigintId` to read it; ids out of the database's range match
+ * nothing (404).
+ */
+export const NumericId = (description: string) => Type.String({ pattern: '^[0-9]+$', description: `${description} (an integer)` });
+
+const MAX_BIGINT = 9223372036854775807n;
+
+/** The canonical text of a numeric id, or undefined when no row can have it (0, or beyond bigint). */
+export function bigintId(text: string): string | undefined {
+  const value = BigInt(text);
+  return value >= 1n && value <= MAX_BIGINT ? value.toString() : undefined;
+}
+
+/** Offsets beyond this are refused (422): no list is that long, and PostgreSQL takes it as is. */
+export const MAX_OFFSET = 2_147_483_647;
+export const Offset = Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0, description: 'Rows to skip.' });
 export const Limit = (fallback: number, maximum: number) =>
   Type.Integer({ minimum: 1, maximum, default: fallback, description: `Page size, at most ${maximum}.` });
 export const SortOrder = (fallback: 'asc' | 'desc') =>

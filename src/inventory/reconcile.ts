@@ -1,8 +1,8 @@
 import { uuidv7 } from 'uuidv7';
 import { recordChanges, type NewChangeRecord } from '../changes/writer.js';
 import type { Sql } from '../db/database.js';
-import { validationFailed } from '../http/errors.js';
-import { compileBody, toFieldErrors } from '../http/validation.js';
+import { validationFailed, type FieldError } from '../http/errors.js';
+import { compileBody, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from '../http/validation.js';
 import { cisReconciled } from '../observability/metrics.js';
 import { archiveWithHistory } from './archive.js';
 import { contentHash, contentOf } from './content.js';
@@ -16,12 +16,14 @@ import {
   loadStates,
   lockSource,
   replaceRelationships,
+  resolvePendingRelationships,
   touchLastSeen,
   updateCis,
   type CiWrite,
   type RelationshipWrite,
   type StoredContent,
 } from './store.js';
+import { inTurn } from './turns.js';
 import { stripVolatile, volatileRules } from './volatile.js';
 
 export interface ReconcileInput {
@@ -53,26 +55,42 @@ export interface ReconcileResult {
 export interface ReconcileOptions {
   now?: Date;
   batchSize?: number;
+  /** How long to wait for another reconcile of the same source in this process (default 30 s). */
+  turnWaitMs?: number;
+  /** Statement timeout inside the batch transactions (CINV_BULK_STATEMENT_TIMEOUT); the session's otherwise. */
+  statementTimeoutMs?: number;
 }
 
 const validateSnapshot = compileBody(Snapshot);
 const ANALYZE_AFTER_CREATED = 10_000;
 
+const NUL = '\u0000';
+
 /**
- * Refuses records PostgreSQL could not store: jsonb cannot hold \u0000, and finding that out
- * midway would fail one batch after earlier ones were committed.
+ * Refuses snapshots that could only fail midway, after earlier batches were committed: text with
+ * NUL characters (jsonb and text cannot hold \u0000), and a delta naming one id both as an item and
+ * as a deletion, which has no order to apply them in (and would not be idempotent on retry).
  */
 export function assertStorable(snapshot: Snapshot): void {
-  const withNul = snapshot.items.flatMap((item, index) =>
-    JSON.stringify(item).includes('\\u0000')
-      ? [{ field: `items.${index}`, location: 'body' as const, message: 'must not contain NUL characters (\\u0000)' }]
-      : [],
-  );
-  if (withNul.length > 0) throw validationFailed(withNul);
+  const errors: FieldError[] = [];
+  const refuse = (field: string, message: string) => errors.push({ field, location: 'body', message });
+  snapshot.items.forEach((item, index) => {
+    if (JSON.stringify(item).includes('\\u0000')) refuse(`items.${index}`, 'must not contain NUL characters (\\u0000)');
+  });
+  if (snapshot.scope_id?.includes(NUL)) refuse('scope_id', 'must not contain NUL characters (\\u0000)');
+  const itemIds = new Set(snapshot.items.map((item) => item.external_id));
+  (snapshot.deletions ?? []).forEach((id, index) => {
+    if (id.includes(NUL)) refuse(`deletions.${index}`, 'must not contain NUL characters (\\u0000)');
+    else if (itemIds.has(id)) refuse(`deletions.${index}`, 'is also listed in items; send an id as an item or as a deletion, not both');
+  });
+  if (errors.length > 0) throw validationFailed(errors);
 }
 
-/** Validates a snapshot document (schema, then storability) before anything is written. */
+/** Validates a snapshot document (depth, schema, then storability) before anything is written. */
 export function assertSnapshot(document: unknown): asserts document is Snapshot {
+  if (nestsDeeperThan(document, MAX_JSON_DEPTH)) {
+    throw validationFailed([{ field: '(root)', location: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` }]);
+  }
   if (!validateSnapshot(document)) throw validationFailed(toFieldErrors(validateSnapshot.errors, 'body'));
   assertStorable(document as Snapshot);
 }
@@ -112,8 +130,11 @@ interface BatchOutcome {
   unchanged: number;
   reactivated: number;
   changes: number;
-  /** CIs whose outgoing relationships must be rewritten, by external id. */
-  relationshipOwners: Map<string, string>;
+  relationships: { written: number; removed: number; pending: number };
+  /** CIs of this batch whose outgoing relationships were replaced. */
+  owners: string[];
+  /** Owners (of this or an earlier reconcile) whose pending references resolved in this batch. */
+  resolvedOwners: string[];
 }
 
 /**
@@ -127,21 +148,33 @@ async function reconcileBatch(
   batch: UniversalRecord[],
   hashes: string[],
   now: Date,
+  statementTimeoutMs: number | undefined,
   whileLookingUp: () => void,
 ): Promise<BatchOutcome> {
   const { tenantId, sourceId, scopeId } = input;
   return sql.begin(async (tx) => {
-    await lockSource(tx, tenantId, sourceId);
+    await lockSource(tx, tenantId, sourceId, statementTimeoutMs);
     const lookup = loadStates(tx, input, { externalIds: batch.map((r) => r.external_id), hashes }, now);
     lookup.execute();
     // one turn of the event loop puts the query on the wire before the CPU-bound work starts
     await new Promise((resolve) => setImmediate(resolve));
     whileLookingUp();
     const states = new Map((await lookup).map((s) => [s.external_id, s]));
-    const outcome: BatchOutcome = { created: 0, updated: 0, unchanged: 0, reactivated: 0, changes: 0, relationshipOwners: new Map() };
+    const outcome: BatchOutcome = {
+      created: 0,
+      updated: 0,
+      unchanged: 0,
+      reactivated: 0,
+      changes: 0,
+      relationships: { written: 0, removed: 0, pending: 0 },
+      owners: [],
+      resolvedOwners: [],
+    };
     const inserts: CiWrite[] = [];
     const updates: { write: CiWrite; record: UniversalRecord }[] = [];
     const touched: string[] = [];
+    const owners = outcome.owners;
+    const relationships = new Map<string, RelationshipWrite>();
     const changes: NewChangeRecord[] = [];
     const change = (write: CiWrite, type: NewChangeRecord['change_type'], fields: FieldChange[]): NewChangeRecord => ({
       tenant_id: tenantId,
@@ -174,7 +207,13 @@ async function reconcileBatch(
         content_hash: hashes[index]!,
       };
       touched.push(write.ci_id);
-      if (record.relationships) outcome.relationshipOwners.set(record.external_id, write.ci_id);
+      if (record.relationships) {
+        owners.push(write.ci_id);
+        for (const rel of record.relationships) {
+          const row = { from_ci_id: write.ci_id, to_external_id: rel.target_external_id, type: rel.type };
+          relationships.set(`${rel.type}\u0000${rel.target_external_id}\u0000${write.ci_id}`, row);
+        }
+      }
       if (state) {
         updates.push({ write, record });
       } else {
@@ -198,46 +237,27 @@ async function reconcileBatch(
     await updateCis(tx, updates.map((u) => u.write), now);
     await touchLastSeen(tx, tenantId, touched, now);
     outcome.changes = await recordChanges(tx, changes);
+    // relationships land with their owners: a crash between batches cannot leave an owner stored
+    // (and its digest saying so) without them
+    outcome.relationships = await replaceRelationships(tx, input, owners, [...relationships.values()], now);
+    outcome.resolvedOwners = await resolvePendingRelationships(tx, input, inserts.map((w) => w.external_id), now);
     return outcome;
   });
 }
 
-async function writeRelationships(
-  sql: Sql,
-  input: ReconcileInput,
-  records: UniversalRecord[],
-  owners: Map<string, string>,
-  batchSize: number,
-  now: Date,
-): Promise<ReconcileResult['relationships']> {
-  const totals = { written: 0, removed: 0, unresolved: 0 };
-  const owned = records.filter((r) => owners.has(r.external_id));
-  for (let i = 0; i < owned.length; i += batchSize) {
-    const batch = owned.slice(i, i + batchSize);
-    const rows = new Map<string, RelationshipWrite>();
-    for (const record of batch) {
-      for (const rel of record.relationships ?? []) {
-        const row = { from_external_id: record.external_id, to_external_id: rel.target_external_id, type: rel.type };
-        rows.set(JSON.stringify(row), row);
-      }
-    }
-    const fromIds = batch.map((r) => owners.get(r.external_id)!);
-    const { written, removed } = await sql.begin((tx) =>
-      replaceRelationships(tx, input.tenantId, input.sourceId, fromIds, [...rows.values()], now),
-    );
-    totals.written += written;
-    totals.removed += removed;
-    totals.unresolved += rows.size - written;
-  }
-  return totals;
-}
-
 /**
  * Brings the stored inventory of one source (and scope) in line with what a collector saw.
- * Works in batches, each one transaction holding the CI writes, their change records and outbox
- * rows; unchanged objects (equal content digest) only get `last_seen` moved.
+ * Works in batches, each one transaction holding the CI writes, their change records, outbox rows
+ * and relationships; unchanged objects (equal content digest) only get `last_seen` moved. Every
+ * batch is complete on its own, so an interrupted reconcile leaves a consistent inventory that
+ * the next one completes. Reconciles of one source take turns: within a process as a whole,
+ * across processes batch by batch (the source's transaction lock).
  */
-export async function reconcile(sql: Sql, input: ReconcileInput, options: ReconcileOptions = {}): Promise<ReconcileResult> {
+export function reconcile(sql: Sql, input: ReconcileInput, options: ReconcileOptions = {}): Promise<ReconcileResult> {
+  return inTurn(`${input.tenantId}:${input.sourceId}`, () => reconcileNow(sql, input, options), options.turnWaitMs);
+}
+
+async function reconcileNow(sql: Sql, input: ReconcileInput, options: ReconcileOptions): Promise<ReconcileResult> {
   const now = options.now ?? new Date();
   const batchSize = options.batchSize ?? 1000;
   const records = dedupe(input.records);
@@ -251,7 +271,8 @@ export async function reconcile(sql: Sql, input: ReconcileInput, options: Reconc
     changes: 0,
     relationships: { written: 0, removed: 0, unresolved: 0 },
   };
-  const owners = new Map<string, string>();
+  const owners = new Set<string>();
+  let analyzed = false;
   const batches: UniversalRecord[][] = [];
   for (let i = 0; i < records.length; i += batchSize) batches.push(records.slice(i, i + batchSize));
   // digests are computed outside the transactions (the source lock is held only for SQL), each
@@ -260,25 +281,33 @@ export async function reconcile(sql: Sql, input: ReconcileInput, options: Reconc
   for (const [index, batch] of batches.entries()) {
     let next: string[] | undefined;
     const prepareNext = () => (next ??= batches[index + 1]?.map(contentHash));
-    const outcome = await reconcileBatch(sql, input, batch, hashes, now, prepareNext);
+    const outcome = await reconcileBatch(sql, input, batch, hashes, now, options.statementTimeoutMs, prepareNext);
     hashes = prepareNext() ?? [];
     result.created += outcome.created;
     result.updated += outcome.updated;
     result.unchanged += outcome.unchanged;
     result.reactivated += outcome.reactivated;
     result.changes += outcome.changes;
-    for (const [externalId, ciId] of outcome.relationshipOwners) owners.set(externalId, ciId);
+    result.relationships.written += outcome.relationships.written;
+    result.relationships.removed += outcome.relationships.removed;
+    result.relationships.unresolved += outcome.relationships.pending;
+    for (const owner of outcome.owners) owners.add(owner);
+    // references from this reconcile that a later batch resolved are no longer unresolved
+    result.relationships.unresolved -= outcome.resolvedOwners.filter((owner) => owners.has(owner)).length;
+    result.relationships.written += outcome.resolvedOwners.length;
+    // a large first load leaves the planner believing the tables are nearly empty until
+    // autovacuum catches up; the batches after this point are planned for the real size
+    if (!analyzed && result.created >= ANALYZE_AFTER_CREATED) {
+      await analyzeInventory(sql);
+      analyzed = true;
+    }
   }
-  // a large first load leaves the planner believing the tables are nearly empty until autovacuum
-  // catches up; everything written after this point (relationships, later batches) is planned better
-  if (result.created >= ANALYZE_AFTER_CREATED) await analyzeInventory(sql);
-  result.relationships = await writeRelationships(sql, input, records, owners, batchSize, now);
 
   const deletions = [...new Set(input.deletions ?? [])];
   for (let i = 0; i < deletions.length; i += batchSize) {
     const batch = deletions.slice(i, i + batchSize);
     const archived = await sql.begin(async (tx) => {
-      await lockSource(tx, input.tenantId, input.sourceId);
+      await lockSource(tx, input.tenantId, input.sourceId, options.statementTimeoutMs);
       const ids = (await findIdsByExternalId(tx, input.tenantId, input.sourceId, batch)).map((r) => r.ci_id);
       return archiveWithHistory(tx, input.tenantId, ids, now);
     });

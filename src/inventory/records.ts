@@ -1,11 +1,17 @@
 import { Type, type Static } from '@sinclair/typebox';
 
+/**
+ * Identities and names are index keys, and a B-tree key holds at most 2704 bytes: 512 characters
+ * fit even when every one takes four bytes in UTF-8.
+ */
+export const MAX_KEY_LENGTH = 512;
+
 export const CI_TYPE_PATTERN = '^[a-z0-9][a-z0-9_-]*\\.[a-z0-9][a-z0-9_-]*$';
 
 export const RelationshipRef = Type.Object(
   {
     type: Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$', description: 'e.g. runs_on, manages' }),
-    target_external_id: Type.String({ minLength: 1, maxLength: 1024 }),
+    target_external_id: Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH }),
   },
   { additionalProperties: false, description: 'An outgoing relationship to another CI of the same source, by its external id.' },
 );
@@ -13,10 +19,10 @@ export const RelationshipRef = Type.Object(
 /** The universal format every collector produces: one object as the source sees it. */
 export const UniversalRecord = Type.Object(
   {
-    external_id: Type.String({ minLength: 1, maxLength: 1024, description: "The object's identity inside its source." }),
+    external_id: Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH, description: "The object's identity inside its source." }),
     ci_type: Type.String({ pattern: CI_TYPE_PATTERN, maxLength: 128, description: '`<family>.<kind>`, e.g. `k8s.pod`.' }),
-    name: Type.String({ minLength: 1, maxLength: 1024 }),
-    namespace: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Null()])),
+    name: Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH }),
+    namespace: Type.Optional(Type.Union([Type.String({ maxLength: MAX_KEY_LENGTH }), Type.Null()])),
     raw_data: Type.Record(Type.String(), Type.Unknown(), { description: 'The collected payload as the source returned it.' }),
     type_data: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Type-specific attributes; may hold `metrics`.' })),
     relationships: Type.Optional(
@@ -32,7 +38,11 @@ export const Snapshot = Type.Object(
     mode: Type.Optional(Type.Union([Type.Literal('snapshot'), Type.Literal('delta')], { default: 'snapshot' })),
     scope_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Null()])),
     items: Type.Array(UniversalRecord),
-    deletions: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { description: 'External ids to archive (delta mode).' })),
+    deletions: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH }), {
+        description: 'External ids to archive at once (delta mode). An id may not also be in `items` (422).',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -34,9 +34,14 @@ export interface CiWrite {
 
 const RECONCILE_LOCK = 0x63696e77;
 
-/** Serialises reconciles of one source across processes for the rest of the transaction. */
-export async function lockSource(sql: Queryable, tenantId: string, sourceId: string): Promise<void> {
-  await sql`select pg_advisory_xact_lock(${RECONCILE_LOCK}, hashtext(${`${tenantId}:${sourceId}`}))`;
+/**
+ * Serialises reconciles of one source across processes for the rest of the transaction, and gives
+ * the transaction's statements the bulk statement timeout instead of the request one.
+ */
+export async function lockSource(sql: Queryable, tenantId: string, sourceId: string, statementTimeoutMs?: number): Promise<void> {
+  await sql`
+    select pg_advisory_xact_lock(${RECONCILE_LOCK}, hashtext(${`${tenantId}:${sourceId}`})),
+           ${statementTimeoutMs === undefined ? sql`null` : sql`set_config('statement_timeout', ${String(statementTimeoutMs)}, true)`}`;
 }
 
 /*
@@ -118,40 +123,99 @@ export async function touchLastSeen(sql: Queryable, tenantId: string, ciIds: str
 }
 
 export interface RelationshipWrite {
-  from_external_id: string;
+  from_ci_id: string;
   to_external_id: string;
   type: string;
 }
 
+export interface RelationshipOutcome {
+  written: number;
+  removed: number;
+  /** References whose target does not exist yet: kept as pending until it does. */
+  pending: number;
+}
+
 /**
- * Replaces the outgoing relationships of the given CIs: upserts the ones named (targets resolved by
- * external id inside the same source) and removes the ones no longer named. Returns how many were
- * written and how many targets could not be resolved.
+ * Replaces the outgoing relationships of the given owners, in the caller's transaction (the one
+ * that writes the owners): upserts the named relationships whose target exists in the source,
+ * keeps the others as pending by the target's external id, and removes every relationship or
+ * pending reference of the owners that is no longer named.
  */
 export async function replaceRelationships(
   sql: Queryable,
-  tenantId: string,
-  sourceId: string,
-  fromCiIds: string[],
+  key: { tenantId: string; sourceId: string },
+  ownerIds: string[],
   rows: RelationshipWrite[],
   now: Date,
-): Promise<{ written: number; removed: number }> {
-  let written = 0;
-  if (rows.length > 0) {
-    const result = await sql`
+): Promise<RelationshipOutcome> {
+  if (ownerIds.length === 0) return { written: 0, removed: 0, pending: 0 };
+  const { tenantId, sourceId } = key;
+  await sql`
+    delete from pending_relationships p
+    using unnest(${ownerIds}::uuid[]) as owner(ci_id)
+    where p.from_ci_id = owner.ci_id`;
+  // one statement: its parts see the same snapshot, and the upserted and deleted rows are disjoint
+  const [outcome] = await sql<RelationshipOutcome[]>`
+    with wanted as (
+      select * from jsonb_to_recordset(${sql.json(asJson(rows))}::jsonb) as r(from_ci_id uuid, to_external_id text, type text)
+    ), targets as (
+      select w.from_ci_id, w.to_external_id, w.type, t.ci_id as to_ci_id
+      from wanted w
+      left join lateral (
+        select ci_id from configuration_items
+        where tenant_id = ${tenantId} and source_id = ${sourceId} and external_id = w.to_external_id
+      ) as t on true
+    ), upserted as (
       insert into relationships (tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen)
-      select ${tenantId}, ${sourceId}, f.ci_id, t.ci_id, r.type, ${now}, ${now}
-      from jsonb_to_recordset(${sql.json(asJson(rows))}::jsonb) as r(from_external_id text, to_external_id text, type text)
-      join configuration_items f on f.tenant_id = ${tenantId} and f.source_id = ${sourceId} and f.external_id = r.from_external_id
-      join configuration_items t on t.tenant_id = ${tenantId} and t.source_id = ${sourceId} and t.external_id = r.to_external_id
-      on conflict (tenant_id, from_ci_id, to_ci_id, relationship_type) do update set last_seen = excluded.last_seen`;
-    written = result.count;
-  }
-  const removed = await sql`
-    delete from relationships r
-    using unnest(${fromCiIds}::uuid[]) as owner(ci_id)
-    where r.tenant_id = ${tenantId} and r.from_ci_id = owner.ci_id and r.last_seen < ${now}`;
-  return { written, removed: removed.count };
+      select ${tenantId}, ${sourceId}, from_ci_id, to_ci_id, type, ${now}, ${now} from targets where to_ci_id is not null
+      on conflict (tenant_id, from_ci_id, to_ci_id, relationship_type) do update set last_seen = excluded.last_seen
+      returning 1
+    ), parked as (
+      insert into pending_relationships (tenant_id, source_id, target_external_id, from_ci_id, relationship_type, created_at)
+      select ${tenantId}, ${sourceId}, to_external_id, from_ci_id, type, ${now} from targets where to_ci_id is null
+      on conflict do nothing
+      returning 1
+    ), removed as (
+      delete from relationships r
+      using unnest(${ownerIds}::uuid[]) as owner(ci_id)
+      where r.tenant_id = ${tenantId} and r.from_ci_id = owner.ci_id
+        and not exists (
+          select 1 from targets t
+          where t.from_ci_id = r.from_ci_id and t.to_ci_id = r.to_ci_id and t.type = r.relationship_type)
+      returning 1
+    )
+    select (select count(*) from upserted)::int as written, (select count(*) from removed)::int as removed,
+           (select count(*) from parked)::int as pending`;
+  return outcome!;
+}
+
+/**
+ * Turns the pending references to CIs that were just created (by external id) into
+ * relationships, in the transaction that created them. Returns the owners whose references
+ * resolved, one entry per relationship.
+ */
+export async function resolvePendingRelationships(
+  sql: Queryable,
+  key: { tenantId: string; sourceId: string },
+  createdExternalIds: string[],
+  now: Date,
+): Promise<string[]> {
+  if (createdExternalIds.length === 0) return [];
+  const { tenantId, sourceId } = key;
+  const rows = await sql<{ from_ci_id: string }[]>`
+    with arrived as (
+      delete from pending_relationships p
+      using unnest(${createdExternalIds}::text[]) as created(external_id)
+      where p.tenant_id = ${tenantId} and p.source_id = ${sourceId} and p.target_external_id = created.external_id
+      returning p.from_ci_id, p.target_external_id, p.relationship_type
+    )
+    insert into relationships (tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen)
+    select ${tenantId}, ${sourceId}, a.from_ci_id, t.ci_id, a.relationship_type, ${now}, ${now}
+    from arrived a
+    join configuration_items t on t.tenant_id = ${tenantId} and t.source_id = ${sourceId} and t.external_id = a.target_external_id
+    on conflict (tenant_id, from_ci_id, to_ci_id, relationship_type) do update set last_seen = excluded.last_seen
+    returning from_ci_id`;
+  return rows.map((row) => row.from_ci_id);
 }
 
 export interface ArchivedCi {
@@ -193,5 +257,5 @@ export function findIdsByExternalId(sql: Queryable, tenantId: string, sourceId: 
 
 /** Refreshes planner statistics after a bulk load, so that later queries are planned for its size. */
 export async function analyzeInventory(sql: Queryable): Promise<void> {
-  await sql`analyze configuration_items, ci_last_seen`;
+  await sql`analyze configuration_items, ci_last_seen, relationships`;
 }

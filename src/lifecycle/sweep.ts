@@ -118,12 +118,19 @@ export async function sweepLifecycle(sql: Sql, settings: LifecycleSettings, now:
     limit,
   );
   const removed = await untilDrained(async () => {
-    const result = await sql`
-      delete from configuration_items where ci_id in (
-        select ci_id from configuration_items
-        where status = 'archived' and status_updated_at < ${archivedSince}
-        order by status_updated_at limit ${limit} for update skip locked)`;
-    return result.count;
+    // references a removed CI still waited to resolve go with it; its relationship rows stay
+    const [row] = await sql<{ removed: number }[]>`
+      with removed as (
+        delete from configuration_items where ci_id in (
+          select ci_id from configuration_items
+          where status = 'archived' and status_updated_at < ${archivedSince}
+          order by status_updated_at limit ${limit} for update skip locked)
+        returning ci_id
+      ), unwaited as (
+        delete from pending_relationships p using removed where p.from_ci_id = removed.ci_id
+      )
+      select count(*)::int as removed from removed`;
+    return row?.removed ?? 0;
   }, limit);
   return { inactivated, archived, removed };
 }

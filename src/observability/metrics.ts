@@ -28,3 +28,8 @@ export const changesWritten = new Counter({
 });
 
 export const metricsRegistry = register;
+
+export const requestsShed = new Counter({
+  name: 'cinv_http_requests_shed_total',
+  help: 'Requests answered 503 at once because the process was serving CINV_MAX_IN_FLIGHT requests',
+});

@@ -2,11 +2,12 @@ import { Type } from '@sinclair/typebox';
 import { coversScope, coversSource } from '../auth/principal.js';
 import { forbidden, notFound } from '../http/errors.js';
 import { defineRoute } from '../http/route.js';
+import { bigintId, NumericId } from '../http/schemas.js';
 import { assertStorable, reconcile } from '../inventory/reconcile.js';
 import { Snapshot } from '../inventory/records.js';
 import { findSourceById } from './store.js';
 
-const SourceParams = Type.Object({ source_id: Type.Integer({ minimum: 1, description: 'The source identifier.' }) });
+const SourceParams = Type.Object({ source_id: NumericId('The source identifier') });
 
 const Counts = Type.Object({
   received: Type.Integer(),
@@ -42,25 +43,25 @@ const ingest = defineRoute({
   async handler({ app, principal, params, body }) {
     // the route has validated the schema already
     assertStorable(body);
-    const sourceId = String(params.source_id);
-    const source = await findSourceById(app.sql, principal.tenantId, sourceId);
+    const sourceId = bigintId(params.source_id);
+    const source = sourceId === undefined ? undefined : await findSourceById(app.sql, principal.tenantId, sourceId);
     const scopeId = body.scope_id ?? null;
     // a source outside every scope of the key is reported as absent, not as forbidden
-    if (!source || !coversSource(principal, sourceId)) throw notFound('Source not found', { source_id: params.source_id });
-    if (!coversScope(principal, sourceId, scopeId)) {
+    if (!source || !coversSource(principal, source.id)) throw notFound('Source not found', { source_id: params.source_id });
+    if (!coversScope(principal, source.id, scopeId)) {
       throw forbidden('This key may not write into that instance of the source', { scope_id: scopeId });
     }
     return reconcile(
       app.sql,
       {
         tenantId: principal.tenantId,
-        sourceId,
+        sourceId: source.id,
         scopeId,
         mode: body.mode ?? 'snapshot',
         records: body.items,
         deletions: body.deletions,
       },
-      { now: app.now(), batchSize: app.config.reconcileBatchSize },
+      { now: app.now(), batchSize: app.config.reconcileBatchSize, statementTimeoutMs: app.config.bulkStatementTimeoutMs },
     );
   },
 });

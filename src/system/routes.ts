@@ -1,8 +1,10 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import { createReadStream } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import type { AppContext } from '../context.js';
 import { notFound } from '../http/errors.js';
+import type { LoadShedder } from '../http/load.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { Timestamp } from '../http/schemas.js';
 import { metricsRegistry } from '../observability/metrics.js';
@@ -20,49 +22,105 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   'redoc.standalone.js': { file: path.join(redocDir, 'redoc.standalone.js'), type: 'application/javascript' },
 };
 
-const HEALTH_TIMEOUT_MS = 2000;
+const DatabaseCheck = Type.Object({
+  status: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]),
+  kind: Type.Union([Type.Literal('embedded'), Type.Literal('postgres')]),
+  latency_ms: Type.Optional(Type.Number({ description: 'Round trip of `select 1` on the health connection.' })),
+});
 
 const Health = Type.Object({
   status: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]),
   timestamp: Timestamp(),
+  checks: Type.Object({ database: DatabaseCheck }),
+});
+
+const Readiness = Type.Object({
+  status: Type.Union([Type.Literal('ready'), Type.Literal('saturated'), Type.Literal('unavailable')]),
+  timestamp: Timestamp(),
   checks: Type.Object({
-    database: Type.Object({ status: Type.String(), kind: Type.String(), latency_ms: Type.Optional(Type.Number()) }),
+    database: DatabaseCheck,
+    load: Type.Object({
+      in_flight: Type.Integer({ description: 'Requests being served now (health and metrics excluded).' }),
+      max_in_flight: Type.Integer({ description: 'CINV_MAX_IN_FLIGHT: beyond it requests are answered 503 at once.' }),
+      db_connections_busy: Type.Integer(),
+      db_connections: Type.Integer({ description: 'The pool size (CINV_DB_POOL_SIZE; 1 on the embedded database).' }),
+      db_waiting: Type.Integer({ description: 'Requests waiting for a database connection.' }),
+      db_oldest_wait_ms: Type.Integer(),
+    }),
   }),
 });
+
+async function checkDatabase(app: AppContext): Promise<Static<typeof DatabaseCheck>> {
+  const probe = await app.health.probe();
+  return probe.up ? { status: 'ok', kind: app.database, latency_ms: probe.latencyMs } : { status: 'unavailable', kind: app.database };
+}
 
 const health = defineRoute({
   method: 'GET',
   path: '/health',
   operationId: 'health',
-  summary: 'Service health',
-  description: 'Reports the database as well; answers 503 with the same body when the database cannot be reached.',
+  summary: 'Liveness: the process runs and reaches its database',
+  description:
+    'Answers 200 while the process runs and the database answers `select 1` on a connection of its own, which never ' +
+    'waits behind busy requests: a saturated instance is still live. 503 with the same body when the database cannot ' +
+    'be reached (within CINV_DB_ACQUIRE_TIMEOUT). Never refused by load shedding. Use it as the liveness check.',
   tags,
   access: 'public',
   responses: {
-    200: { description: 'Healthy.', schema: Health },
+    200: { description: 'Live.', schema: Health },
     503: { description: 'The database is unreachable.', schema: Health },
   },
   async handler({ app, ctx }) {
-    const started = Date.now();
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('timeout')), HEALTH_TIMEOUT_MS);
-    });
-    let database: { status: string; kind: string; latency_ms?: number };
-    try {
-      await Promise.race([app.sql`select 1`, timeout]);
-      database = { status: 'ok', kind: app.database, latency_ms: Date.now() - started };
-    } catch {
-      database = { status: 'unavailable', kind: app.database };
-    } finally {
-      clearTimeout(timer);
-    }
+    const database = await checkDatabase(app);
     const ok = database.status === 'ok';
     ctx.status = ok ? 200 : 503;
     ctx.set('Cache-Control', 'no-store');
     return { status: ok ? 'ok' : 'unavailable', timestamp: new Date().toISOString(), checks: { database } };
   },
 });
+
+function readinessRoute(load: LoadShedder) {
+  return defineRoute({
+    method: 'GET',
+    path: '/health/ready',
+    operationId: 'readiness',
+    summary: 'Readiness: whether to send this instance more traffic',
+    description:
+      '200 `ready` when the database answers and the instance has room. 503 `saturated` while it serves ' +
+      'CINV_MAX_IN_FLIGHT requests, or requests have waited more than half of CINV_DB_ACQUIRE_TIMEOUT for a database ' +
+      'connection; 503 `unavailable` when the database cannot be reached. Use it as the load balancer\'s readiness ' +
+      'check: a saturated instance drops out of rotation until it drains, without being restarted.',
+    tags,
+    access: 'public',
+    responses: {
+      200: { description: 'Ready for traffic.', schema: Readiness },
+      503: { description: 'Saturated or without its database.', schema: Readiness },
+    },
+    async handler({ app, ctx }) {
+      const database = await checkDatabase(app);
+      const queue = app.gate.queue;
+      const waitingTooLong = queue.oldestWaitMs > app.config.dbAcquireTimeoutMs / 2;
+      const status = database.status !== 'ok' ? 'unavailable' : load.saturated || waitingTooLong ? 'saturated' : 'ready';
+      ctx.status = status === 'ready' ? 200 : 503;
+      ctx.set('Cache-Control', 'no-store');
+      return {
+        status,
+        timestamp: new Date().toISOString(),
+        checks: {
+          database,
+          load: {
+            in_flight: load.inFlight,
+            max_in_flight: load.maxInFlight,
+            db_connections_busy: app.gate.busy,
+            db_connections: app.gate.capacity,
+            db_waiting: queue.waiting,
+            db_oldest_wait_ms: queue.oldestWaitMs,
+          },
+        },
+      };
+    },
+  });
+}
 
 const metrics = defineRoute({
   method: 'GET',
@@ -134,7 +192,7 @@ const assets = defineRoute({
 });
 
 /** `/openapi.json` is defined where the document is built, since it needs the full route list. */
-export function systemRoutes(openApi: () => Record<string, unknown>): AnyRoute[] {
+export function systemRoutes(openApi: () => Record<string, unknown>, load: LoadShedder): AnyRoute[] {
   const document = defineRoute({
     method: 'GET',
     path: '/openapi.json',
@@ -147,5 +205,5 @@ export function systemRoutes(openApi: () => Record<string, unknown>): AnyRoute[]
       return openApi();
     },
   });
-  return [health, metrics, document, docs, redoc, assets];
+  return [health, readinessRoute(load), metrics, document, docs, redoc, assets];
 }

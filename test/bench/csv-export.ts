@@ -10,6 +10,7 @@ import postgres from 'postgres';
 import { createApp } from '../../src/app.js';
 import { issueApiKey } from '../../src/auth/api-keys.js';
 import { loadConfig } from '../../src/config/config.js';
+import { admit } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
@@ -37,7 +38,9 @@ export async function benchCsvExport(records: number): Promise<void> {
   const { key } = await issueApiKey(sql, SECRET, { tenantId: DEFAULT_TENANT_ID, name: 'bench', tier: 'ro' });
 
   const config = { ...loadConfig({ CINV_SECRET: SECRET, DATABASE_URL: url }), logLevel: 'warn' };
-  const app = createApp({ sql, database: 'postgres', config, logger: createLogger('warn'), now: () => new Date() });
+  const probe = postgres(url, { max: 1, onnotice: () => {} });
+  const admitted = admit(sql, probe, config.dbAcquireTimeoutMs);
+  const app = createApp({ ...admitted, database: 'postgres', config, logger: createLogger('warn'), now: () => new Date() });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });
@@ -59,5 +62,6 @@ export async function benchCsvExport(records: number): Promise<void> {
   console.log(`csv export: ${rows} rows, ${(bytes / 1e6).toFixed(1)} MB in ${seconds.toFixed(2)} s = ${Math.round(rows / seconds)} rows/s; ` +
     `RSS ${(baseRss / 1e6).toFixed(0)} MB at start, peak ${(peakRss / 1e6).toFixed(0)} MB`);
   server.close();
-  await sql.end();
+  admitted.health.stop();
+  await Promise.all([sql.end(), probe.end()]);
 }

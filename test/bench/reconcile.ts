@@ -9,9 +9,8 @@
 import path from 'node:path';
 import { tmpdir } from 'node:os';
 import { mkdtempSync } from 'node:fs';
-import postgres from 'postgres';
 import { hostEmbedded } from '../../src/db/embedded.js';
-import type { Database } from '../../src/db/database.js';
+import { connectServer, type RawDatabase } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
 import { reconcile } from '../../src/inventory/reconcile.js';
@@ -56,12 +55,9 @@ function pod(i: number, version: number, replicas: number): UniversalRecord {
   };
 }
 
-async function open(): Promise<Database> {
+async function open(): Promise<RawDatabase> {
   const url = process.env.CINV_BENCH_DATABASE_URL;
-  if (url) {
-    const sql = postgres(url, { max: 4, onnotice: () => {} });
-    return { sql, kind: 'postgres', close: () => sql.end() };
-  }
+  if (url) return connectServer(url, { poolSize: 4, acquireTimeoutMs: 10_000, statementTimeoutMs: 600_000 });
   const dir = mkdtempSync(path.join(tmpdir(), 'cinv-bench-'));
   return hostEmbedded({ pgDataDir: undefined, socketPath: path.join(dir, '.s.PGSQL.5432') });
 }

@@ -4,8 +4,8 @@ import { Writable } from 'node:stream';
 import { scheduleSweeps } from '../../src/lifecycle/scheduler.js';
 import { sweepLifecycle, trimOutbox, type LifecycleSettings } from '../../src/lifecycle/sweep.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { testConfig } from '../support/app.js';
-import { resetDatabase, testDatabase } from '../support/db.js';
+import { testConfig, testContext } from '../support/app.js';
+import { resetDatabase, testDatabase, testProbe } from '../support/db.js';
 import { buildPod, ciIdOf, ingest } from '../support/factories.js';
 
 const HOUR = 3_600_000;
@@ -76,7 +76,8 @@ describe('lifecycle sweep', () => {
     const logs: string[] = [];
     const logger = createLogger('info', new Writable({ write: (chunk, _e, done) => (logs.push(String(chunk)), done()) }));
     const config = testConfig({ sweepSchedule: '* * * * * *' });
-    const jobs = scheduleSweeps({ sql, database: 'postgres', config, logger, now: () => at(2 * DAY) });
+    const context = testContext(await testDatabase(), await testProbe(), config, logger, { now: at(2 * DAY) });
+    const jobs = scheduleSweeps(context);
     try {
       for (let waited = 0; waited < 5000 && (await statuses(sql)).scheduled === 'active'; waited += 100) {
         await new Promise((resolve) => setTimeout(resolve, 100));

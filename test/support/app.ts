@@ -5,11 +5,11 @@ import { issueApiKey } from '../../src/auth/api-keys.js';
 import type { DataScope, Permission } from '../../src/auth/principal.js';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import type { AppContext } from '../../src/context.js';
-import type { Sql } from '../../src/db/database.js';
+import { admit, type RawDatabase, type Sql } from '../../src/db/database.js';
 import { answerClientErrors } from '../../src/http/client-errors.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
-import { resetDatabase, TEST_SECRET, testDatabase } from './db.js';
+import { resetDatabase, TEST_SECRET, testDatabase, testProbe } from './db.js';
 
 export interface Reply<T = any> {
   status: number;
@@ -27,6 +27,7 @@ export interface RequestOptions {
 
 /** A running cinv API on a random port, with its own clock and captured log lines. */
 export interface TestApp {
+  /** The pool without admission control, for test set-up and checks. */
   sql: Sql;
   config: Config;
   context: AppContext;
@@ -57,7 +58,7 @@ export async function startTestApp(overrides: Partial<Config> = {}): Promise<Tes
   });
   const config = testConfig(overrides);
   const clock = { now: new Date() };
-  const context: AppContext = { sql: db.sql, database: db.kind, config, logger: createLogger('info', sink), now: () => clock.now };
+  const context = testContext(db, await testProbe(), config, createLogger('info', sink), clock);
   const server: Server = await new Promise((resolve) => {
     const listening = createApp(context, { checkResponses: true }).listen(0, '127.0.0.1', () => resolve(listening));
     answerClientErrors(listening);
@@ -89,8 +90,17 @@ export async function startTestApp(overrides: Partial<Config> = {}): Promise<Tes
     clock,
     request,
     get: (path, key) => request('GET', path, { key }),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: async () => {
+      context.health.stop();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
   };
+}
+
+/** What the server hands its routes, over the run's database, with the pool admission of a real start. */
+export function testContext(db: RawDatabase, probe: Sql, config: Config, logger: AppContext['logger'], clock: { now: Date }): AppContext {
+  const { sql, gate, health } = admit(db.sql, probe, config.dbAcquireTimeoutMs);
+  return { sql, database: db.kind, gate, health, config, logger, now: () => clock.now };
 }
 
 /** Fresh tables and a fresh app for each test of the suite that calls it. */

@@ -1,8 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import postgres from 'postgres';
-import type { Database, Sql } from '../../src/db/database.js';
+import { connectServer, type RawDatabase, type Sql } from '../../src/db/database.js';
 import { hostEmbedded } from '../../src/db/embedded.js';
 import { migrate } from '../../src/db/migrate.js';
 
@@ -11,24 +10,37 @@ export const REAL_DATABASE_URL = process.env.CINV_TEST_DATABASE_URL || undefined
 export const onRealPostgres = REAL_DATABASE_URL !== undefined;
 export const TEST_SECRET = 'test-secret-test-secret-test-secret-0123';
 
-let database: Database | undefined;
+let database: RawDatabase | undefined;
+let probe: Sql | undefined;
 let socketDir: string | undefined;
 
-/** The run's database, migrated once: PGlite in memory by default, the real server when asked. */
-export async function testDatabase(): Promise<Database> {
+/**
+ * The run's database, migrated once: PGlite in memory by default, the real server when asked.
+ * This is the pool without admission control; test apps put their own gate in front of it.
+ */
+export async function testDatabase(): Promise<RawDatabase> {
   if (database) return database;
+  let opened: RawDatabase;
   if (REAL_DATABASE_URL) {
-    const sql = postgres(REAL_DATABASE_URL, { max: 8, onnotice: () => {}, connect_timeout: 5 });
-    database = { sql, kind: 'postgres', close: () => sql.end({ timeout: 5 }) };
+    opened = connectServer(REAL_DATABASE_URL, { poolSize: 8, acquireTimeoutMs: 5000, statementTimeoutMs: 60_000 });
   } else {
     socketDir = mkdtempSync(path.join(tmpdir(), 'cinv-test-'));
-    database = await hostEmbedded({ pgDataDir: undefined, socketPath: path.join(socketDir, '.s.PGSQL.5432') });
+    opened = await hostEmbedded({ pgDataDir: undefined, socketPath: path.join(socketDir, '.s.PGSQL.5432') });
   }
-  await migrate(database.sql);
-  return database;
+  await migrate(opened.sql);
+  database = opened;
+  return opened;
+}
+
+/** One health-probe connection for the whole run, shared by every test app. */
+export async function testProbe(): Promise<Sql> {
+  probe ??= (await testDatabase()).connectOne();
+  return probe;
 }
 
 export async function closeTestDatabase(): Promise<void> {
+  await probe?.end({ timeout: 1 });
+  probe = undefined;
   await database?.close();
   database = undefined;
   if (socketDir) rmSync(socketDir, { recursive: true, force: true });
@@ -36,6 +48,7 @@ export async function closeTestDatabase(): Promise<void> {
 
 const TABLES = [
   'outbox',
+  'pending_relationships',
   'relationships',
   'change_records',
   'ci_last_seen',
