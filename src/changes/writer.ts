@@ -20,6 +20,13 @@ export interface NewChangeRecord {
 export const OUTBOX_TOPIC_CHANGE = 'change_record';
 
 /**
+ * Field paths are indexed (GIN) for `changed_field` filters, and an index entry holds at most
+ * 2712 bytes; longer paths (JSON keys can be any length) are indexed by their first 512
+ * characters, while `changes` keeps them whole.
+ */
+const MAX_INDEXED_FIELD_LENGTH = 512;
+
+/**
  * Writes change records and their outbox rows in one statement. Call it with the transaction that
  * writes the CI change itself: the three land together or not at all.
  */
@@ -31,7 +38,7 @@ export async function recordChanges(sql: Queryable, records: readonly NewChangeR
         (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields)
       select r.tenant_id, r.ci_id, r.source_id, r.scope_id, r.ci_name, r.ci_namespace, r.ci_type, r.change_type,
              r.changed_at, r.changes,
-             array(select distinct c ->> 'field' from jsonb_array_elements(r.changes) as c order by 1)
+             array(select distinct left(c ->> 'field', ${MAX_INDEXED_FIELD_LENGTH}) from jsonb_array_elements(r.changes) as c order by 1)
       from jsonb_to_recordset(${sql.json(asJson(records))}::jsonb) as r(
         tenant_id uuid, ci_id uuid, source_id bigint, scope_id text, ci_name text, ci_namespace text,
         ci_type text, change_type text, changed_at timestamptz, changes jsonb)

@@ -6,6 +6,8 @@ import { renderError } from './error-middleware.js';
 /** Paths a load balancer and Prometheus must reach however busy the process is. */
 const ALWAYS_SERVED = new Set(['/health', '/health/ready', '/metrics']);
 
+export const isAlwaysServed = (path: string): boolean => ALWAYS_SERVED.has(path);
+
 /**
  * Bounds the requests this process works on at once. Beyond the bound a request is answered 503
  * with `Retry-After` at once, instead of queueing behind the others for tens of seconds: a client
@@ -27,7 +29,7 @@ export class LoadShedder {
 
   middleware() {
     return async (ctx: Context, next: Next): Promise<void> => {
-      if (ALWAYS_SERVED.has(ctx.path)) return next();
+      if (isAlwaysServed(ctx.path)) return next();
       if (this.current >= this.maxInFlight) {
         requestsShed.inc();
         renderError(ctx, unavailable('The server is at capacity; retry shortly', 'overloaded', 1));

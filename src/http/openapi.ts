@@ -1,5 +1,6 @@
 import type { TSchema } from '@sinclair/typebox';
 import { ErrorEnvelope } from './schemas.js';
+import { isAlwaysServed } from './load.js';
 import type { AnyRoute } from './route.js';
 
 type Json = Record<string, unknown>;
@@ -30,13 +31,32 @@ function parameters(schema: TSchema | undefined, location: 'path' | 'query'): Js
 }
 
 const ERROR_STATUSES: Record<number, string> = {
-  400: 'Invalid parameters (`INVALID_FILTER` for a malformed filter).',
+  400: 'Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, ' +
+    'JSON nested deeper than 64 levels, a broken gzip or deflate stream).',
   401: 'Missing or invalid API key (`HTTP_401`, "Authentication required").',
   403: 'The key lacks the permission (`HTTP_403`).',
   404: 'Not found (`HTTP_404`).',
+  413: 'The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`).',
+  415: 'The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`).',
   422: 'Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`).',
   500: 'Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log.',
+  503:
+    'Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves ' +
+    'CINV_MAX_IN_FLIGHT requests —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, ' +
+    '`database_unavailable`, `statement_timeout`, `contention`, or `source_busy` for an ingest waiting on another).',
 };
+
+/** The error statuses a route can answer, from what it declares: auth, parameters, body, filters. */
+function errorStatuses(route: AnyRoute): number[] {
+  const statuses = [500];
+  if (!isAlwaysServed(route.path)) statuses.push(503);
+  if (route.access !== 'public') statuses.push(401, 403);
+  if (route.params) statuses.push(404);
+  if (route.query || route.params || route.body) statuses.push(422);
+  if (route.body) statuses.push(400, 413, 415);
+  if (route.query && 'filter' in ((plain(route.query).properties as Json | undefined) ?? {})) statuses.push(400);
+  return [...new Set(statuses)].sort();
+}
 
 function operation(route: AnyRoute): Json {
   const responses: Json = {};
@@ -52,17 +72,11 @@ function operation(route: AnyRoute): Json {
     responses[status] = response;
   }
   const errorRef = { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } };
-  const applicable = Object.keys(ERROR_STATUSES)
-    .map(Number)
-    .filter((status) => {
-      if (route.access === 'public') return status === 500 || (status === 404 && !!route.params);
-      if (status === 404) return !!route.params;
-      if (status === 400) return !!route.query && 'filter' in ((plain(route.query).properties as Json | undefined) ?? {});
-      if (status === 422) return !!(route.query || route.params || route.body);
-      return true;
-    });
-  for (const status of applicable) {
-    if (!responses[status]) responses[status] = { description: ERROR_STATUSES[status], content: errorRef };
+  for (const status of errorStatuses(route)) {
+    if (responses[status]) continue;
+    const response: Json = { description: ERROR_STATUSES[status], content: errorRef };
+    if (status === 503) response.headers = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
+    responses[status] = response;
   }
   const op: Json = {
     operationId: route.operationId,

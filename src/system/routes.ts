@@ -6,7 +6,7 @@ import type { AppContext } from '../context.js';
 import { notFound } from '../http/errors.js';
 import type { LoadShedder } from '../http/load.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
-import { Timestamp } from '../http/schemas.js';
+import { JsonObject, Timestamp } from '../http/schemas.js';
 import { metricsRegistry } from '../observability/metrics.js';
 
 const tags = ['System'];
@@ -200,7 +200,7 @@ export function systemRoutes(openApi: () => Record<string, unknown>, load: LoadS
     summary: 'This OpenAPI 3.1 document',
     tags,
     access: 'public',
-    responses: { 200: { description: 'The OpenAPI document.', otherContent: { 'application/json': {} } } },
+    responses: { 200: { description: 'The OpenAPI document.', schema: JsonObject('An OpenAPI 3.1 document.') } },
     async handler() {
       return openApi();
     },

@@ -126,6 +126,23 @@ describe('HTTP foundation', () => {
     expect(filter).to.include({ style: 'form', explode: true });
   });
 
+  it('declares the self-description as an object and every error status a route can answer', async () => {
+    const doc = (await app.current.get('/openapi.json')).body;
+    expect(doc.paths['/openapi.json'].get.responses['200'].content['application/json'].schema.type).to.equal('object');
+    const statuses = (path: string, method = 'get') => Object.keys(doc.paths[path][method].responses).sort();
+    expect(statuses('/api/v1/sources/{source_id}/ingest', 'post')).to.include.members(['200', '400', '401', '403', '404', '413', '415', '422', '500', '503']);
+    for (const path of ['/api/v1/configuration-items', '/api/v1/changes']) {
+      expect(statuses(path), path).to.include.members(['200', '400', '401', '403', '422', '500', '503']);
+    }
+    expect(statuses('/api/v1/changes')).to.include('406');
+    // health and metrics are never shed; everything else may answer 503 with Retry-After
+    expect(statuses('/health')).to.deep.equal(['200', '500', '503']);
+    expect(statuses('/metrics')).to.not.include('503');
+    const shed = doc.paths['/api/v1/configuration-items'].get.responses['503'];
+    expect(shed.headers['Retry-After'].schema.type).to.equal('integer');
+    expect(shed.content['application/json'].schema.$ref).to.equal('#/components/schemas/ErrorEnvelope');
+  });
+
   it('serves Swagger UI and ReDoc from packaged assets, with no external URL', async () => {
     for (const page of ['/docs', '/redoc']) {
       const reply = await app.current.get(page);

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { gzipSync } from 'node:zlib';
 import { createKey, useTestApp } from '../support/app.js';
 import { buildPod, buildSource, ciIdOf, ingest } from '../support/factories.js';
 
@@ -68,5 +69,61 @@ describe('hostile and odd input', () => {
     expect(unknownSource.status).to.equal(404);
     const hugeId = await app.current.request('POST', '/api/v1/sources/99999999999999999999999/ingest', { key, body: { items: [] } });
     expect(hugeId.status).to.be.within(400, 499);
+  });
+
+  it('refuses JSON nested 10 000 levels deep with a 400, before anything walks it', async () => {
+    const sourceId = await buildSource(app.current.sql, 'deep');
+    const deep = '{"items":' + '['.repeat(10_000) + ']'.repeat(10_000) + '}';
+    const reply = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, { key, rawBody: deep, headers: { 'content-type': 'application/json' } });
+    expect(reply.status, reply.text).to.equal(400);
+    expect(reply.body.error).to.include({ code: 'HTTP_400', message: 'JSON body nested deeper than 64 levels' });
+    // a document at the limit is read and validated as usual
+    let nested: unknown = 1;
+    for (let depth = 1; depth < 62; depth++) nested = { n: nested };
+    const atLimit = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, {
+      key,
+      body: { items: [{ ...buildPod({ name: 'nested' }), raw_data: nested }] },
+    });
+    expect(atLimit.status, atLimit.text).to.equal(200);
+  });
+
+  it('answers bodies whose Content-Encoding does not match their bytes with a 400, and unknown encodings with a 415', async () => {
+    const sourceId = await buildSource(app.current.sql, 'encoded');
+    const path = `/api/v1/sources/${sourceId}/ingest`;
+    const notGzip = await app.current.request('POST', path, { key, rawBody: '{"items":[]}', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+    expect(notGzip.status, notGzip.text).to.equal(400);
+    expect(notGzip.body.error).to.include({ code: 'HTTP_400', message: 'Malformed compressed body' });
+    const unknown = await app.current.request('POST', path, { key, rawBody: '{"items":[]}', headers: { 'content-type': 'application/json', 'content-encoding': 'zstd-nope' } });
+    expect(unknown.status, unknown.text).to.equal(415);
+    expect(unknown.body.error.code).to.equal('HTTP_415');
+    // a real gzip body is read
+    const response = await fetch(app.current.baseUrl + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', 'x-api-key': key },
+      body: gzipSync(JSON.stringify({ items: [buildPod({ name: 'zipped' })] })),
+    });
+    expect(response.status).to.equal(200);
+    expect(((await response.json()) as { created: number }).created).to.equal(1);
+  });
+
+  it('validates numbers PostgreSQL cannot take (422) and answers ids beyond bigint with 404', async () => {
+    for (const offset of ['Infinity', '1e400', '99999999999999999999999', '-0.5', '2147483648']) {
+      const reply = await app.current.get(`/api/v1/configuration-items?offset=${offset}`, key);
+      expect(reply.status, `offset=${offset}: ${reply.text}`).to.equal(422);
+      expect(reply.body.error.code).to.equal('VALIDATION_ERROR');
+      expect(reply.body.error.details.errors[0].field).to.equal('offset');
+    }
+    for (const path of ['/api/v1/changes?limit=Infinity', '/api/v1/changes?offset=1e400', `/api/v1/ci-changes/${ciId}?offset=Infinity`]) {
+      const reply = await app.current.get(path, key);
+      expect(reply.status, `${path}: ${reply.text}`).to.equal(422);
+    }
+    for (const id of ['9223372036854775807', '9223372036854775808', '99999999999999999999999', '0']) {
+      const reply = await app.current.request('POST', `/api/v1/sources/${id}/ingest`, { key, body: { items: [] } });
+      expect(reply.status, `${id}: ${reply.text}`).to.equal(404);
+      expect(reply.body.error).to.include({ code: 'HTTP_404' });
+      expect(reply.body.error.details.source_id).to.equal(id);
+    }
+    const notANumber = await app.current.request('POST', '/api/v1/sources/12abc/ingest', { key, body: { items: [] } });
+    expect(notANumber.status).to.equal(422);
   });
 });

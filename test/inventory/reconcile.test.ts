@@ -163,6 +163,105 @@ describe('reconcile', () => {
     expect(rels).to.deep.equal([{ from_ci_id: podId, to_ci_id: node2Id }]);
   });
 
+  it('keeps the relationships of a reconcile stopped between batches, completing them on the next ingest', async () => {
+    const nodes = ['n1', 'n2'].map((n) => ({ ...buildPod({ name: n }), external_id: `node/${n}`, ci_type: 'k8s.node' }));
+    const pods = Array.from({ length: 4 }, (_, i) =>
+      buildPod({ name: `p${i}`, relationships: [{ type: 'runs_on', target_external_id: `node/n${(i % 2) + 1}` }] }),
+    );
+    // the nodes come in the last batch, and that batch fails: the state a crash leaves behind
+    await sql.unsafe(`
+      create function refuse_nodes() returns trigger language plpgsql as $$
+      begin if new.ci_type = 'k8s.node' then raise exception 'interrupted'; end if; return new; end $$;
+      create trigger refuse_nodes before insert on configuration_items for each row execute function refuse_nodes();`);
+    try {
+      let failure: Error | undefined;
+      await ingest(sql, [...pods, ...nodes], { now: at(0), batchSize: 2 }).catch((error: Error) => (failure = error));
+      expect(failure?.message).to.match(/interrupted/);
+    } finally {
+      await sql.unsafe('drop trigger refuse_nodes on configuration_items; drop function refuse_nodes();');
+    }
+    expect(await count(sql, 'configuration_items')).to.equal(4);
+    expect(await count(sql, 'pending_relationships')).to.equal(4);
+
+    const retry = await ingest(sql, [...pods, ...nodes], { now: at(1), batchSize: 2 });
+    expect(retry).to.include({ created: 2, unchanged: 4 });
+    expect(retry.relationships).to.deep.equal({ written: 4, removed: 0, unresolved: 0 });
+    const rels = await sql<{ pod: string; node: string }[]>`
+      select f.name as pod, t.name as node from relationships r
+      join configuration_items f on f.ci_id = r.from_ci_id join configuration_items t on t.ci_id = r.to_ci_id
+      order by f.name`;
+    expect(rels).to.deep.equal([
+      { pod: 'p0', node: 'n1' },
+      { pod: 'p1', node: 'n2' },
+      { pod: 'p2', node: 'n1' },
+      { pod: 'p3', node: 'n2' },
+    ]);
+    expect(await count(sql, 'pending_relationships')).to.equal(0);
+  });
+
+  it('resolves a reference when its target arrives in a later ingest, without the owner changing', async () => {
+    const pod = buildPod({ name: 'early', relationships: [{ type: 'runs_on', target_external_id: 'node/late' }] });
+    const first = await ingest(sql, [pod], { now: at(0) });
+    expect(first.relationships).to.deep.equal({ written: 0, removed: 0, unresolved: 1 });
+    const node = { ...buildPod({ name: 'late' }), external_id: 'node/late', ci_type: 'k8s.node' };
+    const second = await ingest(sql, [pod, node], { now: at(1) });
+    expect(second).to.include({ created: 1, unchanged: 1 });
+    expect(second.relationships).to.deep.equal({ written: 1, removed: 0, unresolved: 0 });
+    const [rel] = await sql`select from_ci_id, to_ci_id from relationships`;
+    expect(rel).to.deep.equal({ from_ci_id: await ciIdOf(sql, pod.external_id), to_ci_id: await ciIdOf(sql, 'node/late') });
+    // an owner that drops the reference before the target exists leaves nothing waiting
+    const other = buildPod({ name: 'fickle', relationships: [{ type: 'runs_on', target_external_id: 'node/never' }] });
+    await ingest(sql, [other], { now: at(2) });
+    await ingest(sql, [{ ...other, relationships: [] }], { now: at(3) });
+    expect(await count(sql, 'pending_relationships')).to.equal(0);
+  });
+
+  it('records a change of 100 000 fields, or of 3 000 keys of 300 characters, without losing the rest of its batch', async function () {
+    this.timeout(120_000);
+    const manyKeys = (value: number) => Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, i + value]));
+    const bigKeys = (value: string) => {
+      const keys = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`${String(i).padStart(4, '0')}${'x'.repeat(296)}`, value]));
+      // and one key far longer than an index entry can hold
+      return { ...keys, ['y'.repeat(4000)]: value };
+    };
+    const wide = buildPod({ name: 'wide' });
+    const longKeys = buildPod({ name: 'long-keys' });
+    const neighbour = buildPod({ name: 'neighbour' });
+    const withLabels = (pod: UniversalRecord, labels: unknown) => ({ ...pod, raw_data: { ...pod.raw_data, labels } });
+    await ingest(sql, [withLabels(wide, manyKeys(0)), withLabels(longKeys, bigKeys('a'.repeat(40)))], { now: at(0) });
+    const result = await ingest(
+      sql,
+      [withLabels(wide, manyKeys(1)), neighbour, withLabels(longKeys, bigKeys('b'.repeat(40)))],
+      { now: at(1) },
+    );
+    expect(result).to.include({ created: 1, updated: 2, changes: 3 });
+    const [wideChange] = await sql<{ n: number }[]>`
+      select jsonb_array_length(changes) as n from change_records where ci_id = ${await ciIdOf(sql, wide.external_id)} and change_type = 'UPDATED'`;
+    expect(wideChange!.n).to.equal(100_000);
+    const [longChange] = await sql<{ n: number; longest: number }[]>`
+      select jsonb_array_length(changes) as n, (select max(length(c ->> 'field')) from jsonb_array_elements(changes) c) as longest
+      from change_records where ci_id = ${await ciIdOf(sql, longKeys.external_id)} and change_type = 'UPDATED'`;
+    expect(longChange).to.deep.equal({ n: 3001, longest: 'raw_data.labels.'.length + 4000 });
+    expect(await sql`select 1 from configuration_items where external_id = ${neighbour.external_id}`).to.have.lengthOf(1);
+    // the capped search document still finds the CI by name
+    const found = await sql`select ci_name from change_records where search_vector @@ to_tsquery('simple', 'wide') and change_type = 'UPDATED'`;
+    expect(found.map((r) => r.ci_name)).to.deep.equal(['wide']);
+  });
+
+  it('refuses a delta naming one id as item and as deletion, so that a retry changes nothing', () => {
+    const pod = buildPod({ name: 'both' });
+    let failure: { code?: string; details?: { errors: { field: string; message: string }[] } } | undefined;
+    try {
+      assertSnapshot({ mode: 'delta', items: [pod, buildPod()], deletions: ['pod/default/other', pod.external_id] });
+    } catch (error) {
+      failure = error as typeof failure;
+    }
+    expect(failure?.code).to.equal('VALIDATION_ERROR');
+    expect(failure!.details!.errors).to.deep.equal([
+      { field: 'deletions.1', location: 'body', message: 'is also listed in items; send an id as an item or as a deletion, not both' },
+    ]);
+  });
+
   it('rolls back the CI write when its change record cannot be written (one transaction)', async () => {
     const pod = buildPod({ name: 'atomic', replicas: 1 });
     await ingest(sql, [pod], { now: at(0) });
