@@ -47,8 +47,14 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
   };
 }
 
-export async function startTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
-  const db = await testDatabase();
+/** A database other than the run's, for tests that control their own server. */
+export interface OwnDatabase {
+  raw: RawDatabase;
+  probe: Sql;
+}
+
+export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDatabase): Promise<TestApp> {
+  const db = own?.raw ?? (await testDatabase());
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -58,7 +64,7 @@ export async function startTestApp(overrides: Partial<Config> = {}): Promise<Tes
   });
   const config = testConfig(overrides);
   const clock = { now: new Date() };
-  const context = testContext(db, await testProbe(), config, createLogger('info', sink), clock);
+  const context = testContext(db, own?.probe ?? (await testProbe()), config, createLogger('info', sink), clock);
   const server: Server = await new Promise((resolve) => {
     const listening = createApp(context, { checkResponses: true }).listen(0, '127.0.0.1', () => resolve(listening));
     answerClientErrors(listening);
