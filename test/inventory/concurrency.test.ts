@@ -129,8 +129,8 @@ class Replica {
       }
       expect(failures).to.deep.equal([]);
       expect(await inconsistentPods(sql)).to.deep.equal([]);
-      const [{ pods }] = await sql<{ pods: number }[]>`select count(*)::int as pods from configuration_items where ci_type = 'k8s.pod'`;
-      expect(pods).to.equal(40);
+      const [counted] = await sql<{ pods: number }[]>`select count(*)::int as pods from configuration_items where ci_type = 'k8s.pod'`;
+      expect(counted!.pods).to.equal(40);
     } finally {
       await Promise.all(processes.map((p) => p.stop()));
       await sql.end();

@@ -120,7 +120,7 @@ export function conflictingStep(round: number, replica: number): Step {
  * recorded replica count is not the stored one: both must be empty whatever the interleaving.
  */
 export async function inconsistentPods(sql: Sql): Promise<unknown[]> {
-  return sql`
+  return [...(await sql`
     select c.external_id, c.raw_data #>> '{spec,nodeName}' as node, c.raw_data #> '{spec,replicas}' as replicas,
            array(select t.name from relationships r join configuration_items t on t.ci_id = r.to_ci_id
                  where r.from_ci_id = c.ci_id and r.relationship_type = 'runs_on' order by 1) as targets,
@@ -132,7 +132,7 @@ export async function inconsistentPods(sql: Sql): Promise<unknown[]> {
                  where r.from_ci_id = c.ci_id and r.relationship_type = 'runs_on') <> array[c.raw_data #>> '{spec,nodeName}']
            or coalesce((select f -> 'new_value' from change_records h, jsonb_array_elements(h.changes) f
                         where h.ci_id = c.ci_id and f ->> 'field' = 'raw_data.spec.replicas' order by h.id desc limit 1),
-                       '1'::jsonb) <> c.raw_data #> '{spec,replicas}')`;
+                       '1'::jsonb) <> c.raw_data #> '{spec,replicas}')`)];
 }
 
 /** Different replicas list the same objects in different orders, so their batches differ. */
