@@ -18,7 +18,8 @@ export function presentCi(row: CiRow) {
 function valueAt(document: unknown, path: readonly string[]): unknown {
   let node = document;
   for (const key of path) {
-    if (node === null || typeof node !== 'object') return null;
+    // own keys only: `__proto__` or `constructor` in a path must not reach Object's members
+    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, key)) return null;
     node = (node as Record<string, unknown>)[key];
   }
   return node === undefined ? null : node;
@@ -31,9 +32,8 @@ export function attributePaths(raw: readonly string[] | undefined): string[] {
 }
 
 export function pickAttributes(rawData: Record<string, unknown>, paths: readonly string[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const path of paths) out[path] = valueAt(rawData, path.replace(/^raw_data\./, '').split('.'));
-  return out;
+  // fromEntries defines own properties, so a path named `__proto__` is a key like any other
+  return Object.fromEntries(paths.map((path) => [path, valueAt(rawData, path.replace(/^raw_data\./, '').split('.'))]));
 }
 
 /** The `include_type_data` item: the type-specific object is named after the kind (`k8s.pod` → `pod`). */

@@ -40,6 +40,10 @@ const KNOWN_STATUS_MESSAGES: Record<number, string> = {
 function fromHttpError(error: HttpLikeError): AppError | undefined {
   const status = error.status ?? error.statusCode;
   if (!status || status < 400 || status >= 500) return undefined;
+  // the JSON parser refuses `__proto__` keys rather than risk prototype pollution further on
+  if (status === 400 && /prototype/i.test(error.message ?? '')) {
+    return new AppError(400, 'HTTP_400', 'JSON body contains a "__proto__" key, which is not accepted');
+  }
   if (status === 400 && (error.type === 'entity.parse.failed' || /JSON|token|parse/i.test(error.message ?? ''))) {
     return new AppError(400, 'HTTP_400', 'Malformed JSON body');
   }

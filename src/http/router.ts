@@ -52,9 +52,9 @@ async function readJsonBody(ctx: Context, parseBody: BodyParser): Promise<void> 
   try {
     await parseBody(ctx, async () => {});
   } catch (error) {
-    // zlib reports a corrupt gzip or deflate stream without an HTTP status
+    // zlib reports a corrupt gzip, deflate or brotli stream without an HTTP status
     const code = (error as { code?: unknown }).code;
-    if (typeof code === 'string' && code.startsWith('Z_')) throw new AppError(400, 'HTTP_400', 'Malformed compressed body');
+    if (typeof code === 'string' && /^(Z_|ERR__ERROR|ERR_BROTLI)/.test(code)) throw new AppError(400, 'HTTP_400', 'Malformed compressed body');
     throw error;
   }
   if (nestsDeeperThan((ctx.request as { body?: unknown }).body, MAX_JSON_DEPTH)) {

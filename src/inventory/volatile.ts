@@ -26,7 +26,7 @@ export function volatileRules(ciType: string): { raw: Steps[]; type: Steps[] } {
   const family = ciType.slice(0, ciType.indexOf('.'));
   let rules = compiled.get(family);
   if (!rules) {
-    const source = VOLATILE_BY_FAMILY[family] ?? DEFAULT_RULES;
+    const source = (Object.hasOwn(VOLATILE_BY_FAMILY, family) ? VOLATILE_BY_FAMILY[family] : undefined) ?? DEFAULT_RULES;
     rules = { raw: source.raw.map(compile), type: source.type.map(compile) };
     compiled.set(family, rules);
   }

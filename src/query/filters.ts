@@ -59,7 +59,8 @@ function parseOne(raw: string, spec: FilterSpec): ParsedFilter {
   if (VALUELESS.has(op) && value !== undefined) throw invalidFilter(raw, `operator "${op}" takes no value`);
   if (!VALUELESS.has(op) && (value === undefined || value === '')) throw invalidFilter(raw, `operator "${op}" needs a value`);
 
-  const def = spec.fields[field];
+  // own keys only: a field named `constructor` or `__proto__` is unknown, not Object's
+  const def = Object.hasOwn(spec.fields, field) ? spec.fields[field] : undefined;
   if (def) {
     if (TEXT_ONLY.has(op) && def.kind !== 'text') throw invalidFilter(raw, `operator "${op}" applies to text fields only`);
     for (const item of op === 'in' || op === 'nin' ? value!.split(',') : value === undefined ? [] : [value]) {
@@ -75,7 +76,8 @@ function parseOne(raw: string, spec: FilterSpec): ParsedFilter {
     return { raw, field, op, value: normalized, target: 'column', def };
   }
   const dot = field.indexOf('.');
-  const column = dot > 0 ? spec.json?.[field.slice(0, dot)] : undefined;
+  const prefix = field.slice(0, dot);
+  const column = dot > 0 && spec.json && Object.hasOwn(spec.json, prefix) ? spec.json[prefix] : undefined;
   if (column) {
     const path = field.slice(dot + 1).split('.');
     if (path.some((segment) => segment === '')) throw invalidFilter(raw, 'empty segment in the JSON path');

@@ -183,7 +183,7 @@ const assets = defineRoute({
   params: Type.Object({ file: Type.String({ description: Object.keys(ASSETS).join(', ') }) }),
   responses: { 200: { description: 'The file.', otherContent: { 'application/javascript': {}, 'text/css': {}, 'image/png': {} } } },
   async handler({ ctx, params }) {
-    const asset = ASSETS[params.file];
+    const asset = Object.hasOwn(ASSETS, params.file) ? ASSETS[params.file] : undefined;
     if (!asset) throw notFound('No such documentation asset');
     ctx.type = asset.type;
     ctx.set('Cache-Control', 'public, max-age=86400');

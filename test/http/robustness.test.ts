@@ -34,6 +34,12 @@ describe('hostile and odd input', () => {
     '/api/v1/configuration-items/%E0%A4%A',
     `/api/v1/configuration-items/${ciId}%00`,
     `/api/v1/configuration-items/${ciId.toUpperCase()}`,
+    '/docs/assets/__proto__',
+    '/docs/assets/constructor',
+    '/api/v1/configuration-items?filter=constructor:eq:x',
+    '/api/v1/configuration-items?filter=__proto__.x:eq:1',
+    '/api/v1/configuration-items?filter=constructor.name:eq:Object',
+    '/api/v1/configuration-items?include_attributes=__proto__,constructor,metadata.__proto__',
   ];
 
   it('answers every odd query with a 4xx envelope or a 200, never a 500', async () => {
@@ -71,6 +77,26 @@ describe('hostile and odd input', () => {
     expect(hugeId.status).to.be.within(400, 499);
   });
 
+  it('treats keys named after Object members as plain data (prototype names in paths, filters, types)', async () => {
+    const listed = await app.current.get('/api/v1/configuration-items?include_attributes=__proto__,constructor', key);
+    expect(listed.status).to.equal(200);
+    expect(listed.body.items[0].attributes).to.deep.equal(JSON.parse('{"__proto__": null, "constructor": null}'));
+    const sourceId = await buildSource(app.current.sql, 'protos');
+    const odd = { ...buildPod({ name: 'proto' }), ci_type: 'constructor.pod', raw_data: { constructor: { x: 1 } } };
+    const reply = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, { key, body: { items: [odd] } });
+    expect(reply.status, reply.text).to.equal(200);
+    const stored = await app.current.get(`/api/v1/configuration-items?filter=ci_type:eq:constructor.pod&include_attributes=constructor.x`, key);
+    expect(stored.body.items[0].attributes).to.deep.equal({ 'constructor.x': 1 });
+    // a `__proto__` key is refused by the parser, with a message that says so
+    const polluting = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, {
+      key,
+      rawBody: `{"items": [{"external_id": "p", "ci_type": "k8s.pod", "name": "p", "raw_data": {"__proto__": {"x": 1}}}]}`,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(polluting.status).to.equal(400);
+    expect(polluting.body.error.message).to.equal('JSON body contains a "__proto__" key, which is not accepted');
+  });
+
   it('refuses JSON nested 10 000 levels deep with a 400, before anything walks it', async () => {
     const sourceId = await buildSource(app.current.sql, 'deep');
     const deep = '{"items":' + '['.repeat(10_000) + ']'.repeat(10_000) + '}';
@@ -93,6 +119,8 @@ describe('hostile and odd input', () => {
     const notGzip = await app.current.request('POST', path, { key, rawBody: '{"items":[]}', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
     expect(notGzip.status, notGzip.text).to.equal(400);
     expect(notGzip.body.error).to.include({ code: 'HTTP_400', message: 'Malformed compressed body' });
+    const notBrotli = await app.current.request('POST', path, { key, rawBody: '{"items":[]}', headers: { 'content-type': 'application/json', 'content-encoding': 'br' } });
+    expect(notBrotli.status, notBrotli.text).to.equal(400);
     const unknown = await app.current.request('POST', path, { key, rawBody: '{"items":[]}', headers: { 'content-type': 'application/json', 'content-encoding': 'zstd-nope' } });
     expect(unknown.status, unknown.text).to.equal(415);
     expect(unknown.body.error.code).to.equal('HTTP_415');
