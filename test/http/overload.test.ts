@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
-import { onRealPostgres, resetDatabase, testDatabase } from '../support/db.js';
-import { buildPod, ingest } from '../support/factories.js';
+import { connectServer } from '../../src/db/database.js';
+import { onRealPostgres, REAL_DATABASE_URL, resetDatabase, testDatabase } from '../support/db.js';
+import { buildPod, buildSource, ingest } from '../support/factories.js';
 
 interface Timed {
   status: number;
@@ -105,6 +106,34 @@ const waitUntil = async (condition: () => boolean, ms = 5000) => {
       expect((await timedGet(app, '/api/v1/changes', key)).status).to.equal(200);
     } finally {
       await app.close();
+    }
+  });
+
+  it('ends request statements at CINV_STATEMENT_TIMEOUT with a 503, while ingests get the longer bulk timeout', async () => {
+    const raw = connectServer(REAL_DATABASE_URL!, { poolSize: 4, acquireTimeoutMs: 5000, statementTimeoutMs: 300 });
+    const probe = raw.connectOne();
+    const app = await startTestApp({ statementTimeoutMs: 300, bulkStatementTimeoutMs: 10_000 }, { raw, probe });
+    try {
+      key = await createKey(app.sql, 'adm');
+      const sourceId = await buildSource(app.sql, 'slow');
+      let lock = await blockCiTable();
+      const started = performance.now();
+      const list = await app.get('/api/v1/configuration-items', key);
+      expect(list.status).to.equal(503);
+      expect(list.body.error.details.reason).to.equal('statement_timeout');
+      expect(performance.now() - started).to.be.below(2000);
+      await lock.release();
+
+      lock = await blockCiTable();
+      const ingesting = app.request('POST', `/api/v1/sources/${sourceId}/ingest`, { key, body: { items: [buildPod({ name: 'patient' })] } });
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await lock.release();
+      const ingested = await ingesting;
+      expect(ingested.status, ingested.text).to.equal(200);
+      expect(ingested.body.created).to.equal(1);
+    } finally {
+      await app.close();
+      await Promise.all([raw.close(), probe.end({ timeout: 1 })]);
     }
   });
 });
