@@ -1,10 +1,13 @@
 import { benchCsvExport } from './csv-export.js';
 import { benchReconcile } from './reconcile.js';
+import { benchOutage, benchOverload } from './resilience.js';
 
 const [name = 'reconcile', size] = process.argv.slice(2);
 const benches: Record<string, () => Promise<void>> = {
   reconcile: () => benchReconcile(Number(size ?? 100_000)),
   csv: () => benchCsvExport(Number(size ?? 500_000)),
+  outage: () => benchOutage(Number(size ?? 20)),
+  overload: () => benchOverload(Number(size ?? 300)),
 };
 const bench = benches[name];
 if (!bench) {

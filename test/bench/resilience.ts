@@ -1,0 +1,181 @@
+/**
+ * Resilience benchmarks against a real `cinv serve` process and a private PostgreSQL cluster:
+ *
+ *   npm run bench -- outage [SECONDS]    50 req/s of mixed reads and ingests; PostgreSQL is stopped
+ *                                        for SECONDS (20) and started again. Reports how requests
+ *                                        were answered before, during and after, and how long
+ *                                        cinv took to serve again.
+ *   npm run bench -- overload [RATE]     RATE req/s (300) of mixed reads, exports and ingests for
+ *                                        60 s against CINV_MAX_IN_FLIGHT=64: answer times of
+ *                                        admitted and shed requests, and /health meanwhile.
+ */
+import { issueApiKey } from '../../src/auth/api-keys.js';
+import { connectServer } from '../../src/db/database.js';
+import { migrate } from '../../src/db/migrate.js';
+import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { startServer, stopServer } from '../support/cli.js';
+import { buildPod, ingest } from '../support/factories.js';
+import { createPrivateCluster } from '../support/private-cluster.js';
+
+const SECRET = 'bench-secret-bench-secret-bench-secret-01';
+
+interface Sample {
+  at: number;
+  ms: number;
+  status: number;
+  kind: string;
+}
+
+const percentile = (values: number[], p: number): number => {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+};
+
+function summarize(label: string, samples: Sample[]): void {
+  const statuses = new Map<number, number>();
+  for (const s of samples) statuses.set(s.status, (statuses.get(s.status) ?? 0) + 1);
+  const ms = samples.map((s) => s.ms);
+  console.log(
+    `${label.padEnd(26)} ${String(samples.length).padStart(6)} requests  ` +
+      `p50 ${percentile(ms, 50).toFixed(0).padStart(5)} ms  p99 ${percentile(ms, 99).toFixed(0).padStart(5)} ms  ` +
+      `max ${Math.max(0, ...ms).toFixed(0).padStart(5)} ms  statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
+  );
+}
+
+async function prepare(url: string): Promise<string> {
+  const db = connectServer(url, { poolSize: 2, acquireTimeoutMs: 5000, statementTimeoutMs: 60_000 });
+  await migrate(db.sql);
+  await ingest(db.sql, Array.from({ length: 2000 }, (_, i) => buildPod({ name: `bench-${i}` })), { scopeId: 'c1', batchSize: 500 });
+  const { key } = await issueApiKey(db.sql, SECRET, { tenantId: DEFAULT_TENANT_ID, name: 'bench', tier: 'adm' });
+  await db.close();
+  return key;
+}
+
+/** Fires requests at a fixed rate (an open loop: a slow answer does not slow the sender down). */
+function drive(base: string, key: string, rate: number, pick: (i: number) => { kind: string; init: RequestInit; path: string }) {
+  const samples: Sample[] = [];
+  const pending = new Set<Promise<void>>();
+  const started = performance.now();
+  let i = 0;
+  const timer = setInterval(() => {
+    const due = Math.floor(((performance.now() - started) / 1000) * rate);
+    for (; i < due; i++) {
+      const { kind, init, path } = pick(i);
+      const sent = performance.now();
+      const request = fetch(base + path, { ...init, headers: { ...(init.headers as object), 'x-api-key': key } })
+        .then(async (response) => {
+          await response.arrayBuffer();
+          samples.push({ at: sent - started, ms: performance.now() - sent, status: response.status, kind });
+        })
+        .catch(() => samples.push({ at: sent - started, ms: performance.now() - sent, status: 0, kind }))
+        .finally(() => pending.delete(request));
+      pending.add(request);
+    }
+  }, 5);
+  return {
+    samples,
+    started,
+    inFlight: () => pending.size,
+    async stop() {
+      clearInterval(timer);
+      await Promise.all(pending);
+    },
+  };
+}
+
+const mixed = (i: number) => {
+  if (i % 10 === 9) {
+    return {
+      kind: 'ingest',
+      path: '/api/v1/sources/1/ingest',
+      init: { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scope_id: 'c1', items: [buildPod({ name: `live-${i % 500}` })] }) },
+    };
+  }
+  const reads = ['/api/v1/configuration-items', '/api/v1/changes?limit=50', '/api/v1/configuration-items?filter=name:startswith:bench-1&limit=20'];
+  return { kind: 'read', path: reads[i % reads.length]!, init: { method: 'GET' } };
+};
+
+export async function benchOutage(seconds: number): Promise<void> {
+  const cluster = await createPrivateCluster();
+  try {
+    const key = await prepare(cluster.url);
+    const server = await startServer({ DATABASE_URL: cluster.url, CINV_SECRET: SECRET, LOG_LEVEL: 'warn', CINV_SWEEP_SCHEDULE: '0 0 1 1 *' });
+    const base = `http://127.0.0.1:${server.port}`;
+    const load = drive(base, key, 50, mixed);
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    const down = performance.now();
+    await cluster.stop();
+    const health: number[] = [];
+    const healthTimer = setInterval(() => {
+      fetch(`${base}/health`).then((r) => health.push(r.status), () => health.push(0));
+    }, 1000);
+    await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+    await cluster.start();
+    const up = performance.now();
+    let recoveredAfter = NaN;
+    for (let waited = 0; waited < 30_000; waited += 100) {
+      const response = await fetch(`${base}/api/v1/configuration-items?limit=1`, { headers: { 'x-api-key': key } });
+      if (response.ok) {
+        recoveredAfter = performance.now() - up;
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    clearInterval(healthTimer);
+    await load.stop();
+    const startedAt = load.started;
+    const before = load.samples.filter((s) => s.at < 5000);
+    const during = load.samples.filter((s) => s.at >= down - startedAt && s.at < up - startedAt);
+    const after = load.samples.filter((s) => s.at >= up - startedAt + recoveredAfter);
+    console.log(`outage benchmark: 50 req/s (reads and ingests) against cinv serve; PostgreSQL stopped for ${seconds} s`);
+    summarize('before the outage', before);
+    summarize('during the outage', during);
+    summarize('after recovery', after);
+    console.log(`/health during the outage: ${JSON.stringify(health)}`);
+    console.log(`first successful request ${recoveredAfter.toFixed(0)} ms after PostgreSQL accepted connections again`);
+    const unhandled = server.output().split('\n').filter((line) => line.includes('unhandled'));
+    console.log(`log lines saying "unhandled": ${unhandled.length}`);
+    await stopServer(server.child);
+  } finally {
+    await cluster.destroy();
+  }
+}
+
+export async function benchOverload(rate: number): Promise<void> {
+  const cluster = await createPrivateCluster();
+  try {
+    const key = await prepare(cluster.url);
+    const server = await startServer({ DATABASE_URL: cluster.url, CINV_SECRET: SECRET, LOG_LEVEL: 'warn', CINV_SWEEP_SCHEDULE: '0 0 1 1 *' });
+    const base = `http://127.0.0.1:${server.port}`;
+    const heavy = (i: number) =>
+      i % 25 === 0
+        ? { kind: 'export', path: '/api/v1/changes?limit=1000', init: { method: 'GET', headers: { accept: 'text/csv' } } }
+        : i % 7 === 0
+          ? { kind: 'filtered', path: `/api/v1/configuration-items?filter=raw_data.spec.replicas:gte:1&filter=name:ilike:${i % 10}&sort_by=name`, init: { method: 'GET' } }
+          : mixed(i);
+    const load = drive(base, key, rate, heavy);
+    const health: { status: number; ms: number }[] = [];
+    let peak = 0;
+    const watch = setInterval(() => {
+      peak = Math.max(peak, load.inFlight());
+      const sent = performance.now();
+      fetch(`${base}/health`).then(
+        (r) => health.push({ status: r.status, ms: performance.now() - sent }),
+        () => health.push({ status: 0, ms: performance.now() - sent }),
+      );
+    }, 500);
+    await new Promise((resolve) => setTimeout(resolve, 60_000));
+    clearInterval(watch);
+    await load.stop();
+    console.log(`overload benchmark: ${rate} req/s for 60 s (reads, filtered reads, CSV exports, ingests), CINV_MAX_IN_FLIGHT=64`);
+    summarize('admitted (not 503)', load.samples.filter((s) => s.status !== 503));
+    summarize('shed or refused (503)', load.samples.filter((s) => s.status === 503));
+    console.log(`client-side peak of open requests: ${peak}`);
+    summarize('/health meanwhile', health.map((h, i) => ({ at: i, ms: h.ms, status: h.status, kind: 'health' })));
+    await stopServer(server.child);
+  } finally {
+    await cluster.destroy();
+  }
+}
