@@ -68,7 +68,9 @@ function drive(base: string, key: string, rate: number, pick: (i: number) => { k
           await response.arrayBuffer();
           samples.push({ at: sent - started, ms: performance.now() - sent, status: response.status, kind });
         })
-        .catch(() => samples.push({ at: sent - started, ms: performance.now() - sent, status: 0, kind }))
+        .catch(() => {
+          samples.push({ at: sent - started, ms: performance.now() - sent, status: 0, kind });
+        })
         .finally(() => pending.delete(request));
       pending.add(request);
     }
@@ -100,7 +102,7 @@ export async function benchOutage(seconds: number): Promise<void> {
   const cluster = await createPrivateCluster();
   try {
     const key = await prepare(cluster.url);
-    const server = await startServer({ DATABASE_URL: cluster.url, CINV_SECRET: SECRET, LOG_LEVEL: 'warn', CINV_SWEEP_SCHEDULE: '0 0 1 1 *' });
+    const server = await startServer({ DATABASE_URL: cluster.url, CINV_SECRET: SECRET, LOG_LEVEL: 'info', CINV_SWEEP_SCHEDULE: '0 0 1 1 *' });
     const base = `http://127.0.0.1:${server.port}`;
     const load = drive(base, key, 50, mixed);
     await new Promise((resolve) => setTimeout(resolve, 5000));
@@ -147,7 +149,7 @@ export async function benchOverload(rate: number): Promise<void> {
   const cluster = await createPrivateCluster();
   try {
     const key = await prepare(cluster.url);
-    const server = await startServer({ DATABASE_URL: cluster.url, CINV_SECRET: SECRET, LOG_LEVEL: 'warn', CINV_SWEEP_SCHEDULE: '0 0 1 1 *' });
+    const server = await startServer({ DATABASE_URL: cluster.url, CINV_SECRET: SECRET, LOG_LEVEL: 'info', CINV_SWEEP_SCHEDULE: '0 0 1 1 *' });
     const base = `http://127.0.0.1:${server.port}`;
     const heavy = (i: number) =>
       i % 25 === 0
