@@ -173,6 +173,9 @@ export async function benchOverload(rate: number): Promise<void> {
     await load.stop();
     console.log(`overload benchmark: ${rate} req/s for 60 s (reads, filtered reads, CSV exports, ingests), CINV_MAX_IN_FLIGHT=64`);
     summarize('admitted (not 503)', load.samples.filter((s) => s.status !== 503));
+    for (const kind of ['read', 'filtered', 'export', 'ingest']) {
+      summarize(`  ${kind}`, load.samples.filter((s) => s.status !== 503 && s.kind === kind));
+    }
     summarize('shed or refused (503)', load.samples.filter((s) => s.status === 503));
     console.log(`client-side peak of open requests: ${peak}`);
     summarize('/health meanwhile', health.map((h, i) => ({ at: i, ms: h.ms, status: h.status, kind: 'health' })));
