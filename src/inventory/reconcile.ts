@@ -66,6 +66,25 @@ const ANALYZE_AFTER_CREATED = 10_000;
 
 const NUL = '\u0000';
 
+/** Whether any string or key inside a JSON value holds a NUL character (walked without recursion). */
+function containsNul(value: unknown): boolean {
+  const stack = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node === 'string') {
+      if (node.includes(NUL)) return true;
+    } else if (Array.isArray(node)) {
+      stack.push(...node);
+    } else if (typeof node === 'object' && node !== null) {
+      for (const [key, child] of Object.entries(node)) {
+        if (key.includes(NUL)) return true;
+        stack.push(child);
+      }
+    }
+  }
+  return false;
+}
+
 /**
  * Refuses snapshots that could only fail midway, after earlier batches were committed: text with
  * NUL characters (jsonb and text cannot hold \u0000), and a delta naming one id both as an item and
@@ -75,7 +94,7 @@ export function assertStorable(snapshot: Snapshot): void {
   const errors: FieldError[] = [];
   const refuse = (field: string, message: string) => errors.push({ field, location: 'body', message });
   snapshot.items.forEach((item, index) => {
-    if (JSON.stringify(item).includes('\\u0000')) refuse(`items.${index}`, 'must not contain NUL characters (\\u0000)');
+    if (containsNul(item)) refuse(`items.${index}`, 'must not contain NUL characters (\\u0000)');
   });
   if (snapshot.scope_id?.includes(NUL)) refuse('scope_id', 'must not contain NUL characters (\\u0000)');
   const itemIds = new Set(snapshot.items.map((item) => item.external_id));

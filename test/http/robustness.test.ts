@@ -53,9 +53,15 @@ describe('hostile and odd input', () => {
   it('refuses ingest bodies that PostgreSQL could not store, before writing anything', async () => {
     const sourceId = await buildSource(app.current.sql, 'odd');
     const nul = { ...buildPod({ name: 'nul' }), raw_data: { note: 'a\u0000b' } };
-    const reply = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, { key, body: { items: [buildPod({ name: 'fine' }), nul] } });
+    const nulKey = { ...buildPod({ name: 'nul-key' }), raw_data: { deep: [{ ['k\u0000']: 1 }] } };
+    // the six characters backslash, u, 0, 0, 0, 0 are text like any other
+    const escaped = { ...buildPod({ name: 'escaped' }), raw_data: { note: 'literal \\u0000 text' } };
+    const reply = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, { key, body: { items: [buildPod({ name: 'fine' }), nul, escaped, nulKey] } });
     expect(reply.status).to.equal(422);
-    expect(reply.body.error.details.errors).to.deep.equal([{ field: 'items.1', location: 'body', message: 'must not contain NUL characters (\\u0000)' }]);
+    expect(reply.body.error.details.errors).to.deep.equal([
+      { field: 'items.1', location: 'body', message: 'must not contain NUL characters (\\u0000)' },
+      { field: 'items.3', location: 'body', message: 'must not contain NUL characters (\\u0000)' },
+    ]);
     expect(await app.current.sql`select 1 from configuration_items where source_id = ${sourceId}`).to.have.lengthOf(0);
 
     // a bare JSON string is not a JSON document the strict parser accepts: malformed (400)
