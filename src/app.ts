@@ -11,6 +11,7 @@ import { LoadShedder } from './http/load.js';
 import { buildRouter } from './http/router.js';
 import { enableProcessMetrics, httpRequestDuration } from './observability/metrics.js';
 import { relationshipRoutes } from './relationships/routes.js';
+import { searchRoutes } from './search/routes.js';
 import { sourceRoutes } from './sources/routes.js';
 import { systemRoutes } from './system/routes.js';
 
@@ -22,7 +23,13 @@ export const API_DESCRIPTION =
   '`{error: {id, code, message, details, path, method}}`.';
 
 /** Every API route, in the order they appear in the OpenAPI document. */
-export const apiRoutes: readonly AnyRoute[] = [...configurationItemRoutes, ...relationshipRoutes, ...changeRoutes, ...sourceRoutes];
+export const apiRoutes: readonly AnyRoute[] = [
+  ...configurationItemRoutes,
+  ...relationshipRoutes,
+  ...changeRoutes,
+  ...searchRoutes,
+  ...sourceRoutes,
+];
 
 export interface AppOptions {
   /** Validate every JSON response against its declared schema (tests turn this on). */

@@ -7,6 +7,8 @@ import { openDatabase, type Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { scheduleSweeps } from './lifecycle/scheduler.js';
+import { createSearchBackend } from './search/backends.js';
+import { scheduleSearchJobs } from './search/scheduler.js';
 import type { Logger } from './observability/logger.js';
 import { DEFAULT_TENANT_ID } from './tenants.js';
 
@@ -23,14 +25,16 @@ export interface Running {
 /** Opens the database, migrates, installs the bootstrap key, then serves and/or schedules. */
 export async function run(config: Config, logger: Logger, options: RunOptions): Promise<Running> {
   const database: Database = await openDatabase(config, { joinEmbedded: false });
+  const now = () => new Date();
   const app: AppContext = {
     sql: database.sql,
     database: database.kind,
     gate: database.gate,
     health: database.health,
+    search: createSearchBackend(database.sql, config, now),
     config,
     logger,
-    now: () => new Date(),
+    now,
   };
   try {
     const applied = await migrate(database.sql);
@@ -46,6 +50,7 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
   }
 
   const sweeps = options.scheduler ? scheduleSweeps(app) : undefined;
+  const searchJobs = options.scheduler ? scheduleSearchJobs(app) : undefined;
   let server: Server | undefined;
   if (options.api) {
     const koa = createApp(app);
@@ -71,7 +76,7 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
           server.closeIdleConnections();
           await closing;
         }
-        await sweeps?.stop();
+        await Promise.all([sweeps?.stop(), searchJobs?.stop()]);
         await database.close();
       })()),
   };

@@ -2,14 +2,16 @@ import type { Context } from 'koa';
 import type { Principal } from '../auth/principal.js';
 import { isCiVisible } from '../configuration-items/store.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
-import { notAcceptable, notFound, unprocessable, validationFailed } from '../http/errors.js';
+import { notAcceptable, notFound, unprocessable } from '../http/errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import { parseFilters } from '../query/filters.js';
+import { parseQuery } from '../search/query.js';
 import { openChangeExport } from './csv.js';
 import { presentChange } from './presenter.js';
 import { ChangeList, ChangeListQuery, CHANGE_FILTERS, CiChangePage, CiChangesParams, CiChangesQuery } from './schema.js';
 import { listChanges, pageCiHistory, type ChangeCriteria, type Position } from './store.js';
+import { changeWindow } from './window.js';
 
 const tags = ['Change history'];
 const access = { resource: 'changes', action: 'read' } as const;
@@ -68,23 +70,12 @@ const ciHistory = defineRoute({
   },
 });
 
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
-const DAY_MS = 86_400_000;
-
-/** Turns the list parameters into criteria; date-only bounds are whole UTC days. */
+/** Turns the list parameters into criteria. */
 function criteriaOf(query: ChangeListQuery): ChangeCriteria {
-  const from = query.start_date && DATE_ONLY.test(query.start_date) ? `${query.start_date}T00:00:00Z` : query.start_date;
-  const untilDay = query.end_date !== undefined && DATE_ONLY.test(query.end_date);
-  const until = untilDay ? new Date(Date.parse(`${query.end_date}T00:00:00Z`) + DAY_MS).toISOString() : query.end_date;
-  if (from && until && Date.parse(until) < Date.parse(from)) {
-    throw validationFailed([{ field: 'end_date', location: 'query', message: 'must not be before start_date' }]);
-  }
   return {
+    ...changeWindow(query.start_date, query.end_date),
     filters: parseFilters(query.filter, CHANGE_FILTERS),
-    search: query.search,
-    from,
-    until,
-    untilExclusive: untilDay,
+    search: query.search === undefined ? undefined : parseQuery(query.search, 'search'),
     sortBy: query.sort_by,
     sortOrder: query.sort_order,
   };

@@ -3,8 +3,9 @@ import type { Principal } from '../auth/principal.js';
 import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
 import { compileFilters, type ParsedFilter } from '../query/filters.js';
 import type { FieldChange } from '../inventory/diff.js';
-import type { ChangeType } from './writer.js';
+import type { ChangeType } from '../inventory/change-writer.js';
 import type { ChangeSortField } from './schema.js';
+import { toTsquery, type ParsedQuery } from '../search/query.js';
 
 export interface ChangeRow {
   id: string;
@@ -32,7 +33,7 @@ const EXACT_TIME = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"';
  */
 const exactTime = (sql: Sql, text: string): Fragment => sql`${text}::text::timestamptz`;
 
-const recordColumns = (sql: Sql) =>
+export const recordColumns = (sql: Sql) =>
   sql`cr.id::text as id, cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.changed_at, cr.change_type, cr.changes`;
 
 export interface CiHistoryPage {
@@ -97,27 +98,29 @@ function toChangeRow(row: ChangeRow): ChangeRow {
   return { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes };
 }
 
-/** What selects and orders the global history; shared by the JSON list and the CSV export. */
-export interface ChangeCriteria {
+/** What selects the global history: filters, search and time bounds. */
+export interface HistoryFilter {
   filters: readonly ParsedFilter[];
-  search: string | undefined;
+  /** The search language of src/search/query.ts, compiled to a tsquery. */
+  search: ParsedQuery | undefined;
   /** Inclusive lower bound, an ISO 8601 timestamp with offset. */
   from: string | undefined;
   /** Upper bound, an ISO 8601 timestamp with offset; `untilExclusive` tells which kind. */
   until: string | undefined;
   untilExclusive: boolean;
+}
+
+/** What selects and orders the global history; shared by the JSON list and the CSV export. */
+export interface ChangeCriteria extends HistoryFilter {
   sortBy: ChangeSortField;
   sortOrder: 'asc' | 'desc';
 }
 
-// Every lexeme of the parsed query becomes a prefix match: 'web-7f' -> 'web-7f':*.
-const TSQUERY_LEXEME = "('(?:[^']|'')*')";
-
-function searchCondition(sql: Sql, text: string): Fragment {
-  return sql`cr.search_vector @@ regexp_replace(websearch_to_tsquery('simple', ${text})::text, ${TSQUERY_LEXEME}, '\\1:*', 'g')::tsquery`;
-}
-
-function conditions(sql: Sql, principal: Principal, criteria: ChangeCriteria): Fragment {
+/**
+ * The `WHERE` of every read of the global history (list, export, search): the principal's tenant
+ * and data scopes, records that carry field changes, filters, time bounds and the search query.
+ */
+export function historyConditions(sql: Sql, principal: Principal, criteria: HistoryFilter): Fragment {
   const parts = [
     visibleTo(sql, principal, columnsOf('cr')),
     // records without field changes carry nothing to list or export
@@ -128,7 +131,7 @@ function conditions(sql: Sql, principal: Principal, criteria: ChangeCriteria): F
   if (criteria.until) {
     parts.push(criteria.untilExclusive ? sql`cr.changed_at < ${exactTime(sql, criteria.until)}` : sql`cr.changed_at <= ${exactTime(sql, criteria.until)}`);
   }
-  if (criteria.search) parts.push(searchCondition(sql, criteria.search));
+  if (criteria.search) parts.push(sql`cr.search_vector @@ ${toTsquery(criteria.search)}::tsquery`);
   return and(sql, parts);
 }
 
@@ -151,7 +154,7 @@ export async function listChanges(
   criteria: ChangeCriteria,
   page: { limit: number; offset: number },
 ): Promise<{ rows: ChangeRow[]; total: number }> {
-  const where = conditions(sql, principal, criteria);
+  const where = historyConditions(sql, principal, criteria);
   const [rows, [count]] = await Promise.all([
     sql<ChangeRow[]>`
       select ${recordColumns(sql)} from change_records cr
@@ -211,7 +214,7 @@ export async function exportBatch(
              cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.changes::text as changes,
              ${criteria.sortBy === 'changed_at' ? sql`null` : sortKey(sql, criteria.sortBy)} as position
       from change_records cr
-      where ${conditions(sql, principal, criteria)} ${after(sql, criteria, batch.position)}
+      where ${historyConditions(sql, principal, criteria)} ${after(sql, criteria, batch.position)}
       order by ${ordering(sql, criteria)}
       limit ${batch.records} offset ${batch.offset}`,
   ]);

@@ -28,6 +28,20 @@ export interface Config {
   sweepSchedule: string;
   sweepBatchSize: number;
   reconcileBatchSize: number;
+  /** Exact counts beyond this take the planner's estimate instead (`total_exact: false`). */
+  countTimeoutMs: number;
+  /** Statistics over an explicit window that take longer answer 422 (narrow the window). */
+  statsTimeoutMs: number;
+  statsRefreshSchedule: string;
+  /** OpenSearch for change search and explicit-window statistics; undefined: PostgreSQL does it. */
+  opensearchUrl: string | undefined;
+  /** The alias the change-record indices sit behind. */
+  opensearchIndex: string;
+  indexerBatchSize: number;
+  /** Attempts after which a row that fails permanently (a mapping error) is parked. */
+  indexerMaxAttempts: number;
+  /** How often the indexer looks at the outbox when no notification wakes it. */
+  indexerPollMs: number;
 }
 
 export class ConfigError extends Error {
@@ -84,6 +98,28 @@ function resolveSecret(env: Env, dataDir: string, embedded: boolean): string {
   return secret;
 }
 
+function opensearchUrl(env: Env): string | undefined {
+  const raw = env.OPENSEARCH_URL || undefined;
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('OPENSEARCH_URL', 'must be a URL such as http://localhost:9200');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('OPENSEARCH_URL', 'must start with http:// or https://');
+  return raw;
+}
+
+function indexName(env: Env): string {
+  const name = env.CINV_OPENSEARCH_INDEX || 'cinv-changes';
+  // OpenSearch index names: lower case, no spaces or the characters it reserves
+  if (!/^[a-z0-9][a-z0-9_.-]{0,100}$/.test(name)) {
+    throw new ConfigError('CINV_OPENSEARCH_INDEX', 'must be a lower-case OpenSearch index name (letters, digits, _ . -)');
+  }
+  return name;
+}
+
 /** Reads and validates the whole configuration; a bad variable is named in the thrown error. */
 export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = env.DATABASE_URL || undefined;
@@ -113,5 +149,13 @@ export function loadConfig(env: Env = process.env): Config {
     sweepBatchSize: integer(env, 'CINV_SWEEP_BATCH_SIZE', 1000, 1, 100_000),
     // the embedded database is one session shared with the API: smaller transactions keep it responsive
     reconcileBatchSize: integer(env, 'CINV_RECONCILE_BATCH_SIZE', databaseUrl ? 5000 : 1000, 1, 50_000),
+    countTimeoutMs: duration(env, 'CINV_COUNT_TIMEOUT', '250ms'),
+    statsTimeoutMs: duration(env, 'CINV_STATS_TIMEOUT', '10s'),
+    statsRefreshSchedule: env.CINV_STATS_REFRESH_SCHEDULE || '*/5 * * * *',
+    opensearchUrl: opensearchUrl(env),
+    opensearchIndex: indexName(env),
+    indexerBatchSize: integer(env, 'CINV_INDEXER_BATCH_SIZE', 500, 1, 10_000),
+    indexerMaxAttempts: integer(env, 'CINV_INDEXER_MAX_ATTEMPTS', 5, 1, 1000),
+    indexerPollMs: duration(env, 'CINV_INDEXER_POLL_INTERVAL', '2s'),
   };
 }

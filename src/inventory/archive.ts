@@ -1,4 +1,4 @@
-import { recordChanges } from '../changes/writer.js';
+import { recordChanges } from './change-writer.js';
 import type { Queryable } from '../db/database.js';
 import { archiveCis, type ArchivedCi } from './store.js';
 

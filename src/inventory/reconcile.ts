@@ -1,5 +1,5 @@
 import { uuidv7 } from 'uuidv7';
-import { recordChanges, type NewChangeRecord } from '../changes/writer.js';
+import { recordChanges, type NewChangeRecord } from './change-writer.js';
 import type { Sql } from '../db/database.js';
 import { validationFailed, type FieldError } from '../http/errors.js';
 import { compileBody, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from '../http/validation.js';

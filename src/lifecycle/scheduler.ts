@@ -11,7 +11,8 @@ export async function runSweep(app: AppContext): Promise<void> {
   try {
     const now = app.now();
     const result = await sweepLifecycle(app.sql, lifecycleSettings(config), now);
-    const trimmed = await trimOutbox(app.sql, OUTBOX_MAX_AGE_MS, config.sweepBatchSize, now);
+    // with OpenSearch configured the indexer consumes the outbox; otherwise nothing would
+    const trimmed = config.opensearchUrl ? 0 : await trimOutbox(app.sql, OUTBOX_MAX_AGE_MS, config.sweepBatchSize, now);
     logger.info({ ...result, outboxTrimmed: trimmed, ms: Date.now() - started }, 'lifecycle sweep done');
   } catch (error) {
     logger.error({ err: error }, 'lifecycle sweep failed');

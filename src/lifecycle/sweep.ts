@@ -1,5 +1,5 @@
 import type { PendingQuery, Row } from 'postgres';
-import { recordChanges } from '../changes/writer.js';
+import { recordChanges } from '../inventory/change-writer.js';
 import type { Config } from '../config/config.js';
 import type { Sql } from '../db/database.js';
 

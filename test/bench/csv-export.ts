@@ -12,6 +12,7 @@ import { issueApiKey } from '../../src/auth/api-keys.js';
 import { loadConfig } from '../../src/config/config.js';
 import { admit } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
+import { createSearchBackend } from '../../src/search/backends.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 
@@ -40,7 +41,8 @@ export async function benchCsvExport(records: number): Promise<void> {
   const config = { ...loadConfig({ CINV_SECRET: SECRET, DATABASE_URL: url }), logLevel: 'warn' };
   const probe = postgres(url, { max: 1, onnotice: () => {} });
   const admitted = admit(sql, probe, config.dbAcquireTimeoutMs);
-  const app = createApp({ ...admitted, database: 'postgres', config, logger: createLogger('warn'), now: () => new Date() });
+  const now = () => new Date();
+  const app = createApp({ ...admitted, database: 'postgres', search: createSearchBackend(admitted.sql, config, now), config, logger: createLogger('warn'), now });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });

@@ -5,6 +5,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Sql } from '../../src/db/database.js';
 import { asJson } from '../../src/db/database.js';
+import { backfillSearchDocuments } from '../../src/search/backfill.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { createKey, useTestApp } from '../support/app.js';
 import { onRealPostgres } from '../support/db.js';
@@ -185,6 +186,8 @@ describe('GET /api/v1/changes (CSV)', () => {
       ci: randomUUID(), name: 'special', namespace: 'kube-system', kind: 'DELETED', at: '2026-01-01T00:02:30Z', source, scope: null,
       changes: [{ field: 'status', old_value: 'active', new_value: 'archived' }],
     });
+    // records inserted by hand get their search documents the way older records do
+    await backfillSearchDocuments(app.current.sql);
     const queries = [
       `filter=${encodeURIComponent('changed_at:gte:2026-01-01T00:02:00Z')}&filter=${encodeURIComponent('changed_at:lt:2026-01-01T00:03:00Z')}`,
       `filter=${encodeURIComponent('changed_field:eq:status')}`,

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../../src/db/database.js';
 import { asJson } from '../../src/db/database.js';
+import { backfillSearchDocuments } from '../../src/search/backfill.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { createKey, useTestApp } from '../support/app.js';
 import { buildPod, buildSource, ingest } from '../support/factories.js';
@@ -77,6 +78,8 @@ async function seed(sql: Sql, sources: Sources): Promise<Map<string, string>> {
       returning id::text`;
     labels.set(row!.id, s.label);
   }
+  // records inserted by hand get their search documents the way older records do
+  await backfillSearchDocuments(sql);
   return labels;
 }
 
@@ -217,7 +220,7 @@ describe('GET /api/v1/changes (JSON)', () => {
     expect((await app.current.get('/api/v1/changes?sort_order=up', admin)).status).to.equal(422);
   });
 
-  it('searches CI names, namespaces, changed field paths and their segments by prefix', async () => {
+  it('searches CI names, namespaces, types, changed field paths and their segments, and values', async () => {
     const cases: [string, string[]][] = [
       ['alpha', ['r1', 'r4']],
       ['alp', ['r1', 'r4']],
@@ -231,7 +234,14 @@ describe('GET /api/v1/changes (JSON)', () => {
       ['conditions', ['r2']],
       ['bravo raw_data.spec', ['r2']],
       ['alpha or charlie', ['r1', 'r3', 'r4']],
-      ['k8s -alpha', []],
+      ['k8s -alpha', ['r2', 'r5']],
+      ['k8s.node', ['r2', 'r5']],
+      ['gpu', ['r5']],
+      ['noschedule', ['r5']],
+      ['tier', []],
+      ['web', ['r3']],
+      ['"activ"', []],
+      ['activ', ['r1', 'r4']],
       ['"raw_data.spec.taints"', ['r5']],
       ['-', []],
       ['zzz', []],

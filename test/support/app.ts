@@ -7,6 +7,7 @@ import { loadConfig, type Config } from '../../src/config/config.js';
 import type { AppContext } from '../../src/context.js';
 import { admit, type RawDatabase, type Sql } from '../../src/db/database.js';
 import { answerClientErrors } from '../../src/http/client-errors.js';
+import { createSearchBackend } from '../../src/search/backends.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { resetDatabase, TEST_SECRET, testDatabase, testProbe } from './db.js';
@@ -106,7 +107,8 @@ export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDat
 /** What the server hands its routes, over the run's database, with the pool admission of a real start. */
 export function testContext(db: RawDatabase, probe: Sql, config: Config, logger: AppContext['logger'], clock: { now: Date }): AppContext {
   const { sql, gate, health } = admit(db.sql, probe, config.dbAcquireTimeoutMs);
-  return { sql, database: db.kind, gate, health, config, logger, now: () => clock.now };
+  const now = () => clock.now;
+  return { sql, database: db.kind, gate, health, search: createSearchBackend(sql, config, now), config, logger, now };
 }
 
 /** Fresh tables and a fresh app for each test of the suite that calls it. */

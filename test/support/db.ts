@@ -57,10 +57,16 @@ const TABLES = [
   'api_keys',
   'sources',
   'collectors',
+  'change_stats_queue',
+  'change_stats_buckets',
+  'change_stats_ci_last',
+  'change_stats_affected',
+  'search_reindex',
 ];
 
 /** Empties every tenant-owned table; the default tenant stays, as after migration. */
 export async function resetDatabase(sql: Sql): Promise<void> {
   await sql.unsafe(`truncate ${TABLES.join(', ')} restart identity cascade`);
   await sql`delete from tenants where slug <> 'default'`;
+  await sql`update change_stats_state set refreshed_at = '-infinity'`;
 }

@@ -1,5 +1,6 @@
 import { asJson, type Queryable } from '../db/database.js';
-import type { FieldChange } from '../inventory/diff.js';
+import type { FieldChange } from './diff.js';
+import { documentTokens, toTsvectorText } from '../search/document.js';
 import { changesWritten } from '../observability/metrics.js';
 
 export type ChangeType = 'CREATED' | 'UPDATED' | 'DELETED';
@@ -18,6 +19,8 @@ export interface NewChangeRecord {
 }
 
 export const OUTBOX_TOPIC_CHANGE = 'change_record';
+/** NOTIFY channel on which outbox consumers wait for new rows. */
+export const OUTBOX_CHANNEL = 'cinv_outbox';
 
 /**
  * Field paths are indexed (GIN) for `changed_field` filters, and an index entry holds at most
@@ -26,22 +29,27 @@ export const OUTBOX_TOPIC_CHANGE = 'change_record';
  */
 const MAX_INDEXED_FIELD_LENGTH = 512;
 
+const withDocument = (record: NewChangeRecord) => ({ ...record, search_document: toTsvectorText(documentTokens(record)) });
+
 /**
- * Writes change records and their outbox rows in one statement. Call it with the transaction that
- * writes the CI change itself: the three land together or not at all.
+ * Writes change records with their search documents, their outbox rows and their place in the statistics queue in one
+ * statement, and wakes outbox consumers listening on OUTBOX_CHANNEL (delivered at commit). Call it
+ * with the transaction that writes the CI change itself: all of it lands together or not at all.
  */
 export async function recordChanges(sql: Queryable, records: readonly NewChangeRecord[]): Promise<number> {
   if (records.length === 0) return 0;
   const [row] = await sql<{ written: number }[]>`
     with written as (
       insert into change_records
-        (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields)
+        (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields,
+         search_vector)
       select r.tenant_id, r.ci_id, r.source_id, r.scope_id, r.ci_name, r.ci_namespace, r.ci_type, r.change_type,
              r.changed_at, r.changes,
-             array(select distinct left(c ->> 'field', ${MAX_INDEXED_FIELD_LENGTH}) from jsonb_array_elements(r.changes) as c order by 1)
-      from jsonb_to_recordset(${sql.json(asJson(records))}::jsonb) as r(
+             array(select distinct left(c ->> 'field', ${MAX_INDEXED_FIELD_LENGTH}) from jsonb_array_elements(r.changes) as c order by 1),
+             r.search_document::tsvector
+      from jsonb_to_recordset(${sql.json(asJson(records.map(withDocument)))}::jsonb) as r(
         tenant_id uuid, ci_id uuid, source_id bigint, scope_id text, ci_name text, ci_namespace text,
-        ci_type text, change_type text, changed_at timestamptz, changes jsonb)
+        ci_type text, change_type text, changed_at timestamptz, changes jsonb, search_document text)
       returning id, tenant_id, ci_id, change_type
     ), queued as (
       insert into outbox (tenant_id, topic, aggregate_id, payload)
@@ -49,8 +57,10 @@ export async function recordChanges(sql: Queryable, records: readonly NewChangeR
              jsonb_build_object('change_id', id::text, 'ci_id', ci_id, 'change_type', change_type)
       from written
       returning 1
+    ), counted as (
+      insert into change_stats_queue (change_id) select id from written
     )
-    select count(*)::int as written from queued`;
+    select count(*)::int as written, pg_notify(${OUTBOX_CHANNEL}, '') from queued`;
   const written = row?.written ?? 0;
   changesWritten.inc(written);
   return written;

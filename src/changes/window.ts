@@ -1,0 +1,27 @@
+import { validationFailed } from '../http/errors.js';
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const DAY_MS = 86_400_000;
+
+export interface ChangeWindow {
+  /** Inclusive lower bound, ISO 8601. */
+  from: string | undefined;
+  /** Upper bound, ISO 8601: inclusive for a date-time, exclusive for the day after a date. */
+  until: string | undefined;
+  untilExclusive: boolean;
+}
+
+/**
+ * The `start_date`/`end_date` of the change routes as bounds on `changed_at`: a date-only
+ * `start_date` is midnight UTC, a date-only `end_date` covers that whole UTC day; an end before the
+ * start is a 422 naming `end_date`.
+ */
+export function changeWindow(startDate: string | undefined, endDate: string | undefined): ChangeWindow {
+  const from = startDate && DATE_ONLY.test(startDate) ? `${startDate}T00:00:00Z` : startDate;
+  const untilExclusive = endDate !== undefined && DATE_ONLY.test(endDate);
+  const until = untilExclusive ? new Date(Date.parse(`${endDate}T00:00:00Z`) + DAY_MS).toISOString() : endDate;
+  if (from && until && Date.parse(until) < Date.parse(from)) {
+    throw validationFailed([{ field: 'end_date', location: 'query', message: 'must not be before start_date' }]);
+  }
+  return { from, until, untilExclusive };
+}

@@ -1,0 +1,133 @@
+import type { Sql } from 'postgres';
+import type { Principal } from '../auth/principal.js';
+import { historyConditions, recordColumns, type ChangeRow } from '../changes/store.js';
+import { databaseFailure } from '../db/failures.js';
+import { unprocessable } from '../http/errors.js';
+import { countWithin } from '../query/count.js';
+import {
+  DEFAULT_STATS_WINDOW_MS,
+  SEARCH_WINDOW,
+  type BackendHealth,
+  type ChangeStats,
+  type RefreshResult,
+  type SearchBackend,
+  type SearchRequest,
+  type SearchResult,
+  type StatsRequest,
+} from './backend.js';
+import { matchesOf } from './highlight.js';
+import { toTsquery } from './query.js';
+import { aggregateStats, historyStats, refreshStatsAggregate, statsRefreshedAt } from './stats-store.js';
+
+export interface PostgresBackendOptions {
+  /** Limit of an exact count of matches before an estimate is reported (CINV_COUNT_TIMEOUT). */
+  countTimeoutMs: number;
+  /** Limit of one explicit-window statistics query (CINV_STATS_TIMEOUT). */
+  statsTimeoutMs: number;
+  now: () => Date;
+}
+
+const HOUR_MS = 3_600_000;
+
+/** The 422 of an explicit statistics window that could not be computed in time. */
+export const statsWindowTooWide = () =>
+  unprocessable('The statistics window is too wide to compute within CINV_STATS_TIMEOUT; narrow it with end_date', { reason: 'stats_timeout' });
+
+/** The default statistics window: the 90 days before now, from the start of that hour. */
+export function defaultStatsStart(now: Date): Date {
+  const start = now.getTime() - DEFAULT_STATS_WINDOW_MS;
+  return new Date(start - (start % HOUR_MS));
+}
+
+/**
+ * The default statistics window of a pre-aggregate refreshed at `refreshedAt` (null: never), and
+ * its figures; shared by both backends, since the pre-aggregate lives in PostgreSQL either way.
+ */
+export async function defaultWindowStats(sql: Sql, principal: Principal, request: StatsRequest, now: Date): Promise<ChangeStats> {
+  const start = defaultStatsStart(now);
+  const refreshedAt = await statsRefreshedAt(sql);
+  // never refreshed: the aggregate covers nothing yet, and says so
+  const end = refreshedAt && refreshedAt > start ? refreshedAt : start;
+  const figures = await aggregateStats(sql, principal, { start, end }, request.groupBy);
+  return { ...figures, time_range: { start: start.toISOString(), end: end.toISOString() } };
+}
+
+/** Change search with PostgreSQL full text (tsvector, GIN) and statistics from its pre-aggregate. */
+export class PostgresSearchBackend implements SearchBackend {
+  readonly name = 'postgres' as const;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly options: PostgresBackendOptions,
+  ) {}
+
+  /**
+   * Matches are ranked by `ts_rank` over the weighted document (name above namespace and type,
+   * above field paths, above values). A query with more than SEARCH_WINDOW matches ranks its most
+   * recent SEARCH_WINDOW, so its cost stays bounded however common the words are; its total is
+   * then counted under the count timeout, or estimated.
+   */
+  async search(principal: Principal, request: SearchRequest): Promise<SearchResult> {
+    const { sql } = this;
+    const where = historyConditions(sql, principal, { ...request, search: request.query });
+    const query = sql`${toTsquery(request.query)}::tsquery`;
+    const [row] = await sql<{ candidates: number; items: (ChangeRow & { score: number })[] | null }[]>`
+      with candidates as materialized (
+        select cr.id, cr.changed_at, ts_rank(cr.search_vector, ${query}) as score
+        from change_records cr
+        where ${where}
+        order by cr.changed_at desc, cr.id desc
+        limit ${SEARCH_WINDOW + 1}
+      ), page as (
+        select id, score, changed_at from candidates
+        order by score desc, changed_at desc, id desc
+        limit ${request.limit} offset ${request.offset}
+      )
+      select (select count(*) from candidates)::int as candidates,
+             (select json_agg(hit order by hit.score desc, hit.changed_at desc, hit.id::bigint desc) from (
+                select page.score, ${recordColumns(sql)}
+                from page join change_records cr on cr.id = page.id
+             ) hit) as items`;
+    const candidates = row?.candidates ?? 0;
+    const total =
+      candidates <= SEARCH_WINDOW
+        ? { total: candidates, exact: true }
+        : await countWithin(sql, sql`select 1 from change_records cr where ${where}`, this.options.countTimeoutMs);
+    const items = (row?.items ?? []).map((hit) => ({
+      ...hit,
+      changed_at: new Date(hit.changed_at),
+      score: Math.round(hit.score * 1e6) / 1e6,
+      matched: matchesOf(hit, request.query),
+    }));
+    return { items, total: total.total, totalExact: total.exact };
+  }
+
+  async stats(principal: Principal, request: StatsRequest): Promise<ChangeStats> {
+    const now = this.options.now();
+    if (request.from === undefined && request.until === undefined) return defaultWindowStats(this.sql, principal, request, now);
+    const from = request.from ?? defaultStatsStart(now).toISOString();
+    const until = request.until ?? now.toISOString();
+    const figures = await historyStats(this.sql, principal, { from, until, untilExclusive: request.untilExclusive }, request.groupBy, this.options.statsTimeoutMs).catch(
+      (error: unknown) => {
+        throw databaseFailure(error) === 'timeout' ? statsWindowTooWide() : error;
+      },
+    );
+    return { ...figures, time_range: { start: new Date(from).toISOString(), end: new Date(until).toISOString() } };
+  }
+
+  async refresh(): Promise<RefreshResult> {
+    const started = performance.now();
+    const { rows, refreshedAt } = await refreshStatsAggregate(this.sql);
+    const start = defaultStatsStart(this.options.now());
+    return {
+      refreshed: true,
+      window: { start: start.toISOString(), end: refreshedAt.toISOString() },
+      rows,
+      took_ms: Math.round(performance.now() - started),
+    };
+  }
+
+  async health(): Promise<BackendHealth> {
+    return { backend: 'postgres', status: 'ok' };
+  }
+}

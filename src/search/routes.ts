@@ -1,0 +1,92 @@
+import { presentChange } from '../changes/presenter.js';
+import { CHANGE_FILTERS } from '../changes/schema.js';
+import { changeWindow } from '../changes/window.js';
+import { validationFailed } from '../http/errors.js';
+import { defineRoute, type AnyRoute } from '../http/route.js';
+import { parseFilters } from '../query/filters.js';
+import { SEARCH_WINDOW } from './backend.js';
+import { parseQuery } from './query.js';
+import { RefreshResponse, SEARCH_SYNTAX, SearchQuery, SearchResponse, Stats, StatsQuery } from './schema.js';
+
+const tags = ['Change history'];
+
+const search = defineRoute({
+  method: 'GET',
+  path: '/api/v1/changes/search',
+  operationId: 'searchChanges',
+  summary: 'Full-text search of the change history',
+  description:
+    `${SEARCH_SYNTAX} Filters, dates and data scopes apply as on \`GET /changes\`; records without field changes are ` +
+    'not searched. Results are ranked by relevance, newest first among equals; each carries `score` and `matched` ' +
+    '(where it matched, with an excerpt). On PostgreSQL, a query with more than 10 000 matches ranks the 10 000 most ' +
+    'recent and `total` may be an estimate (`total_exact: false`); narrow it with words, filters or dates.',
+  tags,
+  access: { resource: 'changes', action: 'read' },
+  query: SearchQuery,
+  responses: { 200: { description: 'A page of matching change records.', schema: SearchResponse } },
+  async handler({ app, principal, query }) {
+    const text = query.query.trim();
+    if (text.length < 2) throw validationFailed([{ field: 'query', location: 'query', message: 'must have at least 2 characters besides spaces' }]);
+    if (query.offset + query.limit > SEARCH_WINDOW) {
+      throw validationFailed([{ field: 'offset', location: 'query', message: `offset + limit must not exceed ${SEARCH_WINDOW}` }]);
+    }
+    const request = {
+      ...changeWindow(query.start_date, query.end_date),
+      query: parseQuery(text),
+      filters: parseFilters(query.filter, CHANGE_FILTERS),
+      limit: query.limit,
+      offset: query.offset,
+    };
+    const started = performance.now();
+    const result = await app.search.search(principal, request);
+    const tookMs = Math.round(performance.now() - started);
+    return {
+      items: result.items.map((hit) => ({ ...presentChange(hit), score: hit.score, matched: hit.matched })),
+      total: result.total,
+      total_exact: result.totalExact,
+      offset: query.offset,
+      limit: query.limit,
+      took_ms: tookMs,
+      query: query.query,
+    };
+  },
+});
+
+const stats = defineRoute({
+  method: 'GET',
+  path: '/api/v1/changes/stats',
+  operationId: 'changeStatistics',
+  summary: 'Statistics of the change history',
+  description:
+    'Without `start_date` (and `end_date`): the last 90 days, from a pre-aggregate refreshed every few minutes ' +
+    '(CINV_STATS_REFRESH_SCHEDULE) and by `POST /changes/refresh-stats`; `time_range.end` is its last refresh. With ' +
+    '`start_date` or `end_date`: computed from the full history of that window (a missing `start_date` means 90 ' +
+    'days before now, a missing `end_date` now). A window that cannot be computed within CINV_STATS_TIMEOUT answers ' +
+    '422 (`HTTP_422`): narrow it with `end_date`. Data scopes apply: a scoped key sees the figures of what it may ' +
+    'list. `DELETED` changes count under `archived`; records without field changes are not counted.',
+  tags,
+  access: { resource: 'changes', action: 'read' },
+  query: StatsQuery,
+  responses: { 200: { description: 'The statistics of the window.', schema: Stats } },
+  async handler({ app, principal, query }) {
+    return app.search.stats(principal, { ...changeWindow(query.start_date, query.end_date), groupBy: query.group_by });
+  },
+});
+
+const refresh = defineRoute({
+  method: 'POST',
+  path: '/api/v1/changes/refresh-stats',
+  operationId: 'refreshChangeStatistics',
+  summary: 'Refresh the statistics pre-aggregate now',
+  description:
+    'Folds the change records written since the last refresh into the pre-aggregate (only those: the cost follows ' +
+    'what changed, not the history). Runs on a schedule anyway; replicas refreshing at once take turns.',
+  tags,
+  access: { resource: 'changes', action: 'write' },
+  responses: { 200: { description: 'What the refresh did.', schema: RefreshResponse } },
+  async handler({ app }) {
+    return app.search.refresh();
+  },
+});
+
+export const searchRoutes: AnyRoute[] = [search, stats, refresh];
