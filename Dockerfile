@@ -2,6 +2,7 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY indexer ./indexer
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
@@ -16,5 +17,5 @@ RUN mkdir -p /var/lib/cinv && chown node:node /var/lib/cinv
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s CMD node -e "fetch('http://127.0.0.1:'+process.env.PORT+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-ENTRYPOINT ["node", "dist/cli.js"]
+ENTRYPOINT ["node", "dist/src/cli.js"]
 CMD ["serve"]

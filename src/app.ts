@@ -1,5 +1,5 @@
 import Koa from 'koa';
-import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
 import { changeRoutes } from './changes/routes.js';
 import { configurationItemRoutes } from './configuration-items/routes.js';
 import type { AppContext } from './context.js';
@@ -12,10 +12,11 @@ import { buildRouter } from './http/router.js';
 import { enableProcessMetrics, httpRequestDuration } from './observability/metrics.js';
 import { relationshipRoutes } from './relationships/routes.js';
 import { searchRoutes } from './search/routes.js';
+import { packagePath } from './paths.js';
 import { sourceRoutes } from './sources/routes.js';
 import { systemRoutes } from './system/routes.js';
 
-const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+const { version } = JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string };
 
 export const API_DESCRIPTION =
   'Inventory of discovered infrastructure components (configuration items) with lifecycle states and change ' +

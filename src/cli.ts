@@ -5,6 +5,9 @@ import {
   keysCreateCommand,
   keysGenerateCommand,
   migrateCommand,
+  outboxCommand,
+  refreshStatsCommand,
+  reindexCommand,
   serveCommand,
   sweepCommand,
   UsageError,
@@ -17,9 +20,11 @@ const HELP = `cinv: Configuration Inventory Service
 Usage: cinv <command> [options]
 
 Commands:
-  serve                     API, lifecycle scheduler and migrations in one process (npm start)
+  serve                     API, scheduled jobs, migrations, and the indexer when OPENSEARCH_URL is set
+                            (npm start)
   api                       the API only (no scheduled jobs)
-  worker                    scheduled jobs only (lifecycle sweeps)
+  worker                    scheduled jobs only (lifecycle sweeps, statistics refresh)
+  indexer                   the outbox indexer only: mirrors change records into OpenSearch
   migrate                   apply pending database migrations and exit
   keys create --tier adm|svc|ro --name NAME [--scope SOURCE[:INSTANCE]]... [--permission RESOURCE:ACTION]...
               [--expires-in DURATION]
@@ -30,6 +35,12 @@ Commands:
   ingest --source NAME --file FILE [--scope INSTANCE] [--mode snapshot|delta] [--collector-type TYPE]
                             reconcile a universal-format snapshot file into the inventory
   sweep                     run the lifecycle sweep once (inactive, archive, remove)
+  refresh-stats             bring the statistics pre-aggregate up to date now
+  reindex [--resume] [--delete-old] [--batch-size N]
+                            rebuild the OpenSearch index from PostgreSQL into a new index, verify it,
+                            and move the alias to it (--resume continues an interrupted reindex)
+  outbox                    show the outbox backlog, lag and parked rows
+  outbox retry              re-queue the parked rows
 
 Without DATABASE_URL every command uses the embedded database in CINV_DATA_DIR (default ./data);
 while a server runs on it, commands reach it through the server's socket.
@@ -46,6 +57,9 @@ const OPTIONS = {
   file: { type: 'string' },
   mode: { type: 'string' },
   'collector-type': { type: 'string' },
+  resume: { type: 'boolean' },
+  'delete-old': { type: 'boolean' },
+  'batch-size': { type: 'string' },
 } as const;
 
 async function main(argv: string[]): Promise<number> {
@@ -58,13 +72,26 @@ async function main(argv: string[]): Promise<number> {
   }
   switch (`${command}${sub ? ` ${sub}` : ''}`) {
     case 'serve':
-      await serveCommand({ api: true, scheduler: true });
+      await serveCommand({ api: true, scheduler: true, indexer: true });
       return 0;
     case 'api':
-      await serveCommand({ api: true, scheduler: false });
+      await serveCommand({ api: true, scheduler: false, indexer: false });
       return 0;
     case 'worker':
-      await serveCommand({ api: false, scheduler: true });
+      await serveCommand({ api: false, scheduler: true, indexer: false });
+      return 0;
+    case 'indexer':
+      await serveCommand({ api: false, scheduler: false, indexer: true });
+      return 0;
+    case 'reindex':
+      await reindexCommand(flags);
+      return 0;
+    case 'outbox':
+    case 'outbox retry':
+      await outboxCommand(sub);
+      return 0;
+    case 'refresh-stats':
+      await refreshStatsCommand();
       return 0;
     case 'migrate':
       await migrateCommand();

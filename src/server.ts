@@ -15,11 +15,34 @@ import { DEFAULT_TENANT_ID } from './tenants.js';
 export interface RunOptions {
   api: boolean;
   scheduler: boolean;
+  /** Run the outbox indexer (only when OPENSEARCH_URL is set). */
+  indexer: boolean;
 }
 
 export interface Running {
   server: Server | undefined;
   stop(): Promise<void>;
+}
+
+/** Starts the outbox indexer of this process; it wakes on NOTIFY on a PostgreSQL server. */
+async function startIndexer(app: AppContext, url: string): Promise<{ stop(): Promise<void> }> {
+  const [{ OutboxIndexer }, { createOpenSearchClient }] = await Promise.all([import('../indexer/indexer.js'), import('./search/opensearch-index.js')]);
+  const { config } = app;
+  const indexer = new OutboxIndexer(
+    app.sql,
+    createOpenSearchClient(url),
+    {
+      alias: config.opensearchIndex,
+      batchSize: config.indexerBatchSize,
+      maxAttempts: config.indexerMaxAttempts,
+      pollMs: config.indexerPollMs,
+      listen: app.database === 'postgres',
+    },
+    app.logger,
+  );
+  await indexer.start();
+  app.logger.info({ alias: config.opensearchIndex }, 'outbox indexer started');
+  return indexer;
 }
 
 /** Opens the database, migrates, installs the bootstrap key, then serves and/or schedules. */
@@ -51,6 +74,7 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
 
   const sweeps = options.scheduler ? scheduleSweeps(app) : undefined;
   const searchJobs = options.scheduler ? scheduleSearchJobs(app) : undefined;
+  const indexer = options.indexer && config.opensearchUrl ? await startIndexer(app, config.opensearchUrl) : undefined;
   let server: Server | undefined;
   if (options.api) {
     const koa = createApp(app);
@@ -76,7 +100,7 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
           server.closeIdleConnections();
           await closing;
         }
-        await Promise.all([sweeps?.stop(), searchJobs?.stop()]);
+        await Promise.all([sweeps?.stop(), searchJobs?.stop(), indexer?.stop()]);
         await database.close();
       })()),
   };

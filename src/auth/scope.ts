@@ -42,3 +42,22 @@ export function visibleTo(sql: Sql, principal: Principal, columns: ScopedColumns
   );
   return sql`${tenant} and ${or(sql, scopeParts)}`;
 }
+
+/** An OpenSearch query clause (a JSON object of the query DSL). */
+export type SearchClause = Record<string, unknown>;
+
+/**
+ * The same scope rule as `visibleTo`, for OpenSearch: filter clauses on the `tenant_id`,
+ * `source_id` and `scope_id` keyword fields of the indexed documents, from the same principal.
+ */
+export function visibleToOpenSearch(principal: Principal): SearchClause[] {
+  const tenant = { term: { tenant_id: principal.tenantId } };
+  if (principal.superadmin || principal.scopes === 'all') return [tenant];
+  if (principal.scopes.length === 0) return [tenant, { bool: { must_not: [{ match_all: {} }] } }];
+  const scopes = principal.scopes.map((scope) =>
+    scope.scopeId === null
+      ? { term: { source_id: scope.sourceId } }
+      : { bool: { filter: [{ term: { source_id: scope.sourceId } }, { term: { scope_id: scope.scopeId } }] } },
+  );
+  return [tenant, { bool: { should: scopes, minimum_should_match: 1 } }];
+}

@@ -42,8 +42,11 @@ function many(flags: Flags, name: string): string[] {
   return (Array.isArray(value) ? value : [String(value)]).filter((v) => v !== '');
 }
 
-export async function serveCommand(options: { api: boolean; scheduler: boolean }): Promise<void> {
+export async function serveCommand(options: { api: boolean; scheduler: boolean; indexer: boolean }): Promise<void> {
   const config = loadConfig();
+  if (options.indexer && !options.api && !options.scheduler && !config.opensearchUrl) {
+    throw new UsageError('the indexer mirrors change records into OpenSearch: set OPENSEARCH_URL');
+  }
   const [{ createLogger }, { run }] = await Promise.all([import('../observability/logger.js'), import('../server.js')]);
   const logger = createLogger(config.logLevel);
   const running = await run(config, logger, options);
@@ -182,5 +185,77 @@ export async function sweepCommand(): Promise<void> {
   await withDatabase(config, async (db) => {
     const result = await sweepLifecycle(db.sql, lifecycleSettings(config), new Date());
     console.log(JSON.stringify(result));
+  });
+}
+
+function requireOpenSearch(config: Config): string {
+  if (!config.opensearchUrl) throw new UsageError('this command works on OpenSearch: set OPENSEARCH_URL');
+  return config.opensearchUrl;
+}
+
+export async function reindexCommand(flags: Flags): Promise<void> {
+  const config = loadConfig();
+  const url = requireOpenSearch(config);
+  const batchText = single(flags, 'batch-size', false);
+  const batchSize = batchText === undefined ? 2000 : Number(batchText);
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 50_000) throw new UsageError('--batch-size must be an integer from 1 to 50000');
+  const [{ reindex, ReindexError }, { createOpenSearchClient }] = await Promise.all([
+    import('../../indexer/reindex.js'),
+    import('../search/opensearch-index.js'),
+  ]);
+  await withDatabase(config, async (db) => {
+    try {
+      const report = await reindex(
+        db.sql,
+        createOpenSearchClient(url, 120_000),
+        {
+          alias: config.opensearchIndex,
+          batchSize,
+          resume: flags.resume === true,
+          deleteOld: flags['delete-old'] === true,
+          now: () => new Date(),
+          indexer: { batchSize: config.indexerBatchSize, maxAttempts: config.indexerMaxAttempts, pollMs: config.indexerPollMs },
+        },
+        process.stderr,
+      );
+      console.log(
+        `${config.opensearchIndex} now points at ${report.index}: ${report.indexed} documents indexed, ${report.verified} verified against PostgreSQL` +
+          (report.previous.length > 0 ? `; previous: ${report.previous.join(', ')}${report.deleted.length > 0 ? ' (deleted)' : ' (kept; --delete-old removes them)'}` : '') +
+          (report.drained > 0 ? `; ${report.drained} outbox rows applied afterwards` : ''),
+      );
+    } catch (error) {
+      if (error instanceof ReindexError) throw new UsageError(error.message);
+      throw error;
+    }
+  });
+}
+
+export async function outboxCommand(sub: string | undefined): Promise<void> {
+  if (sub !== undefined && sub !== 'retry') throw new UsageError(`unknown outbox command "${sub}"`);
+  const config = loadConfig();
+  const { outboxState, parkedRows, requeueParked } = await import('../../indexer/outbox.js');
+  await withDatabase(config, async (db) => {
+    if (sub === 'retry') {
+      console.log(`re-queued ${await requeueParked(db.sql)} parked rows`);
+      return;
+    }
+    const state = await outboxState(db.sql);
+    console.log(`pending: ${state.pending}${state.pendingCapped ? '+' : ''}`);
+    console.log(`lag: ${state.lagSeconds.toFixed(1)} s (age of the oldest pending row)`);
+    console.log(`parked: ${state.parked}${state.parked > 0 ? ' (cinv outbox retry re-queues them)' : ''}`);
+    for (const row of await parkedRows(db.sql, 20)) {
+      console.log(`  row ${row.id} change ${row.change_id}: ${row.attempts} attempts, parked ${row.parked_at.toISOString()}: ${row.last_error ?? ''}`);
+    }
+    if (!config.opensearchUrl) console.log('OPENSEARCH_URL is not set: nothing consumes the outbox, and the sweep trims rows older than a day');
+  });
+}
+
+export async function refreshStatsCommand(): Promise<void> {
+  const config = loadConfig();
+  const { refreshStatsAggregate } = await import('../search/stats-store.js');
+  await withDatabase(config, async (db) => {
+    const started = performance.now();
+    const { rows, refreshedAt } = await refreshStatsAggregate(db.sql);
+    console.log(JSON.stringify({ refreshed: true, rows, refreshed_at: refreshedAt.toISOString(), took_ms: Math.round(performance.now() - started) }));
   });
 }

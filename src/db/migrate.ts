@@ -1,9 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packagePath } from '../paths.js';
 import type { Sql } from 'postgres';
 
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
+export const MIGRATIONS_DIR = packagePath('sql');
 // Any constant works as long as every cinv process uses the same one.
 const MIGRATION_LOCK = 0x63696e76; // "cinv"
 

@@ -21,8 +21,8 @@ export async function backfillSearchDocuments(sql: Sql, batchSize = 1000, onBatc
   let after = '0';
   for (;;) {
     const batch = await sql<Pending[]>`
-      select id::text, ci_name, ci_namespace, ci_type, changes from change_records
-      where search_vector is null and id > ${after}::bigint order by id limit ${batchSize}`;
+      select cr.id::text as id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.changes from change_records cr
+      where cr.search_vector is null and cr.id > ${after}::bigint order by cr.id limit ${batchSize}`;
     if (batch.length === 0) return done;
     const documents = batch.map((record) => toTsvectorText(documentTokens(record)));
     await sql`

@@ -1026,7 +1026,8 @@ interface SearchRequest {
 /** Validates the whole request before touching documents, so unsupported clauses fail even on empty indices. */
 function parseSearchRequest(body: unknown, params: Record<string, string>): SearchRequest {
   const request = body === undefined ? {} : expectObject(body, 'search request');
-  allowKeys(request, ['query', 'from', 'size', 'sort', 'track_total_hits', '_source', 'aggs', 'aggregations'], 'search request');
+  // `timeout` is accepted and never reached: the fake answers every search in full (timed_out: false)
+  allowKeys(request, ['query', 'from', 'size', 'sort', 'track_total_hits', '_source', 'aggs', 'aggregations', 'timeout'], 'search request');
   if (params.q !== undefined) throw unsupported('the [q] URL parameter');
   if (request.aggs !== undefined && request.aggregations !== undefined) throw badRequest('parsing_exception', 'Found two aggregation definitions');
   return {

@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import { OutboxIndexer } from '../../indexer/indexer.js';
+import { OpenSearchBackend } from '../../src/search/opensearch-backend.js';
+import { aliasIndices, createOpenSearchClient } from '../../src/search/opensearch-index.js';
+import { startTestApp } from '../support/app.js';
+import { searchContract } from './contract.js';
+
+const url = process.env.OPENSEARCH_URL;
+
+if (url) {
+  // a real cluster at OPENSEARCH_URL (docker compose up opensearch): an alias of this run's own
+  const alias = `cinv-test-${randomBytes(4).toString('hex')}`;
+  searchContract(`change search and statistics on the OpenSearch backend, against the OpenSearch at OPENSEARCH_URL (${alias})`, async (overrides) => {
+    const app = await startTestApp({ ...overrides, opensearchUrl: url, opensearchIndex: alias });
+    const client = createOpenSearchClient(url);
+    const { config } = app.context;
+    app.context.search = new OpenSearchBackend(client, app.context.sql, {
+      alias,
+      countTimeoutMs: config.countTimeoutMs,
+      statsTimeoutMs: config.statsTimeoutMs,
+      now: app.context.now,
+    });
+    const indexer = new OutboxIndexer(app.context.sql, client, { alias, batchSize: 200, maxAttempts: 3, pollMs: 1000, listen: false }, app.context.logger);
+    return {
+      app,
+      async sync() {
+        await indexer.drain();
+        await client.indices.refresh({ index: alias });
+      },
+      async close() {
+        await app.close();
+        for (const index of await aliasIndices(client, alias)) await client.indices.delete({ index });
+        await client.indices.deleteIndexTemplate({ name: alias }).catch(() => undefined);
+      },
+    };
+  });
+} else {
+  describe.skip('change search and statistics against a real OpenSearch (skipped: OPENSEARCH_URL is not set; `docker compose up opensearch` starts one)', () => {
+    it('runs the search and statistics contract suite against OPENSEARCH_URL', () => undefined);
+  });
+}
