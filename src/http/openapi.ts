@@ -43,7 +43,8 @@ const ERROR_STATUSES: Record<number, string> = {
   503:
     'Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves ' +
     'CINV_MAX_IN_FLIGHT requests —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, ' +
-    '`database_unavailable`, `statement_timeout`, `contention`, or `source_busy` for an ingest waiting on another).',
+    '`database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or ' +
+    '`search_unavailable` when OpenSearch cannot answer).',
 };
 
 /** The error statuses a route can answer, from what it declares: auth, parameters, body, filters. */

@@ -39,6 +39,14 @@ const Readiness = Type.Object({
   timestamp: Timestamp(),
   checks: Type.Object({
     database: DatabaseCheck,
+    search: Type.Object(
+      {
+        backend: Type.Union([Type.Literal('postgres'), Type.Literal('opensearch')]),
+        status: Type.Union([Type.Literal('ok'), Type.Literal('degraded'), Type.Literal('unavailable')]),
+        detail: Type.Optional(Type.String()),
+      },
+      { description: 'The search backend; an unavailable OpenSearch does not make the instance unready (only search needs it).' },
+    ),
     load: Type.Object({
       in_flight: Type.Integer({ description: 'Requests being served now (health and metrics excluded).' }),
       max_in_flight: Type.Integer({ description: 'CINV_MAX_IN_FLIGHT: beyond it requests are answered 503 at once.' }),
@@ -97,7 +105,7 @@ function readinessRoute(load: LoadShedder) {
       503: { description: 'Saturated or without its database.', schema: Readiness },
     },
     async handler({ app, ctx }) {
-      const database = await checkDatabase(app);
+      const [database, search] = await Promise.all([checkDatabase(app), app.search.health()]);
       const queue = app.gate.queue;
       const waitingTooLong = queue.oldestWaitMs > app.config.dbAcquireTimeoutMs / 2;
       const status = database.status !== 'ok' ? 'unavailable' : load.saturated || waitingTooLong ? 'saturated' : 'ready';
@@ -108,6 +116,7 @@ function readinessRoute(load: LoadShedder) {
         timestamp: new Date().toISOString(),
         checks: {
           database,
+          search,
           load: {
             in_flight: load.inFlight,
             max_in_flight: load.maxInFlight,

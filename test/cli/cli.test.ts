@@ -7,6 +7,7 @@ import { runCli, startServer, stopServer } from '../support/cli.js';
 import { onRealPostgres } from '../support/db.js';
 import { createScratchDatabase } from '../support/scratch-db.js';
 import { buildPod } from '../support/factories.js';
+import { startFakeOpenSearch } from '../support/fake-opensearch.js';
 
 describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded database'})`, function () {
   this.timeout(180_000);
@@ -87,5 +88,37 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
     const help = await runCli(['--help'], env());
     expect(help.code).to.equal(0);
     expect(help.stdout).to.match(/keys create --tier adm\|svc\|ro/);
+  });
+
+  it('refreshes statistics, shows the outbox, and refuses the OpenSearch commands without OPENSEARCH_URL', async () => {
+    const refreshed = await runCli(['refresh-stats'], env());
+    expect(refreshed.code, refreshed.stderr).to.equal(0);
+    expect(JSON.parse(refreshed.stdout)).to.include({ refreshed: true });
+    const outbox = await runCli(['outbox'], env());
+    expect(outbox.code, outbox.stderr).to.equal(0);
+    expect(outbox.stdout).to.match(/^pending: \d+\nlag: [\d.]+ s .*\nparked: 0\n/);
+    expect(outbox.stdout).to.match(/OPENSEARCH_URL is not set/);
+    for (const command of [['reindex'], ['indexer']]) {
+      const refused = await runCli(command, env());
+      expect(refused.code, command.join(' ')).to.equal(2);
+      expect(refused.stderr).to.match(/set OPENSEARCH_URL/);
+    }
+    const help = await runCli(['--help'], env());
+    for (const command of ['indexer', 'reindex [--resume] [--delete-old]', 'outbox retry', 'refresh-stats']) expect(help.stdout).to.include(command);
+  });
+
+  it('reindexes into the fake OpenSearch server (a test double) from the command line, with progress lines', async () => {
+    const fake = await startFakeOpenSearch();
+    try {
+      const reindexed = await runCli(['reindex', '--batch-size', '1'], { ...env(), OPENSEARCH_URL: fake.url });
+      expect(reindexed.code, reindexed.stderr).to.equal(0);
+      expect(reindexed.stdout).to.match(/^cinv-changes now points at cinv-changes-v1-\S+: (\d+) documents indexed, \1 verified against PostgreSQL/);
+      // not a terminal: the progress ends with a plain line
+      expect(reindexed.stderr).to.match(/reindex cinv-changes-v1-\S+ (\d+)\/\1 \(100\.0%\)/);
+      const [index] = Object.keys(fake.aliases()).length > 0 ? fake.aliases()['cinv-changes']! : [];
+      expect(fake.documents(index!).size).to.be.greaterThan(0);
+    } finally {
+      await fake.close();
+    }
   });
 });

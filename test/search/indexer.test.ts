@@ -5,6 +5,7 @@ import { outboxState, requeueParked } from '../../indexer/outbox.js';
 import { startReindexRun } from '../../indexer/reindex-state.js';
 import type { Sql } from '../../src/db/database.js';
 import { createLogger } from '../../src/observability/logger.js';
+import { metricsRegistry } from '../../src/observability/metrics.js';
 import { aliasIndices, createOpenSearchClient, ensureIndex } from '../../src/search/opensearch-index.js';
 import { onRealPostgres, resetDatabase, testDatabase } from '../support/db.js';
 import { buildPod, ingest } from '../support/factories.js';
@@ -12,6 +13,12 @@ import { startFakeOpenSearch, type FakeOpenSearch } from '../support/fake-opense
 import { random } from '../support/scenario.js';
 
 const ALIAS = 'cinv-changes';
+
+/** The current value of a metric (summed over its labels), as /metrics would show it. */
+async function metricValue(name: string): Promise<number> {
+  const metric = await metricsRegistry.getSingleMetric(name)?.get();
+  return (metric?.values ?? []).reduce((sum, value) => sum + value.value, 0);
+}
 const logger = createLogger('silent');
 
 const options = (overrides: Partial<IndexerOptions> = {}): IndexerOptions => ({
@@ -56,6 +63,7 @@ describe('outbox indexer against the fake OpenSearch server (a test double: no O
     await ingest(sql, Array.from({ length: 240 }, (_, i) => buildPod({ name: `p${i}`, replicas: 2 })), { scopeId: 'c1' });
     const expected = await changeIds(sql);
     expect(expected).to.have.lengthOf(480);
+    const indexedBefore = await metricValue('cinv_indexer_documents_indexed_total');
     const indexer = new OutboxIndexer(sql, client, options(), logger);
     const rand = random(42);
     let injected = 0;
@@ -79,6 +87,8 @@ describe('outbox indexer against the fake OpenSearch server (a test double: no O
     expect(document.source).to.include({ id: expected[0], change_type: 'CREATED', ci_name: 'p0', has_changes: true });
     // retries happened: more bulk requests than the batches would need without failures
     expect(fake.requests.filter((r) => r.path.endsWith('_bulk')).length).to.be.greaterThan(480 / 50 + 10);
+    expect((await metricValue('cinv_indexer_documents_indexed_total')) - indexedBefore).to.equal(480);
+    expect(await metricValue('cinv_indexer_failures_total')).to.be.greaterThan(0);
   });
 
   it('parks rows that keep failing permanently, with their error, and indexes them once re-queued (fake OpenSearch)', async () => {

@@ -1,0 +1,90 @@
+import { expect } from 'chai';
+import type { Sql } from '../../src/db/database.js';
+import { refreshStatsAggregate } from '../../src/search/stats-store.js';
+import { createKey, startTestApp } from '../support/app.js';
+import { onRealPostgres, resetDatabase, testDatabase } from '../support/db.js';
+import { buildPod, ingest } from '../support/factories.js';
+
+const HOUR = 3_600_000;
+const T0 = new Date('2026-06-01T00:00:00Z');
+
+/** The figures the pre-aggregate must hold, computed from the change records directly. */
+async function fromHistory(sql: Sql) {
+  const [row] = await sql<{ buckets: unknown; affected: unknown }[]>`
+    select
+      (select coalesce(json_agg(b order by b.bucket, b.source_id, b.change_type, b.ci_type), '[]') from (
+        select date_trunc('hour', changed_at, 'UTC') as bucket, source_id::text, scope_id, change_type, ci_type, count(*)::int as changes
+        from change_records where changes <> '[]' group by 1, 2, 3, 4, 5) b) as buckets,
+      (select coalesce(json_agg(a order by a.bucket, a.source_id), '[]') from (
+        select bucket, source_id, scope_id, count(*)::int as cis from (
+          select ci_id, source_id::text, scope_id, max(date_trunc('hour', changed_at, 'UTC')) as bucket
+          from change_records where changes <> '[]' group by 1, 2, 3) l group by 1, 2, 3) a) as affected`;
+  return row!;
+}
+
+async function fromAggregate(sql: Sql) {
+  const [row] = await sql<{ buckets: unknown; affected: unknown }[]>`
+    select
+      (select coalesce(json_agg(b order by b.bucket, b.source_id, b.change_type, b.ci_type), '[]') from (
+        select bucket, source_id::text, scope_id, change_type, ci_type, changes::int from change_stats_buckets) b) as buckets,
+      (select coalesce(json_agg(a order by a.bucket, a.source_id), '[]') from (
+        select bucket, source_id::text as source_id, scope_id, cis::int from change_stats_affected where cis <> 0) a) as affected`;
+  return row!;
+}
+
+describe('statistics pre-aggregate', function () {
+  this.timeout(120_000);
+  let sql: Sql;
+  beforeEach(async () => {
+    sql = (await testDatabase()).sql;
+    await resetDatabase(sql);
+  });
+
+  it('folds in only what was written since the last refresh, keeping affected CIs exact as CIs change again later', async () => {
+    const pods = Array.from({ length: 30 }, (_, i) => buildPod({ name: `s${i}` }));
+    await ingest(sql, pods, { now: T0, scopeId: 'c1' });
+    expect((await refreshStatsAggregate(sql, 7)).rows).to.equal(30);
+    expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
+    // a third of the pods change two hours later, a few of them again three hours later
+    await ingest(sql, pods.map((p, i) => (i % 3 === 0 ? { ...p, raw_data: { ...p.raw_data, v: 2 } } : p)), { now: new Date(T0.getTime() + 2 * HOUR), scopeId: 'c1' });
+    await ingest(sql, pods.map((p, i) => (i % 3 === 0 ? { ...p, raw_data: { ...p.raw_data, v: i % 2 ? 3 : 2 } } : p)), { now: new Date(T0.getTime() + 5 * HOUR), scopeId: 'c1' });
+    await ingest(sql, [buildPod({ name: 'other' })], { source: 'other', now: new Date(T0.getTime() + 5 * HOUR) });
+    const second = await refreshStatsAggregate(sql, 4);
+    expect(second.rows).to.equal(10 + 5 + 1);
+    expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
+    expect((await refreshStatsAggregate(sql)).rows).to.equal(0);
+    expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
+  });
+
+  (onRealPostgres ? describe : describe.skip)('with several sessions (needs a PostgreSQL server)', () => {
+    it('gives the same figures when several refreshes run at once as one refresh alone', async () => {
+      for (let hour = 0; hour < 6; hour++) {
+        await ingest(sql, Array.from({ length: 200 }, (_, i) => buildPod({ name: `c${i}`, replicas: hour })), { now: new Date(T0.getTime() + hour * HOUR), scopeId: `s${hour % 2}` });
+      }
+      const results = await Promise.all([0, 1, 2, 3].map(() => refreshStatsAggregate(sql, 150)));
+      expect(results.reduce((sum, r) => sum + r.rows, 0)).to.equal(1200);
+      expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
+    });
+
+    it('answers 422 when an explicit window cannot be computed within CINV_STATS_TIMEOUT, never a hang or a 500', async () => {
+      await ingest(sql, [buildPod({ name: 'x' })]);
+      const app = await startTestApp({ statsTimeoutMs: 300 });
+      const holder = (await testDatabase()).connectOne();
+      try {
+        const key = await createKey(sql, 'adm');
+        await holder`begin`;
+        await holder`lock table change_records in access exclusive mode`;
+        const started = performance.now();
+        const reply = await app.get('/api/v1/changes/stats?start_date=2026-01-01', key);
+        expect(reply.status, reply.text).to.equal(422);
+        expect(reply.body.error).to.include({ code: 'HTTP_422' });
+        expect(reply.body.error.message).to.match(/narrow it with end_date/);
+        expect(performance.now() - started).to.be.below(3000);
+      } finally {
+        await holder`rollback`.catch(() => undefined);
+        await holder.end();
+        await app.close();
+      }
+    });
+  });
+});
