@@ -1,5 +1,5 @@
 import type { FieldChange } from '../inventory/diff.js';
-import { pathTokens, splitTokens } from './document.js';
+import { MAX_WHOLE_TOKEN, pathTokens, splitTokens } from './document.js';
 import { tokensOf, type ParsedQuery, type Term } from './query.js';
 
 export type MatchedIn = 'name' | 'namespace' | 'ci_type' | 'field' | 'old_value' | 'new_value';
@@ -29,13 +29,13 @@ const escapeHtml = (text: string): string =>
 /** The tokens a stored text is found by (document.ts): a value's whole and parts, a path's segments. */
 const textTokens = (text: string, path: boolean): Set<string> => new Set(path ? pathTokens(text) : splitTokens(text));
 
-/** Whether a term matches a text the way the search index does (see query.ts). */
+/** Whether a term matches a text the way the search index does (see termTsquery in query.ts). */
 function termMatches(term: Term, text: string, segments: boolean): boolean {
   const tokens = tokensOf(term.text);
   const available = textTokens(text, segments);
+  if (tokens.whole.length > MAX_WHOLE_TOKEN) return tokens.parts.every((part) => available.has(part));
   const prefix = !term.quoted && tokens.whole.length > 1;
-  const whole = prefix ? [...available].some((token) => token.startsWith(tokens.whole)) : available.has(tokens.whole);
-  return whole || (tokens.parts.length > 1 && tokens.parts.every((part) => available.has(part)));
+  return prefix ? [...available].some((token) => token.startsWith(tokens.whole)) : available.has(tokens.whole);
 }
 
 /** The text with the first place each term occurs marked, cut to a window around the first mark. */

@@ -22,7 +22,7 @@ export interface Tokens {
 }
 
 // Documents keep whole tokens up to MAX_WHOLE_TOKEN and parts up to MAX_PART_TOKEN characters; a
-// term beyond those lengths can only match through what is kept.
+// longer term can only match through its parts.
 const MAX_WHOLE = MAX_WHOLE_TOKEN;
 
 /** Tokenizes a query term the way documents are tokenized (document.ts). */
@@ -33,9 +33,6 @@ export function tokensOf(text: string): Tokens {
 
 /** Whether any token of the term can be in a document at all. */
 const searchable = (tokens: Tokens): boolean => tokens.whole.length <= MAX_WHOLE || tokens.parts.length > 0;
-
-/** Whether the term is more than one alphanumeric run (a hyphenated or dotted name, an IP). */
-const compound = (tokens: Tokens): boolean => !(tokens.parts.length === 1 && tokens.parts[0] === tokens.whole);
 
 /** Parses the query text; throws a 422 naming `field` when nothing positive is left to match. */
 export function parseQuery(text: string, field = 'query'): ParsedQuery {
@@ -82,15 +79,16 @@ export function parseQuery(text: string, field = 'query'): ParsedQuery {
 
 const lexeme = (text: string): string => `'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 
+/**
+ * A term matches a token that starts with it (or equals it, when quoted or one character long):
+ * names, values and paths are whole tokens as well as parts, so `app-0-7c9f0`, `nginx:1.25` or
+ * `db-1.prod` find what they name, and `7c9f0` or `prod` the names that contain them. A term
+ * longer than any whole token (200 characters) matches where all its parts occur.
+ */
 function termTsquery(term: Term): string {
   const tokens = tokensOf(term.text);
-  // one-character words would expand over most of the index; they match exactly
   const prefix = !term.quoted && tokens.whole.length > 1 ? ':*' : '';
-  const alternatives: string[] = [];
-  if (tokens.whole.length <= MAX_WHOLE) alternatives.push(`${lexeme(tokens.whole)}${prefix}`);
-  // a compound term also matches where all its parts occur (parseQuery ensured one of the two)
-  if ((compound(tokens) || alternatives.length === 0) && tokens.parts.length > 0) alternatives.push(`(${tokens.parts.map(lexeme).join(' & ')})`);
-  const matched = alternatives.length === 1 ? alternatives[0]! : `(${alternatives.join(' | ')})`;
+  const matched = tokens.whole.length <= MAX_WHOLE ? `${lexeme(tokens.whole)}${prefix}` : `(${tokens.parts.map(lexeme).join(' & ')})`;
   return term.negated ? `!${matched}` : matched;
 }
 
@@ -120,12 +118,8 @@ const anyField = (kind: 'term' | 'prefix', value: string): Clause => ({
 
 function termClause(term: Term): Clause {
   const tokens = tokensOf(term.text);
-  const alternatives: Clause[] = [];
-  if (tokens.whole.length <= MAX_WHOLE) alternatives.push(anyField(!term.quoted && tokens.whole.length > 1 ? 'prefix' : 'term', tokens.whole));
-  if ((compound(tokens) || alternatives.length === 0) && tokens.parts.length > 0) {
-    alternatives.push({ bool: { must: tokens.parts.map((part) => anyField('term', part)) } });
-  }
-  return alternatives.length === 1 ? alternatives[0]! : { bool: { should: alternatives, minimum_should_match: 1 } };
+  if (tokens.whole.length > MAX_WHOLE) return { bool: { must: tokens.parts.map((part) => anyField('term', part)) } };
+  return anyField(!term.quoted && tokens.whole.length > 1 ? 'prefix' : 'term', tokens.whole);
 }
 
 /** The query as OpenSearch clauses: `must` for what has to match, `must_not` for exclusions. */

@@ -10,8 +10,8 @@ export const SEARCH_SYNTAX =
   'Words are ANDed: `nginx web` finds records matching both. `or` between two words ORs them (`alpha or beta`); ' +
   '`-word` excludes (`pod -staging`); "quoted text" matches whole tokens exactly instead of by prefix ' +
   '(`"nginx:1.25"`). Unquoted words match by prefix (`web-7f` finds `web-7f9c4`). Names made of parts are found ' +
-  'whole (`app-0-7c9f0-0x0`, `db-1.prod.example`) and by any part (`7c9f0`, `prod`) without a prefix search of ' +
-  'their short parts. Searched: CI name, namespace, CI type, changed field paths (whole, `raw_data.spec`, or by ' +
+  'whole or by a prefix (`app-0-7c9f0-0x0`, `db-1.prod`) and by any part (`7c9f0`, `prod`), never as a prefix search ' +
+  'of their first part. Searched: CI name, namespace, CI type, changed field paths (whole, `raw_data.spec`, or by ' +
   'segment, `replicas`) and the scalar old and new values (an image tag `nginx:1.25`, an IP `10.0.0.7`, a status). ' +
   'Case-insensitive, no stemming.';
 
