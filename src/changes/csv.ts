@@ -48,6 +48,17 @@ function writable(out: Stringifier): Promise<void> {
   });
 }
 
+/**
+ * A value as a spreadsheet shows it best: text as itself, numbers and booleans as their literals,
+ * null as an empty cell; only objects and arrays are JSON text (which parses back exactly).
+ */
+export function cell(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return JSON.stringify(value);
+}
+
 const CHUNK_BYTES = 64 * 1024;
 
 /**
@@ -116,8 +127,7 @@ class ChangeExport {
       const changedAt = `${record.changed_at.slice(0, 23)}Z`;
       for (const change of JSON.parse(record.changes) as FieldChange[]) {
         this.rows++;
-        const row = [id, changedAt, change_type, ci_id, ci_name, ci_namespace, ci_type, change.field,
-          JSON.stringify(change.old_value ?? null), JSON.stringify(change.new_value ?? null)];
+        const row = [id, changedAt, change_type, ci_id, ci_name, ci_namespace, ci_type, change.field, cell(change.old_value), cell(change.new_value)];
         if (!this.out.write(row)) {
           await writable(this.out);
           if (this.out.destroyed) return false;

@@ -105,8 +105,8 @@ const globalHistory = defineRoute({
     'paging can reach. `Accept: application/json` (also for `*/*` or no Accept) gives `{items, total, limit, offset}`; ' +
     '`Accept: text/csv` streams a download (`Content-Disposition: attachment; filename="changes-<UTC timestamp>.csv"`) ' +
     'with a header row and one row per field change: change_id, changed_at, change_type, ci_id, ci_name, ci_namespace, ' +
-    'ci_type, field, old_value, new_value, where old_value and new_value are JSON text (a string value keeps its quotes, ' +
-    'null is `null`). The CSV applies the same filters, search, dates, sort and scopes; it holds every match unless ' +
+    'ci_type, field, old_value, new_value. A value that is text is written as the text, a number or boolean as its ' +
+    'literal, null as an empty cell, and only objects and arrays as JSON text (which parses back exactly). The CSV applies the same filters, search, dates, sort and scopes; it holds every match unless ' +
     '`limit`/`offset` are given explicitly (they then count change records, not rows). Any other Accept is 406. ' +
     'A malformed or reversed date is a 422 `VALIDATION_ERROR` naming the parameter.',
   tags,

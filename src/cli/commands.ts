@@ -255,7 +255,7 @@ export async function refreshStatsCommand(): Promise<void> {
   const { refreshStatsAggregate } = await import('../search/stats-store.js');
   await withDatabase(config, async (db) => {
     const started = performance.now();
-    const { rows, refreshedAt } = await refreshStatsAggregate(db.sql);
+    const { rows, refreshedAt } = await refreshStatsAggregate(db.sql, new Date());
     console.log(JSON.stringify({ refreshed: true, rows, refreshed_at: refreshedAt.toISOString(), took_ms: Math.round(performance.now() - started) }));
   });
 }

@@ -17,14 +17,15 @@ import {
 } from './backend.js';
 import { matchesOf } from './highlight.js';
 import type { ChangeDocument } from './opensearch-index.js';
-import { defaultStatsStart, defaultWindowStats, PostgresSearchBackend, statsWindowTooWide } from './postgres-backend.js';
+import { PostgresSearchBackend, statsWindowTooWide } from './postgres-backend.js';
 import { toOpenSearch } from './query.js';
-import { TOP_CI_TYPES } from './stats-store.js';
+import { defaultWindowStart, defaultWindowStats, TOP_CI_TYPES } from './stats-store.js';
 
 export interface OpenSearchBackendOptions {
   alias: string;
   statsTimeoutMs: number;
   countTimeoutMs: number;
+  embedded: boolean;
   now: () => Date;
 }
 
@@ -131,8 +132,8 @@ export class OpenSearchBackend implements SearchBackend {
 
   async stats(principal: Principal, request: StatsRequest): Promise<ChangeStats> {
     const now = this.options.now();
-    if (request.from === undefined && request.until === undefined) return defaultWindowStats(this.sql, principal, request, now);
-    const from = request.from ?? defaultStatsStart(now).toISOString();
+    if (request.from === undefined && request.until === undefined) return defaultWindowStats(this.sql, principal, request.groupBy, now);
+    const from = request.from ?? defaultWindowStart(now).toISOString();
     const until = request.until ?? now.toISOString();
     const filter = this.baseFilter(principal, { from, until, untilExclusive: request.untilExclusive });
     const timeout = `${this.options.statsTimeoutMs}ms`;

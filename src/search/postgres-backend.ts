@@ -3,9 +3,9 @@ import type { Principal } from '../auth/principal.js';
 import { historyConditions, recordColumns, type ChangeRow } from '../changes/store.js';
 import { databaseFailure } from '../db/failures.js';
 import { unprocessable } from '../http/errors.js';
+import { and } from '../auth/scope.js';
 import { countWithin } from '../query/count.js';
 import {
-  DEFAULT_STATS_WINDOW_MS,
   SEARCH_WINDOW,
   type BackendHealth,
   type ChangeStats,
@@ -17,49 +17,34 @@ import {
 } from './backend.js';
 import { matchesOf } from './highlight.js';
 import { toTsquery } from './query.js';
-import { aggregateStats, historyStats, refreshStatsAggregate, statsRefreshedAt } from './stats-store.js';
+import { TermFrequencies } from './selectivity.js';
+import { defaultWindowStart, defaultWindowStats, historyStats, refreshStatsAggregate } from './stats-store.js';
 
 export interface PostgresBackendOptions {
   /** Limit of an exact count of matches before an estimate is reported (CINV_COUNT_TIMEOUT). */
   countTimeoutMs: number;
+  /** The embedded database cannot interrupt a statement: counts there are exact, however long. */
+  embedded: boolean;
   /** Limit of one explicit-window statistics query (CINV_STATS_TIMEOUT). */
   statsTimeoutMs: number;
   now: () => Date;
 }
 
-const HOUR_MS = 3_600_000;
-
 /** The 422 of an explicit statistics window that could not be computed in time. */
 export const statsWindowTooWide = () =>
   unprocessable('The statistics window is too wide to compute within CINV_STATS_TIMEOUT; narrow it with end_date', { reason: 'stats_timeout' });
 
-/** The default statistics window: the 90 days before now, from the start of that hour. */
-export function defaultStatsStart(now: Date): Date {
-  const start = now.getTime() - DEFAULT_STATS_WINDOW_MS;
-  return new Date(start - (start % HOUR_MS));
-}
-
-/**
- * The default statistics window of a pre-aggregate refreshed at `refreshedAt` (null: never), and
- * its figures; shared by both backends, since the pre-aggregate lives in PostgreSQL either way.
- */
-export async function defaultWindowStats(sql: Sql, principal: Principal, request: StatsRequest, now: Date): Promise<ChangeStats> {
-  const start = defaultStatsStart(now);
-  const refreshedAt = await statsRefreshedAt(sql);
-  // never refreshed: the aggregate covers nothing yet, and says so
-  const end = refreshedAt && refreshedAt > start ? refreshedAt : start;
-  const figures = await aggregateStats(sql, principal, { start, end }, request.groupBy);
-  return { ...figures, time_range: { start: start.toISOString(), end: end.toISOString() } };
-}
-
 /** Change search with PostgreSQL full text (tsvector, GIN) and statistics from its pre-aggregate. */
 export class PostgresSearchBackend implements SearchBackend {
   readonly name = 'postgres' as const;
+  private readonly frequencies: TermFrequencies;
 
   constructor(
     private readonly sql: Sql,
     private readonly options: PostgresBackendOptions,
-  ) {}
+  ) {
+    this.frequencies = new TermFrequencies(sql);
+  }
 
   /**
    * Matches are ranked by `ts_rank` over the weighted document (name above namespace and type,
@@ -69,13 +54,20 @@ export class PostgresSearchBackend implements SearchBackend {
    */
   async search(principal: Principal, request: SearchRequest): Promise<SearchResult> {
     const { sql } = this;
-    const where = historyConditions(sql, principal, { ...request, search: request.query });
+    const where = historyConditions(sql, principal, { ...request, search: undefined });
     const query = sql`${toTsquery(request.query)}::tsquery`;
+    // the index answers the rare words; common ones are checked on the rows it (or the time order) yields
+    const { indexed, checked } = await this.frequencies.split(request.query);
+    const matching = and(sql, [
+      where,
+      ...(indexed.length > 0 ? [sql`cr.search_vector @@ ${toTsquery(indexed)}::tsquery`] : []),
+      ...(checked.length > 0 ? [sql`ts_match_vq(cr.search_vector, ${toTsquery(checked)}::tsquery)`] : []),
+    ]);
     const [row] = await sql<{ candidates: number; items: (ChangeRow & { score: number })[] | null }[]>`
       with candidates as materialized (
         select cr.id, cr.changed_at, ts_rank(cr.search_vector, ${query}) as score
         from change_records cr
-        where ${where}
+        where ${matching}
         order by cr.changed_at desc, cr.id desc
         limit ${SEARCH_WINDOW + 1}
       ), page as (
@@ -92,7 +84,8 @@ export class PostgresSearchBackend implements SearchBackend {
     const total =
       candidates <= SEARCH_WINDOW
         ? { total: candidates, exact: true }
-        : await countWithin(sql, sql`select 1 from change_records cr where ${where}`, this.options.countTimeoutMs);
+        : // counted (or estimated) in the plain form, whose selectivity the statistics know
+          await countWithin(sql, sql`select 1 from change_records cr where ${where} and cr.search_vector @@ ${query}`, this.options.countTimeoutMs, this.options.embedded);
     const items = (row?.items ?? []).map((hit) => ({
       ...hit,
       changed_at: new Date(hit.changed_at),
@@ -104,8 +97,8 @@ export class PostgresSearchBackend implements SearchBackend {
 
   async stats(principal: Principal, request: StatsRequest): Promise<ChangeStats> {
     const now = this.options.now();
-    if (request.from === undefined && request.until === undefined) return defaultWindowStats(this.sql, principal, request, now);
-    const from = request.from ?? defaultStatsStart(now).toISOString();
+    if (request.from === undefined && request.until === undefined) return defaultWindowStats(this.sql, principal, request.groupBy, now);
+    const from = request.from ?? defaultWindowStart(now).toISOString();
     const until = request.until ?? now.toISOString();
     const figures = await historyStats(this.sql, principal, { from, until, untilExclusive: request.untilExclusive }, request.groupBy, this.options.statsTimeoutMs).catch(
       (error: unknown) => {
@@ -117,8 +110,9 @@ export class PostgresSearchBackend implements SearchBackend {
 
   async refresh(): Promise<RefreshResult> {
     const started = performance.now();
-    const { rows, refreshedAt } = await refreshStatsAggregate(this.sql);
-    const start = defaultStatsStart(this.options.now());
+    const now = this.options.now();
+    const { rows, refreshedAt } = await refreshStatsAggregate(this.sql, now);
+    const start = defaultWindowStart(now);
     return {
       refreshed: true,
       window: { start: start.toISOString(), end: refreshedAt.toISOString() },

@@ -1,7 +1,7 @@
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
-import { STATS_TYPE, type ChangeStats, type StatsGrouping } from './backend.js';
+import { DEFAULT_STATS_WINDOW_MS, STATS_TYPE, type ChangeStats, type StatsGrouping } from './backend.js';
 
 // Any constant works as long as every cinv process uses the same one.
 const REFRESH_LOCK = 0x63696e78;
@@ -60,12 +60,22 @@ async function refreshBatch(sql: Sql, batchSize: number): Promise<{ consumed: nu
   });
 }
 
+const HOUR_MS = 3_600_000;
+const VACUUM_AFTER_ROWS = 10_000;
+
+/** The start of the default window (the last 90 days) at `now`: the start of that hour. */
+export function defaultWindowStart(now: Date): Date {
+  const start = now.getTime() - DEFAULT_STATS_WINDOW_MS;
+  return new Date(start - (start % HOUR_MS));
+}
+
 /**
  * Brings the pre-aggregate up to date with every change record committed so far: only what was
- * queued since the last refresh is read, so a refresh costs what changed, not the history. Safe to
- * run from several replicas at once. Returns the records consumed and the new end of the window.
+ * queued since the last refresh is read, so a refresh costs what changed, not the history. Then
+ * stores each tenant's default window as an unrestricted principal sees it (one row to read).
+ * Safe to run from several replicas at once. Returns the records consumed and the window's end.
  */
-export async function refreshStatsAggregate(sql: Sql, batchSize = 10_000): Promise<{ rows: number; refreshedAt: Date }> {
+export async function refreshStatsAggregate(sql: Sql, now: Date, batchSize = 10_000): Promise<{ rows: number; refreshedAt: Date }> {
   let rows = 0;
   let last: { consumed: number; snapshotAt: Date };
   do {
@@ -75,7 +85,60 @@ export async function refreshStatsAggregate(sql: Sql, batchSize = 10_000): Promi
   // the last batch found the queue drained: every record committed before its statement began is in
   const [state] = await sql<{ refreshed_at: Date }[]>`
     update change_stats_state set refreshed_at = greatest(refreshed_at, ${last.snapshotAt}) where id = 1 returning refreshed_at`;
+  // a drained queue keeps the pages and statistics of what it held: the unfolded records of an
+  // explicit window are found through it, which must stay one cheap scan of what is really queued
+  if (rows >= VACUUM_AFTER_ROWS) await sql`vacuum (analyze) change_stats_queue`;
+  await storeSnapshots(sql, defaultWindowStart(now), state!.refreshed_at, rows > 0);
   return { rows, refreshedAt: state!.refreshed_at };
+}
+
+interface SnapshotSource {
+  tenant_id: string;
+  hourly: [string, string, number][];
+  top_ci_types: [string, number][];
+  affected_cis: number;
+}
+
+/**
+ * Stores the unrestricted default window of every tenant with changes in it, when something was
+ * folded in or the window has moved on by an hour since the stored one: the figures of each
+ * `group_by`, ready to be answered as they are.
+ */
+async function storeSnapshots(sql: Sql, start: Date, end: Date, folded: boolean): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${REFRESH_LOCK})`;
+    const sources = await tx<SnapshotSource[]>`
+      with tenants as (
+        select distinct b.tenant_id from change_stats_buckets b where b.bucket >= ${start}
+      ), due as (
+        select t.tenant_id from tenants t left join change_stats_snapshots s on s.tenant_id = t.tenant_id
+        where ${folded} or s.tenant_id is null or s.window_start < ${start}
+      )
+      select due.tenant_id,
+        coalesce((
+          select json_agg(json_build_array(to_char(s.bucket at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), s.change_type, s.count)) from (
+            select b.bucket, b.change_type, sum(b.changes)::bigint as count from change_stats_buckets b
+            where b.tenant_id = due.tenant_id and b.bucket >= ${start} group by 1, 2) s), '[]') as hourly,
+        coalesce((
+          select json_agg(json_build_array(t.ci_type, t.count) order by t.count desc, t.ci_type) from (
+            select b.ci_type, sum(b.changes)::bigint as count from change_stats_buckets b
+            where b.tenant_id = due.tenant_id and b.bucket >= ${start} group by 1 order by 2 desc, 1 limit ${TOP_CI_TYPES}) t), '[]') as top_ci_types,
+        (select coalesce(sum(a.cis), 0)::bigint from change_stats_affected a where a.tenant_id = due.tenant_id and a.bucket >= ${start}) as affected_cis
+      from due`;
+    for (const source of sources) {
+      const hourly = source.hourly.map(([hour, change_type, count]) => ({ hour, change_type, count }));
+      const top = source.top_ci_types.map(([ci_type, count]) => ({ ci_type, count }));
+      const figures = Object.fromEntries(
+        (['hour', 'day', 'week'] as const).map((groupBy) => [groupBy, figuresOf(hourly, top, Number(source.affected_cis), groupBy)]),
+      );
+      await tx`
+        insert into change_stats_snapshots (tenant_id, window_start, window_end, figures)
+        values (${source.tenant_id}, ${start}, ${end}, ${tx.json(figures as never)})
+        on conflict (tenant_id) do update set window_start = excluded.window_start, window_end = excluded.window_end, figures = excluded.figures`;
+    }
+    // a refresh that folded nothing still covers up to its own end
+    await tx`update change_stats_snapshots set window_end = greatest(window_end, ${end})`;
+  });
 }
 
 /** The moment the pre-aggregate was last brought up to date (-infinity before the first refresh). */
@@ -87,60 +150,83 @@ export async function statsRefreshedAt(sql: Sql): Promise<Date | null> {
 
 const iso = (value: Date | string): string => (value instanceof Date ? value : new Date(value)).toISOString();
 
-interface TypeCount {
-  change_type: string;
-  count: number;
+/** The start of the `groupBy` bucket an hour belongs to (weeks start on Monday, UTC). */
+function bucketOf(hour: string, groupBy: StatsGrouping): string {
+  if (groupBy === 'hour') return hour;
+  const day = new Date(hour);
+  day.setUTCHours(0, 0, 0, 0);
+  if (groupBy === 'week') day.setUTCDate(day.getUTCDate() - ((day.getUTCDay() + 6) % 7));
+  return day.toISOString();
 }
 
-function fold(
-  byType: readonly TypeCount[],
+type Figures = Omit<ChangeStats, 'time_range'>;
+
+/**
+ * Spec §2.3's figures from counts per (hour, change type) and per CI type: `DELETED` counts
+ * under `archived`, the series is summed into `groupBy` buckets.
+ */
+function figuresOf(
+  hourly: readonly { hour: string; change_type: string; count: number }[],
   topTypes: readonly { ci_type: string; count: number }[],
-  series: readonly { bucket_start: Date | string; change_type: string; count: number }[],
-): Pick<ChangeStats, 'total_changes' | 'changes_by_type' | 'top_changed_ci_types' | 'series'> {
+  affected: number,
+  groupBy: StatsGrouping,
+): Figures {
   const changesByType = { created: 0, updated: 0, archived: 0 };
-  for (const row of byType) changesByType[STATS_TYPE[row.change_type]!] += Number(row.count);
   const buckets = new Map<string, ChangeStats['series'][number]>();
-  for (const row of series) {
-    const start = iso(row.bucket_start);
+  for (const row of hourly) {
+    const kind = STATS_TYPE[row.change_type]!;
+    const count = Number(row.count);
+    changesByType[kind] += count;
+    const start = bucketOf(iso(row.hour), groupBy);
     let bucket = buckets.get(start);
     if (!bucket) buckets.set(start, (bucket = { bucket_start: start, created: 0, updated: 0, archived: 0 }));
-    bucket[STATS_TYPE[row.change_type]!] += Number(row.count);
+    bucket[kind] += count;
   }
   return {
     total_changes: changesByType.created + changesByType.updated + changesByType.archived,
+    affected_cis: affected,
     changes_by_type: changesByType,
     top_changed_ci_types: topTypes.map((row) => ({ ci_type: row.ci_type, count: Number(row.count) })),
-    series: [...buckets.values()],
+    series: [...buckets.values()].sort((a, b) => (a.bucket_start < b.bucket_start ? -1 : 1)),
   };
 }
 
 export const TOP_CI_TYPES = 10;
 
-/** Statistics of the default window from the pre-aggregate: sums over the visible instances. */
-export async function aggregateStats(
-  sql: Sql,
-  principal: Principal,
-  window: { start: Date; end: Date },
-  groupBy: StatsGrouping,
-): Promise<Omit<ChangeStats, 'time_range'>> {
-  const where = (alias: string): Fragment =>
-    and(sql, [visibleTo(sql, principal, columnsOf(alias)), sql`${sql(`${alias}.bucket`)} >= ${window.start}`]);
-  const [byType, topTypes, series, [affected]] = await Promise.all([
-    sql<TypeCount[]>`select b.change_type, sum(b.changes)::bigint as count from change_stats_buckets b where ${where('b')} group by 1`,
+const unrestricted = (principal: Principal): boolean => principal.superadmin || principal.scopes === 'all';
+
+/**
+ * The default window (the last 90 days, as of the last refresh): an unrestricted principal reads
+ * its tenant's snapshot; a data-scoped one sums the per-instance buckets it may see.
+ */
+export async function defaultWindowStats(sql: Sql, principal: Principal, groupBy: StatsGrouping, now: Date): Promise<ChangeStats> {
+  const start = defaultWindowStart(now);
+  if (unrestricted(principal)) {
+    const [snapshot] = await sql<{ window_start: Date; window_end: Date; figures: Figures | null }[]>`
+      select window_start, window_end, figures -> ${groupBy} as figures from change_stats_snapshots where tenant_id = ${principal.tenantId}`;
+    if (snapshot?.figures) return { ...snapshot.figures, time_range: { start: snapshot.window_start.toISOString(), end: snapshot.window_end.toISOString() } };
+  }
+  // never refreshed: the aggregate covers nothing yet, and says so
+  const refreshedAt = await statsRefreshedAt(sql);
+  const end = refreshedAt && refreshedAt > start ? refreshedAt : start;
+  const where = (alias: string): Fragment => and(sql, [visibleTo(sql, principal, columnsOf(alias)), sql`${sql(`${alias}.bucket`)} >= ${start}`]);
+  const [hourly, topTypes, [affected]] = await Promise.all([
+    sql<{ hour: string; change_type: string; count: number }[]>`
+      select b.bucket as hour, b.change_type, sum(b.changes)::bigint as count from change_stats_buckets b where ${where('b')} group by 1, 2`,
     sql<{ ci_type: string; count: number }[]>`
       select b.ci_type, sum(b.changes)::bigint as count from change_stats_buckets b where ${where('b')}
       group by 1 order by 2 desc, 1 limit ${TOP_CI_TYPES}`,
-    sql<{ bucket_start: Date; change_type: string; count: number }[]>`
-      select date_trunc(${groupBy}, b.bucket, 'UTC') as bucket_start, b.change_type, sum(b.changes)::bigint as count
-      from change_stats_buckets b where ${where('b')} group by 1, 2 order by 1`,
     sql<{ cis: number }[]>`select coalesce(sum(a.cis), 0)::bigint as cis from change_stats_affected a where ${where('a')}`,
   ]);
-  return { ...fold(byType, topTypes, series), affected_cis: Number(affected?.cis ?? 0) };
+  const figures = figuresOf(hourly, topTypes, Number(affected?.cis ?? 0), groupBy);
+  return { ...figures, time_range: { start: start.toISOString(), end: end.toISOString() } };
 }
 
 /**
- * Statistics of an explicit window from the change records themselves, in one pass over the
- * window (the covering index `changes_stats` serves it), under the statistics timeout.
+ * Statistics of an explicit window, exact: whole hours inside it from the pre-aggregate, the two
+ * partial hours at its edges and the records not folded in yet from the change records, all in one
+ * statement (so a refresh running meanwhile changes nothing); distinct CIs by a hashed scan of the
+ * window (the covering index `changes_stats`). Under the statistics timeout.
  */
 export async function historyStats(
   sql: Sql,
@@ -148,24 +234,58 @@ export async function historyStats(
   window: { from: string; until: string; untilExclusive: boolean },
   groupBy: StatsGrouping,
   timeoutMs: number,
-): Promise<Omit<ChangeStats, 'time_range'>> {
+): Promise<Figures> {
+  const from = Date.parse(window.from);
+  const until = Date.parse(window.until);
+  // whole hours [firstHour, lastHour) come from the buckets; an inclusive end hour is an edge
+  const firstHour = new Date(Math.ceil(from / HOUR_MS) * HOUR_MS);
+  const lastHour = new Date(Math.max(firstHour.getTime(), Math.floor(until / HOUR_MS) * HOUR_MS));
+  const visible = (alias: string) => visibleTo(sql, principal, columnsOf(alias));
   const upper = window.untilExclusive ? sql`cr.changed_at < ${window.until}::text::timestamptz` : sql`cr.changed_at <= ${window.until}::text::timestamptz`;
-  const [, [row]] = await sql.begin((tx) => [
+  const inWindow = sql`cr.changed_at >= ${window.from}::text::timestamptz and ${upper}`;
+  const [, , rows, [affected]] = await sql.begin((tx) => [
     tx`select set_config('statement_timeout', ${String(timeoutMs)}, true)`,
-    tx<{ affected: number; by_type: TypeCount[]; top_types: { ci_type: string; count: number }[]; series: { bucket_start: string; change_type: string; count: number }[] }[]>`
-      with recs as materialized (
-        select cr.change_type, cr.ci_type, cr.ci_id, date_trunc(${groupBy}, cr.changed_at, 'UTC') as bucket_start
+    // the distinct count hashes the window's CI ids; the default work_mem would spill to disk
+    tx`select set_config('work_mem', '64MB', true)`,
+    tx<{ hour: string | null; change_type: string | null; ci_type: string | null; count: number }[]>`
+      with counted as (
+        select b.bucket as hour, b.change_type, b.ci_type, b.changes as n
+        from change_stats_buckets b
+        where ${visible('b')} and b.bucket >= ${firstHour} and b.bucket < ${lastHour}
+        union all
+        -- the leading edge: from the start to the first whole hour
+        select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1
         from change_records cr
-        where ${visibleTo(sql, principal, columnsOf('cr'))} and cr.changes <> '[]'::jsonb
-          and cr.changed_at >= ${window.from}::text::timestamptz and ${upper}
+        where ${visible('cr')} and cr.changes <> '[]'::jsonb and cr.changed_at >= ${window.from}::text::timestamptz
+          and cr.changed_at < ${firstHour} and ${upper}
+        union all
+        -- the trailing edge: from the end of the last whole hour to the end
+        select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1
+        from change_records cr
+        where ${visible('cr')} and cr.changes <> '[]'::jsonb and cr.changed_at >= ${lastHour} and ${upper}
+        union all
+        -- whole hours hold records the pre-aggregate has not folded in yet. The queue is short, so
+        -- it drives the join: one lookup per queued record (offset 0 keeps the planner from turning
+        -- it into a join that scans the window's records, as stale queue statistics invite)
+        select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1
+        from change_stats_queue q
+        cross join lateral (select * from change_records r where r.id = q.change_id offset 0) as cr
+        where ${visible('cr')} and cr.changes <> '[]'::jsonb and cr.changed_at >= ${firstHour} and cr.changed_at < ${lastHour}
       )
-      select (select count(distinct ci_id) from recs)::bigint as affected,
-             coalesce((select json_agg(t) from (select change_type, count(*) as count from recs group by 1) t), '[]') as by_type,
-             coalesce((select json_agg(t) from (
-               select ci_type, count(*) as count from recs group by 1 order by 2 desc, 1 limit ${TOP_CI_TYPES}) t), '[]') as top_types,
-             coalesce((select json_agg(t order by t.bucket_start) from (
-               select bucket_start, change_type, count(*) as count from recs group by 1, 2) t), '[]') as series`,
+      select hour, change_type, ci_type, sum(n)::bigint as count from counted
+      group by grouping sets ((hour, change_type), (ci_type))`,
+    tx<{ affected: number }[]>`
+      select count(*)::bigint as affected from (
+        select cr.ci_id from change_records cr
+        where ${visible('cr')} and cr.changes <> '[]'::jsonb and ${inWindow}
+        group by cr.ci_id) d`,
   ]);
-  const result = row as { affected: number; by_type: TypeCount[]; top_types: { ci_type: string; count: number }[]; series: { bucket_start: string; change_type: string; count: number }[] };
-  return { ...fold(result.by_type, result.top_types, result.series), affected_cis: Number(result.affected) };
+  const counts = rows as { hour: string | null; change_type: string | null; ci_type: string | null; count: number }[];
+  const hourly = counts.filter((row) => row.hour !== null).map((row) => ({ hour: row.hour!, change_type: row.change_type!, count: row.count }));
+  const topTypes = counts
+    .filter((row) => row.ci_type !== null)
+    .map((row) => ({ ci_type: row.ci_type!, count: Number(row.count) }))
+    .sort((a, b) => b.count - a.count || (a.ci_type < b.ci_type ? -1 : 1))
+    .slice(0, TOP_CI_TYPES);
+  return figuresOf(hourly, topTypes, Number((affected as { affected: number }).affected), groupBy);
 }

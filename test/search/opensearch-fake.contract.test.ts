@@ -16,6 +16,7 @@ searchContract('change search and statistics on the OpenSearch backend, against 
     alias: ALIAS,
     countTimeoutMs: config.countTimeoutMs,
     statsTimeoutMs: config.statsTimeoutMs,
+    embedded: app.context.database === 'embedded',
     now: app.context.now,
   });
   const indexer = new OutboxIndexer(app.context.sql, client, { alias: ALIAS, batchSize: 100, maxAttempts: 3, pollMs: 1000, listen: false, retryDelayMs: () => 0 }, app.context.logger);

@@ -18,6 +18,7 @@ if (url) {
       alias,
       countTimeoutMs: config.countTimeoutMs,
       statsTimeoutMs: config.statsTimeoutMs,
+      embedded: app.context.database === 'embedded',
       now: app.context.now,
     });
     const indexer = new OutboxIndexer(app.context.sql, client, { alias, batchSize: 200, maxAttempts: 3, pollMs: 1000, listen: false }, app.context.logger);

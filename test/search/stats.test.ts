@@ -1,12 +1,14 @@
 import { expect } from 'chai';
 import type { Sql } from '../../src/db/database.js';
-import { refreshStatsAggregate } from '../../src/search/stats-store.js';
+import { historyStats, refreshStatsAggregate } from '../../src/search/stats-store.js';
+import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { createKey, startTestApp } from '../support/app.js';
 import { onRealPostgres, resetDatabase, testDatabase } from '../support/db.js';
 import { buildPod, ingest } from '../support/factories.js';
 
 const HOUR = 3_600_000;
 const T0 = new Date('2026-06-01T00:00:00Z');
+const NOW = new Date('2026-06-02T00:00:00Z');
 
 /** The figures the pre-aggregate must hold, computed from the change records directly. */
 async function fromHistory(sql: Sql) {
@@ -43,17 +45,45 @@ describe('statistics pre-aggregate', function () {
   it('folds in only what was written since the last refresh, keeping affected CIs exact as CIs change again later', async () => {
     const pods = Array.from({ length: 30 }, (_, i) => buildPod({ name: `s${i}` }));
     await ingest(sql, pods, { now: T0, scopeId: 'c1' });
-    expect((await refreshStatsAggregate(sql, 7)).rows).to.equal(30);
+    expect((await refreshStatsAggregate(sql, NOW, 7)).rows).to.equal(30);
     expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
     // a third of the pods change two hours later, a few of them again three hours later
     await ingest(sql, pods.map((p, i) => (i % 3 === 0 ? { ...p, raw_data: { ...p.raw_data, v: 2 } } : p)), { now: new Date(T0.getTime() + 2 * HOUR), scopeId: 'c1' });
     await ingest(sql, pods.map((p, i) => (i % 3 === 0 ? { ...p, raw_data: { ...p.raw_data, v: i % 2 ? 3 : 2 } } : p)), { now: new Date(T0.getTime() + 5 * HOUR), scopeId: 'c1' });
     await ingest(sql, [buildPod({ name: 'other' })], { source: 'other', now: new Date(T0.getTime() + 5 * HOUR) });
-    const second = await refreshStatsAggregate(sql, 4);
+    const second = await refreshStatsAggregate(sql, NOW, 4);
     expect(second.rows).to.equal(10 + 5 + 1);
     expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
-    expect((await refreshStatsAggregate(sql)).rows).to.equal(0);
+    expect((await refreshStatsAggregate(sql, NOW)).rows).to.equal(0);
     expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
+  });
+
+  it('computes explicit windows exactly from whole hours, edge minutes and records not folded in yet', async () => {
+    const MINUTE = 60_000;
+    const pods = Array.from({ length: 12 }, (_, i) => buildPod({ name: `w${i}` }));
+    for (let step = 0; step < 8; step++) {
+      const at = new Date(T0.getTime() + step * 37 * MINUTE);
+      await ingest(sql, pods.map((p, i) => ({ ...p, raw_data: { ...p.raw_data, step: i % (step + 1) } })), { now: at, scopeId: 'c1' });
+      // the first half is folded into the pre-aggregate, the rest waits in the queue
+      if (step === 3) await refreshStatsAggregate(sql, NOW);
+    }
+    const principal = { tenantId: DEFAULT_TENANT_ID, kind: 'api_key' as const, id: 'x', name: 'x', tier: 'adm' as const, superadmin: false, permissions: new Set<never>(), scopes: 'all' as const };
+    const windows: [number, number, boolean][] = [
+      [0, 300, false], [15, 200, false], [37, 111, true], [60, 180, true], [5, 20, false], [0, 60, true], [61, 239, false],
+    ];
+    for (const [fromMinute, untilMinute, exclusive] of windows) {
+      const from = new Date(T0.getTime() + fromMinute * MINUTE).toISOString();
+      const until = new Date(T0.getTime() + untilMinute * MINUTE).toISOString();
+      const figures = await historyStats(sql, principal, { from, until, untilExclusive: exclusive }, 'hour', 10_000);
+      const [expected] = await sql<{ total: number; affected: number; updated: number; created: number }[]>`
+        select count(*)::int as total, count(distinct ci_id)::int as affected,
+               count(*) filter (where change_type = 'UPDATED')::int as updated, count(*) filter (where change_type = 'CREATED')::int as created
+        from change_records where changes <> '[]' and changed_at >= ${from}::timestamptz
+          and (case when ${exclusive} then changed_at < ${until}::timestamptz else changed_at <= ${until}::timestamptz end)`;
+      const label = `${fromMinute}-${untilMinute}${exclusive ? ' exclusive' : ''}`;
+      expect({ total: figures.total_changes, affected: figures.affected_cis, updated: figures.changes_by_type.updated, created: figures.changes_by_type.created }, label).to.deep.equal(expected);
+      expect(figures.series.reduce((sum, b) => sum + b.created + b.updated + b.archived, 0), label).to.equal(expected!.total);
+    }
   });
 
   (onRealPostgres ? describe : describe.skip)('with several sessions (needs a PostgreSQL server)', () => {
@@ -61,7 +91,7 @@ describe('statistics pre-aggregate', function () {
       for (let hour = 0; hour < 6; hour++) {
         await ingest(sql, Array.from({ length: 200 }, (_, i) => buildPod({ name: `c${i}`, replicas: hour })), { now: new Date(T0.getTime() + hour * HOUR), scopeId: `s${hour % 2}` });
       }
-      const results = await Promise.all([0, 1, 2, 3].map(() => refreshStatsAggregate(sql, 150)));
+      const results = await Promise.all([0, 1, 2, 3].map(() => refreshStatsAggregate(sql, NOW, 150)));
       expect(results.reduce((sum, r) => sum + r.rows, 0)).to.equal(1200);
       expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
     });

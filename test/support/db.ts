@@ -62,6 +62,7 @@ const TABLES = [
   'change_stats_ci_last',
   'change_stats_affected',
   'search_reindex',
+  'change_stats_snapshots',
 ];
 
 /** Empties every tenant-owned table; the default tenant stays, as after migration. */
