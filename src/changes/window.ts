@@ -2,6 +2,8 @@ import { validationFailed } from '../http/errors.js';
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DAY_MS = 86_400_000;
+/** 10000-01-01T00:00:00Z: ISO 8601 text (and PostgreSQL) take four-digit years. */
+const MAX_TIME = Date.UTC(10000, 0, 1);
 
 export interface ChangeWindow {
   /** Inclusive lower bound, ISO 8601. */
@@ -18,8 +20,13 @@ export interface ChangeWindow {
  */
 export function changeWindow(startDate: string | undefined, endDate: string | undefined): ChangeWindow {
   const from = startDate && DATE_ONLY.test(startDate) ? `${startDate}T00:00:00Z` : startDate;
-  const untilExclusive = endDate !== undefined && DATE_ONLY.test(endDate);
-  const until = untilExclusive ? new Date(Date.parse(`${endDate}T00:00:00Z`) + DAY_MS).toISOString() : endDate;
+  let untilExclusive = endDate !== undefined && DATE_ONLY.test(endDate);
+  let until = untilExclusive ? new Date(Date.parse(`${endDate}T00:00:00Z`) + DAY_MS).toISOString() : endDate;
+  // the day after 9999-12-31 is beyond what timestamps hold: that end date bounds nothing
+  if (until !== undefined && untilExclusive && Date.parse(until) >= MAX_TIME) {
+    until = undefined;
+    untilExclusive = false;
+  }
   if (from && until && Date.parse(until) < Date.parse(from)) {
     throw validationFailed([{ field: 'end_date', location: 'query', message: 'must not be before start_date' }]);
   }

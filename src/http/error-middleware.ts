@@ -60,6 +60,7 @@ const CLIENT_DATA_ERRORS: Record<string, string> = {
   '22P05': 'A value contains a character that cannot be stored (such as \\u0000)',
   '22007': 'A date or time value is invalid',
   '22008': 'A date or time value is out of range',
+  '22009': 'A date or time value is out of range',
   '22003': 'A numeric value is out of range',
   '22P02': 'A value has an invalid format',
   '2201B': 'A pattern is invalid',

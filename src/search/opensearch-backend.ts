@@ -19,7 +19,7 @@ import { matchesOf } from './highlight.js';
 import type { ChangeDocument } from './opensearch-index.js';
 import { PostgresSearchBackend, statsWindowTooWide } from './postgres-backend.js';
 import { toOpenSearch } from './query.js';
-import { defaultWindowStart, defaultWindowStats, TOP_CI_TYPES } from './stats-store.js';
+import { defaultWindowStats, explicitWindow, TOP_CI_TYPES } from './stats-store.js';
 
 export interface OpenSearchBackendOptions {
   alias: string;
@@ -133,9 +133,8 @@ export class OpenSearchBackend implements SearchBackend {
   async stats(principal: Principal, request: StatsRequest): Promise<ChangeStats> {
     const now = this.options.now();
     if (request.from === undefined && request.until === undefined) return defaultWindowStats(this.sql, principal, request.groupBy, now);
-    const from = request.from ?? defaultWindowStart(now).toISOString();
-    const until = request.until ?? now.toISOString();
-    const filter = this.baseFilter(principal, { from, until, untilExclusive: request.untilExclusive });
+    const { from, until, untilExclusive } = explicitWindow(request, now);
+    const filter = this.baseFilter(principal, { from, until, untilExclusive });
     const timeout = `${this.options.statsTimeoutMs}ms`;
     const body = {
       size: 0,

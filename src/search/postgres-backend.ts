@@ -18,7 +18,7 @@ import {
 import { matchesOf } from './highlight.js';
 import { toTsquery } from './query.js';
 import { TermFrequencies } from './selectivity.js';
-import { defaultWindowStart, defaultWindowStats, historyStats, refreshStatsAggregate } from './stats-store.js';
+import { defaultWindowStart, defaultWindowStats, explicitWindow, historyStats, refreshStatsAggregate } from './stats-store.js';
 
 export interface PostgresBackendOptions {
   /** Limit of an exact count of matches before an estimate is reported (CINV_COUNT_TIMEOUT). */
@@ -98,9 +98,8 @@ export class PostgresSearchBackend implements SearchBackend {
   async stats(principal: Principal, request: StatsRequest): Promise<ChangeStats> {
     const now = this.options.now();
     if (request.from === undefined && request.until === undefined) return defaultWindowStats(this.sql, principal, request.groupBy, now);
-    const from = request.from ?? defaultWindowStart(now).toISOString();
-    const until = request.until ?? now.toISOString();
-    const figures = await historyStats(this.sql, principal, { from, until, untilExclusive: request.untilExclusive }, request.groupBy, this.options.statsTimeoutMs).catch(
+    const { from, until, untilExclusive } = explicitWindow(request, now);
+    const figures = await historyStats(this.sql, principal, { from, until, untilExclusive }, request.groupBy, this.options.statsTimeoutMs).catch(
       (error: unknown) => {
         throw databaseFailure(error) === 'timeout' ? statsWindowTooWide() : error;
       },

@@ -1,7 +1,8 @@
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
-import { DEFAULT_STATS_WINDOW_MS, STATS_TYPE, type ChangeStats, type StatsGrouping } from './backend.js';
+import { validationFailed } from '../http/errors.js';
+import { DEFAULT_STATS_WINDOW_MS, STATS_TYPE, type ChangeStats, type StatsGrouping, type StatsRequest } from './backend.js';
 
 // Any constant works as long as every cinv process uses the same one.
 const REFRESH_LOCK = 0x63696e78;
@@ -220,6 +221,20 @@ export async function defaultWindowStats(sql: Sql, principal: Principal, groupBy
   ]);
   const figures = figuresOf(hourly, topTypes, Number(affected?.cis ?? 0), groupBy);
   return { ...figures, time_range: { start: start.toISOString(), end: end.toISOString() } };
+}
+
+/**
+ * The bounds of an explicit window: a missing start is the default window's start, a missing end
+ * is now. An end before the start is a 422 naming the parameter the caller gave.
+ */
+export function explicitWindow(request: StatsRequest, now: Date): { from: string; until: string; untilExclusive: boolean } {
+  const from = request.from ?? defaultWindowStart(now).toISOString();
+  const until = request.until ?? now.toISOString();
+  if (Date.parse(until) < Date.parse(from)) {
+    const field = request.until === undefined ? 'start_date' : 'end_date';
+    throw validationFailed([{ field, location: 'query', message: `must not make the window end before it starts (${from} to ${until})` }]);
+  }
+  return { from, until, untilExclusive: request.until !== undefined && request.untilExclusive };
 }
 
 /**

@@ -40,6 +40,10 @@ describe('hostile and odd input', () => {
     '/api/v1/configuration-items?filter=__proto__.x:eq:1',
     '/api/v1/configuration-items?filter=constructor.name:eq:Object',
     '/api/v1/configuration-items?include_attributes=__proto__,constructor,metadata.__proto__',
+    '/api/v1/changes?end_date=9999-12-31',
+    `/api/v1/changes?filter=${encodeURIComponent('changed_at:lt:9999-12-31T23:59:59.999999+14:00')}`,
+    '/api/v1/changes/stats?start_date=9999-12-31T23:59:59.999999Z',
+    '/api/v1/changes/stats?end_date=9999-12-31&start_date=0001-01-01',
   ];
 
   it('answers every odd query with a 4xx envelope or a 200, never a 500', async () => {

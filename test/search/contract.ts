@@ -238,6 +238,18 @@ export function searchContract(title: string, target: TargetFactory): void {
       const reversed = await t.app.get('/api/v1/changes/stats?start_date=2026-06-10&end_date=2026-06-01', admin);
       expect(reversed.status).to.equal(422);
       expect(reversed.body.error.details.errors[0].field).to.equal('end_date');
+      // a start after now (the default end), or an end before 90 days ago (the default start)
+      const future = await t.app.get(`/api/v1/changes/stats?start_date=${encodeURIComponent('9999-12-31T23:59:59.999999Z')}`, admin);
+      expect(future.status, future.text).to.equal(422);
+      expect(future.body.error.details.errors[0].field).to.equal('start_date');
+      const ancient = await t.app.get('/api/v1/changes/stats?end_date=0001-01-01', admin);
+      expect(ancient.status).to.equal(422);
+      expect(ancient.body.error.details.errors[0].field).to.equal('end_date');
+      // the last day timestamps can name bounds nothing
+      const open = await t.app.get('/api/v1/changes/stats?start_date=2026-01-01&end_date=9999-12-31', admin);
+      expect(open.status, open.text).to.equal(200);
+      expect(open.body.total_changes).to.be.greaterThan(0);
+      expect((await search('k8s', admin, '&end_date=9999-12-31')).total).to.be.greaterThan(0);
     });
   });
 }
