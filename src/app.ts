@@ -1,6 +1,14 @@
 import Koa from 'koa';
+import { createSession } from 'koa-session';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { derivedKey } from './config/derived-key.js';
 import { readFileSync } from 'node:fs';
+import { apiKeyRoutes } from './api-keys/routes.js';
+import { auditRefusal } from './audit/log.js';
+import { auditRoutes } from './audit/routes.js';
+import { authRoutes } from './auth/routes.js';
 import { changeRoutes } from './changes/routes.js';
+import { collectorRoutes } from './collectors/routes.js';
 import { configurationItemRoutes } from './configuration-items/routes.js';
 import type { AppContext } from './context.js';
 import { errorMiddleware } from './http/error-middleware.js';
@@ -15,12 +23,18 @@ import { searchRoutes } from './search/routes.js';
 import { packagePath } from './paths.js';
 import { sourceRoutes } from './sources/routes.js';
 import { systemRoutes } from './system/routes.js';
+import { teamRoutes } from './teams/routes.js';
+import { tokenRoutes } from './tokens/routes.js';
+import { userRoutes } from './users/routes.js';
+import { DEFAULT_TENANT_ID } from './tenants.js';
 
 const { version } = JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string };
 
 export const API_DESCRIPTION =
   'Inventory of discovered infrastructure components (configuration items) with lifecycle states and change ' +
-  'history. Every `/api/v1` route needs an `X-API-Key` header. Errors share one envelope: ' +
+  'history. Every `/api/v1` route needs an `X-API-Key` header (an API key or a user token) or a single sign-on ' +
+  'session cookie (`/auth/login`). Requests are rate-limited per credential (`X-RateLimit-*` headers, 429). ' +
+  'Errors share one envelope: ' +
   '`{error: {id, code, message, details, path, method}}`.';
 
 /** Every API route, in the order they appear in the OpenAPI document. */
@@ -30,7 +44,38 @@ export const apiRoutes: readonly AnyRoute[] = [
   ...changeRoutes,
   ...searchRoutes,
   ...sourceRoutes,
+  ...collectorRoutes,
+  ...authRoutes,
+  ...userRoutes,
+  ...teamRoutes,
+  ...tokenRoutes,
+  ...apiKeyRoutes,
+  ...auditRoutes,
 ];
+
+/** AES-256-GCM for the sign-in cookie; a cookie that does not decrypt is no sign-in at all. */
+function loginCookieCodec(secret: string): { encode: (value: unknown) => string; decode: (text: string) => unknown } {
+  const key = derivedKey(secret, 'cinv login cookie v1');
+  return {
+    encode(value) {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      const sealed = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
+      return Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64url');
+    },
+    decode(text) {
+      try {
+        const raw = Buffer.from(text, 'base64url');
+        const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+        decipher.setAuthTag(raw.subarray(12, 28));
+        return JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as unknown;
+      } catch {
+        // koa-session starts a fresh session on a SyntaxError (and answers 500 on anything else)
+        throw new SyntaxError('unreadable sign-in cookie');
+      }
+    },
+  };
+}
 
 export interface AppOptions {
   /** Validate every JSON response against its declared schema (tests turn this on). */
@@ -45,6 +90,8 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
   routes.push(...systemRoutes(() => (openApi ??= buildOpenApi(routes, { version, description: API_DESCRIPTION })), load), ...apiRoutes);
 
   const koa = new Koa({ proxy: process.env.CINV_TRUST_PROXY === 'true' });
+  // signs the session cookies; derived from CINV_SECRET, so every replica accepts every cookie
+  koa.keys = [derivedKey(app.config.secret, 'cinv cookie signing v1').toString('base64url')];
   // errors that escape the envelope middleware: a client that hung up mid-stream is routine
   koa.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code === 'ECONNRESET' || error.code === 'EPIPE' || error.code === 'ERR_STREAM_PREMATURE_CLOSE') {
@@ -64,7 +111,7 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     }
   });
   koa.use(load.middleware());
-  koa.use(errorMiddleware(app.logger));
+  koa.use(errorMiddleware(app.logger, (ctx, error, id) => auditRefusal(app.audit, DEFAULT_TENANT_ID, ctx, error.status, error.details, id)));
   // runs after the router and its method check: turns their bare statuses into the envelope
   koa.use(async (ctx, next) => {
     await next();
@@ -75,6 +122,21 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     }
     if (ctx.status === 501) throw new AppError(501, 'HTTP_501', 'Method not implemented');
   });
+  // a sign-in in progress (state, nonce, PKCE verifier, where to return) rides in a short-lived
+  // cookie, encrypted as well as signed: the verifier must not be readable by page scripts or logs
+  koa.use(
+    createSession(
+      {
+        key: 'cinv_login',
+        maxAge: 10 * 60_000,
+        httpOnly: true,
+        sameSite: 'lax',
+        signed: true,
+        ...loginCookieCodec(app.config.secret),
+      },
+      koa,
+    ),
+  );
   koa.use(router.routes());
   koa.use(router.allowedMethods());
   return koa;

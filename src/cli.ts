@@ -3,6 +3,10 @@ import { parseArgs } from 'node:util';
 import {
   ingestCommand,
   keysCreateCommand,
+  keysListCommand,
+  keysRevokeCommand,
+  rotateMasterCommand,
+  usersPromoteCommand,
   keysGenerateCommand,
   migrateCommand,
   outboxCommand,
@@ -20,18 +24,25 @@ const HELP = `cinv: Configuration Inventory Service
 Usage: cinv <command> [options]
 
 Commands:
-  serve                     API, scheduled jobs, migrations, and the indexer when OPENSEARCH_URL is set
+  serve                     API, collection worker, scheduled jobs, migrations, and the indexer when OPENSEARCH_URL is set
                             (npm start)
   api                       the API only (no scheduled jobs)
-  worker                    scheduled jobs only (lifecycle sweeps, statistics refresh)
+  worker                    scheduled jobs only (collections, lifecycle sweeps, statistics refresh)
   indexer                   the outbox indexer only: mirrors change records into OpenSearch
   migrate                   apply pending database migrations and exit
   keys create --tier adm|svc|ro --name NAME [--scope SOURCE[:INSTANCE]]... [--permission RESOURCE:ACTION]...
               [--expires-in DURATION]
                             create an API key and print it once (scopes and permissions: svc keys only;
                             --scope '*' grants every source)
+  keys list [--include-revoked]
+                            the API keys (never their secrets): id, tier, name, hint, created, expiry, last use
+  keys revoke ID            revoke an API key; it is refused from the next request on
+  keys rotate-master        re-wrap the data keys of source credentials under CINV_MASTER_KEY (the old key
+                            in CINV_MASTER_KEY_PREVIOUS); safe to interrupt and run again
   keys generate [--tier adm]
                             print a fresh key without storing it (for CINV_BOOTSTRAP_ADMIN_KEY)
+  users promote EMAIL       make the user with this email a superadmin (the first one; later ones are
+                            granted through the API by a superadmin)
   ingest --source NAME --file FILE [--scope INSTANCE] [--mode snapshot|delta] [--collector-type TYPE]
                             reconcile a universal-format snapshot file into the inventory
   sweep                     run the lifecycle sweep once (inactive, archive, remove)
@@ -60,6 +71,7 @@ const OPTIONS = {
   resume: { type: 'boolean' },
   'delete-old': { type: 'boolean' },
   'batch-size': { type: 'string' },
+  'include-revoked': { type: 'boolean' },
 } as const;
 
 async function main(argv: string[]): Promise<number> {
@@ -98,6 +110,18 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case 'keys create':
       await keysCreateCommand(flags);
+      return 0;
+    case 'keys list':
+      await keysListCommand(flags);
+      return 0;
+    case 'keys rotate-master':
+      await rotateMasterCommand();
+      return 0;
+    case 'keys revoke':
+      await keysRevokeCommand(positionals[2]);
+      return 0;
+    case 'users promote':
+      await usersPromoteCommand(positionals[2]);
       return 0;
     case 'keys generate':
       keysGenerateCommand(flags);

@@ -1,5 +1,9 @@
 import type { Server } from 'node:http';
 import { createApp } from './app.js';
+import { AuditLog } from './audit/log.js';
+import { CollectionWorker } from './collectors/worker.js';
+import { RateLimits } from './http/rate-limit.js';
+import { SingleSignOn } from './auth/sso.js';
 import { installBootstrapKey } from './auth/api-keys.js';
 import type { Config } from './config/config.js';
 import type { AppContext } from './context.js';
@@ -55,6 +59,9 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
     gate: database.gate,
     health: database.health,
     search: createSearchBackend(database.sql, config, now),
+    audit: new AuditLog(database.sql, logger, now),
+    limits: new RateLimits(config, logger),
+    sso: config.oidc ? new SingleSignOn(config.oidc, logger) : undefined,
     config,
     logger,
     now,
@@ -73,6 +80,10 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
   }
 
   const sweeps = options.scheduler ? scheduleSweeps(app) : undefined;
+  const worker = options.scheduler
+    ? new CollectionWorker(app, { concurrency: config.workerConcurrency, leaseMs: config.workerLeaseMs, pollMs: config.workerPollMs, watches: config.workerWatches })
+    : undefined;
+  worker?.start();
   const searchJobs = options.scheduler ? scheduleSearchJobs(app) : undefined;
   const indexer = options.indexer && config.opensearchUrl ? await startIndexer(app, config.opensearchUrl) : undefined;
   let server: Server | undefined;
@@ -100,7 +111,10 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
           server.closeIdleConnections();
           await closing;
         }
-        await Promise.all([sweeps?.stop(), searchJobs?.stop(), indexer?.stop()]);
+        await Promise.all([sweeps?.stop(), searchJobs?.stop(), indexer?.stop(), worker?.stop()]);
+        // after the last request: what it audited is written before the pool closes
+        await app.audit.close();
+        await app.limits.close();
         await database.close();
       })()),
   };

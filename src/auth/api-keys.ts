@@ -1,7 +1,17 @@
-import type { Sql } from '../db/database.js';
+import type { Queryable, Sql } from '../db/database.js';
 import { generateApiKey, hashApiKey, keyHint, parseApiKey } from './api-key-format.js';
-import { findActiveKey, insertApiKey, keyHashExists } from './api-key-store.js';
-import { normalizeScopes, tierPermissions, type DataScope, type Permission, type Principal, type Tier } from './principal.js';
+import { findActiveKey, insertApiKey, keyHashExists, type ApiKeyRow } from './api-key-store.js';
+import {
+  everyPermission,
+  intersectScopes,
+  isPermission,
+  normalizeScopes,
+  tierPermissions,
+  type DataScope,
+  type Permission,
+  type Principal,
+  type Tier,
+} from './principal.js';
 
 export interface IssueKeyRequest {
   tenantId: string;
@@ -34,6 +44,29 @@ export async function issueApiKey(sql: Sql, secret: string, request: IssueKeyReq
   return { id, key };
 }
 
+/** Creates a usr token inside the caller's transaction (which has checked the user's limits). */
+export async function insertUserToken(
+  sql: Queryable,
+  secret: string,
+  token: { tenantId: string; userId: string; name: string; expiresAt: Date; permissions: readonly Permission[] | null; scopes: readonly DataScope[] | null },
+): Promise<{ id: string; key: string }> {
+  const key = generateApiKey('usr');
+  const id = await insertApiKey(sql, {
+    tenantId: token.tenantId,
+    name: token.name,
+    tier: 'usr',
+    keyHash: hashApiKey(secret, key),
+    keyHint: keyHint(key),
+    permissions: token.permissions ?? [],
+    scopes: token.scopes ?? [],
+    expiresAt: token.expiresAt,
+    userId: token.userId,
+    narrowPermissions: token.permissions !== null,
+    narrowScopes: token.scopes !== null,
+  });
+  return { id, key };
+}
+
 /**
  * Installs an admin key given by the operator (CINV_BOOTSTRAP_ADMIN_KEY), once. Returns false when
  * it was already there.
@@ -55,6 +88,7 @@ export async function principalForKey(sql: Sql, secret: string, key: string, now
   if (!parsed) return undefined;
   const row = await findActiveKey(sql, hashApiKey(secret, key), now);
   if (!row || row.tier !== parsed.tier) return undefined;
+  if (row.tier === 'usr') return row.user?.active ? userPrincipal(row.tenant_id, row.user, row) : undefined;
   return {
     tenantId: row.tenant_id,
     kind: 'api_key',
@@ -63,6 +97,29 @@ export async function principalForKey(sql: Sql, secret: string, key: string, now
     tier: row.tier,
     superadmin: false,
     permissions: tierPermissions(row.tier, row.permissions),
-    scopes: row.tier === 'svc' || row.tier === 'usr' ? normalizeScopes(row.scopes) : 'all',
+    scopes: row.tier === 'svc' ? normalizeScopes(row.scopes) : 'all',
+    keyId: row.id,
+  };
+}
+
+/**
+ * A user, with its rights as they are now: through a usr token, of which a narrowed one holds only
+ * the part of them it names, or through a sign-in session (no token). A superadmin bypasses the
+ * checks unless the token is narrowed.
+ */
+export function userPrincipal(tenantId: string, user: NonNullable<ApiKeyRow['user']>, token?: ApiKeyRow): Principal {
+  const held = user.superadmin ? everyPermission() : new Set(user.permissions.filter(isPermission));
+  const userScopes = user.superadmin ? 'all' : normalizeScopes(user.scopes);
+  return {
+    tenantId,
+    kind: 'user',
+    id: user.id,
+    name: user.name,
+    tier: token ? 'usr' : undefined,
+    superadmin: user.superadmin && !(token?.narrow_permissions || token?.narrow_scopes),
+    permissions: token?.narrow_permissions ? new Set(token.permissions.filter((p) => held.has(p))) : held,
+    scopes: token?.narrow_scopes ? intersectScopes(normalizeScopes(token.scopes), userScopes) : userScopes,
+    user: { id: user.id, name: user.name, email: user.email },
+    keyId: token?.id,
   };
 }

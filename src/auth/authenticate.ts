@@ -1,26 +1,107 @@
 import type { Context } from 'koa';
 import type { AppContext } from '../context.js';
-import { unauthorized } from '../http/errors.js';
-import { principalForKey } from './api-keys.js';
+import { forbidden, unauthorized } from '../http/errors.js';
+import type { AuthFailure } from '../audit/log.js';
+import { keyHint, parseApiKey } from './api-key-format.js';
+import { principalForKey, userPrincipal } from './api-keys.js';
+import { endSession, extendSession, findSessionUser } from './sessions.js';
+import { touchKey } from './api-key-store.js';
 import type { Principal } from './principal.js';
 
 const KEY_QUERY_PARAMETERS = ['api_key', 'apikey', 'api-key', 'key', 'x-api-key', 'token', 'access_token'];
 
+export const SESSION_COOKIE = 'cinv_session';
+const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** Sessions move their expiry on use at most this often (it is a write). */
+const ROLL_EVERY_MS = 60_000;
+
 /**
- * Resolves the request's principal from the `X-API-Key` header. Keys are never read from the query
- * string (they would end up in access logs and browser history); a request that tries gets told.
+ * Resolves the request's principal: from the `X-API-Key` header, else from the sign-in session
+ * cookie. Keys are never read from the query string (they would end up in access logs and browser
+ * history); a request that tries gets told.
  */
 export async function authenticate(ctx: Context, app: AppContext): Promise<Principal> {
   const key = ctx.get('x-api-key');
   if (!key) {
+    const sessionId = ctx.cookies.get(SESSION_COOKIE, { signed: true });
+    if (sessionId) return sessionPrincipal(ctx, app, sessionId);
     const inQuery = Object.keys(ctx.query).some((name) => KEY_QUERY_PARAMETERS.includes(name.toLowerCase()));
-    throw unauthorized(inQuery ? 'API keys are accepted only in the X-API-Key header' : 'missing X-API-Key header');
+    ctx.state.authFailure = { reason: 'missing_credentials' } satisfies AuthFailure;
+    throw unauthorized(inQuery ? 'API keys are accepted only in the X-API-Key header' : 'missing X-API-Key header or sign-in session');
   }
   const principal = await principalForKey(app.sql, app.config.secret, key, app.now());
   if (!principal) {
+    const parsed = parseApiKey(key);
+    ctx.state.authFailure = (parsed
+      ? { reason: 'unknown_revoked_or_expired', keyHint: `${key.slice(0, key.indexOf('_', 5) + 1)}…${keyHint(key)}` }
+      : { reason: 'malformed_key' }) satisfies AuthFailure;
     app.logger.info({ method: ctx.method, path: ctx.path, ip: ctx.ip }, 'authentication failed');
     throw unauthorized('invalid, expired or revoked API key');
   }
   ctx.state.principal = principal;
+  if (principal.keyId) noteUse(app, principal.keyId);
+  app.audit.authenticated(principal, ctx, principal.tier === 'usr' ? 'user_token' : 'api_key');
   return principal;
+}
+
+/**
+ * A browser's session: refused once ended (logout, deactivation) or expired, rolled forward while
+ * in use. Unsafe methods must come from this origin: a cookie is sent with cross-site requests
+ * too, so a same-origin `Origin` (or `Sec-Fetch-Site: same-origin`) is what tells a request the
+ * person made from one another site made for them.
+ */
+async function sessionPrincipal(ctx: Context, app: AppContext, sessionId: string): Promise<Principal> {
+  const now = app.now();
+  const session = await findSessionUser(app.sql, app.config.secret, sessionId, now);
+  if (!session || !session.user.active) {
+    if (session) await endSession(app.sql, app.config.secret, sessionId);
+    clearSessionCookie(ctx);
+    ctx.state.authFailure = { reason: session ? 'user_deactivated' : 'session_expired', tenantId: session?.tenant_id } satisfies AuthFailure;
+    throw unauthorized(session ? 'this user is deactivated' : 'the sign-in session ended or expired; sign in again');
+  }
+  const principal = userPrincipal(session.tenant_id, session.user);
+  ctx.state.principal = principal;
+  if (UNSAFE_METHODS.has(ctx.method) && !sameOrigin(ctx)) {
+    throw forbidden('Cross-site request refused: requests under a sign-in session must come from this origin', { reason: 'csrf' });
+  }
+  const ttl = app.config.sessionTtlMs;
+  if (session.expires_at.getTime() - now.getTime() < ttl - ROLL_EVERY_MS) {
+    const expiresAt = new Date(now.getTime() + ttl);
+    await extendSession(app.sql, app.config.secret, sessionId, expiresAt);
+    setSessionCookie(ctx, sessionId, ttl);
+  }
+  app.audit.authenticated(principal, ctx, 'session');
+  return principal;
+}
+
+/** This service's origin as the client addressed it (`X-Forwarded-*` with CINV_TRUST_PROXY). Koa's ctx.origin is the Origin header. */
+export const ownOrigin = (ctx: Context): string => `${ctx.protocol}://${ctx.host}`;
+
+/** Whether an unsafe request comes from a page of this origin. */
+export function sameOrigin(ctx: Context): boolean {
+  const origin = ctx.get('origin');
+  if (origin) return origin === ownOrigin(ctx);
+  return ctx.get('sec-fetch-site') === 'same-origin';
+}
+
+export function setSessionCookie(ctx: Context, sessionId: string, ttlMs: number): void {
+  ctx.cookies.set(SESSION_COOKIE, sessionId, { signed: true, httpOnly: true, sameSite: 'lax', secure: ctx.secure, maxAge: ttlMs, overwrite: true });
+}
+
+export function clearSessionCookie(ctx: Context): void {
+  ctx.cookies.set(SESSION_COOKIE, null, { signed: true, httpOnly: true, sameSite: 'lax', secure: ctx.secure, overwrite: true });
+}
+
+/** When each key's last use was last written: listings show it to the minute, not to the request. */
+const lastWritten = new Map<string, number>();
+const USE_RESOLUTION_MS = 60_000;
+
+function noteUse(app: AppContext, keyId: string): void {
+  const now = app.now();
+  const written = lastWritten.get(keyId);
+  if (written !== undefined && now.getTime() - written < USE_RESOLUTION_MS) return;
+  if (lastWritten.size >= 10_000) lastWritten.clear();
+  lastWritten.set(keyId, now.getTime());
+  // off the request's path: a failed bookkeeping write must not fail the request
+  touchKey(app.sql, keyId, now).catch((error: unknown) => app.logger.warn({ err: error }, 'could not record the last use of a key'));
 }

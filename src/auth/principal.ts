@@ -37,6 +37,10 @@ export interface Principal {
   permissions: ReadonlySet<Permission>;
   /** 'all' means unrestricted; an empty list sees no data at all. */
   scopes: 'all' | readonly DataScope[];
+  /** The person behind a user token or session. */
+  user?: { id: string; name: string; email: string | null };
+  /** The API key or user token the request presented (absent for sessions). */
+  keyId?: string;
 }
 
 export function isPermission(value: string): value is Permission {
@@ -48,14 +52,14 @@ export function isPermission(value: string): value is Permission {
   );
 }
 
-const everything = (): Set<Permission> =>
+export const everyPermission = (): Set<Permission> =>
   new Set(RESOURCES.flatMap((resource) => ACTIONS.map((action) => `${resource}:${action}` as Permission)));
 
 /** Fixed permission sets of the key tiers that do not carry their own. */
 export function tierPermissions(tier: Tier, assigned: readonly Permission[]): Set<Permission> {
   switch (tier) {
     case 'adm':
-      return everything();
+      return everyPermission();
     case 'ro':
       // read-only sees everything but secrets and the people behind the keys
       return new Set(
@@ -88,4 +92,23 @@ export function coversScope(principal: Principal, sourceId: string, scopeId: str
 export function coversSource(principal: Principal, sourceId: string): boolean {
   if (principal.superadmin || principal.scopes === 'all') return true;
   return principal.scopes.some((s) => s.sourceId === sourceId);
+}
+
+/**
+ * The scopes both sets cover: what a narrowed token names, within what its user holds now. An
+ * instance is covered when one side covers it and the other covers it too (whole source or all).
+ */
+export function intersectScopes(a: 'all' | readonly DataScope[], b: 'all' | readonly DataScope[]): 'all' | DataScope[] {
+  if (a === 'all') return b === 'all' ? 'all' : [...b];
+  if (b === 'all') return [...a];
+  const both = new Map<string, DataScope>();
+  for (const x of a) {
+    for (const y of b) {
+      if (x.sourceId !== y.sourceId) continue;
+      const narrower = x.scopeId === null ? y : y.scopeId === null || y.scopeId === x.scopeId ? x : undefined;
+      if (narrower) both.set(`${narrower.sourceId}\u0000${narrower.scopeId}`, narrower);
+    }
+  }
+  // both sides are lists of named sources, so the result names sources too
+  return normalizeScopes([...both.values()]) as DataScope[];
 }

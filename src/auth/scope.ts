@@ -43,6 +43,18 @@ export function visibleTo(sql: Sql, principal: Principal, columns: ScopedColumns
   return sql`${tenant} and ${or(sql, scopeParts)}`;
 }
 
+/**
+ * The same rule for rows about sources themselves (sources, their collectors, collection runs),
+ * which belong to no single instance: a source is visible when one of the principal's scopes names
+ * it (any instance of it, or all of it).
+ */
+export function sourcesVisibleTo(sql: Sql, principal: Principal, columns: { tenant: string; source: string }): Fragment {
+  const tenant = sql`${sql(columns.tenant)} = ${principal.tenantId}`;
+  if (principal.superadmin || principal.scopes === 'all') return tenant;
+  const named = [...new Set(principal.scopes.map((scope) => scope.sourceId).filter((id): id is string => id !== null))];
+  return sql`${tenant} and ${sql(columns.source)} = any(${named}::bigint[])`;
+}
+
 /** An OpenSearch query clause (a JSON object of the query DSL). */
 export type SearchClause = Record<string, unknown>;
 

@@ -1,5 +1,4 @@
-import { stringify, type Stringifier } from 'csv-stringify';
-import { pipeline, Transform, type Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../observability/logger.js';
@@ -36,7 +35,7 @@ export interface ExportContext {
 type Batch = ExportRecord[];
 
 /** Resolves when the stream can take more, or when it is gone (destroyed streams never drain). */
-function writable(out: Stringifier): Promise<void> {
+function writable(out: PassThrough): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       out.off('drain', done);
@@ -59,39 +58,24 @@ export function cell(value: unknown): string {
   return JSON.stringify(value);
 }
 
-const CHUNK_BYTES = 64 * 1024;
+const NEEDS_QUOTES = /[",\r\n]/;
 
-/**
- * Packs the stringifier's one-string-per-row output into buffers of about 64 KiB: written to the
- * response one by one, a million small rows would cost a million socket writes. Each row is
- * encoded straight into the buffer, which is cheaper than joining strings and encoding the result.
- */
-function coalesce(): Transform {
-  let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
-  let used = 0;
-  return new Transform({
-    writableObjectMode: true,
-    readableHighWaterMark: CHUNK_BYTES,
-    transform(row: string, _encoding, done) {
-      const size = Buffer.byteLength(row);
-      if (used + size > CHUNK_BYTES && used > 0) {
-        this.push(chunk.subarray(0, used));
-        chunk = Buffer.allocUnsafe(CHUNK_BYTES);
-        used = 0;
-      }
-      if (size > CHUNK_BYTES) this.push(Buffer.from(row));
-      else used += chunk.write(row, used);
-      done();
-    },
-    flush(done) {
-      if (used > 0) this.push(chunk.subarray(0, used));
-      done();
-    },
-  });
+/** A field as RFC 4180 writes it: quoted, with its quotes doubled, when it holds a comma, quote or line break. */
+export function csvField(text: string): string {
+  return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
+const HEADER = `${CSV_COLUMNS.join(',')}\n`;
+
+/**
+ * How much formatted CSV may wait for a slow client: two batches' worth, so formatting the next
+ * batch overlaps sending this one without the heap growing with the export.
+ */
+const BUFFERED_BYTES = 1024 * 1024;
+
 class ChangeExport {
-  readonly out: Stringifier = stringify({ header: true, columns: [...CSV_COLUMNS], readableObjectMode: true });
+  readonly out = new PassThrough({ highWaterMark: BUFFERED_BYTES });
+  private header = true;
   private fetched = 0;
   private records = 0;
   private rows = 0;
@@ -119,21 +103,27 @@ class ChangeExport {
     });
   }
 
-  /** Writes one row per field change, waiting whenever the client is behind; false when it left. */
+  /**
+   * Writes one row per field change, the whole batch as one string. Identifiers, times and change
+   * types never need quoting; names, types, fields and values may.
+   */
   async write(batch: Batch): Promise<boolean> {
+    let text = this.header ? HEADER : '';
+    this.header = false;
     for (const record of batch) {
-      const { id, change_type, ci_id, ci_name, ci_namespace, ci_type } = record;
       // microseconds are kept for the keyset position; the file shows milliseconds like the JSON API
-      const changedAt = `${record.changed_at.slice(0, 23)}Z`;
+      const prefix =
+        `${record.id},${record.changed_at.slice(0, 23)}Z,${record.change_type},${record.ci_id},${csvField(record.ci_name)},` +
+        `${csvField(record.ci_namespace ?? '')},${csvField(record.ci_type)},`;
       for (const change of JSON.parse(record.changes) as FieldChange[]) {
+        text += `${prefix}${csvField(change.field)},${csvField(cell(change.old_value))},${csvField(cell(change.new_value))}\n`;
         this.rows++;
-        const row = [id, changedAt, change_type, ci_id, ci_name, ci_namespace, ci_type, change.field, cell(change.old_value), cell(change.new_value)];
-        if (!this.out.write(row)) {
-          await writable(this.out);
-          if (this.out.destroyed) return false;
-        }
       }
       this.records++;
+    }
+    if (text.length > 0 && !this.out.write(text)) {
+      await writable(this.out);
+      if (this.out.destroyed) return false;
     }
     return true;
   }
@@ -155,6 +145,8 @@ class ChangeExport {
       size = next;
       if (this.out.destroyed) return this.finish(false);
     }
+    // an export without rows still has its header line
+    if (this.header) this.out.write(HEADER);
     this.out.end();
     this.finish(true);
   }
@@ -181,8 +173,7 @@ export async function openChangeExport(context: ExportContext, criteria: ChangeC
   const job = new ChangeExport(context, criteria, window);
   const wanted = job.wanted();
   const first = wanted > 0 ? await job.fetch(wanted, undefined) : [];
-  // destroying the body (the client left) destroys the stringifier too, which stops the pump
-  const body = pipeline(job.out, coalesce(), () => undefined);
+  // destroying the body (the client left) stops the pump before its next batch
   job.pump(first, wanted).catch((error: unknown) => job.fail(error));
-  return body;
+  return job.out;
 }

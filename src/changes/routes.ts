@@ -54,8 +54,10 @@ const ciHistory = defineRoute({
   responses: { 200: { description: 'A page of the CI\'s change records.', schema: CiChangePage } },
   async handler({ app, principal, params, query }) {
     const binding = historyBinding(principal, params.ci_id);
-    const after = query.cursor ? positionOf(decodeCursor(app.config.secret, query.cursor, binding)) : undefined;
-    const page = await pageCiHistory(app.sql, principal, params.ci_id, { limit: query.limit, offset: query.offset, after });
+    const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
+    const after = cursor ? positionOf(cursor.key) : undefined;
+    // the walk's total is counted on its first page and travels in the cursor from there
+    const page = await pageCiHistory(app.sql, principal, params.ci_id, { limit: query.limit, offset: query.offset, after, total: cursor?.total });
     if (page.total === 0 && !(await isCiVisible(app.sql, principal, params.ci_id))) {
       throw notFound('No configuration item or change history with this id', { ci_id: params.ci_id });
     }
@@ -65,7 +67,7 @@ const ciHistory = defineRoute({
       offset: query.offset,
       limit: query.limit,
       has_more: page.hasMore,
-      next_cursor: page.last ? encodeCursor(app.config.secret, binding, [...page.last]) : null,
+      next_cursor: page.last ? encodeCursor(app.config.secret, binding, [...page.last], page.total) : null,
     };
   },
 });
@@ -124,8 +126,9 @@ const globalHistory = defineRoute({
     const type = negotiate(ctx);
     const criteria = criteriaOf(query);
     if (type === JSON_TYPE) {
-      const { rows, total } = await listChanges(app.sql, principal, criteria, { limit: query.limit, offset: query.offset });
-      return { items: rows.map(presentChange), total, limit: query.limit, offset: query.offset };
+      const counting = { countTimeoutMs: app.config.countTimeoutMs, embedded: app.database === 'embedded' };
+      const { rows, total, totalExact } = await listChanges(app.sql, principal, criteria, { limit: query.limit, offset: query.offset }, counting);
+      return { items: rows.map(presentChange), total, total_exact: totalExact, limit: query.limit, offset: query.offset };
     }
     const explicitLimit = ctx.query.limit !== undefined ? query.limit : undefined;
     const body = await openChangeExport({ sql: app.sql, logger: app.logger, principal, statementTimeoutMs: app.config.bulkStatementTimeoutMs }, criteria, {

@@ -113,7 +113,13 @@ export const CiChangePage = Type.Object(
 export const ChangeList = Type.Object(
   {
     items: Type.Array(ChangeRecord),
-    total: Type.Integer({ description: 'Matching change records.' }),
+    total: Type.Integer({
+      description:
+        'Matching change records. Exact when the filters are on change type, CI type and time only (counted from the ' +
+        'statistics pre-aggregate), or when the records can be counted within CINV_COUNT_TIMEOUT; the planner\'s ' +
+        'estimate otherwise.',
+    }),
+    total_exact: Type.Boolean({ description: 'False when `total` is an estimate.' }),
     limit: Type.Integer(),
     offset: Type.Integer(),
   },

@@ -5,7 +5,9 @@ import { compileFilters, type ParsedFilter } from '../query/filters.js';
 import type { FieldChange } from '../inventory/diff.js';
 import type { ChangeType } from '../inventory/change-writer.js';
 import type { ChangeSortField } from './schema.js';
+import { countWithin, type CountSettings } from '../query/count.js';
 import { toTsquery, type ParsedQuery } from '../search/query.js';
+import { microsOf, windowCounts, type Bound } from '../search/stats-store.js';
 
 export interface ChangeRow {
   id: string;
@@ -60,7 +62,7 @@ export async function pageCiHistory(
   sql: Sql,
   principal: Principal,
   ciId: string,
-  page: { limit: number; offset: number; after: Position | undefined },
+  page: { limit: number; offset: number; after: Position | undefined; total?: number },
 ): Promise<CiHistoryPage> {
   const where = sql`cr.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('cr'))}`;
   const keyset = page.after ? sql`and (cr.changed_at, cr.id) < (${exactTime(sql, page.after[0])}, ${page.after[1]}::bigint)` : sql``;
@@ -81,7 +83,7 @@ export async function pageCiHistory(
       from numbered
       where (n <= ${page.limit} and changes <> '[]'::jsonb) or n >= ${page.limit}
       order by n`,
-    sql<{ total: number }[]>`select count(*)::int as total from change_records cr where ${where}`,
+    page.total === undefined ? sql<{ total: number }[]>`select count(*)::int as total from change_records cr where ${where}` : [{ total: page.total }],
   ]);
   const boundary = rows.find((row) => row.n === page.limit);
   const hasMore = rows.some((row) => row.n > page.limit);
@@ -147,23 +149,70 @@ function ordering(sql: Sql, criteria: ChangeCriteria): Fragment {
   return sql`${sql(SORT_COLUMNS[criteria.sortBy])} ${direction}, cr.id ${direction}`;
 }
 
-/** One offset page of the global history the principal may see, and the number of matches. */
+const TIME_OPERATORS: Record<string, 'lower' | 'upper' | 'both'> = { gt: 'lower', gte: 'lower', lt: 'upper', lte: 'upper', eq: 'both' };
+
+/**
+ * The time bounds of the criteria when everything else they filter on is a dimension of the
+ * statistics pre-aggregate (change type, CI type), or undefined when the total must be counted
+ * from the records: a search, or filters on names, ids, fields, or time other than ranges.
+ */
+function aggregateWindow(criteria: HistoryFilter): { lower?: Bound; upper?: Bound; filters: ParsedFilter[] } | undefined {
+  if (criteria.search) return undefined;
+  const filters: ParsedFilter[] = [];
+  const lowers: Bound[] = criteria.from ? [{ at: criteria.from, inclusive: true }] : [];
+  const uppers: Bound[] = criteria.until ? [{ at: criteria.until, inclusive: !criteria.untilExclusive }] : [];
+  for (const filter of criteria.filters) {
+    if (filter.field === 'change_type' || filter.field === 'ci_type') {
+      filters.push(filter);
+    } else if (filter.field === 'changed_at' && TIME_OPERATORS[filter.op] && filter.value !== undefined) {
+      const side = TIME_OPERATORS[filter.op]!;
+      const bound = { at: filter.value, inclusive: filter.op !== 'gt' && filter.op !== 'lt' };
+      if (side !== 'upper') lowers.push(bound);
+      if (side !== 'lower') uppers.push(bound);
+    } else {
+      return undefined;
+    }
+  }
+  // the tightest bound on each side; on a tie the exclusive one is the tighter
+  const pick = (bounds: Bound[], later: boolean) =>
+    bounds.reduce<Bound | undefined>((best, bound) => {
+      if (!best) return bound;
+      const a = microsOf(bound.at);
+      const b = microsOf(best.at);
+      if (a === b) return bound.inclusive ? best : bound;
+      return later === a > b ? bound : best;
+    }, undefined);
+  return { lower: pick(lowers, true), upper: pick(uppers, false), filters };
+}
+
+/**
+ * One offset page of the global history the principal may see, and the number of matches. A list
+ * filtered only on change type, CI type and time is counted from the statistics pre-aggregate and
+ * the records around it, exactly, at the cost of the window's hours; any other filter set is
+ * counted under the count timeout, beyond which the planner's estimate is reported.
+ */
 export async function listChanges(
   sql: Sql,
   principal: Principal,
   criteria: ChangeCriteria,
   page: { limit: number; offset: number },
-): Promise<{ rows: ChangeRow[]; total: number }> {
+  counting: CountSettings,
+): Promise<{ rows: ChangeRow[]; total: number; totalExact: boolean }> {
   const where = historyConditions(sql, principal, criteria);
-  const [rows, [count]] = await Promise.all([
+  const window = aggregateWindow(criteria);
+  const [rows, count] = await Promise.all([
     sql<ChangeRow[]>`
       select ${recordColumns(sql)} from change_records cr
       where ${where}
       order by ${ordering(sql, criteria)}
       limit ${page.limit} offset ${page.offset}`,
-    sql<{ total: number }[]>`select count(*)::int as total from change_records cr where ${where}`,
+    window
+      ? sql<{ total: string }[]>`select coalesce(sum(n), 0)::bigint as total from (${windowCounts(sql, principal, window.lower, window.upper, window.filters)}) as counted`.then(
+          ([row]) => ({ total: Number(row?.total ?? 0), exact: true }),
+        )
+      : countWithin(sql, sql`select 1 from change_records cr where ${where}`, counting.countTimeoutMs, counting.embedded),
   ]);
-  return { rows, total: count?.total ?? 0 };
+  return { rows, total: count.total, totalExact: count.exact };
 }
 
 function sortKey(sql: Sql, sortBy: ChangeSortField): Fragment {

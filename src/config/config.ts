@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { parseAllowedHosts } from '../sources/endpoint.js';
 import { parseDuration } from './duration.js';
 
 export interface Config {
@@ -42,6 +43,52 @@ export interface Config {
   indexerMaxAttempts: number;
   /** How often the indexer looks at the outbox when no notification wakes it. */
   indexerPollMs: number;
+  /** Audit events older than this are removed by the sweep. */
+  auditRetentionMs: number;
+  /** How long a sign-in session lasts without use; every use moves it on (rolling). */
+  sessionTtlMs: number;
+  /** Single sign-on; undefined when CINV_OIDC_ISSUER is unset. */
+  oidc: OidcConfig | undefined;
+  /** Requests per minute per credential (the bucket's refill rate). */
+  rateLimit: number;
+  /** Requests a credential may make at once before the rate applies (the bucket's capacity). */
+  rateBurst: number;
+  /** Lower (or higher) limits for some paths: `[{prefix, method?, limit, burst}]`, longest prefix first. */
+  rateLimitOverrides: RateLimitOverride[];
+  /** Limits shared by every replica when set; in-process otherwise. */
+  redisUrl: string | undefined;
+  /** Hosts (`*.suffix` names) and networks (CIDR) source endpoints are restricted to; empty: any but metadata. */
+  sourceAllowedHosts: string[];
+  /** Wraps the tenants' data keys (CINV_MASTER_KEY); undefined: credentials cannot be stored. */
+  masterKey: Buffer | undefined;
+  /** Collection runs one worker executes at once. */
+  workerConcurrency: number;
+  /** How long a worker's claim on a run holds without renewal. */
+  workerLeaseMs: number;
+  /** How often a worker looks for due sources. */
+  workerPollMs: number;
+  /** Hybrid sources one worker watches at once, beside its concurrent runs. */
+  workerWatches: number;
+  /** The master key before a rotation, still accepted for unwrapping (CINV_MASTER_KEY_PREVIOUS). */
+  previousMasterKey: Buffer | undefined;
+}
+
+export interface OidcConfig {
+  issuer: string;
+  clientId: string;
+  clientSecret: string | undefined;
+  redirectUri: string;
+  scopes: string;
+  /** The ID-token or userinfo claim listing the user's groups; each maps to the team of that name. */
+  groupsClaim: string | undefined;
+}
+
+export interface RateLimitOverride {
+  /** A path prefix such as `/api/v1/changes`; the longest matching prefix wins. */
+  prefix: string;
+  method: string | undefined;
+  limit: number;
+  burst: number;
 }
 
 export class ConfigError extends Error {
@@ -98,6 +145,33 @@ function resolveSecret(env: Env, dataDir: string, embedded: boolean): string {
   return secret;
 }
 
+/** 32 bytes, written as 64 hex digits or base64 (`openssl rand -base64 32`). */
+export function parseMasterKey(variable: string, raw: string): Buffer {
+  const text = raw.trim();
+  let key: Buffer | undefined;
+  if (/^[0-9a-fA-F]{64}$/.test(text)) key = Buffer.from(text, 'hex');
+  else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) key = Buffer.from(text, 'base64');
+  if (key?.length !== 32) throw new ConfigError(variable, 'must be 32 bytes as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)');
+  return key;
+}
+
+/**
+ * The master key wraps the tenants' data keys. On the embedded database it is generated once and
+ * kept in the data directory (mode 0600) beside the secret; with a real PostgreSQL every replica
+ * needs the same one, so it must be given. Without it, storing credentials is refused.
+ */
+function resolveMasterKey(env: Env, dataDir: string, embedded: boolean): Buffer | undefined {
+  if (env.CINV_MASTER_KEY) return parseMasterKey('CINV_MASTER_KEY', env.CINV_MASTER_KEY);
+  if (!embedded) return undefined;
+  const file = path.join(dataDir, 'master.key');
+  if (existsSync(file)) return parseMasterKey(file, readFileSync(file, 'utf8'));
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(file, `${key.toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+  chmodSync(file, 0o600);
+  return key;
+}
+
 function opensearchUrl(env: Env): string | undefined {
   const raw = env.OPENSEARCH_URL || undefined;
   if (raw === undefined) return undefined;
@@ -118,6 +192,61 @@ function indexName(env: Env): string {
     throw new ConfigError('CINV_OPENSEARCH_INDEX', 'must be a lower-case OpenSearch index name (letters, digits, _ . -)');
   }
   return name;
+}
+
+function httpUrl(env: Env, name: string): string | undefined {
+  const raw = env[name] || undefined;
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'must be an absolute http(s) URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(name, 'must start with http:// or https://');
+  return raw;
+}
+
+function oidcConfig(env: Env): OidcConfig | undefined {
+  const issuer = httpUrl(env, 'CINV_OIDC_ISSUER');
+  if (!issuer) return undefined;
+  const clientId = env.CINV_OIDC_CLIENT_ID;
+  if (!clientId) throw new ConfigError('CINV_OIDC_CLIENT_ID', 'is required when CINV_OIDC_ISSUER is set');
+  const redirectUri = httpUrl(env, 'CINV_OIDC_REDIRECT_URI');
+  if (!redirectUri) {
+    throw new ConfigError('CINV_OIDC_REDIRECT_URI', 'is required when CINV_OIDC_ISSUER is set (e.g. https://cinv.example.com/auth/callback)');
+  }
+  const scopes = env.CINV_OIDC_SCOPES || 'openid profile email';
+  if (!scopes.split(/\s+/).includes('openid')) throw new ConfigError('CINV_OIDC_SCOPES', 'must include openid');
+  return {
+    issuer,
+    clientId,
+    clientSecret: env.CINV_OIDC_CLIENT_SECRET || undefined,
+    redirectUri,
+    scopes,
+    groupsClaim: env.CINV_OIDC_GROUPS_CLAIM || undefined,
+  };
+}
+
+/** `GET /api/v1/changes=20/20,/api/v1/changes/stats=30` : [METHOD ]PREFIX=LIMIT[/BURST], comma-separated. */
+function rateLimitOverrides(env: Env): RateLimitOverride[] {
+  const raw = env.CINV_RATE_LIMIT_OVERRIDES?.trim();
+  if (!raw) return [];
+  const overrides = raw.split(',').map((part) => {
+    const match = /^\s*(?:(GET|POST|PUT|PATCH|DELETE)\s+)?(\/[^=\s]*)\s*=\s*(\d+)(?:\/(\d+))?\s*$/i.exec(part);
+    if (!match) throw new ConfigError('CINV_RATE_LIMIT_OVERRIDES', `"${part.trim()}": expected [METHOD ]PATH_PREFIX=PER_MINUTE[/BURST]`);
+    const limit = Number(match[3]);
+    const burst = match[4] === undefined ? limit : Number(match[4]);
+    if (limit < 1 || burst < 1) throw new ConfigError('CINV_RATE_LIMIT_OVERRIDES', `"${part.trim()}": limits must be at least 1`);
+    return { method: match[1]?.toUpperCase(), prefix: match[2]!, limit, burst };
+  });
+  return overrides.sort((a, b) => b.prefix.length - a.prefix.length);
+}
+
+function redisUrl(env: Env): string | undefined {
+  const raw = env.REDIS_URL || undefined;
+  if (raw !== undefined && !/^rediss?:\/\//.test(raw)) throw new ConfigError('REDIS_URL', 'must start with redis:// or rediss://');
+  return raw;
 }
 
 /** Reads and validates the whole configuration; a bad variable is named in the thrown error. */
@@ -157,5 +286,19 @@ export function loadConfig(env: Env = process.env): Config {
     indexerBatchSize: integer(env, 'CINV_INDEXER_BATCH_SIZE', 500, 1, 10_000),
     indexerMaxAttempts: integer(env, 'CINV_INDEXER_MAX_ATTEMPTS', 5, 1, 1000),
     indexerPollMs: duration(env, 'CINV_INDEXER_POLL_INTERVAL', '2s'),
+    auditRetentionMs: duration(env, 'CINV_AUDIT_RETENTION', '365d'),
+    sessionTtlMs: duration(env, 'CINV_SESSION_TTL', '24h'),
+    oidc: oidcConfig(env),
+    rateLimit: integer(env, 'CINV_RATE_LIMIT', 100, 1, 1_000_000),
+    rateBurst: integer(env, 'CINV_RATE_BURST', integer(env, 'CINV_RATE_LIMIT', 100, 1, 1_000_000), 1, 1_000_000),
+    rateLimitOverrides: rateLimitOverrides(env),
+    redisUrl: redisUrl(env),
+    sourceAllowedHosts: parseAllowedHosts(env.CINV_SOURCE_ALLOWED_HOSTS),
+    masterKey: resolveMasterKey(env, dataDir, !databaseUrl),
+    workerConcurrency: integer(env, 'CINV_WORKER_CONCURRENCY', 2, 1, 256),
+    workerLeaseMs: duration(env, 'CINV_WORKER_LEASE', '60s'),
+    workerPollMs: duration(env, 'CINV_WORKER_POLL_INTERVAL', '5s'),
+    workerWatches: integer(env, 'CINV_WORKER_WATCHES', 100, 0, 10_000),
+    previousMasterKey: env.CINV_MASTER_KEY_PREVIOUS ? parseMasterKey('CINV_MASTER_KEY_PREVIOUS', env.CINV_MASTER_KEY_PREVIOUS) : undefined,
   };
 }

@@ -36,9 +36,18 @@ export function pickAttributes(rawData: Record<string, unknown>, paths: readonly
   return Object.fromEntries(paths.map((path) => [path, valueAt(rawData, path.replace(/^raw_data\./, '').split('.'))]));
 }
 
-/** The `include_type_data` item: the type-specific object is named after the kind (`k8s.pod` → `pod`). */
+/**
+ * The `include_type_data` item: the type-specific object is named after the kind (`k8s.pod` →
+ * `pod`). A kind named like the item's own `name` or `namespace` (`k8s.namespace`) would overwrite
+ * them; it takes its `<kind>_data` name instead (`namespace_data`).
+ */
+export function typeDataKey(ciType: string): string {
+  const kind = ciType.slice(ciType.indexOf('.') + 1);
+  return kind === 'name' || kind === 'namespace' ? `${kind}_data` : kind;
+}
+
 export function presentTypeData(row: CiRow) {
-  const kind = row.ci_type.slice(row.ci_type.indexOf('.') + 1);
+  const kind = typeDataKey(row.ci_type);
   return {
     id: row.ci_id,
     type: row.ci_type,

@@ -29,23 +29,27 @@ const list = defineRoute({
     const statusFiltered = filters.some((f) => f.field === 'status');
     const status = query.status ?? (statusFiltered ? 'all' : 'active');
     const typeData = query.include_type_data && filters.some((f) => f.field === 'ci_type');
-    const { rows, total } = await listCis(app.sql, principal, {
-      statuses: status === 'all' ? 'any' : [status],
-      filters,
-      sortBy: query.sort_by,
-      sortOrder: query.sort_order,
-      limit: query.limit,
-      offset: query.offset,
-      withTypeData: typeData,
-    });
-    if (typeData) {
-      return { items: rows.map(presentTypeData), total, has_more: query.offset + rows.length < total };
-    }
+    const page = await listCis(
+      app.sql,
+      principal,
+      {
+        statuses: status === 'all' ? 'any' : [status],
+        filters,
+        sortBy: query.sort_by,
+        sortOrder: query.sort_order,
+        limit: query.limit,
+        offset: query.offset,
+        withTypeData: typeData,
+      },
+      { countTimeoutMs: app.config.countTimeoutMs, embedded: app.database === 'embedded' },
+    );
+    const totals = { total: page.total, total_exact: page.totalExact };
+    if (typeData) return { items: page.rows.map(presentTypeData), ...totals, has_more: page.hasMore };
     const paths = attributePaths(query.include_attributes);
-    const items = rows.map((row) =>
+    const items = page.rows.map((row) =>
       paths.length > 0 ? { ...presentCi(row), attributes: pickAttributes(row.raw_data, paths) } : presentCi(row),
     );
-    return { items, total, offset: query.offset, limit: query.limit };
+    return { items, ...totals, offset: query.offset, limit: query.limit };
   },
 });
 

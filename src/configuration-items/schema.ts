@@ -69,20 +69,33 @@ export const TypeDataItem = Type.Object(
     attributes: Type.Object(
       { name: Type.String(), namespace: Nullable(Type.String()) },
       {
-        additionalProperties: JsonObject('Named after the kind (`pod` for `k8s.pod`): the type-specific fields, possibly with `metrics`.'),
+        additionalProperties: JsonObject('Named after the kind (`pod` for `k8s.pod`; `namespace_data` for `k8s.namespace`, whose kind would overwrite `namespace`): the type-specific fields, possibly with `metrics`.'),
       },
     ),
   },
   { title: 'TypeDataItem' },
 );
 
+const Total = Type.Integer({
+  description:
+    'CIs that match. Exact for lists filtered only by status and `ci_type` (kept as counts by the write path); for ' +
+    'other filters exact when it can be counted within CINV_COUNT_TIMEOUT, the planner\'s estimate otherwise.',
+});
+const TotalExact = Type.Boolean({ description: 'False when `total` is an estimate.' });
+
 export const CiList = Type.Object({
   items: Type.Array(CiListItem),
-  total: Type.Integer(),
+  total: Total,
+  total_exact: TotalExact,
   offset: Type.Integer(),
   limit: Type.Integer(),
 });
-export const TypeDataList = Type.Object({ items: Type.Array(TypeDataItem), total: Type.Integer(), has_more: Type.Boolean() });
+export const TypeDataList = Type.Object({
+  items: Type.Array(TypeDataItem),
+  total: Total,
+  total_exact: TotalExact,
+  has_more: Type.Boolean({ description: 'Whether CIs follow this page (`offset` + items of this page < matches).' }),
+});
 
 export const CiArchived = Type.Object({
   message: Type.String(),

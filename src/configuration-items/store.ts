@@ -2,7 +2,9 @@ import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
 import type { Queryable } from '../db/database.js';
+import { countWithin, type CountSettings } from '../query/count.js';
 import { compileFilters, type ParsedFilter } from '../query/filters.js';
+import { countable, countCis } from './counts.js';
 
 export interface CiRow {
   ci_id: string;
@@ -53,27 +55,46 @@ function conditions(sql: Sql, principal: Principal, criteria: Pick<CiListCriteri
   return and(sql, parts);
 }
 
-/** One page of the CIs the principal may see, and the total that match. */
-export async function listCis(sql: Sql, principal: Principal, criteria: CiListCriteria): Promise<{ rows: CiRow[]; total: number }> {
+export interface CiPage {
+  rows: CiRow[];
+  /** Whether rows follow this page (read as one more row than asked, not from the total). */
+  hasMore: boolean;
+  total: number;
+  /** False when the total is the planner's estimate (see countWithin). */
+  totalExact: boolean;
+}
+
+/**
+ * One page of the CIs the principal may see, and how many match. A list filtered only by status
+ * and type is counted from the CI counts, exactly, at the cost of a few rows; any other filter set
+ * is counted under the count timeout, beyond which the planner's estimate is reported.
+ */
+export async function listCis(sql: Sql, principal: Principal, criteria: CiListCriteria, counting: CountSettings): Promise<CiPage> {
   const where = conditions(sql, principal, criteria);
   const direction = criteria.sortOrder === 'asc' ? sql`asc` : sql`desc`;
   const sortColumn = sql(SORT_COLUMNS[criteria.sortBy] ?? 'ci.created_at');
   // the count joins last_seen only when a filter needs it: it is a 1:1 join that changes nothing else
-  const countJoin = criteria.filters.some((f) => f.field === 'last_seen')
-    ? sql`join ci_last_seen ls on ls.ci_id = ci.ci_id`
-    : sql``;
-  const [rows, [count]] = await Promise.all([
+  const countJoin = criteria.filters.some((f) => f.field === 'last_seen') ? sql`join ci_last_seen ls on ls.ci_id = ci.ci_id` : sql``;
+  const [rows, count] = await Promise.all([
     sql<CiRow[]>`
       select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, ls.last_seen,
-             ci.created_at, ci.updated_at, ${criteria.withTypeData ? sql`ci.type_data` : sql`ci.raw_data`}
+             ci.created_at, ci.updated_at,
+             ${criteria.withTypeData ? sql`${typeDataWithMetrics(sql)} as type_data` : sql`ci.raw_data`}
       from configuration_items ci join ci_last_seen ls on ls.ci_id = ci.ci_id
       where ${where}
       order by ${sortColumn} ${direction}, ci.ci_id ${direction}
-      limit ${criteria.limit} offset ${criteria.offset}`,
-    sql<{ total: number }[]>`select count(*)::int as total from configuration_items ci ${countJoin} where ${where}`,
+      limit ${criteria.limit + 1} offset ${criteria.offset}`,
+    countable(criteria.filters)
+      ? countCis(sql, principal, criteria.statuses, criteria.filters).then((total) => ({ total, exact: true }))
+      : countWithin(sql, sql`select 1 from configuration_items ci ${countJoin} where ${where}`, counting.countTimeoutMs, counting.embedded),
   ]);
-  return { rows, total: count?.total ?? 0 };
+  const hasMore = rows.length > criteria.limit;
+  return { rows: hasMore ? rows.slice(0, criteria.limit) : rows, hasMore, total: count.total, totalExact: count.exact };
 }
+
+/** type_data as stored plus the metrics kept beside last_seen (`ls`), as collectors sent it. */
+const typeDataWithMetrics = (sql: Sql) =>
+  sql`case when ls.metrics is null then ci.type_data else ci.type_data || jsonb_build_object('metrics', ls.metrics) end`;
 
 /** One CI, if it exists and the principal may see it. `forUpdate` locks it for the transaction. */
 export async function findVisibleCi(sql: Queryable, principal: Principal, ciId: string, forUpdate = false): Promise<CiRow | undefined> {

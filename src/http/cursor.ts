@@ -25,6 +25,14 @@ interface CursorBody {
   f: string;
   /** The keyset position: the sort values of the last row handed out. */
   k: unknown[];
+  /** The walk's total, counted on its first page and carried along, so no page counts again. */
+  n?: number;
+}
+
+/** What a cursor carries: where the walk stands, and its total when the walk has one. */
+export interface CursorState {
+  key: unknown[];
+  total: number | undefined;
 }
 
 const VERSION = 1;
@@ -35,8 +43,9 @@ const filterHash = (filters: Record<string, unknown>): string =>
   createHash('sha256').update(stringify(filters) ?? '').digest('base64url').slice(0, 22);
 
 /** An opaque cursor: base64url(JSON body) "." base64url(HMAC-SHA256 of the body). */
-export function encodeCursor(secret: string, binding: CursorBinding, position: unknown[]): string {
+export function encodeCursor(secret: string, binding: CursorBinding, position: unknown[], total?: number): string {
   const body: CursorBody = { v: VERSION, t: binding.tenantId, s: binding.scope, o: binding.sort, f: filterHash(binding.filters), k: position };
+  if (total !== undefined) body.n = total;
   const encoded = Buffer.from(JSON.stringify(body)).toString('base64url');
   const signature = createHmac('sha256', signingKey(secret)).update(encoded).digest('base64url');
   return `${encoded}.${signature}`;
@@ -44,8 +53,8 @@ export function encodeCursor(secret: string, binding: CursorBinding, position: u
 
 const sortText = (sort: string | null): string => (sort ? `sort_by=${sort.replace(':', ' sort_order=')}` : 'no sort_by');
 
-/** The keyset position of a cursor issued for exactly this binding; otherwise a route 422. */
-export function decodeCursor(secret: string, cursor: string, binding: CursorBinding): unknown[] {
+/** The state of a cursor issued for exactly this binding; otherwise a route 422. */
+export function decodeCursor(secret: string, cursor: string, binding: CursorBinding): CursorState {
   const [encoded, signature, extra] = cursor.split('.');
   if (!encoded || !signature || extra !== undefined) throw unprocessable('Malformed cursor');
   const expected = createHmac('sha256', signingKey(secret)).update(encoded).digest();
@@ -59,11 +68,13 @@ export function decodeCursor(secret: string, cursor: string, binding: CursorBind
   } catch {
     throw unprocessable('Malformed cursor');
   }
-  if (body.v !== VERSION || !Array.isArray(body.k)) throw unprocessable('Malformed cursor');
+  if (body.v !== VERSION || !Array.isArray(body.k) || (body.n !== undefined && !(Number.isSafeInteger(body.n) && body.n >= 0))) {
+    throw unprocessable('Malformed cursor');
+  }
   if (body.t !== binding.tenantId || body.s !== binding.scope) throw unprocessable('Cursor belongs to a different resource');
   if (body.o !== binding.sort) {
     throw unprocessable(`Cursor was issued with ${sortText(body.o)}; replay it with the same sorting (got ${sortText(binding.sort)})`);
   }
   if (body.f !== filterHash(binding.filters)) throw unprocessable('Cursor was issued for a different filter set');
-  return body.k;
+  return { key: body.k, total: body.n };
 }

@@ -97,8 +97,11 @@ export function renderError(ctx: Context, error: AppError, id: string = randomUU
   ctx.body = body;
 }
 
+/** Told of every error answered, with its `error.id` (the audit log records refusals). */
+export type ErrorObserver = (ctx: Context, error: AppError, id: string) => void;
+
 /** Renders every failure as the spec's error envelope and logs it with the same `error.id`. */
-export function errorMiddleware(logger: Logger) {
+export function errorMiddleware(logger: Logger, observe?: ErrorObserver) {
   return async function renderErrors(ctx: Context, next: Next): Promise<void> {
     try {
       await next();
@@ -120,6 +123,7 @@ export function errorMiddleware(logger: Logger) {
         logger.info(fields, error.message);
       }
       renderError(ctx, error, id);
+      observe?.(ctx, error, id);
     }
   };
 }

@@ -42,6 +42,10 @@ export const unauthorized = (reason: string) =>
 export const forbidden = (message: string, details: Record<string, unknown> = {}) =>
   new AppError(403, 'HTTP_403', message, details);
 
+/** A 409: the request clashes with what exists (a taken name, a limit reached). */
+export const conflict = (message: string, details: Record<string, unknown> = {}) =>
+  new AppError(409, 'HTTP_409', message, details);
+
 export const notAcceptable = (available: string[]) =>
   new AppError(406, 'HTTP_406', `Not acceptable; this route serves ${available.join(', ')}`, { available });
 

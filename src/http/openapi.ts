@@ -33,11 +33,15 @@ function parameters(schema: TSchema | undefined, location: 'path' | 'query'): Js
 const ERROR_STATUSES: Record<number, string> = {
   400: 'Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, ' +
     'JSON nested deeper than 64 levels, a broken gzip or deflate stream).',
-  401: 'Missing or invalid API key (`HTTP_401`, "Authentication required").',
+  401: 'Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser ' +
+    '(`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards.',
   403: 'The key lacks the permission (`HTTP_403`).',
   404: 'Not found (`HTTP_404`).',
   413: 'The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`).',
   415: 'The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`).',
+  429: 'Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with ' +
+    '`Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` ' +
+    'and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again).',
   422: 'Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`).',
   500: 'Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log.',
   503:
@@ -51,7 +55,7 @@ const ERROR_STATUSES: Record<number, string> = {
 function errorStatuses(route: AnyRoute): number[] {
   const statuses = [500];
   if (!isAlwaysServed(route.path)) statuses.push(503);
-  if (route.access !== 'public') statuses.push(401, 403);
+  if (route.access !== 'public') statuses.push(401, 403, 429);
   if (route.params) statuses.push(404);
   if (route.query || route.params || route.body) statuses.push(422);
   if (route.body) statuses.push(400, 413, 415);
@@ -76,7 +80,7 @@ function operation(route: AnyRoute): Json {
   for (const status of errorStatuses(route)) {
     if (responses[status]) continue;
     const response: Json = { description: ERROR_STATUSES[status], content: errorRef };
-    if (status === 503) response.headers = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
+    if (status === 503 || status === 429) response.headers = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
     responses[status] = response;
   }
   const op: Json = {
@@ -87,9 +91,13 @@ function operation(route: AnyRoute): Json {
     responses,
   };
   if (route.description) op.description = route.description;
-  if (route.body) op.requestBody = { required: true, content: { 'application/json': { schema: withoutId(route.body) } } };
-  op.security = route.access === 'public' ? [] : [{ ApiKeyAuth: [] }];
-  if (route.access !== 'public') op['x-permission'] = `${route.access.resource}:${route.access.action}`;
+  if (route.body) {
+    const content: Json = { 'application/json': { schema: withoutId(route.body) } };
+    for (const type of route.streamTypes ?? []) content[type] = { schema: { type: 'string', description: 'Streamed; see the operation description.' } };
+    op.requestBody = { required: true, content };
+  }
+  op.security = route.access === 'public' ? [] : [{ ApiKeyAuth: [] }, { SessionCookie: [] }];
+  if (typeof route.access === 'object') op['x-permission'] = `${route.access.resource}:${route.access.action}`;
   return op;
 }
 
@@ -109,7 +117,7 @@ export function buildOpenApi(routes: readonly AnyRoute[], info: OpenApiInfo): Js
     openapi: '3.1.0',
     info: { title: 'cinv: Configuration Inventory Service', version: info.version, description: info.description },
     servers: [{ url: '/' }],
-    security: [{ ApiKeyAuth: [] }],
+    security: [{ ApiKeyAuth: [] }, { SessionCookie: [] }],
     paths,
     components: {
       securitySchemes: {
@@ -118,6 +126,14 @@ export function buildOpenApi(routes: readonly AnyRoute[], info: OpenApiInfo): Js
           in: 'header',
           name: 'X-API-Key',
           description: 'Keys look like `cinv_<tier>_...` (tiers adm, svc, ro, usr). Never accepted in the query string.',
+        },
+        SessionCookie: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'cinv_session',
+          description:
+            'A single sign-on session (`/auth/login`). Unsafe methods under a session need a same-origin `Origin` (or ' +
+            '`Sec-Fetch-Site: same-origin`) header; others are 403.',
         },
       },
       schemas: { ErrorEnvelope: withoutId(ErrorEnvelope) },

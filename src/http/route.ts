@@ -14,7 +14,8 @@ export interface ResponseSpec {
   headers?: Record<string, { description: string; schema: Record<string, unknown> }>;
 }
 
-export type Access = 'public' | { resource: Resource; action: Action };
+/** `public`: no credentials; `authenticated`: any valid credentials (the route decides the rest); else a permission. */
+export type Access = 'public' | 'authenticated' | { resource: Resource; action: Action };
 
 type Maybe<T extends TSchema | undefined> = T extends TSchema ? Static<T> : Record<string, never>;
 
@@ -49,6 +50,10 @@ export interface RouteDefinition<
   query?: Q;
   body?: B;
   responses: Record<number, ResponseSpec>;
+  /** Media types besides JSON the handler reads as a stream itself (the body is then neither parsed nor validated). */
+  streamTypes?: string[];
+  /** The audit event a refused permission writes instead of `permission.denied` (credential reveals). */
+  deniedEvent?: 'credentials.reveal_denied';
   /** Returns the JSON body, or sets `ctx.body` itself (streams) and returns undefined. */
   handler: (request: RouteRequest<P, Q, B>) => Promise<unknown>;
 }

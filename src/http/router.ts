@@ -12,6 +12,24 @@ import { compileBody, compileRequest, compileResponse, MAX_JSON_DEPTH, nestsDeep
 
 type Check = (input: unknown) => unknown;
 
+/** What a request's allowance is counted against: the key or token, else the session's user. */
+const credentialOf = (principal: Principal): string => (principal.keyId ? `key:${principal.keyId}` : `user:${principal.user?.id ?? principal.id}`);
+
+/**
+ * A NUL character can be neither stored nor compared by PostgreSQL, so a parameter holding one
+ * could never match anything: it is a 422 naming the parameter rather than a database error.
+ */
+function refuseNul(values: Record<string, unknown>, location: FieldError['location']): void {
+  const errors: FieldError[] = [];
+  for (const [field, value] of Object.entries(values)) {
+    const strings = Array.isArray(value) ? value : [value];
+    if (strings.some((s) => typeof s === 'string' && s.includes('\u0000'))) {
+      errors.push({ field, location, message: 'must not contain NUL characters (\\u0000)' });
+    }
+  }
+  if (errors.length > 0) throw validationFailed(errors);
+}
+
 function requestCheck(schema: TSchema | undefined, location: FieldError['location']): Check {
   if (!schema) return () => ({});
   const validate = location === 'body' ? compileBody(schema) : compileRequest(schema);
@@ -19,6 +37,7 @@ function requestCheck(schema: TSchema | undefined, location: FieldError['locatio
     // query and path objects are Koa's own and are coerced in place, so they are copied first; a
     // body was parsed for this request alone
     const value = location === 'body' ? (input ?? {}) : structuredClone(input ?? {});
+    if (location !== 'body') refuseNul(value as Record<string, unknown>, location);
     if (!validate(value)) throw validationFailed(toFieldErrors(validate.errors, location));
     return value;
   };
@@ -48,7 +67,7 @@ type BodyParser = (ctx: Context, next: () => Promise<void>) => Promise<unknown>;
  * nested deeper than MAX_JSON_DEPTH.
  */
 async function readJsonBody(ctx: Context, parseBody: BodyParser): Promise<void> {
-  if (!ctx.is('application/json')) throw new AppError(415, 'HTTP_415', 'Unsupported media type; send application/json');
+  if (!ctx.is('application/json')) throw new AppError(415, 'HTTP_415', 'Unsupported media type; send application/json' + (ctx.state.streamTypes ? ` or ${String(ctx.state.streamTypes)}` : ''));
   try {
     await parseBody(ctx, async () => {});
   } catch (error) {
@@ -79,18 +98,36 @@ export function buildRouter(app: AppContext, routes: readonly AnyRoute[], option
     const checkResponse = options.checkResponses ? responseCheck(route) : undefined;
     router.register(toKoaPath(route.path), [route.method], async (ctx: Context) => {
       ctx.state.route = route.path;
+      if (route.deniedEvent) ctx.state.deniedEvent = route.deniedEvent;
+      if (route.streamTypes) ctx.state.streamTypes = route.streamTypes.join(', ');
       let principal: Principal | undefined;
       if (route.access !== 'public') {
-        principal = await authenticate(ctx, app);
-        const { resource, action } = route.access;
-        if (!can(principal, resource, action)) {
-          throw forbidden(`This key may not ${action} ${resource.replace(/_/g, ' ')}`, { resource, action });
+        // requests without valid credentials count against their client address (guessing keys
+        // costs the guesser), the others against their credential
+        try {
+          principal = await authenticate(ctx, app);
+        } catch (error) {
+          await app.limits.consume(ctx, `ip:${ctx.ip}`);
+          // a browser without a (live) session is sent to sign in and back here
+          if (error instanceof AppError && error.status === 401 && app.sso && ctx.method === 'GET' && ctx.accepts('json', 'html') === 'html') {
+            ctx.redirect(`/auth/login?return_to=${encodeURIComponent(ctx.originalUrl)}`);
+            return;
+          }
+          throw error;
+        }
+        await app.limits.consume(ctx, credentialOf(principal));
+        if (route.access !== 'authenticated') {
+          const { resource, action } = route.access;
+          if (!can(principal, resource, action)) {
+            throw forbidden(`This key may not ${action} ${resource.replace(/_/g, ' ')}`, { resource, action });
+          }
         }
       }
-      if (route.body) await readJsonBody(ctx, parseBody);
+      const streamed = route.streamTypes !== undefined && typeof ctx.is(...route.streamTypes) === 'string';
+      if (route.body && !streamed) await readJsonBody(ctx, parseBody);
       const params = checkParams(ctx.params);
       const query = checkQuery(ctx.query);
-      const body = checkBody((ctx.request as { body?: unknown }).body);
+      const body = streamed ? undefined : checkBody((ctx.request as { body?: unknown }).body);
       const result = await route.handler({ ctx, app, params, query, body, principal: principal as Principal });
       if (result !== undefined) ctx.body = result;
       checkResponse?.(ctx);

@@ -48,16 +48,28 @@ export function toFieldErrors(errors: ErrorObject[] | null | undefined, location
 /** Deeper documents are refused before anything walks them recursively (validation, storage). */
 export const MAX_JSON_DEPTH = 64;
 
-/** Whether a parsed JSON value nests deeper than `limit`, found without recursion. */
+/**
+ * Whether a parsed JSON value nests deeper than `limit`. The recursion stops at `limit`, so the
+ * stack stays shallow whatever the document; a plain loop over keys is several times faster than
+ * an explicit stack of entries on bulk documents (hundreds of megabytes at ingest).
+ */
 export function nestsDeeperThan(value: unknown, limit: number): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop()!;
-    if (typeof node !== 'object' || node === null) continue;
-    if (depth > limit) return true;
-    for (const child of Array.isArray(node) ? node : Object.values(node)) {
-      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+  return deeperThan(value, 1, limit);
+}
+
+function deeperThan(node: unknown, depth: number, limit: number): boolean {
+  if (typeof node !== 'object' || node === null) return false;
+  if (depth > limit) return true;
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) {
+      const child: unknown = node[i];
+      if (typeof child === 'object' && child !== null && deeperThan(child, depth + 1, limit)) return true;
     }
+    return false;
+  }
+  for (const key in node) {
+    const child = (node as Record<string, unknown>)[key];
+    if (typeof child === 'object' && child !== null && deeperThan(child, depth + 1, limit)) return true;
   }
   return false;
 }

@@ -5,7 +5,7 @@ import { validationFailed, type FieldError } from '../http/errors.js';
 import { compileBody, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from '../http/validation.js';
 import { cisReconciled } from '../observability/metrics.js';
 import { archiveWithHistory } from './archive.js';
-import { contentHash, contentOf } from './content.js';
+import { contentHash, contentOf, metricsOf } from './content.js';
 import { diffValues, type FieldChange } from './diff.js';
 import { Snapshot, type UniversalRecord } from './records.js';
 import {
@@ -24,7 +24,6 @@ import {
   type StoredContent,
 } from './store.js';
 import { inTurn } from './turns.js';
-import { stripVolatile, volatileRules } from './volatile.js';
 
 export interface ReconcileInput {
   tenantId: string;
@@ -52,6 +51,25 @@ export interface ReconcileResult {
   relationships: { written: number; removed: number; unresolved: number };
 }
 
+export const emptyReconcileResult = (): ReconcileResult => ({
+  received: 0,
+  created: 0,
+  updated: 0,
+  unchanged: 0,
+  reactivated: 0,
+  archived: 0,
+  changes: 0,
+  relationships: { written: 0, removed: 0, unresolved: 0 },
+});
+
+/** Adds what one reconcile did to a running total (pushes and collections reconcile in parts). */
+export function addReconcileResult(total: ReconcileResult, part: ReconcileResult): void {
+  for (const key of ['received', 'created', 'updated', 'unchanged', 'reactivated', 'archived', 'changes'] as const) total[key] += part[key];
+  total.relationships.written += part.relationships.written;
+  total.relationships.removed += part.relationships.removed;
+  total.relationships.unresolved += part.relationships.unresolved;
+}
+
 export interface ReconcileOptions {
   now?: Date;
   batchSize?: number;
@@ -66,21 +84,19 @@ const ANALYZE_AFTER_CREATED = 10_000;
 
 const NUL = '\u0000';
 
-/** Whether any string or key inside a JSON value holds a NUL character (walked without recursion). */
-function containsNul(value: unknown): boolean {
-  const stack = [value];
-  while (stack.length > 0) {
-    const node = stack.pop();
-    if (typeof node === 'string') {
-      if (node.includes(NUL)) return true;
-    } else if (Array.isArray(node)) {
-      stack.push(...node);
-    } else if (typeof node === 'object' && node !== null) {
-      for (const [key, child] of Object.entries(node)) {
-        if (key.includes(NUL)) return true;
-        stack.push(child);
-      }
-    }
+/**
+ * Whether any string or key inside a JSON value holds a NUL character. Documents reach this after
+ * the depth check, so the recursion is bounded.
+ */
+export function containsNul(node: unknown): boolean {
+  if (typeof node === 'string') return node.includes(NUL);
+  if (typeof node !== 'object' || node === null) return false;
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) if (containsNul(node[i])) return true;
+    return false;
+  }
+  for (const key in node) {
+    if (key.includes(NUL) || containsNul((node as Record<string, unknown>)[key])) return true;
   }
   return false;
 }
@@ -117,15 +133,21 @@ export function assertSnapshot(document: unknown): asserts document is Snapshot 
 function fieldChanges(before: StoredContent, record: UniversalRecord): FieldChange[] {
   const old = contentOf(before);
   const next = contentOf(record);
-  const typeRules = volatileRules(record.ci_type).type;
   const out: FieldChange[] = [];
   diffValues('name', old.name, next.name, out);
   diffValues('namespace', old.namespace, next.namespace, out);
   diffValues('ci_type', old.ci_type, next.ci_type, out);
   if (before.status !== 'active') out.push({ field: 'status', old_value: before.status, new_value: 'active' });
   diffValues('raw_data', old.raw, next.raw, out);
-  diffValues('type_data', stripVolatile(old.typeData, typeRules), stripVolatile(next.typeData, typeRules), out);
+  diffValues('type_data', old.typeData, next.typeData, out);
   return out;
+}
+
+/** type_data as the CI row keeps it: metrics live beside last_seen. */
+function withoutMetrics(typeData: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (!typeData || !('metrics' in typeData)) return typeData ?? {};
+  const { metrics: _metrics, ...rest } = typeData;
+  return rest;
 }
 
 function createdChanges(record: UniversalRecord): FieldChange[] {
@@ -173,7 +195,8 @@ async function reconcileBatch(
   const { tenantId, sourceId, scopeId } = input;
   return sql.begin(async (tx) => {
     await lockSource(tx, tenantId, sourceId, statementTimeoutMs);
-    const lookup = loadStates(tx, input, { externalIds: batch.map((r) => r.external_id), hashes }, now);
+    const metrics = batch.map(metricsOf);
+    const lookup = loadStates(tx, input, { externalIds: batch.map((r) => r.external_id), hashes, metrics }, now);
     lookup.execute();
     // one turn of the event loop puts the query on the wire before the CPU-bound work starts
     await new Promise((resolve) => setImmediate(resolve));
@@ -191,7 +214,7 @@ async function reconcileBatch(
     };
     const inserts: CiWrite[] = [];
     const updates: { write: CiWrite; record: UniversalRecord }[] = [];
-    const touched: string[] = [];
+    const touched: { ci_id: string; metrics: string | null }[] = [];
     const owners = outcome.owners;
     const relationships = new Map<string, RelationshipWrite>();
     const changes: NewChangeRecord[] = [];
@@ -210,22 +233,22 @@ async function reconcileBatch(
 
     batch.forEach((record, index) => {
       const state = states.get(record.external_id);
-      if (state?.unchanged) {
+      if (!state) {
         outcome.unchanged++;
         return;
       }
       const write: CiWrite = {
-        ci_id: state?.ci_id ?? uuidv7(),
+        ci_id: state.ci_id ?? uuidv7(),
         scope_id: scopeId,
         external_id: record.external_id,
         ci_type: record.ci_type,
         name: record.name,
         namespace: record.namespace ?? null,
         raw_data: record.raw_data,
-        type_data: record.type_data ?? {},
+        type_data: withoutMetrics(record.type_data),
         content_hash: hashes[index]!,
       };
-      touched.push(write.ci_id);
+      touched.push({ ci_id: write.ci_id, metrics: metrics[index]! });
       if (record.relationships) {
         owners.push(write.ci_id);
         for (const rel of record.relationships) {
@@ -233,7 +256,7 @@ async function reconcileBatch(
           relationships.set(`${rel.type}\u0000${rel.target_external_id}\u0000${write.ci_id}`, row);
         }
       }
-      if (state) {
+      if (state.ci_id) {
         updates.push({ write, record });
       } else {
         inserts.push(write);
@@ -246,7 +269,7 @@ async function reconcileBatch(
       const old = before.get(write.ci_id)!;
       const fields = fieldChanges(old, record);
       if (old.status !== 'active') outcome.reactivated++;
-      // the digest also covers metrics and relationships, which change no recorded field
+      // the digest also covers relationships, which change no recorded field
       if (fields.length > 0) changes.push(change(write, 'UPDATED', fields));
     }
     outcome.created = inserts.length;

@@ -1,12 +1,11 @@
 import type { PendingQuery } from 'postgres';
 import { asJson, type Queryable } from '../db/database.js';
 
+/** A record of the batch that is not merely seen again: new (no `ci_id`) or to be rewritten. */
 export interface StoredState {
-  ci_id: string;
   external_id: string;
-  status: 'active' | 'inactive' | 'archived';
-  /** Same digest, active and in the same scope: nothing to write but `last_seen`. */
-  unchanged: boolean;
+  ci_id: string | null;
+  status: 'active' | 'inactive' | 'archived' | null;
 }
 
 export interface StoredContent {
@@ -52,27 +51,28 @@ export async function lockSource(sql: Queryable, tenantId: string, sourceId: str
 export function loadStates(
   sql: Queryable,
   key: { tenantId: string; sourceId: string; scopeId: string | null },
-  wanted: { externalIds: string[]; hashes: string[] },
+  wanted: { externalIds: string[]; hashes: string[]; metrics: (string | null)[] },
   now: Date,
 ): PendingQuery<StoredState[]> {
-  // one statement finds the stored rows, compares digests in the database (no bytea travels back)
-  // and moves last_seen of the unchanged ones, which is all an unchanged re-collection needs
+  // one statement finds the stored rows, compares digests in the database (no bytea travels back),
+  // moves last_seen and the metrics of the unchanged ones, which is all an unchanged
+  // re-collection needs, and returns only the records that need more: new or changed
   return sql<StoredState[]>`
     with found as (
-      select c.ci_id, w.external_id, c.status,
-             (c.content_hash = decode(w.hash, 'hex') and c.status = 'active'
-              and c.scope_id is not distinct from ${key.scopeId}::text) as unchanged
-      from unnest(${wanted.externalIds}::text[], ${wanted.hashes}::text[]) as w(external_id, hash)
-      cross join lateral (
+      select w.external_id, c.ci_id, c.status, w.metrics,
+             coalesce(c.content_hash = decode(w.hash, 'hex') and c.status = 'active'
+                      and c.scope_id is not distinct from ${key.scopeId}::text, false) as unchanged
+      from unnest(${wanted.externalIds}::text[], ${wanted.hashes}::text[], ${wanted.metrics}::text[]) as w(external_id, hash, metrics)
+      left join lateral (
         select ci_id, content_hash, status, scope_id from configuration_items
         where tenant_id = ${key.tenantId} and source_id = ${key.sourceId} and external_id = w.external_id
-      ) as c
+      ) as c on true
     ), touched as (
-      insert into ci_last_seen (ci_id, tenant_id, last_seen)
-      select ci_id, ${key.tenantId}, ${now} from found where unchanged
-      on conflict (ci_id) do update set last_seen = excluded.last_seen
+      -- every stored CI has its row (written with the CI): a plain update, in place (HOT)
+      update ci_last_seen l set last_seen = ${now}, metrics = found.metrics::jsonb
+      from found where found.unchanged and l.ci_id = found.ci_id
     )
-    select ci_id, external_id, status, unchanged from found`;
+    select external_id, ci_id, status from found where not unchanged`;
 }
 
 export function loadContents(sql: Queryable, ciIds: string[]): Promise<StoredContent[]> {
@@ -114,12 +114,14 @@ export async function updateCis(sql: Queryable, rows: CiWrite[], now: Date): Pro
     where c.ci_id = r.ci_id`;
 }
 
-export async function touchLastSeen(sql: Queryable, tenantId: string, ciIds: string[], now: Date): Promise<void> {
-  if (ciIds.length === 0) return;
+/** Records that CIs were seen now, with the metrics they came with (JSON text, or null). */
+export async function touchLastSeen(sql: Queryable, tenantId: string, seen: { ci_id: string; metrics: string | null }[], now: Date): Promise<void> {
+  if (seen.length === 0) return;
   await sql`
-    insert into ci_last_seen (ci_id, tenant_id, last_seen)
-    select id, ${tenantId}, ${now} from unnest(${ciIds}::uuid[]) as id
-    on conflict (ci_id) do update set last_seen = excluded.last_seen`;
+    insert into ci_last_seen (ci_id, tenant_id, last_seen, metrics)
+    select s.id, ${tenantId}, ${now}, s.metrics::jsonb
+    from unnest(${seen.map((s) => s.ci_id)}::uuid[], ${seen.map((s) => s.metrics)}::text[]) as s(id, metrics)
+    on conflict (ci_id) do update set last_seen = excluded.last_seen, metrics = excluded.metrics`;
 }
 
 export interface RelationshipWrite {
@@ -143,7 +145,7 @@ export interface RelationshipOutcome {
  */
 export async function replaceRelationships(
   sql: Queryable,
-  key: { tenantId: string; sourceId: string },
+  key: { tenantId: string; sourceId: string; scopeId: string | null },
   ownerIds: string[],
   rows: RelationshipWrite[],
   now: Date,
@@ -159,16 +161,18 @@ export async function replaceRelationships(
     with wanted as (
       select * from jsonb_to_recordset(${sql.json(asJson(rows))}::jsonb) as r(from_ci_id uuid, to_external_id text, type text)
     ), targets as (
-      select w.from_ci_id, w.to_external_id, w.type, t.ci_id as to_ci_id
+      select w.from_ci_id, w.to_external_id, w.type, t.ci_id as to_ci_id, t.scope_id as to_scope_id
       from wanted w
       left join lateral (
-        select ci_id from configuration_items
+        select ci_id, scope_id from configuration_items
         where tenant_id = ${tenantId} and source_id = ${sourceId} and external_id = w.to_external_id
       ) as t on true
     ), upserted as (
-      insert into relationships (tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen)
-      select ${tenantId}, ${sourceId}, from_ci_id, to_ci_id, type, ${now}, ${now} from targets where to_ci_id is not null
-      on conflict (tenant_id, from_ci_id, to_ci_id, relationship_type) do update set last_seen = excluded.last_seen
+      insert into relationships (tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen, from_scope_id, to_scope_id)
+      select ${tenantId}, ${sourceId}, from_ci_id, to_ci_id, type, ${now}, ${now}, ${key.scopeId}::text, to_scope_id
+      from targets where to_ci_id is not null
+      on conflict (tenant_id, from_ci_id, to_ci_id, relationship_type) do update
+        set last_seen = excluded.last_seen, from_scope_id = excluded.from_scope_id, to_scope_id = excluded.to_scope_id
       returning 1
     ), parked as (
       insert into pending_relationships (tenant_id, source_id, target_external_id, from_ci_id, relationship_type, created_at)
@@ -209,11 +213,13 @@ export async function resolvePendingRelationships(
       where p.tenant_id = ${tenantId} and p.source_id = ${sourceId} and p.target_external_id = created.external_id
       returning p.from_ci_id, p.target_external_id, p.relationship_type
     )
-    insert into relationships (tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen)
-    select ${tenantId}, ${sourceId}, a.from_ci_id, t.ci_id, a.relationship_type, ${now}, ${now}
+    insert into relationships (tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen, from_scope_id, to_scope_id)
+    select ${tenantId}, ${sourceId}, a.from_ci_id, t.ci_id, a.relationship_type, ${now}, ${now}, f.scope_id, t.scope_id
     from arrived a
     join configuration_items t on t.tenant_id = ${tenantId} and t.source_id = ${sourceId} and t.external_id = a.target_external_id
-    on conflict (tenant_id, from_ci_id, to_ci_id, relationship_type) do update set last_seen = excluded.last_seen
+    left join configuration_items f on f.ci_id = a.from_ci_id
+    on conflict (tenant_id, from_ci_id, to_ci_id, relationship_type) do update
+      set last_seen = excluded.last_seen, from_scope_id = excluded.from_scope_id, to_scope_id = excluded.to_scope_id
     returning from_ci_id`;
   return rows.map((row) => row.from_ci_id);
 }

@@ -1,10 +1,13 @@
 import schedule from 'node-schedule';
+import { trimAuditEvents } from '../audit/store.js';
+import { trimExpiredSessions } from '../auth/sessions.js';
+import { foldCiCounts } from '../configuration-items/counts.js';
 import type { AppContext } from '../context.js';
 import { lifecycleSettings, sweepLifecycle, trimOutbox } from './sweep.js';
 
 const OUTBOX_MAX_AGE_MS = 24 * 3_600_000;
 
-/** One sweep: lifecycle moves, then outbox trimming. Errors are logged, never thrown. */
+/** One sweep: lifecycle moves, outbox trimming, folding the CI count deltas. Errors are logged, never thrown. */
 export async function runSweep(app: AppContext): Promise<void> {
   const { config, logger } = app;
   const started = Date.now();
@@ -13,7 +16,14 @@ export async function runSweep(app: AppContext): Promise<void> {
     const result = await sweepLifecycle(app.sql, lifecycleSettings(config), now);
     // with OpenSearch configured the indexer consumes the outbox; otherwise nothing would
     const trimmed = config.opensearchUrl ? 0 : await trimOutbox(app.sql, OUTBOX_MAX_AGE_MS, config.sweepBatchSize, now);
-    logger.info({ ...result, outboxTrimmed: trimmed, ms: Date.now() - started }, 'lifecycle sweep done');
+    // the CI count deltas of every write since the last sweep are added up, so list totals stay cheap
+    const folded = await foldCiCounts(app.sql);
+    const auditTrimmed = await trimAuditEvents(app.sql, new Date(now.getTime() - config.auditRetentionMs), config.sweepBatchSize);
+    const sessionsEnded = await trimExpiredSessions(app.sql, now);
+    logger.info(
+      { ...result, outboxTrimmed: trimmed, countDeltasFolded: folded, auditTrimmed, sessionsEnded, ms: Date.now() - started },
+      'lifecycle sweep done',
+    );
   } catch (error) {
     logger.error({ err: error }, 'lifecycle sweep failed');
   }

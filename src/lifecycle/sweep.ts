@@ -91,19 +91,26 @@ export async function sweepLifecycle(sql: Sql, settings: LifecycleSettings, now:
   const inactiveSince = new Date(now.getTime() - settings.archiveInactiveAfterMs);
   const archivedSince = new Date(now.getTime() - settings.archiveRetentionMs);
 
-  const inactivated = await untilDrained(
-    () =>
-      moveBatch(
-        sql,
-        sql`select c.ci_id from ci_last_seen l join configuration_items c on c.ci_id = l.ci_id
-            where l.last_seen < ${notSeenSince} and c.status = 'active'
-            order by l.last_seen limit ${limit} for update of c skip locked`,
-        'active',
-        'inactive',
-        now,
-      ),
-    limit,
-  );
+  // last_seen moves on every collection and is left unindexed so that moving it is a HOT update
+  // (see 0008): one scan of the narrow table finds the candidates, then they move in batches
+  const stale = await sql<{ ci_id: string }[]>`
+    select l.ci_id from ci_last_seen l join configuration_items c on c.ci_id = l.ci_id
+    where l.last_seen < ${notSeenSince} and c.status = 'active'
+    order by l.ci_id`;
+  let inactivated = 0;
+  for (let i = 0; i < stale.length; i += limit) {
+    const ids = stale.slice(i, i + limit).map((row) => row.ci_id);
+    inactivated += await moveBatch(
+      sql,
+      sql`select c.ci_id from unnest(${ids}::uuid[]) as due(ci_id)
+          join ci_last_seen l on l.ci_id = due.ci_id join configuration_items c on c.ci_id = due.ci_id
+          where l.last_seen < ${notSeenSince} and c.status = 'active'
+          for update of c skip locked`,
+      'active',
+      'inactive',
+      now,
+    );
+  }
   const archived = await untilDrained(
     () =>
       moveBatch(
@@ -121,10 +128,10 @@ export async function sweepLifecycle(sql: Sql, settings: LifecycleSettings, now:
     // references a removed CI still waited to resolve go with it; its relationship rows stay
     const [row] = await sql<{ removed: number }[]>`
       with removed as (
-        delete from configuration_items where ci_id in (
+        delete from configuration_items where ci_id = any(array(
           select ci_id from configuration_items
           where status = 'archived' and status_updated_at < ${archivedSince}
-          order by status_updated_at limit ${limit} for update skip locked)
+          order by status_updated_at limit ${limit} for update skip locked))
         returning ci_id
       ), unwaited as (
         delete from pending_relationships p using removed where p.from_ci_id = removed.ci_id
@@ -143,8 +150,8 @@ export async function trimOutbox(sql: Sql, maxAgeMs: number, batchSize: number, 
   const before = new Date(now.getTime() - maxAgeMs);
   return untilDrained(async () => {
     const result = await sql`
-      delete from outbox where id in (
-        select id from outbox where created_at < ${before} order by created_at limit ${batchSize} for update skip locked)`;
+      delete from outbox where id = any(array(
+        select id from outbox where created_at < ${before} order by created_at limit ${batchSize} for update skip locked))`;
     return result.count;
   }, batchSize);
 }

@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Histogram, register } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, register } from 'prom-client';
 
 let defaultsCollected = false;
 
@@ -32,4 +32,39 @@ export const metricsRegistry = register;
 export const requestsShed = new Counter({
   name: 'cinv_http_requests_shed_total',
   help: 'Requests answered 503 at once because the process was serving CINV_MAX_IN_FLIGHT requests',
+});
+
+export const collectionRuns = new Counter({
+  name: 'cinv_collection_runs_total',
+  help: 'Collection runs ended, by collector type and outcome (succeeded, failed, cancelled)',
+  labelNames: ['collector_type', 'outcome'] as const,
+});
+
+export const collectionDuration = new Histogram({
+  name: 'cinv_collection_run_duration_seconds',
+  help: 'Duration of collection runs by collector type',
+  labelNames: ['collector_type'] as const,
+  buckets: [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800],
+});
+
+export const recordsCollected = new Counter({
+  name: 'cinv_records_collected_total',
+  help: 'Records collected by collection runs, by collector type',
+  labelNames: ['collector_type'] as const,
+});
+
+export const watchesActive = new Gauge({
+  name: 'cinv_collection_watches',
+  help: 'Hybrid sources this process is watching between lists',
+});
+
+export const watchEvents = new Counter({
+  name: 'cinv_collection_watch_events_total',
+  help: 'Changes received from watches (upserts and deletions), by collector type',
+  labelNames: ['collector_type'] as const,
+});
+
+export const sourcesDueNotRunning = new Gauge({
+  name: 'cinv_collection_sources_due',
+  help: 'Sources queued for collection and not running yet (scheduler lag), as of the last scheduling round',
 });

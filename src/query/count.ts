@@ -2,6 +2,13 @@ import type { Sql } from 'postgres';
 import type { Fragment } from '../auth/scope.js';
 import { databaseFailure } from '../db/failures.js';
 
+/** How totals are counted where they cannot be read from counts kept by the write path. */
+export interface CountSettings {
+  countTimeoutMs: number;
+  /** The embedded database cannot interrupt a statement: counts there are exact, however long. */
+  embedded: boolean;
+}
+
 export interface Count {
   total: number;
   /** False when the exact count took too long and `total` is the planner's estimate. */

@@ -118,13 +118,15 @@ const list = defineRoute({
   async handler({ app, principal, params, query }) {
     const shape = readShape(query);
     const binding = bindingOf(principal.tenantId, params.ci_id, shape);
-    const after = query.cursor ? keysetOf(decodeCursor(app.config.secret, query.cursor, binding), shape.sort !== null) : null;
+    const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
+    const after = cursor ? keysetOf(cursor.key, shape.sort !== null) : null;
     if (!(await isCiVisible(app.sql, principal, params.ci_id))) {
       throw notFound('Configuration item not found', { ci_id: params.ci_id });
     }
     const criteria: RelationshipCriteria = { ...shape, ciId: params.ci_id, limit: query.limit, offset: query.offset, after };
+    // the walk's total is counted on its first page and travels in the cursor from there
     const [total, page] = await Promise.all([
-      countRelationships(app.sql, principal, criteria),
+      cursor?.total ?? countRelationships(app.sql, principal, criteria),
       relationshipPage(app.sql, principal, criteria),
     ]);
     return {
@@ -133,7 +135,7 @@ const list = defineRoute({
       offset: query.offset,
       limit: query.limit,
       has_more: page.hasMore,
-      next_cursor: page.last ? encodeCursor(app.config.secret, binding, cursorPosition(page.last)) : null,
+      next_cursor: page.last ? encodeCursor(app.config.secret, binding, cursorPosition(page.last), total) : null,
     };
   },
 });

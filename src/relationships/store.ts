@@ -45,8 +45,6 @@ type PageRow = Omit<RelationshipRow, 'related_ci_name' | 'related_ci_type' | 're
   related_ci_status: RelationshipRow['related_ci_status'] | null;
   sort_value: string | null;
   live: boolean;
-  page_row: number;
-  fetched: number;
 };
 
 const isLive = (row: PageRow): row is PageRow & RelationshipRow => row.live;
@@ -59,21 +57,34 @@ export interface RelationshipPage {
   last: Keyset | null;
 }
 
-function edges(sql: Sql, tenantId: string, criteria: RelationshipCriteria): Fragment {
+/**
+ * The rows of one direction that lie beyond an unsorted walk's position, as a condition each branch
+ * can answer from its index (the general row comparison above the union cannot be pushed down).
+ */
+function beyondInBranch(sql: Sql, criteria: RelationshipCriteria, rank: 0 | 1): Fragment {
+  const after = criteria.after;
+  if (!after || criteria.sort) return sql``;
+  if (after.directionRank > rank) return sql`and false`;
+  return after.directionRank === rank ? sql`and r.id > ${after.id}::bigint` : sql``;
+}
+
+function branches(sql: Sql, tenantId: string, criteria: RelationshipCriteria): Fragment[] {
   const { ciId, types } = criteria;
   const typeFilter = () => (types ? sql`and r.relationship_type = any(${types as string[]}::text[])` : sql``);
   const outgoing = sql`
-    select r.id, r.relationship_type, r.created_at, r.last_seen, 0 as direction_rank, r.to_ci_id as related_ci_id
+    select r.id, r.relationship_type, r.created_at, r.last_seen, 0 as direction_rank, r.to_ci_id as related_ci_id,
+           r.tenant_id, r.source_id, r.to_scope_id as related_scope_id
     from relationships r
-    where r.tenant_id = ${tenantId} and r.from_ci_id = ${ciId} ${typeFilter()}`;
+    where r.tenant_id = ${tenantId} and r.from_ci_id = ${ciId} ${typeFilter()} ${beyondInBranch(sql, criteria, 0)}`;
   // a relationship of a CI to itself is one row: it is listed once, as outgoing
   const incoming = sql`
-    select r.id, r.relationship_type, r.created_at, r.last_seen, 1 as direction_rank, r.from_ci_id as related_ci_id
+    select r.id, r.relationship_type, r.created_at, r.last_seen, 1 as direction_rank, r.from_ci_id as related_ci_id,
+           r.tenant_id, r.source_id, r.from_scope_id as related_scope_id
     from relationships r
-    where r.tenant_id = ${tenantId} and r.to_ci_id = ${ciId} and r.from_ci_id <> ${ciId} ${typeFilter()}`;
-  if (criteria.direction === 'outgoing') return outgoing;
-  if (criteria.direction === 'incoming') return incoming;
-  return sql`${outgoing} union all ${incoming}`;
+    where r.tenant_id = ${tenantId} and r.to_ci_id = ${ciId} and r.from_ci_id <> ${ciId} ${typeFilter()} ${beyondInBranch(sql, criteria, 1)}`;
+  if (criteria.direction === 'outgoing') return [outgoing];
+  if (criteria.direction === 'incoming') return [incoming];
+  return [outgoing, incoming];
 }
 
 function sortValue(sql: Sql, criteria: RelationshipCriteria): Fragment {
@@ -93,19 +104,30 @@ function sortValue(sql: Sql, criteria: RelationshipCriteria): Fragment {
 /**
  * The result set a walk covers and `total` counts: relationships whose neighbour the principal may
  * see (and that is active, unless inactive ones are asked for), plus those whose neighbour no
- * longer exists at all. A neighbour that exists outside the principal's scopes, or is filtered out
- * by status, leaves its row out entirely: counting it would reveal that it exists.
+ * longer exists, when the instance it was in is one the principal may see. A neighbour that exists
+ * outside the principal's scopes, or is filtered out by status, leaves its row out entirely:
+ * counting it would reveal that it exists.
  */
-function resultSet(sql: Sql, principal: Principal, criteria: RelationshipCriteria): Fragment {
+function resultSet(sql: Sql, principal: Principal, criteria: RelationshipCriteria, rowsWanted?: number): Fragment {
   const tenantId = principal.tenantId;
   const statusRule = criteria.includeInactive ? sql`` : sql`and n.status = 'active'`;
-  return sql`
+  const visible = (edges: Fragment) => sql`
     select e.id, e.relationship_type, e.created_at, e.last_seen, e.direction_rank, e.related_ci_id,
            n.name as related_ci_name, n.ci_type as related_ci_type, n.status as related_ci_status,
            n.ci_id is not null as live, ${sortValue(sql, criteria)} as sort_value
-    from (${edges(sql, tenantId, criteria)}) e
+    from (${edges}) e
     left join configuration_items n on n.ci_id = e.related_ci_id and n.tenant_id = ${tenantId}
-    where n.ci_id is null or (${visibleTo(sql, principal, columnsOf('n'))} ${statusRule})`;
+    where (n.ci_id is null and ${visibleTo(sql, principal, { tenant: 'e.tenant_id', source: 'e.source_id', scope: 'e.related_scope_id' })})
+       or (${visibleTo(sql, principal, columnsOf('n'))} ${statusRule})`;
+  const parts = branches(sql, tenantId, criteria);
+  if (rowsWanted === undefined || criteria.sort) {
+    return parts.map((part) => visible(part)).reduce((union, part) => sql`${union} union all ${part}`);
+  }
+  // unsorted, each direction is walked by id on its own and stops after the rows a page can use:
+  // over the union, the planner would sort every row of a CI with many neighbours for each page
+  return parts
+    .map((part) => sql`(${visible(part)} order by e.id limit ${rowsWanted})`)
+    .reduce((union, part) => sql`${union} union all ${part}`);
 }
 
 function orderKey(sql: Sql, criteria: RelationshipCriteria, alias: string): Fragment {
@@ -135,30 +157,24 @@ export async function countRelationships(sql: Sql, principal: Principal, criteri
 /**
  * One page of the walk: `limit` rows of the result set after the keyset position (or after
  * `offset` rows on a first page). Rows whose neighbour is gone use up their place in the page but
- * are dropped here, so a page may be short, or empty, while more follow. The page's last row is
- * returned even when dangling, because the next page continues from it.
+ * are dropped here, so a page may be short, or empty, while more follow. The next page continues
+ * from the page's last row, even when that one is dangling.
  */
 export async function relationshipPage(sql: Sql, principal: Principal, criteria: RelationshipCriteria): Promise<RelationshipPage> {
   const { limit } = criteria;
   const offset = criteria.after ? 0 : criteria.offset;
+  // one row beyond the page tells whether more follow
   const rows = await sql<PageRow[]>`
-    select p.* from (
-      select w.*, row_number() over (order by ${orderKey(sql, criteria, 'w')})::int as page_row, count(*) over ()::int as fetched
-      from (
-        select s.* from (${resultSet(sql, principal, criteria)}) s
-        where ${afterKeyset(sql, criteria)}
-        order by ${orderKey(sql, criteria, 's')}
-        limit ${limit + 1} offset ${offset}
-      ) w
-    ) p
-    where p.page_row <= ${limit} and (p.live or p.page_row = ${limit})
-    order by p.page_row`;
-  const boundary = rows.find((row) => row.page_row === limit);
-  const hasMore = (rows[0]?.fetched ?? 0) > limit;
+    select s.* from (${resultSet(sql, principal, criteria, limit + 1 + offset)}) s
+    where ${afterKeyset(sql, criteria)}
+    order by ${orderKey(sql, criteria, 's')}
+    limit ${limit + 1} offset ${offset}`;
+  const hasMore = rows.length > limit;
+  const boundary = hasMore ? rows[limit - 1] : undefined;
   return {
-    rows: rows.filter(isLive),
+    rows: rows.slice(0, limit).filter(isLive),
     hasMore,
-    last: hasMore && boundary ? keysetOf(boundary, criteria) : null,
+    last: boundary ? keysetOf(boundary, criteria) : null,
   };
 }
 

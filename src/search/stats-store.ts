@@ -1,6 +1,7 @@
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
+import { compileFilters, type ParsedFilter } from '../query/filters.js';
 import { validationFailed } from '../http/errors.js';
 import { DEFAULT_STATS_WINDOW_MS, STATS_TYPE, type ChangeStats, type StatsGrouping, type StatsRequest } from './backend.js';
 
@@ -20,7 +21,9 @@ async function refreshBatch(sql: Sql, batchSize: number): Promise<{ consumed: nu
     const [row] = await tx<{ consumed: number; snapshot_at: Date }[]>`
       with claimed as (
         delete from change_stats_queue q
-        where q.change_id in (select change_id from change_stats_queue order by change_id limit ${batchSize})
+        -- = any(array(...)): the batch is fixed before the delete, whatever the planner believes
+        -- about the queue (an IN here became a nested loop over the whole queue after bulk loads)
+        where q.change_id = any(array(select change_id from change_stats_queue order by change_id limit ${batchSize}))
         returning q.change_id
       ), recs as (
         select cr.tenant_id, cr.source_id, cr.scope_id, date_trunc('hour', cr.changed_at, 'UTC') as bucket,
@@ -237,11 +240,80 @@ export function explicitWindow(request: StatsRequest, now: Date): { from: string
   return { from, until, untilExclusive: request.until !== undefined && request.untilExclusive };
 }
 
+const HOUR_US = BigInt(HOUR_MS) * 1000n;
+
 /**
- * Statistics of an explicit window, exact: whole hours inside it from the pre-aggregate, the two
- * partial hours at its edges and the records not folded in yet from the change records, all in one
- * statement (so a refresh running meanwhile changes nothing); distinct CIs by a hashed scan of the
- * window (the covering index `changes_stats`). Under the statistics timeout.
+ * Microseconds since the epoch of an ISO 8601 timestamp (Date.parse stops at milliseconds), as a
+ * bigint: timestamps far from the epoch (year 9999) hold more microseconds than a double counts exactly.
+ */
+export function microsOf(iso: string): bigint {
+  const fraction = /\.(\d+)/.exec(iso)?.[1] ?? '';
+  return BigInt(Date.parse(iso)) * 1000n + BigInt(fraction.slice(3, 6).padEnd(3, '0'));
+}
+
+/** The hour (as epoch milliseconds) that begins at or before a microsecond instant. */
+const hourOf = (us: bigint): number => Number((us - (((us % HOUR_US) + HOUR_US) % HOUR_US)) / 1000n);
+
+/** A bound of a window on `changed_at`. */
+export interface Bound {
+  /** ISO 8601. */
+  at: string;
+  inclusive: boolean;
+}
+
+/**
+ * The rows `(hour, change_type, ci_type, n)` that count, exactly, the change records of a window
+ * which match `filters` (on change type and CI type only; the pre-aggregate has no other
+ * dimension) and the principal may see: whole hours inside the window from the buckets, the two
+ * partial hours at its edges from the records, and records the pre-aggregate has not folded in
+ * yet through the queue. One statement reads them all, so a refresh running meanwhile changes
+ * nothing. Aliased `cr`, the buckets take the same scope and filter fragments as the records.
+ */
+export function windowCounts(sql: Sql, principal: Principal, lower: Bound | undefined, upper: Bound | undefined, filters: readonly ParsedFilter[]): Fragment {
+  const lowerUs = lower ? microsOf(lower.at) : undefined;
+  const upperUs = upper ? microsOf(upper.at) : undefined;
+  // [firstHour, lastHour) are the whole hours every record of which lies inside the window
+  let firstHour =
+    lowerUs === undefined ? undefined : lower!.inclusive && lowerUs % HOUR_US === 0n ? hourOf(lowerUs) : hourOf(lowerUs) + HOUR_MS;
+  const lastHour = upperUs === undefined ? undefined : hourOf(upperUs);
+  if (firstHour !== undefined && lastHour !== undefined && firstHour > lastHour) firstHour = lastHour;
+  const at = (ms: number) => new Date(ms);
+  const records = and(sql, [
+    visibleTo(sql, principal, columnsOf('cr')),
+    sql`cr.changes <> '[]'::jsonb`,
+    ...compileFilters(sql, filters),
+    ...(lower ? [lower.inclusive ? sql`cr.changed_at >= ${lower.at}::text::timestamptz` : sql`cr.changed_at > ${lower.at}::text::timestamptz`] : []),
+    ...(upper ? [upper.inclusive ? sql`cr.changed_at <= ${upper.at}::text::timestamptz` : sql`cr.changed_at < ${upper.at}::text::timestamptz`] : []),
+  ]);
+  const hours = (column: string) =>
+    and(sql, [
+      ...(firstHour === undefined ? [] : [sql`${sql(column)} >= ${at(firstHour)}`]),
+      ...(lastHour === undefined ? [] : [sql`${sql(column)} < ${at(lastHour)}`]),
+    ]);
+  const parts = [
+    sql`select cr.bucket as hour, cr.change_type, cr.ci_type, cr.changes as n from change_stats_buckets cr
+        where ${and(sql, [visibleTo(sql, principal, columnsOf('cr')), ...compileFilters(sql, filters), hours('cr.bucket')])}`,
+    // whole hours hold records the pre-aggregate has not folded in yet. The queue is short, so it
+    // drives the join: one lookup per queued record (offset 0 keeps the planner from turning it
+    // into a join that scans the window's records, as stale queue statistics invite)
+    sql`select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1
+        from change_stats_queue q cross join lateral (select * from change_records r where r.id = q.change_id offset 0) as cr
+        where ${records} and ${hours('cr.changed_at')}`,
+  ];
+  if (firstHour !== undefined) {
+    parts.push(sql`select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1 from change_records cr
+                   where ${records} and cr.changed_at < ${at(firstHour)}`);
+  }
+  if (lastHour !== undefined) {
+    parts.push(sql`select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1 from change_records cr
+                   where ${records} and cr.changed_at >= ${at(lastHour)}`);
+  }
+  return parts.reduce((union, part) => sql`${union} union all ${part}`);
+}
+
+/**
+ * Statistics of an explicit window, exact: the counts of `windowCounts`, and distinct CIs by a
+ * hashed scan of the window (the covering index `changes_stats`), under the statistics timeout.
  */
 export async function historyStats(
   sql: Sql,
@@ -250,44 +322,16 @@ export async function historyStats(
   groupBy: StatsGrouping,
   timeoutMs: number,
 ): Promise<Figures> {
-  const from = Date.parse(window.from);
-  const until = Date.parse(window.until);
-  // whole hours [firstHour, lastHour) come from the buckets; an inclusive end hour is an edge
-  const firstHour = new Date(Math.ceil(from / HOUR_MS) * HOUR_MS);
-  const lastHour = new Date(Math.max(firstHour.getTime(), Math.floor(until / HOUR_MS) * HOUR_MS));
   const visible = (alias: string) => visibleTo(sql, principal, columnsOf(alias));
   const upper = window.untilExclusive ? sql`cr.changed_at < ${window.until}::text::timestamptz` : sql`cr.changed_at <= ${window.until}::text::timestamptz`;
   const inWindow = sql`cr.changed_at >= ${window.from}::text::timestamptz and ${upper}`;
+  const counted = windowCounts(sql, principal, { at: window.from, inclusive: true }, { at: window.until, inclusive: !window.untilExclusive }, []);
   const [, , rows, [affected]] = await sql.begin((tx) => [
     tx`select set_config('statement_timeout', ${String(timeoutMs)}, true)`,
     // the distinct count hashes the window's CI ids; the default work_mem would spill to disk
     tx`select set_config('work_mem', '64MB', true)`,
     tx<{ hour: string | null; change_type: string | null; ci_type: string | null; count: number }[]>`
-      with counted as (
-        select b.bucket as hour, b.change_type, b.ci_type, b.changes as n
-        from change_stats_buckets b
-        where ${visible('b')} and b.bucket >= ${firstHour} and b.bucket < ${lastHour}
-        union all
-        -- the leading edge: from the start to the first whole hour
-        select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1
-        from change_records cr
-        where ${visible('cr')} and cr.changes <> '[]'::jsonb and cr.changed_at >= ${window.from}::text::timestamptz
-          and cr.changed_at < ${firstHour} and ${upper}
-        union all
-        -- the trailing edge: from the end of the last whole hour to the end
-        select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1
-        from change_records cr
-        where ${visible('cr')} and cr.changes <> '[]'::jsonb and cr.changed_at >= ${lastHour} and ${upper}
-        union all
-        -- whole hours hold records the pre-aggregate has not folded in yet. The queue is short, so
-        -- it drives the join: one lookup per queued record (offset 0 keeps the planner from turning
-        -- it into a join that scans the window's records, as stale queue statistics invite)
-        select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1
-        from change_stats_queue q
-        cross join lateral (select * from change_records r where r.id = q.change_id offset 0) as cr
-        where ${visible('cr')} and cr.changes <> '[]'::jsonb and cr.changed_at >= ${firstHour} and cr.changed_at < ${lastHour}
-      )
-      select hour, change_type, ci_type, sum(n)::bigint as count from counted
+      select hour, change_type, ci_type, sum(n)::bigint as count from (${counted}) as counted
       group by grouping sets ((hour, change_type), (ci_type))`,
     tx<{ affected: number }[]>`
       select count(*)::bigint as affected from (

@@ -28,10 +28,19 @@ const DatabaseCheck = Type.Object({
   latency_ms: Type.Optional(Type.Number({ description: 'Round trip of `select 1` on the health connection.' })),
 });
 
+const RateLimitCheck = Type.Object(
+  {
+    backend: Type.Union([Type.Literal('redis'), Type.Literal('memory')]),
+    status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
+    detail: Type.Optional(Type.String()),
+  },
+  { description: 'Where request limits are counted: `redis` (shared by replicas; `degraded` while unreachable, when each process counts alone) or `memory`.' },
+);
+
 const Health = Type.Object({
   status: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]),
   timestamp: Timestamp(),
-  checks: Type.Object({ database: DatabaseCheck }),
+  checks: Type.Object({ database: DatabaseCheck, rate_limits: RateLimitCheck }),
 });
 
 const Readiness = Type.Object({
@@ -47,6 +56,7 @@ const Readiness = Type.Object({
       },
       { description: 'The search backend; an unavailable OpenSearch does not make the instance unready (only search needs it).' },
     ),
+    rate_limits: RateLimitCheck,
     load: Type.Object({
       in_flight: Type.Integer({ description: 'Requests being served now (health and metrics excluded).' }),
       max_in_flight: Type.Integer({ description: 'CINV_MAX_IN_FLIGHT: beyond it requests are answered 503 at once.' }),
@@ -83,7 +93,7 @@ const health = defineRoute({
     const ok = database.status === 'ok';
     ctx.status = ok ? 200 : 503;
     ctx.set('Cache-Control', 'no-store');
-    return { status: ok ? 'ok' : 'unavailable', timestamp: new Date().toISOString(), checks: { database } };
+    return { status: ok ? 'ok' : 'unavailable', timestamp: new Date().toISOString(), checks: { database, rate_limits: app.limits.state() } };
   },
 });
 
@@ -117,6 +127,7 @@ function readinessRoute(load: LoadShedder) {
         checks: {
           database,
           search,
+          rate_limits: app.limits.state(),
           load: {
             in_flight: load.inFlight,
             max_in_flight: load.maxInFlight,

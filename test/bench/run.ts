@@ -1,20 +1,64 @@
+/**
+ * The benchmark suite, against the machine's PostgreSQL (CINV_BENCH_SERVER_URL, default
+ * postgres://postgres@127.0.0.1:5432): every benchmark generates its own data deterministically
+ * into its own database (cinv_bench_<name>) and reports figures beside their targets.
+ *
+ *   npm run bench                  every scenario of the suite, then one table
+ *   npm run bench -- NAME [SIZE]   one of them (or one of the extra ones below)
+ */
+import { printTable, type Figure } from './common.js';
+import { benchChanges } from './changes.js';
+import { benchCollectKubernetes } from './collect-kubernetes.js';
 import { benchCsvExport } from './csv-export.js';
+import { benchEmbedded } from './embedded.js';
+import { benchList } from './list.js';
+import { benchNdjson } from './ndjson.js';
+import { benchRelationships } from './relationships.js';
 import { benchReconcile } from './reconcile.js';
 import { benchOutage, benchOverload } from './resilience.js';
 import { benchSearch, benchStats } from './search.js';
 
-const [name = 'reconcile', size] = process.argv.slice(2);
-const benches: Record<string, () => Promise<void>> = {
-  reconcile: () => benchReconcile(Number(size ?? 100_000)),
-  csv: () => benchCsvExport(Number(size ?? 500_000)),
-  outage: () => benchOutage(Number(size ?? 20)),
-  overload: () => benchOverload(Number(size ?? 300)),
-  search: () => benchSearch(Number(size ?? 5_000_000)),
-  stats: () => benchStats(Number(size ?? 5_000_000)),
+type Bench = (size?: number) => Promise<Figure[] | void>;
+
+/** The suite `npm run bench` runs, in this order. */
+const suite: Record<string, Bench> = {
+  reconcile: (size) => benchReconcile(size),
+  csv: (size) => benchCsvExport(size),
+  list: (size) => benchList(size),
+  changes: (size) => benchChanges(size),
+  relationships: (size) => benchRelationships(size),
+  embedded: (size) => benchEmbedded(size),
 };
-const bench = benches[name];
-if (!bench) {
-  console.error(`unknown benchmark "${name}"; available: ${Object.keys(benches).join(', ')}`);
+/** Longer or disruptive scenarios, run only by name. */
+const extra: Record<string, Bench> = {
+  outage: (size) => benchOutage(size ?? 20),
+  overload: (size) => benchOverload(size ?? 300),
+  search: (size) => benchSearch(size ?? 5_000_000),
+  stats: (size) => benchStats(size ?? 5_000_000),
+  ndjson: (size) => benchNdjson(size ?? 500),
+  'collect-kubernetes': (size) => benchCollectKubernetes(size ?? 10_000),
+};
+
+const [name, sizeText] = process.argv.slice(2);
+const size = sizeText === undefined ? undefined : Number(sizeText);
+const all = { ...suite, ...extra };
+if (name !== undefined && !Object.hasOwn(all, name)) {
+  console.error(`unknown benchmark "${name}"; the suite: ${Object.keys(suite).join(', ')}; by name only: ${Object.keys(extra).join(', ')}`);
   process.exit(2);
 }
-await bench();
+const figures: Figure[] = [];
+for (const [benchName, bench] of name === undefined ? Object.entries(suite) : [[name, all[name]!] as const]) {
+  console.log(`\n== ${benchName}`);
+  const started = performance.now();
+  const reported = await bench(size);
+  if (reported) {
+    figures.push(...reported);
+    for (const f of reported) console.log(`${f.path}: ${f.value} ${f.unit}`);
+  }
+  console.log(`(${benchName} took ${((performance.now() - started) / 1000).toFixed(0)} s)`);
+}
+if (figures.length > 0) {
+  console.log('');
+  printTable(figures);
+}
+process.exit(0);

@@ -8,6 +8,8 @@
  *
  * CINV_BENCH_DATABASE_URL names the database (default postgres://postgres@127.0.0.1:5432/cinv_bench_search).
  */
+import { AuditLog } from '../../src/audit/log.js';
+import { RateLimits } from '../../src/http/rate-limit.js';
 import type { Server } from 'node:http';
 import postgres from 'postgres';
 import { createApp } from '../../src/app.js';
@@ -85,7 +87,7 @@ function recordOf(i: number, rand: () => number, total: number): NewChangeRecord
 }
 
 /** Loads N generated records with their documents, indexes dropped during the load and rebuilt after. */
-async function load(sql: Sql, count: number): Promise<void> {
+export async function load(sql: Sql, count: number): Promise<void> {
   const [meta] = await sql<{ records: string }[]>`select (select count(*) from change_records)::text as records`;
   const marker = await sql`select 1 from pg_description where description = ${`${GENERATOR}:${count}`}`;
   if (marker.length > 0 && Number(meta!.records) >= count) return;
@@ -154,7 +156,10 @@ async function start(count: number): Promise<Bench> {
   const probe = postgres(url(), { max: 1, onnotice: () => {} });
   const admitted = admit(sql, probe, config.dbAcquireTimeoutMs);
   const now = () => NOW;
-  const app = createApp({ ...admitted, database: 'postgres', search: createSearchBackend(admitted.sql, config, now), config, logger: createLogger('warn'), now });
+  const logger = createLogger('warn');
+  const audit = new AuditLog(admitted.sql, logger, now);
+  const limits = new RateLimits({ ...config, rateLimit: 1_000_000, rateBurst: 1_000_000 }, logger);
+  const app = createApp({ ...admitted, database: 'postgres', search: createSearchBackend(admitted.sql, config, now), audit, limits, sso: undefined, config, logger, now });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });

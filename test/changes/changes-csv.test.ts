@@ -13,7 +13,7 @@ import { buildSource } from '../support/factories.js';
 
 const HEADER = ['change_id', 'changed_at', 'change_type', 'ci_id', 'ci_name', 'ci_namespace', 'ci_type', 'field', 'old_value', 'new_value'];
 
-/** RFC 4180 as csv-stringify writes it: quoted fields double their quotes and may hold newlines. */
+/** RFC 4180: quoted fields double their quotes and may hold newlines. */
 function parseCsv(text: string): string[][] {
   const rows: string[][] = [];
   let row: string[] = [];
@@ -65,12 +65,16 @@ interface Seed {
   changes: FieldChange[];
 }
 
+/** Inserts a change record as the writer would (it enters the statistics queue too); returns its id. */
 async function insert(sql: Sql, record: Seed): Promise<string> {
   const [row] = await sql<{ id: string }[]>`
-    insert into change_records (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields)
-    values (${DEFAULT_TENANT_ID}, ${record.ci}, ${record.source}, ${record.scope}, ${record.name}, ${record.namespace}, 'k8s.pod', ${record.kind},
-            ${record.at}::text::timestamptz, ${sql.json(asJson(record.changes))}::jsonb, ${record.changes.map((c) => c.field)}::text[])
-    returning id::text`;
+    with written as (
+      insert into change_records (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields)
+      values (${DEFAULT_TENANT_ID}, ${record.ci}, ${record.source}, ${record.scope}, ${record.name}, ${record.namespace}, 'k8s.pod', ${record.kind},
+              ${record.at}::text::timestamptz, ${sql.json(asJson(record.changes))}::jsonb, ${record.changes.map((c) => c.field)}::text[])
+      returning id
+    ), queued as (insert into change_stats_queue (change_id) select id from written)
+    select id::text from written`;
   return row!.id;
 }
 
@@ -90,6 +94,8 @@ async function bulkInsert(sql: Sql, source: string, count: number, names: number
                'new_value', jsonb_build_array(jsonb_build_object('type', 'Ready', 'status', 'False', 'message', repeat('b', 120))))),
            array['raw_data.spec.replicas', 'raw_data.status.conditions']
     from generate_series(1, ${count}) as i`;
+  // as the writer does, every record enters the statistics queue
+  await sql`insert into change_stats_queue (change_id) select id from change_records on conflict do nothing`;
   await sql`analyze change_records`;
 }
 

@@ -78,8 +78,10 @@ async function seed(sql: Sql, sources: Sources): Promise<Map<string, string>> {
       returning id::text`;
     labels.set(row!.id, s.label);
   }
-  // records inserted by hand get their search documents the way older records do
+  // records inserted by hand get their search documents the way older records do, and enter the
+  // statistics queue as the writer's do
   await backfillSearchDocuments(sql);
+  await sql`insert into change_stats_queue (change_id) select id from change_records`;
   return labels;
 }
 

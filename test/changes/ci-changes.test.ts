@@ -75,6 +75,20 @@ describe('GET /api/v1/ci-changes/{ci_id}', () => {
     expect(last.changes).to.deep.include({ field: 'status', old_value: null, new_value: 'active' });
   });
 
+  it('counts once per walk: cursor pages carry the first page\'s total instead of counting again', async () => {
+    const pod = buildPod({ name: 'web' });
+    const { sourceId } = await ingest(app.current.sql, [pod], { now: new Date(T0 - 60_000), scopeId: 'c1' });
+    const ciId = await ciIdOf(app.current.sql, pod.external_id);
+    await seedHistory(app.current.sql, ciId, sourceId, 'c1', 10, () => false);
+    const first = await app.current.get<Page>(`/api/v1/ci-changes/${ciId}?limit=4`, admin);
+    expect(first.body.total).to.equal(11);
+    // written while the walk goes on: the walk's total stays the one it started with
+    await seedHistory(app.current.sql, ciId, sourceId, 'c1', 5, () => false);
+    const second = await app.current.get<Page>(`/api/v1/ci-changes/${ciId}?limit=4&cursor=${encodeURIComponent(first.body.next_cursor!)}`, admin);
+    expect(second.body.total).to.equal(11);
+    expect((await app.current.get<Page>(`/api/v1/ci-changes/${ciId}?limit=4`, admin)).body.total).to.equal(16);
+  });
+
   it('skips offset records on the first page and echoes the requested offset on cursor pages', async () => {
     const pod = buildPod({ name: 'web' });
     const { sourceId } = await ingest(app.current.sql, [pod], { now: new Date(T0 - 60_000) });

@@ -1,33 +1,16 @@
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { generateApiKey } from '../../src/auth/api-key-format.js';
-import { runCli, startServer, stopServer } from '../support/cli.js';
+import { runCli, startServer, stopServer, useCliEnvironment } from '../support/cli.js';
 import { onRealPostgres } from '../support/db.js';
-import { createScratchDatabase } from '../support/scratch-db.js';
 import { buildPod } from '../support/factories.js';
 import { startFakeOpenSearch } from '../support/fake-opensearch.js';
 
 describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded database'})`, function () {
   this.timeout(180_000);
-  let dataDir: string;
-  let scratch: { url: string; drop(): Promise<void> } | undefined;
-  before(async () => {
-    dataDir = mkdtempSync(path.join(tmpdir(), 'cinv-cli-'));
-    if (onRealPostgres) scratch = await createScratchDatabase('cinv_cli');
-  });
-  after(async () => {
-    rmSync(dataDir, { recursive: true, force: true });
-    await scratch?.drop();
-  });
   // on the real server the CLI gets its own database; embedded, its own data directory
-  const env = () => ({
-    CINV_DATA_DIR: dataDir,
-    DATABASE_URL: scratch?.url,
-    CINV_SECRET: scratch ? 'cli-test-secret-cli-test-secret-cli-test' : undefined,
-    LOG_LEVEL: 'info',
-  });
+  const env = useCliEnvironment('cinv_cli');
 
   it('creates keys and ingests before any server ran, then serves them; commands join a running server', async () => {
     const admin = await runCli(['keys', 'create', '--tier', 'adm', '--name', 'ops'], env());
@@ -36,7 +19,7 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
     expect(adminKey).to.match(/^cinv_adm_[0-9A-Za-z]{36}$/);
     expect(admin.stderr).to.match(/shown once/);
 
-    const snapshot = path.join(dataDir, 'snapshot.json');
+    const snapshot = path.join(env().CINV_DATA_DIR!, 'snapshot.json');
     writeFileSync(snapshot, JSON.stringify({ scope_id: 'cluster-1', items: [buildPod({ name: 'cli-1' }), buildPod({ name: 'cli-2' })] }));
     const ingested = await runCli(['ingest', '--source', 'demo', '--file', snapshot], env());
     expect(ingested.code, ingested.stderr).to.equal(0);
@@ -58,7 +41,7 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
         }));
       expect((await get(adminKey)).body.total).to.equal(2);
       expect((await get(bootstrap)).body.total).to.equal(2);
-      expect(await get(scoped.stdout.trim())).to.deep.equal({ status: 200, body: { items: [], total: 0, offset: 0, limit: 50 } });
+      expect(await get(scoped.stdout.trim())).to.deep.equal({ status: 200, body: { items: [], total: 0, total_exact: true, offset: 0, limit: 50 } });
 
       const live = await runCli(['keys', 'create', '--tier', 'ro', '--name', 'while-serving'], env());
       expect(live.code, live.stderr).to.equal(0);
@@ -68,6 +51,27 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
     } finally {
       expect(await stopServer(server.child)).to.equal(0);
     }
+  });
+
+  it('lists keys without their secrets and revokes them, both audited', async () => {
+    const created = await runCli(['keys', 'create', '--tier', 'ro', '--name', 'to-revoke'], env());
+    expect(created.code, created.stderr).to.equal(0);
+    const key = created.stdout.trim();
+    const id = /\(id ([0-9a-f-]{36})\)/.exec(created.stderr)![1]!;
+    const listed = await runCli(['keys', 'list'], env());
+    expect(listed.code, listed.stderr).to.equal(0);
+    const row = listed.stdout.split('\n').find((line) => line.startsWith(id))!;
+    expect(row).to.match(new RegExp(`^${id}\\s+ro\\s+to-revoke\\s+…${key.slice(-4)}\\s`));
+    expect(row).to.match(/\sactive$/);
+    expect(listed.stdout).to.not.include(key);
+
+    const revoked = await runCli(['keys', 'revoke', id], env());
+    expect(revoked.code, revoked.stderr).to.equal(0);
+    expect(revoked.stderr).to.match(/revoked ro key "to-revoke"/);
+    expect((await runCli(['keys', 'list'], env())).stdout).to.not.include(id);
+    const all = await runCli(['keys', 'list', '--include-revoked'], env());
+    expect(all.stdout.split('\n').find((line) => line.startsWith(id))).to.match(/\srevoked$/);
+    expect((await runCli(['keys', 'revoke', 'not-an-id'], env())).code).to.equal(2);
   });
 
   it('explains usage mistakes with exit code 2', async () => {

@@ -219,7 +219,8 @@ describe('GET /api/v1/configuration-items', () => {
   it('returns the type-data shape only together with a ci_type filter', async () => {
     const reply = await app.current.get('/api/v1/configuration-items?filter=ci_type:eq:k8s.pod&include_type_data=true&limit=1&sort_by=name', key);
     expect(reply.status).to.equal(200);
-    expect(Object.keys(reply.body).sort()).to.deep.equal(['has_more', 'items', 'total']);
+    expect(Object.keys(reply.body).sort()).to.deep.equal(['has_more', 'items', 'total', 'total_exact']);
+    expect(reply.body.total_exact).to.equal(true);
     expect(reply.body).to.include({ total: 1, has_more: false });
     const [item] = reply.body.items;
     expect(Object.keys(item).sort()).to.deep.equal(['attributes', 'id', 'type']);

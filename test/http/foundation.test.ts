@@ -109,10 +109,17 @@ describe('HTTP foundation', () => {
     const doc = reply.body;
     expect(doc.openapi).to.equal('3.1.0');
     expect(doc.components.securitySchemes.ApiKeyAuth).to.include({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
+    expect(doc.components.securitySchemes.SessionCookie).to.include({ type: 'apiKey', in: 'cookie', name: 'cinv_session' });
     for (const route of apiRoutes) {
       const op = doc.paths[route.path]?.[route.method.toLowerCase()];
       expect(op, `${route.method} ${route.path}`).to.exist;
-      expect(op.security).to.deep.equal([{ ApiKeyAuth: [] }]);
+      if (route.access === 'public') {
+        // signing in and out: reachable without credentials
+        expect(route.path, 'only the sign-in routes are public').to.match(/^\/auth\/(login|callback|logout)$/);
+        expect(op.security).to.deep.equal([]);
+        continue;
+      }
+      expect(op.security).to.deep.equal([{ ApiKeyAuth: [] }, { SessionCookie: [] }]);
       expect(op.responses['401'].content['application/json'].schema.$ref).to.equal('#/components/schemas/ErrorEnvelope');
     }
     for (const path of ['/health', '/metrics', '/openapi.json', '/docs', '/redoc']) {

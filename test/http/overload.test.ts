@@ -21,14 +21,23 @@ async function timedGet(app: TestApp, path: string, key?: string): Promise<Timed
  * Holds an exclusive lock on the CI table from a connection outside the app's pool, so that
  * every list request blocks in the database until `release` (the stand-in for slow queries).
  */
-async function blockCiTable(): Promise<{ release(): Promise<void> }> {
+async function blockCiTable(): Promise<{ release(): Promise<void>; blocked(): Promise<number> }> {
   const holder = (await testDatabase()).connectOne();
   await holder`begin`;
   await holder`lock table configuration_items in access exclusive mode`;
+  let released = false;
   return {
     async release() {
+      if (released) return;
+      released = true;
       await holder`rollback`;
       await holder.end();
+    },
+    /** Statements waiting for the lock now. */
+    async blocked() {
+      const [row] = await holder<{ n: number }[]>`
+        select count(*)::int as n from pg_locks where relation = 'configuration_items'::regclass and not granted`;
+      return row!.n;
     },
   };
 }
@@ -87,11 +96,15 @@ const waitUntil = async (condition: () => boolean, ms = 5000) => {
 
   it('answers 503 database_busy to requests that wait longer than the acquire timeout for a connection', async () => {
     const app = await startTestApp({ maxInFlight: 100, dbAcquireTimeoutMs: 400 });
+    let lock: Awaited<ReturnType<typeof blockCiTable>> | undefined;
     try {
       key = await createKey(app.sql, 'adm');
       const capacity = app.context.gate.capacity;
-      const lock = await blockCiTable();
+      lock = await blockCiTable();
       const holding = Array.from({ length: capacity }, () => timedGet(app, '/api/v1/configuration-items/00000000-0000-4000-8000-000000000000', key));
+      // every connection is stuck behind the lock (not merely busy: background writes such as the
+      // audit log's take a connection for a moment too)
+      for (let waited = 0; (await lock.blocked()) < capacity && waited < 5000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
       await waitUntil(() => app.context.gate.busy >= capacity);
       const waiting = await Promise.all(Array.from({ length: 3 }, () => timedGet(app, '/api/v1/changes', key)));
       for (const reply of waiting) {
@@ -105,6 +118,8 @@ const waitUntil = async (condition: () => boolean, ms = 5000) => {
       for (const reply of await Promise.all(holding)) expect(reply.status).to.equal(404);
       expect((await timedGet(app, '/api/v1/changes', key)).status).to.equal(200);
     } finally {
+      // a failed expectation must not leave the table locked for the suites after this one
+      await lock?.release();
       await app.close();
     }
   });

@@ -10,6 +10,7 @@ import { ensureSource } from '../../src/sources/store.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { createKey, startTestApp } from '../support/app.js';
 import { ROOT } from '../support/cli.js';
+import { countsAgainstTable } from '../support/counts.js';
 import { onRealPostgres, resetDatabase, testDatabase } from '../support/db.js';
 import { concurrentStep, conflictingStep, inconsistentPods, inventoryState, type Step } from '../support/scenario.js';
 import { createScratchDatabase } from '../support/scratch-db.js';
@@ -100,6 +101,8 @@ class Replica {
           const expected = (await serialRun(serialSql, replicas, shared)) as Record<string, unknown>;
           const actual = (await inventoryState(concurrentSql)) as Record<string, unknown>;
           for (const part of Object.keys(expected)) expect(actual[part], part).to.deep.equal(expected[part]);
+          const { kept, counted } = await countsAgainstTable(concurrentSql);
+          expect(kept).to.deep.equal(counted);
         } finally {
           await Promise.all(processes.map((p) => p.stop()));
           await Promise.all([concurrentSql.end(), serialSql.end()]);

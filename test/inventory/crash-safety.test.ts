@@ -7,6 +7,7 @@ import { reconcile } from '../../src/inventory/reconcile.js';
 import { ensureSource } from '../../src/sources/store.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { ROOT } from '../support/cli.js';
+import { countsAgainstTable } from '../support/counts.js';
 import { onRealPostgres } from '../support/db.js';
 import { crashScenario, inventoryState, random } from '../support/scenario.js';
 import { createScratchDatabase } from '../support/scratch-db.js';
@@ -117,6 +118,9 @@ async function cleanRun(url: string): Promise<{ state: unknown; stepMs: number[]
         const state = (await inventoryState(sql)) as Record<string, unknown>;
         const expected = reference.state as Record<string, unknown>;
         for (const part of Object.keys(expected)) expect(state[part], part).to.deep.equal(expected[part]);
+        // the CI counts were written in the same transactions: no kill leaves them apart
+        const { kept, counted } = await countsAgainstTable(sql);
+        expect(kept).to.deep.equal(counted);
       } finally {
         await sql.end();
       }

@@ -146,6 +146,31 @@ describe('reconcile', () => {
     expect(await count(sql, 'ci_last_seen')).to.equal(23);
   });
 
+  it('keeps metrics beside last_seen: a re-collection where only metrics moved rewrites no CI row and records no change', async () => {
+    const pod = buildPod({ name: 'metered', type_data: { phase: 'Running', metrics: { cpu: '100m', memory: 1024 } } });
+    await ingest(sql, [pod], { now: at(0) });
+    const ciId = await ciIdOf(sql, pod.external_id);
+    const moved = await ingest(sql, [{ ...pod, type_data: { phase: 'Running', metrics: { cpu: '250m', memory: 2048 } } }], { now: at(5) });
+    expect(moved).to.include({ unchanged: 1, updated: 0, changes: 0 });
+    const [row] = await sql`
+      select c.type_data, c.updated_at, l.metrics, l.last_seen from configuration_items c join ci_last_seen l using (ci_id) where ci_id = ${ciId}`;
+    expect(row!.type_data).to.deep.equal({ phase: 'Running' });
+    expect(row!.metrics).to.deep.equal({ cpu: '250m', memory: 2048 });
+    expect(row!.updated_at.toISOString()).to.equal(at(0).toISOString());
+    expect(row!.last_seen.toISOString()).to.equal(at(5).toISOString());
+    // a real change still writes the row, and the metrics it came with
+    const changed = await ingest(sql, [{ ...pod, type_data: { phase: 'Failed', metrics: { cpu: '0' } } }], { now: at(10) });
+    expect(changed).to.include({ updated: 1, changes: 1 });
+    const [update] = (await changesOf(sql, ciId)).filter((c) => c.change_type === 'UPDATED');
+    expect(update!.changes).to.deep.equal([{ field: 'type_data.phase', old_value: 'Running', new_value: 'Failed' }]);
+    const [after] = await sql`select l.metrics from ci_last_seen l where ci_id = ${ciId}`;
+    expect(after!.metrics).to.deep.equal({ cpu: '0' });
+    // metrics that stop coming are gone
+    await ingest(sql, [{ ...pod, type_data: { phase: 'Failed' } }], { now: at(15) });
+    const [none] = await sql`select l.metrics from ci_last_seen l where ci_id = ${ciId}`;
+    expect(none!.metrics).to.equal(null);
+  });
+
   it('resolves relationships by external id and replaces an object\'s outgoing set', async () => {
     const node = { ...buildPod({ name: 'node-1' }), external_id: 'node/node-1', ci_type: 'k8s.node' };
     const node2 = { ...buildPod({ name: 'node-2' }), external_id: 'node/node-2', ci_type: 'k8s.node' };

@@ -21,12 +21,22 @@ export interface Hub {
 
 export const podName = (n: number) => `pod-${String(n).padStart(2, '0')}`;
 
-/** Inserts a relationship row directly, as reconcile would have left it; returns its id. */
-export async function insertRelationship(sql: Sql, from: string, to: string, type: string, sourceId: string | null = null): Promise<string> {
+/**
+ * Inserts a relationship row directly, as reconcile would have left it (with the instances of its
+ * two ends); returns its id.
+ */
+export async function insertRelationship(
+  sql: Sql,
+  from: string,
+  to: string,
+  type: string,
+  sourceId: string | null = null,
+  scopes: { from?: string | null; to?: string | null } = {},
+): Promise<string> {
   const now = new Date();
   const [row] = await sql<{ id: string }[]>`
-    insert into relationships (tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen)
-    values (${DEFAULT_TENANT_ID}, ${sourceId}, ${from}, ${to}, ${type}, ${now}, ${now})
+    insert into relationships (tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen, from_scope_id, to_scope_id)
+    values (${DEFAULT_TENANT_ID}, ${sourceId}, ${from}, ${to}, ${type}, ${now}, ${now}, ${scopes.from ?? null}, ${scopes.to ?? null})
     returning id::text`;
   return row!.id;
 }
@@ -70,7 +80,7 @@ export async function seedHub(sql: Sql): Promise<Hub> {
   for (const record of [hub, ...pods, ...services]) ids[record.name] = await ciIdOf(sql, record.external_id);
   const hubId = ids.hub!;
   await hardDelete(sql, ids['pod-gone']!);
-  await insertRelationship(sql, hubId, randomUUID(), 'hosts', sourceId);
-  await insertRelationship(sql, randomUUID(), hubId, 'runs_on', sourceId);
+  await insertRelationship(sql, hubId, randomUUID(), 'hosts', sourceId, { from: 'cluster-a', to: 'cluster-a' });
+  await insertRelationship(sql, randomUUID(), hubId, 'runs_on', sourceId, { from: 'cluster-a', to: 'cluster-a' });
   return { sourceId, hub: hubId, ids, live: 13, dangling: 3 };
 }

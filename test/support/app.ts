@@ -1,6 +1,9 @@
 import type { Server } from 'node:http';
 import { Writable } from 'node:stream';
 import { createApp } from '../../src/app.js';
+import { AuditLog } from '../../src/audit/log.js';
+import { RateLimits } from '../../src/http/rate-limit.js';
+import { SingleSignOn } from '../../src/auth/sso.js';
 import { issueApiKey } from '../../src/auth/api-keys.js';
 import type { DataScope, Permission } from '../../src/auth/principal.js';
 import { loadConfig, type Config } from '../../src/config/config.js';
@@ -40,9 +43,14 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/** The master key test apps wrap credential data keys with. */
+export const TEST_MASTER_KEY = '7d3c1e0a9b8f6e5d4c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a2918f7e6d5c';
+
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return {
-    ...loadConfig({ CINV_SECRET: TEST_SECRET, DATABASE_URL: 'postgres://unused', LOG_LEVEL: 'info' }),
+    // limits high enough that suites sending many requests with one key are not refused; the
+    // rate-limit suite sets its own
+    ...loadConfig({ CINV_SECRET: TEST_SECRET, DATABASE_URL: 'postgres://unused', LOG_LEVEL: 'info', CINV_RATE_LIMIT: '1000000', CINV_MASTER_KEY: TEST_MASTER_KEY }),
     databaseUrl: undefined,
     ...overrides,
   };
@@ -100,6 +108,8 @@ export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDat
     close: async () => {
       context.health.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await context.audit.close();
+      await context.limits.close();
     },
   };
 }
@@ -108,7 +118,7 @@ export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDat
 export function testContext(db: RawDatabase, probe: Sql, config: Config, logger: AppContext['logger'], clock: { now: Date }): AppContext {
   const { sql, gate, health } = admit(db.sql, probe, config.dbAcquireTimeoutMs);
   const now = () => clock.now;
-  return { sql, database: db.kind, gate, health, search: createSearchBackend(sql, config, now), config, logger, now };
+  return { sql, database: db.kind, gate, health, search: createSearchBackend(sql, config, now), audit: new AuditLog(sql, logger, now), limits: new RateLimits(config, logger), sso: config.oidc ? new SingleSignOn(config.oidc, logger) : undefined, config, logger, now };
 }
 
 /** Fresh tables and a fresh app for each test of the suite that calls it. */

@@ -55,6 +55,16 @@ const TABLES = [
   'configuration_items',
   'api_key_scopes',
   'api_keys',
+  'sessions',
+  'audit_events',
+  'data_scopes',
+  'grants',
+  'team_members',
+  'teams',
+  'users',
+  'collection_runs',
+  'source_credentials',
+  'tenant_data_keys',
   'sources',
   'collectors',
   'change_stats_queue',
@@ -63,6 +73,8 @@ const TABLES = [
   'change_stats_affected',
   'search_reindex',
   'change_stats_snapshots',
+  'ci_counts',
+  'ci_count_deltas',
 ];
 
 /** Empties every tenant-owned table; the default tenant stays, as after migration. */

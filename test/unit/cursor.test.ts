@@ -20,7 +20,8 @@ describe('cursor', () => {
   it('round-trips the keyset position for the same binding', () => {
     const cursor = encodeCursor(SECRET, binding, ['node-7', 42]);
     expect(cursor).to.match(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
-    expect(decodeCursor(SECRET, cursor, { ...binding, filters: { types: ['runs_on'], direction: null } })).to.deep.equal(['node-7', 42]);
+    expect(decodeCursor(SECRET, cursor, { ...binding, filters: { types: ['runs_on'], direction: null } })).to.deep.equal({ key: ['node-7', 42], total: undefined });
+    expect(decodeCursor(SECRET, encodeCursor(SECRET, binding, ['node-7', 42], 1234), binding)).to.deep.equal({ key: ['node-7', 42], total: 1234 });
   });
 
   it('refuses tampered, truncated, foreign and malformed cursors', () => {

@@ -1,0 +1,78 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { derivedKey } from '../config/derived-key.js';
+import type { Queryable } from '../db/database.js';
+import { userPermissions, userScopes, type ApiKeyRow } from './api-key-store.js';
+
+/**
+ * Server-side sessions for people signed in through single sign-on (or, for the web interface,
+ * with a key exchanged at sign-in). The cookie carries a random identifier; the table keeps only
+ * its keyed hash, so a copy of the table opens no session. Deleting the row ends the session on the
+ * next request, on every replica.
+ */
+export interface SessionRow {
+  tenant_id: string;
+  user_id: string;
+  created_at: Date;
+  expires_at: Date;
+}
+
+const hashKey = (secret: string) => derivedKey(secret, 'cinv session id v1');
+const idHash = (secret: string, id: string): Buffer => createHmac('sha256', hashKey(secret)).update(id).digest();
+
+/** A new session; returns the identifier for the cookie, which exists nowhere else. */
+export async function createSession(sql: Queryable, secret: string, session: SessionRow): Promise<string> {
+  const id = randomBytes(32).toString('base64url');
+  await sql`
+    insert into sessions (id_hash, tenant_id, user_id, created_at, expires_at)
+    values (${idHash(secret, id)}, ${session.tenant_id}, ${session.user_id}, ${session.created_at}, ${session.expires_at})`;
+  return id;
+}
+
+/** The live session behind a cookie identifier, or undefined (unknown, ended or expired). */
+export async function findSession(sql: Queryable, secret: string, id: string, now: Date): Promise<SessionRow | undefined> {
+  const [row] = await sql<SessionRow[]>`
+    select tenant_id, user_id, created_at, expires_at from sessions
+    where id_hash = ${idHash(secret, id)} and expires_at > ${now}`;
+  return row;
+}
+
+export interface SessionUser extends SessionRow {
+  user: NonNullable<ApiKeyRow['user']>;
+}
+
+/**
+ * The live session behind a cookie identifier with its user's rights as they are now (own and
+ * team grants), in one round trip; undefined when unknown, ended or expired.
+ */
+export async function findSessionUser(sql: Queryable, secret: string, id: string, now: Date): Promise<SessionUser | undefined> {
+  const [row] = await sql<SessionUser[]>`
+    select s.tenant_id, s.user_id, s.created_at, s.expires_at,
+           json_build_object(
+             'id', u.id, 'name', u.name, 'email', u.email, 'superadmin', u.superadmin, 'active', u.deactivated_at is null,
+             'permissions', (${userPermissions(sql, sql`u.id`)}),
+             'scopes', (${userScopes(sql, sql`u.id`)})) as user
+    from sessions s join users u on u.id = s.user_id
+    where s.id_hash = ${idHash(secret, id)} and s.expires_at > ${now}`;
+  return row;
+}
+
+/** Moves a session's expiry (rolling sessions), at most once a minute per session. */
+export async function extendSession(sql: Queryable, secret: string, id: string, expiresAt: Date): Promise<void> {
+  await sql`
+    update sessions set expires_at = ${expiresAt}
+    where id_hash = ${idHash(secret, id)} and expires_at < ${new Date(expiresAt.getTime() - 60_000)}`;
+}
+
+export async function endSession(sql: Queryable, secret: string, id: string): Promise<void> {
+  await sql`delete from sessions where id_hash = ${idHash(secret, id)}`;
+}
+
+/** Ends every session of a user (deactivation). */
+export async function endSessionsOf(sql: Queryable, userId: string): Promise<void> {
+  await sql`delete from sessions where user_id = ${userId}`;
+}
+
+export async function trimExpiredSessions(sql: Queryable, now: Date): Promise<number> {
+  const rows = await sql`delete from sessions where expires_at <= ${now} returning 1`;
+  return rows.length;
+}
