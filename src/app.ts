@@ -26,6 +26,7 @@ import { systemRoutes } from './system/routes.js';
 import { teamRoutes } from './teams/routes.js';
 import { tokenRoutes } from './tokens/routes.js';
 import { userRoutes } from './users/routes.js';
+import { webInterface } from './ui/serve.js';
 import { DEFAULT_TENANT_ID } from './tenants.js';
 
 const { version } = JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string };
@@ -137,6 +138,7 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
       koa,
     ),
   );
+  koa.use(webInterface());
   koa.use(router.routes());
   koa.use(router.allowedMethods());
   return koa;

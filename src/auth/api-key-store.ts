@@ -44,7 +44,7 @@ export interface NewApiKey {
  * rights (direct grants and those of the user's teams), in one round trip: nothing is cached, so a
  * revoked token, a deactivated user or a withdrawn grant counts from the next request on.
  */
-export async function findActiveKey(sql: Queryable, keyHash: Buffer, now: Date): Promise<ApiKeyRow | undefined> {
+export async function findActiveKey(sql: Queryable, match: { keyHash: Buffer } | { id: string }, now: Date): Promise<ApiKeyRow | undefined> {
   const [row] = await sql<ApiKeyRow[]>`
     select k.id, k.tenant_id, k.name, k.tier, k.permissions, k.narrow_permissions, k.narrow_scopes,
            coalesce((select json_agg(json_build_object('sourceId', s.source_id::text, 'scopeId', s.scope_id))
@@ -55,7 +55,7 @@ export async function findActiveKey(sql: Queryable, keyHash: Buffer, now: Date):
              'scopes', (${userScopes(sql, sql`u.id`)})) end as user
     from api_keys k
     left join users u on u.id = k.user_id
-    where k.key_hash = ${keyHash}
+    where ${'keyHash' in match ? sql`k.key_hash = ${match.keyHash}` : sql`k.id = ${match.id}`}
       and k.revoked_at is null
       and (k.expires_at is null or k.expires_at > ${now})`;
   return row;

@@ -86,8 +86,18 @@ export async function installBootstrapKey(sql: Sql, secret: string, tenantId: st
 export async function principalForKey(sql: Sql, secret: string, key: string, now: Date): Promise<Principal | undefined> {
   const parsed = parseApiKey(key);
   if (!parsed) return undefined;
-  const row = await findActiveKey(sql, hashApiKey(secret, key), now);
+  const row = await findActiveKey(sql, { keyHash: hashApiKey(secret, key) }, now);
   if (!row || row.tier !== parsed.tier) return undefined;
+  return keyPrincipal(row);
+}
+
+/** The principal of a key a web session was opened with, as the key is now (undefined once revoked or expired). */
+export async function principalForKeyId(sql: Sql, keyId: string, now: Date): Promise<Principal | undefined> {
+  const row = await findActiveKey(sql, { id: keyId }, now);
+  return row ? keyPrincipal(row) : undefined;
+}
+
+function keyPrincipal(row: ApiKeyRow): Principal | undefined {
   if (row.tier === 'usr') return row.user?.active ? userPrincipal(row.tenant_id, row.user, row) : undefined;
   return {
     tenantId: row.tenant_id,

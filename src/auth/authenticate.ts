@@ -3,7 +3,7 @@ import type { AppContext } from '../context.js';
 import { forbidden, unauthorized } from '../http/errors.js';
 import type { AuthFailure } from '../audit/log.js';
 import { keyHint, parseApiKey } from './api-key-format.js';
-import { principalForKey, userPrincipal } from './api-keys.js';
+import { principalForKey, principalForKeyId, userPrincipal } from './api-keys.js';
 import { endSession, extendSession, findSessionUser } from './sessions.js';
 import { touchKey } from './api-key-store.js';
 import type { Principal } from './principal.js';
@@ -53,13 +53,22 @@ export async function authenticate(ctx: Context, app: AppContext): Promise<Princ
 async function sessionPrincipal(ctx: Context, app: AppContext, sessionId: string): Promise<Principal> {
   const now = app.now();
   const session = await findSessionUser(app.sql, app.config.secret, sessionId, now);
-  if (!session || !session.user.active) {
+  const principal = !session
+    ? undefined
+    : session.user
+      ? session.user.active ? userPrincipal(session.tenant_id, session.user) : undefined
+      : session.api_key_id ? await principalForKeyId(app.sql, session.api_key_id, now) : undefined;
+  if (!session || !principal) {
     if (session) await endSession(app.sql, app.config.secret, sessionId);
     clearSessionCookie(ctx);
-    ctx.state.authFailure = { reason: session ? 'user_deactivated' : 'session_expired', tenantId: session?.tenant_id } satisfies AuthFailure;
-    throw unauthorized(session ? 'this user is deactivated' : 'the sign-in session ended or expired; sign in again');
+    const reason = !session ? 'session_expired' : session.user ? 'user_deactivated' : 'unknown_revoked_or_expired';
+    ctx.state.authFailure = { reason, tenantId: session?.tenant_id } satisfies AuthFailure;
+    throw unauthorized(
+      !session ? 'the sign-in session ended or expired; sign in again'
+        : session.user ? 'this user is deactivated'
+          : 'the key this session was opened with is revoked or expired; sign in again',
+    );
   }
-  const principal = userPrincipal(session.tenant_id, session.user);
   ctx.state.principal = principal;
   if (UNSAFE_METHODS.has(ctx.method) && !sameOrigin(ctx)) {
     throw forbidden('Cross-site request refused: requests under a sign-in session must come from this origin', { reason: 'csrf' });

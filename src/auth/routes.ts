@@ -3,7 +3,9 @@ import type { Context } from 'koa';
 import { requestFacts } from '../audit/log.js';
 import { DEFAULT_TENANT_ID } from '../tenants.js';
 import type { AppContext } from '../context.js';
-import { AppError, forbidden, notFound } from '../http/errors.js';
+import { AppError, forbidden, notFound, unauthorized } from '../http/errors.js';
+import { parseApiKey } from './api-key-format.js';
+import { principalForKey } from './api-keys.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { Nullable, Uuid } from '../http/schemas.js';
 import { ScopeView, scopeView } from '../users/schema.js';
@@ -56,7 +58,7 @@ const me = defineRoute({
 
 const TAGS = ['Single sign-on'];
 /** Where a person lands after signing in when no (acceptable) `return_to` was given. */
-const DEFAULT_LANDING = '/docs';
+const DEFAULT_LANDING = '/ui/';
 /** A sign-in must come back from the provider within this time. */
 const LOGIN_WINDOW_MS = 10 * 60_000;
 
@@ -230,4 +232,62 @@ const authMe = defineRoute({
   },
 });
 
-export const authRoutes: AnyRoute[] = [me, login, callback, logout, authMe];
+const methods = defineRoute({
+  method: 'GET',
+  path: '/auth/methods',
+  operationId: 'getSignInMethods',
+  summary: 'How a person can sign in here',
+  description:
+    'For sign-in pages: `sso` is true when single sign-on is configured (`/auth/login`); `api_key` is always true ' +
+    '(`POST /auth/session` exchanges an API key or user token for a session).',
+  tags: TAGS,
+  access: 'public',
+  responses: { 200: { description: 'The sign-in methods.', schema: Type.Object({ sso: Type.Boolean(), api_key: Type.Boolean() }) } },
+  async handler({ app }) {
+    return { sso: app.sso !== undefined, api_key: true };
+  },
+});
+
+const keySession = defineRoute({
+  method: 'POST',
+  path: '/auth/session',
+  operationId: 'signInWithKey',
+  summary: 'Exchange an API key or user token for a sign-in session',
+  description:
+    'For the web interface where single sign-on is not configured (and for people who hold a key rather than an ' +
+    'identity-provider account): the key is checked once and a session cookie (`HttpOnly`, `SameSite=Lax`, `Secure` ' +
+    'behind TLS) is set, so the key is never kept in the browser. The session acts as the key does at each request: its ' +
+    'tier, permissions and data scopes as they are now; revoking or expiring the key ends the session on its next request. ' +
+    'Must come from this origin (`Origin` or `Sec-Fetch-Site: same-origin`), else 403. An unknown, revoked, expired or ' +
+    'malformed key is a 401.',
+  tags: TAGS,
+  access: 'public',
+  body: Type.Object({ api_key: Type.String({ minLength: 1, maxLength: 512, description: 'An API key or user token.' }) }, { additionalProperties: false }),
+  responses: {
+    200: { description: 'Signed in: who the session acts as.', schema: Me },
+    401: { description: 'The key is unknown, revoked, expired or malformed.' },
+    403: { description: 'Cross-site request refused (`HTTP_403`).' },
+  },
+  async handler({ ctx, app, body }) {
+    if (!sameOrigin(ctx)) throw forbidden('Cross-site request refused: sign in from this origin', { reason: 'csrf' });
+    const now = app.now();
+    const principal = await principalForKey(app.sql, app.config.secret, body.api_key, now);
+    if (!principal?.keyId) {
+      ctx.state.authFailure = { reason: parseApiKey(body.api_key) ? 'unknown_revoked_or_expired' : 'malformed_key' };
+      throw unauthorized('invalid, expired or revoked API key');
+    }
+    const sessionId = await createSession(app.sql, app.config.secret, {
+      tenant_id: principal.tenantId,
+      user_id: null,
+      api_key_id: principal.keyId,
+      created_at: now,
+      expires_at: new Date(now.getTime() + app.config.sessionTtlMs),
+    });
+    setSessionCookie(ctx, sessionId, app.config.sessionTtlMs);
+    ctx.set('Cache-Control', 'no-store');
+    app.audit.authenticated(principal, ctx, 'session');
+    return presentMe(principal);
+  },
+});
+
+export const authRoutes: AnyRoute[] = [me, login, callback, logout, authMe, methods, keySession];

@@ -11,7 +11,9 @@ import { userPermissions, userScopes, type ApiKeyRow } from './api-key-store.js'
  */
 export interface SessionRow {
   tenant_id: string;
-  user_id: string;
+  /** Exactly one of these: the signed-in user, or the key the session was opened with. */
+  user_id: string | null;
+  api_key_id?: string | null;
   created_at: Date;
   expires_at: Date;
 }
@@ -23,21 +25,23 @@ const idHash = (secret: string, id: string): Buffer => createHmac('sha256', hash
 export async function createSession(sql: Queryable, secret: string, session: SessionRow): Promise<string> {
   const id = randomBytes(32).toString('base64url');
   await sql`
-    insert into sessions (id_hash, tenant_id, user_id, created_at, expires_at)
-    values (${idHash(secret, id)}, ${session.tenant_id}, ${session.user_id}, ${session.created_at}, ${session.expires_at})`;
+    insert into sessions (id_hash, tenant_id, user_id, api_key_id, created_at, expires_at)
+    values (${idHash(secret, id)}, ${session.tenant_id}, ${session.user_id}, ${session.api_key_id ?? null},
+            ${session.created_at}, ${session.expires_at})`;
   return id;
 }
 
 /** The live session behind a cookie identifier, or undefined (unknown, ended or expired). */
 export async function findSession(sql: Queryable, secret: string, id: string, now: Date): Promise<SessionRow | undefined> {
   const [row] = await sql<SessionRow[]>`
-    select tenant_id, user_id, created_at, expires_at from sessions
+    select tenant_id, user_id, api_key_id, created_at, expires_at from sessions
     where id_hash = ${idHash(secret, id)} and expires_at > ${now}`;
   return row;
 }
 
 export interface SessionUser extends SessionRow {
-  user: NonNullable<ApiKeyRow['user']>;
+  /** Null for a session opened with a key: the key's own rights are looked up as they are now. */
+  user: NonNullable<ApiKeyRow['user']> | null;
 }
 
 /**
@@ -46,12 +50,12 @@ export interface SessionUser extends SessionRow {
  */
 export async function findSessionUser(sql: Queryable, secret: string, id: string, now: Date): Promise<SessionUser | undefined> {
   const [row] = await sql<SessionUser[]>`
-    select s.tenant_id, s.user_id, s.created_at, s.expires_at,
-           json_build_object(
+    select s.tenant_id, s.user_id, s.api_key_id, s.created_at, s.expires_at,
+           case when u.id is null then null else json_build_object(
              'id', u.id, 'name', u.name, 'email', u.email, 'superadmin', u.superadmin, 'active', u.deactivated_at is null,
              'permissions', (${userPermissions(sql, sql`u.id`)}),
-             'scopes', (${userScopes(sql, sql`u.id`)})) as user
-    from sessions s join users u on u.id = s.user_id
+             'scopes', (${userScopes(sql, sql`u.id`)})) end as user
+    from sessions s left join users u on u.id = s.user_id
     where s.id_hash = ${idHash(secret, id)} and s.expires_at > ${now}`;
   return row;
 }

@@ -1,4 +1,4 @@
-import type { CiRow } from './store.js';
+import type { CiDetailRow, CiRow } from './store.js';
 
 export function presentCi(row: CiRow) {
   return {
@@ -13,6 +13,10 @@ export function presentCi(row: CiRow) {
     updated_at: row.updated_at,
     raw_data: row.raw_data,
   };
+}
+
+export function presentCiDetail(row: CiDetailRow) {
+  return { ...presentCi(row), type_data: row.type_data, source: row.source, scope_id: row.scope_id };
 }
 
 function valueAt(document: unknown, path: readonly string[]): unknown {

@@ -3,9 +3,9 @@ import { archiveWithHistory } from '../inventory/archive.js';
 import { notFound } from '../http/errors.js';
 import { defineRoute } from '../http/route.js';
 import { parseFilters } from '../query/filters.js';
-import { attributePaths, pickAttributes, presentCi, presentTypeData } from './presenter.js';
-import { Ci, CiArchived, CiList, CiListQuery, CiParams, CI_FILTERS, TypeDataList } from './schema.js';
-import { findVisibleCi, listCis } from './store.js';
+import { attributePaths, pickAttributes, presentCi, presentCiDetail, presentTypeData } from './presenter.js';
+import { CiArchived, CiDetail, CiList, CiListQuery, CiParams, CI_FILTERS, TypeDataList } from './schema.js';
+import { findCiDetail, findVisibleCi, listCis } from './store.js';
 
 const tags = ['Configuration items'];
 
@@ -61,11 +61,14 @@ const detail = defineRoute({
   tags,
   access: { resource: 'configuration_items', action: 'read' },
   params: CiParams,
-  responses: { 200: { description: 'The CI with its nested raw_data.', schema: Ci } },
+  description:
+    'The spec\'s fields, plus (beyond the spec) `type_data` with its metrics, the `source` that collected the CI and its ' +
+    'instance (`scope_id`).',
+  responses: { 200: { description: 'The CI with its nested raw_data.', schema: CiDetail } },
   async handler({ app, principal, params }) {
-    const row = await findVisibleCi(app.sql, principal, params.ci_id);
+    const row = await findCiDetail(app.sql, principal, params.ci_id);
     if (!row) throw notFound('Configuration item not found', { ci_id: params.ci_id });
-    return presentCi(row);
+    return presentCiDetail(row);
   },
 });
 

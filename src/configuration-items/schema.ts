@@ -57,6 +57,19 @@ const ciFields = {
 };
 
 export const Ci = Type.Object(ciFields, { title: 'ConfigurationItem' });
+/** The detail adds what a person looking at one CI asks next: where it came from, and its type's attributes. */
+export const CiDetail = Type.Object(
+  {
+    ...ciFields,
+    type_data: JsonObject('The type-specific attributes (as `include_type_data` gives them on the list), with `metrics` where the collector sends them.'),
+    source: Type.Object(
+      { id: Type.Integer(), name: Type.String(), collector_type: Type.String() },
+      { description: 'The source that collected the CI.' },
+    ),
+    scope_id: Nullable(Type.String({ description: 'The instance of the source (a cluster, a server) the CI belongs to.' })),
+  },
+  { title: 'ConfigurationItemDetail' },
+);
 export const CiListItem = Type.Object(
   { ...ciFields, attributes: Type.Optional(JsonObject('Values at the `include_attributes` paths (null where absent).')) },
   { title: 'ConfigurationItemListItem' },

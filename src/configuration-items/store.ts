@@ -108,6 +108,26 @@ export async function findVisibleCi(sql: Queryable, principal: Principal, ciId: 
   return row;
 }
 
+export interface CiDetailRow extends CiRow {
+  type_data: Record<string, unknown>;
+  scope_id: string | null;
+  source: { id: number; name: string; collector_type: string };
+}
+
+/** One CI as the detail shows it: with its type data (metrics included), source and instance. */
+export async function findCiDetail(sql: Sql, principal: Principal, ciId: string): Promise<CiDetailRow | undefined> {
+  const [row] = await sql<CiDetailRow[]>`
+    select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, ls.last_seen,
+           ci.created_at, ci.updated_at, ci.raw_data, ${typeDataWithMetrics(sql)} as type_data, ci.scope_id,
+           json_build_object('id', s.id, 'name', s.name, 'collector_type', c.collector_type) as source
+    from configuration_items ci
+    join ci_last_seen ls on ls.ci_id = ci.ci_id
+    join sources s on s.id = ci.source_id
+    join collectors c on c.id = s.collector_id
+    where ci.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('ci'))}`;
+  return row;
+}
+
 /** Whether the CI exists and lies inside the principal's data scopes (no row is loaded). */
 export async function isCiVisible(sql: Sql, principal: Principal, ciId: string): Promise<boolean> {
   const rows = await sql`select 1 from configuration_items ci where ci.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('ci'))}`;

@@ -73,7 +73,7 @@ describe('single sign-on against a real OpenID provider (oidc-provider, in proce
     expect((await api(first.browser, '/auth/me')).status).to.equal(200);
 
     const second = await signIn({ ...alice, name: 'Alice L.' });
-    expect(second.landed).to.equal('/docs');
+    expect(second.landed).to.equal('/ui/');
     const again = (await (await api(second.browser, '/api/v1/me')).json()) as any;
     expect(again.user.id).to.equal(body.user.id);
     expect(again.user.name).to.equal('Alice L.');
@@ -87,8 +87,8 @@ describe('single sign-on against a real OpenID provider (oidc-provider, in proce
 
   it('ignores a return_to on another origin', async () => {
     const signedIn = await signIn(alice, 'https://evil.example.com/steal');
-    expect(signedIn.landed).to.equal('/docs');
-    expect((await signIn(alice, '//evil.example.com/x')).landed).to.equal('/docs');
+    expect(signedIn.landed).to.equal('/ui/');
+    expect((await signIn(alice, '//evil.example.com/x')).landed).to.equal('/ui/');
   });
 
   it('rolls the session while in use and ends it after the time to live without use', async () => {

@@ -197,6 +197,7 @@ export class FakeKubeApiServer {
     for (const watcher of this.watchers) {
       if (watcher.resource !== event.resource) continue;
       if (watcher.namespace && event.object.metadata.namespace !== watcher.namespace) continue;
+      if (watcher.response.writableEnded) continue;
       watcher.response.write(`${JSON.stringify({ type: event.type, object: event.object })}\n`);
     }
   }
@@ -320,6 +321,8 @@ export class FakeKubeApiServer {
     this.watchers.add(watcher);
     const bookmark = watcher.bookmarks
       ? setInterval(() => {
+          // the watch may have ended (its timeout) before its close event stopped this timer
+          if (response.writableEnded) return;
           response.write(`${JSON.stringify({ type: 'BOOKMARK', object: { kind: kind.kind, apiVersion: apiVersionOf(kind), metadata: { resourceVersion: String(this.rv) } } })}\n`);
         }, 500)
       : undefined;
@@ -330,6 +333,7 @@ export class FakeKubeApiServer {
       this.watchers.delete(watcher);
     };
     request.on('close', end);
+    response.on('finish', end);
     response.on('close', end);
   }
 

@@ -1,0 +1,105 @@
+import { useState } from 'preact/hooks';
+import { Link } from '../lib/router';
+import { dateTime } from '../lib/format';
+import { DiffView } from './diff-view';
+
+export interface FieldChange {
+  field: string;
+  old_value: unknown;
+  new_value: unknown;
+}
+
+export interface ChangeRecord {
+  id: string;
+  ci_id: string;
+  ci_name: string;
+  ci_namespace: string | null;
+  ci_type: string;
+  changed_at: string;
+  change_type: 'CREATED' | 'UPDATED' | 'DELETED';
+  changes: FieldChange[];
+  matched?: { in: string; field?: string; excerpt: string }[];
+}
+
+const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'", '&#x27;': "'" };
+const unescape = (text: string) => text.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (entity) => ENTITIES[entity] ?? entity);
+
+/** A search excerpt (HTML-escaped, matches in `<em>`) as text with highlighted marks, never as HTML. */
+export function Excerpt({ text }: { text: string }) {
+  const parts = text.split(/(<em>.*?<\/em>)/g);
+  return (
+    <span class="excerpt">
+      {parts.map((part, index) =>
+        part.startsWith('<em>') ? <mark key={index}>{unescape(part.slice(4, -5))}</mark> : <span key={index}>{unescape(part)}</span>,
+      )}
+    </span>
+  );
+}
+
+/** One change record: a line that opens into the diff of each field it changed. */
+export function ChangeItem({ record, showCi, mode }: { record: ChangeRecord; showCi: boolean; mode: 'inline' | 'split' }) {
+  const [open, setOpen] = useState(false);
+  const fields = record.changes.map((change) => change.field);
+  return (
+    <article class={`change change-${record.change_type.toLowerCase()}`}>
+      <header>
+        <button type="button" class="disclose" aria-expanded={open} onClick={() => setOpen(!open)}>
+          <span aria-hidden="true">{open ? '▾' : '▸'}</span>
+          <span class="sr-only">{open ? 'Hide' : 'Show'} the diff of </span>
+          <span class={`badge ${record.change_type.toLowerCase()}`}>{record.change_type}</span>
+          <time dateTime={record.changed_at}>{dateTime(record.changed_at)}</time>
+          <span class="fields">
+            {fields.slice(0, 4).join(', ')}
+            {fields.length > 4 ? ` +${fields.length - 4} more` : ''}
+          </span>
+        </button>
+        {showCi ? (
+          <span class="ci">
+            <Link href={`/ci/${record.ci_id}`}>{record.ci_name}</Link>
+            <span class="meta">
+              {' '}
+              {record.ci_type}
+              {record.ci_namespace ? ` · ${record.ci_namespace}` : ''}
+            </span>
+          </span>
+        ) : null}
+      </header>
+      {record.matched && record.matched.length > 0 ? (
+        <ul class="matches" aria-label="Where the query matched">
+          {record.matched.map((match, index) => (
+            <li key={index}>
+              <span class="meta">{match.field ? `${match.in} ${match.field}` : match.in}: </span>
+              <Excerpt text={match.excerpt} />
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      {open ? (
+        <div class="diffs">
+          {record.changes.map((change) => (
+            <section key={change.field} class="field-diff">
+              <h4>
+                <code>{change.field}</code>
+              </h4>
+              <DiffView field={change.field} before={change.old_value} after={change.new_value} mode={mode} />
+            </section>
+          ))}
+        </div>
+      ) : null}
+    </article>
+  );
+}
+
+export function DiffModePicker({ mode, setMode }: { mode: 'inline' | 'split'; setMode: (mode: 'inline' | 'split') => void }) {
+  return (
+    <fieldset class="segmented">
+      <legend class="sr-only">Diff layout</legend>
+      {(['inline', 'split'] as const).map((value) => (
+        <label key={value}>
+          <input type="radio" name="diff-mode" value={value} checked={mode === value} onChange={() => setMode(value)} />
+          {value === 'inline' ? 'Inline' : 'Side by side'}
+        </label>
+      ))}
+    </fieldset>
+  );
+}

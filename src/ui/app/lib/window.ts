@@ -1,0 +1,34 @@
+/** Time windows for the change views: presets by name, or explicit bounds from the URL. */
+export const PRESETS: [string, string, number][] = [
+  ['1h', 'Last hour', 3_600_000],
+  ['24h', 'Last 24 hours', 86_400_000],
+  ['7d', 'Last 7 days', 7 * 86_400_000],
+  ['30d', 'Last 30 days', 30 * 86_400_000],
+];
+
+export interface Window {
+  start?: string;
+  end?: string;
+}
+
+/** `range` wins when it names a preset; otherwise `from` / `to` as given (ISO date-times or dates). */
+export function windowOf(params: URLSearchParams, now = Date.now()): Window {
+  const preset = PRESETS.find(([name]) => name === params.get('range'));
+  if (preset) return { start: new Date(now - preset[2]).toISOString() };
+  return { start: params.get('from') ?? undefined, end: params.get('to') ?? undefined };
+}
+
+/** A datetime-local input's value (local time, minutes) from an ISO instant, and back. */
+export function toLocalInput(iso: string | undefined): string {
+  if (!iso) return '';
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return '';
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
+}
+
+export function fromLocalInput(value: string): string | undefined {
+  if (!value) return undefined;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? undefined : date.toISOString();
+}

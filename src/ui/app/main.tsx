@@ -1,0 +1,173 @@
+import { render, type FunctionComponent } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError, can, whenUnauthorized, type Me } from './lib/api';
+import { currentRelative, Link, navigate, useLocation, type Place } from './lib/router';
+import { asApiError, ErrorBox, Loading } from './components/states';
+import { SignIn } from './views/sign-in';
+import './styles.css';
+
+export interface ViewProps {
+  me: Me;
+  place: Place;
+}
+
+type ViewModule = { default: FunctionComponent<ViewProps> };
+
+/** Views load on demand: the first page carries only the shell and the sign-in form. */
+const VIEWS: Record<string, () => Promise<ViewModule>> = {
+  inventory: () => import('./views/inventory'),
+  ci: () => import('./views/ci'),
+  changes: () => import('./views/changes'),
+  stats: () => import('./views/stats'),
+  sources: () => import('./views/sources'),
+  admin: () => import('./views/admin'),
+};
+const loaded: Record<string, ViewModule> = {};
+
+const TITLES: Record<string, string> = {
+  inventory: 'Inventory',
+  ci: 'Configuration item',
+  changes: 'Change search',
+  stats: 'Statistics',
+  sources: 'Sources',
+  admin: 'Administration',
+};
+
+function LazyView({ name, props }: { name: string; props: ViewProps }) {
+  const [module, setModule] = useState<ViewModule | undefined>(loaded[name]);
+  const [error, setError] = useState<ApiError>();
+  useEffect(() => {
+    if (loaded[name]) {
+      setModule(loaded[name]);
+      return;
+    }
+    setModule(undefined);
+    VIEWS[name]!().then(
+      (loadedModule) => {
+        loaded[name] = loadedModule;
+        setModule(loadedModule);
+      },
+      (failure: unknown) => setError(asApiError(failure)),
+    );
+  }, [name]);
+  if (error) return <ErrorBox error={error} retry={() => location.reload()} />;
+  if (!module) return <Loading what={TITLES[name]?.toLowerCase() ?? 'the view'} />;
+  const View = module.default;
+  return <View {...props} />;
+}
+
+function Navigation({ me, current }: { me: Me; current: string }) {
+  const links: [string, string, boolean][] = [
+    ['inventory', 'Inventory', can(me, 'configuration_items:read')],
+    ['changes', 'Changes', can(me, 'changes:read')],
+    ['stats', 'Statistics', can(me, 'changes:read')],
+    ['sources', 'Sources', can(me, 'sources:read') || can(me, 'collectors:read')],
+    ['admin', 'Administration', can(me, 'api_keys:read') || can(me, 'users:read') || can(me, 'audit:read') || me.kind === 'user'],
+  ];
+  return (
+    <nav aria-label="Views">
+      <ul>
+        {links
+          .filter(([, , allowed]) => allowed)
+          .map(([name, label]) => (
+            <li key={name}>
+              <Link href={`/${name}`} aria-current={current === name || (current === 'ci' && name === 'inventory') ? 'page' : undefined}>
+                {label}
+              </Link>
+            </li>
+          ))}
+      </ul>
+    </nav>
+  );
+}
+
+function App() {
+  const place = useLocation();
+  const [me, setMe] = useState<Me | null | undefined>(undefined);
+  const [failure, setFailure] = useState<ApiError>();
+
+  useEffect(() => {
+    whenUnauthorized(() => {
+      setMe(null);
+      if (!location.pathname.startsWith('/ui/sign-in')) {
+        navigate(`/sign-in?return_to=${encodeURIComponent(`/ui${currentRelative()}`)}`, { replace: true });
+      }
+    });
+    api<Me>('/api/v1/me', { quiet401: true }).then(setMe, (error: unknown) => {
+      const apiError = asApiError(error);
+      if (apiError.status === 401) setMe(null);
+      else setFailure(apiError);
+    });
+  }, []);
+
+  const name = place.path.split('/')[1] || 'inventory';
+  useEffect(() => {
+    document.title = `${name === 'sign-in' ? 'Sign in' : (TITLES[name] ?? 'Not found')} · cinv`;
+  }, [name]);
+  useEffect(() => {
+    if (me === null && name !== 'sign-in') {
+      navigate(`/sign-in?return_to=${encodeURIComponent(`/ui${currentRelative()}`)}`, { replace: true });
+    }
+    if (me && name === 'sign-in') navigate('/inventory', { replace: true });
+  }, [me, name]);
+
+  if (failure) {
+    return (
+      <main id="main">
+        <ErrorBox error={failure} retry={() => location.reload()} />
+      </main>
+    );
+  }
+  if (me === undefined) return <Loading what="cinv" />;
+  if (name === 'sign-in' || me === null) {
+    return (
+      <main id="main" class="sign-in-page">
+        <SignIn place={place} onSignedIn={setMe} />
+      </main>
+    );
+  }
+  const signOut = async () => {
+    await api('/auth/logout', { method: 'POST' }).catch(() => undefined);
+    setMe(null);
+    navigate('/sign-in', { replace: true });
+  };
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <Link href="/inventory" class="brand">
+          cinv
+        </Link>
+        <Navigation me={me} current={name} />
+        <div class="who">
+          <span title={me.user?.email ?? me.tier ?? ''}>
+            {me.user?.name ?? me.name}
+            {me.tier ? <span class="meta"> ({me.tier} key)</span> : null}
+          </span>
+          <button type="button" onClick={() => void signOut()}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {VIEWS[name] ? <LazyView name={name} props={{ me, place }} /> : <NotFound />}
+      </main>
+    </>
+  );
+}
+
+function NotFound() {
+  return (
+    <section>
+      <h1>Page not found</h1>
+      <p>
+        There is no view here. Go to the <Link href="/inventory">inventory</Link>.
+      </p>
+    </section>
+  );
+}
+
+if (location.pathname === '/ui' || location.pathname === '/ui/') navigate('/inventory', { replace: true });
+render(<App />, document.getElementById('app')!);

@@ -1,0 +1,204 @@
+import { useState } from 'preact/hooks';
+import type { ViewProps } from '../main';
+import { api, can } from '../lib/api';
+import { dateTime, relative } from '../lib/format';
+import { asApiError, Empty, ErrorBox, Show, useLoad } from '../components/states';
+
+interface Collector {
+  id: number;
+  name: string;
+  collector_type: string;
+  status: string;
+  sources_total: number;
+  last_collection: string | null;
+}
+
+interface Source {
+  id: number;
+  name: string;
+  endpoint: string | null;
+  status: 'enabled' | 'disabled';
+  schedule_config: { enabled: boolean; interval_minutes: number };
+  health_status: { status?: string; last_check?: string; details?: { message?: string } } | null;
+  last_collection: string | null;
+  last_error?: string | null;
+}
+
+interface Run {
+  id: string;
+  source_name: string;
+  status: string;
+  trigger: string;
+  queued_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  error: string | null;
+  watching_since: string | null;
+  counts: Record<string, unknown> | null;
+}
+
+interface Health {
+  collectors: { id: number; status: 'healthy' | 'degraded'; sources_total: number; sources_healthy: number }[];
+}
+
+/** When the schedule runs the source next: an interval after its last collection, or now when overdue. */
+function nextRun(source: Source): string {
+  if (source.status !== 'enabled' || !source.schedule_config.enabled) return 'not scheduled';
+  if (!source.last_collection) return 'due now';
+  const next = new Date(source.last_collection).getTime() + source.schedule_config.interval_minutes * 60_000;
+  return next <= Date.now() ? 'due now' : relative(new Date(next).toISOString());
+}
+
+export default function Sources({ me }: ViewProps) {
+  const loaded = useLoad('collectors', async (signal) => {
+    const [collectors, health] = await Promise.all([
+      api<{ items: Collector[] }>('/api/v1/collectors', { query: { limit: 100 }, signal }),
+      api<Health>('/api/v1/collectors/health/all', { signal }),
+    ]);
+    return { collectors: collectors.items, health: new Map(health.collectors.map((entry) => [entry.id, entry])) };
+  });
+  return (
+    <section class="sources">
+      <h1>Sources and collectors</h1>
+      <Show loaded={loaded} what="collectors">
+        {({ collectors, health }) =>
+          collectors.length === 0 ? (
+            <Empty>No collectors yet: add a source through the API (POST /api/v1/sources).</Empty>
+          ) : (
+            collectors.map((collector) => <CollectorPanel key={collector.id} collector={collector} health={health.get(collector.id)} mayTrigger={can(me, 'collectors:write')} />)
+          )
+        }
+      </Show>
+    </section>
+  );
+}
+
+function CollectorPanel({ collector, health, mayTrigger }: { collector: Collector; health?: Health['collectors'][number]; mayTrigger: boolean }) {
+  const [generation, setGeneration] = useState(0);
+  const loaded = useLoad(`${collector.id}:${generation}`, async (signal) => {
+    const [sources, runs] = await Promise.all([
+      api<Source[]>(`/api/v1/collectors/${collector.id}/sources`, { signal }),
+      api<{ items: Run[] }>(`/api/v1/collectors/${collector.id}/runs`, { query: { limit: 10 }, signal }),
+    ]);
+    // the last error is on each source's detail; collectors hold a handful of sources
+    const details = await Promise.all(sources.slice(0, 50).map((source) => api<Source>(`/api/v1/sources/${source.id}`, { signal })));
+    return { sources: details.concat(sources.slice(50)), runs: runs.items };
+  });
+  const [message, setMessage] = useState<string>();
+  const [error, setError] = useState<ReturnType<typeof asApiError>>();
+  const trigger = async (source: Source) => {
+    setError(undefined);
+    try {
+      await api(`/api/v1/collectors/${collector.id}/trigger`, { method: 'POST', query: { source_id: source.id } });
+      setMessage(`Collection of ${source.name} queued.`);
+      setGeneration((n) => n + 1);
+    } catch (failure) {
+      setError(asApiError(failure));
+    }
+  };
+  return (
+    <section class="collector" aria-labelledby={`collector-${collector.id}`}>
+      <div class="section-head">
+        <h2 id={`collector-${collector.id}`}>
+          {collector.name} <span class="meta">{collector.collector_type}</span>
+        </h2>
+        <span class={`health ${health?.status ?? 'unknown'}`}>
+          {health ? `${health.status} · ${health.sources_healthy}/${health.sources_total} sources healthy` : 'health unknown'}
+        </span>
+        <button type="button" onClick={() => setGeneration((n) => n + 1)}>
+          Refresh
+        </button>
+      </div>
+      {message ? (
+        <p role="status" class="notice">
+          {message}
+        </p>
+      ) : null}
+      {error ? <ErrorBox error={error} /> : null}
+      <Show loaded={loaded} what="sources">
+        {({ sources, runs }) => (
+          <>
+            {sources.length === 0 ? (
+              <Empty>No sources.</Empty>
+            ) : (
+              <div class="table-wrap">
+                <table class="grid" aria-label={`Sources of ${collector.name}`}>
+                  <thead>
+                    <tr>
+                      <th scope="col">Source</th>
+                      <th scope="col">Status</th>
+                      <th scope="col">Health</th>
+                      <th scope="col">Last collection</th>
+                      <th scope="col">Next run</th>
+                      <th scope="col">Last error</th>
+                      {mayTrigger ? <th scope="col">Actions</th> : null}
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {sources.map((source) => (
+                      <tr key={source.id}>
+                        <td>
+                          {source.name}
+                          <div class="meta">{source.endpoint ?? 'push'}</div>
+                        </td>
+                        <td>{source.status}</td>
+                        <td>
+                          <span class={`health ${source.health_status?.status ?? 'unknown'}`}>{source.health_status?.status ?? 'unknown'}</span>
+                          {source.health_status?.details?.message ? <div class="meta">{source.health_status.details.message}</div> : null}
+                        </td>
+                        <td title={dateTime(source.last_collection)}>{relative(source.last_collection)}</td>
+                        <td>{nextRun(source)}</td>
+                        <td class="error-text">{source.last_error ?? '—'}</td>
+                        {mayTrigger ? (
+                          <td>
+                            <button type="button" onClick={() => void trigger(source)} disabled={source.status !== 'enabled' || collector.collector_type === 'universal'}>
+                              Collect now<span class="sr-only"> {source.name}</span>
+                            </button>
+                          </td>
+                        ) : null}
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
+            <h3>Recent runs</h3>
+            {runs.length === 0 ? (
+              <Empty>No runs yet.</Empty>
+            ) : (
+              <div class="table-wrap">
+                <table class="grid" aria-label={`Recent runs of ${collector.name}`}>
+                  <thead>
+                    <tr>
+                      <th scope="col">Source</th>
+                      <th scope="col">Status</th>
+                      <th scope="col">Trigger</th>
+                      <th scope="col">Queued</th>
+                      <th scope="col">Finished</th>
+                      <th scope="col">Result</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {runs.map((run) => (
+                      <tr key={run.id}>
+                        <td>{run.source_name}</td>
+                        <td>
+                          <span class={`run ${run.status}`}>{run.status}</span>
+                          {run.watching_since ? <div class="meta">watching since {dateTime(run.watching_since)}</div> : null}
+                        </td>
+                        <td>{run.trigger}</td>
+                        <td>{dateTime(run.queued_at)}</td>
+                        <td>{dateTime(run.finished_at)}</td>
+                        <td class={run.error ? 'error-text' : ''}>{run.error ?? (run.counts ? Object.entries(run.counts).map(([k, v]) => `${k} ${String(v)}`).join(', ') : '—')}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
+          </>
+        )}
+      </Show>
+    </section>
+  );
+}

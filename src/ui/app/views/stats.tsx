@@ -1,0 +1,181 @@
+import type { ViewProps } from '../main';
+import { api } from '../lib/api';
+import { count, dateTime } from '../lib/format';
+import { Link, navigate, setParams } from '../lib/router';
+import { windowOf } from '../lib/window';
+import { Empty, Show, useLoad } from '../components/states';
+import { WindowPicker } from '../components/window-picker';
+
+interface Stats {
+  total_changes: number;
+  affected_cis: number;
+  changes_by_type: { created: number; updated: number; archived: number };
+  top_changed_ci_types: { ci_type: string; count: number }[];
+  time_range: { start: string; end: string };
+  series: { bucket_start: string; created: number; updated: number; archived: number }[];
+}
+
+const GROUPS: [string, string, number][] = [
+  ['hour', 'By hour', 3_600_000],
+  ['day', 'By day', 86_400_000],
+  ['week', 'By week', 7 * 86_400_000],
+];
+/** Statistics count archivals; change records call them DELETED. */
+const KINDS = [
+  ['created', 'CREATED'],
+  ['updated', 'UPDATED'],
+  ['archived', 'DELETED'],
+] as const;
+
+/**
+ * Where a bucket's changes are listed: the change search for updates and archivals; creations
+ * carry no field changes (the change lists leave them out), so theirs is the inventory of the CIs
+ * created in the bucket.
+ */
+function searchLink(start: string, length: number, changeType?: string, ciType?: string): string {
+  const end = new Date(new Date(start).getTime() + length - 1).toISOString();
+  if (changeType === 'CREATED') {
+    const params = new URLSearchParams({ status: 'all' });
+    params.append('filter', `created_at:gte:${start}`);
+    params.append('filter', `created_at:lte:${end}`);
+    if (ciType) params.append('filter', `ci_type:eq:${ciType}`);
+    return `/inventory?${params.toString()}`;
+  }
+  const params = new URLSearchParams({ from: start, to: end });
+  if (changeType) params.set('change_type', changeType);
+  if (ciType) params.set('ci_type', ciType);
+  return `/changes?${params.toString()}`;
+}
+
+export default function StatsView({ place }: ViewProps) {
+  const { params } = place;
+  const groupBy = params.get('group_by') ?? 'day';
+  const window = windowOf(params);
+  const query = { start_date: window.start, end_date: window.end, group_by: groupBy };
+  const loaded = useLoad(JSON.stringify(query), (signal) => api<Stats>('/api/v1/changes/stats', { query, signal }));
+  const bucket = GROUPS.find(([name]) => name === groupBy)?.[2] ?? 86_400_000;
+  return (
+    <section class="stats">
+      <h1>Statistics</h1>
+      <div class="toolbar">
+        <WindowPicker params={params} allowAll={false} />
+        <fieldset class="segmented">
+          <legend>Group by</legend>
+          {GROUPS.map(([name, label]) => (
+            <label key={name}>
+              <input type="radio" name="group_by" checked={groupBy === name} onChange={() => setParams({ group_by: name === 'day' ? undefined : name })} />
+              {label}
+            </label>
+          ))}
+        </fieldset>
+      </div>
+      <Show loaded={loaded} what="statistics">
+        {(stats) => (
+          <>
+            <p class="meta">
+              {dateTime(stats.time_range.start)} – {dateTime(stats.time_range.end)}
+            </p>
+            <div class="tiles">
+              <Tile label="Changes" value={stats.total_changes} />
+              <Tile label="Affected CIs" value={stats.affected_cis} />
+              <Tile label="Created" value={stats.changes_by_type.created} kind="created" />
+              <Tile label="Updated" value={stats.changes_by_type.updated} kind="updated" />
+              <Tile label="Archived" value={stats.changes_by_type.archived} kind="archived" />
+            </div>
+            <h2>Changes over time</h2>
+            {stats.series.length === 0 || stats.total_changes === 0 ? <Empty>No changes in this window.</Empty> : <SeriesChart series={stats.series} bucket={bucket} />}
+            <h2>Most changed CI types</h2>
+            {stats.top_changed_ci_types.length === 0 ? <Empty>No changes in this window.</Empty> : <TopTypes stats={stats} />}
+          </>
+        )}
+      </Show>
+    </section>
+  );
+}
+
+function Tile({ label, value, kind }: { label: string; value: number; kind?: string }) {
+  return (
+    <div class={`tile ${kind ?? ''}`}>
+      <span class="tile-value">{count(value)}</span>
+      <span class="tile-label">{label}</span>
+    </div>
+  );
+}
+
+/** Stacked bars, one per bucket; each part is a link to the change search for that bucket and kind. */
+function SeriesChart({ series, bucket }: { series: Stats['series']; bucket: number }) {
+  const width = 900;
+  const height = 240;
+  const top = Math.max(1, ...series.map((point) => point.created + point.updated + point.archived));
+  const slot = width / series.length;
+  const barWidth = Math.max(2, Math.min(48, slot * 0.8));
+  return (
+    <figure class="chart">
+      <svg viewBox={`0 0 ${width} ${height + 24}`} role="group" aria-label="Changes per bucket: created, updated, archived">
+        {series.map((point, index) => {
+          let y = height;
+          const x = index * slot + (slot - barWidth) / 2;
+          return (
+            <g key={point.bucket_start}>
+              {KINDS.map(([kind, changeType]) => {
+                const value = point[kind];
+                if (value === 0) return null;
+                // a bucket with a few changes beside one with thousands still gets a bar one can point at
+                const barHeight = Math.max(4, (value / top) * (height - 8));
+                y -= barHeight;
+                return (
+                  <a
+                    key={kind}
+                    href={`/ui${searchLink(point.bucket_start, bucket, changeType)}`}
+                    aria-label={`${value} ${kind} from ${dateTime(point.bucket_start)}`}
+                    onClick={(event) => {
+                      event.preventDefault();
+                      navigate(searchLink(point.bucket_start, bucket, changeType));
+                    }}
+                  >
+                    <rect x={x} y={y} width={barWidth} height={barHeight} class={`bar ${kind}`}>
+                      <title>{`${dateTime(point.bucket_start)}: ${value} ${kind}`}</title>
+                    </rect>
+                  </a>
+                );
+              })}
+            </g>
+          );
+        })}
+        <line x1="0" x2={width} y1={height} y2={height} class="axis" />
+        <text x="0" y={height + 18} class="label">
+          {dateTime(series[0]!.bucket_start)}
+        </text>
+        <text x={width} y={height + 18} class="label" text-anchor="end">
+          {dateTime(series[series.length - 1]!.bucket_start)}
+        </text>
+      </svg>
+      <figcaption class="legend">
+        {KINDS.map(([kind]) => (
+          <span key={kind}>
+            <span class={`swatch ${kind}`} aria-hidden="true" /> {kind}
+          </span>
+        ))}
+        <span class="meta">Select a bar to search its changes.</span>
+      </figcaption>
+    </figure>
+  );
+}
+
+function TopTypes({ stats }: { stats: Stats }) {
+  const top = Math.max(1, ...stats.top_changed_ci_types.map((entry) => entry.count));
+  const length = new Date(stats.time_range.end).getTime() - new Date(stats.time_range.start).getTime() + 1;
+  return (
+    <ul class="top-types">
+      {stats.top_changed_ci_types.map((entry) => (
+        <li key={entry.ci_type}>
+          <Link href={searchLink(stats.time_range.start, length, undefined, entry.ci_type)}>{entry.ci_type}</Link>
+          <span class="bar-track" aria-hidden="true">
+            <span class="bar-fill" style={{ width: `${(entry.count / top) * 100}%` }} />
+          </span>
+          <span class="value">{count(entry.count)}</span>
+        </li>
+      ))}
+    </ul>
+  );
+}

@@ -1,0 +1,325 @@
+import { expect } from 'chai';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { build } from 'vite';
+import { CollectionWorker } from '../../src/collectors/worker.js';
+import { packagePath } from '../../src/paths.js';
+import { createKey, startTestApp, type TestApp } from '../support/app.js';
+import { resetDatabase, testDatabase } from '../support/db.js';
+import { describeWith } from '../support/dependencies.js';
+import { FakeKubeApiServer } from '../support/fake-kube-apiserver.js';
+import { populateCluster } from '../support/kube-fixtures.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const TOKEN = 'kube-token-for-the-web-interface';
+const ARTIFACTS = packagePath('test', 'artifacts', 'ui');
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+describeWith(existsSync(CHROMIUM))(
+  'the web interface in a real Chromium against a real cinv with two collected clusters (skipped outside CI when /usr/bin/chromium is missing; under CI=true a missing one fails)',
+  function () {
+    this.timeout(120_000);
+    let app: TestApp;
+    let fake: FakeKubeApiServer;
+    let browser: Browser;
+    let admin: string;
+    let scoped: string;
+    const sources: { id: number; collector_id: number; name: string }[] = [];
+
+    const collect = async () => {
+      const worker = new CollectionWorker(app.context, { concurrency: 2, leaseMs: 10_000, pollMs: 60_000 });
+      await worker.tick();
+      await worker.idle();
+      await worker.stop();
+    };
+    const trigger = async (source: { id: number; collector_id: number }) => {
+      const reply = await app.request('POST', `/api/v1/collectors/${source.collector_id}/trigger?source_id=${source.id}`, { key: admin });
+      expect(reply.status, reply.text).to.equal(202);
+    };
+
+    before(async () => {
+      // the app under test is the one built from these sources
+      await build({ configFile: packagePath('src', 'ui', 'app', 'vite.config.ts'), logLevel: 'error' });
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await resetDatabase((await testDatabase()).sql);
+      app = await startTestApp();
+      admin = await createKey(app.sql, 'adm');
+      fake = new FakeKubeApiServer(TOKEN);
+      await fake.start();
+      populateCluster(fake, 150);
+      fake.put('deployments', {
+        metadata: { name: 'web', namespace: 'shop' },
+        spec: { replicas: 2, template: { spec: { containers: [{ name: 'app', image: 'shop/web:1.0' }] } } },
+        status: { readyReplicas: 2 },
+      });
+      fake.put('namespaces', { metadata: { name: 'shop' }, status: { phase: 'Active' } });
+      for (const cluster of ['east', 'west']) {
+        const added = await app.request('POST', '/api/v1/sources', {
+          key: admin,
+          body: { name: cluster, collector_type: 'kubernetes', endpoint: fake.url, config: { cluster_name: cluster, verify_ssl: false }, schedule_config: { enabled: false, interval_minutes: 60 } },
+        });
+        expect(added.status, added.text).to.equal(201);
+        sources.push({ ...(added.body as { id: number; collector_id: number }), name: cluster });
+        const stored = await app.request('PUT', `/api/v1/sources/${(added.body as { id: number }).id}/credentials`, { key: admin, body: { type: 'token', token: TOKEN } });
+        expect(stored.status, stored.text).to.equal(204);
+      }
+      for (const source of sources) await trigger(source);
+      await collect();
+      // a second container in the deployment: an array change in its history
+      fake.put('deployments', {
+        metadata: { name: 'web', namespace: 'shop' },
+        spec: { replicas: 3, template: { spec: { containers: [{ name: 'app', image: 'shop/web:1.0' }, { name: 'sidecar', image: 'envoy:1.30' }] } } },
+        status: { readyReplicas: 3 },
+      });
+      for (const source of sources) await trigger(source);
+      await collect();
+      await app.request('POST', '/api/v1/changes/refresh-stats', { key: admin });
+      scoped = await createKey(app.sql, 'svc', {
+        permissions: ['configuration_items:read', 'changes:read', 'relationships:read', 'sources:read', 'collectors:read'],
+        scopes: [{ sourceId: String(sources[0]!.id), scopeId: 'east' }],
+      });
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
+    });
+
+    after(async () => {
+      await browser?.close();
+      await fake?.stop();
+      await app?.close();
+    });
+
+    const url = (relative: string) => `${app.baseUrl}/ui${relative}`;
+
+    /** A fresh browser signed in with a key through the sign-in form, landing where it was going. */
+    async function signedIn(key: string, landing = '/inventory'): Promise<{ context: BrowserContext; page: Page }> {
+      const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+      const page = await context.newPage();
+      await page.goto(url(landing));
+      await page.waitForURL(/\/ui\/sign-in\?return_to=/);
+      await page.getByLabel('API key or token').fill(key);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL((target) => target.pathname + target.search === `/ui${landing}`);
+      return { context, page };
+    }
+
+    /** No serious or critical axe-core violations on the page as it is, and a screenshot of it. */
+    async function checkView(page: Page, name: string): Promise<void> {
+      await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+      // evaluated through the debugging protocol: the page's own policy allows no inline script
+      await page.evaluate(AXE);
+      // page functions are written as text: this project's types describe Node, not the browser
+      const violations = (await page.evaluate('axe.run().then((result) => result.violations)')) as AxeViolation[];
+      const serious = violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
+      expect(serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join('; ')})`), name).to.deep.equal([]);
+    }
+
+    /** The page's data has arrived for its URL: nothing is loading any more. */
+    const settled = async (page: Page) => {
+      await page.locator('[aria-busy="true"], [role="status"].loading').first().waitFor({ state: 'detached' });
+    };
+    const rowNames = async (page: Page) => page.locator('table[aria-label="Configuration items"] tbody tr td:first-child').allInnerTexts();
+
+    it('signs in with a key into a session cookie (never stored in the page), and a 401 returns to sign-in and back', async () => {
+      const { context, page } = await signedIn(admin, '/inventory?status=all');
+      const cookies = await context.cookies();
+      expect(cookies.map((c) => c.name)).to.include('cinv_session');
+      expect(cookies.find((c) => c.name === 'cinv_session')!.httpOnly).to.equal(true);
+      const stored = (await page.evaluate('JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie')) as string;
+      expect(stored).to.not.include(admin.slice(-12));
+      await page.getByRole('table', { name: 'Configuration items' }).waitFor();
+      await checkView(page, 'inventory');
+      // the session ends on the server: the next call answers 401 and the page asks to sign in again
+      await app.sql`delete from sessions`;
+      await page.getByRole('tab', { name: 'Archived' }).click();
+      await page.waitForURL(/\/ui\/sign-in\?return_to=%2Fui%2Finventory%3Fstatus%3Darchived/);
+      await page.getByLabel('API key or token').fill('adm_not-a-real-key');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      // the envelope's message, status, code and error id
+      await page.getByRole('alert').filter({ hasText: '401 HTTP_401' }).waitFor();
+      expect(await page.getByRole('alert').innerText()).to.match(/error id [0-9a-f-]{36}/);
+      await checkView(page, 'sign-in');
+      await page.getByLabel('API key or token').fill(admin);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL((target) => target.pathname + target.search === '/ui/inventory?status=archived');
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.waitForURL(/\/ui\/sign-in/);
+      expect((await (await page.request.get(`${app.baseUrl}/api/v1/me`)).status())).to.equal(401);
+      await context.close();
+    });
+
+    it('filters the inventory by a raw_data path with the filter builder, adds a column and sorts by name; the view is its URL', async () => {
+      const { context, page } = await signedIn(admin);
+      await page.getByLabel('Field').selectOption('raw_data');
+      await page.getByLabel('Path').fill('spec.nodeName');
+      await page.getByLabel('Operator').selectOption('eq');
+      await page.getByLabel('Value').fill('node-1');
+      await page.getByRole('button', { name: 'Add filter' }).click();
+      await page.waitForURL(/filter=raw_data\.spec\.nodeName%3Aeq%3Anode-1/);
+      await page.getByLabel('Add a column from raw_data').fill('spec.nodeName');
+      await page.getByRole('button', { name: 'Add column' }).click();
+      await page.waitForURL(/cols=spec\.nodeName/);
+      await page.getByRole('columnheader', { name: 'spec.nodeName' }).waitFor();
+      const nodes = await page.locator('table[aria-label="Configuration items"] tbody tr td.value').allInnerTexts();
+      expect(nodes.length).to.be.greaterThan(0);
+      expect(new Set(nodes)).to.deep.equal(new Set(['node-1']));
+      const expected = await app.get('/api/v1/configuration-items?filter=raw_data.spec.nodeName:eq:node-1&limit=1', admin);
+      await page.getByText(new RegExp(`of ${(expected.body.total as number).toLocaleString('en')}$`)).waitFor();
+
+      await page.getByRole('link', { name: 'Name', exact: true }).click();
+      await page.waitForURL(/sort_by=name&sort_order=desc/);
+      await settled(page);
+      const descending = await rowNames(page);
+      expect(descending).to.deep.equal([...descending].sort().reverse());
+      await page.getByRole('link', { name: 'Name', exact: true }).click();
+      await page.waitForURL(/sort_order=asc/);
+      await settled(page);
+      const ascending = await rowNames(page);
+      expect(ascending).to.deep.equal([...ascending].sort());
+      // back walks the view's history
+      await page.goBack();
+      await page.waitForURL(/sort_order=desc/);
+      await settled(page);
+      await context.close();
+    });
+
+    it('opens a CI and expands a change into a structural diff of its containers array, inline and side by side', async () => {
+      const { context, page } = await signedIn(admin, '/inventory?filter=name%3Aeq%3Aweb&filter=ci_type%3Aeq%3Ak8s.deployment');
+      await page.getByRole('link', { name: 'web', exact: true }).first().click();
+      await page.waitForURL(/\/ui\/ci\/[0-9a-f-]{36}$/);
+      await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
+      await page.getByRole('list', { name: 'Change timeline, newest first' }).waitFor();
+      const updated = page.getByRole('button', { name: /Show the diff of UPDATED/ }).first();
+      await updated.click();
+      const containers = page.getByRole('group', { name: 'Changes of raw_data.spec.template.spec.containers' });
+      await containers.waitFor();
+      // the new element shows as added, the unchanged one stays unchanged: not two strings compared
+      const added = await containers.locator('.diff-added').allInnerTexts();
+      expect(added.join('\n')).to.include('sidecar');
+      expect(added.join('\n')).to.not.include('"name":"app"');
+      expect(await containers.locator('.diff-same').allInnerTexts()).to.satisfy((rows: string[]) => rows.some((row) => row.includes('shop/web:1.0')));
+      await checkView(page, 'ci-detail');
+      await page.getByRole('radio', { name: 'Side by side' }).first().check();
+      const split = page.getByRole('table', { name: 'Changes of raw_data.spec.template.spec.containers, old and new side by side' });
+      await split.waitFor();
+      expect(await split.locator('tr.diff-added td:last-child').allInnerTexts()).to.satisfy((cells: string[]) => cells.some((cell) => cell.includes('sidecar')));
+      await page.getByRole('heading', { name: /Relationships/ }).waitFor();
+      await page.getByRole('group', { name: /Neighbourhood of web/ }).waitFor();
+      await context.close();
+    });
+
+    it('searches changes, highlights the match and opens the result', async () => {
+      const { context, page } = await signedIn(admin, '/changes');
+      await page.getByLabel('Search changes').fill('envoy');
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      await page.waitForURL(/q=envoy/);
+      const results = page.getByRole('list', { name: 'Changes' });
+      await results.waitFor();
+      expect(await results.locator('mark').first().innerText()).to.match(/^envoy/i);
+      // the deployment's change in each cluster
+      expect(await results.locator(':scope > li').count()).to.equal(2);
+      await checkView(page, 'change-search');
+      await results.getByRole('link', { name: 'web' }).first().click();
+      await page.waitForURL(/\/ui\/ci\//);
+      await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
+      await context.close();
+    });
+
+    it('changes the statistics window and clicks a bar through to the change search of that bucket', async () => {
+      const { context, page } = await signedIn(admin, '/stats');
+      await page.getByRole('radio', { name: 'Last 24 hours' }).check();
+      await page.waitForURL(/range=24h/);
+      await page.getByRole('radio', { name: 'By hour' }).check();
+      await page.waitForURL(/group_by=hour/);
+      const bar = (kind: string) => page.locator('.chart a').filter({ has: page.locator(`rect.${kind}`) }).first();
+      await bar('updated').waitFor();
+      await checkView(page, 'statistics');
+      const count = async (kind: string) => Number((await bar(kind).getAttribute('aria-label'))!.split(' ')[0]);
+      const updated = await count('updated');
+      await bar('updated').click();
+      await page.waitForURL(/\/ui\/changes\?from=.*&to=.*&change_type=UPDATED/);
+      await page.getByRole('list', { name: 'Changes' }).waitFor();
+      await page.getByText(new RegExp(`of ${updated.toLocaleString('en')}$`)).waitFor();
+      // creations carry no field changes: their bar opens the CIs created in the bucket
+      await page.goBack();
+      const created = await count('created');
+      await bar('created').click();
+      await page.waitForURL(/\/ui\/inventory\?status=all&filter=created_at%3Agte%3A.*&filter=created_at%3Alte%3A/);
+      await page.getByText(new RegExp(`of ${created.toLocaleString('en')}$`)).waitFor();
+      await context.close();
+    });
+
+    it('triggers a source and shows its run, then its collection', async () => {
+      const { context, page } = await signedIn(admin, '/sources');
+      const table = page.getByRole('table', { name: 'Sources of kubernetes' });
+      await table.waitFor();
+      await checkView(page, 'sources');
+      await page.getByRole('button', { name: 'Collect now east' }).click();
+      await page.getByRole('status').filter({ hasText: 'Collection of east queued.' }).waitFor();
+      await page.getByRole('table', { name: 'Recent runs of kubernetes' }).getByText('queued').first().waitFor();
+      await collect();
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.getByRole('table', { name: 'Recent runs of kubernetes' }).locator('tbody tr').first().getByText('succeeded').waitFor();
+      await context.close();
+    });
+
+    it('creates a token for a token-only user with the secret shown once, and revokes it', async () => {
+      const { context, page } = await signedIn(admin, '/admin/users');
+      await page.getByLabel('Name').fill('Report robot');
+      await page.getByRole('button', { name: 'Add token-only user' }).click();
+      await page.getByRole('link', { name: 'Report robot' }).click();
+      await page.waitForURL(/\/ui\/admin\/users\/[0-9a-f-]{36}$/);
+      await page.getByLabel('Token name').fill('nightly export');
+      await page.getByRole('button', { name: 'Create token' }).click();
+      const secret = await page.getByTestId('secret').innerText();
+      expect(secret).to.match(/^cinv_usr_/);
+      expect((await app.get('/api/v1/me', secret)).status).to.equal(200);
+      await checkView(page, 'admin-tokens');
+      await page.getByRole('button', { name: 'Done' }).click();
+      expect(await page.getByTestId('secret').count()).to.equal(0);
+      await page.getByRole('button', { name: 'Revoke token nightly export' }).click();
+      await page.getByRole('button', { name: 'Confirm: Revoke token nightly export' }).click();
+      await page.getByText('No tokens.').waitFor();
+      expect((await app.get('/api/v1/me', secret)).status).to.equal(401);
+      await app.context.audit.flush();
+      await page.goto(url('/admin/audit?event_type=token.revoked'));
+      await page.getByRole('table', { name: 'Audit events' }).getByText('token.revoked').first().waitFor();
+      await checkView(page, 'admin-audit');
+      await context.close();
+    });
+
+    it('shows a data-scoped key only its own cluster in every view', async () => {
+      const { context, page } = await signedIn(scoped, '/inventory?status=all');
+      const mine = await app.get('/api/v1/configuration-items?status=all&limit=1', scoped);
+      const everything = await app.get('/api/v1/configuration-items?status=all&limit=1', admin);
+      expect(mine.body.total).to.be.greaterThan(0);
+      expect(mine.body.total).to.be.lessThan(everything.body.total);
+      await page.getByText(new RegExp(`of ${(mine.body.total as number).toLocaleString('en')}$`)).waitFor();
+      expect(await page.getByRole('link', { name: 'Administration' }).count()).to.equal(0);
+      // a CI of the other cluster does not exist for this key
+      const [west] = await app.sql<{ ci_id: string }[]>`select ci_id from configuration_items where scope_id = 'west' limit 1`;
+      await page.goto(url(`/ci/${west!.ci_id}`));
+      await page.getByRole('alert').filter({ hasText: 'Configuration item not found' }).waitFor();
+      // the search finds the deployment's change in its own cluster only
+      await page.goto(url('/changes?q=envoy'));
+      await page.getByRole('list', { name: 'Changes' }).waitFor();
+      expect(await page.getByRole('list', { name: 'Changes' }).locator(':scope > li').count()).to.equal(1);
+      const stats = await app.get('/api/v1/changes/stats', scoped);
+      await page.goto(url('/stats'));
+      await page.locator('.tile').first().waitFor();
+      expect(await page.locator('.tile').first().innerText()).to.include(stats.body.total_changes.toLocaleString('en'));
+      await page.goto(url('/sources'));
+      await page.getByRole('table', { name: 'Sources of kubernetes' }).waitFor();
+      expect(await page.getByRole('table', { name: 'Sources of kubernetes' }).locator('tbody tr').allInnerTexts()).to.satisfy((rows: string[]) => rows.length === 1 && rows[0]!.startsWith('east'));
+      await context.close();
+    });
+  },
+);
