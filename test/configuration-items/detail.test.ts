@@ -14,8 +14,9 @@ describe('GET and DELETE /api/v1/configuration-items/{ci_id}', () => {
     ciId = await ciIdOf(app.current.sql, pod.external_id);
   });
 
-  it('returns every field of the CI with its nested raw_data', async () => {
+  it('returns every field of the CI with its nested raw_data, its type data, source and instance', async () => {
     const reply = await app.current.get(`/api/v1/configuration-items/${ciId}`, admin);
+    const [source] = await app.current.sql<{ id: number }[]>`select s.id::int as id from sources s join configuration_items ci on ci.source_id = s.id where ci.ci_id = ${ciId}`;
     expect(reply.status).to.equal(200);
     expect(reply.body).to.deep.equal({
       ci_id: ciId,
@@ -28,6 +29,9 @@ describe('GET and DELETE /api/v1/configuration-items/{ci_id}', () => {
       created_at: '2026-02-01T10:00:00.000Z',
       updated_at: '2026-02-01T10:00:00.000Z',
       raw_data: pod.raw_data,
+      type_data: { phase: 'Running', restarts: 0 },
+      source: { id: source!.id, name: 'k8s-prod', collector_type: 'kubernetes' },
+      scope_id: null,
     });
     expect(reply.body.raw_data.spec.containers[0]).to.deep.equal({ name: 'app', image: 'nginx:1.25' });
   });
