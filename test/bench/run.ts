@@ -17,6 +17,7 @@ import { benchRelationships } from './relationships.js';
 import { benchReconcile } from './reconcile.js';
 import { benchOutage, benchOverload } from './resilience.js';
 import { benchSearch, benchStats } from './search.js';
+import { benchUi } from './ui.js';
 
 type Bench = (size?: number) => Promise<Figure[] | void>;
 
@@ -37,6 +38,7 @@ const extra: Record<string, Bench> = {
   stats: (size) => benchStats(size ?? 5_000_000),
   ndjson: (size) => benchNdjson(size ?? 500),
   'collect-kubernetes': (size) => benchCollectKubernetes(size ?? 10_000),
+  ui: (size) => benchUi(size),
 };
 
 const [name, sizeText] = process.argv.slice(2);
