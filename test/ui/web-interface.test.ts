@@ -296,6 +296,33 @@ describeWith(existsSync(CHROMIUM))(
       await context.close();
     });
 
+    it('renders a timeline of 5 000 changes as a virtual list: a few dozen rows in the page, every change reached by scrolling', async () => {
+      const [web] = await app.sql<{ ci_id: string }[]>`select ci_id from configuration_items where name = 'web' and scope_id = 'west' and ci_type = 'k8s.deployment'`;
+      await app.sql`
+        insert into change_records (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields)
+        select ci.tenant_id, ci.ci_id, ci.source_id, ci.scope_id, ci.name, ci.namespace, ci.ci_type, 'UPDATED', now() + i * interval '1 ms',
+               jsonb_build_array(jsonb_build_object('field', 'raw_data.spec.replicas', 'old_value', i, 'new_value', i + 1)), array['raw_data.spec.replicas']
+        from configuration_items ci, generate_series(1, 5000) as i
+        where ci.ci_id = ${web!.ci_id}`;
+      const { context, page } = await signedIn(admin, `/ci/${web!.ci_id}`);
+      await page.getByRole('heading', { name: 'Changes (5,002)' }).waitFor();
+      const timeline = page.getByRole('list', { name: 'Change timeline, newest first' });
+      await timeline.waitFor();
+      expect(await timeline.getByRole('listitem').count()).to.be.within(5, 60);
+      const created = timeline.getByRole('button', { name: /Show the diff of CREATED/ });
+      const started = performance.now();
+      for (let i = 0; i < 400 && (await created.count()) === 0; i++) {
+        await timeline.hover();
+        await page.mouse.wheel(0, 20_000);
+        await page.waitForTimeout(20);
+      }
+      console.log(`      scrolled through 5 002 changes in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      await created.waitFor();
+      // the oldest change at the end, and still only a window of rows in the page
+      expect(await timeline.getByRole('listitem').count()).to.be.within(5, 60);
+      await context.close();
+    });
+
     it('shows a data-scoped key only its own cluster in every view', async () => {
       const { context, page } = await signedIn(scoped, '/inventory?status=all');
       const mine = await app.get('/api/v1/configuration-items?status=all&limit=1', scoped);
