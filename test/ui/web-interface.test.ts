@@ -248,11 +248,11 @@ describeWith(existsSync(CHROMIUM))(
       await page.waitForURL(/\/ui\/changes\?from=.*&to=.*&change_type=UPDATED/);
       await page.getByRole('list', { name: 'Changes' }).waitFor();
       await page.getByText(new RegExp(`of ${updated.toLocaleString('en')}$`)).waitFor();
-      // creations carry no field changes: their bar opens the CIs created in the bucket
       await page.goBack();
       const created = await count('created');
       await bar('created').click();
-      await page.waitForURL(/\/ui\/inventory\?status=all&filter=created_at%3Agte%3A.*&filter=created_at%3Alte%3A/);
+      await page.waitForURL(/\/ui\/changes\?from=.*&to=.*&change_type=CREATED/);
+      await page.getByRole('list', { name: 'Changes' }).waitFor();
       await page.getByText(new RegExp(`of ${created.toLocaleString('en')}$`)).waitFor();
       await context.close();
     });

@@ -27,20 +27,9 @@ const KINDS = [
   ['archived', 'DELETED'],
 ] as const;
 
-/**
- * Where a bucket's changes are listed: the change search for updates and archivals; creations
- * carry no field changes (the change lists leave them out), so theirs is the inventory of the CIs
- * created in the bucket.
- */
+/** The change search for one bucket (and one kind of change, or one CI type). */
 function searchLink(start: string, length: number, changeType?: string, ciType?: string): string {
   const end = new Date(new Date(start).getTime() + length - 1).toISOString();
-  if (changeType === 'CREATED') {
-    const params = new URLSearchParams({ status: 'all' });
-    params.append('filter', `created_at:gte:${start}`);
-    params.append('filter', `created_at:lte:${end}`);
-    if (ciType) params.append('filter', `ci_type:eq:${ciType}`);
-    return `/inventory?${params.toString()}`;
-  }
   const params = new URLSearchParams({ from: start, to: end });
   if (changeType) params.set('change_type', changeType);
   if (ciType) params.set('ci_type', ciType);
