@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { existsSync } from 'node:fs';
-import { build } from 'vite';
 import { packagePath } from '../../src/paths.js';
+import { buildWebInterface } from '../../src/ui/build.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 
@@ -12,7 +12,7 @@ describe('the web interface\'s server side: serving the built app, and key sign-
 
   before(async () => {
     if (!existsSync(packagePath('dist', 'ui', 'index.html'))) {
-      await build({ configFile: packagePath('src', 'ui', 'app', 'vite.config.ts'), logLevel: 'error' });
+      await buildWebInterface();
     }
     await resetDatabase((await testDatabase()).sql);
     app = await startTestApp();

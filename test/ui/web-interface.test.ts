@@ -3,9 +3,9 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { build } from 'vite';
 import { CollectionWorker } from '../../src/collectors/worker.js';
 import { packagePath } from '../../src/paths.js';
+import { buildWebInterface } from '../../src/ui/build.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 import { describeWith } from '../support/dependencies.js';
@@ -49,7 +49,7 @@ describeWith(existsSync(CHROMIUM))(
 
     before(async () => {
       // the app under test is the one built from these sources
-      await build({ configFile: packagePath('src', 'ui', 'app', 'vite.config.ts'), logLevel: 'error' });
+      await buildWebInterface();
       mkdirSync(ARTIFACTS, { recursive: true });
       await resetDatabase((await testDatabase()).sql);
       app = await startTestApp();
