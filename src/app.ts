@@ -33,8 +33,9 @@ const { version } = JSON.parse(readFileSync(packagePath('package.json'), 'utf8')
 
 export const API_DESCRIPTION =
   'Inventory of discovered infrastructure components (configuration items) with lifecycle states and change ' +
-  'history. Every `/api/v1` route needs an `X-API-Key` header (an API key or a user token) or a single sign-on ' +
-  'session cookie (`/auth/login`). Requests are rate-limited per credential (`X-RateLimit-*` headers, 429). ' +
+  'history. Every `/api/v1` route needs an `X-API-Key` header (an API key or a user token) or a sign-in ' +
+  'session cookie (single sign-on at `/auth/login`, or an API key exchanged at `POST /auth/session`; the web interface ' +
+  'at `/ui/` uses these). Requests are rate-limited per credential (`X-RateLimit-*` headers, 429). ' +
   'Errors share one envelope: ' +
   '`{error: {id, code, message, details, path, method}}`.';
 
