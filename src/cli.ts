@@ -24,9 +24,9 @@ const HELP = `cinv: Configuration Inventory Service
 Usage: cinv <command> [options]
 
 Commands:
-  serve                     API, collection worker, scheduled jobs, migrations, and the indexer when OPENSEARCH_URL is set
-                            (npm start)
-  api                       the API only (no scheduled jobs)
+  serve                     API and web interface (/ui/), collection worker, scheduled jobs, migrations, and the indexer
+                            when OPENSEARCH_URL is set (npm start)
+  api                       the API and web interface only (no scheduled jobs)
   worker                    scheduled jobs only (collections, lifecycle sweeps, statistics refresh)
   indexer                   the outbox indexer only: mirrors change records into OpenSearch
   migrate                   apply pending database migrations and exit
