@@ -65,5 +65,9 @@ function entryOutputs(metafile: Metafile, entry: string, outDir: string): { scri
 
 // `node dist/src/ui/build.js` (npm run build)
 if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) {
-  await buildWebInterface();
+  // no top-level await: test runners load this module as CommonJS too
+  buildWebInterface().catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
 }
