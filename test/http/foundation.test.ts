@@ -115,7 +115,7 @@ describe('HTTP foundation', () => {
       expect(op, `${route.method} ${route.path}`).to.exist;
       if (route.access === 'public') {
         // signing in and out: reachable without credentials
-        expect(route.path, 'only the sign-in routes are public').to.match(/^\/auth\/(login|callback|logout)$/);
+        expect(route.path, 'only the sign-in routes are public').to.match(/^\/auth\/(login|callback|logout|methods|session)$/);
         expect(op.security).to.deep.equal([]);
         continue;
       }

@@ -72,6 +72,8 @@ const EXEMPT: Record<string, string> = {
   'GET /auth/callback': 'sign-in redirect',
   'POST /auth/logout': 'sign-out',
   'GET /auth/me': 'the caller itself',
+  'GET /auth/methods': 'which sign-in methods are configured',
+  'POST /auth/session': 'sign-in with a key; the session acts as the key (tested with the web interface\'s server side)',
   'GET /api/v1/users': 'identity administration, no inventory data',
   'POST /api/v1/users': 'identity administration',
   'GET /api/v1/users/{user_id}': 'identity administration',
