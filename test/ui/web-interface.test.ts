@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { CollectionWorker } from '../../src/collectors/worker.js';
 import { packagePath } from '../../src/paths.js';
 import { buildWebInterface } from '../../src/ui/build.js';
@@ -16,7 +16,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const TOKEN = 'kube-token-for-the-web-interface';
 const ARTIFACTS = packagePath('test', 'artifacts', 'ui');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const axeSource = () => readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 interface AxeViolation {
   id: string;
@@ -88,6 +88,8 @@ describeWith(existsSync(CHROMIUM))(
         permissions: ['configuration_items:read', 'changes:read', 'relationships:read', 'sources:read', 'collectors:read'],
         scopes: [{ sourceId: String(sources[0]!.id), scopeId: 'east' }],
       });
+      // loaded here, not with the test files: its module graph is large and most suites never need it
+      const { chromium } = await import('playwright-core');
       browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
     });
 
@@ -115,7 +117,7 @@ describeWith(existsSync(CHROMIUM))(
     async function checkView(page: Page, name: string): Promise<void> {
       await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
       // evaluated through the debugging protocol: the page's own policy allows no inline script
-      await page.evaluate(AXE);
+      await page.evaluate(axeSource());
       // page functions are written as text: this project's types describe Node, not the browser
       const violations = (await page.evaluate('axe.run().then((result) => result.violations)')) as AxeViolation[];
       const serious = violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
