@@ -4,7 +4,7 @@ import { forbidden, unauthorized } from '../http/errors.js';
 import type { AuthFailure } from '../audit/log.js';
 import { keyHint, parseApiKey } from './api-key-format.js';
 import { principalForKey, principalForKeyId, userPrincipal } from './api-keys.js';
-import { endSession, extendSession, findSessionUser } from './sessions.js';
+import { endSession, extendSession, findSessionUser, type SessionUser } from './sessions.js';
 import { touchKey } from './api-key-store.js';
 import type { Principal } from './principal.js';
 
@@ -29,19 +29,25 @@ export async function authenticate(ctx: Context, app: AppContext): Promise<Princ
     ctx.state.authFailure = { reason: 'missing_credentials' } satisfies AuthFailure;
     throw unauthorized(inQuery ? 'API keys are accepted only in the X-API-Key header' : 'missing X-API-Key header or sign-in session');
   }
-  const principal = await principalForKey(app.sql, app.config.secret, key, app.now());
-  if (!principal) {
-    const parsed = parseApiKey(key);
-    ctx.state.authFailure = (parsed
-      ? { reason: 'unknown_revoked_or_expired', keyHint: `${key.slice(0, key.indexOf('_', 5) + 1)}…${keyHint(key)}` }
-      : { reason: 'malformed_key' }) satisfies AuthFailure;
-    app.logger.info({ method: ctx.method, path: ctx.path, ip: ctx.ip }, 'authentication failed');
-    throw unauthorized('invalid, expired or revoked API key');
-  }
+  const principal = await keyPrincipalOrRefuse(ctx, app, key);
   ctx.state.principal = principal;
   if (principal.keyId) noteUse(app, principal.keyId);
   app.audit.authenticated(principal, ctx, principal.tier === 'usr' ? 'user_token' : 'api_key');
   return principal;
+}
+
+/**
+ * The principal of a key (from the header, or handed to the sign-in form), or a 401 with the
+ * failure recorded for the audit log: the key's public hint only, never the key.
+ */
+export async function keyPrincipalOrRefuse(ctx: Context, app: AppContext, key: string): Promise<Principal> {
+  const principal = await principalForKey(app.sql, app.config.secret, key, app.now());
+  if (principal) return principal;
+  ctx.state.authFailure = (parseApiKey(key)
+    ? { reason: 'unknown_revoked_or_expired', keyHint: `${key.slice(0, key.indexOf('_', 5) + 1)}…${keyHint(key)}` }
+    : { reason: 'malformed_key' }) satisfies AuthFailure;
+  app.logger.info({ method: ctx.method, path: ctx.path, ip: ctx.ip }, 'authentication failed');
+  throw unauthorized('invalid, expired or revoked API key');
 }
 
 /**
@@ -53,21 +59,17 @@ export async function authenticate(ctx: Context, app: AppContext): Promise<Princ
 async function sessionPrincipal(ctx: Context, app: AppContext, sessionId: string): Promise<Principal> {
   const now = app.now();
   const session = await findSessionUser(app.sql, app.config.secret, sessionId, now);
-  const principal = !session
-    ? undefined
-    : session.user
-      ? session.user.active ? userPrincipal(session.tenant_id, session.user) : undefined
-      : session.api_key_id ? await principalForKeyId(app.sql, session.api_key_id, now) : undefined;
+  const principal = session ? await sessionOwner(app, session, now) : undefined;
   if (!session || !principal) {
     if (session) await endSession(app.sql, app.config.secret, sessionId);
     clearSessionCookie(ctx);
-    const reason = !session ? 'session_expired' : session.user ? 'user_deactivated' : 'unknown_revoked_or_expired';
+    const [reason, message]: [AuthFailure['reason'], string] = !session
+      ? ['session_expired', 'the sign-in session ended or expired; sign in again']
+      : session.user
+        ? ['user_deactivated', 'this user is deactivated']
+        : ['unknown_revoked_or_expired', 'the key this session was opened with is revoked or expired; sign in again'];
     ctx.state.authFailure = { reason, tenantId: session?.tenant_id } satisfies AuthFailure;
-    throw unauthorized(
-      !session ? 'the sign-in session ended or expired; sign in again'
-        : session.user ? 'this user is deactivated'
-          : 'the key this session was opened with is revoked or expired; sign in again',
-    );
+    throw unauthorized(message);
   }
   ctx.state.principal = principal;
   if (UNSAFE_METHODS.has(ctx.method) && !sameOrigin(ctx)) {
@@ -81,6 +83,12 @@ async function sessionPrincipal(ctx: Context, app: AppContext, sessionId: string
   }
   app.audit.authenticated(principal, ctx, 'session');
   return principal;
+}
+
+/** Who a live session acts as now: its active user, or the key it was opened with while that key lives. */
+async function sessionOwner(app: AppContext, session: SessionUser, now: Date): Promise<Principal | undefined> {
+  if (session.user) return session.user.active ? userPrincipal(session.tenant_id, session.user) : undefined;
+  return session.api_key_id ? principalForKeyId(app.sql, session.api_key_id, now) : undefined;
 }
 
 /** This service's origin as the client addressed it (`X-Forwarded-*` with CINV_TRUST_PROXY). Koa's ctx.origin is the Origin header. */

@@ -3,14 +3,12 @@ import type { Context } from 'koa';
 import { requestFacts } from '../audit/log.js';
 import { DEFAULT_TENANT_ID } from '../tenants.js';
 import type { AppContext } from '../context.js';
-import { AppError, forbidden, notFound, unauthorized } from '../http/errors.js';
-import { parseApiKey } from './api-key-format.js';
-import { principalForKey } from './api-keys.js';
+import { AppError, forbidden, notFound } from '../http/errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { Nullable, Uuid } from '../http/schemas.js';
 import { ScopeView, scopeView } from '../users/schema.js';
 import { signInSsoUser, syncGroupTeams } from '../users/store.js';
-import { clearSessionCookie, ownOrigin, sameOrigin, SESSION_COOKIE, setSessionCookie } from './authenticate.js';
+import { clearSessionCookie, keyPrincipalOrRefuse, ownOrigin, sameOrigin, SESSION_COOKIE, setSessionCookie } from './authenticate.js';
 import { createSession, endSession } from './sessions.js';
 import type { PendingLogin, SingleSignOn } from './sso.js';
 import type { Principal } from './principal.js';
@@ -270,16 +268,13 @@ const keySession = defineRoute({
   },
   async handler({ ctx, app, body }) {
     if (!sameOrigin(ctx)) throw forbidden('Cross-site request refused: sign in from this origin', { reason: 'csrf' });
+    const principal = await keyPrincipalOrRefuse(ctx, app, body.api_key);
     const now = app.now();
-    const principal = await principalForKey(app.sql, app.config.secret, body.api_key, now);
-    if (!principal?.keyId) {
-      ctx.state.authFailure = { reason: parseApiKey(body.api_key) ? 'unknown_revoked_or_expired' : 'malformed_key' };
-      throw unauthorized('invalid, expired or revoked API key');
-    }
     const sessionId = await createSession(app.sql, app.config.secret, {
       tenant_id: principal.tenantId,
       user_id: null,
-      api_key_id: principal.keyId,
+      // every key principal carries its key's id
+      api_key_id: principal.keyId!,
       created_at: now,
       expires_at: new Date(now.getTime() + app.config.sessionTtlMs),
     });
