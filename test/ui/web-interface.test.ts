@@ -176,6 +176,13 @@ describeWith(existsSync(CHROMIUM))(
       const expected = await app.get('/api/v1/configuration-items?filter=raw_data.spec.nodeName:eq:node-1&limit=1', admin);
       await page.getByText(new RegExp(`of ${(expected.body.total as number).toLocaleString('en')}$`)).waitFor();
 
+      // the CSV holds the whole view, with the added column
+      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
+      const csv = readFileSync((await download.path())!, 'utf8').trimEnd().split('\r\n');
+      expect(csv[0]).to.equal('ci_id,name,namespace,ci_type,status,last_seen,created_at,updated_at,spec.nodeName');
+      expect(csv).to.have.length((expected.body.total as number) + 1);
+      expect(new Set(csv.slice(1).map((line) => line.split(',').at(-1)))).to.deep.equal(new Set(['node-1']));
+
       await page.getByRole('link', { name: 'Name', exact: true }).click();
       await page.waitForURL(/sort_by=name&sort_order=desc/);
       await settled(page);

@@ -4,6 +4,7 @@ import { api, can, download, type Me } from '../lib/api';
 import { dateTime } from '../lib/format';
 import { Link, setParams } from '../lib/router';
 import { exportName } from '../lib/csv';
+import { DataTable } from '../components/data-table';
 import { asApiError, Empty, ErrorBox, Secret, Show, useLoad, type Loaded } from '../components/states';
 
 interface ApiKey {
@@ -167,38 +168,20 @@ function Keys({ me }: { me: Me }) {
           keys.length === 0 ? (
             <Empty>No API keys.</Empty>
           ) : (
-            <table class="grid" aria-label="API keys">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Tier</th>
-                  <th scope="col">Key ends in</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">Last used</th>
-                  {mayWrite ? <th scope="col">Actions</th> : null}
-                </tr>
-              </thead>
-              <tbody>
-                {keys.map((key) => (
-                  <tr key={key.id}>
-                    <td>{key.name}</td>
-                    <td>{key.tier}</td>
-                    <td>
-                      <code>…{key.hint}</code>
-                    </td>
-                    <td>{dateTime(key.created_at)}</td>
-                    <td>{dateTime(key.expires_at)}</td>
-                    <td>{dateTime(key.last_used_at)}</td>
-                    {mayWrite ? (
-                      <td>
-                        <RevokeButton label={`Revoke key ${key.name}`} path={`/api/v1/api-keys/${key.id}`} done={loaded.reload} />
-                      </td>
-                    ) : null}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <DataTable
+              label="API keys"
+              rows={keys}
+              rowKey={(key) => key.id}
+              columns={[
+                { header: 'Name', cell: (key) => key.name },
+                { header: 'Tier', cell: (key) => key.tier },
+                { header: 'Key ends in', cell: (key) => <code>…{key.hint}</code> },
+                { header: 'Created', cell: (key) => dateTime(key.created_at) },
+                { header: 'Expires', cell: (key) => dateTime(key.expires_at) },
+                { header: 'Last used', cell: (key) => dateTime(key.last_used_at) },
+                mayWrite && { header: 'Actions', cell: (key) => <RevokeButton label={`Revoke key ${key.name}`} path={`/api/v1/api-keys/${key.id}`} done={loaded.reload} /> },
+              ]}
+            />
           )
         }
       </Show>
@@ -275,31 +258,26 @@ function Users({ me }: { me: Me }) {
           page.items.length === 0 ? (
             <Empty>No users yet: people appear here at their first single sign-on.</Empty>
           ) : (
-            <table class="grid" aria-label="Users">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Email</th>
-                  <th scope="col">Signs in</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Last sign-in</th>
-                </tr>
-              </thead>
-              <tbody>
-                {page.items.map((user) => (
-                  <tr key={user.id}>
-                    <td>
+            <DataTable
+              label="Users"
+              rows={page.items}
+              rowKey={(user) => user.id}
+              columns={[
+                {
+                  header: 'Name',
+                  cell: (user) => (
+                    <>
                       <Link href={`/admin/users/${user.id}`}>{user.name}</Link>
                       {user.superadmin ? <span class="badge"> superadmin</span> : null}
-                    </td>
-                    <td>{user.email ?? '—'}</td>
-                    <td>{user.sso ? 'single sign-on' : 'tokens only'}</td>
-                    <td>{user.active ? 'active' : 'deactivated'}</td>
-                    <td>{dateTime(user.last_login_at)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+                    </>
+                  ),
+                },
+                { header: 'Email', cell: (user) => user.email ?? '—' },
+                { header: 'Signs in', cell: (user) => (user.sso ? 'single sign-on' : 'tokens only') },
+                { header: 'State', cell: (user) => (user.active ? 'active' : 'deactivated') },
+                { header: 'Last sign-in', cell: (user) => dateTime(user.last_login_at) },
+              ]}
+            />
           )
         }
       </Show>
@@ -372,39 +350,19 @@ function Tokens({ base, title, mayWrite }: { base: string; title: string; mayWri
           tokens.length === 0 ? (
             <Empty>No tokens.</Empty>
           ) : (
-            <table class="grid" aria-label="Tokens">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Ends in</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">Last used</th>
-                  {mayWrite ? <th scope="col">Actions</th> : null}
-                </tr>
-              </thead>
-              <tbody>
-                {tokens.map((token) => (
-                  <tr key={token.id}>
-                    <td>{token.name}</td>
-                    <td>
-                      <code>…{token.hint}</code>
-                    </td>
-                    <td>{dateTime(token.created_at)}</td>
-                    <td>
-                      {dateTime(token.expires_at)}
-                      {token.expired ? ' (expired)' : ''}
-                    </td>
-                    <td>{dateTime(token.last_used_at)}</td>
-                    {mayWrite ? (
-                      <td>
-                        <RevokeButton label={`Revoke token ${token.name}`} path={`${base}/${token.id}`} done={loaded.reload} />
-                      </td>
-                    ) : null}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <DataTable
+              label="Tokens"
+              rows={tokens}
+              rowKey={(token) => token.id}
+              columns={[
+                { header: 'Name', cell: (token) => token.name },
+                { header: 'Ends in', cell: (token) => <code>…{token.hint}</code> },
+                { header: 'Created', cell: (token) => dateTime(token.created_at) },
+                { header: 'Expires', cell: (token) => `${dateTime(token.expires_at)}${token.expired ? ' (expired)' : ''}` },
+                { header: 'Last used', cell: (token) => dateTime(token.last_used_at) },
+                mayWrite && { header: 'Actions', cell: (token) => <RevokeButton label={`Revoke token ${token.name}`} path={`${base}/${token.id}`} done={loaded.reload} /> },
+              ]}
+            />
           )
         }
       </Show>
@@ -446,24 +404,16 @@ function Teams({ me }: { me: Me }) {
           page.items.length === 0 ? (
             <Empty>No teams.</Empty>
           ) : (
-            <table class="grid" aria-label="Teams">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Description</th>
-                  <th scope="col">Members</th>
-                </tr>
-              </thead>
-              <tbody>
-                {page.items.map((team) => (
-                  <tr key={team.id}>
-                    <td>{team.name}</td>
-                    <td>{team.description}</td>
-                    <td>{team.members}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <DataTable
+              label="Teams"
+              rows={page.items}
+              rowKey={(team) => team.id}
+              columns={[
+                { header: 'Name', cell: (team) => team.name },
+                { header: 'Description', cell: (team) => team.description },
+                { header: 'Members', cell: (team) => team.members },
+              ]}
+            />
           )
         }
       </Show>
@@ -518,32 +468,20 @@ function Audit({ params }: { params: URLSearchParams }) {
             <Empty>No events match.</Empty>
           ) : (
             <>
-              <table class="grid" aria-label="Audit events">
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Event</th>
-                    <th scope="col">Outcome</th>
-                    <th scope="col">Actor</th>
-                    <th scope="col">Target</th>
-                    <th scope="col">Client</th>
-                    <th scope="col">Details</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {page.items.map((event) => (
-                    <tr key={event.id}>
-                      <td>{dateTime(event.occurred_at)}</td>
-                      <td>{event.event_type}</td>
-                      <td>{event.outcome}</td>
-                      <td>{event.actor.name ?? event.actor.kind}</td>
-                      <td>{event.target ? `${event.target.type} ${event.target.name ?? event.target.id}` : '—'}</td>
-                      <td>{event.client_address ?? '—'}</td>
-                      <td class="value">{Object.keys(event.details).length ? JSON.stringify(event.details) : ''}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
+              <DataTable
+                label="Audit events"
+                rows={page.items}
+                rowKey={(event) => event.id}
+                columns={[
+                  { header: 'When', cell: (event) => dateTime(event.occurred_at) },
+                  { header: 'Event', cell: (event) => event.event_type },
+                  { header: 'Outcome', cell: (event) => event.outcome },
+                  { header: 'Actor', cell: (event) => event.actor.name ?? event.actor.kind },
+                  { header: 'Target', cell: (event) => (event.target ? `${event.target.type} ${event.target.name ?? event.target.id}` : '—') },
+                  { header: 'Client', cell: (event) => event.client_address ?? '—' },
+                  { header: 'Details', class: 'value', cell: (event) => (Object.keys(event.details).length ? JSON.stringify(event.details) : '') },
+                ]}
+              />
               <nav class="pager" aria-label="Audit pages">
                 {query.cursor ? (
                   <button type="button" onClick={() => history.back()}>

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { ViewProps } from '../main';
-import { api, download, saveBlob } from '../lib/api';
-import { csvText, exportName } from '../lib/csv';
+import { api, download } from '../lib/api';
+import { allPages, csvText, exportName, saveCsv } from '../lib/csv';
 import { setParams } from '../lib/router';
 import { windowOf } from '../lib/window';
 import { ChangeItem, DiffModePicker, type ChangeRecord } from '../components/change';
@@ -56,18 +56,12 @@ export default function Changes({ place }: ViewProps) {
         return;
       }
       // search results are ranked and capped at the result window: the browser walks them
-      const rows: unknown[][] = [];
-      for (let from = 0; from < SEARCH_WINDOW; from += 500) {
-        const page = await api<ChangePage>(path, { query: { ...query, offset: from, limit: 500 } });
-        for (const record of page.items) {
-          for (const change of record.changes) {
-            rows.push([record.id, record.changed_at, record.change_type, record.ci_id, record.ci_name, record.ci_namespace, record.ci_type, change.field, change.old_value, change.new_value]);
-          }
-        }
-        if (page.items.length < 500) break;
-      }
+      const records = await allPages(async (offset, limit) => (await api<ChangePage>(path, { query: { ...query, offset, limit } })).items, 500, SEARCH_WINDOW);
       const header = ['change_id', 'changed_at', 'change_type', 'ci_id', 'ci_name', 'ci_namespace', 'ci_type', 'field', 'old_value', 'new_value'];
-      saveBlob(new Blob([csvText(header, rows)], { type: 'text/csv' }), exportName('change-search'));
+      const rows = records.flatMap((record) =>
+        record.changes.map((change) => [record.id, record.changed_at, record.change_type, record.ci_id, record.ci_name, record.ci_namespace, record.ci_type, change.field, change.old_value, change.new_value]),
+      );
+      saveCsv(csvText(header, rows), exportName('change-search'));
     } catch (error) {
       setExportError(asApiError(error));
     } finally {

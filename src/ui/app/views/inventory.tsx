@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import type { ViewProps } from '../main';
-import { api, saveBlob } from '../lib/api';
-import { csvText, exportName } from '../lib/csv';
+import { api } from '../lib/api';
+import { allPages, csvText, exportName, saveCsv } from '../lib/csv';
 import { dateTime, relative, scalar } from '../lib/format';
 import { leafPaths } from '../lib/paths';
 import { Link, setParams, withParams } from '../lib/router';
@@ -70,18 +70,17 @@ export default function Inventory({ place }: ViewProps) {
 
   const exportCsv = async () => {
     setExportError(undefined);
-    const rows: unknown[][] = [];
+    setExporting('0 rows…');
     try {
-      for (let from = 0; from < CSV_ROWS; from += 1000) {
-        setExporting(`${rows.length.toLocaleString('en')} rows…`);
-        const page = await api<CiPage>('/api/v1/configuration-items', { query: { ...query, offset: from, limit: 1000 } });
-        for (const ci of page.items) {
-          rows.push([ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.last_seen, ci.created_at, ci.updated_at, ...columns.map((path) => ci.attributes?.[path])]);
-        }
-        if (page.items.length < 1000) break;
-      }
+      const cis = await allPages(
+        async (offset, limit) => (await api<CiPage>('/api/v1/configuration-items', { query: { ...query, offset, limit } })).items,
+        1000,
+        CSV_ROWS,
+        (n) => setExporting(`${n.toLocaleString('en')} rows…`),
+      );
       const header = ['ci_id', 'name', 'namespace', 'ci_type', 'status', 'last_seen', 'created_at', 'updated_at', ...columns];
-      saveBlob(new Blob([csvText(header, rows)], { type: 'text/csv' }), exportName('inventory'));
+      const rows = cis.map((ci) => [ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.last_seen, ci.created_at, ci.updated_at, ...columns.map((path) => ci.attributes?.[path])]);
+      saveCsv(csvText(header, rows), exportName('inventory'));
     } catch (error) {
       setExportError(asApiError(error));
     } finally {

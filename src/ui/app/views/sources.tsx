@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import type { ViewProps } from '../main';
 import { api, can } from '../lib/api';
 import { dateTime, relative } from '../lib/format';
+import { DataTable } from '../components/data-table';
 import { asApiError, Empty, ErrorBox, Show, useLoad } from '../components/states';
 
 interface Collector {
@@ -47,6 +48,12 @@ function nextRun(source: Source): string {
   if (!source.last_collection) return 'due now';
   const next = new Date(source.last_collection).getTime() + source.schedule_config.interval_minutes * 60_000;
   return next <= Date.now() ? 'due now' : relative(new Date(next).toISOString());
+}
+
+/** A run's error, or what its reconcile counted. */
+function runResult(run: Run) {
+  if (run.error) return <span class="error-text">{run.error}</span>;
+  return run.counts ? Object.entries(run.counts).map(([name, value]) => `${name} ${String(value)}`).join(', ') : '—';
 }
 
 export default function Sources({ me }: ViewProps) {
@@ -121,80 +128,69 @@ function CollectorPanel({ collector, health, mayTrigger }: { collector: Collecto
             {sources.length === 0 ? (
               <Empty>No sources.</Empty>
             ) : (
-              <div class="table-wrap">
-                <table class="grid" aria-label={`Sources of ${collector.name}`}>
-                  <thead>
-                    <tr>
-                      <th scope="col">Source</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Health</th>
-                      <th scope="col">Last collection</th>
-                      <th scope="col">Next run</th>
-                      <th scope="col">Last error</th>
-                      {mayTrigger ? <th scope="col">Actions</th> : null}
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {sources.map((source) => (
-                      <tr key={source.id}>
-                        <td>
-                          {source.name}
-                          <div class="meta">{source.endpoint ?? 'push'}</div>
-                        </td>
-                        <td>{source.status}</td>
-                        <td>
-                          <span class={`health ${source.health_status?.status ?? 'unknown'}`}>{source.health_status?.status ?? 'unknown'}</span>
-                          {source.health_status?.details?.message ? <div class="meta">{source.health_status.details.message}</div> : null}
-                        </td>
-                        <td title={dateTime(source.last_collection)}>{relative(source.last_collection)}</td>
-                        <td>{nextRun(source)}</td>
-                        <td class="error-text">{source.last_error ?? '—'}</td>
-                        {mayTrigger ? (
-                          <td>
-                            <button type="button" onClick={() => void trigger(source)} disabled={source.status !== 'enabled' || collector.collector_type === 'universal'}>
-                              Collect now<span class="sr-only"> {source.name}</span>
-                            </button>
-                          </td>
-                        ) : null}
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+              <DataTable
+                label={`Sources of ${collector.name}`}
+                rows={sources}
+                rowKey={(source) => source.id}
+                columns={[
+                  {
+                    header: 'Source',
+                    cell: (source) => (
+                      <>
+                        {source.name}
+                        <div class="meta">{source.endpoint ?? 'push'}</div>
+                      </>
+                    ),
+                  },
+                  { header: 'Status', cell: (source) => source.status },
+                  {
+                    header: 'Health',
+                    cell: (source) => (
+                      <>
+                        <span class={`health ${source.health_status?.status ?? 'unknown'}`}>{source.health_status?.status ?? 'unknown'}</span>
+                        {source.health_status?.details?.message ? <div class="meta">{source.health_status.details.message}</div> : null}
+                      </>
+                    ),
+                  },
+                  { header: 'Last collection', cell: (source) => <span title={dateTime(source.last_collection)}>{relative(source.last_collection)}</span> },
+                  { header: 'Next run', cell: nextRun },
+                  { header: 'Last error', class: 'error-text', cell: (source) => source.last_error ?? '—' },
+                  mayTrigger && {
+                    header: 'Actions',
+                    cell: (source) => (
+                      <button type="button" onClick={() => void trigger(source)} disabled={source.status !== 'enabled' || collector.collector_type === 'universal'}>
+                        Collect now<span class="sr-only"> {source.name}</span>
+                      </button>
+                    ),
+                  },
+                ]}
+              />
             )}
             <h3>Recent runs</h3>
             {runs.length === 0 ? (
               <Empty>No runs yet.</Empty>
             ) : (
-              <div class="table-wrap">
-                <table class="grid" aria-label={`Recent runs of ${collector.name}`}>
-                  <thead>
-                    <tr>
-                      <th scope="col">Source</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Trigger</th>
-                      <th scope="col">Queued</th>
-                      <th scope="col">Finished</th>
-                      <th scope="col">Result</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {runs.map((run) => (
-                      <tr key={run.id}>
-                        <td>{run.source_name}</td>
-                        <td>
-                          <span class={`run ${run.status}`}>{run.status}</span>
-                          {run.watching_since ? <div class="meta">watching since {dateTime(run.watching_since)}</div> : null}
-                        </td>
-                        <td>{run.trigger}</td>
-                        <td>{dateTime(run.queued_at)}</td>
-                        <td>{dateTime(run.finished_at)}</td>
-                        <td class={run.error ? 'error-text' : ''}>{run.error ?? (run.counts ? Object.entries(run.counts).map(([k, v]) => `${k} ${String(v)}`).join(', ') : '—')}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+              <DataTable
+                label={`Recent runs of ${collector.name}`}
+                rows={runs}
+                rowKey={(run) => run.id}
+                columns={[
+                  { header: 'Source', cell: (run) => run.source_name },
+                  {
+                    header: 'Status',
+                    cell: (run) => (
+                      <>
+                        <span class={`run ${run.status}`}>{run.status}</span>
+                        {run.watching_since ? <div class="meta">watching since {dateTime(run.watching_since)}</div> : null}
+                      </>
+                    ),
+                  },
+                  { header: 'Trigger', cell: (run) => run.trigger },
+                  { header: 'Queued', cell: (run) => dateTime(run.queued_at) },
+                  { header: 'Finished', cell: (run) => dateTime(run.finished_at) },
+                  { header: 'Result', class: 'value', cell: runResult },
+                ]}
+              />
             )}
           </>
         )}
