@@ -1,8 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import { auditAction } from '../audit/log.js';
-import { issueApiKey } from '../auth/api-keys.js';
+import { auditChange } from '../audit/log.js';
+import { issueApiKey, rightsOfKeyRequest } from '../auth/api-keys.js';
+import { assertWithinCeiling } from '../auth/grant-ceiling.js';
 import { listApiKeys, revokeApiKey, type ApiKeyListing } from '../auth/api-key-store.js';
-import { forbidden, notFound, validationFailed } from '../http/errors.js';
+import { notFound, validationFailed } from '../http/errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { Nullable, Timestamp, Uuid } from '../http/schemas.js';
 import { checkedScopes } from '../users/rights.js';
@@ -16,7 +17,7 @@ const ApiKey = Type.Object({
   tier: Type.Union([Type.Literal('adm'), Type.Literal('svc'), Type.Literal('ro')]),
   hint: Type.String({ description: 'The last characters of the key.' }),
   permissions: Type.Array(Type.String(), { description: 'svc keys: what they may do; adm and ro keys have fixed access.' }),
-  scopes: Type.Union([Type.Literal('all'), Type.Array(ScopeView)], { description: 'svc keys: the data they may see.' }),
+  scopes: Type.Union([Type.Literal('all'), Type.Array(ScopeView)], { description: 'svc and scoped ro keys: the data they may see; `all` for adm keys and unscoped ro keys.' }),
   created_at: Timestamp(),
   expires_at: Nullable(Timestamp()),
   revoked_at: Nullable(Timestamp()),
@@ -31,7 +32,7 @@ function presentKey(row: ApiKeyListing) {
     tier: row.tier as 'adm' | 'svc' | 'ro',
     hint: row.key_hint,
     permissions: [...row.permissions].sort(),
-    scopes: row.tier === 'svc' ? row.scopes.map(scopeView) : ('all' as const),
+    scopes: row.tier === 'svc' || (row.tier === 'ro' && row.narrow_scopes) ? row.scopes.map(scopeView) : ('all' as const),
     created_at: row.created_at.toISOString(),
     expires_at: row.expires_at?.toISOString() ?? null,
     revoked_at: row.revoked_at?.toISOString() ?? null,
@@ -78,10 +79,11 @@ const create = defineRoute({
   operationId: 'createApiKey',
   summary: 'Create an API key',
   description:
-    '`adm` keys have full access, `ro` keys read everything but credentials, users and keys; `svc` keys hold the ' +
-    '`permissions` and `scopes` given here (none given: nothing). Creating an `adm` key, or a key with ' +
-    'permissions the caller does not hold, needs a caller that holds them (403). `expires_at` is optional. ' +
-    'The secret is in this response only.',
+    '`adm` keys have full access; `ro` keys read everything but credentials, users and keys, within `scopes` when ' +
+    'given (all data otherwise); `svc` keys hold the `permissions` and `scopes` given here (none given: nothing). ' +
+    'The grant ceiling applies: the new key may hold nothing the caller does not hold itself, permissions and data ' +
+    'scopes alike, so a caller with scoped data can create only scoped keys (403 naming what exceeds, audited as ' +
+    '`permission.denied`). `expires_at` is optional. The secret is in this response only.',
   tags: TAGS,
   access: { resource: 'api_keys', action: 'write' },
   body: Type.Object(
@@ -96,31 +98,25 @@ const create = defineRoute({
   ),
   responses: { 201: { description: 'The key, with its secret.', schema: Type.Composite([ApiKey, Type.Object({ key: Type.String() })]) } },
   async handler({ ctx, app, principal, body }) {
-    if (body.tier !== 'svc' && (body.permissions !== undefined || body.scopes !== undefined)) {
-      throw validationFailed([{ field: 'permissions', location: 'body', message: 'only svc keys carry permissions and scopes' }]);
+    if (body.tier === 'adm' && (body.permissions !== undefined || body.scopes !== undefined)) {
+      throw validationFailed([{ field: 'permissions', location: 'body', message: 'adm keys hold everything: they take neither permissions nor scopes' }]);
     }
-    // nobody hands out more than they hold
-    const wanted = body.tier === 'adm' ? 'everything' : (body.permissions ?? []).filter((p) => !principal.superadmin && !principal.permissions.has(p));
-    if (wanted === 'everything' ? !principal.superadmin && principal.tier !== 'adm' : wanted.length > 0) {
-      throw forbidden('You may not create a key with rights you do not hold', { missing: wanted });
+    if (body.tier === 'ro' && body.permissions !== undefined) {
+      throw validationFailed([{ field: 'permissions', location: 'body', message: 'ro keys hold the read permissions of their tier; only svc keys take permissions' }]);
     }
     const now = app.now();
     const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
     if (expiresAt && (!(expiresAt > now) || expiresAt.getTime() - now.getTime() > MAX_LIFETIME_MS)) {
       throw validationFailed([{ field: 'expires_at', location: 'body', message: 'must lie in the future and at most ten years ahead' }]);
     }
-    const scopes = body.scopes ? await checkedScopes(app, principal, body.scopes) : [];
-    const { id, key } = await issueApiKey(app.sql, app.config.secret, {
-      tenantId: principal.tenantId,
-      name: body.name,
-      tier: body.tier,
-      permissions: body.permissions ?? [],
-      scopes,
-      expiresAt,
-    });
+    const scopes = body.scopes ? await checkedScopes(app, principal, body.scopes) : undefined;
+    const request = { tenantId: principal.tenantId, name: body.name, tier: body.tier, permissions: body.permissions ?? [], scopes, expiresAt };
+    assertWithinCeiling(principal, [{ subject: `the new ${body.tier} key`, after: rightsOfKeyRequest(request) }]);
+    const { id, key } = await issueApiKey(app.sql, app.config.secret, request, (tx, id) =>
+      auditChange(tx, app.audit, ctx, principal, 'api_key.created', { type: 'api_key', id, name: body.name }, { tier: body.tier }),
+    );
     const [row] = await listApiKeys(app.sql, principal.tenantId, { id, includeRevoked: true });
     ctx.status = 201;
-    auditAction(app.audit, ctx, principal, 'api_key.created', { type: 'api_key', id, name: body.name }, { tier: body.tier });
     return { ...presentKey(row!), key };
   },
 });
@@ -136,8 +132,10 @@ const revoke = defineRoute({
   params: KeyParams,
   responses: { 200: { description: 'Revoked.', schema: Type.Object({ message: Type.String() }) } },
   async handler({ ctx, app, principal, params }) {
-    if (!(await revokeApiKey(app.sql, principal.tenantId, params.key_id, app.now()))) throw notFound('API key not found', { key_id: params.key_id });
-    auditAction(app.audit, ctx, principal, 'api_key.revoked', { type: 'api_key', id: params.key_id });
+    await app.sql.begin(async (tx) => {
+      if (!(await revokeApiKey(tx, principal.tenantId, params.key_id, app.now()))) throw notFound('API key not found', { key_id: params.key_id });
+      await auditChange(tx, app.audit, ctx, principal, 'api_key.revoked', { type: 'api_key', id: params.key_id });
+    });
     return { message: 'API key revoked' };
   },
 });

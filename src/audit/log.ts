@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { Principal } from '../auth/principal.js';
-import type { Sql } from '../db/database.js';
+import type { Queryable, Sql } from '../db/database.js';
 import type { Logger } from '../observability/logger.js';
 import { insertAuditEvents, type AuditRow } from './store.js';
 
@@ -93,6 +93,14 @@ export class AuditLog {
       this.logger.error({ dropped }, 'audit events dropped: the database has not taken them for too long');
     }
     if (this.buffer.length >= FLUSH_AT_ROWS) void this.flush();
+  }
+
+  /**
+   * Writes an event now with the given handle rather than buffering it. Given a transaction, the
+   * event commits or rolls back with the change it records, so a crash can lose neither alone.
+   */
+  async writeNow(sql: Queryable, event: AuditEvent): Promise<void> {
+    await insertAuditEvents(sql, [toRow(event, this.now())]);
   }
 
   /**
@@ -206,7 +214,7 @@ export function auditRefusal(audit: AuditLog, defaultTenantId: string, ctx: Cont
       type: (ctx.state.deniedEvent as AuditEventType | undefined) ?? 'permission.denied',
       outcome: 'failure',
       actor: actorOf(principal),
-      details: { route, ...pick(details, ['resource', 'action', 'reason']) },
+      details: { route, ...pick(details, ['resource', 'action', 'reason', 'subject', 'exceeding']) },
       ...facts,
     });
   }
@@ -216,14 +224,18 @@ function pick(from: Record<string, unknown>, keys: string[]): Record<string, unk
   return Object.fromEntries(keys.filter((k) => from[k] !== undefined).map((k) => [k, from[k]]));
 }
 
-/** Records something a principal did through the API (a key created, a user deactivated, ...). */
-export function auditAction(
+/**
+ * Records a change of rights or credentials (a key or token issued or revoked, a grant, a scope, a
+ * membership, a user deactivated) in the transaction that makes the change.
+ */
+export async function auditChange(
+  sql: Queryable,
   audit: AuditLog,
   ctx: Context,
   principal: Principal,
   type: AuditEventType,
   target: { type: string; id: string; name?: string | null },
   details: Record<string, unknown> = {},
-): void {
-  audit.record({ tenantId: principal.tenantId, type, outcome: 'success', actor: actorOf(principal), target, details, ...requestFacts(ctx) });
+): Promise<void> {
+  await audit.writeNow(sql, { tenantId: principal.tenantId, type, outcome: 'success', actor: actorOf(principal), target, details, ...requestFacts(ctx) });
 }

@@ -100,6 +100,8 @@ export interface ApiKeyListing {
   key_hint: string;
   permissions: Permission[];
   scopes: DataScope[];
+  /** ro keys: whether the key is limited to `scopes` (else it reads all data). */
+  narrow_scopes: boolean;
   created_at: Date;
   expires_at: Date | null;
   revoked_at: Date | null;
@@ -109,7 +111,7 @@ export interface ApiKeyListing {
 /** The tenant's API keys (not user tokens), newest first; revoked ones only when asked for. */
 export async function listApiKeys(sql: Queryable, tenantId: string, options: { id?: string; includeRevoked: boolean }): Promise<ApiKeyListing[]> {
   return sql<ApiKeyListing[]>`
-    select k.id, k.name, k.tier, k.key_hint, k.permissions, k.created_at, k.expires_at, k.revoked_at, k.last_used_at,
+    select k.id, k.name, k.tier, k.key_hint, k.permissions, k.narrow_scopes, k.created_at, k.expires_at, k.revoked_at, k.last_used_at,
            coalesce((select json_agg(json_build_object('sourceId', s.source_id::text, 'scopeId', s.scope_id))
                      from api_key_scopes s where s.api_key_id = k.id), '[]') as scopes
     from api_keys k

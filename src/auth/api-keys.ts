@@ -18,29 +18,45 @@ export interface IssueKeyRequest {
   name: string;
   tier: Exclude<Tier, 'usr'>;
   permissions?: readonly Permission[];
+  /** svc keys: the data they see (none given: none). ro keys: limits them to these (none given: all data). */
   scopes?: readonly DataScope[];
   expiresAt?: Date | null;
 }
 
+/** The rights a key issued from this request acts with, before it exists (for the grant ceiling). */
+export function rightsOfKeyRequest(request: Pick<IssueKeyRequest, 'tier' | 'permissions' | 'scopes'>): { permissions: Set<Permission>; scopes: 'all' | DataScope[] } {
+  const scopes = request.tier === 'adm' || (request.tier === 'ro' && request.scopes === undefined) ? 'all' : normalizeScopes(request.scopes ?? []);
+  return { permissions: tierPermissions(request.tier, request.permissions ?? []), scopes };
+}
+
 /**
  * Creates a key and returns it in clear text: the only time it exists outside the caller's hands.
- * Only `svc` keys carry their own permissions and data scopes; the other tiers have fixed ones.
+ * `svc` keys carry their own permissions and data scopes, `ro` keys optionally scopes; `adm` keys
+ * hold everything. `within` runs in the same transaction (the audit event of the creation).
  */
-export async function issueApiKey(sql: Sql, secret: string, request: IssueKeyRequest): Promise<{ id: string; key: string }> {
+export async function issueApiKey(
+  sql: Sql,
+  secret: string,
+  request: IssueKeyRequest,
+  within?: (tx: Queryable, id: string) => Promise<void>,
+): Promise<{ id: string; key: string }> {
   const key = generateApiKey(request.tier);
-  const own = request.tier === 'svc';
-  const id = await sql.begin((tx) =>
-    insertApiKey(tx, {
+  const scoped = request.tier === 'svc' || (request.tier === 'ro' && request.scopes !== undefined);
+  const id = await sql.begin(async (tx) => {
+    const id = await insertApiKey(tx, {
       tenantId: request.tenantId,
       name: request.name,
       tier: request.tier,
       keyHash: hashApiKey(secret, key),
       keyHint: keyHint(key),
-      permissions: own ? (request.permissions ?? []) : [],
-      scopes: own ? (request.scopes ?? []) : [],
+      permissions: request.tier === 'svc' ? (request.permissions ?? []) : [],
+      scopes: scoped ? (request.scopes ?? []) : [],
+      narrowScopes: request.tier === 'ro' && scoped,
       expiresAt: request.expiresAt ?? null,
-    }),
-  );
+    });
+    await within?.(tx, id);
+    return id;
+  });
   return { id, key };
 }
 
@@ -107,7 +123,7 @@ function keyPrincipal(row: ApiKeyRow): Principal | undefined {
     tier: row.tier,
     superadmin: false,
     permissions: tierPermissions(row.tier, row.permissions),
-    scopes: row.tier === 'svc' ? normalizeScopes(row.scopes) : 'all',
+    scopes: row.tier === 'svc' || (row.tier === 'ro' && row.narrow_scopes) ? normalizeScopes(row.scopes) : 'all',
     keyId: row.id,
   };
 }

@@ -142,9 +142,16 @@ const callback = defineRoute({
       const signedIn = await signInSsoUser(tx, tenantId, identity, now);
       if (signedIn.outcome !== 'signed_in') return { signedIn, teams: undefined };
       const teams = identity.groups === undefined ? undefined : await syncGroupTeams(tx, tenantId, signedIn.user.id, identity.groups);
+      // the user and the memberships its groups gave are recorded with them
+      const { user } = signedIn;
+      const recorded = { tenantId, outcome: 'success' as const, actor: { kind: 'user' as const, id: user.id, name: user.name }, target: { type: 'user', id: user.id, name: user.name }, ...requestFacts(ctx) };
+      if (signedIn.created) await app.audit.writeNow(tx, { ...recorded, type: 'user.created', details: { via: 'sso' } });
+      if (teams && (teams.added.length > 0 || teams.removed.length > 0)) {
+        await app.audit.writeNow(tx, { ...recorded, type: 'membership.changed', details: { via: 'groups', ...teams } });
+      }
       return { signedIn, teams };
     });
-    const { signedIn, teams } = outcome;
+    const { signedIn } = outcome;
     if (signedIn.outcome === 'deactivated') throw refuseSignIn(ctx, 'This user is deactivated', 403, 'user_deactivated');
     if (signedIn.outcome === 'email_taken') {
       throw refuseSignIn(ctx, 'Another user holds this email; an admin must resolve it (or the provider must verify the email)', 403, 'email_taken');
@@ -158,12 +165,6 @@ const callback = defineRoute({
     });
     setSessionCookie(ctx, sessionId, app.config.sessionTtlMs);
     const actor = { kind: 'user' as const, id: user.id, name: user.name };
-    if (signedIn.created) {
-      app.audit.record({ tenantId, type: 'user.created', outcome: 'success', actor, target: { type: 'user', id: user.id, name: user.name }, details: { via: 'sso' }, ...requestFacts(ctx) });
-    }
-    if (teams && (teams.added.length > 0 || teams.removed.length > 0)) {
-      app.audit.record({ tenantId, type: 'membership.changed', outcome: 'success', actor, target: { type: 'user', id: user.id, name: user.name }, details: { via: 'groups', ...teams }, ...requestFacts(ctx) });
-    }
     app.audit.record({ tenantId, type: 'auth.succeeded', outcome: 'success', actor, details: { method: 'sso' }, ...requestFacts(ctx) });
     ctx.status = 303;
     ctx.redirect(pending.returnTo);

@@ -7,7 +7,7 @@ import { defineRoute, type AnyRoute } from '../http/route.js';
 import { bigintId, ErrorEnvelope, JsonObject, Limit, Nullable, NumericId, Offset, Timestamp } from '../http/schemas.js';
 import { addReconcileResult, assertStorable, emptyReconcileResult, reconcile } from '../inventory/reconcile.js';
 import { Snapshot } from '../inventory/records.js';
-import { auditAction } from '../audit/log.js';
+import { auditChange } from '../audit/log.js';
 import { cancelRunsOf } from '../collectors/runs.js';
 import { AllowedHosts } from './endpoint.js';
 import { decodedBody, ndjsonBatches } from './ndjson.js';
@@ -553,7 +553,8 @@ const reveal = defineRoute({
       throw error;
     });
     if (!document) throw notFound('This source has no credentials', { source_id: params.source_id });
-    auditAction(app.audit, ctx, principal, 'credentials.revealed', { type: 'source', id: source.id, name: source.name }, { credential_type: document.type });
+    // written before the secret leaves: a reveal that cannot be recorded does not happen
+    await auditChange(app.sql, app.audit, ctx, principal, 'credentials.revealed', { type: 'source', id: source.id, name: source.name }, { credential_type: document.type });
     ctx.set('Cache-Control', 'no-store');
     return document;
   },

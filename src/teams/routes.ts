@@ -1,11 +1,11 @@
 import { Type } from '@sinclair/typebox';
-import { auditAction } from '../audit/log.js';
+import { auditChange } from '../audit/log.js';
 import type { AppContext } from '../context.js';
 import type { Principal } from '../auth/principal.js';
 import { conflict, notFound } from '../http/errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { Limit, Nullable, Offset, Timestamp, Uuid } from '../http/schemas.js';
-import { setPermissions, setScopes } from '../users/rights.js';
+import { changeRights, setPermissions, setScopes } from '../users/rights.js';
 import { PermissionsBody, Rights, ScopesBody, scopeView } from '../users/schema.js';
 import { directRights, findUser } from '../users/store.js';
 import { addMember, deleteTeam, findTeam, insertTeam, listTeams, removeMember, teamMembers, updateTeam, type TeamRow } from './store.js';
@@ -132,8 +132,10 @@ const remove = defineRoute({
   params: TeamParams,
   responses: { 200: { description: 'Deleted.', schema: Type.Object({ message: Type.String() }) } },
   async handler({ ctx, app, principal, params }) {
-    if (!(await deleteTeam(app.sql, principal.tenantId, params.team_id))) throw notFound('Team not found', { team_id: params.team_id });
-    auditAction(app.audit, ctx, principal, 'membership.changed', { type: 'team', id: params.team_id }, { deleted: true });
+    await app.sql.begin(async (tx) => {
+      if (!(await deleteTeam(tx, principal.tenantId, params.team_id))) throw notFound('Team not found', { team_id: params.team_id });
+      await auditChange(tx, app.audit, ctx, principal, 'membership.changed', { type: 'team', id: params.team_id }, { deleted: true });
+    });
     return { message: 'Team deleted' };
   },
 });
@@ -143,7 +145,9 @@ const addMemberRoute = defineRoute({
   path: '/api/v1/teams/{team_id}/members/{user_id}',
   operationId: 'addTeamMember',
   summary: 'Add a user to a team',
-  description: 'Idempotent. The user holds the team\'s rights from the next request on.',
+  description:
+    'Idempotent. The user holds the team\'s rights from the next request on. The grant ceiling applies: the team\'s ' +
+    'rights, and everything the user then holds if the membership gives it anything new, must be within the caller\'s (403).',
   tags: TAGS,
   access: write,
   params: MemberParams,
@@ -152,8 +156,14 @@ const addMemberRoute = defineRoute({
     const team = await teamOr404(app, principal, params.team_id);
     const user = await findUser(app.sql, principal.tenantId, params.user_id);
     if (!user) throw notFound('User not found', { user_id: params.user_id });
-    await addMember(app.sql, team.id, user.id);
-    auditAction(app.audit, ctx, principal, 'membership.changed', { type: 'team', id: team.id, name: team.name }, { added: user.id });
+    await changeRights(app, ctx, principal, {
+      target: { holder: { teamId: team.id }, type: 'team', id: team.id, name: team.name },
+      alsoUsers: [user.id],
+      handsOutTeam: true,
+      event: 'membership.changed',
+      details: { added: user.id },
+      apply: (tx) => addMember(tx, team.id, user.id),
+    });
     return teamDetail(app, await teamOr404(app, principal, team.id));
   },
 });
@@ -170,8 +180,10 @@ const removeMemberRoute = defineRoute({
   responses: { 200: { description: 'The team.', schema: TeamDetail } },
   async handler({ ctx, app, principal, params }) {
     const team = await teamOr404(app, principal, params.team_id);
-    if (!(await removeMember(app.sql, team.id, params.user_id))) throw notFound('Not a member of this team', { user_id: params.user_id });
-    auditAction(app.audit, ctx, principal, 'membership.changed', { type: 'team', id: team.id, name: team.name }, { removed: params.user_id });
+    await app.sql.begin(async (tx) => {
+      if (!(await removeMember(tx, team.id, params.user_id))) throw notFound('Not a member of this team', { user_id: params.user_id });
+      await auditChange(tx, app.audit, ctx, principal, 'membership.changed', { type: 'team', id: team.id, name: team.name }, { removed: params.user_id });
+    });
     return teamDetail(app, await teamOr404(app, principal, team.id));
   },
 });

@@ -57,3 +57,9 @@ export async function removeMember(sql: Queryable, teamId: string, userId: strin
   const result = await sql`delete from team_members where team_id = ${teamId} and user_id = ${userId}`;
   return result.count > 0;
 }
+
+/** Locks a team's row: changes to its grants and members are decided one at a time. */
+export async function lockTeam(sql: Queryable, tenantId: string, id: string): Promise<boolean> {
+  const rows = await sql`select id from teams where tenant_id = ${tenantId} and id = ${id} for update`;
+  return rows.length > 0;
+}

@@ -1,8 +1,10 @@
 import { Type } from '@sinclair/typebox';
-import { auditAction } from '../audit/log.js';
+import type { Context } from 'koa';
+import { auditChange } from '../audit/log.js';
+import { assertWithinCeiling } from '../auth/grant-ceiling.js';
 import type { AppContext } from '../context.js';
 import { insertUserToken } from '../auth/api-keys.js';
-import { normalizeScopes, type DataScope, type Permission, type Principal } from '../auth/principal.js';
+import { everyPermission, intersectScopes, normalizeScopes, type DataScope, type Permission, type Principal } from '../auth/principal.js';
 import { conflict, forbidden, notFound, validationFailed } from '../http/errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { Nullable, Timestamp, Uuid } from '../http/schemas.js';
@@ -52,8 +54,13 @@ function presentToken(row: TokenRow, now: Date) {
   };
 }
 
-/** The rules every token creation follows, for a user's own tokens and for tokens an admin mints. */
-async function mintToken(app: AppContext, principal: Principal, user: UserRow, body: typeof NewToken.static) {
+/**
+ * The rules every token creation follows, for a user's own tokens and for tokens an admin mints:
+ * what the token names must be held by its user (422), and what the token will act with must be
+ * within the caller's own rights (403): a narrowed token cannot mint a wider one, and an admin with
+ * scoped rights cannot mint a token for a user who holds more.
+ */
+async function mintToken(app: AppContext, ctx: Context, principal: Principal, user: UserRow, body: typeof NewToken.static) {
   const now = app.now();
   const expiresAt = new Date(body.expires_at);
   if (!(expiresAt > now) || expiresAt.getTime() - now.getTime() > MAX_LIFETIME_MS) {
@@ -70,14 +77,35 @@ async function mintToken(app: AppContext, principal: Principal, user: UserRow, b
     permissions = [...body.permissions];
   }
   const scopes: DataScope[] | null = body.scopes ? normalizeOrAll(await checkedScopes(app, principal, body.scopes)) : null;
+  const userScopes = user.superadmin ? 'all' : normalizeScopes(held.scopes);
+  assertWithinCeiling(principal, [
+    {
+      subject: 'the new token',
+      after: {
+        superadmin: user.superadmin && permissions === null && scopes === null,
+        permissions: permissions ?? (user.superadmin ? everyPermission() : held.permissions),
+        scopes: scopes ? intersectScopes(normalizeScopes(scopes), userScopes) : userScopes,
+      },
+    },
+  ]);
   const { id, key } = await app.sql.begin(async (tx) => {
     if ((await lockAndCountLiveTokens(tx, user.id, now)) >= MAX_LIVE_TOKENS) {
       throw conflict(`A user may hold at most ${MAX_LIVE_TOKENS} live tokens; revoke one first`, { limit: MAX_LIVE_TOKENS });
     }
-    return insertUserToken(tx, app.config.secret, { tenantId: principal.tenantId, userId: user.id, name: body.name, expiresAt, permissions, scopes });
+    const token = await insertUserToken(tx, app.config.secret, { tenantId: principal.tenantId, userId: user.id, name: body.name, expiresAt, permissions, scopes });
+    await auditChange(tx, app.audit, ctx, principal, 'token.created', { type: 'token', id: token.id, name: body.name }, { user_id: user.id, expires_at: expiresAt.toISOString() });
+    return token;
   });
   const row = (await listTokens(app.sql, user.id)).find((t) => t.id === id)!;
   return { ...presentToken(row, now), token: key };
+}
+
+/** Revokes a token with its audit event in one transaction; false when there is no such live token. */
+async function revokeWithAudit(app: AppContext, ctx: Context, principal: Principal, userId: string, tokenId: string): Promise<void> {
+  await app.sql.begin(async (tx) => {
+    if (!(await revokeToken(tx, userId, tokenId, app.now()))) throw notFound('Token not found', { token_id: tokenId });
+    await auditChange(tx, app.audit, ctx, principal, 'token.revoked', { type: 'token', id: tokenId }, { user_id: userId });
+  });
 }
 
 /** Narrowing to "all data" narrows nothing: kept as the one row that says so. */
@@ -104,7 +132,8 @@ const TOKEN_RULES =
   `At most ${MAX_LIVE_TOKENS} live tokens per user (the next is a 409); \`expires_at\` is required, at most one year ahead. ` +
   'The secret is in the creation response only. A token acts as its user with the user\'s rights at each request; with ' +
   '`permissions` and/or `scopes` it is narrowed to those (each must be held by the user; the token holds what both name ' +
-  'and the user still has). It stops working when it expires, is revoked, or its user is deactivated.';
+  'and the user still has). What the token will act with must be within the caller\'s own rights (403 otherwise): a ' +
+  'narrowed token cannot create a wider one. It stops working when it expires, is revoked, or its user is deactivated.';
 
 const listOwn = defineRoute({
   method: 'GET',
@@ -133,9 +162,8 @@ const createOwn = defineRoute({
   responses: { 201: { description: 'The token, with its secret.', schema: CreatedToken } },
   async handler({ ctx, app, principal, body }) {
     const user = await userOr404(app, principal, ownUser(principal));
-    const created = await mintToken(app, principal, user, body);
+    const created = await mintToken(app, ctx, principal, user, body);
     ctx.status = 201;
-    auditAction(app.audit, ctx, principal, 'token.created', { type: 'token', id: created.id, name: created.name }, { user_id: user.id, expires_at: created.expires_at });
     return created;
   },
 });
@@ -151,8 +179,7 @@ const revokeOwn = defineRoute({
   params: TokenParams,
   responses: { 200: { description: 'Revoked.', schema: Type.Object({ message: Type.String() }) } },
   async handler({ ctx, app, principal, params }) {
-    if (!(await revokeToken(app.sql, ownUser(principal), params.token_id, app.now()))) throw notFound('Token not found', { token_id: params.token_id });
-    auditAction(app.audit, ctx, principal, 'token.revoked', { type: 'token', id: params.token_id }, { user_id: ownUser(principal) });
+    await revokeWithAudit(app, ctx, principal, ownUser(principal), params.token_id);
     return { message: 'Token revoked' };
   },
 });
@@ -187,9 +214,8 @@ const createForUser = defineRoute({
   async handler({ ctx, app, principal, params, body }) {
     const user = await userOr404(app, principal, params.user_id);
     if (user.issuer !== null) throw conflict('This user signs in through single sign-on and creates its own tokens', { user_id: user.id });
-    const created = await mintToken(app, principal, user, body);
+    const created = await mintToken(app, ctx, principal, user, body);
     ctx.status = 201;
-    auditAction(app.audit, ctx, principal, 'token.created', { type: 'token', id: created.id, name: created.name }, { user_id: user.id, expires_at: created.expires_at });
     return created;
   },
 });
@@ -206,8 +232,7 @@ const revokeForUser = defineRoute({
   responses: { 200: { description: 'Revoked.', schema: Type.Object({ message: Type.String() }) } },
   async handler({ ctx, app, principal, params }) {
     const user = await userOr404(app, principal, params.user_id);
-    if (!(await revokeToken(app.sql, user.id, params.token_id, app.now()))) throw notFound('Token not found', { token_id: params.token_id });
-    auditAction(app.audit, ctx, principal, 'token.revoked', { type: 'token', id: params.token_id }, { user_id: user.id });
+    await revokeWithAudit(app, ctx, principal, user.id, params.token_id);
     return { message: 'Token revoked' };
   },
 });

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { auditAction } from '../audit/log.js';
-import { setPermissions, setScopes } from './rights.js';
+import { auditChange } from '../audit/log.js';
+import { changeRights, setPermissions, setScopes } from './rights.js';
 import { endSessionsOf } from '../auth/sessions.js';
 import { conflict, forbidden, notFound } from '../http/errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
@@ -109,13 +109,18 @@ const create = defineRoute({
     if (email !== null && (await findUserByEmail(app.sql, principal.tenantId, email))) {
       throw conflictEmail(email);
     }
-    const user = await insertUser(app.sql, principal.tenantId, { name: body.name, email }).catch((error: unknown) => {
-      // two creations racing for one email: the unique index decides
-      if ((error as { code?: string }).code === '23505' && email !== null) throw conflictEmail(email);
-      throw error;
-    });
+    const user = await app.sql
+      .begin(async (tx) => {
+        const user = await insertUser(tx, principal.tenantId, { name: body.name, email });
+        await auditChange(tx, app.audit, ctx, principal, 'user.created', { type: 'user', id: user.id, name: user.name });
+        return user;
+      })
+      .catch((error: unknown) => {
+        // two creations racing for one email: the unique index decides
+        if ((error as { code?: string }).code === '23505' && email !== null) throw conflictEmail(email);
+        throw error;
+      });
     ctx.status = 201;
-    auditAction(app.audit, ctx, principal, 'user.created', { type: 'user', id: user.id, name: user.name });
     return presentUser(user);
   },
 });
@@ -153,10 +158,17 @@ function activation(active: boolean) {
     async handler({ ctx, app, principal, params }) {
       const current = await userOr404(app, principal, params.user_id);
       if (!active && current.id === principal.user?.id) throw forbidden('You cannot deactivate yourself', { user_id: current.id });
-      const user = await setDeactivated(app.sql, principal.tenantId, current.id, active ? null : (current.deactivated_at ?? app.now()));
-      if (!active) await endSessionsOf(app.sql, current.id);
-      auditAction(app.audit, ctx, principal, active ? 'user.reactivated' : 'user.deactivated', { type: 'user', id: current.id, name: current.name });
-      return presentUser(user!);
+      // reactivating hands the user's rights (and its live tokens) back: the grant ceiling applies
+      await changeRights(app, ctx, principal, {
+        target: { holder: { userId: current.id }, type: 'user', id: current.id, name: current.name },
+        event: active ? 'user.reactivated' : 'user.deactivated',
+        details: {},
+        apply: async (tx) => {
+          await setDeactivated(tx, principal.tenantId, current.id, active ? null : (current.deactivated_at ?? app.now()));
+          if (!active) await endSessionsOf(tx, current.id);
+        },
+      });
+      return presentUser((await userOr404(app, principal, current.id)));
     },
   });
 }
@@ -177,8 +189,11 @@ const superadmin = defineRoute({
   async handler({ ctx, app, principal, params, body }) {
     if (!principal.superadmin) throw forbidden('Only a superadmin may grant or withdraw superadmin');
     const user = await userOr404(app, principal, params.user_id);
-    const updated = await setSuperadmin(app.sql, principal.tenantId, user.id, body.superadmin);
-    auditAction(app.audit, ctx, principal, 'user.promoted', { type: 'user', id: user.id, name: user.name }, { superadmin: body.superadmin });
+    const updated = await app.sql.begin(async (tx) => {
+      const updated = await setSuperadmin(tx, principal.tenantId, user.id, body.superadmin);
+      await auditChange(tx, app.audit, ctx, principal, 'user.promoted', { type: 'user', id: user.id, name: user.name }, { superadmin: body.superadmin });
+      return updated;
+    });
     return presentUser(updated!);
   },
 });

@@ -189,3 +189,29 @@ export async function syncGroupTeams(sql: Queryable, tenantId: string, userId: s
     ) select t.name from joined j join teams t on t.id = j.team_id`;
   return { added: added.map((r) => r.name).sort(), removed: removed.map((r) => r.name).sort() };
 }
+
+export interface HeldRights {
+  id: string;
+  name: string;
+  superadmin: boolean;
+  active: boolean;
+  permissions: Permission[];
+  scopes: DataScope[];
+}
+
+/**
+ * What each user holds now (own grants and its teams'), for the users named or the members of a
+ * team, in one query; the rows are locked when `lock` is set, so two changes that could together
+ * lift a user above both callers are decided one after the other.
+ */
+export async function heldRights(sql: Queryable, tenantId: string, who: { userIds: readonly string[] } | { teamId: string }, lock = false): Promise<HeldRights[]> {
+  const which =
+    'teamId' in who
+      ? sql`u.id in (select m.user_id from team_members m where m.team_id = ${who.teamId})`
+      : sql`u.id = any(${who.userIds as string[]}::uuid[])`;
+  if (lock) await sql`select u.id from users u where u.tenant_id = ${tenantId} and ${which} order by u.id for update`;
+  return sql<HeldRights[]>`
+    select u.id, u.name, u.superadmin, u.deactivated_at is null as active,
+           (${userPermissions(sql, sql`u.id`)}) as permissions, (${userScopes(sql, sql`u.id`)}) as scopes
+    from users u where u.tenant_id = ${tenantId} and ${which} order by u.id`;
+}
