@@ -1,5 +1,6 @@
+import { isUtf8 } from 'node:buffer';
 import type { Readable } from 'node:stream';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { isBrokenCompression, malformedCompression } from '../http/body.js';
 import { AppError, validationFailed, type FieldError } from '../http/errors.js';
 import { compileBody, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from '../http/validation.js';
 import { containsNul } from '../inventory/reconcile.js';
@@ -15,31 +16,15 @@ import { MAX_KEY_LENGTH, UniversalRecord } from '../inventory/records.js';
 
 const validateRecord = compileBody(UniversalRecord);
 
+export { decodedBody } from '../http/body.js';
+
 export interface NdjsonBatch {
   records: UniversalRecord[];
   deletions: string[];
 }
 
-/** The request body, decompressed as its Content-Encoding says. */
-export function decodedBody(body: Readable, encoding: string | undefined): Readable {
-  switch ((encoding ?? 'identity').trim().toLowerCase()) {
-    case 'identity':
-    case '':
-      return body;
-    case 'gzip':
-    case 'x-gzip':
-      return body.pipe(createGunzip());
-    case 'deflate':
-      return body.pipe(createInflate());
-    case 'br':
-      return body.pipe(createBrotliDecompress());
-    default:
-      throw new AppError(415, 'HTTP_415', 'Unsupported Content-Encoding; send gzip, deflate, br or identity');
-  }
-}
-
 /** Lines of a byte stream, each at most `maxLineBytes` (413 beyond). */
-async function* lines(body: Readable, maxLineBytes: number): AsyncGenerator<string> {
+async function* lines(body: Readable, maxLineBytes: number): AsyncGenerator<Buffer> {
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   try {
@@ -48,7 +33,7 @@ async function* lines(body: Readable, maxLineBytes: number): AsyncGenerator<stri
       for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
         const piece = chunk.subarray(start, nl);
         if (pendingBytes + piece.length > maxLineBytes) throw lineTooLong(maxLineBytes);
-        yield (pending.length > 0 ? Buffer.concat([...pending, piece]) : piece).toString('utf8');
+        yield pending.length > 0 ? Buffer.concat([...pending, piece]) : piece;
         pending = [];
         pendingBytes = 0;
         start = nl + 1;
@@ -59,16 +44,28 @@ async function* lines(body: Readable, maxLineBytes: number): AsyncGenerator<stri
       if (rest.length > 0) pending.push(Buffer.from(rest));
     }
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (typeof code === 'string' && /^(Z_|ERR__ERROR|ERR_BROTLI)/.test(code)) throw new AppError(400, 'HTTP_400', 'Malformed compressed body');
-    throw error;
+    throw isBrokenCompression(error) ? malformedCompression() : error;
   }
-  if (pendingBytes > 0) yield Buffer.concat(pending).toString('utf8');
+  if (pendingBytes > 0) yield Buffer.concat(pending);
 }
 
 const lineTooLong = (limit: number) => new AppError(413, 'HTTP_413', `An NDJSON line exceeds CINV_BODY_LIMIT_BYTES (${limit} bytes)`, { limit });
 
 const NUL = '\u0000';
+
+/**
+ * A line's text. Bytes that are not UTF-8 stop the push like an invalid record does: decoded
+ * leniently they would be stored as replacement characters, changing the data without a word.
+ */
+function textOf(bytes: Buffer, index: number): string {
+  if (!isUtf8(bytes)) {
+    throw new AppError(400, 'HTTP_400', `NDJSON line ${index} (items.${index}, counted from 0) is not valid UTF-8; send the text encoded as UTF-8`, {
+      field: `items.${index}`,
+      line: index,
+    });
+  }
+  return bytes.toString('utf8');
+}
 
 function refuse(index: number, errors: FieldError[]): never {
   throw validationFailed(errors.map((e) => ({ ...e, field: e.field === '(root)' ? `items.${index}` : `items.${index}.${e.field}` })));
@@ -93,8 +90,9 @@ export async function* ndjsonBatches(body: Readable, options: { mode: 'snapshot'
   // delta mode: an id may be upserted or deleted, not both (no order to apply them in)
   const upserted = new Set<string>();
   const deleted = new Set<string>();
-  for await (const line of lines(body, options.maxLineBytes)) {
+  for await (const bytes of lines(body, options.maxLineBytes)) {
     index++;
+    const line = textOf(bytes, index);
     if (line.trim() === '') continue;
     let value: unknown;
     try {

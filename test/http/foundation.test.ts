@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { connect } from 'node:net';
 import { apiRoutes } from '../../src/app.js';
 import { createKey, useTestApp } from '../support/app.js';
 import { buildPod, buildSource, ingest } from '../support/factories.js';
@@ -9,6 +10,28 @@ function expectEnvelope(body: any, status: { code: string; path: string; method:
   expect(body.error).to.include(status);
   expect(body.error.id).to.match(/^[0-9a-f-]{36}$/);
   expect(body.error.details).to.be.an('object');
+}
+
+/** Sends bytes as they are (methods fetch refuses, requests Node's parser refuses) and reads the answer. */
+function rawRequest(baseUrl: string, text: string): Promise<{ status: number; headers: Record<string, string>; body: any }> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(text));
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      answer += chunk;
+      const end = answer.indexOf('\r\n\r\n');
+      const length = /\r\ncontent-length: *(\d+)/i.exec(answer.slice(0, end));
+      if (end === -1 || !length || answer.length < end + 4 + Number(length[1])) return;
+      socket.destroy();
+      const [statusLine, ...lines] = answer.slice(0, end).split('\r\n');
+      const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+      resolve({ status: Number(statusLine!.split(' ')[1]), headers, body: JSON.parse(answer.slice(end + 4)) });
+    });
+    socket.on('error', reject);
+    socket.on('close', () => reject(new Error(`connection closed after: ${answer.slice(0, 300)}`)));
+  });
 }
 
 describe('HTTP foundation', () => {
@@ -29,6 +52,38 @@ describe('HTTP foundation', () => {
     expect(reply.status).to.equal(405);
     expectEnvelope(reply.body, { code: 'HTTP_405', path: '/api/v1/configuration-items', method: 'PUT' });
     expect(reply.headers.get('allow')).to.include('GET');
+  });
+
+  it('answers TRACE, CONNECT and other methods no route serves with 405 and Allow, or 404 on an unknown path', async () => {
+    const path = '/api/v1/configuration-items';
+    for (const method of ['TRACE', 'CONNECT', 'PROPFIND', 'LINK']) {
+      const reply = await rawRequest(app.current.baseUrl, `${method} ${path} HTTP/1.1\r\nHost: cinv\r\nX-API-Key: ${admin}\r\n\r\n`);
+      expect(reply.status, method).to.equal(405);
+      expectEnvelope(reply.body, { code: 'HTTP_405', path, method });
+      expect(reply.headers.allow, method).to.equal('HEAD, GET');
+      expect(reply.body.error.details.allowed).to.deep.equal(['HEAD', 'GET']);
+    }
+    const unknown = await rawRequest(app.current.baseUrl, 'TRACE /api/v1/nothing-here HTTP/1.1\r\nHost: cinv\r\n\r\n');
+    expect(unknown.status).to.equal(404);
+    expectEnvelope(unknown.body, { code: 'HTTP_404', path: '/api/v1/nothing-here', method: 'TRACE' });
+    // a proxy's tunnel request names no path of this server
+    const tunnel = await rawRequest(app.current.baseUrl, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    expect(tunnel.status).to.equal(405);
+    expectEnvelope(tunnel.body, { code: 'HTTP_405', path: 'example.com:443', method: 'CONNECT' });
+  });
+
+  it('names the path and method of requests the HTTP parser refuses', async () => {
+    const cases: [string, number, string, string][] = [
+      [`GET /api/v1/configuration-items?api_key=x HTTP/1.1\r\nHost: cinv\r\nX-Big: ${'x'.repeat(20_000)}\r\n\r\n`, 431, 'GET', '/api/v1/configuration-items'],
+      ['POST /api/v1/sources HTTP/1.1\r\nHost: cinv\r\nContent-Length: many\r\n\r\n', 400, 'POST', '/api/v1/sources'],
+      ['GET /api/v1/changes HTTP/1.1\r\nBad Header: x\r\n\r\n', 400, 'GET', '/api/v1/changes'],
+      [`GET /api/v1/${'long/'.repeat(4000)} HTTP/1.1\r\nHost: cinv\r\n\r\n`, 431, 'GET', `/api/v1/${'long/'.repeat(4000)}`.slice(0, 2048)],
+    ];
+    for (const [request, status, method, path] of cases) {
+      const reply = await rawRequest(app.current.baseUrl, request);
+      expect(reply.status, request.slice(0, 60)).to.equal(status);
+      expectEnvelope(reply.body, { code: `HTTP_${status}`, path, method });
+    }
   });
 
   it('answers a body over the limit with 413', async () => {

@@ -144,6 +144,55 @@ describe('hostile and odd input', () => {
     expect(((await response.json()) as { created: number }).created).to.equal(1);
   });
 
+  it('refuses bodies that are not valid UTF-8 with a 400 rather than storing replacement characters', async () => {
+    const sourceId = await buildSource(app.current.sql, 'bytes');
+    const path = `/api/v1/sources/${sourceId}/ingest`;
+    const record = (name: string) => Buffer.from(JSON.stringify({ items: [{ ...buildPod({ name }), raw_data: { note: 'BYTE' } }] }));
+    // a lone continuation byte, an overlong encoding of "/", a truncated sequence, an encoded surrogate
+    for (const bad of [[0x80], [0xc0, 0xaf], [0xe2, 0x82], [0xed, 0xa0, 0x80]]) {
+      const [before, after] = record(`bad-${bad[0]}`).toString('latin1').split('BYTE');
+      const body = Buffer.concat([Buffer.from(before!, 'latin1'), Buffer.from(bad), Buffer.from(after!, 'latin1')]);
+      for (const gzip of [false, true]) {
+        const response = await fetch(app.current.baseUrl + path, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': key, ...(gzip ? { 'content-encoding': 'gzip' } : {}) },
+          body: gzip ? gzipSync(body) : body,
+        });
+        const reply = (await response.json()) as { error: { code: string; message: string; path: string; method: string } };
+        expect(response.status, `${bad.join(',')} gzip=${gzip}: ${JSON.stringify(reply)}`).to.equal(400);
+        expect(reply.error).to.include({ code: 'HTTP_400', message: 'JSON body is not valid UTF-8; send the text encoded as UTF-8', path, method: 'POST' });
+      }
+    }
+    expect(await app.current.sql`select 1 from configuration_items where source_id = ${sourceId}`).to.have.lengthOf(0);
+    // text in any script, a byte order mark and four-byte characters are UTF-8 like any other
+    const fine = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ items: [{ ...buildPod({ name: 'ünïcødé-名前-😀' }), raw_data: {} }] }))]);
+    const stored = await fetch(app.current.baseUrl + path, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: fine });
+    expect(stored.status).to.equal(200);
+    const [ci] = await app.current.sql<{ name: string }[]>`select name from configuration_items where source_id = ${sourceId}`;
+    expect(ci!.name).to.equal('ünïcødé-名前-😀');
+  });
+
+  it('refuses an NDJSON line that is not valid UTF-8 with a 400 naming the line', async () => {
+    const sourceId = await buildSource(app.current.sql, 'ndjson-bytes');
+    const good = JSON.stringify({ ...buildPod({ name: 'good' }), raw_data: {} });
+    const [before, after] = JSON.stringify({ ...buildPod({ name: 'bad' }), raw_data: { note: 'BYTE' } }).split('BYTE');
+    const body = Buffer.concat([Buffer.from(`${good}\n\n`), Buffer.from(before!), Buffer.from([0xff, 0xfe]), Buffer.from(`${after!}\n`)]);
+    for (const gzip of [false, true]) {
+      const response = await fetch(`${app.current.baseUrl}/api/v1/sources/${sourceId}/ingest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-ndjson', 'x-api-key': key, ...(gzip ? { 'content-encoding': 'gzip' } : {}) },
+        body: gzip ? gzipSync(body) : body,
+      });
+      const reply = (await response.json()) as { error: { code: string; message: string; details: Record<string, unknown> } };
+      expect(response.status, JSON.stringify(reply)).to.equal(400);
+      expect(reply.error.code).to.equal('HTTP_400');
+      expect(reply.error.message).to.match(/^NDJSON line 2 .*not valid UTF-8/);
+      expect(reply.error.details).to.deep.equal({ field: 'items.2', line: 2 });
+    }
+    const names = await app.current.sql<{ name: string }[]>`select name from configuration_items where source_id = ${sourceId}`;
+    expect(names.map((n) => n.name)).to.not.include('bad');
+  });
+
   it('validates numbers PostgreSQL cannot take (422) and answers ids beyond bigint with 404', async () => {
     for (const offset of ['Infinity', '1e400', '99999999999999999999999', '-0.5', '2147483648']) {
       const reply = await app.current.get(`/api/v1/configuration-items?offset=${offset}`, key);
