@@ -33,13 +33,22 @@ function refuseNul(values: Record<string, unknown>, location: FieldError['locati
 
 function requestCheck(schema: TSchema | undefined, location: FieldError['location']): Check {
   if (!schema) return () => ({});
-  const validate = location === 'body' ? compileBody(schema) : compileRequest(schema);
+  if (location === 'body') {
+    const validate = compileBody(schema);
+    // a body was parsed for this request alone: it is validated as it is
+    return (input) => {
+      const value = input ?? {};
+      if (!validate(value)) throw validationFailed(toFieldErrors(validate.errors, location));
+      return value;
+    };
+  }
+  const validate = compileRequest(schema);
   return (input) => {
-    // query and path objects are Koa's own and are coerced in place, so they are copied first; a
-    // body was parsed for this request alone
-    const value = location === 'body' ? (input ?? {}) : structuredClone(input ?? {});
-    if (location !== 'body') refuseNul(value as Record<string, unknown>, location);
-    if (!validate(value)) throw validationFailed(toFieldErrors(validate.errors, location));
+    // query and path objects are Koa's own and are coerced in place, so they are copied first
+    const value = structuredClone(input ?? {}) as Record<string, unknown>;
+    refuseNul(value, location);
+    const errors = validate(value, location);
+    if (errors.length > 0) throw validationFailed(errors);
     return value;
   };
 }

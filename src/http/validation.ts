@@ -13,7 +13,71 @@ const bodyAjv = addFormats(new Ajv({ useDefaults: true, allErrors: true, strict:
 /** Response checks (tests) must not coerce: a mismatch is a bug. */
 const responseAjv = addFormats(new Ajv({ allErrors: true, strict: false }));
 
-export const compileRequest = (schema: TSchema): ValidateFunction => requestAjv.compile(schema);
+/** Checks query or path parameters, coercing them in place; returns the failures, field by field. */
+export type RequestValidator = (value: Record<string, unknown>, location: FieldError['location']) => FieldError[];
+
+/**
+ * A validator for query or path parameters. ajv coerces a string to an integer whenever
+ * JavaScript's Number() reads one (`1e3`, `0x10`, `+5`, ` 5`, `5.0`, `0b1`), so integer parameters
+ * are checked as text first: plain decimal digits, with a leading minus only where the schema
+ * allows negative values. Anything else is refused naming the field, as ajv's own failures are.
+ */
+export function compileRequest(schema: TSchema): RequestValidator {
+  const validate = requestAjv.compile(schema);
+  const integers = integerParameters(schema);
+  return (value, location) => {
+    const malformed: FieldError[] = [];
+    for (const [field, negative] of integers) {
+      const given = value[field];
+      if (given === undefined) continue;
+      const texts = Array.isArray(given) ? given : [given];
+      const pattern = negative ? SIGNED_DECIMAL : UNSIGNED_DECIMAL;
+      if (texts.some((text) => typeof text !== 'string' || !pattern.test(text))) {
+        malformed.push({ field, location, message: negative ? 'must be an integer written in decimal digits (such as 10 or -10)' : 'must be an integer written in decimal digits (such as 10)' });
+      }
+    }
+    const refused = new Set(malformed.map((e) => e.field));
+    if (validate(value)) return malformed;
+    return [...malformed, ...toFieldErrors(validate.errors, location).filter((e) => !refused.has(e.field.split('.')[0]!))];
+  };
+}
+
+const SIGNED_DECIMAL = /^-?[0-9]+$/;
+const UNSIGNED_DECIMAL = /^[0-9]+$/;
+
+interface SchemaNode {
+  type?: string | string[];
+  items?: SchemaNode;
+  anyOf?: SchemaNode[];
+  oneOf?: SchemaNode[];
+  minimum?: number;
+  exclusiveMinimum?: number;
+  properties?: Record<string, SchemaNode>;
+}
+
+/** Whether a parameter's every accepted form is an integer (a string alternative would be text to keep). */
+function integerOnly(node: SchemaNode): boolean {
+  const options = node.anyOf ?? node.oneOf;
+  if (options) return options.length > 0 && options.every(integerOnly);
+  if (node.type === 'array' && node.items) return integerOnly(node.items);
+  return node.type === 'integer';
+}
+
+function allowsNegative(node: SchemaNode): boolean {
+  const options = node.anyOf ?? node.oneOf;
+  if (options) return options.some(allowsNegative);
+  if (node.type === 'array' && node.items) return allowsNegative(node.items);
+  if (node.minimum !== undefined && node.minimum >= 0) return false;
+  return !(node.exclusiveMinimum !== undefined && node.exclusiveMinimum >= -1);
+}
+
+/** The integer parameters of an object schema, each with whether it may be negative. */
+function integerParameters(schema: TSchema): [string, boolean][] {
+  const properties = (schema as SchemaNode).properties ?? {};
+  return Object.entries(properties)
+    .filter(([, node]) => integerOnly(node))
+    .map(([name, node]) => [name, allowsNegative(node)]);
+}
 export const compileBody = (schema: TSchema): ValidateFunction => bodyAjv.compile(schema);
 export const compileResponse = (schema: TSchema): ValidateFunction => responseAjv.compile(schema);
 

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { gzipSync } from 'node:zlib';
+import { apiRoutes } from '../../src/app.js';
 import { createKey, useTestApp } from '../support/app.js';
 import { buildPod, buildSource, ciIdOf, ingest } from '../support/factories.js';
 
@@ -191,6 +192,34 @@ describe('hostile and odd input', () => {
     }
     const names = await app.current.sql<{ name: string }[]>`select name from configuration_items where source_id = ${sourceId}`;
     expect(names.map((n) => n.name)).to.not.include('bad');
+  });
+
+  it('takes integer parameters in plain decimal digits only, on every route that has them', async () => {
+    const integerParameters = (schema: any): string[] =>
+      Object.entries((schema?.properties ?? {}) as Record<string, { type?: string }>).filter(([, p]) => p.type === 'integer').map(([name]) => name);
+    const routes = apiRoutes.filter((route) => route.method === 'GET' && integerParameters(route.query).length > 0);
+    expect(routes.map((r) => r.path)).to.include.members(['/api/v1/configuration-items', '/api/v1/changes', '/api/v1/ci-changes/{ci_id}', '/api/v1/sources', '/api/v1/audit-events']);
+    const odd = ['1e3', '0x10', '+5', '%205', '5%20', '5.0', '1_000', '0b1', '0o7', '%D9%A1', '-5', 'Infinity', ''];
+    for (const route of routes) {
+      const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => (name.endsWith('_id') && name !== 'ci_id' && name !== 'user_id' && name !== 'team_id' ? '1' : ciId));
+      for (const name of integerParameters(route.query)) {
+        for (const value of odd) {
+          const reply = await app.current.get(`${path}?${name}=${value}`, key);
+          expect(reply.status, `${route.path}?${name}=${value}: ${reply.text.slice(0, 300)}`).to.equal(422);
+          expect(reply.body.error.code).to.equal('VALIDATION_ERROR');
+          expect(reply.body.error.details.errors, `${route.path}?${name}=${value}`).to.deep.include({
+            field: name,
+            location: 'query',
+            message: 'must be an integer written in decimal digits (such as 10)',
+          });
+        }
+        const repeated = await app.current.get(`${path}?${name}=5&${name}=1e3`, key);
+        expect(repeated.status, `${route.path}?${name}=5&${name}=1e3`).to.equal(422);
+      }
+    }
+    const plain = await app.current.get('/api/v1/configuration-items?limit=05&offset=0', key);
+    expect(plain.status, plain.text).to.equal(200);
+    expect(plain.body).to.include({ limit: 5, offset: 0 });
   });
 
   it('validates numbers PostgreSQL cannot take (422) and answers ids beyond bigint with 404', async () => {
