@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Readable } from 'node:stream';
 import type { Context } from 'koa';
-import { cell, csvField } from '../changes/csv.js';
+import { csvRows } from '../changes/csv.js';
 import { changeWindow } from '../changes/window.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { notAcceptable, unprocessable } from '../http/errors.js';
@@ -94,24 +94,23 @@ const CSV_COLUMNS = [
 ] as const;
 const EXPORT_BATCH = 1000;
 
-function csvLine(row: StoredAuditEvent): string {
-  const values: unknown[] = [
+function csvRow(row: StoredAuditEvent): unknown[] {
+  return [
     row.id, `${row.occurred_at.slice(0, 23)}Z`, row.event_type, row.outcome, row.actor_kind, row.actor_id, row.actor_name,
     row.target_type, row.target_id, row.target_name, row.client_address, row.user_agent, row.request_id, row.details,
   ];
-  return `${values.map((v) => csvField(cell(v))).join(',')}\n`;
 }
 
 /** Every matching event newest first, read a keyset batch at a time as the client takes them. */
 async function* exportRows(sql: Queryable, principal: Principal, criteria: AuditCriteria, limit: number | undefined): AsyncGenerator<string> {
-  yield `${CSV_COLUMNS.join(',')}\n`;
+  yield csvRows([CSV_COLUMNS]);
   let after: AuditPosition | undefined;
   let left = limit ?? Infinity;
   while (left > 0) {
     const size = Math.min(EXPORT_BATCH, left);
     const rows = (await listAuditEvents(sql, principal.tenantId, criteria, { limit: size, after })).slice(0, size);
     if (rows.length === 0) return;
-    yield rows.map(csvLine).join('');
+    yield csvRows(rows.map(csvRow));
     left -= rows.length;
     if (rows.length < size) return;
     const last = rows.at(-1)!;
@@ -138,7 +137,8 @@ const listAudit = defineRoute({
     'reactivation and promotion, grant and membership changes. Events are written within about a second of happening. ' +
     'Cursor-paged: follow `next_cursor` while `has_more` is true; a cursor is bound to the filters it was issued for. ' +
     '`Accept: text/csv` streams every match (or at most an explicit `limit`) with the same filters; `details` is JSON ' +
-    'text. Kept for CINV_AUDIT_RETENTION (default 365 days).',
+    'text, and a text cell starting with `=`, `+`, `-`, `@`, TAB or CR (a user agent, a name) is prefixed with `\'` so ' +
+    'that spreadsheets do not run it as a formula. Kept for CINV_AUDIT_RETENTION (default 365 days).',
   tags: ['Audit'],
   access: { resource: 'audit', action: 'read' },
   query: AuditQuery,
@@ -146,7 +146,7 @@ const listAudit = defineRoute({
     200: {
       description: 'A page of audit events, or the CSV download.',
       schema: AuditPage,
-      otherContent: { [CSV]: { description: 'RFC 4180 CSV, UTF-8, streamed; one row per event.' } },
+      otherContent: { [CSV]: { description: 'RFC 4180 CSV, UTF-8, streamed; one row per event; formula-like text cells prefixed with `\'`.' } },
     },
     406: { description: 'The Accept header names no type this route serves (`HTTP_406`).', schema: ErrorEnvelope },
   },

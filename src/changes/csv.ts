@@ -1,4 +1,5 @@
 import { PassThrough, type Readable } from 'node:stream';
+import { stringify } from 'csv-stringify/sync';
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../observability/logger.js';
@@ -48,24 +49,20 @@ function writable(out: PassThrough): Promise<void> {
 }
 
 /**
- * A value as a spreadsheet shows it best: text as itself, numbers and booleans as their literals,
- * null as an empty cell; only objects and arrays are JSON text (which parses back exactly).
+ * Every CSV the service writes goes through here: RFC 4180 quoting, and formula escaping as OWASP
+ * recommends. A text cell starting with `=`, `+`, `-`, `@`, TAB or CR (or their full-width forms)
+ * gets a leading `'`, so that a spreadsheet shows a name, value or User-Agent such as
+ * `=HYPERLINK(...)` as text instead of evaluating it. Numbers are written as their literal even when
+ * negative: `-3` cannot be a formula, and a quote would turn it into text. Beyond that, a value is
+ * shown as a spreadsheet shows it best: text as itself, booleans as `true`/`false`, null as an empty
+ * cell; only objects and arrays are JSON text (which parses back exactly).
  */
-export function cell(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return JSON.stringify(value);
+export function csvRows(rows: readonly (readonly unknown[])[]): string {
+  // a fresh options object each call: the library fills in defaults on the one it is given
+  return stringify(rows as unknown[][], { escape_formulas: true, cast: { boolean: (value) => String(value) } });
 }
 
-const NEEDS_QUOTES = /[",\r\n]/;
-
-/** A field as RFC 4180 writes it: quoted, with its quotes doubled, when it holds a comma, quote or line break. */
-export function csvField(text: string): string {
-  return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-}
-
-const HEADER = `${CSV_COLUMNS.join(',')}\n`;
+const HEADER = csvRows([CSV_COLUMNS]);
 
 /**
  * How much formatted CSV may wait for a slow client: two batches' worth, so formatting the next
@@ -103,24 +100,23 @@ class ChangeExport {
     });
   }
 
-  /**
-   * Writes one row per field change, the whole batch as one string. Identifiers, times and change
-   * types never need quoting; names, types, fields and values may.
-   */
+  /** Writes one row per field change, the whole batch formatted at once. */
   async write(batch: Batch): Promise<boolean> {
-    let text = this.header ? HEADER : '';
-    this.header = false;
+    const rows: unknown[][] = [];
     for (const record of batch) {
       // microseconds are kept for the keyset position; the file shows milliseconds like the JSON API
-      const prefix =
-        `${record.id},${record.changed_at.slice(0, 23)}Z,${record.change_type},${record.ci_id},${csvField(record.ci_name)},` +
-        `${csvField(record.ci_namespace ?? '')},${csvField(record.ci_type)},`;
+      const changedAt = `${record.changed_at.slice(0, 23)}Z`;
       for (const change of JSON.parse(record.changes) as FieldChange[]) {
-        text += `${prefix}${csvField(change.field)},${csvField(cell(change.old_value))},${csvField(cell(change.new_value))}\n`;
-        this.rows++;
+        rows.push([
+          record.id, changedAt, record.change_type, record.ci_id, record.ci_name, record.ci_namespace, record.ci_type,
+          change.field, change.old_value, change.new_value,
+        ]);
       }
       this.records++;
     }
+    this.rows += rows.length;
+    const text = (this.header ? HEADER : '') + csvRows(rows);
+    this.header = false;
     if (text.length > 0 && !this.out.write(text)) {
       await writable(this.out);
       if (this.out.destroyed) return false;
