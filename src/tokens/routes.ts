@@ -4,7 +4,7 @@ import { auditChange } from '../audit/log.js';
 import { assertWithinCeiling } from '../auth/grant-ceiling.js';
 import type { AppContext } from '../context.js';
 import { insertUserToken } from '../auth/api-keys.js';
-import { everyPermission, intersectScopes, normalizeScopes, type DataScope, type Permission, type Principal } from '../auth/principal.js';
+import { everyPermission, normalizeScopes, type DataScope, type Permission, type Principal } from '../auth/principal.js';
 import { conflict, forbidden, notFound, validationFailed } from '../http/errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { Nullable, Timestamp, Uuid } from '../http/schemas.js';
@@ -68,6 +68,18 @@ async function mintToken(app: AppContext, ctx: Context, principal: Principal, us
   }
   if (user.deactivated_at) throw conflict('The user is deactivated', { user_id: user.id });
   const held = await effectiveRights(app.sql, user.id);
+  const scopes: DataScope[] | null = body.scopes ? normalizeOrAll(await checkedScopes(app, principal, body.scopes)) : null;
+  // what the token names, or else all its user holds, must be within the caller's own rights
+  assertWithinCeiling(principal, [
+    {
+      subject: 'the new token',
+      after: {
+        superadmin: user.superadmin && body.permissions === undefined && scopes === null,
+        permissions: body.permissions ?? (user.superadmin ? everyPermission() : held.permissions),
+        scopes: scopes ?? (user.superadmin ? 'all' : held.scopes),
+      },
+    },
+  ]);
   let permissions: Permission[] | null = null;
   if (body.permissions) {
     const missing = user.superadmin ? [] : body.permissions.filter((p) => !held.permissions.includes(p));
@@ -76,18 +88,6 @@ async function mintToken(app: AppContext, ctx: Context, principal: Principal, us
     }
     permissions = [...body.permissions];
   }
-  const scopes: DataScope[] | null = body.scopes ? normalizeOrAll(await checkedScopes(app, principal, body.scopes)) : null;
-  const userScopes = user.superadmin ? 'all' : normalizeScopes(held.scopes);
-  assertWithinCeiling(principal, [
-    {
-      subject: 'the new token',
-      after: {
-        superadmin: user.superadmin && permissions === null && scopes === null,
-        permissions: permissions ?? (user.superadmin ? everyPermission() : held.permissions),
-        scopes: scopes ? intersectScopes(normalizeScopes(scopes), userScopes) : userScopes,
-      },
-    },
-  ]);
   const { id, key } = await app.sql.begin(async (tx) => {
     if ((await lockAndCountLiveTokens(tx, user.id, now)) >= MAX_LIVE_TOKENS) {
       throw conflict(`A user may hold at most ${MAX_LIVE_TOKENS} live tokens; revoke one first`, { limit: MAX_LIVE_TOKENS });

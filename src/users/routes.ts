@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { auditChange } from '../audit/log.js';
+import { assertWithinCeiling } from '../auth/grant-ceiling.js';
 import { changeRights, setPermissions, setScopes } from './rights.js';
 import { endSessionsOf } from '../auth/sessions.js';
 import { conflict, forbidden, notFound } from '../http/errors.js';
@@ -187,8 +188,9 @@ const superadmin = defineRoute({
   body: Type.Object({ superadmin: Type.Boolean() }, { additionalProperties: false }),
   responses: { 200: { description: 'The user.', schema: User } },
   async handler({ ctx, app, principal, params, body }) {
-    if (!principal.superadmin) throw forbidden('Only a superadmin may grant or withdraw superadmin');
     const user = await userOr404(app, principal, params.user_id);
+    if (body.superadmin) assertWithinCeiling(principal, [{ subject: `user ${user.name}`, after: { superadmin: true, permissions: [], scopes: [] } }]);
+    else if (!principal.superadmin) throw forbidden('Only a superadmin may withdraw superadmin', { reason: 'superadmin_only' });
     const updated = await app.sql.begin(async (tx) => {
       const updated = await setSuperadmin(tx, principal.tenantId, user.id, body.superadmin);
       await auditChange(tx, app.audit, ctx, principal, 'user.promoted', { type: 'user', id: user.id, name: user.name }, { superadmin: body.superadmin });
