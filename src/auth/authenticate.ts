@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { AppContext } from '../context.js';
-import { forbidden, unauthorized } from '../http/errors.js';
+import { AppError, forbidden, unauthorized } from '../http/errors.js';
 import type { AuthFailure } from '../audit/log.js';
 import { keyHint, parseApiKey } from './api-key-format.js';
 import { principalForKey, principalForKeyId, userPrincipal } from './api-keys.js';
@@ -8,7 +8,15 @@ import { endSession, extendSession, findSessionUser, type SessionUser } from './
 import { touchKey } from './api-key-store.js';
 import type { Principal } from './principal.js';
 
-const KEY_QUERY_PARAMETERS = ['api_key', 'apikey', 'api-key', 'key', 'x-api-key', 'token', 'access_token'];
+/** Query parameter names a key could be sent in, compared without regard to case. */
+const KEY_QUERY_PARAMETERS = new Set([
+  'api_key', 'apikey', 'api-key', 'key', 'x-api-key', 'x_api_key', 'token', 'access_token', 'api_token', 'apitoken', 'auth_token', 'authorization',
+]);
+
+/** The query parameter a request tries to send a key in, if any. */
+export function keyQueryParameter(ctx: Context): string | undefined {
+  return Object.keys(ctx.query).find((name) => KEY_QUERY_PARAMETERS.has(name.toLowerCase()));
+}
 
 export const SESSION_COOKIE = 'cinv_session';
 const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -17,17 +25,25 @@ const ROLL_EVERY_MS = 60_000;
 
 /**
  * Resolves the request's principal: from the `X-API-Key` header, else from the sign-in session
- * cookie. Keys are never read from the query string (they would end up in access logs and browser
- * history); a request that tries gets told.
+ * cookie. A key in the query string is refused whatever else the request carries: it ends up in
+ * access logs, proxy logs and browser history, so a client sending one must learn to stop, not be
+ * served on the strength of its header. The parameter's value is never read, logged or echoed.
  */
 export async function authenticate(ctx: Context, app: AppContext): Promise<Principal> {
+  const parameter = keyQueryParameter(ctx);
+  if (parameter !== undefined) {
+    ctx.state.authFailure = { reason: 'missing_credentials' } satisfies AuthFailure;
+    throw new AppError(401, 'HTTP_401', 'Authentication required', {
+      reason: 'API keys are accepted only in the X-API-Key header, never as a query parameter; remove it from the URL (and revoke the key if the URL was shared or logged)',
+      parameter: parameter.toLowerCase(),
+    });
+  }
   const key = ctx.get('x-api-key');
   if (!key) {
     const sessionId = ctx.cookies.get(SESSION_COOKIE, { signed: true });
     if (sessionId) return sessionPrincipal(ctx, app, sessionId);
-    const inQuery = Object.keys(ctx.query).some((name) => KEY_QUERY_PARAMETERS.includes(name.toLowerCase()));
     ctx.state.authFailure = { reason: 'missing_credentials' } satisfies AuthFailure;
-    throw unauthorized(inQuery ? 'API keys are accepted only in the X-API-Key header' : 'missing X-API-Key header or sign-in session');
+    throw unauthorized('missing X-API-Key header or sign-in session');
   }
   const principal = await keyPrincipalOrRefuse(ctx, app, key);
   ctx.state.principal = principal;

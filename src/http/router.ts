@@ -3,7 +3,7 @@ import { METHODS } from 'node:http';
 import type { TSchema } from '@sinclair/typebox';
 import type { ValidateFunction } from 'ajv';
 import type { Context } from 'koa';
-import { authenticate } from '../auth/authenticate.js';
+import { authenticate, keyQueryParameter } from '../auth/authenticate.js';
 import { can, type Principal } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
 import { AppError, forbidden, validationFailed, type FieldError } from './errors.js';
@@ -106,7 +106,8 @@ export function buildRouter(app: AppContext, routes: readonly AnyRoute[], option
         } catch (error) {
           await app.limits.consume(ctx, `ip:${ctx.ip}`);
           // a browser without a (live) session is sent to sign in and back here
-          if (error instanceof AppError && error.status === 401 && app.sso && ctx.method === 'GET' && ctx.accepts('json', 'html') === 'html') {
+          // (never with a key in the query: the address it returns to would carry it on)
+          if (error instanceof AppError && error.status === 401 && app.sso && ctx.method === 'GET' && ctx.accepts('json', 'html') === 'html' && keyQueryParameter(ctx) === undefined) {
             ctx.redirect(`/auth/login?return_to=${encodeURIComponent(ctx.originalUrl)}`);
             return;
           }

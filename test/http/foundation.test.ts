@@ -86,6 +86,26 @@ describe('HTTP foundation', () => {
     }
   });
 
+  it('refuses a key in the query string even when the header carries a valid one, and logs neither', async () => {
+    await ingest(app.current.sql, [buildPod()]);
+    const other = await createKey(app.current.sql, 'ro');
+    for (const name of ['api_key', 'API_KEY', 'key', 'Key', 'token', 'x-api-key', 'X-Api-Key', 'access_token']) {
+      for (const headerKey of [admin, undefined]) {
+        const reply = await app.current.get(`/api/v1/configuration-items?${name}=${other}`, headerKey);
+        expect(reply.status, `${name} header=${headerKey !== undefined}`).to.equal(401);
+        expectEnvelope(reply.body, { code: 'HTTP_401', path: '/api/v1/configuration-items', method: 'GET' });
+        expect(reply.body.error.details.reason).to.match(/only in the X-API-Key header, never as a query parameter/);
+        expect(reply.body.error.details.parameter).to.equal(name.toLowerCase());
+        expect(reply.text).to.not.include(other);
+      }
+    }
+    const written = await app.current.request('POST', `/api/v1/sources/${await buildSource(app.current.sql)}/ingest?token=${other}`, { key: admin, body: { items: [] } });
+    expect(written.status).to.equal(401);
+    expect(app.current.logs.join('\n')).to.not.include(other.slice(9, 30));
+    // parameters that merely contain such a word are ordinary parameters
+    expect((await app.current.get('/api/v1/configuration-items?filter=name:eq:token', admin)).status).to.equal(200);
+  });
+
   it('answers a body over the limit with 413', async () => {
     const sourceId = await buildSource(app.current.sql);
     const items = Array.from({ length: 40 }, (_, i) => buildPod({ name: `big-${i}` }));
