@@ -108,7 +108,7 @@ async function* exportRows(sql: Queryable, principal: Principal, criteria: Audit
   let left = limit ?? Infinity;
   while (left > 0) {
     const size = Math.min(EXPORT_BATCH, left);
-    const rows = (await listAuditEvents(sql, principal.tenantId, criteria, { limit: size, after })).slice(0, size);
+    const rows = (await listAuditEvents(sql, principal, criteria, { limit: size, after })).slice(0, size);
     if (rows.length === 0) return;
     yield csvRows(rows.map(csvRow));
     left -= rows.length;
@@ -167,7 +167,7 @@ const listAudit = defineRoute({
       return undefined;
     }
     const after = query.cursor ? positionOf(decodeCursor(app.config.secret, query.cursor, binding).key) : undefined;
-    const rows = await listAuditEvents(app.sql, principal.tenantId, criteria, { limit: query.limit, after });
+    const rows = await listAuditEvents(app.sql, principal, criteria, { limit: query.limit, after });
     const hasMore = rows.length > query.limit;
     const items = rows.slice(0, query.limit);
     const last = items.at(-1);

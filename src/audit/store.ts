@@ -1,3 +1,4 @@
+import type { Principal } from '../auth/principal.js';
 import { asJson, type Queryable } from '../db/database.js';
 
 /** One audit event as it is written. */
@@ -56,11 +57,12 @@ export type AuditPosition = [string, string];
  */
 export function listAuditEvents(
   sql: Queryable,
-  tenantId: string,
+  reader: Principal,
   criteria: AuditCriteria,
   page: { limit: number; after?: AuditPosition },
 ): Promise<StoredAuditEvent[]> {
   const { eventType, actorId, outcome, from, until } = criteria;
+  const tenantId = reader.tenantId;
   return sql<StoredAuditEvent[]>`
     select id::text, to_char(occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as occurred_at,
            event_type, outcome, actor_kind, actor_id, actor_name, target_type, target_id, target_name,
@@ -73,8 +75,19 @@ export function listAuditEvents(
       ${from === undefined ? sql`` : sql`and occurred_at >= ${from}::text::timestamptz`}
       ${until === undefined ? sql`` : criteria.untilExclusive ? sql`and occurred_at < ${until}::text::timestamptz` : sql`and occurred_at <= ${until}::text::timestamptz`}
       ${page.after === undefined ? sql`` : sql`and (occurred_at, id) < (${page.after[0]}::text::timestamptz, ${page.after[1]}::bigint)`}
+      ${aboutVisibleSources(sql, reader)}
     order by occurred_at desc, id desc
     limit ${page.limit + 1}`;
+}
+
+/**
+ * Events about a source (credential reveals) follow the reader's data scopes like the sources
+ * themselves: a reader limited to some sources does not learn of the others through the log.
+ */
+function aboutVisibleSources(sql: Queryable, reader: Principal) {
+  if (reader.superadmin || reader.scopes === 'all') return sql``;
+  const named = [...new Set(reader.scopes.flatMap((s) => (s.sourceId === null ? [] : [s.sourceId])))];
+  return sql`and (target_type is distinct from 'source' or target_id = any(${named}::text[]))`;
 }
 
 /** Removes events older than the retention, a batch at a time; returns how many went. */

@@ -195,11 +195,13 @@ export async function listCollectors(sql: Sql, principal: Principal, criteria: C
     ${criteria.status === undefined ? sql`` : sql`and c.status = ${criteria.status}`}
     ${everything ? sql`` : sql`and exists (select 1 from sources v where v.collector_id = c.id and v.deleted_at is null
                                             and ${sourcesVisibleTo(sql, principal, { tenant: 'v.tenant_id', source: 'v.id' })})`}`;
+  // counts and times describe only the sources the caller may see
+  const own = sql`s.collector_id = c.id and s.deleted_at is null and ${sourcesVisibleTo(sql, principal, { tenant: 's.tenant_id', source: 's.id' })}`;
   const [rows, [count]] = await Promise.all([
     sql<CollectorRow[]>`
       select c.id::text, c.name, c.collector_type, c.status, c.created_at,
-             (select count(*)::int from sources s where s.collector_id = c.id and s.deleted_at is null) as sources_total,
-             (select max(s.last_collection) from sources s where s.collector_id = c.id and s.deleted_at is null) as last_collection
+             (select count(*)::int from sources s where ${own}) as sources_total,
+             (select max(s.last_collection) from sources s where ${own}) as last_collection
       from collectors c where ${where} order by c.id limit ${criteria.limit} offset ${criteria.offset}`,
     sql<{ total: number }[]>`select count(*)::int as total from collectors c where ${where}`,
   ]);
