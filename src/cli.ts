@@ -32,7 +32,7 @@ Commands:
   migrate                   apply pending database migrations and exit
   keys create --tier adm|svc|ro --name NAME [--scope SOURCE[:INSTANCE]]... [--permission RESOURCE:ACTION]...
               [--expires-in DURATION]
-                            create an API key and print it once (scopes and permissions: svc keys only;
+                            create an API key and print it once (permissions: svc keys; scopes: svc and ro keys;
                             --scope '*' grants every source)
   keys list [--include-revoked]
                             the API keys (never their secrets): id, tier, name, hint, created, expiry, last use

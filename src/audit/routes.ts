@@ -134,7 +134,9 @@ const listAudit = defineRoute({
     'Security-relevant events of the tenant, newest first: successful authentications (one per credential and client ' +
     'address per 5 minutes), failed ones (with the reason and a key hint, never the secret), API key and token creation ' +
     'and revocation, permission denials (with the `error.id` answered), credential reveals, user creation, deactivation, ' +
-    'reactivation and promotion, grant and membership changes. Events are written within about a second of happening. ' +
+    'reactivation and promotion, grant and membership changes. Changes of rights and credentials are written with the ' +
+    'change itself; authentications and denials within about a second. Events about a source are listed only to readers ' +
+    'whose data scopes include it. ' +
     'Cursor-paged: follow `next_cursor` while `has_more` is true; a cursor is bound to the filters it was issued for. ' +
     '`Accept: text/csv` streams every match (or at most an explicit `limit`) with the same filters; `details` is JSON ' +
     'text, and a text cell starting with `=`, `+`, `-`, `@`, TAB or CR (a user agent, a name) is prefixed with `\'` so ' +

@@ -100,8 +100,11 @@ export async function keysCreateCommand(flags: Flags): Promise<void> {
   if (!['adm', 'svc', 'ro'].includes(tier)) throw new UsageError('--tier must be adm, svc or ro (user tokens are issued to users)');
   const permissions = many(flags, 'permission');
   const scopeSpecs = many(flags, 'scope');
-  if (tier !== 'svc' && (permissions.length > 0 || scopeSpecs.length > 0)) {
-    throw new UsageError('--permission and --scope apply to svc keys only; adm and ro keys have fixed access');
+  if (tier === 'adm' && (permissions.length > 0 || scopeSpecs.length > 0)) {
+    throw new UsageError('adm keys hold everything: --permission and --scope do not apply');
+  }
+  if (tier === 'ro' && permissions.length > 0) {
+    throw new UsageError('--permission applies to svc keys only; ro keys read with the fixed permissions of their tier (--scope limits their data)');
   }
   const bad = permissions.find((p) => !isPermission(p));
   if (bad) throw new UsageError(`--permission ${bad}: expected RESOURCE:ACTION, e.g. configuration_items:read`);
@@ -117,7 +120,8 @@ export async function keysCreateCommand(flags: Flags): Promise<void> {
       name,
       tier: tier as 'adm' | 'svc' | 'ro',
       permissions: permissions as Permission[],
-      scopes,
+      // an ro key without --scope reads all data
+      scopes: tier === 'ro' && scopeSpecs.length === 0 ? undefined : scopes,
       expiresAt: expiresMs ? new Date(Date.now() + expiresMs) : null,
     });
     await auditFromCommandLine(db.sql, 'api_key.created', { type: 'api_key', id, name }, { tier });

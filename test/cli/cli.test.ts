@@ -78,9 +78,12 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
     const badTier = await runCli(['keys', 'create', '--tier', 'root', '--name', 'x'], env());
     expect(badTier.code).to.equal(2);
     expect(badTier.stderr).to.match(/--tier must be adm, svc or ro/);
-    const badScope = await runCli(['keys', 'create', '--tier', 'ro', '--name', 'x', '--scope', 'demo'], env());
+    const badScope = await runCli(['keys', 'create', '--tier', 'adm', '--name', 'x', '--scope', 'demo'], env());
     expect(badScope.code).to.equal(2);
-    expect(badScope.stderr).to.match(/svc keys only/);
+    expect(badScope.stderr).to.match(/adm keys hold everything/);
+    const roPermission = await runCli(['keys', 'create', '--tier', 'ro', '--name', 'x', '--permission', 'changes:read'], env());
+    expect(roPermission.code).to.equal(2);
+    expect(roPermission.stderr).to.match(/svc keys only/);
     const badPermission = await runCli(['keys', 'create', '--tier', 'svc', '--name', 'x', '--permission', 'everything'], env());
     expect(badPermission.stderr).to.match(/RESOURCE:ACTION/);
     const unknown = await runCli(['frobnicate'], env());
