@@ -331,6 +331,7 @@ describe('one scope matrix for every route that returns inventory data', functio
     const every = 'all' as const;
     principals.push({ name: 'adm key', key: admin, sees: ['a1', 'a2'], sources: ['a', 'a2'], permissions: every });
     principals.push({ name: 'ro key', key: await createKey(sql, 'ro', { name: 'ro key' }), sees: ['a1', 'a2'], sources: ['a', 'a2'], permissions: new Set<Permission>([...reads, 'sources:read', 'collectors:read', 'audit:read']) });
+    principals.push({ name: 'ro key, scope c1', key: await createKey(sql, 'ro', { name: 'ro key, scope c1', scopes: c1 }), sees: ['a1'], sources: ['a'], permissions: new Set<Permission>([...reads, 'sources:read', 'collectors:read', 'audit:read']) });
     principals.push({ name: 'svc key, all scopes', key: await createKey(sql, 'svc', { permissions: reads, scopes: all }), sees: ['a1', 'a2'], sources: ['a', 'a2'], permissions: new Set(reads) });
     principals.push({ name: 'svc key, scope c1', key: await createKey(sql, 'svc', { permissions: reads, scopes: c1 }), sees: ['a1'], sources: ['a'], permissions: new Set(reads) });
     principals.push({ name: 'svc key, no scopes', key: await createKey(sql, 'svc', { permissions: reads, scopes: [] }), sees: [], sources: [], permissions: new Set(reads) });
