@@ -37,7 +37,7 @@ export async function guardedGet(url: string, options: GuardedRequestOptions): P
   const lookup = guardedLookup(options.allowedHosts);
   for (let hop = 0; hop <= (options.maxRedirects ?? 5); hop++) {
     // addresses written as such are connected to without a lookup: they are checked here
-    const literal = refusedAddress(current.hostname);
+    const literal = refusedAddress(current.hostname, options.allowedHosts);
     if (literal) throw new EndpointRefused(`connection to ${current.hostname} refused: ${literal}`);
     const address = current.hostname.replace(/^\[|\]$/g, '');
     if (isIP(address) !== 0 && options.allowedHosts.restricts && !options.allowedHosts.allowsAddress(address)) {

@@ -90,7 +90,7 @@ export class CollectionWorker {
     private readonly app: AppContext,
     private readonly options: WorkerOptions,
   ) {
-    this.allowedHosts = new AllowedHosts(app.config.sourceAllowedHosts);
+    this.allowedHosts = new AllowedHosts(app.config.sourceAllowedHosts, { allowPrivate: app.config.sourceAllowPrivate });
   }
 
   start(): void {

@@ -59,6 +59,8 @@ export interface Config {
   redisUrl: string | undefined;
   /** Hosts (`*.suffix` names) and networks (CIDR) source endpoints are restricted to; empty: any but metadata. */
   sourceAllowedHosts: string[];
+  /** Sources may reach loopback, private and other non-public addresses (never link-local or metadata ones). */
+  sourceAllowPrivate: boolean;
   /** Wraps the tenants' data keys (CINV_MASTER_KEY); undefined: credentials cannot be stored. */
   masterKey: Buffer | undefined;
   /** Collection runs one worker executes at once. */
@@ -107,6 +109,14 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
     throw new ConfigError(name, `expected an integer between ${min} and ${max}, got "${raw}"`);
   }
   return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1' || raw === 'yes') return true;
+  if (raw === 'false' || raw === '0' || raw === 'no') return false;
+  throw new ConfigError(name, `expected true or false, got "${env[name]}"`);
 }
 
 function duration(env: Env, name: string, fallback: string): number {
@@ -294,6 +304,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitOverrides: rateLimitOverrides(env),
     redisUrl: redisUrl(env),
     sourceAllowedHosts: parseAllowedHosts(env.CINV_SOURCE_ALLOWED_HOSTS),
+    sourceAllowPrivate: boolean(env, 'CINV_SOURCE_ALLOW_PRIVATE', true),
     masterKey: resolveMasterKey(env, dataDir, !databaseUrl),
     workerConcurrency: integer(env, 'CINV_WORKER_CONCURRENCY', 2, 1, 256),
     workerLeaseMs: duration(env, 'CINV_WORKER_LEASE', '60s'),

@@ -237,7 +237,7 @@ function assertUnscoped(principal: Principal): void {
   if (!principal.superadmin && principal.scopes !== 'all') throw forbidden('Only a principal with access to all data may add sources', { reason: 'scoped' });
 }
 
-const allowedHosts = (app: AppContext) => new AllowedHosts(app.config.sourceAllowedHosts);
+const allowedHosts = (app: AppContext) => new AllowedHosts(app.config.sourceAllowedHosts, { allowPrivate: app.config.sourceAllowPrivate });
 
 async function createSource(app: AppContext, principal: Principal, collectorId: string, typeName: string, body: Static<typeof NewCollectorSource>) {
   const type = collectorType(typeName);
@@ -287,7 +287,8 @@ const create = defineRoute({
     'The collector of `collector_type` and `collector_name` (default: the type) is created with its first source. ' +
     '`config` is checked against the type (unknown keys, `collection_mode`, `enabled_collectors`, `timeout`), `endpoint` ' +
     'must be an http(s) URL without credentials and may not name a link-local or cloud metadata address (nor, with ' +
-    'CINV_SOURCE_ALLOWED_HOSTS, a host outside the list): 422 naming the field. A taken name is a 409. Credentials are ' +
+    'CINV_SOURCE_ALLOW_PRIVATE=false, a loopback or private one; nor, with CINV_SOURCE_ALLOWED_HOSTS, a host outside the ' +
+    'list): 422 naming the field. A taken name is a 409. Credentials are ' +
     `set separately.\n\nCollector types:\n${collectorTypesDoc()}`,
   tags: TAGS,
   access: { resource: 'sources', action: 'write' },

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { guardedGet } from '../../src/collectors/http.js';
-import { AllowedHosts, EndpointRefused } from '../../src/sources/endpoint.js';
+import { AllowedHosts, EndpointRefused, guardedAddress } from '../../src/sources/endpoint.js';
 
 describe('the request forgery guard on collector connections', () => {
   let server: Server;
@@ -16,6 +16,9 @@ describe('the request forgery guard on collector connections', () => {
         '/to-metadata': 'http://169.254.169.254/latest/meta-data/iam/',
         '/to-metadata-v6': 'http://[fd00:ec2::254]/',
         '/to-mapped': 'http://[::ffff:169.254.169.254]/',
+        '/to-decimal': 'http://2852039166/latest/meta-data/',
+        '/to-metadata-name': 'http://metadata.google.internal./computeMetadata/v1/',
+        '/to-nat64': 'http://[64:ff9b::a9fe:a9fe]/',
         '/to-localhost': `http://localhost:${port}/ok`,
         '/to-file': 'file:///etc/passwd',
       };
@@ -36,12 +39,12 @@ describe('the request forgery guard on collector connections', () => {
     return new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  const get = (path: string, allowed: string[] = []) =>
-    guardedGet(`${base}${path}`, { allowedHosts: new AllowedHosts(allowed), signal: AbortSignal.timeout(5000) });
+  const get = (path: string, allowed: string[] = [], allowPrivate = true) =>
+    guardedGet(`${base}${path}`, { allowedHosts: new AllowedHosts(allowed, { allowPrivate }), signal: AbortSignal.timeout(5000) });
 
-  async function refused(path: string, allowed: string[] = []): Promise<string> {
+  async function refused(path: string, allowed: string[] = [], allowPrivate = true): Promise<string> {
     try {
-      await get(path, allowed);
+      await get(path, allowed, allowPrivate);
     } catch (error) {
       expect(error).to.be.instanceOf(EndpointRefused);
       return (error as Error).message;
@@ -60,7 +63,33 @@ describe('the request forgery guard on collector connections', () => {
     expect(await refused('/to-metadata')).to.match(/169\.254\.169\.254.*metadata/);
     expect(await refused('/to-metadata-v6')).to.match(/metadata/);
     expect(await refused('/to-mapped')).to.match(/metadata/);
+    expect(await refused('/to-decimal')).to.match(/169\.254\.169\.254.*metadata/);
+    expect(await refused('/to-metadata-name')).to.match(/metadata\.google\.internal.*cloud metadata host/);
+    expect(await refused('/to-nat64')).to.match(/metadata/);
     expect(await refused('/to-file')).to.match(/file:/);
+  });
+
+  it('refuses loopback and private addresses at connection time when they are not allowed, by name and in every spelling', async () => {
+    expect(await refused('/ok', [], false)).to.match(/127\.0\.0\.1 is a loopback, private or otherwise non-public address/);
+    // (a name no earlier test connected to: a pooled keep-alive connection is not looked up again)
+    const viaName = await guardedGet(`http://localhost.:${port}/ok`, { allowedHosts: new AllowedHosts([], { allowPrivate: false }), signal: AbortSignal.timeout(5000) }).then(
+      () => 'connected',
+      (error: Error) => error.message,
+    );
+    expect(viaName).to.match(/localhost.*loopback name/);
+    // a database driver connects to the address checked here, written in any form
+    const strict = new AllowedHosts([], { allowPrivate: false });
+    for (const host of ['127.0.0.1', '0x7f.1', '2130706433', '[::1]', 'localhost', 'localhost.', '10.0.0.8']) {
+      const error = await guardedAddress(host, strict).then(() => undefined, (e: Error) => e);
+      expect(error, host).to.be.instanceOf(EndpointRefused);
+    }
+    for (const host of ['169.254.169.254', '0xa9fea9fe', 'metadata.google.internal.']) {
+      const error = await guardedAddress(host, new AllowedHosts([])).then(() => undefined, (e: Error) => e);
+      expect(error, host).to.be.instanceOf(EndpointRefused);
+    }
+    expect(await guardedAddress('0x7f.1', new AllowedHosts([]))).to.equal('127.0.0.1');
+    // allowed (the default), loopback is reached as usual
+    expect((await get('/ok', [], true)).status).to.equal(200);
   });
 
   it('keeps connections inside CINV_SOURCE_ALLOWED_HOSTS, names after resolution included', async () => {

@@ -97,6 +97,97 @@ describe('sources and collectors API', () => {
     expect((await app.current.get(SOURCES, admin)).body.total).to.equal(0);
   });
 
+  it('recognises metadata hosts and addresses however they are spelled, for every endpoint scheme', async () => {
+    const refused = async (collectorType: string, endpoint: string): Promise<string> => {
+      const reply = await post(SOURCES, { name: 'odd', collector_type: collectorType, endpoint });
+      expect(reply.status, `${endpoint}: ${reply.text}`).to.equal(422);
+      const error = reply.body.error.details.errors.find((e: { field: string }) => e.field === 'endpoint');
+      expect(error, `${endpoint}: ${reply.text}`).to.exist;
+      return error.message as string;
+    };
+    const spellings = [
+      'metadata.google.internal.',
+      'metadata.google.internal..',
+      'METADATA.Google.Internal.',
+      'ｍｅｔａｄａｔａ.google.internal',
+      'x.metadata.google.internal.',
+      'Metadata',
+      'instance-data.',
+      '2852039166',
+      '0251.0376.0251.0376',
+      '0xa9fea9fe',
+      '0xa9.0xfe.43518',
+      '169.254.169.254.',
+      '100.100.100.200',
+      '[::ffff:169.254.169.254]',
+      '[::ffff:a9fe:a9fe]',
+      '[0:0:0:0:0:ffff:a9fe:a9fe]',
+      '[::169.254.169.254]',
+      '[64:ff9b::169.254.169.254]',
+      '[2002:a9fe:a9fe::1]',
+      '[fe80::1]',
+      '[FD00:EC2::254]',
+    ];
+    for (const host of spellings) {
+      expect(await refused('test-cluster', `https://${host}/`), host).to.match(/metadata|link-local/);
+      expect(await refused('postgresql', `postgres://${host}:5432/postgres`), `postgres ${host}`).to.match(/metadata|link-local/);
+    }
+    expect(await refused('postgresql', 'postgres://4294967296/')).to.match(/not a valid host name/);
+    expect((await app.current.get(SOURCES, admin)).body.total).to.equal(0);
+    // names and addresses that merely resemble them are ordinary endpoints
+    for (const endpoint of ['https://metadata.example.com/', 'https://169.254.example.com/', 'https://[2001:db8::a9fe:a9fe]/']) {
+      const reply = await post(SOURCES, { name: `fine-${endpoint.length}-${endpoint.charCodeAt(8)}`, collector_type: 'test-cluster', endpoint });
+      expect(reply.status, `${endpoint}: ${reply.text}`).to.equal(201);
+    }
+  });
+
+  it('allows loopback and private endpoints by default, and refuses them with CINV_SOURCE_ALLOW_PRIVATE=false', async () => {
+    const nonPublic = [
+      'https://127.0.0.1/',
+      'https://127.1.2.3:6443/',
+      'https://2130706433/',
+      'https://0x7f000001/',
+      'https://0.0.0.0/',
+      'https://localhost/',
+      'https://api.localhost./',
+      'https://[::1]/',
+      'https://[::ffff:127.0.0.1]/',
+      'https://10.1.2.3/',
+      'https://172.16.0.1/',
+      'https://172.31.255.255/',
+      'https://192.168.1.10/',
+      'https://100.64.0.1/',
+      'https://[fd12:3456::1]/',
+      'https://[fc00::1]/',
+    ];
+    expect(app.current.config.sourceAllowPrivate, 'the default').to.equal(true);
+    for (const [i, endpoint] of nonPublic.entries()) {
+      const reply = await post(SOURCES, { name: `private-${i}`, collector_type: 'test-cluster', endpoint });
+      expect(reply.status, `${endpoint}: ${reply.text}`).to.equal(201);
+    }
+    app.current.context.config.sourceAllowPrivate = false;
+    try {
+      for (const endpoint of nonPublic) {
+        const reply = await post(SOURCES, { name: 'refused', collector_type: 'test-cluster', endpoint });
+        expect(reply.status, `${endpoint}: ${reply.text}`).to.equal(422);
+        expect(reply.body.error.details.errors[0].field).to.equal('endpoint');
+        expect(reply.body.error.details.errors[0].message, endpoint).to.match(/CINV_SOURCE_ALLOW_PRIVATE is false/);
+      }
+      const postgres = await post(SOURCES, { name: 'refused', collector_type: 'postgresql', endpoint: 'postgres://0x7f.1:5432/postgres' });
+      expect(postgres.body.error.details.errors[0].message).to.match(/127\.0\.0\.1 is a loopback.*CINV_SOURCE_ALLOW_PRIVATE is false/);
+      // moving an existing source onto a private address is refused the same way
+      const [first] = (await app.current.get(SOURCES, admin)).body.items;
+      const moved = await app.current.request('PUT', `${SOURCES}/${first.id}`, { key: admin, body: { endpoint: 'https://192.168.0.1/' } });
+      expect(moved.status, moved.text).to.equal(422);
+      // public addresses stay reachable; link-local ones stay refused, as they are when private ones are allowed
+      expect((await post(SOURCES, { name: 'public', collector_type: 'test-cluster', endpoint: 'https://203.0.113.7/' })).status).to.equal(201);
+    } finally {
+      app.current.context.config.sourceAllowPrivate = true;
+    }
+    const metadata = await post(SOURCES, { name: 'metadata', collector_type: 'test-cluster', endpoint: 'https://169.254.169.254/' });
+    expect(metadata.status).to.equal(422);
+  });
+
   it('keeps endpoints inside CINV_SOURCE_ALLOWED_HOSTS when it is set', async () => {
     app.current.context.config.sourceAllowedHosts = ['10.1.0.0/16', '*.example.com'];
     try {
