@@ -37,7 +37,38 @@ type Counts = ReconcileResult & { batches: number; lists: number; watch_events: 
 
 /** The message of a failure, with the source's credentials struck out (a server may echo what it was sent). */
 const messageOf = (error: unknown, credentials?: CredentialDocument): string =>
-  redactCredentials(error instanceof Error ? error.message : String(error), credentials).slice(0, 2000);
+  redactCredentials(error instanceof Error ? ownWords(error) : String(error), credentials).slice(0, 2000);
+
+/** An error's message; one Node leaves empty (a refused connection to every address of a name) is told by its parts or its code. */
+function ownWords(error: Error): string {
+  if (error.message) return error.message;
+  const parts = error instanceof AggregateError ? error.errors.map((e: unknown) => (e instanceof Error ? e.message : String(e))).filter(Boolean) : [];
+  if (parts.length > 0) return parts.join('; ');
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? `${error.name}: ${code}` : error.name;
+}
+
+/** What JavaScript throws on a mistake in the code (a property of undefined, a bad argument), not on a failing source. */
+const PROGRAMMING_ERRORS = [TypeError, RangeError, ReferenceError, SyntaxError, EvalError, URIError];
+/**
+ * Codes that make even such an error a collection failure: the network, DNS and TLS, and URLs or
+ * header values that come from the source's settings or credentials.
+ */
+const COLLECTION_CODES = /^(E[A-Z0-9_]+|ERR_TLS_\w+|ERR_SSL_\w+|ERR_INVALID_URL|ERR_INVALID_CHAR|ERR_INVALID_HTTP_TOKEN|ERR_STREAM_PREMATURE_CLOSE|UND_ERR_\w+)$/;
+
+/**
+ * Whether a failure comes from the code rather than from the source: a message such as "Cannot
+ * read properties of undefined" tells the person reading a source's last error nothing, and
+ * anything that is not an Error was never meant to be shown. An answer that is not JSON is the
+ * source's doing, though JSON.parse reports it as a SyntaxError.
+ */
+export function isInternalFailure(error: unknown): boolean {
+  if (!(error instanceof Error)) return true;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && COLLECTION_CODES.test(code)) return false;
+  if (error instanceof SyntaxError && /\bJSON\b/.test(error.message)) return false;
+  return PROGRAMMING_ERRORS.some((type) => error instanceof type);
+}
 
 const MAX_WATCH_RETRY_MS = 30_000;
 
@@ -195,7 +226,7 @@ export class CollectionWorker {
     } catch (caught) {
       const cancelled = controller.signal.aborted;
       status = cancelled ? 'cancelled' : 'failed';
-      error = cancelled ? messageOf(controller.signal.reason) : messageOf(caught, credentials);
+      error = cancelled ? messageOf(controller.signal.reason) : this.failureText(caught, { run: run.id, source: source?.name }, credentials);
     } finally {
       clearInterval(heartbeat);
       this.setWatching(execution, false);
@@ -219,7 +250,10 @@ export class CollectionWorker {
     const resume = new Map<string, string>();
     const components: Components = {};
     const component = (name: string, error?: unknown) => {
-      components[name] = error === undefined ? { status: 'healthy' } : { status: 'unhealthy', message: messageOf(error, collection.credentials) };
+      components[name] =
+        error === undefined
+          ? { status: 'healthy' }
+          : { status: 'unhealthy', message: this.failureText(error, { run: collection.run.id, source: source.name, component: name }, collection.credentials) };
     };
     for await (const batch of type.collect!({ source: this.collectedSource(source), credentials: collection.credentials, signal, component, allowedHosts: this.allowedHosts })) {
       signal.throwIfAborted();
@@ -253,7 +287,9 @@ export class CollectionWorker {
       let relist = false;
       try {
         const component = (name: string, error?: unknown) => {
-          if (error !== undefined) logger.warn({ run: run.id, source: source.name, component: name, err: messageOf(error, collection.credentials) }, 'watch component failed');
+          if (error !== undefined) {
+            logger.warn({ run: run.id, source: source.name, component: name, err: this.failureText(error, { run: run.id, source: source.name, component: name }, collection.credentials) }, 'watch component failed');
+          }
         };
         const watch = type.watch!({ source: this.collectedSource(source), credentials: collection.credentials, signal, component, allowedHosts: this.allowedHosts, from: Object.fromEntries(collection.resume) });
         for await (const deltas of coalesce(watch, this.options.watchBatchObjects ?? 500, this.options.watchBatchWaitMs ?? 1000)) {
@@ -270,7 +306,7 @@ export class CollectionWorker {
       } catch (caught) {
         if (collection.signal.aborted) throw caught;
         if (caught instanceof WatchExpired) relist = true;
-        else if (!stop.signal.aborted) logger.warn({ run: run.id, source: source.name, err: messageOf(caught, collection.credentials) }, 'watch dropped; reconnecting');
+        else if (!stop.signal.aborted) logger.warn({ run: run.id, source: source.name, err: this.failureText(caught, { run: run.id, source: source.name }, collection.credentials) }, 'watch dropped; reconnecting');
       } finally {
         execution.stopWatch = undefined;
         stop.abort('done');
@@ -308,6 +344,21 @@ export class CollectionWorker {
     addReconcileResult(collection.counts, result);
     collection.counts.batches++;
     collection.counts.reconcile_ms += Math.round(performance.now() - started);
+  }
+
+  /**
+   * What a person reads about a failure (the source's last error, its health, the run): the
+   * failure's own words, credentials struck out, for a collection failure; for a mistake in the
+   * code, a sentence pointing to the log line that holds the whole error under the same id.
+   */
+  private failureText(error: unknown, where: { run: string; source?: string; component?: string }, credentials?: CredentialDocument): string {
+    if (!isInternalFailure(error)) return messageOf(error, credentials);
+    const errorId = randomUUID();
+    const redact = (text: string | undefined) => (text === undefined ? undefined : redactCredentials(text, credentials));
+    // logged by hand rather than as `err`: the text and stack go through the same redaction
+    const failure = error instanceof Error ? { type: error.name, message: redact(error.message), stack: redact(error.stack) } : { value: redact(String(error)) };
+    this.app.logger.error({ errorId, ...where, failure }, 'collection failed on an internal error');
+    return `The collector failed unexpectedly (internal error ${errorId}); see the server log`;
   }
 
   private collectedSource(source: SourceRow) {

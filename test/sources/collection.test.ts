@@ -14,6 +14,10 @@ interface World {
   failAfterFirstBatch?: boolean;
   /** Never finishes until aborted. */
   hang?: boolean;
+  /** Fails the way a mistake in a collector's code does, in a part or in the whole collection. */
+  bug?: 'part' | 'whole';
+  /** Fails the way an unreachable endpoint does. */
+  refused?: boolean;
 }
 const worlds = new Map<string, World>();
 const collected: { source: string; at: number; credentials: unknown }[] = [];
@@ -25,6 +29,17 @@ async function* collect(context: CollectContext) {
   if (world.hang) {
     await new Promise((_, reject) => context.signal.addEventListener('abort', () => reject(context.signal.reason as Error)));
   }
+  if (world.refused) throw Object.assign(new Error('connect ECONNREFUSED 10.9.0.1:443'), { code: 'ECONNREFUSED' });
+  if (world.bug === 'part') {
+    try {
+      (undefined as unknown as { items: unknown[] }).items.length;
+    } catch (error) {
+      context.component('pods', error);
+    }
+    context.component('nodes');
+  }
+  // a token in the failure's text must be struck out of the log as it is of last_error
+  if (world.bug === 'whole') throw new TypeError(`Cannot read properties of undefined (reading 'length') near ${JSON.stringify(context.credentials)}`);
   const half = Math.ceil(world.records.length / 2);
   yield { scopeId: 'lab', records: world.records.slice(0, half) };
   if (world.failAfterFirstBatch) throw new Error('the API server went away');
@@ -135,6 +150,44 @@ describe('scheduled and triggered collection (with a test collector type)', func
     expect(row!.next_run_at.getTime()).to.equal(app.current.clock.now.getTime() + 60_000);
     const health = await app.current.get(`/api/v1/collectors/${source.collector_id}/health`, admin);
     expect(health.body.status).to.equal('degraded');
+  });
+
+  it('shows a person what failed: a collection failure in its own words, a mistake in the code as a pointer to the log', async () => {
+    const running = worker(app.current);
+    const collectNow = async (name: string, world: World) => {
+      const source = await addSource(name);
+      await app.current.request('PUT', `/api/v1/sources/${source.id}/credentials`, { key: admin, body: { type: 'token', token: 'secret-token-of-the-source' } });
+      worlds.set(name, world);
+      const triggered = await trigger(source.collector_id, `?source_id=${source.id}`);
+      await running.tick();
+      await running.idle();
+      const run = (await app.current.get(`/api/v1/collection-runs/${triggered.body.run_id}`, admin)).body;
+      return { run, detail: (await app.current.get(`/api/v1/sources/${source.id}`, admin)).body };
+    };
+    const sentence = /^The collector failed unexpectedly \(internal error ([0-9a-f-]{36})\); see the server log$/;
+
+    const crashed = await collectNow('lab-bug', { records: [buildPod({ name: 'x' })], bug: 'whole' });
+    expect(crashed.run.status).to.equal('failed');
+    expect(crashed.detail.last_error).to.match(sentence);
+    expect(crashed.run.error).to.equal(crashed.detail.last_error);
+    expect(crashed.detail.health_status.details.message).to.equal(crashed.detail.last_error);
+    const id = sentence.exec(crashed.detail.last_error)![1];
+    const logged = app.current.logs.map((line) => JSON.parse(line)).find((entry) => entry.errorId === id);
+    expect(logged, 'the log line with the error id').to.exist;
+    expect(logged).to.deep.include({ level: 50, source: 'lab-bug' });
+    expect(logged.failure.type).to.equal('TypeError');
+    expect(logged.failure.message).to.include("Cannot read properties of undefined (reading 'length')");
+    expect(logged.failure.stack).to.include('collection.test.ts');
+    expect(app.current.logs.join('\n')).to.not.include('secret-token-of-the-source');
+
+    const part = await collectNow('lab-part', { records: [buildPod({ name: 'y' })], bug: 'part' });
+    expect(part.run.status, JSON.stringify(part.run)).to.equal('partial');
+    expect(part.detail.health_status.components.pods.message).to.match(sentence);
+    expect(part.detail.health_status.components.nodes).to.deep.equal({ status: 'healthy' });
+    expect(part.detail.last_error).to.match(/^pods: The collector failed unexpectedly \(internal error [0-9a-f-]{36}\); see the server log$/);
+
+    const unreachable = await collectNow('lab-down', { records: [], refused: true });
+    expect(unreachable.detail.last_error).to.equal('connect ECONNREFUSED 10.9.0.1:443');
   });
 
   it('refuses to trigger a push-only type, and narrows a trigger to one source', async () => {
