@@ -22,6 +22,11 @@ export interface RawDatabase {
   kind: DatabaseKind;
   /** Opens a separate single connection to the same database (health probes). */
   connectOne(): Sql;
+  /**
+   * The hosted embedded database only: other processes' turns at the single session queue in
+   * `gate` behind this process's waiting queries, rather than past them.
+   */
+  admitTurnsThrough?(gate: DatabaseGate): void;
   close(): Promise<void>;
 }
 
@@ -106,6 +111,7 @@ export function admit(pool: Sql, probe: Sql, acquireTimeoutMs: number): Admitted
 export function guardDatabase(raw: RawDatabase, settings: PoolSettings): Database {
   const probe = raw.connectOne();
   const { sql, gate, health } = admit(raw.sql, probe, settings.acquireTimeoutMs);
+  raw.admitTurnsThrough?.(gate);
   return {
     sql,
     kind: raw.kind,

@@ -1,11 +1,11 @@
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import postgres from 'postgres';
 import { embeddedClientOptions, type RawDatabase } from './database.js';
+import { SessionSocketServer } from './session-socket.js';
 
 const SOCKET_NAME = '.s.PGSQL.5432';
 const LOCK_NAME = 'pglite.lock';
@@ -69,17 +69,28 @@ export interface EmbeddedHostOptions {
 /**
  * Hosts a PGlite database behind a PostgreSQL-protocol socket, so that this process and any `cinv`
  * command started beside it talk to it with the same postgres.js client and SQL as a real server.
+ * This process's own connections identify themselves to the socket server: their queries are
+ * admitted by this process's gate already, where the turns of other processes queue as well.
  */
 export async function hostEmbedded(options: EmbeddedHostOptions): Promise<RawDatabase> {
   const db = await PGlite.create({ dataDir: options.pgDataDir, extensions: { pg_trgm } });
   rmSync(options.socketPath, { force: true });
-  const server = new PGLiteSocketServer({ db, path: options.socketPath, maxConnections: 16 });
+  const server = new SessionSocketServer({ db, path: options.socketPath, maxConnections: 16 });
   await server.start();
-  const sql = postgres(embeddedClientOptions(options.socketPath));
+  // postgres.js takes a `socket` factory that its type declarations do not list
+  const own = (name?: string) =>
+    postgres(
+      Object.assign(embeddedClientOptions(options.socketPath), {
+        socket: () => server.connectOwn(),
+        ...(name ? { connection: { application_name: name } } : {}),
+      }),
+    );
+  const sql = own();
   return {
     sql,
     kind: 'embedded',
-    connectOne: () => postgres({ ...embeddedClientOptions(options.socketPath), connection: { application_name: 'cinv-health' } }),
+    connectOne: () => own('cinv-health'),
+    admitTurnsThrough: (gate) => server.admitThrough(gate),
     async close() {
       await sql.end({ timeout: 5 });
       await server.stop();

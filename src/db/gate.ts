@@ -11,6 +11,8 @@ export interface GateOptions {
 
 interface Waiter {
   since: number;
+  /** Waits for as long as it takes, and is not refused while the database is down. */
+  patient: boolean;
   admit(): void;
   refuse(error: Error): void;
 }
@@ -57,6 +59,7 @@ export class DatabaseGate {
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         since: performance.now(),
+        patient: false,
         admit: () => {
           clearTimeout(timer);
           resolve();
@@ -74,10 +77,27 @@ export class DatabaseGate {
     });
   }
 
+  /**
+   * A slot with no deadline, for work that must wait its turn rather than fail: the turns of other
+   * processes at the embedded database, which queue behind the requests already waiting.
+   */
+  acquireWithoutDeadline(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => {
+      this.waiters.push({ since: performance.now(), patient: true, admit: resolve, refuse: () => undefined });
+    });
+  }
+
   release(): void {
     if (this.health && !this.health.up) {
       // nobody waits for a database that is down: the queue is refused at once
-      for (const waiter of this.waiters.splice(0)) waiter.refuse(databaseDown());
+      for (const waiter of this.waiters.filter((w) => !w.patient)) {
+        this.remove(waiter);
+        waiter.refuse(databaseDown());
+      }
     }
     const next = this.waiters.shift();
     if (next) next.admit();
