@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Readable } from 'node:stream';
 import type { Context } from 'koa';
-import { csvRows } from '../changes/csv.js';
+import { csvRows } from '../http/csv.js';
 import { changeWindow } from '../changes/window.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { notAcceptable, unprocessable } from '../http/errors.js';

@@ -1,7 +1,8 @@
 import { PassThrough, type Readable } from 'node:stream';
-import { stringify } from 'csv-stringify/sync';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
+import { csvCells, csvRows } from '../http/csv.js';
 import type { Logger } from '../observability/logger.js';
 import type { FieldChange } from '../inventory/diff.js';
 import { CSV_COLUMNS } from './schema.js';
@@ -48,21 +49,15 @@ function writable(out: PassThrough): Promise<void> {
   });
 }
 
-/**
- * Every CSV the service writes goes through here: RFC 4180 quoting, and formula escaping as OWASP
- * recommends. A text cell starting with `=`, `+`, `-`, `@`, TAB or CR (or their full-width forms)
- * gets a leading `'`, so that a spreadsheet shows a name, value or User-Agent such as
- * `=HYPERLINK(...)` as text instead of evaluating it. Numbers are written as their literal even when
- * negative: `-3` cannot be a formula, and a quote would turn it into text. Beyond that, a value is
- * shown as a spreadsheet shows it best: text as itself, booleans as `true`/`false`, null as an empty
- * cell; only objects and arrays are JSON text (which parses back exactly).
- */
-export function csvRows(rows: readonly (readonly unknown[])[]): string {
-  // a fresh options object each call: the library fills in defaults on the one it is given
-  return stringify(rows as unknown[][], { escape_formulas: true, cast: { boolean: (value) => String(value) } });
-}
-
 const HEADER = csvRows([CSV_COLUMNS]);
+
+/**
+ * Records formatted and written at a time, with a turn of the event loop between slices: the next
+ * batch's query (a transaction of a few round trips) goes on meanwhile, where the export otherwise
+ * waited for it for about a fifth of its time. A slice's text (some 50 KB) also stays below V8's
+ * regular object size (128 KiB), above which strings are made in old space.
+ */
+const SLICE_RECORDS = 128;
 
 /**
  * How much formatted CSV may wait for a slow client: two batches' worth, so formatting the next
@@ -100,28 +95,44 @@ class ChangeExport {
     });
   }
 
-  /** Writes one row per field change, the whole batch formatted at once. */
+  /** Writes one row per field change, a slice of records at a time. */
   async write(batch: Batch): Promise<boolean> {
-    const rows: unknown[][] = [];
-    for (const record of batch) {
-      // microseconds are kept for the keyset position; the file shows milliseconds like the JSON API
-      const changedAt = `${record.changed_at.slice(0, 23)}Z`;
-      for (const change of JSON.parse(record.changes) as FieldChange[]) {
-        rows.push([
-          record.id, changedAt, record.change_type, record.ci_id, record.ci_name, record.ci_namespace, record.ci_type,
-          change.field, change.old_value, change.new_value,
-        ]);
-      }
-      this.records++;
+    let ready = true;
+    for (let start = 0; start < batch.length; start += SLICE_RECORDS) {
+      ready = this.out.write(this.format(batch.slice(start, start + SLICE_RECORDS)));
+      await nextTurn();
+      if (this.out.destroyed) return false;
     }
-    this.rows += rows.length;
-    const text = (this.header ? HEADER : '') + csvRows(rows);
-    this.header = false;
-    if (text.length > 0 && !this.out.write(text)) {
+    if (!ready) {
       await writable(this.out);
       if (this.out.destroyed) return false;
     }
     return true;
+  }
+
+  /** The CSV lines of some records, the header first when nothing was written yet. */
+  format(records: Batch): string {
+    const changes = records.map((record) => JSON.parse(record.changes) as FieldChange[]);
+    const values: unknown[] = [];
+    for (let i = 0; i < records.length; i++) {
+      const record = records[i]!;
+      // microseconds are kept for the keyset position; the file shows milliseconds like the JSON API
+      values.push(record.id, `${record.changed_at.slice(0, 23)}Z`, record.change_type, record.ci_id, record.ci_name, record.ci_namespace, record.ci_type);
+      for (const change of changes[i]!) values.push(change.field, change.old_value, change.new_value);
+    }
+    const cells = csvCells(values);
+    const lines: string[] = this.header ? [HEADER] : [];
+    this.header = false;
+    let next = 0;
+    for (let i = 0; i < records.length; i++) {
+      // a record's own cells lead each of its rows
+      const prefix = `${cells[next]},${cells[next + 1]},${cells[next + 2]},${cells[next + 3]},${cells[next + 4]},${cells[next + 5]},${cells[next + 6]},`;
+      next += 7;
+      for (let n = changes[i]!.length; n > 0; n--, next += 3) lines.push(`${prefix}${cells[next]},${cells[next + 1]},${cells[next + 2]}\n`);
+      this.rows += changes[i]!.length;
+    }
+    this.records += records.length;
+    return lines.join('');
   }
 
   async pump(first: Batch, asked: number): Promise<void> {
@@ -160,8 +171,8 @@ class ChangeExport {
 }
 
 /**
- * The CSV export of the global history: a header, then one row per field change, old and new
- * values as JSON text. The first batch is read before anything is sent, so a failing query still
+ * The CSV export of the global history: a header, then one row per field change, cells written as
+ * src/http/csv.ts says (formula-like text escaped). The first batch is read before anything is sent, so a failing query still
  * answers with the error envelope; later batches follow as the client reads. A client that
  * disconnects destroys the stream, which stops the loop before its next query.
  */

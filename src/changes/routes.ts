@@ -108,7 +108,10 @@ const globalHistory = defineRoute({
     '`Accept: text/csv` streams a download (`Content-Disposition: attachment; filename="changes-<UTC timestamp>.csv"`) ' +
     'with a header row and one row per field change: change_id, changed_at, change_type, ci_id, ci_name, ci_namespace, ' +
     'ci_type, field, old_value, new_value. A value that is text is written as the text, a number or boolean as its ' +
-    'literal, null as an empty cell, and only objects and arrays as JSON text (which parses back exactly). The CSV applies the same filters, search, dates, sort and scopes; it holds every match unless ' +
+    'literal, null as an empty cell, and only objects and arrays as JSON text (which parses back exactly). A text cell ' +
+    'starting with `=`, `+`, `-`, `@`, TAB or CR (a name, a field value) is prefixed with `\'` so that spreadsheets do not ' +
+    'run it as a formula; numbers, negative ones too, stay literals. The CSV applies the same filters, search, dates, sort ' +
+    'and scopes; it holds every match unless ' +
     '`limit`/`offset` are given explicitly (they then count change records, not rows). Any other Accept is 406. ' +
     'A malformed or reversed date is a 422 `VALIDATION_ERROR` naming the parameter.',
   tags,
@@ -118,7 +121,7 @@ const globalHistory = defineRoute({
     200: {
       description: 'A page of change records, or the CSV download.',
       schema: ChangeList,
-      otherContent: { [CSV]: { description: 'RFC 4180 CSV, UTF-8, streamed; one row per field change.' } },
+      otherContent: { [CSV]: { description: 'RFC 4180 CSV, UTF-8, streamed; one row per field change; formula-like text cells prefixed with `\'`.' } },
     },
     406: { description: 'The Accept header names no type this route serves (`HTTP_406`).', schema: ErrorEnvelope },
   },
