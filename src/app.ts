@@ -15,7 +15,7 @@ import { errorMiddleware } from './http/error-middleware.js';
 import { AppError } from './http/errors.js';
 import { buildOpenApi } from './http/openapi.js';
 import type { AnyRoute } from './http/route.js';
-import { LoadShedder } from './http/load.js';
+import { LoadShedder, type LoadLimits } from './http/load.js';
 import { buildRouter } from './http/router.js';
 import { enableProcessMetrics, httpRequestDuration } from './observability/metrics.js';
 import { relationshipRoutes } from './relationships/routes.js';
@@ -79,6 +79,25 @@ function loginCookieCodec(secret: string): { encode: (value: unknown) => string;
   };
 }
 
+/**
+ * The shedding bounds, with the defaults of the database in use. On PostgreSQL a mean event-loop
+ * delay of 50 ms, or a request waiting for a connection for half of CINV_DB_ACQUIRE_TIMEOUT (when
+ * readiness reports the instance saturated too), sheds. The embedded database runs on the event loop
+ * and has one session for every job, so its own work shows as delay and as waiting: there only
+ * explicitly set bounds apply.
+ */
+function loadLimits(app: AppContext): LoadLimits {
+  const { config } = app;
+  const onServer = app.database === 'postgres';
+  return {
+    maxInFlight: config.maxInFlight,
+    maxExports: config.maxExports,
+    maxNdjsonPushes: config.maxNdjsonPushes,
+    maxEventLoopDelayMs: config.shedEventLoopDelayMs ?? (onServer ? 50 : 0),
+    maxDatabaseWaitMs: config.shedDatabaseWaitMs ?? (onServer ? config.dbAcquireTimeoutMs / 2 : 0),
+  };
+}
+
 export interface AppOptions {
   /** Validate every JSON response against its declared schema (tests turn this on). */
   checkResponses?: boolean;
@@ -88,7 +107,7 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
   enableProcessMetrics();
   let openApi: Record<string, unknown> | undefined;
   const routes: AnyRoute[] = [];
-  const load = new LoadShedder(app.config.maxInFlight);
+  const load = new LoadShedder(loadLimits(app), () => app.gate.queue.oldestWaitMs);
   routes.push(...systemRoutes(() => (openApi ??= buildOpenApi(routes, { version, description: API_DESCRIPTION })), load), ...apiRoutes);
 
   const koa = new Koa({ proxy: process.env.CINV_TRUST_PROXY === 'true' });

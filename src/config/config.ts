@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseAllowedHosts } from '../sources/endpoint.js';
+import { parseAllowedHosts } from '../net/endpoint.js';
 import { parseDuration } from './duration.js';
 
 export interface Config {
@@ -18,6 +18,14 @@ export interface Config {
   bulkStatementTimeoutMs: number;
   /** Requests served at once by this process; more are answered 503 at once. */
   maxInFlight: number;
+  /** CSV exports streamed at once by this process; more are answered 503 at once. */
+  maxExports: number;
+  /** NDJSON pushes taken at once by this process; more are answered 503 at once. */
+  maxNdjsonPushes: number;
+  /** Mean event-loop delay beyond which requests are shed; 0: never; undefined: the default for the database. */
+  shedEventLoopDelayMs: number | undefined;
+  /** Wait for a database connection beyond which requests are shed; 0: never; undefined: the default for the database. */
+  shedDatabaseWaitMs: number | undefined;
   dataDir: string;
   secret: string;
   bootstrapAdminKey: string | undefined;
@@ -259,6 +267,14 @@ function redisUrl(env: Env): string | undefined {
   return raw;
 }
 
+/** A shedding bound: unset is undefined (the default applies), `off` or `0` is 0 (never shed on it). */
+function sheddingBound(env: Env, name: string): number | undefined {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  if (raw === 'off' || raw === '0') return 0;
+  return duration(env, name, raw);
+}
+
 /** Reads and validates the whole configuration; a bad variable is named in the thrown error. */
 export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = env.DATABASE_URL || undefined;
@@ -276,6 +292,10 @@ export function loadConfig(env: Env = process.env): Config {
     statementTimeoutMs: duration(env, 'CINV_STATEMENT_TIMEOUT', '15s'),
     bulkStatementTimeoutMs: duration(env, 'CINV_BULK_STATEMENT_TIMEOUT', '10m'),
     maxInFlight: integer(env, 'CINV_MAX_IN_FLIGHT', 64, 1, 100_000),
+    maxExports: integer(env, 'CINV_MAX_EXPORTS', 2, 1, 1000),
+    maxNdjsonPushes: integer(env, 'CINV_MAX_NDJSON_PUSHES', 2, 1, 1000),
+    shedEventLoopDelayMs: sheddingBound(env, 'CINV_SHED_EVENT_LOOP_DELAY'),
+    shedDatabaseWaitMs: sheddingBound(env, 'CINV_SHED_DB_WAIT'),
     dataDir,
     secret: resolveSecret(env, dataDir, !databaseUrl),
     bootstrapAdminKey,

@@ -46,7 +46,9 @@ const ERROR_STATUSES: Record<number, string> = {
   500: 'Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log.',
   503:
     'Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves ' +
-    'CINV_MAX_IN_FLIGHT requests —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, ' +
+    'CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — ' +
+    'CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being ' +
+    'taken —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, ' +
     '`database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or ' +
     '`search_unavailable` when OpenSearch cannot answer).',
 };

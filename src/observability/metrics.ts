@@ -29,9 +29,22 @@ export const changesWritten = new Counter({
 
 export const metricsRegistry = register;
 
-export const requestsShed = new Counter({
+/**
+ * Why a request was answered 503 at once: `in_flight` (CINV_MAX_IN_FLIGHT reached),
+ * `event_loop_delay` (CINV_SHED_EVENT_LOOP_DELAY exceeded), `database_wait` (CINV_SHED_DB_WAIT
+ * exceeded), `exports` (CINV_MAX_EXPORTS reached), `ndjson_pushes` (CINV_MAX_NDJSON_PUSHES reached).
+ */
+export type ShedReason = 'in_flight' | 'event_loop_delay' | 'database_wait' | 'exports' | 'ndjson_pushes';
+
+export const requestsShed = new Counter<'reason'>({
   name: 'cinv_http_requests_shed_total',
-  help: 'Requests answered 503 at once because the process was serving CINV_MAX_IN_FLIGHT requests',
+  help: 'Requests answered 503 at once instead of being queued, by reason: in_flight, event_loop_delay, database_wait, exports, ndjson_pushes',
+  labelNames: ['reason'] as const,
+});
+
+export const eventLoopDelaySeen = new Gauge({
+  name: 'cinv_http_event_loop_delay_seconds',
+  help: 'Mean event-loop delay over the last half second, as load shedding compares it with CINV_SHED_EVENT_LOOP_DELAY',
 });
 
 export const collectionRuns = new Counter({

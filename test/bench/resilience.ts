@@ -16,32 +16,9 @@ import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { startServer, stopServer } from '../support/cli.js';
 import { buildPod, ingest } from '../support/factories.js';
 import { createPrivateCluster } from '../support/private-cluster.js';
+import { openLoop, summarize, type Shot } from './open-loop.js';
 
 const SECRET = 'bench-secret-bench-secret-bench-secret-01';
-
-interface Sample {
-  at: number;
-  ms: number;
-  status: number;
-  kind: string;
-}
-
-const percentile = (values: number[], p: number): number => {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-};
-
-function summarize(label: string, samples: Sample[]): void {
-  const statuses = new Map<number, number>();
-  for (const s of samples) statuses.set(s.status, (statuses.get(s.status) ?? 0) + 1);
-  const ms = samples.map((s) => s.ms);
-  console.log(
-    `${label.padEnd(26)} ${String(samples.length).padStart(6)} requests  ` +
-      `p50 ${percentile(ms, 50).toFixed(0).padStart(5)} ms  p99 ${percentile(ms, 99).toFixed(0).padStart(5)} ms  ` +
-      `max ${Math.max(0, ...ms).toFixed(0).padStart(5)} ms  statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
-  );
-}
 
 async function prepare(url: string): Promise<string> {
   const db = connectServer(url, { poolSize: 2, acquireTimeoutMs: 5000, statementTimeoutMs: 60_000 });
@@ -52,50 +29,18 @@ async function prepare(url: string): Promise<string> {
   return key;
 }
 
-/** Fires requests at a fixed rate (an open loop: a slow answer does not slow the sender down). */
-function drive(base: string, key: string, rate: number, pick: (i: number) => { kind: string; init: RequestInit; path: string }) {
-  const samples: Sample[] = [];
-  const pending = new Set<Promise<void>>();
-  const started = performance.now();
-  let i = 0;
-  const timer = setInterval(() => {
-    const due = Math.floor(((performance.now() - started) / 1000) * rate);
-    for (; i < due; i++) {
-      const { kind, init, path } = pick(i);
-      const sent = performance.now();
-      const request = fetch(base + path, { ...init, headers: { ...(init.headers as object), 'x-api-key': key } })
-        .then(async (response) => {
-          await response.arrayBuffer();
-          samples.push({ at: sent - started, ms: performance.now() - sent, status: response.status, kind });
-        })
-        .catch(() => {
-          samples.push({ at: sent - started, ms: performance.now() - sent, status: 0, kind });
-        })
-        .finally(() => pending.delete(request));
-      pending.add(request);
-    }
-  }, 5);
-  return {
-    samples,
-    started,
-    inFlight: () => pending.size,
-    async stop() {
-      clearInterval(timer);
-      await Promise.all(pending);
-    },
-  };
-}
-
-const mixed = (i: number) => {
+const mixed = (i: number): Shot => {
   if (i % 10 === 9) {
     return {
       kind: 'ingest',
+      method: 'POST',
       path: '/api/v1/sources/1/ingest',
-      init: { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scope_id: 'c1', items: [buildPod({ name: `live-${i % 500}` })] }) },
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ scope_id: 'c1', items: [buildPod({ name: `live-${i % 500}` })] }),
     };
   }
   const reads = ['/api/v1/configuration-items', '/api/v1/changes?limit=50', '/api/v1/configuration-items?filter=name:startswith:bench-1&limit=20'];
-  return { kind: 'read', path: reads[i % reads.length]!, init: { method: 'GET' } };
+  return { kind: 'read', method: 'GET', path: reads[i % reads.length]! };
 };
 
 export async function benchOutage(seconds: number): Promise<void> {
@@ -104,7 +49,7 @@ export async function benchOutage(seconds: number): Promise<void> {
     const key = await prepare(cluster.url);
     const server = await startServer({ DATABASE_URL: cluster.url, CINV_SECRET: SECRET, LOG_LEVEL: 'info', CINV_SWEEP_SCHEDULE: '0 0 1 1 *' });
     const base = `http://127.0.0.1:${server.port}`;
-    const load = drive(base, key, 50, mixed);
+    const load = openLoop(base, { rate: 50, headers: { 'x-api-key': key }, pick: mixed });
     await new Promise((resolve) => setTimeout(resolve, 5000));
     const down = performance.now();
     await cluster.stop();
@@ -151,13 +96,13 @@ export async function benchOverload(rate: number): Promise<void> {
     const key = await prepare(cluster.url);
     const server = await startServer({ DATABASE_URL: cluster.url, CINV_SECRET: SECRET, LOG_LEVEL: 'info', CINV_SWEEP_SCHEDULE: '0 0 1 1 *' });
     const base = `http://127.0.0.1:${server.port}`;
-    const heavy = (i: number) =>
+    const heavy = (i: number): Shot =>
       i % 25 === 0
-        ? { kind: 'export', path: '/api/v1/changes?limit=1000', init: { method: 'GET', headers: { accept: 'text/csv' } } }
+        ? { kind: 'export', method: 'GET', path: '/api/v1/changes?limit=1000', headers: { accept: 'text/csv' } }
         : i % 7 === 0
-          ? { kind: 'filtered', path: `/api/v1/configuration-items?filter=raw_data.spec.replicas:gte:1&filter=name:ilike:${i % 10}&sort_by=name`, init: { method: 'GET' } }
+          ? { kind: 'filtered', method: 'GET', path: `/api/v1/configuration-items?filter=raw_data.spec.replicas:gte:1&filter=name:ilike:${i % 10}&sort_by=name` }
           : mixed(i);
-    const load = drive(base, key, rate, heavy);
+    const load = openLoop(base, { rate, headers: { 'x-api-key': key }, pick: heavy });
     const health: { status: number; ms: number }[] = [];
     let peak = 0;
     const watch = setInterval(() => {
@@ -178,7 +123,7 @@ export async function benchOverload(rate: number): Promise<void> {
     }
     summarize('shed or refused (503)', load.samples.filter((s) => s.status === 503));
     console.log(`client-side peak of open requests: ${peak}`);
-    summarize('/health meanwhile', health.map((h, i) => ({ at: i, ms: h.ms, status: h.status, kind: 'health' })));
+    summarize('/health meanwhile', health);
     await stopServer(server.child);
   } finally {
     await cluster.destroy();

@@ -17,6 +17,7 @@ import { benchRelationships } from './relationships.js';
 import { benchReconcile } from './reconcile.js';
 import { benchOutage, benchOverload } from './resilience.js';
 import { benchSearch, benchStats } from './search.js';
+import { benchSoak } from './soak.js';
 import { benchUi } from './ui.js';
 
 type Bench = (size?: number) => Promise<Figure[] | void>;
@@ -34,6 +35,7 @@ const suite: Record<string, Bench> = {
 const extra: Record<string, Bench> = {
   outage: (size) => benchOutage(size ?? 20),
   overload: (size) => benchOverload(size ?? 300),
+  soak: (size) => benchSoak(size),
   search: (size) => benchSearch(size ?? 5_000_000),
   stats: (size) => benchStats(size ?? 5_000_000),
   ndjson: (size) => benchNdjson(size ?? 500),

@@ -3,18 +3,20 @@ import { createKey, startTestApp, type TestApp } from '../support/app.js';
 import { connectServer } from '../../src/db/database.js';
 import { onRealPostgres, REAL_DATABASE_URL, resetDatabase, testDatabase } from '../support/db.js';
 import { buildPod, buildSource, ingest } from '../support/factories.js';
+import type { DatabaseGate } from '../../src/db/gate.js';
 
 interface Timed {
   status: number;
   body: any;
+  text: string;
   headers: Headers;
   ms: number;
 }
 
-async function timedGet(app: TestApp, path: string, key?: string): Promise<Timed> {
+async function timedGet(app: TestApp, path: string, key?: string, headers: Record<string, string> = {}): Promise<Timed> {
   const started = performance.now();
-  const reply = await app.get(path, key);
-  return { status: reply.status, body: reply.body, headers: reply.headers, ms: performance.now() - started };
+  const reply = await app.request('GET', path, { key, headers });
+  return { status: reply.status, body: reply.body, text: reply.text, headers: reply.headers, ms: performance.now() - started };
 }
 
 /**
@@ -42,6 +44,12 @@ async function blockCiTable(): Promise<{ release(): Promise<void>; blocked(): Pr
   };
 }
 
+/**
+ * "At once": far below the 10 s acquire timeout a queued request would wait, and loose enough for a
+ * machine busy with other work.
+ */
+const AT_ONCE_MS = 1000;
+
 const waitUntil = async (condition: () => boolean, ms = 5000) => {
   for (let waited = 0; !condition() && waited < ms; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
 };
@@ -59,9 +67,10 @@ const waitUntil = async (condition: () => boolean, ms = 5000) => {
 
   it('answers requests beyond CINV_MAX_IN_FLIGHT with an immediate 503 while the admitted ones complete and /health stays 200', async () => {
     const app = await startTestApp({ maxInFlight: 4, dbAcquireTimeoutMs: 10_000 });
+    let lock: Awaited<ReturnType<typeof blockCiTable>> | undefined;
     try {
       key = await createKey(app.sql, 'adm');
-      const lock = await blockCiTable();
+      lock = await blockCiTable();
       const admitted = Array.from({ length: 4 }, () => timedGet(app, '/api/v1/configuration-items', key));
       await waitUntil(() => app.context.gate.busy >= 4);
       const excess = await Promise.all(Array.from({ length: 12 }, () => timedGet(app, '/api/v1/configuration-items', key)));
@@ -70,7 +79,7 @@ const waitUntil = async (condition: () => boolean, ms = 5000) => {
         expect(reply.body.error).to.include({ code: 'HTTP_503' });
         expect(reply.body.error.details.reason).to.equal('overloaded');
         expect(reply.headers.get('retry-after')).to.equal('1');
-        expect(reply.ms, 'refused at once').to.be.below(200);
+        expect(reply.ms, 'refused at once').to.be.below(AT_ONCE_MS);
       }
       const health = await timedGet(app, '/health');
       expect(health.status).to.equal(200);
@@ -90,12 +99,15 @@ const waitUntil = async (condition: () => boolean, ms = 5000) => {
       expect((await timedGet(app, '/health/ready')).body.status).to.equal('ready');
       expect((await timedGet(app, '/api/v1/configuration-items', key)).status).to.equal(200);
     } finally {
+      // a failed expectation must not leave the admitted requests (and the app's close) waiting
+      await lock?.release();
       await app.close();
     }
   });
 
   it('answers 503 database_busy to requests that wait longer than the acquire timeout for a connection', async () => {
-    const app = await startTestApp({ maxInFlight: 100, dbAcquireTimeoutMs: 400 });
+    // the acquire timeout alone: requests already waiting must not make the next ones shed at once
+    const app = await startTestApp({ maxInFlight: 100, dbAcquireTimeoutMs: 400, shedDatabaseWaitMs: 0 });
     let lock: Awaited<ReturnType<typeof blockCiTable>> | undefined;
     try {
       key = await createKey(app.sql, 'adm');
@@ -150,5 +162,185 @@ const waitUntil = async (condition: () => boolean, ms = 5000) => {
       await app.close();
       await Promise.all([raw.close(), probe.end({ timeout: 1 })]);
     }
+  });
+});
+
+/** Takes every connection of the app's pool through its gate, as busy requests would. */
+async function holdGate(gate: DatabaseGate): Promise<{ release(): void }> {
+  for (let i = 0; i < gate.capacity; i++) await gate.acquire();
+  let released = false;
+  return {
+    release() {
+      if (released) return;
+      released = true;
+      for (let i = 0; i < gate.capacity; i++) gate.release();
+    },
+  };
+}
+
+/**
+ * Keeps the event loop busy in turns of `turnMs`, yielding to I/O between turns, as CPU-bound work
+ * such as formatting many exports at once does: every timer fires some `turnMs` late.
+ */
+function hogEventLoop(turnMs: number): { stop(): void } {
+  let running = true;
+  const turn = () => {
+    if (!running) return;
+    const until = performance.now() + turnMs;
+    while (performance.now() < until) {
+      // busy on purpose
+    }
+    setImmediate(turn);
+  };
+  setImmediate(turn);
+  return {
+    stop() {
+      running = false;
+    },
+  };
+}
+
+async function eventually(condition: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  for (const until = performance.now() + ms; performance.now() < until; ) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`not within ${ms} ms: ${what}`);
+}
+
+/** The shed counter of one reason, as /metrics shows it. */
+async function shedCount(app: TestApp, reason: string): Promise<number> {
+  const metrics = (await app.get('/metrics')).text;
+  const match = new RegExp(`^cinv_http_requests_shed_total\\{reason="${reason}"\\} (\\d+)$`, 'm').exec(metrics);
+  return match ? Number(match[1]) : NaN;
+}
+
+function expectShed(reply: Timed, reason: string, retryAfter: string): void {
+  expect(reply.status, JSON.stringify(reply.body)).to.equal(503);
+  expect(reply.body.error).to.include({ code: 'HTTP_503' });
+  expect(reply.body.error.id).to.be.a('string');
+  expect(reply.body.error.details.reason).to.equal(reason);
+  expect(reply.headers.get('retry-after')).to.equal(retryAfter);
+}
+
+const CSV = { accept: 'text/csv' };
+
+// Saturation is made by the test itself (connections taken, the event loop kept busy), so these
+// run on both databases.
+describe('load shedding: bulk limits and saturation', function () {
+  this.timeout(30_000);
+  let app: TestApp | undefined;
+  let key: string;
+
+  beforeEach(async () => {
+    const { sql } = await testDatabase();
+    await resetDatabase(sql);
+    await ingest(sql, [buildPod({ name: 'a' }), buildPod({ name: 'b' })]);
+    await ingest(sql, [buildPod({ name: 'a', replicas: 2 }), buildPod({ name: 'b', replicas: 3 })]);
+  });
+
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  it('refuses a CSV export beyond CINV_MAX_EXPORTS at once with 503 exports_busy, while the admitted ones complete', async () => {
+    app = await startTestApp({ maxExports: 2, dbAcquireTimeoutMs: 10_000, shedDatabaseWaitMs: 0 });
+    key = await createKey(app.sql, 'adm');
+    const shedBefore = await shedCount(app, 'exports');
+    // the two admitted exports wait for a connection, so both are still streaming when the third comes
+    const held = await holdGate(app.context.gate);
+    try {
+      const admitted = [0, 1].map(() => timedGet(app!, '/api/v1/changes', key, CSV));
+      await waitUntil(() => app!.context.gate.queue.waiting >= 2);
+
+      const third = await timedGet(app, '/api/v1/changes?filter=ci_type:eq:k8s.pod', key, CSV);
+      expectShed(third, 'exports_busy', '5');
+      expect(third.body.error).to.include({ path: '/api/v1/changes', method: 'GET' });
+      expect(third.ms, 'refused at once').to.be.below(AT_ONCE_MS);
+      // the audit log's export shares the limit
+      expectShed(await timedGet(app, '/api/v1/audit-events', key, CSV), 'exports_busy', '5');
+
+      held.release();
+      for (const reply of await Promise.all(admitted)) {
+        expect(reply.status).to.equal(200);
+        expect(reply.headers.get('content-type')).to.match(/^text\/csv/);
+        expect(reply.text.split('\n')[0]).to.match(/^change_id,/);
+        expect(reply.text.split('\n').length).to.be.above(2);
+      }
+    } finally {
+      held.release();
+    }
+    expect(await shedCount(app, 'exports')).to.equal(shedBefore + 2);
+    // the slots are given back: exports, and pages of the same route (never an export), are served
+    await waitUntil(() => app!.context.gate.busy === 0);
+    expect((await timedGet(app, '/api/v1/changes', key, CSV)).status).to.equal(200);
+    expect((await timedGet(app, '/api/v1/changes', key)).status).to.equal(200);
+  });
+
+  it('sheds every request at once while callers have waited beyond CINV_SHED_DB_WAIT for a connection, serves /health, and admits again once the wait clears', async () => {
+    app = await startTestApp({ shedDatabaseWaitMs: 100, dbAcquireTimeoutMs: 10_000 });
+    key = await createKey(app.sql, 'adm');
+    const gate = app.context.gate;
+    const held = await holdGate(gate);
+    let waiting: Promise<Timed> | undefined;
+    try {
+      waiting = timedGet(app, '/api/v1/configuration-items', key);
+      await waitUntil(() => gate.queue.oldestWaitMs > 100);
+
+      const shed = await Promise.all(Array.from({ length: 3 }, () => timedGet(app!, '/api/v1/configuration-items', key)));
+      for (const reply of shed) {
+        expectShed(reply, 'overloaded', '1');
+        expect(reply.ms, 'refused at once').to.be.below(AT_ONCE_MS);
+      }
+      expect((await timedGet(app, '/health', key)).status).to.equal(200);
+      const ready = await timedGet(app, '/health/ready', key);
+      expect(ready.status).to.equal(503);
+      expect(ready.body.status).to.equal('saturated');
+      expect((await timedGet(app, '/metrics', key)).status).to.equal(200);
+      expect(await shedCount(app, 'database_wait')).to.be.at.least(3);
+    } finally {
+      held.release();
+    }
+    expect((await waiting).status, 'the request that was already waiting is served').to.equal(200);
+    await waitUntil(() => gate.queue.waiting === 0);
+    expect((await timedGet(app, '/api/v1/configuration-items', key)).status).to.equal(200);
+    expect((await timedGet(app, '/health/ready', key)).body.status).to.equal('ready');
+  });
+
+  it('sheds requests at once while the event loop lags beyond CINV_SHED_EVENT_LOOP_DELAY with work in flight, and admits again once it catches up', async () => {
+    app = await startTestApp({ shedEventLoopDelayMs: 50, shedDatabaseWaitMs: 0 });
+    key = await createKey(app.sql, 'adm');
+    const sourceId = await buildSource(app.sql, 'agents', 'universal');
+    // work in flight: an NDJSON push whose body is still coming
+    let more!: ReadableStreamDefaultController<Uint8Array>;
+    const body = new ReadableStream<Uint8Array>({ start: (controller) => (more = controller) });
+    more.enqueue(new TextEncoder().encode(`${JSON.stringify(buildPod({ name: 'pushed' }))}\n`));
+    const push = fetch(`${app.baseUrl}/api/v1/sources/${sourceId}/ingest?mode=delta`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/x-ndjson' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    await eventually(async () => (await app!.get('/health/ready')).body.checks.load.in_flight === 1, 'the push is in flight');
+    const shedBefore = await shedCount(app, 'event_loop_delay');
+
+    const hog = hogEventLoop(150);
+    try {
+      await eventually(async () => (await app!.get('/health/ready')).body.status === 'saturated', 'readiness reports the lagging loop');
+      expectShed(await timedGet(app, '/api/v1/configuration-items', key), 'overloaded', '1');
+      expect((await timedGet(app, '/health', key)).status, '/health is always served').to.equal(200);
+      expect((await timedGet(app, '/metrics', key)).status).to.equal(200);
+    } finally {
+      hog.stop();
+    }
+    expect(await shedCount(app, 'event_loop_delay')).to.be.at.least(shedBefore + 1);
+    await eventually(async () => (await app!.get('/health/ready')).body.status === 'ready', 'the loop catches up');
+    expect((await timedGet(app, '/api/v1/configuration-items', key)).status).to.equal(200);
+
+    more.close();
+    const pushed = await push;
+    expect(pushed.status).to.equal(200);
+    expect(await pushed.json()).to.deep.include({ received: 1 });
   });
 });
