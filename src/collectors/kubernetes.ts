@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { Type } from '@sinclair/typebox';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import type { UniversalRecord } from '../inventory/records.js';
-import { guardedAddress } from '../sources/endpoint.js';
+import { guardedAddress } from '../net/endpoint.js';
 import { guardedGet, type GuardedRequestOptions } from './http.js';
 import type { CollectContext, CollectedBatch, CollectorType, WatchBatch, WatchContext } from './types.js';
 import { WatchExpired } from './watch.js';

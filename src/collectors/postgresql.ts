@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import postgres from 'postgres';
 import type { UniversalRecord } from '../inventory/records.js';
 import type { CredentialDocument } from '../sources/credentials.js';
-import { guardedAddress } from '../sources/endpoint.js';
+import { guardedAddress } from '../net/endpoint.js';
 import { isEnabled, loadPart } from './parts.js';
 import type { CollectContext, CollectedBatch, CollectorType } from './types.js';
 

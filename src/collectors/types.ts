@@ -1,7 +1,7 @@
 import { Type, type TObject } from '@sinclair/typebox';
 import type { UniversalRecord } from '../inventory/records.js';
 import type { CredentialDocument } from '../sources/credentials.js';
-import type { AllowedHosts } from '../sources/endpoint.js';
+import type { AllowedHosts } from '../net/endpoint.js';
 import { kubernetesType } from './kubernetes.js';
 import { postgresqlType } from './postgresql.js';
 import { prometheusType } from './prometheus.js';

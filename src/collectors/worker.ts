@@ -5,7 +5,7 @@ import type { AppContext } from '../context.js';
 import type { UniversalRecord } from '../inventory/records.js';
 import { addReconcileResult, emptyReconcileResult, reconcile, type ReconcileResult } from '../inventory/reconcile.js';
 import { loadCredentials, MasterKeys, redactCredentials, type CredentialDocument } from '../sources/credentials.js';
-import { AllowedHosts } from '../sources/endpoint.js';
+import { AllowedHosts } from '../net/endpoint.js';
 import { getSource, type SourceRow } from '../sources/store.js';
 import { collectionDuration, collectionRuns, recordsCollected, sourcesDueNotRunning, watchesActive, watchEvents } from '../observability/metrics.js';
 import { claimRuns, countQueued, enqueueDue, finishRun, markListing, markWatching, recordOnSource, renewLease, type ClaimedRun, type Components } from './runs.js';

@@ -9,7 +9,7 @@ import { addReconcileResult, assertStorable, emptyReconcileResult, reconcile } f
 import { Snapshot } from '../inventory/records.js';
 import { auditChange } from '../audit/log.js';
 import { cancelRunsOf } from '../collectors/runs.js';
-import { AllowedHosts } from './endpoint.js';
+import { AllowedHosts } from '../net/endpoint.js';
 import { decodedBody, ndjsonBatches } from './ndjson.js';
 import {
   CredentialsUnavailable,

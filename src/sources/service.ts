@@ -3,7 +3,7 @@ import type { ValidateFunction } from 'ajv';
 import { collectorType, CommonConfig, knownCollectorTypes, type CollectorType } from '../collectors/types.js';
 import { validationFailed, type FieldError } from '../http/errors.js';
 import { compileBody, toFieldErrors } from '../http/validation.js';
-import { AllowedHosts, refusedEndpoint } from './endpoint.js';
+import { AllowedHosts, refusedEndpoint } from '../net/endpoint.js';
 
 const configValidators = new Map<string, ValidateFunction>();
 

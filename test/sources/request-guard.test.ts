@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { guardedGet } from '../../src/collectors/http.js';
-import { AllowedHosts, EndpointRefused, guardedAddress } from '../../src/sources/endpoint.js';
+import { AllowedHosts, EndpointRefused, guardedAddress } from '../../src/net/endpoint.js';
 
 describe('the request forgery guard on collector connections', () => {
   let server: Server;
