@@ -6,7 +6,7 @@ import type { AppContext } from '../context.js';
 import { AppError, forbidden, notFound } from '../http/errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { Nullable, Uuid } from '../http/schemas.js';
-import { ScopeView, scopeView } from '../users/schema.js';
+import { ScopeView, scopeView } from '../grants/schema.js';
 import { signInSsoUser, syncGroupTeams } from '../users/store.js';
 import { clearSessionCookie, keyPrincipalOrRefuse, ownOrigin, sameOrigin, SESSION_COOKIE, setSessionCookie } from './authenticate.js';
 import { createSession, endSession } from './sessions.js';

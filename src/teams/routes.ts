@@ -1,14 +1,10 @@
 import { Type } from '@sinclair/typebox';
-import { auditChange } from '../audit/log.js';
-import type { AppContext } from '../context.js';
-import type { Principal } from '../auth/principal.js';
-import { conflict, notFound } from '../http/errors.js';
+import { setPermissions, setScopes } from '../grants/service.js';
+import { PermissionsBody, Rights, ScopesBody } from '../grants/schema.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { Limit, Nullable, Offset, Timestamp, Uuid } from '../http/schemas.js';
-import { changeRights, setPermissions, setScopes } from '../users/rights.js';
-import { PermissionsBody, Rights, ScopesBody, scopeView } from '../users/schema.js';
-import { directRights, findUser } from '../users/store.js';
-import { addMember, deleteTeam, findTeam, insertTeam, listTeams, removeMember, teamMembers, updateTeam, type TeamRow } from './store.js';
+import { addTeamMember, createTeam, presentTeam, removeTeam, removeTeamMember, renameTeam, teamDetail, teamOr404 } from './service.js';
+import { listTeams } from './store.js';
 
 const Team = Type.Object({ id: Uuid(), name: Type.String(), description: Type.String(), created_at: Timestamp(), members: Type.Integer() });
 const TeamDetail = Type.Composite([
@@ -22,30 +18,6 @@ const TeamParams = Type.Object({ team_id: Uuid('The team identifier') });
 const MemberParams = Type.Object({ team_id: Uuid('The team identifier'), user_id: Uuid('The user identifier') });
 const TeamName = Type.String({ minLength: 1, maxLength: 200 });
 const Description = Type.String({ maxLength: 2000 });
-
-const presentTeam = (row: TeamRow) => ({ ...row, created_at: row.created_at.toISOString() });
-
-async function teamOr404(app: AppContext, principal: Principal, id: string): Promise<TeamRow> {
-  const team = await findTeam(app.sql, principal.tenantId, id);
-  if (!team) throw notFound('Team not found', { team_id: id });
-  return team;
-}
-
-/** A taken team name is a 409 whether found first or caught by the unique index in a race. */
-const nameTaken = (name: string) => conflict('A team with this name exists already', { name });
-const orNameTaken = (name: string | undefined) => (error: unknown) => {
-  if ((error as { code?: string }).code === '23505' && name !== undefined) throw nameTaken(name);
-  throw error;
-};
-
-async function teamDetail(app: AppContext, team: TeamRow) {
-  const [members, rights] = await Promise.all([teamMembers(app.sql, team.id), directRights(app.sql, { teamId: team.id })]);
-  return {
-    ...presentTeam(team),
-    member_list: members.map((m) => ({ ...m, added_at: m.added_at.toISOString() })),
-    rights: { permissions: rights.permissions, scopes: rights.scopes.map(scopeView) },
-  };
-}
 
 const TAGS = ['Teams'];
 const read = { resource: 'users', action: 'read' } as const;
@@ -83,7 +55,7 @@ const create = defineRoute({
   body: Type.Object({ name: TeamName, description: Type.Optional(Description) }, { additionalProperties: false }),
   responses: { 201: { description: 'The team.', schema: Team } },
   async handler({ ctx, app, principal, body }) {
-    const team = await insertTeam(app.sql, principal.tenantId, { name: body.name, description: body.description ?? '' }).catch(orNameTaken(body.name));
+    const team = await createTeam(app, principal, { name: body.name, description: body.description ?? '' });
     ctx.status = 201;
     return presentTeam(team);
   },
@@ -115,9 +87,7 @@ const update = defineRoute({
   body: Type.Object({ name: Type.Optional(TeamName), description: Type.Optional(Description) }, { additionalProperties: false }),
   responses: { 200: { description: 'The team.', schema: Team } },
   async handler({ app, principal, params, body }) {
-    await teamOr404(app, principal, params.team_id);
-    await updateTeam(app.sql, principal.tenantId, params.team_id, body).catch(orNameTaken(body.name));
-    return presentTeam(await teamOr404(app, principal, params.team_id));
+    return presentTeam(await renameTeam(app, principal, params.team_id, body));
   },
 });
 
@@ -132,10 +102,7 @@ const remove = defineRoute({
   params: TeamParams,
   responses: { 200: { description: 'Deleted.', schema: Type.Object({ message: Type.String() }) } },
   async handler({ ctx, app, principal, params }) {
-    await app.sql.begin(async (tx) => {
-      if (!(await deleteTeam(tx, principal.tenantId, params.team_id))) throw notFound('Team not found', { team_id: params.team_id });
-      await auditChange(tx, app.audit, ctx, principal, 'membership.changed', { type: 'team', id: params.team_id }, { deleted: true });
-    });
+    await removeTeam(app, ctx, principal, params.team_id);
     return { message: 'Team deleted' };
   },
 });
@@ -153,18 +120,7 @@ const addMemberRoute = defineRoute({
   params: MemberParams,
   responses: { 200: { description: 'The team.', schema: TeamDetail } },
   async handler({ ctx, app, principal, params }) {
-    const team = await teamOr404(app, principal, params.team_id);
-    const user = await findUser(app.sql, principal.tenantId, params.user_id);
-    if (!user) throw notFound('User not found', { user_id: params.user_id });
-    await changeRights(app, ctx, principal, {
-      target: { holder: { teamId: team.id }, type: 'team', id: team.id, name: team.name },
-      alsoUsers: [user.id],
-      handsOutTeam: true,
-      event: 'membership.changed',
-      details: { added: user.id },
-      apply: (tx) => addMember(tx, team.id, user.id),
-    });
-    return teamDetail(app, await teamOr404(app, principal, team.id));
+    return addTeamMember(app, ctx, principal, params.team_id, params.user_id);
   },
 });
 
@@ -179,12 +135,7 @@ const removeMemberRoute = defineRoute({
   params: MemberParams,
   responses: { 200: { description: 'The team.', schema: TeamDetail } },
   async handler({ ctx, app, principal, params }) {
-    const team = await teamOr404(app, principal, params.team_id);
-    await app.sql.begin(async (tx) => {
-      if (!(await removeMember(tx, team.id, params.user_id))) throw notFound('Not a member of this team', { user_id: params.user_id });
-      await auditChange(tx, app.audit, ctx, principal, 'membership.changed', { type: 'team', id: team.id, name: team.name }, { removed: params.user_id });
-    });
-    return teamDetail(app, await teamOr404(app, principal, team.id));
+    return removeTeamMember(app, ctx, principal, params.team_id, params.user_id);
   },
 });
 

@@ -58,8 +58,3 @@ export async function removeMember(sql: Queryable, teamId: string, userId: strin
   return result.count > 0;
 }
 
-/** Locks a team's row: changes to its grants and members are decided one at a time. */
-export async function lockTeam(sql: Queryable, tenantId: string, id: string): Promise<boolean> {
-  const rows = await sql`select id from teams where tenant_id = ${tenantId} and id = ${id} for update`;
-  return rows.length > 0;
-}

@@ -1,75 +1,11 @@
 import { Type } from '@sinclair/typebox';
-import { auditChange } from '../audit/log.js';
-import { assertWithinCeiling } from '../auth/grant-ceiling.js';
-import { changeRights, setPermissions, setScopes } from './rights.js';
-import { endSessionsOf } from '../auth/sessions.js';
-import { conflict, forbidden, notFound } from '../http/errors.js';
+import { setPermissions, setScopes } from '../grants/service.js';
+import { PermissionsBody, Rights, ScopesBody } from '../grants/schema.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
-import type { AppContext } from '../context.js';
-import type { Principal } from '../auth/principal.js';
-import { normalizeScopes } from '../auth/principal.js';
-import {
-  NewUser,
-  PermissionsBody,
-  Rights,
-  ScopesBody,
-  scopeView,
-  User,
-  UserDetail,
-  UserList,
-  UserListQuery,
-  UserParams,
-} from './schema.js';
-import {
-  directRights,
-  effectiveRights,
-  findUser,
-  findUserByEmail,
-  insertUser,
-  listUsers,
-  setDeactivated,
-  setSuperadmin,
-  type UserRow,
-} from './store.js';
-
-export function presentUser(row: UserRow) {
-  return {
-    id: row.id,
-    name: row.name,
-    email: row.email,
-    sso: row.issuer !== null,
-    superadmin: row.superadmin,
-    active: row.deactivated_at === null,
-    created_at: row.created_at.toISOString(),
-    deactivated_at: row.deactivated_at?.toISOString() ?? null,
-    last_login_at: row.last_login_at?.toISOString() ?? null,
-  };
-}
-
-async function userOr404(app: AppContext, principal: Principal, id: string): Promise<UserRow> {
-  const user = await findUser(app.sql, principal.tenantId, id);
-  if (!user) throw notFound('User not found', { user_id: id });
-  return user;
-}
-
-async function userDetail(app: AppContext, user: UserRow) {
-  const [direct, effective, teams] = await Promise.all([
-    directRights(app.sql, { userId: user.id }),
-    effectiveRights(app.sql, user.id),
-    app.sql<{ id: string; name: string }[]>`
-      select t.id, t.name from teams t join team_members m on m.team_id = t.id where m.user_id = ${user.id} order by t.name`,
-  ]);
-  const scopes = user.superadmin ? 'all' : normalizeScopes(effective.scopes);
-  return {
-    ...presentUser(user),
-    direct: { permissions: direct.permissions, scopes: direct.scopes.map(scopeView) },
-    effective: {
-      permissions: effective.permissions,
-      scopes: scopes === 'all' ? ('all' as const) : scopes.map(scopeView),
-    },
-    teams: [...teams],
-  };
-}
+import { presentUser } from './presenter.js';
+import { NewUser, User, UserDetail, UserList, UserListQuery, UserParams } from './schema.js';
+import { createUser, setActive, setSuperadminFlag, userDetail, userOr404 } from './service.js';
+import { listUsers } from './store.js';
 
 const list = defineRoute({
   method: 'GET',
@@ -106,27 +42,11 @@ const create = defineRoute({
   body: NewUser,
   responses: { 201: { description: 'The user.', schema: User } },
   async handler({ ctx, app, principal, body }) {
-    const email = body.email ?? null;
-    if (email !== null && (await findUserByEmail(app.sql, principal.tenantId, email))) {
-      throw conflictEmail(email);
-    }
-    const user = await app.sql
-      .begin(async (tx) => {
-        const user = await insertUser(tx, principal.tenantId, { name: body.name, email });
-        await auditChange(tx, app.audit, ctx, principal, 'user.created', { type: 'user', id: user.id, name: user.name });
-        return user;
-      })
-      .catch((error: unknown) => {
-        // two creations racing for one email: the unique index decides
-        if ((error as { code?: string }).code === '23505' && email !== null) throw conflictEmail(email);
-        throw error;
-      });
+    const user = await createUser(app, ctx, principal, { name: body.name, email: body.email ?? null });
     ctx.status = 201;
     return presentUser(user);
   },
 });
-
-const conflictEmail = (email: string) => conflict('A user with this email exists already', { email });
 
 const get = defineRoute({
   method: 'GET',
@@ -157,19 +77,7 @@ function activation(active: boolean) {
     params: UserParams,
     responses: { 200: { description: 'The user.', schema: User } },
     async handler({ ctx, app, principal, params }) {
-      const current = await userOr404(app, principal, params.user_id);
-      if (!active && current.id === principal.user?.id) throw forbidden('You cannot deactivate yourself', { user_id: current.id });
-      // reactivating hands the user's rights (and its live tokens) back: the grant ceiling applies
-      await changeRights(app, ctx, principal, {
-        target: { holder: { userId: current.id }, type: 'user', id: current.id, name: current.name },
-        event: active ? 'user.reactivated' : 'user.deactivated',
-        details: {},
-        apply: async (tx) => {
-          await setDeactivated(tx, principal.tenantId, current.id, active ? null : (current.deactivated_at ?? app.now()));
-          if (!active) await endSessionsOf(tx, current.id);
-        },
-      });
-      return presentUser((await userOr404(app, principal, current.id)));
+      return presentUser(await setActive(app, ctx, principal, params.user_id, active));
     },
   });
 }
@@ -188,15 +96,7 @@ const superadmin = defineRoute({
   body: Type.Object({ superadmin: Type.Boolean() }, { additionalProperties: false }),
   responses: { 200: { description: 'The user.', schema: User } },
   async handler({ ctx, app, principal, params, body }) {
-    const user = await userOr404(app, principal, params.user_id);
-    if (body.superadmin) assertWithinCeiling(principal, [{ subject: `user ${user.name}`, after: { superadmin: true, permissions: [], scopes: [] } }]);
-    else if (!principal.superadmin) throw forbidden('Only a superadmin may withdraw superadmin', { reason: 'superadmin_only' });
-    const updated = await app.sql.begin(async (tx) => {
-      const updated = await setSuperadmin(tx, principal.tenantId, user.id, body.superadmin);
-      await auditChange(tx, app.audit, ctx, principal, 'user.promoted', { type: 'user', id: user.id, name: user.name }, { superadmin: body.superadmin });
-      return updated;
-    });
-    return presentUser(updated!);
+    return presentUser(await setSuperadminFlag(app, ctx, principal, params.user_id, body.superadmin));
   },
 });
 

@@ -5,9 +5,8 @@ import type { Principal, Permission } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
 import type { Queryable } from '../db/database.js';
 import { notFound, validationFailed } from '../http/errors.js';
-import { lockTeam } from '../teams/store.js';
 import { readScopes, scopeView, type ScopeBody } from './schema.js';
-import { directRights, heldRights, replaceGrants, replaceScopes, unknownSources, type HeldRights, type Holder } from './store.js';
+import { directRights, heldRights, lockTeam, replaceGrants, replaceScopes, unknownSources, type HeldRights, type Holder } from './store.js';
 
 /** Whose rights change, as the audit log names it. */
 export interface RightsTarget {
