@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { apiKeyRoutes } from './api-keys/routes.js';
 import { auditRefusal } from './audit/log.js';
 import { auditRoutes } from './audit/routes.js';
-import { authRoutes } from './auth/routes.js';
+import { authRoutes } from './sign-in/routes.js';
 import { changeRoutes } from './changes/routes.js';
 import { collectorRoutes } from './collectors/routes.js';
 import { configurationItemRoutes } from './configuration-items/routes.js';

@@ -7,11 +7,11 @@ import { AppError, forbidden, notFound } from '../http/errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { Nullable, Uuid } from '../http/schemas.js';
 import { ScopeView, scopeView } from '../grants/schema.js';
-import { signInSsoUser, syncGroupTeams } from '../users/store.js';
-import { clearSessionCookie, keyPrincipalOrRefuse, ownOrigin, sameOrigin, SESSION_COOKIE, setSessionCookie } from './authenticate.js';
-import { createSession, endSession } from './sessions.js';
-import type { PendingLogin, SingleSignOn } from './sso.js';
-import type { Principal } from './principal.js';
+import { signInWithIdentity } from './service.js';
+import { clearSessionCookie, keyPrincipalOrRefuse, ownOrigin, sameOrigin, SESSION_COOKIE, setSessionCookie } from '../auth/authenticate.js';
+import { createSession, endSession } from '../auth/sessions.js';
+import type { PendingLogin, SingleSignOn } from '../auth/sso.js';
+import type { Principal } from '../auth/principal.js';
 
 const Me = Type.Object({
   kind: Type.Union([Type.Literal('api_key'), Type.Literal('user')]),
@@ -138,20 +138,7 @@ const callback = defineRoute({
     // sign-in identities belong to the default tenant: one provider per deployment
     const tenantId = DEFAULT_TENANT_ID;
     const now = app.now();
-    const outcome = await app.sql.begin(async (tx) => {
-      const signedIn = await signInSsoUser(tx, tenantId, identity, now);
-      if (signedIn.outcome !== 'signed_in') return { signedIn, teams: undefined };
-      const teams = identity.groups === undefined ? undefined : await syncGroupTeams(tx, tenantId, signedIn.user.id, identity.groups);
-      // the user and the memberships its groups gave are recorded with them
-      const { user } = signedIn;
-      const recorded = { tenantId, outcome: 'success' as const, actor: { kind: 'user' as const, id: user.id, name: user.name }, target: { type: 'user', id: user.id, name: user.name }, ...requestFacts(ctx) };
-      if (signedIn.created) await app.audit.writeNow(tx, { ...recorded, type: 'user.created', details: { via: 'sso' } });
-      if (teams && (teams.added.length > 0 || teams.removed.length > 0)) {
-        await app.audit.writeNow(tx, { ...recorded, type: 'membership.changed', details: { via: 'groups', ...teams } });
-      }
-      return { signedIn, teams };
-    });
-    const { signedIn } = outcome;
+    const { signedIn } = await signInWithIdentity(app, ctx, tenantId, identity, now);
     if (signedIn.outcome === 'deactivated') throw refuseSignIn(ctx, 'This user is deactivated', 403, 'user_deactivated');
     if (signedIn.outcome === 'email_taken') {
       throw refuseSignIn(ctx, 'Another user holds this email; an admin must resolve it (or the provider must verify the email)', 403, 'email_taken');
