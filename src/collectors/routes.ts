@@ -5,7 +5,8 @@ import { defineRoute, type AnyRoute, type Method } from '../http/route.js';
 import { ErrorEnvelope, Limit, Nullable, NumericId, Offset, Timestamp } from '../http/schemas.js';
 import { collectorOr404 } from '../sources/routes.js';
 import { listCollectors, listSources, type CollectorRow, type SourceRow } from '../sources/store.js';
-import { collectorType, UNKNOWN_TYPE_CAPABILITIES } from './types.js';
+import { UNKNOWN_TYPE_CAPABILITIES } from '../collector-types/plugin.js';
+import { collectorType } from '../collector-types/registry.js';
 
 const TAGS = ['Collectors'];
 const read = { resource: 'collectors', action: 'read' } as const;

@@ -1,16 +1,5 @@
 import type { UniversalRecord } from '../inventory/records.js';
-import type { WatchBatch } from './types.js';
-
-/**
- * Thrown by a watch whose start point the server no longer has (Kubernetes' 410 Gone): the worker
- * lists everything again and watches from the new list.
- */
-export class WatchExpired extends Error {
-  constructor(message = 'the watch start point expired; listing again') {
-    super(message);
-    this.name = 'WatchExpired';
-  }
-}
+import type { WatchBatch } from '../collector-types/plugin.js';
 
 /** Changes gathered from a watch, merged per instance: the last word on each object wins. */
 export interface Deltas {

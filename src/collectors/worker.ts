@@ -4,13 +4,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AppContext } from '../context.js';
 import type { UniversalRecord } from '../inventory/records.js';
 import { addReconcileResult, emptyReconcileResult, reconcile, type ReconcileResult } from '../inventory/reconcile.js';
-import { loadCredentials, MasterKeys, redactCredentials, type CredentialDocument } from '../sources/credentials.js';
+import { loadCredentials, MasterKeys, redactCredentials } from '../sources/credentials.js';
 import { AllowedHosts } from '../net/endpoint.js';
 import { getSource, type SourceRow } from '../sources/store.js';
 import { collectionDuration, collectionRuns, recordsCollected, sourcesDueNotRunning, watchesActive, watchEvents } from '../observability/metrics.js';
 import { claimRuns, countQueued, enqueueDue, finishRun, markListing, markWatching, recordOnSource, renewLease, type ClaimedRun, type Components } from './runs.js';
-import { collectingTypes, collectorType, type CollectorType } from './types.js';
-import { coalesce, WatchExpired } from './watch.js';
+import { WatchExpired, type CollectorType, type CredentialDocument } from '../collector-types/plugin.js';
+import { collectingTypes, collectorType } from '../collector-types/registry.js';
+import { coalesce } from './watch.js';
 
 export interface WorkerOptions {
   /** Runs this worker executes at once (CINV_WORKER_CONCURRENCY). */

@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import type { CredentialDocument } from '../collector-types/plugin.js';
 import type { Queryable, Sql } from '../db/database.js';
 
 /**
@@ -9,11 +10,6 @@ import type { Queryable, Sql } from '../db/database.js';
  * version: a ciphertext copied to another source, another tenant or labelled with another key
  * version does not decrypt.
  */
-
-export type CredentialDocument =
-  | { type: 'token'; token: string }
-  | { type: 'basic'; username: string; password: string }
-  | { type: 'tls'; client_certificate: string; client_key: string; ca_certificate?: string };
 
 export class CredentialsUnavailable extends Error {}
 

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { coversScope, coversSource, type Principal } from '../auth/principal.js';
-import { collectorType, knownCollectorTypes } from '../collectors/types.js';
+import type { CredentialDocument } from '../collector-types/plugin.js';
+import { collectorType, knownCollectorTypes } from '../collector-types/registry.js';
 import type { AppContext } from '../context.js';
 import { conflict, forbidden, notFound } from '../http/errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
@@ -17,7 +18,6 @@ import {
   loadCredentials,
   MasterKeys,
   storeCredentials,
-  type CredentialDocument,
 } from './credentials.js';
 import { assertSourceSettings, collectorTypesDoc, requireCollectorType } from './service.js';
 import {

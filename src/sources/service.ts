@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { ValidateFunction } from 'ajv';
-import { collectorType, CommonConfig, knownCollectorTypes, type CollectorType } from '../collectors/types.js';
+import { CommonConfig, type CollectorType } from '../collector-types/plugin.js';
+import { collectorType, knownCollectorTypes } from '../collector-types/registry.js';
 import { validationFailed, type FieldError } from '../http/errors.js';
 import { compileBody, toFieldErrors } from '../http/validation.js';
 import { AllowedHosts, refusedEndpoint } from '../net/endpoint.js';

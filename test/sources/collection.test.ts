@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { Type } from '@sinclair/typebox';
 import { claimRuns } from '../../src/collectors/runs.js';
-import { registerCollectorType, unregisterCollectorType, type CollectContext } from '../../src/collectors/types.js';
+import type { CollectContext } from '../../src/collector-types/plugin.js';
+import { registerCollectorType, unregisterCollectorType } from '../../src/collector-types/registry.js';
 import { CollectionWorker } from '../../src/collectors/worker.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
 import { createKey, useTestApp, type TestApp } from '../support/app.js';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Type } from '@sinclair/typebox';
-import { registerCollectorType, unregisterCollectorType } from '../../src/collectors/types.js';
+import { registerCollectorType, unregisterCollectorType } from '../../src/collector-types/registry.js';
 import { createKey, useTestApp } from '../support/app.js';
 import { buildPod } from '../support/factories.js';
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Type } from '@sinclair/typebox';
-import { registerCollectorType, unregisterCollectorType, type CollectContext, type WatchBatch, type WatchContext } from '../../src/collectors/types.js';
-import { WatchExpired } from '../../src/collectors/watch.js';
+import { WatchExpired, type CollectContext, type WatchBatch, type WatchContext } from '../../src/collector-types/plugin.js';
+import { registerCollectorType, unregisterCollectorType } from '../../src/collector-types/registry.js';
 import { CollectionWorker, type WorkerOptions } from '../../src/collectors/worker.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
 import { createKey, useTestApp, type TestApp } from '../support/app.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { collectorType } from '../../src/collectors/types.js';
+import { collectorType } from '../../src/collector-types/registry.js';
 import { typeDataKey } from '../../src/configuration-items/presenter.js';
 import type { TestApp } from './app.js';
 

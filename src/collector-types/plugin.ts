@@ -1,10 +1,32 @@
 import { Type, type TObject } from '@sinclair/typebox';
 import type { UniversalRecord } from '../inventory/records.js';
-import type { CredentialDocument } from '../sources/credentials.js';
 import type { AllowedHosts } from '../net/endpoint.js';
-import { kubernetesType } from './kubernetes.js';
-import { postgresqlType } from './postgresql.js';
-import { prometheusType } from './prometheus.js';
+
+/**
+ * The contract between the collection worker and a collector type. It lives below the source and
+ * collector features, so that both use it (sources to check settings against a type, the worker to
+ * run one) without importing each other.
+ */
+
+/**
+ * A source's credentials, decrypted, as a collector type is handed them. Stored encrypted by
+ * src/sources/credentials.ts.
+ */
+export type CredentialDocument =
+  | { type: 'token'; token: string }
+  | { type: 'basic'; username: string; password: string }
+  | { type: 'tls'; client_certificate: string; client_key: string; ca_certificate?: string };
+
+/**
+ * Thrown by a watch whose start point the server no longer has (Kubernetes' 410 Gone): the worker
+ * lists everything again and watches from the new list.
+ */
+export class WatchExpired extends Error {
+  constructor(message = 'the watch start point expired; listing again') {
+    super(message);
+    this.name = 'WatchExpired';
+  }
+}
 
 /** What a collector type can do, as the collector health route reports it. */
 export interface Capabilities {
@@ -62,7 +84,6 @@ export interface WatchBatch {
   resume?: { key: string; version: string };
 }
 
-
 /**
  * A collector type: its configuration schema (validation and the OpenAPI document), what it can do
  * and what it can collect. Types that collect by themselves add a `collect` implementation when
@@ -104,41 +125,6 @@ export const CommonConfig = {
   ),
   enabled_collectors: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100, uniqueItems: true, description: 'What to collect, among what the type can.' })),
 };
-
-const universal: CollectorType = {
-  type: 'universal',
-  description: 'External agents push universal-format records to `POST /api/v1/sources/{id}/ingest`; cinv collects nothing itself.',
-  configSchema: Type.Object({}),
-  capabilities: { supports_universal_format: true, supports_multi_source: true, supports_watch: false, collects: false },
-  collectables: [],
-  endpointSchemes: ['http', 'https'],
-};
-
-const registry = new Map<string, CollectorType>([universal, kubernetesType, postgresqlType, prometheusType].map((t) => [t.type, t]));
-
-export function registerCollectorType(type: CollectorType): void {
-  registry.set(type.type, type);
-}
-
-const BUILT_IN = new Set(registry.keys());
-
-/** Removes a type registered for a test; the built-in ones stay. */
-export function unregisterCollectorType(name: string): void {
-  if (!BUILT_IN.has(name)) registry.delete(name);
-}
-
-export function collectorType(name: string): CollectorType | undefined {
-  return registry.get(name);
-}
-
-/** The types that collect by themselves (the worker runs their sources). */
-export function collectingTypes(): string[] {
-  return [...registry.values()].filter((t) => t.capabilities.collects && t.collect).map((t) => t.type);
-}
-
-export function knownCollectorTypes(): string[] {
-  return [...registry.keys()].sort();
-}
 
 /**
  * What a collector type of a row written before it was known (or after it was removed) can do:

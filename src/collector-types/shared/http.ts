@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import { AllowedHosts, EndpointRefused, guardedLookup, refusedAddress } from '../net/endpoint.js';
+import { AllowedHosts, EndpointRefused, guardedLookup, refusedAddress } from '../../net/endpoint.js';
 
 export interface GuardedResponse {
   status: number;

@@ -1,4 +1,4 @@
-import type { CollectContext } from './types.js';
+import type { CollectContext } from '../plugin.js';
 
 /** Whether `config.enabled_collectors` (empty or absent: everything) names this part. */
 export function isEnabled(context: CollectContext, part: string): boolean {
