@@ -1,12 +1,13 @@
 import { Type } from '@sinclair/typebox';
-import { AppError, conflict, notFound } from '../http/errors.js';
-import { enqueueManual, getRun, listRuns, type RunRow } from './runs.js';
-import { defineRoute, type AnyRoute, type Method } from '../http/route.js';
-import { ErrorEnvelope, Limit, Nullable, NumericId, Offset, Timestamp } from '../http/schemas.js';
-import { collectorOr404 } from '../sources/routes.js';
-import { listCollectors, listSources, type CollectorRow, type SourceRow } from '../sources/store.js';
 import { UNKNOWN_TYPE_CAPABILITIES } from '../collector-types/plugin.js';
 import { collectorType } from '../collector-types/registry.js';
+import { AppError, conflict, notFound } from '../http/errors.js';
+import { defineRoute, type AnyRoute, type Method } from '../http/route.js';
+import { ErrorEnvelope, Limit, Nullable, NumericId, Offset, Timestamp } from '../http/schemas.js';
+import { listSources, type SourceRow } from '../sources/store.js';
+import { enqueueManual, getRun, listRuns, type RunRow } from './runs.js';
+import { collectorOr404 } from './service.js';
+import { listCollectors, type CollectorRow } from './store.js';
 
 const TAGS = ['Collectors'];
 const read = { resource: 'collectors', action: 'read' } as const;

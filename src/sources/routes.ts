@@ -10,6 +10,7 @@ import { addReconcileResult, assertStorable, emptyReconcileResult, reconcile } f
 import { Snapshot } from '../inventory/records.js';
 import { auditChange } from '../audit/log.js';
 import { cancelRunsOf } from '../collectors/runs.js';
+import { collectorOr404 } from '../collectors/service.js';
 import { AllowedHosts } from '../net/endpoint.js';
 import { decodedBody, ndjsonBatches } from './ndjson.js';
 import {
@@ -25,7 +26,6 @@ import {
   findSourceById,
   getSource,
   insertSource,
-  listCollectors,
   listSources,
   provisionCollector,
   setSourceHealth,
@@ -413,14 +413,6 @@ const health = defineRoute({
     return { status: 'ok', message: `Health of ${source.name} recorded` };
   },
 });
-
-/** The live collector a principal may see, or a 404. */
-export async function collectorOr404(app: AppContext, principal: Principal, rawId: string) {
-  const id = bigintId(rawId);
-  const found = id === undefined ? undefined : (await listCollectors(app.sql, principal, { id, limit: 1, offset: 0 })).rows[0];
-  if (!found) throw notFound('Collector not found', { collector_id: rawId });
-  return found;
-}
 
 const collectorSources = defineRoute({
   method: 'GET',
