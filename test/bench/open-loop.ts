@@ -55,7 +55,9 @@ export function openLoop(base: string, options: OpenLoopOptions): OpenLoop {
   const url = new URL(base);
   // the generator is meant for a server of its own on this machine, never for someone else's
   if (!LOOPBACK.has(url.hostname)) throw new Error(`the open-loop generator drives loopback servers only, not ${url.hostname}`);
-  const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  // a connection per request, as independent clients have: a kept-alive socket the server closes
+  // while a request is being put on it would fail that request for the generator's sake
+  const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
   const samples: Sample[] = [];
   const open = new Map<number, () => void>();
   const started = performance.now();

@@ -132,7 +132,7 @@ interface Watch {
   rss: { at: number; mb: number; cpu: number; load: number }[];
   /** The event loop's delay as the server's own metrics saw it over each 5 s (mean, p50, p99 in ms). */
   lag: { mean: number; p50: number; p99: number }[];
-  ready: { at: number; status: number; inFlight: number | undefined; ms: number }[];
+  ready: { at: number; status: number; inFlight: number | undefined; dbWaiting: number | undefined; ms: number }[];
   stop(): void;
 }
 
@@ -178,10 +178,11 @@ function watch(server: RunningServer, started: number): Watch {
     const sent = performance.now();
     fetch(`${server.base}/health/ready`).then(
       async (r) => {
-        const body = (await r.json()) as { checks?: { load?: { in_flight?: number } } };
-        ready.push({ at: sent - started, status: r.status, inFlight: body.checks?.load?.in_flight, ms: performance.now() - sent });
+        const body = (await r.json()) as { checks?: { load?: { in_flight?: number; db_waiting?: number } } };
+        const load = body.checks?.load;
+        ready.push({ at: sent - started, status: r.status, inFlight: load?.in_flight, dbWaiting: load?.db_waiting, ms: performance.now() - sent });
       },
-      () => ready.push({ at: sent - started, status: 0, inFlight: undefined, ms: performance.now() - sent }),
+      () => ready.push({ at: sent - started, status: 0, inFlight: undefined, dbWaiting: undefined, ms: performance.now() - sent }),
     );
   }, 2000);
   return {
@@ -237,6 +238,7 @@ function serverSide(watched: Watch): void {
   console.log(`  p50: ${lag('p50')}`);
   console.log(`  p99: ${lag('p99')}`);
   console.log(`server in flight per /health/ready (every 2 s): ${watched.ready.map((r) => r.inFlight ?? '-').join(' ')}`);
+  console.log(`  of which waiting for a connection: ${watched.ready.map((r) => r.dbWaiting ?? '-').join(' ')}`);
   summarize('/health/ready meanwhile', watched.ready);
 }
 
