@@ -1,4 +1,4 @@
-import { recordChanges } from './change-writer.js';
+import { recordChanges, statusRecord } from './change-writer.js';
 import type { Queryable } from '../db/database.js';
 import { archiveCis, type ArchivedCi } from './store.js';
 
@@ -8,20 +8,6 @@ import { archiveCis, type ArchivedCi } from './store.js';
  */
 export async function archiveWithHistory(sql: Queryable, tenantId: string, ciIds: string[], now: Date): Promise<ArchivedCi[]> {
   const archived = await archiveCis(sql, tenantId, ciIds, now);
-  await recordChanges(
-    sql,
-    archived.map((ci) => ({
-      tenant_id: tenantId,
-      ci_id: ci.ci_id,
-      source_id: ci.source_id,
-      scope_id: ci.scope_id,
-      ci_name: ci.name,
-      ci_namespace: ci.namespace,
-      ci_type: ci.ci_type,
-      change_type: 'DELETED' as const,
-      changed_at: now,
-      changes: [{ field: 'status', old_value: ci.previous_status, new_value: 'archived' }],
-    })),
-  );
+  await recordChanges(sql, archived.map((ci) => statusRecord({ ...ci, tenant_id: tenantId }, 'DELETED', ci.previous_status, 'archived', now)));
   return archived;
 }

@@ -18,6 +18,49 @@ export interface NewChangeRecord {
   changes: FieldChange[];
 }
 
+/** What a change record keeps of its CI: enough to read the history after the CI itself is removed. */
+export interface ChangedCi {
+  tenant_id: string;
+  ci_id: string;
+  source_id: string | null;
+  scope_id: string | null;
+  name: string;
+  namespace: string | null;
+  ci_type: string;
+}
+
+/** The change record of one change to a CI, for recordChanges. */
+export function changeRecord(ci: ChangedCi, changeType: ChangeType, changes: FieldChange[], changedAt: Date): NewChangeRecord {
+  return {
+    tenant_id: ci.tenant_id,
+    ci_id: ci.ci_id,
+    source_id: ci.source_id,
+    scope_id: ci.scope_id,
+    ci_name: ci.name,
+    ci_namespace: ci.namespace,
+    ci_type: ci.ci_type,
+    change_type: changeType,
+    changed_at: changedAt,
+    changes,
+  };
+}
+
+/** A new CI's `CREATED` change: the fields that say what it is (the payload itself is in the CI). */
+export function createdRecord(ci: ChangedCi, changedAt: Date): NewChangeRecord {
+  const fields = [
+    { field: 'name', old_value: null, new_value: ci.name },
+    { field: 'namespace', old_value: null, new_value: ci.namespace },
+    { field: 'ci_type', old_value: null, new_value: ci.ci_type },
+    { field: 'status', old_value: null, new_value: 'active' },
+  ];
+  return changeRecord(ci, 'CREATED', fields, changedAt);
+}
+
+/** A status move (lifecycle sweep, archiving): one change on `status`. */
+export function statusRecord(ci: ChangedCi, changeType: ChangeType, from: string, to: string, changedAt: Date): NewChangeRecord {
+  return changeRecord(ci, changeType, [{ field: 'status', old_value: from, new_value: to }], changedAt);
+}
+
 export const OUTBOX_TOPIC_CHANGE = 'change_record';
 /** NOTIFY channel on which outbox consumers wait for new rows. */
 export const OUTBOX_CHANNEL = 'cinv_outbox';

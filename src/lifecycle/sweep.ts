@@ -1,5 +1,5 @@
 import type { PendingQuery, Row } from 'postgres';
-import { recordChanges } from '../inventory/change-writer.js';
+import { recordChanges, statusRecord, type ChangedCi } from '../inventory/change-writer.js';
 import type { Config } from '../config/config.js';
 import type { Sql } from '../db/database.js';
 
@@ -26,16 +26,6 @@ export interface SweepResult {
   removed: number;
 }
 
-interface MovedCi {
-  ci_id: string;
-  tenant_id: string;
-  source_id: string;
-  scope_id: string | null;
-  name: string;
-  namespace: string | null;
-  ci_type: string;
-}
-
 type Status = 'active' | 'inactive' | 'archived';
 
 /**
@@ -45,27 +35,13 @@ type Status = 'active' | 'inactive' | 'archived';
  */
 async function moveBatch(sql: Sql, due: PendingQuery<Row[]>, from: Status, to: Status, now: Date): Promise<number> {
   return sql.begin(async (tx) => {
-    const moved = await tx<MovedCi[]>`
+    const moved = await tx<ChangedCi[]>`
       update configuration_items c
       set status = ${to}, status_updated_at = ${now}, updated_at = ${now}
       from (${due}) as due
       where c.ci_id = due.ci_id
       returning c.ci_id, c.tenant_id, c.source_id::text, c.scope_id, c.name, c.namespace, c.ci_type`;
-    await recordChanges(
-      tx,
-      moved.map((ci) => ({
-        tenant_id: ci.tenant_id,
-        ci_id: ci.ci_id,
-        source_id: ci.source_id,
-        scope_id: ci.scope_id,
-        ci_name: ci.name,
-        ci_namespace: ci.namespace,
-        ci_type: ci.ci_type,
-        change_type: 'UPDATED' as const,
-        changed_at: now,
-        changes: [{ field: 'status', old_value: from, new_value: to }],
-      })),
-    );
+    await recordChanges(tx, moved.map((ci) => statusRecord(ci, 'UPDATED', from, to, now)));
     return moved.length;
   });
 }
