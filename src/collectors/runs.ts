@@ -197,16 +197,6 @@ export async function recordOnSource(
     where id = ${sourceId}`;
 }
 
-/** Cancels the queued or running run of a source (deleted or disabled); its worker stops at its next heartbeat. */
-export async function cancelRunsOf(sql: Queryable, sourceId: string, now: Date): Promise<number> {
-  const rows = await sql`
-    update collection_runs set status = 'cancelled', finished_at = ${now}, error = 'cancelled: the source was deleted or disabled',
-           lease_owner = null, lease_expires_at = null
-    where source_id = ${sourceId} and status in ('queued', 'running')
-    returning 1`;
-  return rows.length;
-}
-
 const runsVisibleTo = (sql: Sql, principal: Principal) => sourcesVisibleTo(sql, principal, { tenant: 'r.tenant_id', source: 'r.source_id' });
 
 /** One run of a source the principal may see. */

@@ -1,96 +1,221 @@
-import { Type } from '@sinclair/typebox';
-import type { ValidateFunction } from 'ajv';
-import { CommonConfig, type CollectorType } from '../collector-types/plugin.js';
+import type { Context } from 'koa';
+import type { Readable } from 'node:stream';
+import { auditChange } from '../audit/log.js';
+import { coversScope, coversSource, type Principal } from '../auth/principal.js';
+import type { CredentialDocument } from '../collector-types/plugin.js';
 import { collectorType, knownCollectorTypes } from '../collector-types/registry.js';
-import { validationFailed, type FieldError } from '../http/errors.js';
-import { compileBody, toFieldErrors } from '../http/validation.js';
-import { AllowedHosts, refusedEndpoint } from '../net/endpoint.js';
+import type { AppContext } from '../context.js';
+import type { Queryable } from '../db/database.js';
+import { conflict, forbidden, notFound } from '../http/errors.js';
+import { bigintId } from '../http/schemas.js';
+import { addReconcileResult, assertStorable, emptyReconcileResult, reconcile, type ReconcileResult } from '../inventory/reconcile.js';
+import type { Snapshot } from '../inventory/records.js';
+import { CredentialsUnavailable, destroyCredentials, loadCredentials, MasterKeys, storeCredentials } from './credentials.js';
+import { ndjsonBatches } from './ndjson.js';
+import type { HealthBody, NewCollectorSource, NewSource, SourceQuery, SourceUpdate } from './schema.js';
+import { allowedHostsOf, assertSourceSettings, requireCollectorType } from './settings.js';
+import {
+  cancelRunsOf,
+  deleteSource,
+  findSourceById,
+  getSource,
+  insertSource,
+  listSources,
+  provisionCollector,
+  setSourceHealth,
+  updateSource,
+  type SourceRow,
+} from './store.js';
 
-const configValidators = new Map<string, ValidateFunction>();
+/** A live source the principal may see, or a 404 (a source outside its scopes is reported absent). */
+export async function sourceOr404(app: AppContext, principal: Principal, rawId: string): Promise<SourceRow> {
+  const id = bigintId(rawId);
+  const source = id === undefined ? undefined : await getSource(app.sql, principal.tenantId, id);
+  if (!source || !coversSource(principal, source.id)) throw notFound('Source not found', { source_id: rawId });
+  return source;
+}
 
-/** The complete `config` schema of a type: the common keys and its own, nothing else. */
-export function configSchemaOf(type: CollectorType) {
-  return Type.Object({ ...CommonConfig, ...type.configSchema.properties }, { additionalProperties: false });
+/** Creating or changing a source needs a principal whose scopes cover it: a scoped key could not see it afterwards. */
+export function assertUnscoped(principal: Principal): void {
+  if (!principal.superadmin && principal.scopes !== 'all') throw forbidden('Only a principal with access to all data may add sources', { reason: 'scoped' });
+}
+
+/** A page of the sources the principal may see; a collector id too large to exist matches nothing. */
+export async function listSourcesPage(app: AppContext, principal: Principal, query: SourceQuery): Promise<{ rows: SourceRow[]; total: number }> {
+  const status = query.status ?? (query.enabled === undefined ? undefined : query.enabled ? 'enabled' : 'disabled');
+  const collectorId = query.collector_id === undefined ? undefined : bigintId(query.collector_id);
+  if (query.collector_id !== undefined && collectorId === undefined) return { rows: [], total: 0 };
+  return listSources(app.sql, principal, { collectorId, status, limit: query.limit, offset: query.offset });
+}
+
+/** Every source of a collector the principal may see, by id. */
+export async function sourcesOfCollector(app: AppContext, principal: Principal, collectorId: string, status?: 'enabled'): Promise<SourceRow[]> {
+  return (await listSources(app.sql, principal, { collectorId, status, limit: 10_000, offset: 0 })).rows;
 }
 
 /**
- * The collector types as the OpenAPI document describes them: what each discovers, its own
- * `config` keys and what `enabled_collectors` may name.
+ * Writes a new source into a collector; its settings were checked before the transaction began,
+ * so that no transaction waits on the endpoint's name resolution.
  */
-export function collectorTypesDoc(): string {
-  return knownCollectorTypes()
-    .map((name) => {
-      const type = collectorType(name)!;
-      const keys = Object.entries(type.configSchema.properties as Record<string, { description?: string }>)
-        .map(([key, schema]) => `\`${key}\`${schema.description ? ` (${schema.description})` : ''}`)
-        .join('; ');
-      const parts = [`- **\`${name}\`**: ${type.description}`];
-      if (keys) parts.push(`Own config keys: ${keys}.`);
-      for (const [ciType, keys] of Object.entries(type.ciTypes ?? {})) parts.push(`\`${ciType}\` type_data: ${keys.map((k) => `\`${k}\``).join(', ')}.`);
-      if (type.collectables.length > 0) parts.push(`\`enabled_collectors\`: ${type.collectables.map((c) => `\`${c}\``).join(', ')}.`);
-      return parts.join(' ');
-    })
-    .join('\n');
-}
-
-function configValidator(type: CollectorType): ValidateFunction {
-  let validate = configValidators.get(type.type);
-  if (!validate) {
-    validate = compileBody(configSchemaOf(type));
-    configValidators.set(type.type, validate);
-  }
-  return validate;
-}
-
-/** The type by name, or a 422 listing the known ones. */
-export function requireCollectorType(name: string, field = 'collector_type'): CollectorType {
-  const type = collectorType(name);
-  if (!type) throw validationFailed([{ field, location: 'body', message: `unknown collector type; known: ${knownCollectorTypes().join(', ')}` }]);
-  return type;
+async function insertChecked(tx: Queryable, tenantId: string, collectorId: string, body: NewCollectorSource, now: Date): Promise<SourceRow> {
+  const id = await insertSource(tx, tenantId, {
+    collectorId,
+    name: body.name,
+    endpoint: body.endpoint ?? null,
+    config: body.config ?? {},
+    scheduleConfig: body.schedule_config ?? {},
+  });
+  if (!id) throw conflict('A source with this name exists already', { name: body.name });
+  if (body.status === 'disabled') await updateSource(tx, tenantId, id, { status: 'disabled' }, now);
+  return (await getSource(tx, tenantId, id))!;
 }
 
 /**
- * Checks a source's settings against its type: the config keys and values, the collection mode
- * and what may be collected, and the endpoint (scheme, and the request forgery guard). `config` is
- * the merged result of an update, so that a partial update is judged as the source will be.
+ * A source and the collector of its type and name, which is provisioned with its first source: one
+ * transaction, so a taken name leaves no collector behind.
  */
-export async function assertSourceSettings(
-  type: CollectorType,
-  settings: { endpoint: string | null | undefined; config: Record<string, unknown> },
-  allowedHosts: AllowedHosts,
-): Promise<void> {
-  const errors: FieldError[] = [];
-  const validate = configValidator(type);
-  if (!validate(structuredClone(settings.config))) {
-    errors.push(...toFieldErrors(validate.errors, 'body').map((e) => ({ ...e, field: `config.${e.field}`.replace(/\.\(root\)$/, '') })));
-  }
-  const { collection_mode: mode, enabled_collectors: enabled } = settings.config;
-  if (mode === 'hybrid' && !type.capabilities.supports_watch) {
-    errors.push({ field: 'config.collection_mode', location: 'body', message: `the ${type.type} type cannot watch; use periodic` });
-  }
-  if (Array.isArray(enabled)) {
-    const unknown = enabled.filter((name) => typeof name === 'string' && !type.collectables.includes(name));
-    if (unknown.length > 0) {
-      const can = type.collectables.length > 0 ? type.collectables.join(', ') : 'nothing to choose from';
-      errors.push({ field: 'config.enabled_collectors', location: 'body', message: `unknown: ${unknown.join(', ')}; the ${type.type} type collects ${can}` });
-    }
-  }
-  if (settings.endpoint) {
-    const reason = await endpointProblem(type, settings.endpoint, allowedHosts);
-    if (reason) errors.push({ field: 'endpoint', location: 'body', message: reason });
-  }
-  if (errors.length > 0) throw validationFailed(errors);
+export async function createSource(app: AppContext, principal: Principal, body: NewSource): Promise<SourceRow> {
+  assertUnscoped(principal);
+  const type = requireCollectorType(body.collector_type);
+  const { collector_type: _type, collector_name: collectorName, ...fields } = body;
+  await assertSourceSettings(type, { endpoint: fields.endpoint, config: fields.config ?? {} }, allowedHostsOf(app.config));
+  return app.sql.begin(async (tx) => {
+    const collectorId = await provisionCollector(tx, principal.tenantId, type.type, collectorName ?? type.type);
+    return insertChecked(tx, principal.tenantId, collectorId, fields, app.now());
+  });
 }
 
-async function endpointProblem(type: CollectorType, endpoint: string, allowedHosts: AllowedHosts): Promise<string | undefined> {
-  const schemes = type.endpointSchemes ?? ['http', 'https'];
-  let url: URL;
-  try {
-    url = new URL(endpoint);
-  } catch {
-    return `must be an absolute URL (${schemes.map((s) => `${s}://`).join(' or ')})`;
+/** A source added to an existing collector, checked against the collector's type (a 409 when this service does not know it). */
+export async function addSourceTo(app: AppContext, principal: Principal, collector: { id: string; collector_type: string }, body: NewCollectorSource): Promise<SourceRow> {
+  const type = collectorType(collector.collector_type);
+  if (!type) throw conflict(`Collector type ${collector.collector_type} is not known to this service; known: ${knownCollectorTypes().join(', ')}`);
+  await assertSourceSettings(type, { endpoint: body.endpoint, config: body.config ?? {} }, allowedHostsOf(app.config));
+  return app.sql.begin((tx) => insertChecked(tx, principal.tenantId, collector.id, body, app.now()));
+}
+
+/**
+ * A partial update, judged as the source will be after it (`config` merged, null values removed).
+ * Disabling cancels the source's run in the same transaction.
+ */
+export async function changeSource(app: AppContext, principal: Principal, rawId: string, body: SourceUpdate): Promise<SourceRow> {
+  const source = await sourceOr404(app, principal, rawId);
+  assertUnscoped(principal);
+  const type = collectorType(source.collector_type);
+  const config = Object.fromEntries(Object.entries({ ...source.config, ...(body.config ?? {}) }).filter(([, v]) => v !== null));
+  if (type) await assertSourceSettings(type, { endpoint: body.endpoint, config }, allowedHostsOf(app.config));
+  const changes = { name: body.name, endpoint: body.endpoint, status: body.status, config: body.config, scheduleConfig: body.schedule_config };
+  return app.sql.begin(async (tx) => {
+    // a taken name aborts the transaction; nothing else runs in it after that
+    if (!(await updateSource(tx, principal.tenantId, source.id, changes, app.now()))) throw conflict('A source with this name exists already', { name: body.name });
+    if (body.status === 'disabled') await cancelRunsOf(tx, source.id, app.now());
+    return (await getSource(tx, principal.tenantId, source.id))!;
+  });
+}
+
+/** Deletes a source with its credentials and cancels its run; its CIs and their history stay. */
+export async function removeSource(app: AppContext, principal: Principal, rawId: string): Promise<SourceRow> {
+  const source = await sourceOr404(app, principal, rawId);
+  await app.sql.begin(async (tx) => {
+    await deleteSource(tx, principal.tenantId, source.id, app.now());
+    await destroyCredentials(tx, principal.tenantId, source.id);
+    // a running collection stops at its worker's next lease renewal
+    await cancelRunsOf(tx, source.id, app.now());
+  });
+  return source;
+}
+
+/** Records the health a collector reports for a source (one statement). */
+export async function reportHealth(app: AppContext, principal: Principal, rawId: string, body: HealthBody): Promise<SourceRow> {
+  const source = await sourceOr404(app, principal, rawId);
+  const details: Record<string, string> = { message: body.message };
+  if (body.duration !== undefined) details.duration = String(body.duration);
+  if (body.consecutive_errors !== undefined) details.consecutive_errors = String(body.consecutive_errors);
+  const lastCheck = new Date(Math.round(body.timestamp * 1000)).toISOString();
+  await setSourceHealth(app.sql, principal.tenantId, source.id, { status: body.status, last_check: lastCheck, details }, app.now());
+  return source;
+}
+
+/**
+ * A push: a validated JSON body, or an NDJSON stream with its mode and scope from the query. The
+ * stream is opened only once the source and scope are known to be writable, so those refusals come
+ * before one about the body's encoding.
+ */
+export type Push = { body: typeof Snapshot.static } | { open: () => Readable; mode: 'snapshot' | 'delta' | undefined; scopeId: string | undefined };
+
+/**
+ * Reconciles a push into a source the principal may write into. The reconciler writes each batch
+ * in its own transaction: a large push is never one transaction, and a push stopped by a bad line
+ * keeps the batches before it.
+ */
+export async function ingest(app: AppContext, principal: Principal, rawId: string, push: Push): Promise<ReconcileResult> {
+  const sourceId = bigintId(rawId);
+  const source = sourceId === undefined ? undefined : await findSourceById(app.sql, principal.tenantId, sourceId);
+  const scopeId = ('body' in push ? push.body.scope_id : push.scopeId) ?? null;
+  // a source outside every scope of the key is reported as absent, not as forbidden
+  if (!source || !coversSource(principal, source.id)) throw notFound('Source not found', { source_id: rawId });
+  if (source.status === 'disabled') throw conflict('This source is disabled: enable it (PUT /api/v1/sources/{id} with status enabled) to push into it', { source_id: source.id });
+  if (!coversScope(principal, source.id, scopeId)) {
+    throw forbidden('This key may not write into that instance of the source', { scope_id: scopeId });
   }
-  if (!schemes.includes(url.protocol.slice(0, -1))) return `must use ${schemes.join(' or ')}`;
-  if (url.username || url.password) return 'must not hold credentials (set them with PUT /api/v1/sources/{id}/credentials)';
-  return refusedEndpoint(url, allowedHosts);
+  const options = { now: app.now(), batchSize: app.config.reconcileBatchSize, statementTimeoutMs: app.config.bulkStatementTimeoutMs };
+  const target = { tenantId: principal.tenantId, sourceId: source.id, scopeId };
+  if ('body' in push) {
+    // the route has validated the schema already
+    assertStorable(push.body);
+    return reconcile(app.sql, { ...target, mode: push.body.mode ?? 'snapshot', records: push.body.items, deletions: push.body.deletions }, options);
+  }
+  const mode = push.mode ?? 'snapshot';
+  const total = emptyReconcileResult();
+  for await (const batch of ndjsonBatches(push.open(), { mode, batchSize: app.config.reconcileBatchSize, maxLineBytes: app.config.bodyLimitBytes })) {
+    addReconcileResult(total, await reconcile(app.sql, { ...target, mode, records: batch.records, deletions: batch.deletions }, options));
+  }
+  return total;
+}
+
+function masterKeys(app: AppContext): MasterKeys {
+  if (!app.config.masterKey) {
+    throw conflict('Credentials cannot be stored or read: CINV_MASTER_KEY is not set on this server', { reason: 'master_key_missing' });
+  }
+  return new MasterKeys(app.config.masterKey, app.config.previousMasterKey);
+}
+
+/**
+ * The decrypted credentials a collection of the source uses: none when it has none, or when this
+ * server holds no master key to decrypt them.
+ */
+export async function collectionCredentials(app: AppContext, tenantId: string, source: SourceRow): Promise<CredentialDocument | undefined> {
+  const { config } = app;
+  if (!source.credentials || !config.masterKey) return undefined;
+  return loadCredentials(app.sql, new MasterKeys(config.masterKey, config.previousMasterKey), tenantId, source.id);
+}
+
+/** Encrypts and stores a source's credentials; the tenant's first data key is created in the same transaction. */
+export async function setCredentials(app: AppContext, principal: Principal, rawId: string, document: CredentialDocument): Promise<void> {
+  const source = await sourceOr404(app, principal, rawId);
+  const keys = masterKeys(app);
+  await app.sql.begin((tx) => storeCredentials(tx, keys, principal.tenantId, source.id, document, app.now()));
+}
+
+/** Removes a source's credentials; a 404 when it has none. */
+export async function removeCredentials(app: AppContext, principal: Principal, rawId: string): Promise<void> {
+  const source = await sourceOr404(app, principal, rawId);
+  if (!(await destroyCredentials(app.sql, principal.tenantId, source.id))) throw notFound('This source has no credentials', { source_id: rawId });
+}
+
+/**
+ * A source's credentials, decrypted, with the `credentials.revealed` audit event written in the
+ * same transaction before they leave: a reveal that cannot be recorded does not happen.
+ */
+export async function revealCredentials(app: AppContext, ctx: Context, principal: Principal, rawId: string): Promise<CredentialDocument> {
+  const source = await sourceOr404(app, principal, rawId);
+  const keys = masterKeys(app);
+  return app.sql.begin(async (tx) => {
+    const document = await loadCredentials(tx, keys, principal.tenantId, source.id).catch((error: unknown) => {
+      if (error instanceof CredentialsUnavailable) throw conflict(`The credentials cannot be decrypted: ${error.message}`, { reason: 'undecryptable' });
+      throw error;
+    });
+    if (!document) throw notFound('This source has no credentials', { source_id: rawId });
+    await auditChange(tx, app.audit, ctx, principal, 'credentials.revealed', { type: 'source', id: source.id, name: source.name }, { credential_type: document.type });
+    return document;
+  });
 }

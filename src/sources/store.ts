@@ -34,7 +34,10 @@ export function findSourceByName(sql: Queryable, tenantId: string, name: string)
     where tenant_id = ${tenantId} and name = ${name} and deleted_at is null`.then((rows) => rows[0]);
 }
 
-/** The collector of a type and name, created with the first source that needs it. */
+/**
+ * The collector of a type and name, created with the first source that needs it. Collectors have
+ * no write routes of their own (they are managed through their sources), so their insert is here.
+ */
 export async function provisionCollector(sql: Queryable, tenantId: string, collectorType: string, name = collectorType): Promise<string> {
   const [collector] = await sql<{ id: string }[]>`
     insert into collectors (tenant_id, name, collector_type) values (${tenantId}, ${name}, ${collectorType})
@@ -161,4 +164,18 @@ export async function setSourceHealth(sql: Queryable, tenantId: string, sourceId
   await sql`
     update sources set health_status = ${sql.json(asJson(health))}, updated_at = ${now}
     where tenant_id = ${tenantId} and id = ${sourceId} and deleted_at is null`;
+}
+
+/**
+ * Cancels the queued or running collection run of a source that is deleted or disabled; its worker
+ * stops at its next lease renewal. The run queue belongs to the collectors, which sit above the
+ * sources: the statement lives here so that it runs in the transaction that stops the source.
+ */
+export async function cancelRunsOf(sql: Queryable, sourceId: string, now: Date): Promise<number> {
+  const rows = await sql`
+    update collection_runs set status = 'cancelled', finished_at = ${now}, error = 'cancelled: the source was deleted or disabled',
+           lease_owner = null, lease_expires_at = null
+    where source_id = ${sourceId} and status in ('queued', 'running')
+    returning 1`;
+  return rows.length;
 }
