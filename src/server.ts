@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { createApp } from './app.js';
 import { AuditLog } from './audit/log.js';
-import { CollectionWorker } from './collectors/worker.js';
+import { CollectionWorker } from './collectors/runs/worker.js';
 import { RateLimits } from './http/rate-limit.js';
 import { SingleSignOn } from './auth/sso.js';
 import { installBootstrapKey } from './auth/api-keys.js';

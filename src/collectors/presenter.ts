@@ -1,6 +1,6 @@
 import { UNKNOWN_TYPE_CAPABILITIES } from '../collector-types/plugin.js';
 import { collectorType } from '../collector-types/registry.js';
-import type { RunRow } from './runs.js';
+import type { RunRow } from './runs/runs.js';
 import type { CollectorRow } from './store.js';
 
 /** What the collector's type can do; a type this service does not know takes pushes only. */

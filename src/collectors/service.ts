@@ -7,7 +7,7 @@ import type { NewCollectorSource } from '../sources/schema.js';
 import { addSourceTo, assertUnscoped, sourcesOfCollector } from '../sources/service.js';
 import { listSources, type SourceRow } from '../sources/store.js';
 import { capabilitiesOf } from './presenter.js';
-import { enqueueManual, getRun, listRuns, type RunRow } from './runs.js';
+import { enqueueManual, getRun, listRuns, type RunRow } from './runs/runs.js';
 import type { CollectorHealthEntry, CollectorQuery, Triggered } from './schema.js';
 import { listCollectors, type CollectorRow } from './store.js';
 

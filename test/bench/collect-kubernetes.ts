@@ -9,7 +9,7 @@
  *   npm run bench -- collect-kubernetes [pods]
  */
 import postgres from 'postgres';
-import { CollectionWorker } from '../../src/collectors/worker.js';
+import { CollectionWorker } from '../../src/collectors/runs/worker.js';
 import { connectServer } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createKey, startTestApp } from '../support/app.js';

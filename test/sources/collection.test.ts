@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { Type } from '@sinclair/typebox';
-import { claimRuns } from '../../src/collectors/runs.js';
+import { claimRuns } from '../../src/collectors/runs/leases.js';
 import type { CollectContext } from '../../src/collector-types/plugin.js';
 import { registerCollectorType, unregisterCollectorType } from '../../src/collector-types/registry.js';
-import { CollectionWorker } from '../../src/collectors/worker.js';
+import { CollectionWorker } from '../../src/collectors/runs/worker.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
 import { createKey, useTestApp, type TestApp } from '../support/app.js';
 import { onRealPostgres } from '../support/db.js';

@@ -7,7 +7,7 @@ import { apiRoutes } from '../../src/app.js';
 import { guardedGet } from '../../src/collector-types/shared/http.js';
 import type { CollectContext } from '../../src/collector-types/plugin.js';
 import { registerCollectorType, unregisterCollectorType } from '../../src/collector-types/registry.js';
-import { CollectionWorker } from '../../src/collectors/worker.js';
+import { CollectionWorker } from '../../src/collectors/runs/worker.js';
 import { decryptCredentials, encryptCredentials, loadCredentials, MasterKeys, rotateMasterKey, storeCredentials } from '../../src/sources/credentials.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { createKey, TEST_MASTER_KEY, useTestApp } from '../support/app.js';

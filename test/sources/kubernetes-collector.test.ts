@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CollectionWorker } from '../../src/collectors/worker.js';
+import { CollectionWorker } from '../../src/collectors/runs/worker.js';
 import { createKey, useTestApp } from '../support/app.js';
 import { resetDatabase } from '../support/db.js';
 import { describeWith } from '../support/dependencies.js';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
-import { CollectionWorker } from '../../src/collectors/worker.js';
+import { CollectionWorker } from '../../src/collectors/runs/worker.js';
 import { createKey, useTestApp } from '../support/app.js';
 import { describeWith, listening } from '../support/dependencies.js';
 import { expectDocumentedTypeData } from '../support/type-data.js';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
-import { CollectionWorker } from '../../src/collectors/worker.js';
+import { CollectionWorker } from '../../src/collectors/runs/worker.js';
 import { createKey, useTestApp } from '../support/app.js';
 import { describeWith } from '../support/dependencies.js';
 import { expectDocumentedTypeData } from '../support/type-data.js';

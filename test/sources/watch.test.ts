@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { Type } from '@sinclair/typebox';
 import { WatchExpired, type CollectContext, type WatchBatch, type WatchContext } from '../../src/collector-types/plugin.js';
 import { registerCollectorType, unregisterCollectorType } from '../../src/collector-types/registry.js';
-import { CollectionWorker, type WorkerOptions } from '../../src/collectors/worker.js';
+import { CollectionWorker, type WorkerOptions } from '../../src/collectors/runs/worker.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
 import { createKey, useTestApp, type TestApp } from '../support/app.js';
 import { buildPod } from '../support/factories.js';

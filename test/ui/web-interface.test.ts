@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { CollectionWorker } from '../../src/collectors/worker.js';
+import { CollectionWorker } from '../../src/collectors/runs/worker.js';
 import { packagePath } from '../../src/paths.js';
 import { buildWebInterface } from '../../src/ui/build.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';

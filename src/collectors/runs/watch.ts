@@ -1,5 +1,5 @@
-import type { UniversalRecord } from '../inventory/records.js';
-import type { WatchBatch } from '../collector-types/plugin.js';
+import type { UniversalRecord } from '../../inventory/records.js';
+import type { WatchBatch } from '../../collector-types/plugin.js';
 
 /** Changes gathered from a watch, merged per instance: the last word on each object wins. */
 export interface Deltas {
