@@ -1,6 +1,19 @@
 import type { PendingQuery } from 'postgres';
 import { asJson, type Queryable } from '../db/database.js';
 
+/** The source, and the instance inside it, that a reconcile writes to. */
+export interface InventoryKey {
+  tenantId: string;
+  sourceId: string;
+  scopeId: string | null;
+}
+
+/** A CI seen by a collection, with the metrics it came with (JSON text, or null). */
+export interface SeenCi {
+  ci_id: string;
+  metrics: string | null;
+}
+
 /** A record of the batch that is not merely seen again: new (no `ci_id`) or to be rewritten. */
 export interface StoredState {
   external_id: string;
@@ -50,7 +63,7 @@ export async function lockSource(sql: Queryable, tenantId: string, sourceId: str
  */
 export function loadStates(
   sql: Queryable,
-  key: { tenantId: string; sourceId: string; scopeId: string | null },
+  key: InventoryKey,
   wanted: { externalIds: string[]; hashes: string[]; metrics: (string | null)[] },
   now: Date,
 ): PendingQuery<StoredState[]> {
@@ -115,7 +128,7 @@ export async function updateCis(sql: Queryable, rows: CiWrite[], now: Date): Pro
 }
 
 /** Records that CIs were seen now, with the metrics they came with (JSON text, or null). */
-export async function touchLastSeen(sql: Queryable, tenantId: string, seen: { ci_id: string; metrics: string | null }[], now: Date): Promise<void> {
+export async function touchLastSeen(sql: Queryable, tenantId: string, seen: SeenCi[], now: Date): Promise<void> {
   if (seen.length === 0) return;
   await sql`
     insert into ci_last_seen (ci_id, tenant_id, last_seen, metrics)
@@ -145,7 +158,7 @@ export interface RelationshipOutcome {
  */
 export async function replaceRelationships(
   sql: Queryable,
-  key: { tenantId: string; sourceId: string; scopeId: string | null },
+  key: InventoryKey,
   ownerIds: string[],
   rows: RelationshipWrite[],
   now: Date,

@@ -1,0 +1,217 @@
+import { expect } from 'chai';
+import { classifyBatch, splitBatches, type ClassifyInput } from '../../src/inventory/classify.js';
+import { contentHash, metricsOf } from '../../src/inventory/content.js';
+import type { UniversalRecord } from '../../src/inventory/records.js';
+import type { StoredContent, StoredState } from '../../src/inventory/store.js';
+
+const NOW = new Date('2026-03-01T00:00:00Z');
+const KEY = { tenantId: '00000000-0000-0000-0000-000000000001', sourceId: '7', scopeId: 'cluster-1' };
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+function pod(name: string, overrides: Partial<UniversalRecord> = {}): UniversalRecord {
+  return {
+    external_id: `pod/default/${name}`,
+    ci_type: 'k8s.pod',
+    name,
+    namespace: 'default',
+    raw_data: { metadata: { name, resourceVersion: '1' }, spec: { replicas: 1 } },
+    type_data: { phase: 'Running', metrics: { cpu: 0.1 } },
+    ...overrides,
+  };
+}
+
+/** The row a record was stored as, with `ci_id`. */
+function storedAs(record: UniversalRecord, ciId: string, status: StoredContent['status'] = 'active'): StoredContent {
+  const { metrics: _metrics, ...typeData } = record.type_data ?? {};
+  return {
+    ci_id: ciId,
+    external_id: record.external_id,
+    ci_type: record.ci_type,
+    name: record.name,
+    namespace: record.namespace ?? null,
+    status,
+    raw_data: record.raw_data,
+    type_data: typeData,
+  };
+}
+
+/** A batch beside what the lookup answered for it: `states` for the records it returned, `stored` for the rows it found. */
+function classify(records: UniversalRecord[], states: StoredState[], stored: StoredContent[] = []) {
+  const input: ClassifyInput = {
+    key: KEY,
+    now: NOW,
+    records,
+    hashes: records.map(contentHash),
+    metrics: records.map(metricsOf),
+    states: new Map(states.map((s) => [s.external_id, s])),
+    stored: new Map(stored.map((c) => [c.ci_id, c])),
+  };
+  return classifyBatch(input);
+}
+
+const newState = (record: UniversalRecord): StoredState => ({ external_id: record.external_id, ci_id: null, status: null });
+const storedState = (row: StoredContent): StoredState => ({ external_id: row.external_id, ci_id: row.ci_id, status: row.status });
+
+describe('classifyBatch', () => {
+  it('plans a new record as an insert with a fresh UUIDv7, its CREATED change and its last_seen row', () => {
+    const record = pod('a');
+    const plan = classify([record], [newState(record)]);
+    expect(plan.inserts).to.have.lengthOf(1);
+    const [write] = plan.inserts;
+    expect(write!.ci_id).to.match(UUID_V7);
+    expect(write).to.deep.include({ scope_id: 'cluster-1', external_id: 'pod/default/a', name: 'a', namespace: 'default', content_hash: contentHash(record) });
+    // metrics are kept beside last_seen, not in the CI row
+    expect(write!.type_data).to.deep.equal({ phase: 'Running' });
+    expect(plan.seen).to.deep.equal([{ ci_id: write!.ci_id, metrics: '{"cpu":0.1}' }]);
+    expect(plan.changes).to.deep.equal([
+      {
+        tenant_id: KEY.tenantId,
+        ci_id: write!.ci_id,
+        source_id: '7',
+        scope_id: 'cluster-1',
+        ci_name: 'a',
+        ci_namespace: 'default',
+        ci_type: 'k8s.pod',
+        change_type: 'CREATED',
+        changed_at: NOW,
+        changes: [
+          { field: 'name', old_value: null, new_value: 'a' },
+          { field: 'namespace', old_value: null, new_value: 'default' },
+          { field: 'ci_type', old_value: null, new_value: 'k8s.pod' },
+          { field: 'status', old_value: null, new_value: 'active' },
+        ],
+      },
+    ]);
+    expect(plan).to.include({ unchanged: 0, reactivated: 0 });
+    expect(plan.updates).to.be.empty;
+  });
+
+  it('counts a record the lookup did not return as unchanged and plans no write for it (metrics-only included)', () => {
+    const record = pod('steady', { type_data: { phase: 'Running', metrics: { cpu: 0.9 } } });
+    const plan = classify([record], []);
+    expect(plan.unchanged).to.equal(1);
+    expect(plan.inserts).to.be.empty;
+    expect(plan.updates).to.be.empty;
+    expect(plan.seen).to.be.empty;
+    expect(plan.changes).to.be.empty;
+    expect(plan.owners).to.be.empty;
+  });
+
+  it('plans a changed record as an update with an UPDATED change on dotted paths, ignoring volatile paths and metrics', () => {
+    const before = pod('web');
+    const row = storedAs(before, '0190a000-0000-7000-8000-000000000001');
+    const after = pod('web', {
+      raw_data: { metadata: { name: 'web', resourceVersion: '2' }, spec: { replicas: 3 } },
+      type_data: { phase: 'Running', metrics: { cpu: 0.7 } },
+    });
+    const plan = classify([after], [storedState(row)], [row]);
+    expect(plan.updates.map((w) => w.ci_id)).to.deep.equal([row.ci_id]);
+    expect(plan.inserts).to.be.empty;
+    expect(plan.seen).to.deep.equal([{ ci_id: row.ci_id, metrics: '{"cpu":0.7}' }]);
+    expect(plan.changes).to.have.lengthOf(1);
+    expect(plan.changes[0]).to.deep.include({ change_type: 'UPDATED', ci_id: row.ci_id, ci_name: 'web', scope_id: 'cluster-1' });
+    expect(plan.changes[0]!.changes).to.deep.equal([{ field: 'raw_data.spec.replicas', old_value: 1, new_value: 3 }]);
+  });
+
+  it('rewrites a returned record whose content moved only in metrics without recording a change', () => {
+    // the lookup returns a record whose digest differs from the stored one (keys in another
+    // order, or a row moving to this scope); when only metrics moved there is nothing to record
+    const before = pod('reordered');
+    const row = storedAs(before, '0190a000-0000-7000-8000-000000000002');
+    const after = pod('reordered', { type_data: { metrics: { cpu: 0.5 }, phase: 'Running' } });
+    const plan = classify([after], [storedState(row)], [row]);
+    expect(plan.updates).to.have.lengthOf(1);
+    expect(plan.changes).to.be.empty;
+    expect(plan.seen).to.deep.equal([{ ci_id: row.ci_id, metrics: '{"cpu":0.5}' }]);
+    expect(plan.reactivated).to.equal(0);
+  });
+
+  it('reactivates an inactive or archived CI seen again, recording the status move', () => {
+    const inactive = pod('phoenix');
+    const archived = pod('ash');
+    const rows = [storedAs(inactive, '0190a000-0000-7000-8000-000000000003', 'inactive'), storedAs(archived, '0190a000-0000-7000-8000-000000000004', 'archived')];
+    const plan = classify([inactive, archived], rows.map(storedState), rows);
+    expect(plan.reactivated).to.equal(2);
+    expect(plan.updates).to.have.lengthOf(2);
+    expect(plan.changes.map((c) => c.changes)).to.deep.equal([
+      [{ field: 'status', old_value: 'inactive', new_value: 'active' }],
+      [{ field: 'status', old_value: 'archived', new_value: 'active' }],
+    ]);
+  });
+
+  it('lists CREATED changes in batch order before the UPDATED ones, and counts each kind', () => {
+    const changed = pod('changed');
+    const row = storedAs(changed, '0190a000-0000-7000-8000-000000000005');
+    const records = [pod('changed', { name: 'renamed' }), pod('unchanged'), pod('new-1'), pod('new-2')];
+    const plan = classify(records, [storedState(row), newState(records[2]!), newState(records[3]!)], [row]);
+    expect(plan.changes.map((c) => [c.change_type, c.ci_name])).to.deep.equal([
+      ['CREATED', 'new-1'],
+      ['CREATED', 'new-2'],
+      ['UPDATED', 'renamed'],
+    ]);
+    expect(plan.changes[2]!.changes).to.deep.equal([{ field: 'name', old_value: 'changed', new_value: 'renamed' }]);
+    expect(plan).to.include({ unchanged: 1, reactivated: 0 });
+    expect(plan.inserts.map((w) => w.name)).to.deep.equal(['new-1', 'new-2']);
+    expect(plan.updates.map((w) => w.name)).to.deep.equal(['renamed']);
+    expect(plan.seen.map((s) => s.ci_id)).to.deep.equal([row.ci_id, plan.inserts[0]!.ci_id, plan.inserts[1]!.ci_id]);
+  });
+
+  it('replaces the relationships of written records that carry them, each named relationship once', () => {
+    const node = pod('node-1', { relationships: [] });
+    const web = pod('web', {
+      relationships: [
+        { type: 'runs_on', target_external_id: 'node/node-1' },
+        { type: 'runs_on', target_external_id: 'node/node-1' },
+        { type: 'uses', target_external_id: 'svc/db' },
+      ],
+    });
+    const quiet = pod('quiet');
+    const steady = pod('steady', { relationships: [{ type: 'runs_on', target_external_id: 'node/node-1' }] });
+    const row = storedAs(web, '0190a000-0000-7000-8000-000000000006');
+    const plan = classify([node, web, quiet, steady], [newState(node), storedState(row), newState(quiet)], [row]);
+    const nodeId = plan.inserts.find((w) => w.name === 'node-1')!.ci_id;
+    // a record with `relationships: []` loses its relationships; one without the field keeps them,
+    // and an unchanged record (not returned by the lookup) needs no relationship work
+    expect(plan.owners).to.deep.equal([nodeId, row.ci_id]);
+    expect(plan.relationships).to.deep.equal([
+      { from_ci_id: row.ci_id, to_external_id: 'node/node-1', type: 'runs_on' },
+      { from_ci_id: row.ci_id, to_external_id: 'svc/db', type: 'uses' },
+    ]);
+    // the relationships are part of the digest, but no recorded field
+    expect(plan.changes.filter((c) => c.change_type === 'UPDATED')).to.be.empty;
+  });
+
+  it('writes a stored row into the scope of the batch, which is no recorded change', () => {
+    const record = pod('moved');
+    const row = storedAs(record, '0190a000-0000-7000-8000-000000000007');
+    const plan = classifyBatch({
+      key: { ...KEY, scopeId: null },
+      now: NOW,
+      records: [record],
+      hashes: [contentHash(record)],
+      metrics: [metricsOf(record)],
+      states: new Map([[record.external_id, storedState(row)]]),
+      stored: new Map([[row.ci_id, row]]),
+    });
+    expect(plan.updates[0]!.scope_id).to.equal(null);
+    expect(plan.changes).to.be.empty;
+  });
+});
+
+describe('splitBatches', () => {
+  it('keeps the last record of an external id, in the place of its first, and batches them', () => {
+    const first = pod('a', { name: 'first' });
+    const records = [first, pod('b'), pod('c'), { ...first, name: 'last' }, pod('d')];
+    const { upserts } = splitBatches(records, [], 2);
+    expect(upserts.map((batch) => batch.map((r) => r.name))).to.deep.equal([
+      ['last', 'b'],
+      ['c', 'd'],
+    ]);
+  });
+
+  it('archives each gone external id once, in batches of the same size', () => {
+    const { upserts, gone } = splitBatches([], ['x', 'y', 'x', 'z'], 2);
+    expect(upserts).to.deep.equal([]);
+    expect(gone).to.deep.equal([['x', 'y'], ['z']]);
+  });
+});
