@@ -170,7 +170,10 @@ describeWith(existsSync(CHROMIUM))(
       await page.getByRole('button', { name: 'Add column' }).click();
       await page.waitForURL(/cols=spec\.nodeName/);
       await page.getByRole('columnheader', { name: 'spec.nodeName' }).waitFor();
-      const nodes = await page.locator('table[aria-label="Configuration items"] tbody tr td.value').allInnerTexts();
+      // the header is drawn as soon as the column is added; its values come with the next page
+      const cells = page.locator('table[aria-label="Configuration items"] tbody tr td.value');
+      await cells.filter({ hasText: 'node-1' }).first().waitFor();
+      const nodes = await cells.allInnerTexts();
       expect(nodes.length).to.be.greaterThan(0);
       expect(new Set(nodes)).to.deep.equal(new Set(['node-1']));
       const expected = await app.get('/api/v1/configuration-items?filter=raw_data.spec.nodeName:eq:node-1&limit=1', admin);
