@@ -52,6 +52,9 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     // rate-limit suite sets its own
     ...loadConfig({ CINV_SECRET: TEST_SECRET, DATABASE_URL: 'postgres://unused', LOG_LEVEL: 'info', CINV_RATE_LIMIT: '1000000', CINV_MASTER_KEY: TEST_MASTER_KEY }),
     databaseUrl: undefined,
+    // a test process runs many apps and its own heavy work on one loop: its lag says nothing about
+    // the server under test, so shedding on it is off unless a test sets it
+    shedEventLoopDelayMs: 0,
     ...overrides,
   };
 }
