@@ -30,7 +30,7 @@ describe('migrations', () => {
     expect(columns.map((c) => c.table_name)).to.have.members(tenantOwned);
   });
 
-  (onRealPostgres ? describe : describe.skip)('concurrent start (needs a PostgreSQL server: PGlite has a single session)', () => {
+  (onRealPostgres ? describe : describe.skip)('concurrent start (skipped on the embedded database: PGlite has a single session)', () => {
     it('lets two processes migrate one database at once without racing', async function () {
       this.timeout(120_000);
       const scratch = await createScratchDatabase('cinv_migrate');

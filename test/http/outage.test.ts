@@ -17,7 +17,7 @@ async function timed(app: TestApp, method: string, path: string, key: string, bo
 
 // The outage is a PostgreSQL server of the test's own, stopped and started again; the embedded
 // database lives inside the process and cannot go away on its own.
-(onRealPostgres ? describe : describe.skip)('database outage (a private PostgreSQL cluster the test stops and starts)', function () {
+(onRealPostgres ? describe : describe.skip)('database outage (a private PostgreSQL cluster the test stops and starts; skipped on the embedded database, which cannot go away)', function () {
   this.timeout(120_000);
   let cluster: PrivateCluster;
   let app: TestApp;

@@ -55,7 +55,7 @@ const waitUntil = async (condition: () => boolean, ms = 5000) => {
 };
 
 // Slow requests are made by a table lock, which needs a second session: PGlite has only one.
-(onRealPostgres ? describe : describe.skip)('overload (needs a PostgreSQL server: requests are held by a table lock)', function () {
+(onRealPostgres ? describe : describe.skip)('overload (skipped on the embedded database: requests are held by a table lock, which needs a PostgreSQL server)', function () {
   this.timeout(60_000);
   let key: string;
 

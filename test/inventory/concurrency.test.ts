@@ -72,7 +72,7 @@ class Replica {
 }
 
 // Separate processes against one database: the embedded database belongs to a single process.
-(onRealPostgres ? describe : describe.skip)('concurrent ingests from several processes (needs a PostgreSQL server)', function () {
+(onRealPostgres ? describe : describe.skip)('concurrent ingests from several processes (skipped on the embedded database: PGlite has one session)', function () {
   this.timeout(300_000);
 
   for (const replicas of [2, 4]) {
@@ -114,7 +114,7 @@ class Replica {
   }
 });
 
-(onRealPostgres ? describe : describe.skip)('racing versions from several processes (needs a PostgreSQL server)', function () {
+(onRealPostgres ? describe : describe.skip)('racing versions from several processes (skipped on the embedded database: PGlite has one session)', function () {
   this.timeout(300_000);
 
   it(`4 processes pushing different versions of the same objects, ${ROUNDS} rounds: no error, no deadlock, relationships of the stored version`, async () => {

@@ -70,7 +70,7 @@ async function cleanRun(url: string): Promise<{ state: unknown; stepMs: number[]
 }
 
 // kill -9 needs a database outside the killed process: the embedded one dies with it.
-(onRealPostgres ? describe : describe.skip)('crash safety of the write path (kill -9 of an ingesting process; needs a PostgreSQL server)', function () {
+(onRealPostgres ? describe : describe.skip)('crash safety of the write path (kill -9 of an ingesting process; skipped on the embedded database, which lives inside one process)', function () {
   this.timeout(600_000);
 
   it('reaches the same inventory, relationships and change history as an uninterrupted run after kills at random points', async () => {

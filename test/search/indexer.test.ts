@@ -172,7 +172,7 @@ describe('outbox indexer against the fake OpenSearch server (a test double: no O
     expect(await indexer.runOnce()).to.include({ claimed: 1, indexed: 1 });
   });
 
-  (onRealPostgres ? describe : describe.skip)('with several sessions (needs a PostgreSQL server)', () => {
+  (onRealPostgres ? describe : describe.skip)('with several sessions (skipped on the embedded database: PGlite has one session)', () => {
     it('lets competing indexers share the outbox without indexing a record twice (fake OpenSearch)', async () => {
       await ingest(sql, Array.from({ length: 400 }, (_, i) => buildPod({ name: `c${i}` })));
       const indexers = [0, 1, 2].map(() => new OutboxIndexer(sql, client, options({ batchSize: 20 }), logger));

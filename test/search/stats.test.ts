@@ -86,7 +86,7 @@ describe('statistics pre-aggregate', function () {
     }
   });
 
-  (onRealPostgres ? describe : describe.skip)('with several sessions (needs a PostgreSQL server)', () => {
+  (onRealPostgres ? describe : describe.skip)('with several sessions (skipped on the embedded database: PGlite has one session)', () => {
     it('gives the same figures when several refreshes run at once as one refresh alone', async () => {
       for (let hour = 0; hour < 6; hour++) {
         await ingest(sql, Array.from({ length: 200 }, (_, i) => buildPod({ name: `c${i}`, replicas: hour })), { now: new Date(T0.getTime() + hour * HOUR), scopeId: `s${hour % 2}` });
