@@ -141,7 +141,6 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     if (ctx.status === 405) {
       throw new AppError(405, 'HTTP_405', 'Method not allowed', { allowed: ctx.response.get('Allow').split(/,\s*/) });
     }
-    if (ctx.status === 501) throw new AppError(501, 'HTTP_501', 'Method not implemented');
   });
   // a sign-in in progress (state, nonce, PKCE verifier, where to return) rides in a short-lived
   // cookie, encrypted as well as signed: the verifier must not be readable by page scripts or logs

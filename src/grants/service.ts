@@ -83,25 +83,19 @@ export async function changeRights(app: AppContext, ctx: Context, principal: Pri
   });
 }
 
-/** Replaces the permission grants of a user or team, within the caller's ceiling; answers its direct rights. */
-export async function setPermissions(app: AppContext, ctx: Context, principal: Principal, target: RightsTarget, permissions: Permission[]) {
-  await changeRights(app, ctx, principal, {
-    target,
-    event: 'grant.changed',
-    details: { permissions },
-    apply: (tx) => replaceGrants(tx, target.holder, permissions),
-  });
+/** Replaces one kind of direct right of a user or team, within the caller's ceiling; answers its direct rights. */
+async function replaceRights(app: AppContext, ctx: Context, principal: Principal, target: RightsTarget, details: Record<string, unknown>, apply: (tx: Queryable) => Promise<unknown>) {
+  await changeRights(app, ctx, principal, { target, event: 'grant.changed', details, apply });
   return presentDirectRights(app, target.holder);
+}
+
+/** Replaces the permission grants of a user or team, within the caller's ceiling; answers its direct rights. */
+export function setPermissions(app: AppContext, ctx: Context, principal: Principal, target: RightsTarget, permissions: Permission[]) {
+  return replaceRights(app, ctx, principal, target, { permissions }, (tx) => replaceGrants(tx, target.holder, permissions));
 }
 
 /** Replaces the data scopes of a user or team, within the caller's ceiling; answers its direct rights. */
 export async function setScopes(app: AppContext, ctx: Context, principal: Principal, target: RightsTarget, scopes: ScopeBody[]) {
   const wanted = await checkedScopes(app, principal, scopes);
-  await changeRights(app, ctx, principal, {
-    target,
-    event: 'grant.changed',
-    details: { scopes },
-    apply: (tx) => replaceScopes(tx, target.holder, wanted),
-  });
-  return presentDirectRights(app, target.holder);
+  return replaceRights(app, ctx, principal, target, { scopes }, (tx) => replaceScopes(tx, target.holder, wanted));
 }

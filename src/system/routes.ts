@@ -105,8 +105,9 @@ function readinessRoute(load: LoadShedder) {
     summary: 'Readiness: whether to send this instance more traffic',
     description:
       '200 `ready` when the database answers and the instance has room. 503 `saturated` while it serves ' +
-      'CINV_MAX_IN_FLIGHT requests, or requests have waited more than half of CINV_DB_ACQUIRE_TIMEOUT for a database ' +
-      'connection; 503 `unavailable` when the database cannot be reached. Use it as the load balancer\'s readiness ' +
+      'CINV_MAX_IN_FLIGHT requests, while its event loop lags more than CINV_SHED_EVENT_LOOP_DELAY, or while requests ' +
+      'wait longer than CINV_SHED_DB_WAIT (or half of CINV_DB_ACQUIRE_TIMEOUT) for a database connection; 503 ' +
+      '`unavailable` when the database cannot be reached. Use it as the load balancer\'s readiness ' +
       'check: a saturated instance drops out of rotation until it drains, without being restarted.',
     tags,
     access: 'public',
