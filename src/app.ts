@@ -12,7 +12,7 @@ import { collectorRoutes } from './collectors/routes.js';
 import { configurationItemRoutes } from './configuration-items/routes.js';
 import type { AppContext } from './context.js';
 import { errorMiddleware } from './http/error-middleware.js';
-import { AppError } from './http/errors.js';
+import { AppError } from './errors.js';
 import { buildOpenApi } from './http/openapi.js';
 import type { AnyRoute } from './http/route.js';
 import { LoadShedder, type LoadLimits } from './http/load.js';

@@ -6,7 +6,7 @@ import { assertWithinCeiling } from '../auth/grant-ceiling.js';
 import type { Principal } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
 import { checkedScopes } from '../grants/service.js';
-import { notFound, validationFailed } from '../http/errors.js';
+import { notFound, validationFailed } from '../errors.js';
 import { MAX_LIFETIME_MS, type NewApiKey } from './schema.js';
 
 /**

@@ -4,7 +4,7 @@ import type { Context } from 'koa';
 import { csvRows } from '../http/csv.js';
 import { changeWindow } from '../changes/window.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
-import { notAcceptable, unprocessable } from '../http/errors.js';
+import { notAcceptable, unprocessable } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { ErrorEnvelope, JsonObject, Nullable, Timestamp } from '../http/schemas.js';
 import type { Principal } from '../auth/principal.js';

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { AppContext } from '../context.js';
-import { AppError, forbidden, unauthorized } from '../http/errors.js';
+import { AppError, forbidden, unauthorized } from '../errors.js';
 import type { AuthFailure } from '../audit/log.js';
 import { keyHint, parseApiKey } from './api-key-format.js';
 import { principalForKey, principalForKeyId, userPrincipal } from './api-keys.js';

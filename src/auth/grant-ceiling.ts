@@ -1,4 +1,4 @@
-import { forbidden } from '../http/errors.js';
+import { forbidden } from '../errors.js';
 import { everyPermission, normalizeScopes, type DataScope, type Permission, type Principal } from './principal.js';
 
 /**

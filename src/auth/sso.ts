@@ -1,6 +1,6 @@
 import * as oidc from 'openid-client';
 import type { OidcConfig } from '../config/config.js';
-import { AppError, unavailable } from '../http/errors.js';
+import { AppError, unavailable } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 
 /** What a sign-in in progress keeps until the provider sends the person back (a signed cookie). */

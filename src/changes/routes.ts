@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import type { Principal } from '../auth/principal.js';
 import { isCiVisible } from '../configuration-items/store.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
-import { notAcceptable, notFound, unprocessable } from '../http/errors.js';
+import { notAcceptable, notFound, unprocessable } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import { parseFilters } from '../query/filters.js';

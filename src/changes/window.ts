@@ -1,4 +1,4 @@
-import { validationFailed } from '../http/errors.js';
+import { validationFailed } from '../errors.js';
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DAY_MS = 86_400_000;

@@ -245,7 +245,7 @@ export async function ingestCommand(flags: Flags): Promise<void> {
   if (scope) (document as Record<string, unknown>).scope_id = scope;
   const [{ assertSnapshot, reconcile }, { AppError }, { ensureSource }] = await Promise.all([
     import('../inventory/reconcile.js'),
-    import('../http/errors.js'),
+    import('../errors.js'),
     import('../sources/store.js'),
   ]);
   try {

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors.js';
 import { defineRoute, type AnyRoute, type Method } from '../http/route.js';
 import { ErrorEnvelope, Limit } from '../http/schemas.js';
 import { presentDetail, presentSource } from '../sources/presenter.js';

@@ -1,7 +1,7 @@
 import type { Principal } from '../auth/principal.js';
 import { collectorType } from '../collector-types/registry.js';
 import type { AppContext } from '../context.js';
-import { conflict, notFound } from '../http/errors.js';
+import { conflict, notFound } from '../errors.js';
 import { bigintId } from '../http/schemas.js';
 import type { NewCollectorSource } from '../sources/schema.js';
 import { addSourceTo, assertUnscoped, sourcesOfCollector } from '../sources/service.js';

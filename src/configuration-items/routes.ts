@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { archiveWithHistory } from '../inventory/archive.js';
-import { notFound } from '../http/errors.js';
+import { notFound } from '../errors.js';
 import { defineRoute } from '../http/route.js';
 import { parseFilters } from '../query/filters.js';
 import { attributePaths, pickAttributes, presentCi, presentCiDetail, presentTypeData } from './presenter.js';

@@ -1,5 +1,5 @@
 import type { Sql } from 'postgres';
-import { unavailable } from '../http/errors.js';
+import { unavailable } from '../errors.js';
 import type { DatabaseHealth } from './health.js';
 
 export interface GateOptions {

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ACTIONS, RESOURCES, type DataScope, type Permission } from '../auth/principal.js';
-import { validationFailed } from '../http/errors.js';
+import { validationFailed } from '../errors.js';
 import { bigintId, Nullable } from '../http/schemas.js';
 
 export const PERMISSIONS = RESOURCES.flatMap((r) => ACTIONS.map((a) => `${r}:${a}` as Permission));

@@ -4,7 +4,7 @@ import { assertWithinCeiling, NO_RIGHTS, type AffectedPrincipal, type Rights } f
 import type { Principal, Permission } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
 import type { Queryable } from '../db/database.js';
-import { notFound, validationFailed } from '../http/errors.js';
+import { notFound, validationFailed } from '../errors.js';
 import { readScopes, scopeView, type ScopeBody } from './schema.js';
 import { directRights, heldRights, lockTeam, replaceGrants, replaceScopes, unknownSources, type HeldRights, type Holder } from './store.js';
 

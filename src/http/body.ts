@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { AppError } from './errors.js';
+import { AppError } from '../errors.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './validation.js';
 
 /** The request body, decompressed as its Content-Encoding says (415 for an encoding it cannot read). */

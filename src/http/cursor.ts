@@ -1,7 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
 import { derivedKey } from '../config/derived-key.js';
-import { unprocessable } from './errors.js';
+import { unprocessable } from '../errors.js';
 
 /**
  * What a cursor is bound to. A cursor replayed against anything else (another tenant, route,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import type { Logger } from '../observability/logger.js';
 import { databaseFailure } from '../db/failures.js';
-import { AppError, unavailable } from './errors.js';
+import { AppError, unavailable } from '../errors.js';
 
 export interface ErrorEnvelope {
   error: {

@@ -2,7 +2,7 @@ import type { Context, Next } from 'koa';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pipeline, Readable, Transform } from 'node:stream';
 import { eventLoopDelaySeen, requestsShed, type ShedReason } from '../observability/metrics.js';
-import { AppError, unavailable } from './errors.js';
+import { AppError, unavailable } from '../errors.js';
 import { renderError } from './error-middleware.js';
 
 /** Paths a load balancer and Prometheus must reach however busy the process is. */

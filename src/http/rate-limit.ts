@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config, RateLimitOverride } from '../config/config.js';
 import type { Logger } from '../observability/logger.js';
-import { AppError } from './errors.js';
+import { AppError } from '../errors.js';
 
 interface Profile {
   name: string;

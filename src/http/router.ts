@@ -6,7 +6,7 @@ import type { Context } from 'koa';
 import { authenticate, keyQueryParameter } from '../auth/authenticate.js';
 import { can, type Principal } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
-import { AppError, forbidden, validationFailed, type FieldError } from './errors.js';
+import { AppError, forbidden, validationFailed, type FieldError } from '../errors.js';
 import { toKoaPath, type AnyRoute } from './route.js';
 import { parseJsonBody, readBody } from './body.js';
 import { compileBody, compileRequest, compileResponse, toFieldErrors } from './validation.js';

@@ -1,5 +1,5 @@
 import type { Sql } from '../db/database.js';
-import { validationFailed, type FieldError } from '../http/errors.js';
+import { validationFailed, type FieldError } from '../errors.js';
 import { compileBody, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from '../http/validation.js';
 import { cisReconciled } from '../observability/metrics.js';
 import { archiveWithHistory } from './archive.js';

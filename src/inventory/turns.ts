@@ -1,4 +1,4 @@
-import { unavailable } from '../http/errors.js';
+import { unavailable } from '../errors.js';
 
 const tails = new Map<string, Promise<void>>();
 

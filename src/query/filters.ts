@@ -1,7 +1,7 @@
 import type { Sql } from 'postgres';
 import type { Fragment } from '../auth/scope.js';
 import { asJson } from '../db/database.js';
-import { invalidFilter } from '../http/errors.js';
+import { invalidFilter } from '../errors.js';
 
 export const OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'like', 'ilike', 'startswith', 'in', 'nin', 'null', 'notnull'] as const;
 export type Operator = (typeof OPERATORS)[number];

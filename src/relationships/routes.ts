@@ -1,6 +1,6 @@
 import { isCiVisible } from '../configuration-items/store.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
-import { notFound, unprocessable } from '../http/errors.js';
+import { notFound, unprocessable } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { presentRelationship } from './presenter.js';
 import {

@@ -2,7 +2,7 @@ import type { Client } from '@opensearch-project/opensearch';
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { visibleToOpenSearch, type SearchClause } from '../auth/scope.js';
-import { unavailable } from '../http/errors.js';
+import { unavailable } from '../errors.js';
 import { compileOpenSearchFilters } from '../query/opensearch-filters.js';
 import {
   STATS_TYPE,

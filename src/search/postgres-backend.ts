@@ -2,7 +2,7 @@ import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { historyConditions, recordColumns, type ChangeRow } from '../changes/store.js';
 import { databaseFailure } from '../db/failures.js';
-import { unprocessable } from '../http/errors.js';
+import { unprocessable } from '../errors.js';
 import { and } from '../auth/scope.js';
 import { countWithin } from '../query/count.js';
 import {

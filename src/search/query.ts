@@ -1,4 +1,4 @@
-import { validationFailed } from '../http/errors.js';
+import { validationFailed } from '../errors.js';
 import { MAX_WHOLE_TOKEN, partsOf } from './document.js';
 
 /**

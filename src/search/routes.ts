@@ -1,7 +1,7 @@
 import { presentChange } from '../changes/presenter.js';
 import { CHANGE_FILTERS } from '../changes/schema.js';
 import { changeWindow } from '../changes/window.js';
-import { validationFailed } from '../http/errors.js';
+import { validationFailed } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { parseFilters } from '../query/filters.js';
 import { SEARCH_WINDOW } from './backend.js';

@@ -2,7 +2,7 @@ import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
 import { compileFilters, type ParsedFilter } from '../query/filters.js';
-import { validationFailed } from '../http/errors.js';
+import { validationFailed } from '../errors.js';
 import { DEFAULT_STATS_WINDOW_MS, STATS_TYPE, type ChangeStats, type StatsGrouping, type StatsRequest } from './backend.js';
 
 // Any constant works as long as every cinv process uses the same one.

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { requestFacts } from '../audit/log.js';
 import { DEFAULT_TENANT_ID } from '../tenants.js';
 import type { AppContext } from '../context.js';
-import { AppError, forbidden, notFound } from '../http/errors.js';
+import { AppError, forbidden, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { Nullable, Uuid } from '../http/schemas.js';
 import { ScopeView, scopeView } from '../grants/schema.js';

@@ -6,7 +6,7 @@ import type { CredentialDocument } from '../collector-types/plugin.js';
 import { collectorType, knownCollectorTypes } from '../collector-types/registry.js';
 import type { AppContext } from '../context.js';
 import type { Queryable } from '../db/database.js';
-import { conflict, forbidden, notFound } from '../http/errors.js';
+import { conflict, forbidden, notFound } from '../errors.js';
 import { bigintId } from '../http/schemas.js';
 import { addReconcileResult, assertStorable, emptyReconcileResult, reconcile, type ReconcileResult } from '../inventory/reconcile.js';
 import type { Snapshot } from '../inventory/records.js';

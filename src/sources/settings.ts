@@ -3,7 +3,7 @@ import type { ValidateFunction } from 'ajv';
 import { CommonConfig, type CollectorType } from '../collector-types/plugin.js';
 import { collectorType, knownCollectorTypes } from '../collector-types/registry.js';
 import type { Config } from '../config/config.js';
-import { validationFailed, type FieldError } from '../http/errors.js';
+import { validationFailed, type FieldError } from '../errors.js';
 import { compileBody, toFieldErrors } from '../http/validation.js';
 import { AllowedHosts, refusedEndpoint } from '../net/endpoint.js';
 

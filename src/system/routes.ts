@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { AppContext } from '../context.js';
-import { notFound } from '../http/errors.js';
+import { notFound } from '../errors.js';
 import type { LoadShedder } from '../http/load.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { JsonObject, Timestamp } from '../http/schemas.js';

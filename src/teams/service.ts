@@ -5,7 +5,7 @@ import type { AppContext } from '../context.js';
 import { changeRights } from '../grants/service.js';
 import { scopeView } from '../grants/schema.js';
 import { directRights } from '../grants/store.js';
-import { conflict, notFound } from '../http/errors.js';
+import { conflict, notFound } from '../errors.js';
 import { findUser } from '../users/store.js';
 import { addMember, deleteTeam, findTeam, insertTeam, removeMember, teamMembers, updateTeam, type TeamRow } from './store.js';
 

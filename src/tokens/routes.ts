@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { defineRoute, type AnyRoute } from '../http/route.js';
-import { conflict } from '../http/errors.js';
+import { conflict } from '../errors.js';
 import { UserParams } from '../users/schema.js';
 import { CreatedToken, MAX_LIVE_TOKENS, NewToken, Token, TokenParams, UserTokenParams } from './schema.js';
 import { mintToken, ownUser, presentToken, revokeWithAudit, userOr404 } from './service.js';

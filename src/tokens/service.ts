@@ -7,7 +7,7 @@ import type { AppContext } from '../context.js';
 import { checkedScopes } from '../grants/service.js';
 import { scopeView } from '../grants/schema.js';
 import { effectiveRights } from '../grants/store.js';
-import { conflict, forbidden, notFound, validationFailed } from '../http/errors.js';
+import { conflict, forbidden, notFound, validationFailed } from '../errors.js';
 import { findUser, type UserRow } from '../users/store.js';
 import { MAX_LIFETIME_MS, MAX_LIVE_TOKENS, type NewToken } from './schema.js';
 import { listTokens, lockAndCountLiveTokens, revokeToken, type TokenRow } from './store.js';

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors.js';
 import { packagePath } from '../paths.js';
 
 /**

@@ -6,7 +6,7 @@ import { endSessionsOf } from '../auth/sessions.js';
 import type { AppContext } from '../context.js';
 import { changeRights } from '../grants/service.js';
 import { directRights, effectiveRights } from '../grants/store.js';
-import { conflict, forbidden, notFound } from '../http/errors.js';
+import { conflict, forbidden, notFound } from '../errors.js';
 import { presentUserDetail } from './presenter.js';
 import { findUser, findUserByEmail, insertUser, setDeactivated, setSuperadmin, teamsOf, type UserRow } from './store.js';
 

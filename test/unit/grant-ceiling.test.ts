@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { assertWithinCeiling, beyond, type Rights } from '../../src/auth/grant-ceiling.js';
 import { everyPermission, type DataScope, type Permission, type Principal } from '../../src/auth/principal.js';
-import { AppError } from '../../src/http/errors.js';
+import { AppError } from '../../src/errors.js';
 import { contains, type Rights as ModelRights } from '../support/rights-oracle.js';
 
 const PERMISSIONS = [...everyPermission()];
