@@ -1,8 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Readable } from 'node:stream';
 import type { Context } from 'koa';
-import { csvRows } from '../http/csv.js';
-import { changeWindow } from '../changes/window.js';
+import { csvRows } from '../csv.js';
+import { dateWindow } from '../query/date-window.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { notAcceptable, unprocessable } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
@@ -75,7 +75,7 @@ const present = (row: StoredAuditEvent) => ({
 });
 
 function criteriaOf(query: AuditQuery): AuditCriteria {
-  const window = changeWindow(query.start_date, query.end_date);
+  const window = dateWindow(query.start_date, query.end_date);
   return {
     eventType: query.event_type,
     actorId: query.actor_id,

@@ -2,7 +2,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
-import { csvCells, csvRows } from '../http/csv.js';
+import { csvCells, csvRows } from '../csv.js';
 import type { Logger } from '../observability/logger.js';
 import type { FieldChange } from '../inventory/diff.js';
 import { CSV_COLUMNS } from './schema.js';
@@ -172,7 +172,7 @@ class ChangeExport {
 
 /**
  * The CSV export of the global history: a header, then one row per field change, cells written as
- * src/http/csv.ts says (formula-like text escaped). The first batch is read before anything is sent, so a failing query still
+ * src/csv.ts says (formula-like text escaped). The first batch is read before anything is sent, so a failing query still
  * answers with the error envelope; later batches follow as the client reads. A client that
  * disconnects destroys the stream, which stops the loop before its next query.
  */

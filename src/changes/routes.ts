@@ -11,7 +11,7 @@ import { openChangeExport } from './csv.js';
 import { presentChange } from './presenter.js';
 import { ChangeList, ChangeListQuery, CHANGE_FILTERS, CiChangePage, CiChangesParams, CiChangesQuery } from './schema.js';
 import { listChanges, pageCiHistory, type ChangeCriteria, type Position } from './store.js';
-import { changeWindow } from './window.js';
+import { dateWindow } from '../query/date-window.js';
 
 const tags = ['Change history'];
 const access = { resource: 'changes', action: 'read' } as const;
@@ -75,7 +75,7 @@ const ciHistory = defineRoute({
 /** Turns the list parameters into criteria. */
 function criteriaOf(query: ChangeListQuery): ChangeCriteria {
   return {
-    ...changeWindow(query.start_date, query.end_date),
+    ...dateWindow(query.start_date, query.end_date),
     filters: parseFilters(query.filter, CHANGE_FILTERS),
     search: query.search === undefined ? undefined : parseQuery(query.search, 'search'),
     sortBy: query.sort_by,

@@ -1,6 +1,6 @@
 import { presentChange } from '../changes/presenter.js';
 import { CHANGE_FILTERS } from '../changes/schema.js';
-import { changeWindow } from '../changes/window.js';
+import { dateWindow } from '../query/date-window.js';
 import { validationFailed } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { parseFilters } from '../query/filters.js';
@@ -31,7 +31,7 @@ const search = defineRoute({
       throw validationFailed([{ field: 'offset', location: 'query', message: `offset + limit must not exceed ${SEARCH_WINDOW}` }]);
     }
     const request = {
-      ...changeWindow(query.start_date, query.end_date),
+      ...dateWindow(query.start_date, query.end_date),
       query: parseQuery(text),
       filters: parseFilters(query.filter, CHANGE_FILTERS),
       limit: query.limit,
@@ -69,7 +69,7 @@ const stats = defineRoute({
   query: StatsQuery,
   responses: { 200: { description: 'The statistics of the window.', schema: Stats } },
   async handler({ app, principal, query }) {
-    return app.search.stats(principal, { ...changeWindow(query.start_date, query.end_date), groupBy: query.group_by });
+    return app.search.stats(principal, { ...dateWindow(query.start_date, query.end_date), groupBy: query.group_by });
   },
 });
 

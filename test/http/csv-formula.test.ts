@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../../src/db/database.js';
 import { asJson } from '../../src/db/database.js';
-import { csvCells, csvRows } from '../../src/http/csv.js';
+import { csvCells, csvRows } from '../../src/csv.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { csvText } from '../../src/ui/app/lib/csv-format.js';
 import { createKey, useTestApp } from '../support/app.js';

@@ -5,7 +5,7 @@ const DAY_MS = 86_400_000;
 /** 10000-01-01T00:00:00Z: ISO 8601 text (and PostgreSQL) take four-digit years. */
 const MAX_TIME = Date.UTC(10000, 0, 1);
 
-export interface ChangeWindow {
+export interface DateWindow {
   /** Inclusive lower bound, ISO 8601. */
   from: string | undefined;
   /** Upper bound, ISO 8601: inclusive for a date-time, exclusive for the day after a date. */
@@ -14,11 +14,11 @@ export interface ChangeWindow {
 }
 
 /**
- * The `start_date`/`end_date` of the change routes as bounds on `changed_at`: a date-only
+ * The `start_date`/`end_date` of the change, search and audit routes as bounds on a timestamp: a date-only
  * `start_date` is midnight UTC, a date-only `end_date` covers that whole UTC day; an end before the
  * start is a 422 naming `end_date`.
  */
-export function changeWindow(startDate: string | undefined, endDate: string | undefined): ChangeWindow {
+export function dateWindow(startDate: string | undefined, endDate: string | undefined): DateWindow {
   const from = startDate && DATE_ONLY.test(startDate) ? `${startDate}T00:00:00Z` : startDate;
   let untilExclusive = endDate !== undefined && DATE_ONLY.test(endDate);
   let until = untilExclusive ? new Date(Date.parse(`${endDate}T00:00:00Z`) + DAY_MS).toISOString() : endDate;
