@@ -35,7 +35,8 @@ async function main(): Promise<void> {
     await app.close();
     await closeTestDatabase();
   }
-  console.log(`wrote ${path.relative(process.cwd(), target) || target}`);
+  const shown = path.relative(process.cwd(), target);
+  console.log(`wrote ${shown.startsWith('..') ? target : shown}`);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
