@@ -15,7 +15,7 @@ type ViewModule = { default: FunctionComponent<ViewProps> };
 
 /** Views load on demand: the first page carries only the shell and the sign-in form. */
 const VIEWS: Record<string, () => Promise<ViewModule>> = {
-  inventory: () => import('./views/inventory'),
+  inventory: () => import('./views/inventory/inventory'),
   ci: () => import('./views/ci'),
   changes: () => import('./views/changes'),
   stats: () => import('./views/stats'),

@@ -41,6 +41,26 @@ export function useLoad<T>(key: string | null, load: (signal: AbortSignal) => Pr
   return { data: state.data, error: loading ? undefined : state.error, loading, reload: () => setGeneration((n) => n + 1) };
 }
 
+/** A user's action (a form's submit, a download) with its busy flag and the error to show. */
+export function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError>();
+  const run = async (action: () => Promise<void>) => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await action();
+    } catch (failure) {
+      setError(asApiError(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, run };
+}
+
+export type Action = ReturnType<typeof useAction>;
+
 export function asApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   return new ApiError(0, 'CLIENT', error instanceof Error ? error.message : String(error), undefined);

@@ -59,6 +59,16 @@ export function setParams(changes: Record<string, string | readonly string[] | u
   navigate(path + withParams(params, changes), options);
 }
 
+/** The page of an offset-paged view: `limit` (50 unless given) and `offset` from its URL. */
+export function pageOf(params: URLSearchParams): { limit: number; offset: number } {
+  return { limit: Number(params.get('limit') ?? 50) || 50, offset: Number(params.get('offset') ?? 0) || 0 };
+}
+
+/** Moves an offset-paged view to another page; the first page leaves `offset` out of the URL. */
+export function goToOffset(offset: number): void {
+  setParams({ offset: offset ? String(offset) : undefined });
+}
+
 export function currentRelative(): string {
   const { path, params } = here();
   const search = params.toString();

@@ -1,0 +1,43 @@
+import { useEffect, useState } from 'preact/hooks';
+
+/** An option as `[value, label]`, or a value that is its own label. */
+export type Choice = string | readonly [value: string, label: string];
+
+/** A select inside its label, so the label's text names it. */
+export function SelectField({ label, value, onValue, choices }: { label: string; value: string; onValue: (value: string) => void; choices: readonly Choice[] }) {
+  return (
+    <label>
+      {label}{' '}
+      <select value={value} onChange={(event) => onValue((event.currentTarget as HTMLSelectElement).value)}>
+        {choices.map((choice) => {
+          const [optionValue, optionLabel] = typeof choice === 'string' ? [choice, choice] : choice;
+          return (
+            <option key={optionValue} value={optionValue}>
+              {optionLabel}
+            </option>
+          );
+        })}
+      </select>
+    </label>
+  );
+}
+
+/** A text input inside its label, so the label's text names it. */
+export function TextField(props: { label: string; value: string; onValue: (value: string) => void; type?: string; required?: boolean; placeholder?: string }) {
+  const { label, value, onValue, type, required, placeholder } = props;
+  return (
+    <label>
+      {label} <input type={type} required={required} value={value} placeholder={placeholder} onInput={(event) => onValue((event.currentTarget as HTMLInputElement).value)} />
+    </label>
+  );
+}
+
+/**
+ * What is typed over a URL parameter stays a draft until the form applies it; when the URL's value
+ * changes (back, forward, a link), the draft gives way to it.
+ */
+export function useDraft(current: string): [string, (value: string) => void] {
+  const [draft, setDraft] = useState<string>();
+  useEffect(() => setDraft(undefined), [current]);
+  return [draft ?? current, setDraft];
+}

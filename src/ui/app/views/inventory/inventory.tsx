@@ -1,0 +1,71 @@
+import type { ViewProps } from '../../main';
+import { goToOffset, setParams } from '../../lib/router';
+import { FilterBuilder } from '../../components/filter-builder';
+import { SelectField } from '../../components/fields';
+import { Empty, ErrorBox, Pager, Show } from '../../components/states';
+import { ColumnPicker } from './column-picker';
+import { useInventoryExport, useInventoryQuery } from './query';
+import { CiTable } from './table';
+
+const STATUSES = ['active', 'inactive', 'archived', 'all'] as const;
+const FIELDS = ['name', 'namespace', 'ci_type', 'status', 'created_at', 'updated_at', 'last_seen'];
+const PAGE_SIZES = ['25', '50', '100', '250'];
+
+export default function Inventory({ place }: ViewProps) {
+  const { params } = place;
+  const view = useInventoryQuery(params);
+  const { filters, columns, limit, offset } = view;
+  const csv = useInventoryExport(view.query, columns);
+  return (
+    <section class="inventory">
+      <h1>Inventory</h1>
+      <StatusTabs status={view.status} />
+      <FilterBuilder
+        id="ci-filter"
+        fields={FIELDS}
+        jsonPrefixes={['raw_data', 'type_data']}
+        suggestions={view.suggestions}
+        filters={filters}
+        onChange={(next) => setParams({ filter: next, offset: undefined })}
+      />
+      <ColumnPicker columns={columns} suggestions={view.suggestions} />
+      <div class="toolbar">
+        <button type="button" onClick={csv.start} disabled={csv.progress !== undefined}>
+          {csv.progress ? `Exporting ${csv.progress}` : 'Download CSV'}
+        </button>
+        <SelectField label="Rows per page" value={String(limit)} onValue={(value) => setParams({ limit: value, offset: undefined })} choices={PAGE_SIZES} />
+      </div>
+      {csv.error ? <ErrorBox error={csv.error} /> : null}
+      <Show loaded={view.loaded} what="configuration items">
+        {(page) =>
+          page.items.length === 0 ? (
+            <Empty>No configuration items match this view{filters.length ? ': remove a filter or change the status tab.' : '.'}</Empty>
+          ) : (
+            <>
+              <CiTable items={page.items} columns={columns} sort={{ params, sortBy: view.sortBy, sortOrder: view.sortOrder }} />
+              <Pager label="Configuration items" offset={offset} limit={limit} shown={page.items.length} total={page.total} exact={page.total_exact} go={goToOffset} />
+            </>
+          )
+        }
+      </Show>
+    </section>
+  );
+}
+
+function StatusTabs({ status }: { status: string }) {
+  return (
+    <div role="tablist" aria-label="Status" class="tabs">
+      {STATUSES.map((name) => (
+        <button
+          key={name}
+          type="button"
+          role="tab"
+          aria-selected={status === name}
+          onClick={() => setParams({ status: name === 'active' ? undefined : name, offset: undefined })}
+        >
+          {name[0]!.toUpperCase() + name.slice(1)}
+        </button>
+      ))}
+    </div>
+  );
+}

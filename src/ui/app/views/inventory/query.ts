@@ -1,0 +1,83 @@
+import { useMemo, useState } from 'preact/hooks';
+import { api } from '../../lib/api';
+import { allPages, csvText, exportName, saveCsv } from '../../lib/csv';
+import { leafPaths } from '../../lib/paths';
+import { pageOf } from '../../lib/router';
+import { useAction, useLoad } from '../../components/states';
+
+export interface Ci {
+  ci_id: string;
+  name: string;
+  namespace: string | null;
+  ci_type: string;
+  status: 'active' | 'inactive' | 'archived';
+  status_updated_at: string | null;
+  last_seen: string;
+  created_at: string;
+  updated_at: string;
+  raw_data: Record<string, unknown>;
+  attributes?: Record<string, unknown>;
+}
+
+interface CiPage {
+  items: Ci[];
+  total: number;
+  total_exact: boolean;
+  offset: number;
+  limit: number;
+}
+
+export type SortOrder = 'asc' | 'desc';
+type CiQuery = ReturnType<typeof inventoryQuery>['query'];
+
+/** The CSV download walks the view page by page, up to this many rows; larger exports belong to the API. */
+const CSV_ROWS = 10_000;
+
+function columnsOf(params: URLSearchParams): string[] {
+  return (params.get('cols') ?? '')
+    .split(',')
+    .map((path) => path.trim())
+    .filter(Boolean);
+}
+
+/** The inventory view as its URL holds it, and the API query for the page it shows. */
+function inventoryQuery(params: URLSearchParams) {
+  const status = params.get('status') ?? 'active';
+  const filters = params.getAll('filter');
+  const sortBy = params.get('sort_by') ?? 'created_at';
+  const sortOrder: SortOrder = params.get('sort_order') === 'asc' ? 'asc' : 'desc';
+  const { limit, offset } = pageOf(params);
+  const columns = columnsOf(params);
+  const query = { status, filter: filters, sort_by: sortBy, sort_order: sortOrder, limit, offset, include_attributes: columns.length ? columns.join(',') : undefined };
+  return { status, filters, sortBy, sortOrder, limit, offset, columns, query };
+}
+
+const fetchCis = (query: CiQuery, signal?: AbortSignal) => api<CiPage>('/api/v1/configuration-items', { query, signal });
+
+/** The page the URL asks for, and the raw_data paths of its first rows for the filter and column pickers. */
+export function useInventoryQuery(params: URLSearchParams) {
+  const view = inventoryQuery(params);
+  const loaded = useLoad(JSON.stringify(view.query), (signal) => fetchCis(view.query, signal));
+  const suggestions = useMemo(() => leafPaths((loaded.data?.items ?? []).slice(0, 50).map((ci) => ci.raw_data), 'raw_data'), [loaded.data]);
+  return { ...view, loaded, suggestions };
+}
+
+/** The whole view (every page, not only the one shown) as a CSV download, with its added columns; `progress` counts the rows fetched. */
+export function useInventoryExport(query: CiQuery, columns: string[]) {
+  const action = useAction();
+  const [progress, setProgress] = useState<string>();
+  const start = () =>
+    void action.run(async () => {
+      setProgress('0 rows…');
+      const cis = await allPages(
+        async (offset, limit) => (await fetchCis({ ...query, offset, limit })).items,
+        1000,
+        CSV_ROWS,
+        (n) => setProgress(`${n.toLocaleString('en')} rows…`),
+      );
+      const header = ['ci_id', 'name', 'namespace', 'ci_type', 'status', 'last_seen', 'created_at', 'updated_at', ...columns];
+      const rows = cis.map((ci) => [ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.last_seen, ci.created_at, ci.updated_at, ...columns.map((path) => ci.attributes?.[path])]);
+      saveCsv(csvText(header, rows), exportName('inventory'));
+    });
+  return { progress: action.busy ? progress : undefined, error: action.error, start };
+}

@@ -1,0 +1,88 @@
+import { dateTime, relative, scalar } from '../../lib/format';
+import { Link, withParams } from '../../lib/router';
+import type { Ci, SortOrder } from './query';
+
+const SORTABLE: [string, string][] = [
+  ['name', 'Name'],
+  ['namespace', 'Namespace'],
+  ['ci_type', 'Type'],
+  ['status', 'Status'],
+  ['last_seen', 'Last seen'],
+  ['updated_at', 'Updated'],
+  ['created_at', 'Created'],
+];
+/** Added columns stand between the identifying columns and the timestamps. */
+const LEADING = 5;
+
+interface Sort {
+  params: URLSearchParams;
+  sortBy: string;
+  sortOrder: SortOrder;
+}
+
+/** One page of configuration items; each header sorts by its column, descending first. */
+export function CiTable({ items, columns, sort }: { items: Ci[]; columns: string[]; sort: Sort }) {
+  return (
+    <div class="table-wrap">
+      <table class="grid" aria-label="Configuration items">
+        <thead>
+          <tr>
+            {SORTABLE.slice(0, LEADING).map(([field, label]) => (
+              <SortHeader key={field} field={field} label={label} sort={sort} />
+            ))}
+            {columns.map((path) => (
+              <th key={path} scope="col">
+                <code>{path}</code>
+              </th>
+            ))}
+            {SORTABLE.slice(LEADING).map(([field, label]) => (
+              <SortHeader key={field} field={field} label={label} sort={sort} />
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((ci) => (
+            <CiRow key={ci.ci_id} ci={ci} columns={columns} />
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function CiRow({ ci, columns }: { ci: Ci; columns: string[] }) {
+  return (
+    <tr>
+      <td>
+        <Link href={`/ci/${ci.ci_id}`}>{ci.name}</Link>
+      </td>
+      <td>{ci.namespace ?? <span class="meta">—</span>}</td>
+      <td>{ci.ci_type}</td>
+      <td>
+        <span class={`status ${ci.status}`}>{ci.status}</span>
+      </td>
+      <td title={dateTime(ci.last_seen)}>{relative(ci.last_seen)}</td>
+      {columns.map((path) => (
+        <td key={path} class="value">
+          {scalar(ci.attributes?.[path] ?? null)}
+        </td>
+      ))}
+      <td>{dateTime(ci.updated_at)}</td>
+      <td>{dateTime(ci.created_at)}</td>
+    </tr>
+  );
+}
+
+function SortHeader({ field, label, sort }: { field: string; label: string; sort: Sort }) {
+  const { params, sortBy, sortOrder } = sort;
+  const active = sortBy === field;
+  const href = withParams(params, { sort_by: field, sort_order: active && sortOrder === 'desc' ? 'asc' : 'desc', offset: undefined });
+  return (
+    <th scope="col" aria-sort={active ? (sortOrder === 'asc' ? 'ascending' : 'descending') : 'none'}>
+      <Link href={`/inventory${href}`} class="sort">
+        {label}
+        <span aria-hidden="true">{active ? (sortOrder === 'asc' ? ' ▲' : ' ▼') : ''}</span>
+      </Link>
+    </th>
+  );
+}
