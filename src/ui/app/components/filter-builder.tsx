@@ -27,37 +27,46 @@ export function describeFilter(filter: string): { field: string; op: string; val
   return { field: filter.slice(0, first), op: filter.slice(first + 1, second), value: filter.slice(second + 1) };
 }
 
-/**
- * Builds one filter at a time over every field and operator the API takes; JSON fields take a
- * path, suggested from the rows on screen. Filters already applied show as removable chips.
- */
-export function FilterBuilder(props: {
+interface FilterBuilderProps {
   fields: readonly string[];
   jsonPrefixes?: readonly string[];
   suggestions?: readonly string[];
   filters: readonly string[];
   onChange: (filters: string[]) => void;
   id: string;
-}) {
-  const { fields, jsonPrefixes = [], suggestions = [], filters, onChange, id } = props;
+}
+
+/** The filter being composed: field (with a path for JSON fields), operator and value, until added. */
+function useFilterDraft(fields: readonly string[], jsonPrefixes: readonly string[], add: (filter: string) => void) {
   const [field, setField] = useState(fields[0] ?? '');
   const [path, setPath] = useState('');
   const [op, setOp] = useState<string>('eq');
   const [value, setValue] = useState('');
   const isJson = jsonPrefixes.includes(field);
-  const add = (event: Event) => {
+  const submit = (event: Event) => {
     event.preventDefault();
     const name = isJson ? `${field}.${path.replace(new RegExp(`^${field}\\.`), '')}` : field;
     if (isJson && !path.trim()) return;
-    onChange([...filters, VALUELESS.has(op) ? `${name}:${op}` : `${name}:${op}:${value}`]);
+    add(VALUELESS.has(op) ? `${name}:${op}` : `${name}:${op}:${value}`);
     setValue('');
   };
+  return { field, setField, path, setPath, op, setOp, value, setValue, isJson, submit };
+}
+
+/**
+ * Builds one filter at a time over every field and operator the API takes; JSON fields take a
+ * path, suggested from the rows on screen. Filters already applied show as removable chips.
+ */
+export function FilterBuilder(props: FilterBuilderProps) {
+  const { fields, jsonPrefixes = [], suggestions = [], filters, onChange, id } = props;
+  const draft = useFilterDraft(fields, jsonPrefixes, (filter) => onChange([...filters, filter]));
+  const { field, op } = draft;
   return (
     <div class="filters">
-      <form class="filter-builder" onSubmit={add} aria-label="Add a filter">
+      <form class="filter-builder" onSubmit={draft.submit} aria-label="Add a filter">
         <label>
           <span>Field</span>
-          <select value={field} onChange={(event) => setField((event.currentTarget as HTMLSelectElement).value)}>
+          <select value={field} onChange={(event) => draft.setField((event.currentTarget as HTMLSelectElement).value)}>
             {fields.map((name) => (
               <option key={name} value={name}>
                 {name}
@@ -70,27 +79,10 @@ export function FilterBuilder(props: {
             ))}
           </select>
         </label>
-        {isJson ? (
-          <label>
-            <span>Path</span>
-            <input
-              list={`${id}-paths`}
-              value={path}
-              placeholder="spec.replicas"
-              onInput={(event) => setPath((event.currentTarget as HTMLInputElement).value)}
-            />
-            <datalist id={`${id}-paths`}>
-              {suggestions
-                .filter((suggestion) => suggestion.startsWith(`${field}.`))
-                .map((suggestion) => (
-                  <option key={suggestion} value={suggestion.slice(field.length + 1)} />
-                ))}
-            </datalist>
-          </label>
-        ) : null}
+        {draft.isJson ? <PathField listId={`${id}-paths`} field={field} path={draft.path} setPath={draft.setPath} suggestions={suggestions} /> : null}
         <label>
           <span>Operator</span>
-          <select value={op} onChange={(event) => setOp((event.currentTarget as HTMLSelectElement).value)}>
+          <select value={op} onChange={(event) => draft.setOp((event.currentTarget as HTMLSelectElement).value)}>
             {OPERATORS.map((name) => (
               <option key={name} value={name}>
                 {OPERATOR_LABELS[name]}
@@ -101,28 +93,50 @@ export function FilterBuilder(props: {
         {VALUELESS.has(op) ? null : (
           <label>
             <span>Value</span>
-            <input value={value} onInput={(event) => setValue((event.currentTarget as HTMLInputElement).value)} />
+            <input value={draft.value} onInput={(event) => draft.setValue((event.currentTarget as HTMLInputElement).value)} />
           </label>
         )}
         <button type="submit">Add filter</button>
       </form>
-      {filters.length > 0 ? (
-        <ul class="chips" aria-label="Applied filters">
-          {filters.map((filter, index) => (
-            <li key={`${filter}-${index}`}>
-              <code>{filter}</code>
-              <button type="button" aria-label={`Remove filter ${filter}`} onClick={() => onChange(filters.filter((_, i) => i !== index))}>
-                ×
-              </button>
-            </li>
-          ))}
-          <li>
-            <button type="button" class="link" onClick={() => onChange([])}>
-              Clear all
-            </button>
-          </li>
-        </ul>
-      ) : null}
+      {filters.length > 0 ? <FilterChips filters={filters} onChange={onChange} /> : null}
     </div>
+  );
+}
+
+/** A path inside a JSON field, offered the paths of that field seen in the rows on screen. */
+function PathField(props: { listId: string; field: string; path: string; setPath: (path: string) => void; suggestions: readonly string[] }) {
+  const { listId, field, path, setPath, suggestions } = props;
+  return (
+    <label>
+      <span>Path</span>
+      <input list={listId} value={path} placeholder="spec.replicas" onInput={(event) => setPath((event.currentTarget as HTMLInputElement).value)} />
+      <datalist id={listId}>
+        {suggestions
+          .filter((suggestion) => suggestion.startsWith(`${field}.`))
+          .map((suggestion) => (
+            <option key={suggestion} value={suggestion.slice(field.length + 1)} />
+          ))}
+      </datalist>
+    </label>
+  );
+}
+
+function FilterChips({ filters, onChange }: { filters: readonly string[]; onChange: (filters: string[]) => void }) {
+  return (
+    <ul class="chips" aria-label="Applied filters">
+      {filters.map((filter, index) => (
+        <li key={`${filter}-${index}`}>
+          <code>{filter}</code>
+          <button type="button" aria-label={`Remove filter ${filter}`} onClick={() => onChange(filters.filter((_, i) => i !== index))}>
+            ×
+          </button>
+        </li>
+      ))}
+      <li>
+        <button type="button" class="link" onClick={() => onChange([])}>
+          Clear all
+        </button>
+      </li>
+    </ul>
   );
 }

@@ -3,7 +3,7 @@ import type { ViewProps } from '../main';
 import { api, can } from '../lib/api';
 import { dateTime, relative } from '../lib/format';
 import { DataTable } from '../components/data-table';
-import { asApiError, Empty, ErrorBox, Show, useLoad } from '../components/states';
+import { Empty, ErrorBox, Show, useAction, useLoad } from '../components/states';
 
 interface Collector {
   id: number;
@@ -41,6 +41,8 @@ interface Run {
 interface Health {
   collectors: { id: number; status: 'healthy' | 'degraded'; sources_total: number; sources_healthy: number }[];
 }
+
+type CollectorHealth = Health['collectors'][number];
 
 /** When the schedule runs the source next: an interval after its last collection, or now when overdue. */
 function nextRun(source: Source): string {
@@ -80,9 +82,9 @@ export default function Sources({ me }: ViewProps) {
   );
 }
 
-function CollectorPanel({ collector, health, mayTrigger }: { collector: Collector; health?: Health['collectors'][number]; mayTrigger: boolean }) {
-  const [generation, setGeneration] = useState(0);
-  const loaded = useLoad(`${collector.id}:${generation}`, async (signal) => {
+/** A collector's sources and recent runs, reloaded on demand, and a "collect now" per source. */
+function useCollector(collector: Collector) {
+  const loaded = useLoad(String(collector.id), async (signal) => {
     const [sources, runs] = await Promise.all([
       api<Source[]>(`/api/v1/collectors/${collector.id}/sources`, { signal }),
       api<{ items: Run[] }>(`/api/v1/collectors/${collector.id}/runs`, { query: { limit: 10 }, signal }),
@@ -92,17 +94,18 @@ function CollectorPanel({ collector, health, mayTrigger }: { collector: Collecto
     return { sources: details.concat(sources.slice(50)), runs: runs.items };
   });
   const [message, setMessage] = useState<string>();
-  const [error, setError] = useState<ReturnType<typeof asApiError>>();
-  const trigger = async (source: Source) => {
-    setError(undefined);
-    try {
+  const action = useAction();
+  const trigger = (source: Source) =>
+    void action.run(async () => {
       await api(`/api/v1/collectors/${collector.id}/trigger`, { method: 'POST', query: { source_id: source.id } });
       setMessage(`Collection of ${source.name} queued.`);
-      setGeneration((n) => n + 1);
-    } catch (failure) {
-      setError(asApiError(failure));
-    }
-  };
+      loaded.reload();
+    });
+  return { loaded, message, error: action.error, trigger };
+}
+
+function CollectorPanel({ collector, health, mayTrigger }: { collector: Collector; health?: CollectorHealth; mayTrigger: boolean }) {
+  const { loaded, message, error, trigger } = useCollector(collector);
   return (
     <section class="collector" aria-labelledby={`collector-${collector.id}`}>
       <div class="section-head">
@@ -112,7 +115,7 @@ function CollectorPanel({ collector, health, mayTrigger }: { collector: Collecto
         <span class={`health ${health?.status ?? 'unknown'}`}>
           {health ? `${health.status} · ${health.sources_healthy}/${health.sources_total} sources healthy` : 'health unknown'}
         </span>
-        <button type="button" onClick={() => setGeneration((n) => n + 1)}>
+        <button type="button" onClick={loaded.reload}>
           Refresh
         </button>
       </div>
@@ -125,76 +128,81 @@ function CollectorPanel({ collector, health, mayTrigger }: { collector: Collecto
       <Show loaded={loaded} what="sources">
         {({ sources, runs }) => (
           <>
-            {sources.length === 0 ? (
-              <Empty>No sources.</Empty>
-            ) : (
-              <DataTable
-                label={`Sources of ${collector.name}`}
-                rows={sources}
-                rowKey={(source) => source.id}
-                columns={[
-                  {
-                    header: 'Source',
-                    cell: (source) => (
-                      <>
-                        {source.name}
-                        <div class="meta">{source.endpoint ?? 'push'}</div>
-                      </>
-                    ),
-                  },
-                  { header: 'Status', cell: (source) => source.status },
-                  {
-                    header: 'Health',
-                    cell: (source) => (
-                      <>
-                        <span class={`health ${source.health_status?.status ?? 'unknown'}`}>{source.health_status?.status ?? 'unknown'}</span>
-                        {source.health_status?.details?.message ? <div class="meta">{source.health_status.details.message}</div> : null}
-                      </>
-                    ),
-                  },
-                  { header: 'Last collection', cell: (source) => <span title={dateTime(source.last_collection)}>{relative(source.last_collection)}</span> },
-                  { header: 'Next run', cell: nextRun },
-                  { header: 'Last error', class: 'error-text', cell: (source) => source.last_error ?? '—' },
-                  mayTrigger && {
-                    header: 'Actions',
-                    cell: (source) => (
-                      <button type="button" onClick={() => void trigger(source)} disabled={source.status !== 'enabled' || collector.collector_type === 'universal'}>
-                        Collect now<span class="sr-only"> {source.name}</span>
-                      </button>
-                    ),
-                  },
-                ]}
-              />
-            )}
+            {sources.length === 0 ? <Empty>No sources.</Empty> : <SourcesTable collector={collector} sources={sources} trigger={mayTrigger ? trigger : undefined} />}
             <h3>Recent runs</h3>
-            {runs.length === 0 ? (
-              <Empty>No runs yet.</Empty>
-            ) : (
-              <DataTable
-                label={`Recent runs of ${collector.name}`}
-                rows={runs}
-                rowKey={(run) => run.id}
-                columns={[
-                  { header: 'Source', cell: (run) => run.source_name },
-                  {
-                    header: 'Status',
-                    cell: (run) => (
-                      <>
-                        <span class={`run ${run.status}`}>{run.status}</span>
-                        {run.watching_since ? <div class="meta">watching since {dateTime(run.watching_since)}</div> : null}
-                      </>
-                    ),
-                  },
-                  { header: 'Trigger', cell: (run) => run.trigger },
-                  { header: 'Queued', cell: (run) => dateTime(run.queued_at) },
-                  { header: 'Finished', cell: (run) => dateTime(run.finished_at) },
-                  { header: 'Result', class: 'value', cell: runResult },
-                ]}
-              />
-            )}
+            {runs.length === 0 ? <Empty>No runs yet.</Empty> : <RunsTable collector={collector} runs={runs} />}
           </>
         )}
       </Show>
     </section>
+  );
+}
+
+/** A collector's sources; `trigger`, when the sign-in may collect, adds a "collect now" button to each. */
+function SourcesTable({ collector, sources, trigger }: { collector: Collector; sources: Source[]; trigger?: (source: Source) => void }) {
+  return (
+    <DataTable
+      label={`Sources of ${collector.name}`}
+      rows={sources}
+      rowKey={(source) => source.id}
+      columns={[
+        {
+          header: 'Source',
+          cell: (source) => (
+            <>
+              {source.name}
+              <div class="meta">{source.endpoint ?? 'push'}</div>
+            </>
+          ),
+        },
+        { header: 'Status', cell: (source) => source.status },
+        {
+          header: 'Health',
+          cell: (source) => (
+            <>
+              <span class={`health ${source.health_status?.status ?? 'unknown'}`}>{source.health_status?.status ?? 'unknown'}</span>
+              {source.health_status?.details?.message ? <div class="meta">{source.health_status.details.message}</div> : null}
+            </>
+          ),
+        },
+        { header: 'Last collection', cell: (source) => <span title={dateTime(source.last_collection)}>{relative(source.last_collection)}</span> },
+        { header: 'Next run', cell: nextRun },
+        { header: 'Last error', class: 'error-text', cell: (source) => source.last_error ?? '—' },
+        trigger !== undefined && {
+          header: 'Actions',
+          cell: (source) => (
+            <button type="button" onClick={() => trigger(source)} disabled={source.status !== 'enabled' || collector.collector_type === 'universal'}>
+              Collect now<span class="sr-only"> {source.name}</span>
+            </button>
+          ),
+        },
+      ]}
+    />
+  );
+}
+
+function RunsTable({ collector, runs }: { collector: Collector; runs: Run[] }) {
+  return (
+    <DataTable
+      label={`Recent runs of ${collector.name}`}
+      rows={runs}
+      rowKey={(run) => run.id}
+      columns={[
+        { header: 'Source', cell: (run) => run.source_name },
+        {
+          header: 'Status',
+          cell: (run) => (
+            <>
+              <span class={`run ${run.status}`}>{run.status}</span>
+              {run.watching_since ? <div class="meta">watching since {dateTime(run.watching_since)}</div> : null}
+            </>
+          ),
+        },
+        { header: 'Trigger', cell: (run) => run.trigger },
+        { header: 'Queued', cell: (run) => dateTime(run.queued_at) },
+        { header: 'Finished', cell: (run) => dateTime(run.finished_at) },
+        { header: 'Result', class: 'value', cell: runResult },
+      ]}
+    />
   );
 }
