@@ -20,7 +20,7 @@ const VIEWS: Record<string, () => Promise<ViewModule>> = {
   changes: () => import('./views/changes/changes'),
   stats: () => import('./views/stats'),
   sources: () => import('./views/sources'),
-  admin: () => import('./views/admin'),
+  admin: () => import('./views/admin/admin'),
 };
 const loaded: Record<string, ViewModule> = {};
 
