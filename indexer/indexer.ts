@@ -1,6 +1,6 @@
 import type { Client } from '@opensearch-project/opensearch';
 import type { Sql } from 'postgres';
-import { OUTBOX_CHANNEL } from '../src/inventory/change-writer.js';
+import { OUTBOX_CHANNEL } from '../src/history/writer.js';
 import type { Logger } from '../src/observability/logger.js';
 import { bulkBody, ensureIndex, loadChangeDocuments, type ChangeDocument } from '../src/search/opensearch-index.js';
 import { indexerFailures, documentsIndexed, outboxLag, outboxParked, outboxPending } from './metrics.js';

@@ -5,7 +5,8 @@ import { derivedKey } from './config/derived-key.js';
 import { readFileSync } from 'node:fs';
 import { apiKeyRoutes } from './api-keys/routes.js';
 import { auditRefusal } from './audit/log.js';
-import { auditRoutes } from './audit/routes.js';
+import { auditRoutes } from './audit-events/routes.js';
+import { authenticate, signInRedirect } from './sign-in/authenticate.js';
 import { authRoutes } from './sign-in/routes.js';
 import { changeRoutes } from './changes/routes.js';
 import { collectorRoutes } from './collectors/routes.js';
@@ -14,12 +15,12 @@ import type { AppContext } from './context.js';
 import { errorMiddleware } from './http/error-middleware.js';
 import { AppError } from './errors.js';
 import { buildOpenApi } from './http/openapi.js';
-import type { AnyRoute } from './http/route.js';
+import type { AnyRoute } from './context.js';
 import { LoadShedder, type LoadLimits } from './http/load.js';
 import { buildRouter } from './http/router.js';
 import { enableProcessMetrics, httpRequestDuration } from './observability/metrics.js';
 import { relationshipRoutes } from './relationships/routes.js';
-import { searchRoutes } from './search/routes.js';
+import { searchRoutes } from './changes/search-routes.js';
 import { packagePath } from './paths.js';
 import { sourceRoutes } from './sources/routes.js';
 import { systemRoutes } from './system/routes.js';
@@ -121,7 +122,7 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     }
     app.logger.error({ err: error }, 'response failed');
   });
-  const router = buildRouter(app, routes, { checkResponses: options.checkResponses ?? false });
+  const router = buildRouter(app, routes, { checkResponses: options.checkResponses ?? false, authenticate, signInRedirect });
 
   koa.use(async (ctx, next) => {
     const stop = httpRequestDuration.startTimer();

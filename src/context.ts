@@ -4,6 +4,7 @@ import type { DatabaseKind, Sql } from './db/database.js';
 import type { DatabaseGate } from './db/gate.js';
 import type { DatabaseHealth } from './db/health.js';
 import type { RateLimits } from './http/rate-limit.js';
+import { routeDefiner, type AnyRouteOf } from './http/route.js';
 import type { Logger } from './observability/logger.js';
 import type { SearchBackend } from './search/backend.js';
 import type { SingleSignOn } from './auth/sso.js';
@@ -30,3 +31,7 @@ export interface AppContext {
   /** The current time; tests replace it to move lifecycle thresholds without waiting. */
   now: () => Date;
 }
+
+/** Declares a route whose handler is given the AppContext. */
+export const defineRoute = routeDefiner<AppContext>();
+export type AnyRoute = AnyRouteOf<AppContext>;

@@ -7,12 +7,13 @@ import { SingleSignOn } from './auth/sso.js';
 import { installBootstrapKey } from './auth/api-keys.js';
 import type { Config } from './config/config.js';
 import type { AppContext } from './context.js';
-import { openDatabase, type Database } from './db/database.js';
+import type { Database } from './db/database.js';
+import { openDatabase } from './db/open.js';
 import { migrate } from './db/migrate.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { scheduleSweeps } from './lifecycle/scheduler.js';
 import { createSearchBackend } from './search/backends.js';
-import { scheduleSearchJobs } from './search/scheduler.js';
+import { scheduleSearchJobs } from './changes/scheduler.js';
 import type { Logger } from './observability/logger.js';
 import { DEFAULT_TENANT_ID } from './tenants.js';
 

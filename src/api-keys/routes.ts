@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { listApiKeys, type ApiKeyListing } from '../auth/api-key-store.js';
 import { scopeView } from '../grants/schema.js';
 import { notFound } from '../errors.js';
-import { defineRoute, type AnyRoute } from '../http/route.js';
+import { defineRoute, type AnyRoute } from '../context.js';
 import { ApiKey, KeyParams, NewApiKey } from './schema.js';
 import { createApiKey, revokeApiKeyAudited } from './service.js';
 

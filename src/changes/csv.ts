@@ -4,9 +4,9 @@ import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { csvCells, csvRows } from '../csv.js';
 import type { Logger } from '../observability/logger.js';
-import type { FieldChange } from '../inventory/diff.js';
+import type { FieldChange } from '../history/diff.js';
 import { CSV_COLUMNS } from './schema.js';
-import { exportBatch, type ChangeCriteria, type ExportRecord, type Position } from './store.js';
+import { exportBatch, type ChangeCriteria, type ExportRecord, type Position } from '../history/store.js';
 
 /**
  * Change records per batch. Each batch is its own short query, so the connection is free between

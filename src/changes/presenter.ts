@@ -1,4 +1,4 @@
-import type { ChangeRow } from './store.js';
+import type { ChangeRow } from '../history/store.js';
 
 /** A change record as spec §2.2 shows it; field changes keep their real JSON values. */
 export function presentChange(row: ChangeRow) {

@@ -3,14 +3,14 @@ import type { Principal } from '../auth/principal.js';
 import { isCiVisible } from '../configuration-items/store.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { notAcceptable, notFound, unprocessable } from '../errors.js';
-import { defineRoute, type AnyRoute } from '../http/route.js';
+import { defineRoute, type AnyRoute } from '../context.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import { parseFilters } from '../query/filters.js';
-import { parseQuery } from '../search/query.js';
+import { parseQuery } from '../query/text-query.js';
 import { openChangeExport } from './csv.js';
 import { presentChange } from './presenter.js';
 import { ChangeList, ChangeListQuery, CHANGE_FILTERS, CiChangePage, CiChangesParams, CiChangesQuery } from './schema.js';
-import { listChanges, pageCiHistory, type ChangeCriteria, type Position } from './store.js';
+import { listChanges, pageCiHistory, type ChangeCriteria, type Position } from '../history/store.js';
 import { dateWindow } from '../query/date-window.js';
 
 const tags = ['Change history'];

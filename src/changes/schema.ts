@@ -1,10 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Filters, Limit, MAX_OFFSET, Nullable, Offset, SortOrder, Timestamp, Uuid } from '../http/schemas.js';
 import type { FilterSpec } from '../query/filters.js';
+import { CHANGE_SORT_FIELDS } from '../history/store.js';
 
 export const CHANGE_TYPES = ['CREATED', 'UPDATED', 'DELETED'] as const;
-export const CHANGE_SORT_FIELDS = ['changed_at', 'ci_name', 'ci_type', 'change_type'] as const;
-export type ChangeSortField = (typeof CHANGE_SORT_FIELDS)[number];
 
 /** Columns of `change_records cr`: history is filtered on its own copies, never on the live CI. */
 export const CHANGE_FILTERS: FilterSpec = {

@@ -17,7 +17,7 @@ export type Flags = Record<string, string | boolean | string[] | undefined>;
 
 /** Opens the database, brings the schema up to date, runs `work`, and closes again. */
 async function withDatabase<T>(config: Config, work: (db: Database) => Promise<T>): Promise<T> {
-  const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/database.js'), import('../db/migrate.js')]);
+  const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/open.js'), import('../db/migrate.js')]);
   const db = await openDatabase(config);
   try {
     await migrate(db.sql);
@@ -66,7 +66,7 @@ export async function serveCommand(options: { api: boolean; scheduler: boolean; 
 
 export async function migrateCommand(): Promise<void> {
   const config = loadConfig();
-  const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/database.js'), import('../db/migrate.js')]);
+  const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/open.js'), import('../db/migrate.js')]);
   const db = await openDatabase(config);
   try {
     const applied = await migrate(db.sql);
@@ -350,7 +350,7 @@ export async function outboxCommand(sub: string | undefined): Promise<void> {
 
 export async function refreshStatsCommand(): Promise<void> {
   const config = loadConfig();
-  const { refreshStatsAggregate } = await import('../search/stats-store.js');
+  const { refreshStatsAggregate } = await import('../history/stats-store.js');
   await withDatabase(config, async (db) => {
     const started = performance.now();
     const { rows, refreshedAt } = await refreshStatsAggregate(db.sql, new Date());

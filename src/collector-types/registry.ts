@@ -1,5 +1,5 @@
 import { kubernetesType } from './kubernetes/index.js';
-import type { CollectorType } from './plugin.js';
+import { UNKNOWN_TYPE_CAPABILITIES, type CollectorType } from './plugin.js';
 import { postgresqlType } from './postgresql/index.js';
 import { prometheusType } from './prometheus/index.js';
 import { universalType } from './universal/index.js';
@@ -32,4 +32,10 @@ export function collectingTypes(): string[] {
 
 export function knownCollectorTypes(): string[] {
   return [...registry.keys()].sort();
+}
+
+/** What a collector of this type can do, as the API shows it; a type this service does not know takes pushes only. */
+export function capabilitiesOf(name: string): { supports_universal_format: boolean; supports_multi_source: boolean } {
+  const { supports_universal_format, supports_multi_source } = collectorType(name)?.capabilities ?? UNKNOWN_TYPE_CAPABILITIES;
+  return { supports_universal_format, supports_multi_source };
 }

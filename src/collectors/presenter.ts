@@ -1,20 +1,13 @@
-import { UNKNOWN_TYPE_CAPABILITIES } from '../collector-types/plugin.js';
-import { collectorType } from '../collector-types/registry.js';
+import { capabilitiesOf } from '../collector-types/registry.js';
 import type { RunRow } from './runs/runs.js';
 import type { CollectorRow } from './store.js';
-
-/** What the collector's type can do; a type this service does not know takes pushes only. */
-export const capabilitiesOf = (row: CollectorRow) => {
-  const { supports_universal_format, supports_multi_source } = collectorType(row.collector_type)?.capabilities ?? UNKNOWN_TYPE_CAPABILITIES;
-  return { supports_universal_format, supports_multi_source };
-};
 
 export const presentCollector = (row: CollectorRow) => ({
   id: Number(row.id),
   name: row.name,
   collector_type: row.collector_type,
   status: row.status,
-  capabilities: capabilitiesOf(row),
+  capabilities: capabilitiesOf(row.collector_type),
   sources_total: row.sources_total,
   last_collection: row.last_collection?.toISOString() ?? null,
 });

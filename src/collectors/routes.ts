@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../errors.js';
-import { defineRoute, type AnyRoute, type Method } from '../http/route.js';
+import { defineRoute, type AnyRoute } from '../context.js';
+import { type Method } from '../http/route.js';
 import { ErrorEnvelope, Limit } from '../http/schemas.js';
 import { presentDetail, presentSource } from '../sources/presenter.js';
 import { conflictResponse, NewCollectorSource, SourceDetail, SourceView } from '../sources/schema.js';

@@ -1,12 +1,11 @@
 import type { Principal } from '../auth/principal.js';
-import { collectorType } from '../collector-types/registry.js';
+import { capabilitiesOf, collectorType } from '../collector-types/registry.js';
 import type { AppContext } from '../context.js';
 import { conflict, notFound } from '../errors.js';
 import { bigintId } from '../http/schemas.js';
 import type { NewCollectorSource } from '../sources/schema.js';
 import { addSourceTo, assertUnscoped, sourcesOfCollector } from '../sources/service.js';
 import { listSources, type SourceRow } from '../sources/store.js';
-import { capabilitiesOf } from './presenter.js';
 import { enqueueManual, getRun, listRuns, type RunRow } from './runs/runs.js';
 import type { CollectorHealthEntry, CollectorQuery, Triggered } from './schema.js';
 import { listCollectors, type CollectorRow } from './store.js';
@@ -74,7 +73,7 @@ export async function collectorHealth(app: AppContext, principal: Principal, raw
         ? `${enabled.length} enabled source(s) healthy`
         : `${unhealthy.length} of ${enabled.length} enabled source(s) unhealthy: ${unhealthy.map((s) => s.name).join(', ')}`,
     timestamp: app.now().toISOString(),
-    capabilities: capabilitiesOf(collector),
+    capabilities: capabilitiesOf(collector.collector_type),
     subsystems: Object.fromEntries(rows.map((s) => [s.name, subsystemOf(s)])),
   };
 }

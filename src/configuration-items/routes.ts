@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { archiveWithHistory } from '../inventory/archive.js';
 import { notFound } from '../errors.js';
-import { defineRoute } from '../http/route.js';
+import { defineRoute } from '../context.js';
 import { parseFilters } from '../query/filters.js';
 import { attributePaths, pickAttributes, presentCi, presentCiDetail, presentTypeData } from './presenter.js';
 import { CiArchived, CiDetail, CiList, CiListQuery, CiParams, CI_FILTERS, TypeDataList } from './schema.js';

@@ -1,6 +1,5 @@
 import postgres, { type Sql } from 'postgres';
 import type { Config } from '../config/config.js';
-import { openEmbedded } from './embedded.js';
 import { DatabaseGate, gateSql } from './gate.js';
 import { DatabaseHealth } from './health.js';
 
@@ -122,19 +121,6 @@ export function guardDatabase(raw: RawDatabase, settings: PoolSettings): Databas
       await Promise.all([raw.close(), probe.end({ timeout: 1 })]);
     },
   };
-}
-
-/**
- * Connects to the configured real PostgreSQL, or opens the embedded database. When another cinv
- * process already serves the embedded database, commands join it through its socket; a second
- * server (`joinEmbedded: false`) refuses instead.
- */
-export async function openDatabase(config: Config, options: { joinEmbedded: boolean } = { joinEmbedded: true }): Promise<Database> {
-  const settings = poolSettings(config);
-  const raw = config.databaseUrl
-    ? connectServer(config.databaseUrl, settings)
-    : await openEmbedded(config.dataDir, { join: options.joinEmbedded });
-  return guardDatabase(raw, settings);
 }
 
 /** postgres.js options for a connection through the embedded database's socket. */

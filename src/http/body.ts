@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { AppError } from '../errors.js';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from './validation.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../validation.js';
 
 /** The request body, decompressed as its Content-Encoding says (415 for an encoding it cannot read). */
 export function decodedBody(body: Readable, encoding: string | undefined): Readable {

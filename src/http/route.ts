@@ -1,7 +1,6 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { Context } from 'koa';
 import type { Action, Principal, Resource } from '../auth/principal.js';
-import type { AppContext } from '../context.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -19,9 +18,10 @@ export type Access = 'public' | 'authenticated' | { resource: Resource; action: 
 
 type Maybe<T extends TSchema | undefined> = T extends TSchema ? Static<T> : Record<string, never>;
 
-export interface RouteRequest<P extends TSchema | undefined, Q extends TSchema | undefined, B extends TSchema | undefined> {
+export interface RouteRequest<App, P extends TSchema | undefined, Q extends TSchema | undefined, B extends TSchema | undefined> {
   ctx: Context;
-  app: AppContext;
+  /** What the application hands every handler (its services and settings). */
+  app: App;
   params: Maybe<P>;
   query: Maybe<Q>;
   body: Maybe<B>;
@@ -34,6 +34,7 @@ export interface RouteRequest<P extends TSchema | undefined, Q extends TSchema |
  * handler's input and the OpenAPI operation are all derived from it.
  */
 export interface RouteDefinition<
+  App,
   P extends TSchema | undefined = TSchema | undefined,
   Q extends TSchema | undefined = TSchema | undefined,
   B extends TSchema | undefined = TSchema | undefined,
@@ -55,18 +56,25 @@ export interface RouteDefinition<
   /** The audit event a refused permission writes instead of `permission.denied` (credential reveals). */
   deniedEvent?: 'credentials.reveal_denied';
   /** Returns the JSON body, or sets `ctx.body` itself (streams) and returns undefined. */
-  handler: (request: RouteRequest<P, Q, B>) => Promise<unknown>;
+  handler: (request: RouteRequest<App, P, Q, B>) => Promise<unknown>;
 }
 
-/** Identity function that lets TypeScript infer the handler's parameter types from the schemas. */
-export function defineRoute<P extends TSchema | undefined, Q extends TSchema | undefined, B extends TSchema | undefined>(
-  route: RouteDefinition<P, Q, B>,
-): RouteDefinition<P, Q, B> {
-  return route;
+/**
+ * The `defineRoute` of an application whose handlers are given `App`: an identity function that lets
+ * TypeScript infer the handler's parameter types from the schemas. The HTTP layer knows nothing of
+ * what `App` holds; the application binds it once.
+ */
+export function routeDefiner<App>() {
+  return <P extends TSchema | undefined, Q extends TSchema | undefined, B extends TSchema | undefined>(
+    route: RouteDefinition<App, P, Q, B>,
+  ): RouteDefinition<App, P, Q, B> => route;
 }
 
 // Handlers are contravariant in their request type; the registry only needs them callable.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyRoute = RouteDefinition<any, any, any>;
+export type AnyRouteOf<App> = RouteDefinition<App, any, any, any>;
+/** A route of any application, as the OpenAPI builder reads it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = AnyRouteOf<any>;
 
 export const toKoaPath = (path: string): string => path.replace(/\{(\w+)\}/g, ':$1');

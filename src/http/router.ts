@@ -3,13 +3,12 @@ import { METHODS } from 'node:http';
 import type { TSchema } from '@sinclair/typebox';
 import type { ValidateFunction } from 'ajv';
 import type { Context } from 'koa';
-import { authenticate, keyQueryParameter } from '../auth/authenticate.js';
 import { can, type Principal } from '../auth/principal.js';
-import type { AppContext } from '../context.js';
 import { AppError, forbidden, validationFailed, type FieldError } from '../errors.js';
-import { toKoaPath, type AnyRoute } from './route.js';
+import type { RateLimits } from './rate-limit.js';
+import { toKoaPath, type AnyRouteOf } from './route.js';
 import { parseJsonBody, readBody } from './body.js';
-import { compileBody, compileRequest, compileResponse, toFieldErrors } from './validation.js';
+import { compileBody, compileRequest, compileResponse, toFieldErrors } from '../validation.js';
 
 type Check = (input: unknown) => unknown;
 
@@ -53,7 +52,7 @@ function requestCheck(schema: TSchema | undefined, location: FieldError['locatio
   };
 }
 
-function responseCheck(route: AnyRoute): (ctx: Context) => void {
+function responseCheck<App>(route: AnyRouteOf<App>): (ctx: Context) => void {
   const validators = new Map<number, ValidateFunction>();
   for (const [status, spec] of Object.entries(route.responses)) {
     if (spec.schema) validators.set(Number(status), compileResponse(spec.schema));
@@ -79,13 +78,23 @@ async function readJsonBody(ctx: Context, limit: number): Promise<unknown> {
   return parseJsonBody(await readBody(ctx.req, limit));
 }
 
-export interface RouterOptions {
+/** What the router needs of the application its handlers are given. */
+export interface RouterApp {
+  limits: Pick<RateLimits, 'consume'>;
+  config: { bodyLimitBytes: number };
+}
+
+export interface RouterOptions<App> {
   /** Check every JSON response against the route's declared schema (on in tests). */
   checkResponses: boolean;
+  /** The request's principal; throws a 401 when its credentials are missing or not valid. */
+  authenticate: (ctx: Context, app: App) => Promise<Principal>;
+  /** Where a request refused a 401 is sent to sign in instead (a browser's page request), if anywhere. */
+  signInRedirect?: (ctx: Context, app: App) => string | undefined;
 }
 
 /** Mounts route definitions: authentication, authorization, validation, handler, in that order. */
-export function buildRouter(app: AppContext, routes: readonly AnyRoute[], options: RouterOptions): Router {
+export function buildRouter<App extends RouterApp>(app: App, routes: readonly AnyRouteOf<App>[], options: RouterOptions<App>): Router {
   // every method Node parses counts as known: one a path does not serve is a 405 with `Allow`, not a 501
   const router = new Router({ methods: [...METHODS] });
   for (const route of routes) {
@@ -102,13 +111,12 @@ export function buildRouter(app: AppContext, routes: readonly AnyRoute[], option
         // requests without valid credentials count against their client address (guessing keys
         // costs the guesser), the others against their credential
         try {
-          principal = await authenticate(ctx, app);
+          principal = await options.authenticate(ctx, app);
         } catch (error) {
           await app.limits.consume(ctx, `ip:${ctx.ip}`);
-          // a browser without a (live) session is sent to sign in and back here
-          // (never with a key in the query: the address it returns to would carry it on)
-          if (error instanceof AppError && error.status === 401 && app.sso && ctx.method === 'GET' && ctx.accepts('json', 'html') === 'html' && keyQueryParameter(ctx) === undefined) {
-            ctx.redirect(`/auth/login?return_to=${encodeURIComponent(ctx.originalUrl)}`);
+          const signIn = error instanceof AppError && error.status === 401 ? options.signInRedirect?.(ctx, app) : undefined;
+          if (signIn !== undefined) {
+            ctx.redirect(signIn);
             return;
           }
           throw error;

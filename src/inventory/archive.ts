@@ -1,4 +1,4 @@
-import { recordChanges, statusRecord } from './change-writer.js';
+import { recordChanges, statusRecord } from '../history/writer.js';
 import type { Queryable } from '../db/database.js';
 import { archiveCis, type ArchivedCi } from './store.js';
 

@@ -1,4 +1,4 @@
-import { recordChanges } from './change-writer.js';
+import { recordChanges } from '../history/writer.js';
 import type { Queryable, Sql } from '../db/database.js';
 import { classifyBatch, type BatchPlan } from './classify.js';
 import { metricsOf } from './content.js';

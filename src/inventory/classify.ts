@@ -1,7 +1,7 @@
 import { uuidv7 } from 'uuidv7';
-import { changeRecord, createdRecord, type ChangedCi, type NewChangeRecord } from './change-writer.js';
+import { changeRecord, createdRecord, type ChangedCi, type NewChangeRecord } from '../history/writer.js';
 import { contentOf } from './content.js';
-import { diffValues, type FieldChange } from './diff.js';
+import { diffValues, type FieldChange } from '../history/diff.js';
 import type { UniversalRecord } from './records.js';
 import type { CiWrite, InventoryKey, RelationshipWrite, SeenCi, StoredContent, StoredState } from './store.js';
 

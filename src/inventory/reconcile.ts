@@ -1,6 +1,6 @@
 import type { Sql } from '../db/database.js';
 import { validationFailed, type FieldError } from '../errors.js';
-import { compileBody, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from '../http/validation.js';
+import { compileBody, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from '../validation.js';
 import { cisReconciled } from '../observability/metrics.js';
 import { archiveWithHistory } from './archive.js';
 import { reconcileBatch, type PlanWritten } from './batch.js';

@@ -1,5 +1,5 @@
 import type { PendingQuery, Row } from 'postgres';
-import { recordChanges, statusRecord, type ChangedCi } from '../inventory/change-writer.js';
+import { recordChanges, statusRecord, type ChangedCi } from '../history/writer.js';
 import type { Config } from '../config/config.js';
 import type { Sql } from '../db/database.js';
 

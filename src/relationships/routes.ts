@@ -1,7 +1,7 @@
 import { isCiVisible } from '../configuration-items/store.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { notFound, unprocessable } from '../errors.js';
-import { defineRoute, type AnyRoute } from '../http/route.js';
+import { defineRoute, type AnyRoute } from '../context.js';
 import { presentRelationship } from './presenter.js';
 import {
   DIRECTIONS,

@@ -1,14 +1,19 @@
+import type { Client } from '@opensearch-project/opensearch';
 import type { Sql } from 'postgres';
+import { ChangeStatistics } from '../history/statistics.js';
 import type { Config } from '../config/config.js';
 import type { SearchBackend } from './backend.js';
 import { OpenSearchBackend } from './opensearch-backend.js';
 import { createOpenSearchClient } from './opensearch-index.js';
 import { PostgresSearchBackend } from './postgres-backend.js';
 
-/** The configured search backend: PostgreSQL unless OPENSEARCH_URL names an OpenSearch cluster. */
-export function createSearchBackend(sql: Sql, config: Config, now: () => Date): SearchBackend {
-  const options = { countTimeoutMs: config.countTimeoutMs, statsTimeoutMs: config.statsTimeoutMs, embedded: !config.databaseUrl, now };
-  if (!config.opensearchUrl) return new PostgresSearchBackend(sql, options);
-  const client = createOpenSearchClient(config.opensearchUrl, Math.max(config.statsTimeoutMs + 5000, 10_000));
-  return new OpenSearchBackend(client, sql, { ...options, alias: config.opensearchIndex });
+/**
+ * The configured search backend: PostgreSQL unless OPENSEARCH_URL names an OpenSearch cluster (or
+ * a client for one is given). Either way statistics share one ChangeStatistics over PostgreSQL.
+ */
+export function createSearchBackend(sql: Sql, config: Config, now: () => Date, client?: Client): SearchBackend {
+  const statistics = new ChangeStatistics(sql, { statsTimeoutMs: config.statsTimeoutMs, now });
+  const opensearch = client ?? (config.opensearchUrl ? createOpenSearchClient(config.opensearchUrl, Math.max(config.statsTimeoutMs + 5000, 10_000)) : undefined);
+  if (!opensearch) return new PostgresSearchBackend(sql, statistics, { countTimeoutMs: config.countTimeoutMs, embedded: !config.databaseUrl });
+  return new OpenSearchBackend(opensearch, statistics, { alias: config.opensearchIndex, statsTimeoutMs: config.statsTimeoutMs });
 }

@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
-import type { FieldChange } from '../inventory/diff.js';
-import { documentTokens, toTsvectorText } from './document.js';
+import type { FieldChange } from '../history/diff.js';
+import { documentTokens, toTsvectorText } from '../history/document.js';
 
 interface Pending {
   id: string;

@@ -1,6 +1,6 @@
-import type { FieldChange } from '../inventory/diff.js';
-import { MAX_WHOLE_TOKEN, pathTokens, splitTokens } from './document.js';
-import { tokensOf, type ParsedQuery, type Term } from './query.js';
+import type { FieldChange } from '../history/diff.js';
+import { MAX_WHOLE_TOKEN, pathTokens, splitTokens } from '../query/tokens.js';
+import { tokensOf, type ParsedQuery, type Term } from '../query/text-query.js';
 
 export type MatchedIn = 'name' | 'namespace' | 'ci_type' | 'field' | 'old_value' | 'new_value';
 
@@ -26,10 +26,10 @@ const MAX_LEAVES = 200;
 const escapeHtml = (text: string): string =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-/** The tokens a stored text is found by (document.ts): a value's whole and parts, a path's segments. */
+/** The tokens a stored text is found by (src/query/tokens.ts): a value's whole and parts, a path's segments. */
 const textTokens = (text: string, path: boolean): Set<string> => new Set(path ? pathTokens(text) : splitTokens(text));
 
-/** Whether a term matches a text the way the search index does (see termTsquery in query.ts). */
+/** Whether a term matches a text the way the search index does (see termTsquery in src/query/text-query.ts). */
 function termMatches(term: Term, text: string, segments: boolean): boolean {
   const tokens = tokensOf(term.text);
   const available = textTokens(text, segments);

@@ -1,32 +1,20 @@
 import type { Client } from '@opensearch-project/opensearch';
-import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { visibleToOpenSearch, type SearchClause } from '../auth/scope.js';
 import { unavailable } from '../errors.js';
 import { compileOpenSearchFilters } from '../query/opensearch-filters.js';
-import {
-  STATS_TYPE,
-  type BackendHealth,
-  type ChangeStats,
-  type RefreshResult,
-  type SearchBackend,
-  type SearchRequest,
-  type SearchResult,
-  type StatsRequest,
-  type TimeWindow,
-} from './backend.js';
+import type { BackendHealth, SearchBackend, SearchRequest, SearchResult, TimeWindow } from './backend.js';
 import { matchesOf } from './highlight.js';
 import type { ChangeDocument } from './opensearch-index.js';
-import { PostgresSearchBackend, statsWindowTooWide } from './postgres-backend.js';
-import { toOpenSearch } from './query.js';
-import { defaultWindowStats, explicitWindow, TOP_CI_TYPES } from './stats-store.js';
+import { toOpenSearch } from '../query/text-query.js';
+import { statsWindowTooWide, type ChangeStatistics } from '../history/statistics.js';
+import { STATS_TYPE, type ChangeStats, type RefreshResult, type StatsRequest } from '../history/stats-model.js';
+import { TOP_CI_TYPES } from '../history/stats-store.js';
 
 export interface OpenSearchBackendOptions {
   alias: string;
+  /** Limit of one explicit-window aggregation (CINV_STATS_TIMEOUT). */
   statsTimeoutMs: number;
-  countTimeoutMs: number;
-  embedded: boolean;
-  now: () => Date;
 }
 
 interface Hit {
@@ -78,15 +66,12 @@ function clusterFailure(error: unknown): Error {
  */
 export class OpenSearchBackend implements SearchBackend {
   readonly name = 'opensearch' as const;
-  private readonly postgres: PostgresSearchBackend;
 
   constructor(
     private readonly client: Client,
-    private readonly sql: Sql,
+    private readonly statistics: ChangeStatistics,
     private readonly options: OpenSearchBackendOptions,
-  ) {
-    this.postgres = new PostgresSearchBackend(sql, options);
-  }
+  ) {}
 
   private baseFilter(principal: Principal, request: TimeWindow & { filters?: SearchRequest['filters'] }): SearchClause[] {
     return [
@@ -131,9 +116,8 @@ export class OpenSearchBackend implements SearchBackend {
   }
 
   async stats(principal: Principal, request: StatsRequest): Promise<ChangeStats> {
-    const now = this.options.now();
-    if (request.from === undefined && request.until === undefined) return defaultWindowStats(this.sql, principal, request.groupBy, now);
-    const { from, until, untilExclusive } = explicitWindow(request, now);
+    if (request.from === undefined && request.until === undefined) return this.statistics.defaultWindow(principal, request.groupBy);
+    const { from, until, untilExclusive } = this.statistics.window(request);
     const filter = this.baseFilter(principal, { from, until, untilExclusive });
     const timeout = `${this.options.statsTimeoutMs}ms`;
     const body = {
@@ -214,7 +198,7 @@ export class OpenSearchBackend implements SearchBackend {
   }
 
   refresh(): Promise<RefreshResult> {
-    return this.postgres.refresh();
+    return this.statistics.refresh();
   }
 
   async health(): Promise<BackendHealth> {

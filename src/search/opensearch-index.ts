@@ -1,9 +1,9 @@
 import { Client } from '@opensearch-project/opensearch';
 import { readFileSync } from 'node:fs';
 import type { Sql } from 'postgres';
-import type { FieldChange } from '../inventory/diff.js';
+import type { FieldChange } from '../history/diff.js';
 import { packagePath } from '../paths.js';
-import { documentTokens, type DocumentTokens } from './document.js';
+import { documentTokens, type DocumentTokens } from '../history/document.js';
 
 /** The index template of the change records (mappings/change-records.json). */
 interface IndexTemplate {

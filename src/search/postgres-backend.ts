@@ -1,46 +1,36 @@
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
-import { historyConditions, recordColumns, type ChangeRow } from '../changes/store.js';
-import { databaseFailure } from '../db/failures.js';
-import { unprocessable } from '../errors.js';
+import { historyConditions, recordColumns, type ChangeRow } from '../history/store.js';
 import { and } from '../auth/scope.js';
 import { countWithin } from '../query/count.js';
 import {
   SEARCH_WINDOW,
   type BackendHealth,
-  type ChangeStats,
-  type RefreshResult,
   type SearchBackend,
   type SearchRequest,
   type SearchResult,
-  type StatsRequest,
 } from './backend.js';
 import { matchesOf } from './highlight.js';
-import { toTsquery } from './query.js';
+import { toTsquery } from '../query/text-query.js';
 import { TermFrequencies } from './selectivity.js';
-import { defaultWindowStart, defaultWindowStats, explicitWindow, historyStats, refreshStatsAggregate } from './stats-store.js';
+import type { ChangeStatistics } from '../history/statistics.js';
+import type { ChangeStats, RefreshResult, StatsRequest } from '../history/stats-model.js';
 
 export interface PostgresBackendOptions {
   /** Limit of an exact count of matches before an estimate is reported (CINV_COUNT_TIMEOUT). */
   countTimeoutMs: number;
   /** The embedded database cannot interrupt a statement: counts there are exact, however long. */
   embedded: boolean;
-  /** Limit of one explicit-window statistics query (CINV_STATS_TIMEOUT). */
-  statsTimeoutMs: number;
-  now: () => Date;
 }
 
-/** The 422 of an explicit statistics window that could not be computed in time. */
-export const statsWindowTooWide = () =>
-  unprocessable('The statistics window is too wide to compute within CINV_STATS_TIMEOUT; narrow it with end_date', { reason: 'stats_timeout' });
-
-/** Change search with PostgreSQL full text (tsvector, GIN) and statistics from its pre-aggregate. */
+/** Change search with PostgreSQL full text (tsvector, GIN); statistics counted in PostgreSQL too. */
 export class PostgresSearchBackend implements SearchBackend {
   readonly name = 'postgres' as const;
   private readonly frequencies: TermFrequencies;
 
   constructor(
     private readonly sql: Sql,
+    private readonly statistics: ChangeStatistics,
     private readonly options: PostgresBackendOptions,
   ) {
     this.frequencies = new TermFrequencies(sql);
@@ -95,29 +85,12 @@ export class PostgresSearchBackend implements SearchBackend {
     return { items, total: total.total, totalExact: total.exact };
   }
 
-  async stats(principal: Principal, request: StatsRequest): Promise<ChangeStats> {
-    const now = this.options.now();
-    if (request.from === undefined && request.until === undefined) return defaultWindowStats(this.sql, principal, request.groupBy, now);
-    const { from, until, untilExclusive } = explicitWindow(request, now);
-    const figures = await historyStats(this.sql, principal, { from, until, untilExclusive }, request.groupBy, this.options.statsTimeoutMs).catch(
-      (error: unknown) => {
-        throw databaseFailure(error) === 'timeout' ? statsWindowTooWide() : error;
-      },
-    );
-    return { ...figures, time_range: { start: new Date(from).toISOString(), end: new Date(until).toISOString() } };
+  stats(principal: Principal, request: StatsRequest): Promise<ChangeStats> {
+    return this.statistics.answer(principal, request);
   }
 
-  async refresh(): Promise<RefreshResult> {
-    const started = performance.now();
-    const now = this.options.now();
-    const { rows, refreshedAt } = await refreshStatsAggregate(this.sql, now);
-    const start = defaultWindowStart(now);
-    return {
-      refreshed: true,
-      window: { start: start.toISOString(), end: refreshedAt.toISOString() },
-      rows,
-      took_ms: Math.round(performance.now() - started),
-    };
+  refresh(): Promise<RefreshResult> {
+    return this.statistics.refresh();
   }
 
   async health(): Promise<BackendHealth> {

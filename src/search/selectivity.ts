@@ -1,5 +1,5 @@
 import type { Sql } from 'postgres';
-import { tokensOf, type ParsedQuery, type Term } from './query.js';
+import { tokensOf, type ParsedQuery, type Term } from '../query/text-query.js';
 
 /** A term's group counts as common when the statistics say it matches more than this share. */
 export const COMMON_SHARE = 0.05;

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { isBrokenCompression, malformedCompression } from '../http/body.js';
 import { AppError, validationFailed, type FieldError } from '../errors.js';
-import { compileBody, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from '../http/validation.js';
+import { compileBody, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from '../validation.js';
 import { containsNul } from '../inventory/reconcile.js';
 import { MAX_KEY_LENGTH, UniversalRecord } from '../inventory/records.js';
 

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { CredentialDocument } from '../collector-types/plugin.js';
-import { defineRoute, type AnyRoute } from '../http/route.js';
+import { defineRoute, type AnyRoute } from '../context.js';
 import { Snapshot } from '../inventory/records.js';
 import { decodedBody } from './ndjson.js';
 import { presentDetail, presentSource } from './presenter.js';

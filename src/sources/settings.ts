@@ -4,7 +4,7 @@ import { CommonConfig, type CollectorType } from '../collector-types/plugin.js';
 import { collectorType, knownCollectorTypes } from '../collector-types/registry.js';
 import type { Config } from '../config/config.js';
 import { validationFailed, type FieldError } from '../errors.js';
-import { compileBody, toFieldErrors } from '../http/validation.js';
+import { compileBody, toFieldErrors } from '../validation.js';
 import { AllowedHosts, refusedEndpoint } from '../net/endpoint.js';
 
 /** The endpoint policy of this server (CINV_SOURCE_ALLOWED_HOSTS, CINV_SOURCE_ALLOW_PRIVATE). */

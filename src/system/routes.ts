@@ -2,10 +2,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import { createReadStream } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { AppContext } from '../context.js';
+import { defineRoute, type AnyRoute, type AppContext } from '../context.js';
 import { notFound } from '../errors.js';
 import type { LoadShedder } from '../http/load.js';
-import { defineRoute, type AnyRoute } from '../http/route.js';
 import { JsonObject, Timestamp } from '../http/schemas.js';
 import { metricsRegistry } from '../observability/metrics.js';
 

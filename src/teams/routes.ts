@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { setPermissions, setScopes } from '../grants/service.js';
 import { PermissionsBody, Rights, ScopesBody } from '../grants/schema.js';
-import { defineRoute, type AnyRoute } from '../http/route.js';
+import { defineRoute, type AnyRoute } from '../context.js';
 import { Limit, Nullable, Offset, Timestamp, Uuid } from '../http/schemas.js';
 import { addTeamMember, createTeam, presentTeam, removeTeam, removeTeamMember, renameTeam, teamDetail, teamOr404 } from './service.js';
 import { listTeams } from './store.js';

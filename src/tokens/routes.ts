@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { defineRoute, type AnyRoute } from '../http/route.js';
+import { defineRoute, type AnyRoute } from '../context.js';
 import { conflict } from '../errors.js';
 import { UserParams } from '../users/schema.js';
 import { CreatedToken, MAX_LIVE_TOKENS, NewToken, Token, TokenParams, UserTokenParams } from './schema.js';

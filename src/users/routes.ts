@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import { setPermissions, setScopes } from '../grants/service.js';
 import { PermissionsBody, Rights, ScopesBody } from '../grants/schema.js';
-import { defineRoute, type AnyRoute } from '../http/route.js';
-import { presentUser } from './presenter.js';
+import { defineRoute, type AnyRoute } from '../context.js';
+import { presentUser, presentUserDetail } from './presenter.js';
 import { NewUser, User, UserDetail, UserList, UserListQuery, UserParams } from './schema.js';
-import { createUser, setActive, setSuperadminFlag, userDetail, userOr404 } from './service.js';
+import { createUser, rightsOfUser, setActive, setSuperadminFlag, userOr404 } from './service.js';
 import { listUsers } from './store.js';
 
 const list = defineRoute({
@@ -59,7 +59,9 @@ const get = defineRoute({
   params: UserParams,
   responses: { 200: { description: 'The user.', schema: UserDetail } },
   async handler({ app, principal, params }) {
-    return userDetail(app, await userOr404(app, principal, params.user_id));
+    const user = await userOr404(app, principal, params.user_id);
+    const { direct, effective, teams } = await rightsOfUser(app, user);
+    return presentUserDetail(user, direct, effective, teams);
   },
 });
 

@@ -7,7 +7,6 @@ import type { AppContext } from '../context.js';
 import { changeRights } from '../grants/service.js';
 import { directRights, effectiveRights } from '../grants/store.js';
 import { conflict, forbidden, notFound } from '../errors.js';
-import { presentUserDetail } from './presenter.js';
 import { findUser, findUserByEmail, insertUser, setDeactivated, setSuperadmin, teamsOf, type UserRow } from './store.js';
 
 export async function userOr404(app: AppContext, principal: Principal, id: string): Promise<UserRow> {
@@ -16,9 +15,10 @@ export async function userOr404(app: AppContext, principal: Principal, id: strin
   return user;
 }
 
-export async function userDetail(app: AppContext, user: UserRow) {
+/** A user's own grants, what it holds through its teams too, and the teams. */
+export async function rightsOfUser(app: AppContext, user: UserRow) {
   const [direct, effective, teams] = await Promise.all([directRights(app.sql, { userId: user.id }), effectiveRights(app.sql, user.id), teamsOf(app.sql, user.id)]);
-  return presentUserDetail(user, direct, effective, teams);
+  return { direct, effective, teams };
 }
 
 const conflictEmail = (email: string) => conflict('A user with this email exists already', { email });

@@ -16,7 +16,7 @@ import autocannon from 'autocannon';
 import type { Sql } from '../../src/db/database.js';
 import { foldCiCounts } from '../../src/configuration-items/counts.js';
 import { reconcile } from '../../src/inventory/reconcile.js';
-import { refreshStatsAggregate } from '../../src/search/stats-store.js';
+import { refreshStatsAggregate } from '../../src/history/stats-store.js';
 import { ensureSource } from '../../src/sources/store.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { ROOT } from '../support/cli.js';

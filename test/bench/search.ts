@@ -17,11 +17,11 @@ import { issueApiKey } from '../../src/auth/api-keys.js';
 import { loadConfig } from '../../src/config/config.js';
 import { admit, type Sql } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { recordChanges, type NewChangeRecord } from '../../src/inventory/change-writer.js';
+import { recordChanges, type NewChangeRecord } from '../../src/history/writer.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { createSearchBackend } from '../../src/search/backends.js';
-import { documentTokens, toTsvectorText } from '../../src/search/document.js';
-import { refreshStatsAggregate } from '../../src/search/stats-store.js';
+import { documentTokens, toTsvectorText } from '../../src/history/document.js';
+import { refreshStatsAggregate } from '../../src/history/stats-store.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { random } from '../support/scenario.js';
 

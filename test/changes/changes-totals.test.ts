@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { refreshStatsAggregate } from '../../src/search/stats-store.js';
+import { refreshStatsAggregate } from '../../src/history/stats-store.js';
 import { createKey, useTestApp } from '../support/app.js';
 import { buildPod, ingest } from '../support/factories.js';
 

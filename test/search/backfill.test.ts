@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { Sql } from '../../src/db/database.js';
 import { backfillSearchDocuments } from '../../src/search/backfill.js';
-import { documentTokens, toTsvectorText } from '../../src/search/document.js';
+import { documentTokens, toTsvectorText } from '../../src/history/document.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 

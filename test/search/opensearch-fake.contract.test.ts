@@ -1,5 +1,5 @@
 import { OutboxIndexer } from '../../indexer/indexer.js';
-import { OpenSearchBackend } from '../../src/search/opensearch-backend.js';
+import { createSearchBackend } from '../../src/search/backends.js';
 import { createOpenSearchClient } from '../../src/search/opensearch-index.js';
 import { startTestApp } from '../support/app.js';
 import { startFakeOpenSearch } from '../support/fake-opensearch.js';
@@ -11,14 +11,7 @@ searchContract('change search and statistics on the OpenSearch backend, against 
   const fake = await startFakeOpenSearch();
   const app = await startTestApp({ ...overrides, opensearchUrl: fake.url, opensearchIndex: ALIAS });
   const client = createOpenSearchClient(fake.url);
-  const { config } = app.context;
-  app.context.search = new OpenSearchBackend(client, app.context.sql, {
-    alias: ALIAS,
-    countTimeoutMs: config.countTimeoutMs,
-    statsTimeoutMs: config.statsTimeoutMs,
-    embedded: app.context.database === 'embedded',
-    now: app.context.now,
-  });
+  app.context.search = createSearchBackend(app.context.sql, app.context.config, app.context.now, client);
   const indexer = new OutboxIndexer(app.context.sql, client, { alias: ALIAS, batchSize: 100, maxAttempts: 3, pollMs: 1000, listen: false, retryDelayMs: () => 0 }, app.context.logger);
   return {
     app,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { OutboxIndexer } from '../../indexer/indexer.js';
-import { OpenSearchBackend } from '../../src/search/opensearch-backend.js';
+import { createSearchBackend } from '../../src/search/backends.js';
 import { aliasIndices, createOpenSearchClient } from '../../src/search/opensearch-index.js';
 import { startTestApp } from '../support/app.js';
 import { searchContract } from './contract.js';
@@ -13,14 +13,7 @@ if (url) {
   searchContract(`change search and statistics on the OpenSearch backend, against the OpenSearch at OPENSEARCH_URL (${alias})`, async (overrides) => {
     const app = await startTestApp({ ...overrides, opensearchUrl: url, opensearchIndex: alias });
     const client = createOpenSearchClient(url);
-    const { config } = app.context;
-    app.context.search = new OpenSearchBackend(client, app.context.sql, {
-      alias,
-      countTimeoutMs: config.countTimeoutMs,
-      statsTimeoutMs: config.statsTimeoutMs,
-      embedded: app.context.database === 'embedded',
-      now: app.context.now,
-    });
+    app.context.search = createSearchBackend(app.context.sql, app.context.config, app.context.now, client);
     const indexer = new OutboxIndexer(app.context.sql, client, { alias, batchSize: 200, maxAttempts: 3, pollMs: 1000, listen: false }, app.context.logger);
     return {
       app,

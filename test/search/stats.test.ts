@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Sql } from '../../src/db/database.js';
-import { historyStats, refreshStatsAggregate } from '../../src/search/stats-store.js';
+import { historyStats, refreshStatsAggregate } from '../../src/history/stats-store.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { createKey, startTestApp } from '../support/app.js';
 import { onRealPostgres, resetDatabase, testDatabase } from '../support/db.js';

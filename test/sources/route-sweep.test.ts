@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { collectorRoutes } from '../../src/collectors/routes.js';
-import type { AnyRoute } from '../../src/http/route.js';
+import type { AnyRoute } from '../../src/context.js';
 import { sourceRoutes } from '../../src/sources/routes.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
 import { resetDatabase, testDatabase } from '../support/db.js';

@@ -1,6 +1,6 @@
 import schedule from 'node-schedule';
 import type { AppContext } from '../context.js';
-import { backfillSearchDocuments } from './backfill.js';
+import { backfillSearchDocuments } from '../search/backfill.js';
 
 /**
  * The search jobs of a process that runs scheduled work (`serve`, `worker`): once at start, search

@@ -2,12 +2,15 @@ import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
 import { compileFilters, type ParsedFilter } from '../query/filters.js';
-import type { FieldChange } from '../inventory/diff.js';
-import type { ChangeType } from '../inventory/change-writer.js';
-import type { ChangeSortField } from './schema.js';
+import type { FieldChange } from './diff.js';
+import type { ChangeType } from './writer.js';
 import { countWithin, type CountSettings } from '../query/count.js';
-import { toTsquery, type ParsedQuery } from '../search/query.js';
-import { microsOf, windowCounts, type Bound } from '../search/stats-store.js';
+import { toTsquery, type ParsedQuery } from '../query/text-query.js';
+import { microsOf, windowCounts, type Bound } from './stats-store.js';
+
+/** The columns a change listing can be sorted by. */
+export const CHANGE_SORT_FIELDS = ['changed_at', 'ci_name', 'ci_type', 'change_type'] as const;
+export type ChangeSortField = (typeof CHANGE_SORT_FIELDS)[number];
 
 export interface ChangeRow {
   id: string;
@@ -103,7 +106,7 @@ function toChangeRow(row: ChangeRow): ChangeRow {
 /** What selects the global history: filters, search and time bounds. */
 export interface HistoryFilter {
   filters: readonly ParsedFilter[];
-  /** The search language of src/search/query.ts, compiled to a tsquery. */
+  /** The search language of src/query/text-query.ts, compiled to a tsquery. */
   search: ParsedQuery | undefined;
   /** Inclusive lower bound, an ISO 8601 timestamp with offset. */
   from: string | undefined;

@@ -1,5 +1,5 @@
 import { validationFailed } from '../errors.js';
-import { MAX_WHOLE_TOKEN, partsOf } from './document.js';
+import { MAX_WHOLE_TOKEN, partsOf } from './tokens.js';
 
 /**
  * The change-search language (the same for `/changes/search` and `/changes?search=`, on both
@@ -25,7 +25,7 @@ export interface Tokens {
 // longer term can only match through its parts.
 const MAX_WHOLE = MAX_WHOLE_TOKEN;
 
-/** Tokenizes a query term the way documents are tokenized (document.ts). */
+/** Tokenizes a query term the way documents are tokenized (tokens.ts). */
 export function tokensOf(text: string): Tokens {
   const whole = text.toLowerCase();
   return { whole, parts: [...new Set(partsOf(whole))] };

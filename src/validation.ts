@@ -1,7 +1,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { FieldError } from '../errors.js';
+import type { FieldError } from './errors.js';
 
 // ajv-formats is published as CommonJS with a default export
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;

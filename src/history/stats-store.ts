@@ -3,7 +3,7 @@ import type { Principal } from '../auth/principal.js';
 import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
 import { compileFilters, type ParsedFilter } from '../query/filters.js';
 import { validationFailed } from '../errors.js';
-import { DEFAULT_STATS_WINDOW_MS, STATS_TYPE, type ChangeStats, type StatsGrouping, type StatsRequest } from './backend.js';
+import { DEFAULT_STATS_WINDOW_MS, STATS_TYPE, type ChangeStats, type StatsGrouping, type StatsRequest, type StatsWindow } from './stats-model.js';
 
 // Any constant works as long as every cinv process uses the same one.
 const REFRESH_LOCK = 0x63696e78;
@@ -230,7 +230,7 @@ export async function defaultWindowStats(sql: Sql, principal: Principal, groupBy
  * The bounds of an explicit window: a missing start is the default window's start, a missing end
  * is now. An end before the start is a 422 naming the parameter the caller gave.
  */
-export function explicitWindow(request: StatsRequest, now: Date): { from: string; until: string; untilExclusive: boolean } {
+export function explicitWindow(request: StatsRequest, now: Date): StatsWindow {
   const from = request.from ?? defaultWindowStart(now).toISOString();
   const until = request.until ?? now.toISOString();
   if (Date.parse(until) < Date.parse(from)) {
@@ -318,7 +318,7 @@ export function windowCounts(sql: Sql, principal: Principal, lower: Bound | unde
 export async function historyStats(
   sql: Sql,
   principal: Principal,
-  window: { from: string; until: string; untilExclusive: boolean },
+  window: StatsWindow,
   groupBy: StatsGrouping,
   timeoutMs: number,
 ): Promise<Figures> {

@@ -1,10 +1,11 @@
-import type { FieldChange } from '../inventory/diff.js';
+import { pathTokens, splitTokens } from '../query/tokens.js';
+import type { FieldChange } from './diff.js';
 
 /**
  * The search document of a change record: the tokens it is found by, in four groups that weigh
  * differently (PostgreSQL tsvector weights A to D, OpenSearch token fields with boosts). Built here
  * once, for the tsvector the writer stores and for the documents the indexer sends to OpenSearch,
- * with the same tokenizer the query side uses (query.ts), so both backends match the same way.
+ * with the same tokenizer the query side uses (src/query/tokens.ts), so both backends match the same way.
  */
 export interface DocumentTokens {
   /** The CI name (A). */
@@ -24,34 +25,10 @@ export interface Documentable {
   changes: readonly FieldChange[];
 }
 
-/** Whole tokens up to this length are kept; the query side refuses longer terms with no parts. */
-export const MAX_WHOLE_TOKEN = 200;
-export const MAX_PART_TOKEN = 100;
 // Bounds that keep one record's document small whatever it changed (a tsvector holds at most 1 MB).
 const MAX_FIELD_CHANGES = 2000;
 const MAX_LEAVES_PER_CHANGE = 200;
 const MAX_TOKENS = 4000;
-
-const PART = /[\p{L}\p{N}]+/gu;
-
-/** The alphanumeric runs of a lowercased text that are short enough to be tokens. */
-export function partsOf(lower: string): string[] {
-  return (lower.match(PART) ?? []).filter((part) => part.length <= MAX_PART_TOKEN);
-}
-
-/** A text's tokens: itself lowercased (so `db-1.prod.example` is one), and its alphanumeric parts. */
-export function splitTokens(text: string): string[] {
-  const whole = text.toLowerCase();
-  return whole.length <= MAX_WHOLE_TOKEN ? [whole, ...partsOf(whole)] : partsOf(whole);
-}
-
-/** A field path's tokens: the whole path and its dot-separated segments. */
-export function pathTokens(path: string): string[] {
-  const whole = path.toLowerCase();
-  const tokens = whole.length <= MAX_WHOLE_TOKEN ? [whole] : [];
-  for (const segment of whole.split('.')) if (segment !== '' && segment.length <= MAX_PART_TOKEN) tokens.push(segment);
-  return tokens;
-}
 
 /** Scalar leaves of a JSON value, as text, at most `limit` of them. */
 function leaves(value: unknown, limit: number, out: string[] = []): string[] {

@@ -2,11 +2,11 @@ import type { Context } from 'koa';
 import type { AppContext } from '../context.js';
 import { AppError, forbidden, unauthorized } from '../errors.js';
 import type { AuthFailure } from '../audit/log.js';
-import { keyHint, parseApiKey } from './api-key-format.js';
-import { principalForKey, principalForKeyId, userPrincipal } from './api-keys.js';
-import { endSession, extendSession, findSessionUser, type SessionUser } from './sessions.js';
-import { touchKey } from './api-key-store.js';
-import type { Principal } from './principal.js';
+import { keyHint, parseApiKey } from '../auth/api-key-format.js';
+import { principalForKey, principalForKeyId, userPrincipal } from '../auth/api-keys.js';
+import { endSession, extendSession, findSessionUser, type SessionUser } from '../auth/sessions.js';
+import { touchKey } from '../auth/api-key-store.js';
+import type { Principal } from '../auth/principal.js';
 
 /** Query parameter names a key could be sent in, compared without regard to case. */
 const KEY_QUERY_PARAMETERS = new Set([
@@ -16,6 +16,16 @@ const KEY_QUERY_PARAMETERS = new Set([
 /** The query parameter a request tries to send a key in, if any. */
 export function keyQueryParameter(ctx: Context): string | undefined {
   return Object.keys(ctx.query).find((name) => KEY_QUERY_PARAMETERS.has(name.toLowerCase()));
+}
+
+/**
+ * Where a page request refused for want of credentials is sent: a browser without a (live) session
+ * signs in and comes back. Never a request with a key in the query: the address it returns to would
+ * carry the key on.
+ */
+export function signInRedirect(ctx: Context, app: AppContext): string | undefined {
+  if (!app.sso || ctx.method !== 'GET' || ctx.accepts('json', 'html') !== 'html' || keyQueryParameter(ctx) !== undefined) return undefined;
+  return `/auth/login?return_to=${encodeURIComponent(ctx.originalUrl)}`;
 }
 
 export const SESSION_COOKIE = 'cinv_session';

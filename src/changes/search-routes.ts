@@ -1,12 +1,12 @@
-import { presentChange } from '../changes/presenter.js';
-import { CHANGE_FILTERS } from '../changes/schema.js';
+import { presentChange } from './presenter.js';
+import { CHANGE_FILTERS } from './schema.js';
 import { dateWindow } from '../query/date-window.js';
 import { validationFailed } from '../errors.js';
-import { defineRoute, type AnyRoute } from '../http/route.js';
+import { defineRoute, type AnyRoute } from '../context.js';
 import { parseFilters } from '../query/filters.js';
-import { SEARCH_WINDOW } from './backend.js';
-import { parseQuery } from './query.js';
-import { RefreshResponse, SEARCH_SYNTAX, SearchQuery, SearchResponse, Stats, StatsQuery } from './schema.js';
+import { SEARCH_WINDOW } from '../search/backend.js';
+import { parseQuery } from '../query/text-query.js';
+import { RefreshResponse, SEARCH_SYNTAX, SearchQuery, SearchResponse, Stats, StatsQuery } from './search-schema.js';
 
 const tags = ['Change history'];
 

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ChangeRecord } from '../changes/schema.js';
+import { ChangeRecord } from './schema.js';
 import { Filters, Limit, MAX_OFFSET, Timestamp } from '../http/schemas.js';
-import { SEARCH_WINDOW } from './backend.js';
+import { SEARCH_WINDOW } from '../search/backend.js';
 
 const DateBound = (description: string) =>
   Type.Union([Type.String({ format: 'date-time' }), Type.String({ format: 'date' })], { description });

@@ -1,6 +1,6 @@
 import { asJson, type Queryable } from '../db/database.js';
 import type { FieldChange } from './diff.js';
-import { documentTokens, toTsvectorText } from '../search/document.js';
+import { documentTokens, toTsvectorText } from './document.js';
 import { changesWritten } from '../observability/metrics.js';
 
 export type ChangeType = 'CREATED' | 'UPDATED' | 'DELETED';

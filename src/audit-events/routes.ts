@@ -5,12 +5,12 @@ import { csvRows } from '../csv.js';
 import { dateWindow } from '../query/date-window.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { notAcceptable, unprocessable } from '../errors.js';
-import { defineRoute, type AnyRoute } from '../http/route.js';
+import { defineRoute, type AnyRoute } from '../context.js';
 import { ErrorEnvelope, JsonObject, Nullable, Timestamp } from '../http/schemas.js';
 import type { Principal } from '../auth/principal.js';
 import type { Queryable } from '../db/database.js';
-import { AUDIT_EVENT_TYPES } from './log.js';
-import { listAuditEvents, type AuditCriteria, type AuditPosition, type StoredAuditEvent } from './store.js';
+import { AUDIT_EVENT_TYPES } from '../audit/log.js';
+import { listAuditEvents, type AuditCriteria, type AuditPosition, type StoredAuditEvent } from '../audit/store.js';
 
 const DateBound = (description: string) =>
   Type.Union([Type.String({ format: 'date-time' }), Type.String({ format: 'date' })], { description });

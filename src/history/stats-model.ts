@@ -1,0 +1,53 @@
+/** What change statistics are asked and answer, whichever backend computes them. */
+
+export type StatsGrouping = 'hour' | 'day' | 'week';
+
+export interface StatsRequest {
+  /** Absent: the default window (the last 90 days, from the pre-aggregate). */
+  from: string | undefined;
+  until: string | undefined;
+  untilExclusive: boolean;
+  groupBy: StatsGrouping;
+}
+
+/** The bounds of an explicit window, both present. */
+export interface StatsWindow {
+  from: string;
+  until: string;
+  untilExclusive: boolean;
+}
+
+export interface StatsBucket {
+  bucket_start: string;
+  created: number;
+  updated: number;
+  archived: number;
+}
+
+/** Spec §2.3, plus the series by `group_by`. */
+export interface ChangeStats {
+  total_changes: number;
+  affected_cis: number;
+  changes_by_type: { created: number; updated: number; archived: number };
+  top_changed_ci_types: { ci_type: string; count: number }[];
+  time_range: { start: string; end: string };
+  series: StatsBucket[];
+}
+
+export interface RefreshResult {
+  refreshed: true;
+  window: { start: string; end: string };
+  /** Change records folded into the pre-aggregate by this refresh. */
+  rows: number;
+  took_ms: number;
+}
+
+/** The change types as statistics name them: a `DELETED` change archives the CI. */
+export const STATS_TYPE: Record<string, keyof ChangeStats['changes_by_type']> = {
+  CREATED: 'created',
+  UPDATED: 'updated',
+  DELETED: 'archived',
+};
+
+/** Default statistics window (spec §4.3). */
+export const DEFAULT_STATS_WINDOW_MS = 90 * 86_400_000;
