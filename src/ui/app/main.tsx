@@ -1,15 +1,12 @@
 import { render, type FunctionComponent } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, can, whenUnauthorized, type Me } from './lib/api';
-import { currentRelative, Link, navigate, useLocation, type Place } from './lib/router';
+import { currentRelative, Link, navigate, useLocation } from './lib/router';
 import { asApiError, ErrorBox, Loading } from './components/states';
 import { SignIn } from './views/sign-in';
+import type { ViewProps } from './views/view';
 import './styles.css';
 
-export interface ViewProps {
-  me: Me;
-  place: Place;
-}
 
 type ViewModule = { default: FunctionComponent<ViewProps> };
 

@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import type { ViewProps } from '../main';
+import type { ViewProps } from './view';
 import { api } from '../lib/api';
 import { dateTime, relative } from '../lib/format';
 import { Link } from '../lib/router';

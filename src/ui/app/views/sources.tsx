@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import type { ViewProps } from '../main';
+import type { ViewProps } from './view';
 import { api, can } from '../lib/api';
 import { dateTime, relative } from '../lib/format';
 import { DataTable } from '../components/data-table';

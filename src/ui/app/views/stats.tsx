@@ -1,4 +1,4 @@
-import type { ViewProps } from '../main';
+import type { ViewProps } from './view';
 import { api } from '../lib/api';
 import { count, dateTime } from '../lib/format';
 import { Link, navigate, setParams } from '../lib/router';

@@ -1,4 +1,4 @@
-import type { ViewProps } from '../../main';
+import type { ViewProps } from '../view';
 import { can, type Me } from '../../lib/api';
 import { Link } from '../../lib/router';
 import { Empty } from '../../components/states';

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import type { ViewProps } from '../../main';
+import type { ViewProps } from '../view';
 import { goToOffset } from '../../lib/router';
 import { ChangeItem, DiffModePicker } from '../../components/change';
 import { Empty, ErrorBox, Pager, Show } from '../../components/states';

@@ -1,4 +1,4 @@
-import type { ViewProps } from '../../main';
+import type { ViewProps } from '../view';
 import { goToOffset, setParams } from '../../lib/router';
 import { FilterBuilder } from '../../components/filter-builder';
 import { SelectField } from '../../components/fields';
