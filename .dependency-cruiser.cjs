@@ -35,6 +35,7 @@ module.exports = {
       from: { pathNot: '^src/app[.]ts$' },
       to: { path: '^src/[^/]+/routes[.]ts$' },
     },
+    never('routes-through-service', 'Routes declare and present: they reach data through their service, never a store.', '(^|/)[^/]*routes[.]ts$', '(^|/)[^/]*store[.]ts$'),
     never('store-below-service', 'A store holds SQL only: it imports no service, routes or presenter.', '/store[.]ts$', '/(service|routes|presenter)[.]ts$'),
     never('service-below-routes', 'A service does not know the routes that call it or how they present it.', '/service[.]ts$', '/(routes|presenter)[.]ts$'),
     never('collection-order', 'Collector types know no sources or collectors; sources know no collectors.', '^src/(collector-types|sources)/', '^src/collectors/'),

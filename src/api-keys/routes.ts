@@ -1,25 +1,8 @@
 import { Type } from '@sinclair/typebox';
-import { listApiKeys, type ApiKeyListing } from '../auth/api-key-store.js';
-import { scopeView } from '../grants/schema.js';
-import { notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../context.js';
 import { ApiKey, KeyParams, NewApiKey } from './schema.js';
-import { createApiKey, revokeApiKeyAudited } from './service.js';
-
-function presentKey(row: ApiKeyListing) {
-  return {
-    id: row.id,
-    name: row.name,
-    tier: row.tier as 'adm' | 'svc' | 'ro',
-    hint: row.key_hint,
-    permissions: [...row.permissions].sort(),
-    scopes: row.tier === 'svc' || (row.tier === 'ro' && row.narrow_scopes) ? row.scopes.map(scopeView) : ('all' as const),
-    created_at: row.created_at.toISOString(),
-    expires_at: row.expires_at?.toISOString() ?? null,
-    revoked_at: row.revoked_at?.toISOString() ?? null,
-    last_used_at: row.last_used_at?.toISOString() ?? null,
-  };
-}
+import { presentKey } from './presenter.js';
+import { apiKeyOr404, createApiKey, listKeys, revokeApiKeyAudited } from './service.js';
 
 const TAGS = ['API keys'];
 
@@ -34,7 +17,7 @@ const list = defineRoute({
   query: Type.Object({ include_revoked: Type.Boolean({ default: false }) }),
   responses: { 200: { description: 'The keys.', schema: Type.Array(ApiKey) } },
   async handler({ app, principal, query }) {
-    return (await listApiKeys(app.sql, principal.tenantId, { includeRevoked: query.include_revoked })).map(presentKey);
+    return (await listKeys(app, principal, query.include_revoked)).map(presentKey);
   },
 });
 
@@ -48,9 +31,7 @@ const get = defineRoute({
   params: KeyParams,
   responses: { 200: { description: 'The key.', schema: ApiKey } },
   async handler({ app, principal, params }) {
-    const [row] = await listApiKeys(app.sql, principal.tenantId, { id: params.key_id, includeRevoked: true });
-    if (!row) throw notFound('API key not found', { key_id: params.key_id });
-    return presentKey(row);
+    return presentKey(await apiKeyOr404(app, principal, params.key_id));
   },
 });
 
@@ -71,9 +52,9 @@ const create = defineRoute({
   responses: { 201: { description: 'The key, with its secret.', schema: Type.Composite([ApiKey, Type.Object({ key: Type.String() })]) } },
   async handler({ ctx, app, principal, body }) {
     const { id, key } = await createApiKey(app, ctx, principal, body);
-    const [row] = await listApiKeys(app.sql, principal.tenantId, { id, includeRevoked: true });
+    const row = await apiKeyOr404(app, principal, id);
     ctx.status = 201;
-    return { ...presentKey(row!), key };
+    return { ...presentKey(row), key };
   },
 });
 

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { auditChange } from '../audit/log.js';
 import { issueApiKey, rightsOfKeyRequest } from '../auth/api-keys.js';
-import { revokeApiKey } from '../auth/api-key-store.js';
+import { listApiKeys, revokeApiKey, type ApiKeyListing } from '../auth/api-key-store.js';
 import { assertWithinCeiling } from '../auth/grant-ceiling.js';
 import type { Principal } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
@@ -39,4 +39,16 @@ export async function revokeApiKeyAudited(app: AppContext, ctx: Context, princip
     if (!(await revokeApiKey(tx, principal.tenantId, keyId, app.now()))) throw notFound('API key not found', { key_id: keyId });
     await auditChange(tx, app.audit, ctx, principal, 'api_key.revoked', { type: 'api_key', id: keyId });
   });
+}
+
+/** The tenant's svc, adm and ro keys, newest first. */
+export function listKeys(app: AppContext, principal: Principal, includeRevoked: boolean): Promise<ApiKeyListing[]> {
+  return listApiKeys(app.sql, principal.tenantId, { includeRevoked });
+}
+
+/** One key of the tenant, revoked ones included. */
+export async function apiKeyOr404(app: AppContext, principal: Principal, keyId: string): Promise<ApiKeyListing> {
+  const [row] = await listApiKeys(app.sql, principal.tenantId, { id: keyId, includeRevoked: true });
+  if (!row) throw notFound('API key not found', { key_id: keyId });
+  return row;
 }

@@ -1,38 +1,13 @@
 import type { Context } from 'koa';
-import type { Principal } from '../auth/principal.js';
-import { isCiVisible } from '../configuration-items/store.js';
-import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
-import { notAcceptable, notFound, unprocessable } from '../errors.js';
+import { notAcceptable } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../context.js';
 import { ErrorEnvelope } from '../http/schemas.js';
-import { parseFilters } from '../query/filters.js';
-import { parseQuery } from '../query/text-query.js';
-import { openChangeExport } from './csv.js';
 import { presentChange } from './presenter.js';
-import { ChangeList, ChangeListQuery, CHANGE_FILTERS, CiChangePage, CiChangesParams, CiChangesQuery } from './schema.js';
-import { listChanges, pageCiHistory, type ChangeCriteria, type Position } from '../history/store.js';
-import { dateWindow } from '../query/date-window.js';
+import { ChangeList, ChangeListQuery, CiChangePage, CiChangesParams, CiChangesQuery } from './schema.js';
+import { ciHistory as ciHistoryPage, exportChanges, listChangePage } from './service.js';
 
 const tags = ['Change history'];
 const access = { resource: 'changes', action: 'read' } as const;
-
-const historyBinding = (principal: Principal, ciId: string): CursorBinding => ({
-  tenantId: principal.tenantId,
-  scope: `ci-changes:${ciId}`,
-  sort: null,
-  filters: {},
-});
-
-const EXACT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-
-/** The keyset position a signed cursor carries; anything else is a malformed cursor. */
-function positionOf(key: unknown[]): Position {
-  const [at, id] = key;
-  if (key.length !== 2 || typeof at !== 'string' || !EXACT_TIME.test(at) || typeof id !== 'string' || !/^\d{1,19}$/.test(id)) {
-    throw unprocessable('Malformed cursor');
-  }
-  return [at, id];
-}
 
 const ciHistory = defineRoute({
   method: 'GET',
@@ -53,35 +28,17 @@ const ciHistory = defineRoute({
   query: CiChangesQuery,
   responses: { 200: { description: 'A page of the CI\'s change records.', schema: CiChangePage } },
   async handler({ app, principal, params, query }) {
-    const binding = historyBinding(principal, params.ci_id);
-    const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
-    const after = cursor ? positionOf(cursor.key) : undefined;
-    // the walk's total is counted on its first page and travels in the cursor from there
-    const page = await pageCiHistory(app.sql, principal, params.ci_id, { limit: query.limit, offset: query.offset, after, total: cursor?.total });
-    if (page.total === 0 && !(await isCiVisible(app.sql, principal, params.ci_id))) {
-      throw notFound('No configuration item or change history with this id', { ci_id: params.ci_id });
-    }
+    const page = await ciHistoryPage(app, principal, params.ci_id, query);
     return {
-      items: page.items.map(presentChange),
+      items: page.rows.map(presentChange),
       total: page.total,
       offset: query.offset,
       limit: query.limit,
       has_more: page.hasMore,
-      next_cursor: page.last ? encodeCursor(app.config.secret, binding, [...page.last], page.total) : null,
+      next_cursor: page.nextCursor,
     };
   },
 });
-
-/** Turns the list parameters into criteria. */
-function criteriaOf(query: ChangeListQuery): ChangeCriteria {
-  return {
-    ...dateWindow(query.start_date, query.end_date),
-    filters: parseFilters(query.filter, CHANGE_FILTERS),
-    search: query.search === undefined ? undefined : parseQuery(query.search, 'search'),
-    sortBy: query.sort_by,
-    sortOrder: query.sort_order,
-  };
-}
 
 const CSV = 'text/csv';
 const JSON_TYPE = 'application/json';
@@ -126,18 +83,12 @@ const globalHistory = defineRoute({
     406: { description: 'The Accept header names no type this route serves (`HTTP_406`).', schema: ErrorEnvelope },
   },
   async handler({ ctx, app, principal, query }) {
-    const type = negotiate(ctx);
-    const criteria = criteriaOf(query);
-    if (type === JSON_TYPE) {
-      const counting = { countTimeoutMs: app.config.countTimeoutMs, embedded: app.database === 'embedded' };
-      const { rows, total, totalExact } = await listChanges(app.sql, principal, criteria, { limit: query.limit, offset: query.offset }, counting);
+    if (negotiate(ctx) === JSON_TYPE) {
+      const { rows, total, totalExact } = await listChangePage(app, principal, query);
       return { items: rows.map(presentChange), total, total_exact: totalExact, limit: query.limit, offset: query.offset };
     }
     const explicitLimit = ctx.query.limit !== undefined ? query.limit : undefined;
-    const body = await openChangeExport({ sql: app.sql, logger: app.logger, principal, statementTimeoutMs: app.config.bulkStatementTimeoutMs }, criteria, {
-      offset: query.offset,
-      limit: explicitLimit,
-    });
+    const body = await exportChanges(app, principal, query, explicitLimit);
     ctx.attachment(exportFileName(app.now()));
     ctx.type = 'text/csv; charset=utf-8';
     ctx.body = body;

@@ -1,12 +1,7 @@
-import { presentChange } from './presenter.js';
-import { CHANGE_FILTERS } from './schema.js';
-import { dateWindow } from '../query/date-window.js';
-import { validationFailed } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../context.js';
-import { parseFilters } from '../query/filters.js';
-import { SEARCH_WINDOW } from '../search/backend.js';
-import { parseQuery } from '../query/text-query.js';
+import { presentChange } from './presenter.js';
 import { RefreshResponse, SEARCH_SYNTAX, SearchQuery, SearchResponse, Stats, StatsQuery } from './search-schema.js';
+import { changeStatistics, refreshChangeStatistics, searchChanges } from './service.js';
 
 const tags = ['Change history'];
 
@@ -25,28 +20,14 @@ const search = defineRoute({
   query: SearchQuery,
   responses: { 200: { description: 'A page of matching change records.', schema: SearchResponse } },
   async handler({ app, principal, query }) {
-    const text = query.query.trim();
-    if (text.length < 2) throw validationFailed([{ field: 'query', location: 'query', message: 'must have at least 2 characters besides spaces' }]);
-    if (query.offset + query.limit > SEARCH_WINDOW) {
-      throw validationFailed([{ field: 'offset', location: 'query', message: `offset + limit must not exceed ${SEARCH_WINDOW}` }]);
-    }
-    const request = {
-      ...dateWindow(query.start_date, query.end_date),
-      query: parseQuery(text),
-      filters: parseFilters(query.filter, CHANGE_FILTERS),
-      limit: query.limit,
-      offset: query.offset,
-    };
-    const started = performance.now();
-    const result = await app.search.search(principal, request);
-    const tookMs = Math.round(performance.now() - started);
+    const result = await searchChanges(app, principal, query);
     return {
       items: result.items.map((hit) => ({ ...presentChange(hit), score: hit.score, matched: hit.matched })),
       total: result.total,
       total_exact: result.totalExact,
       offset: query.offset,
       limit: query.limit,
-      took_ms: tookMs,
+      took_ms: result.tookMs,
       query: query.query,
     };
   },
@@ -69,7 +50,7 @@ const stats = defineRoute({
   query: StatsQuery,
   responses: { 200: { description: 'The statistics of the window.', schema: Stats } },
   async handler({ app, principal, query }) {
-    return app.search.stats(principal, { ...dateWindow(query.start_date, query.end_date), groupBy: query.group_by });
+    return changeStatistics(app, principal, query);
   },
 });
 
@@ -85,7 +66,7 @@ const refresh = defineRoute({
   access: { resource: 'changes', action: 'write' },
   responses: { 200: { description: 'What the refresh did.', schema: RefreshResponse } },
   async handler({ app }) {
-    return app.search.refresh();
+    return refreshChangeStatistics(app);
   },
 });
 

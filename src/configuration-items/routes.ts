@@ -1,11 +1,8 @@
 import { Type } from '@sinclair/typebox';
-import { archiveWithHistory } from '../inventory/archive.js';
-import { notFound } from '../errors.js';
 import { defineRoute } from '../context.js';
-import { parseFilters } from '../query/filters.js';
 import { attributePaths, pickAttributes, presentCi, presentCiDetail, presentTypeData } from './presenter.js';
-import { CiArchived, CiDetail, CiList, CiListQuery, CiParams, CI_FILTERS, TypeDataList } from './schema.js';
-import { findCiDetail, findVisibleCi, listCis } from './store.js';
+import { CiArchived, CiDetail, CiList, CiListQuery, CiParams, TypeDataList } from './schema.js';
+import { archiveConfigurationItem, ciDetailOr404, listConfigurationItems } from './service.js';
 
 const tags = ['Configuration items'];
 
@@ -25,24 +22,7 @@ const list = defineRoute({
     200: { description: 'A page of CIs (or of type-data items).', schema: Type.Union([CiList, TypeDataList]) },
   },
   async handler({ app, principal, query }) {
-    const filters = parseFilters(query.filter, CI_FILTERS);
-    const statusFiltered = filters.some((f) => f.field === 'status');
-    const status = query.status ?? (statusFiltered ? 'all' : 'active');
-    const typeData = query.include_type_data && filters.some((f) => f.field === 'ci_type');
-    const page = await listCis(
-      app.sql,
-      principal,
-      {
-        statuses: status === 'all' ? 'any' : [status],
-        filters,
-        sortBy: query.sort_by,
-        sortOrder: query.sort_order,
-        limit: query.limit,
-        offset: query.offset,
-        withTypeData: typeData,
-      },
-      { countTimeoutMs: app.config.countTimeoutMs, embedded: app.database === 'embedded' },
-    );
+    const { page, typeData } = await listConfigurationItems(app, principal, query);
     const totals = { total: page.total, total_exact: page.totalExact };
     if (typeData) return { items: page.rows.map(presentTypeData), ...totals, has_more: page.hasMore };
     const paths = attributePaths(query.include_attributes);
@@ -66,9 +46,7 @@ const detail = defineRoute({
     'instance (`scope_id`).',
   responses: { 200: { description: 'The CI with its nested raw_data.', schema: CiDetail } },
   async handler({ app, principal, params }) {
-    const row = await findCiDetail(app.sql, principal, params.ci_id);
-    if (!row) throw notFound('Configuration item not found', { ci_id: params.ci_id });
-    return presentCiDetail(row);
+    return presentCiDetail(await ciDetailOr404(app, principal, params.ci_id));
   },
 });
 
@@ -85,15 +63,13 @@ const remove = defineRoute({
   params: CiParams,
   responses: { 200: { description: 'The CI is archived.', schema: CiArchived } },
   async handler({ app, principal, params }) {
-    return app.sql.begin(async (tx) => {
-      const row = await findVisibleCi(tx, principal, params.ci_id, true);
-      if (!row) throw notFound('Configuration item not found', { ci_id: params.ci_id });
-      if (row.status === 'archived') {
-        return { message: 'Configuration item was already archived', ci_id: row.ci_id, status: 'archived' as const, status_updated_at: row.status_updated_at! };
-      }
-      const [archived] = await archiveWithHistory(tx, principal.tenantId, [row.ci_id], app.now());
-      return { message: 'Configuration item archived', ci_id: row.ci_id, status: 'archived' as const, status_updated_at: archived!.status_updated_at };
-    });
+    const outcome = await archiveConfigurationItem(app, principal, params.ci_id);
+    return {
+      message: outcome.archived ? 'Configuration item archived' : 'Configuration item was already archived',
+      ci_id: outcome.ci_id,
+      status: 'archived' as const,
+      status_updated_at: outcome.status_updated_at,
+    };
   },
 });
 

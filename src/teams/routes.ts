@@ -3,8 +3,7 @@ import { setPermissions, setScopes } from '../grants/service.js';
 import { PermissionsBody, Rights, ScopesBody } from '../grants/schema.js';
 import { defineRoute, type AnyRoute } from '../context.js';
 import { Limit, Nullable, Offset, Timestamp, Uuid } from '../http/schemas.js';
-import { addTeamMember, createTeam, presentTeam, removeTeam, removeTeamMember, renameTeam, teamDetail, teamOr404 } from './service.js';
-import { listTeams } from './store.js';
+import { addTeamMember, createTeam, presentTeam, removeTeam, removeTeamMember, renameTeam, teamDetail, teamOr404, listTeamPage } from './service.js';
 
 const Team = Type.Object({ id: Uuid(), name: Type.String(), description: Type.String(), created_at: Timestamp(), members: Type.Integer() });
 const TeamDetail = Type.Composite([
@@ -39,7 +38,7 @@ const list = defineRoute({
     },
   },
   async handler({ app, principal, query }) {
-    const { rows, total } = await listTeams(app.sql, principal.tenantId, query);
+    const { rows, total } = await listTeamPage(app, principal, query);
     return { items: rows.map(presentTeam), total, offset: query.offset, limit: query.limit, has_more: query.offset + rows.length < total };
   },
 });

@@ -7,7 +7,7 @@ import { scopeView } from '../grants/schema.js';
 import { directRights } from '../grants/store.js';
 import { conflict, notFound } from '../errors.js';
 import { findUser } from '../users/store.js';
-import { addMember, deleteTeam, findTeam, insertTeam, removeMember, teamMembers, updateTeam, type TeamRow } from './store.js';
+import { addMember, deleteTeam, findTeam, insertTeam, listTeams, removeMember, teamMembers, updateTeam, type TeamRow } from './store.js';
 
 export const presentTeam = (row: TeamRow) => ({ ...row, created_at: row.created_at.toISOString() });
 
@@ -74,4 +74,9 @@ export async function removeTeamMember(app: AppContext, ctx: Context, principal:
     await auditChange(tx, app.audit, ctx, principal, 'membership.changed', { type: 'team', id: team.id, name: team.name }, { removed: userId });
   });
   return teamDetail(app, await teamOr404(app, principal, team.id));
+}
+
+/** One offset page of the tenant's teams by name, with the total. */
+export function listTeamPage(app: AppContext, principal: Principal, page: { limit: number; offset: number }): Promise<{ rows: TeamRow[]; total: number }> {
+  return listTeams(app.sql, principal.tenantId, page);
 }

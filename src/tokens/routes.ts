@@ -3,8 +3,7 @@ import { defineRoute, type AnyRoute } from '../context.js';
 import { conflict } from '../errors.js';
 import { UserParams } from '../users/schema.js';
 import { CreatedToken, MAX_LIVE_TOKENS, NewToken, Token, TokenParams, UserTokenParams } from './schema.js';
-import { mintToken, ownUser, presentToken, revokeWithAudit, userOr404 } from './service.js';
-import { listTokens } from './store.js';
+import { mintToken, ownUser, presentToken, revokeWithAudit, userOr404, tokensOf } from './service.js';
 
 const TAGS = ['Tokens'];
 const TOKEN_RULES =
@@ -25,7 +24,7 @@ const listOwn = defineRoute({
   responses: { 200: { description: 'Your tokens.', schema: Type.Array(Token) } },
   async handler({ app, principal }) {
     const now = app.now();
-    return (await listTokens(app.sql, ownUser(principal))).map((t) => presentToken(t, now));
+    return (await tokensOf(app, ownUser(principal))).map((t) => presentToken(t, now));
   },
 });
 
@@ -75,7 +74,7 @@ const listForUser = defineRoute({
   async handler({ app, principal, params }) {
     const user = await userOr404(app, principal, params.user_id);
     const now = app.now();
-    return (await listTokens(app.sql, user.id)).map((t) => presentToken(t, now));
+    return (await tokensOf(app, user.id)).map((t) => presentToken(t, now));
   },
 });
 

@@ -99,3 +99,8 @@ export async function userOr404(app: AppContext, principal: Principal, id: strin
   return user;
 }
 
+
+/** A user's tokens that are not revoked, newest first. */
+export function tokensOf(app: AppContext, userId: string): Promise<TokenRow[]> {
+  return listTokens(app.sql, userId);
+}

@@ -4,8 +4,7 @@ import { PermissionsBody, Rights, ScopesBody } from '../grants/schema.js';
 import { defineRoute, type AnyRoute } from '../context.js';
 import { presentUser, presentUserDetail } from './presenter.js';
 import { NewUser, User, UserDetail, UserList, UserListQuery, UserParams } from './schema.js';
-import { createUser, rightsOfUser, setActive, setSuperadminFlag, userOr404 } from './service.js';
-import { listUsers } from './store.js';
+import { createUser, listUserPage, rightsOfUser, setActive, setSuperadminFlag, userOr404 } from './service.js';
 
 const list = defineRoute({
   method: 'GET',
@@ -18,13 +17,7 @@ const list = defineRoute({
   query: UserListQuery,
   responses: { 200: { description: 'A page of users.', schema: UserList } },
   async handler({ app, principal, query }) {
-    const { rows, total } = await listUsers(app.sql, principal.tenantId, {
-      email: query.email,
-      active: query.active,
-      teamId: query.team_id,
-      limit: query.limit,
-      offset: query.offset,
-    });
+    const { rows, total } = await listUserPage(app, principal, query);
     return { items: rows.map(presentUser), total, offset: query.offset, limit: query.limit, has_more: query.offset + rows.length < total };
   },
 });

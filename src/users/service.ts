@@ -7,7 +7,8 @@ import type { AppContext } from '../context.js';
 import { changeRights } from '../grants/service.js';
 import { directRights, effectiveRights } from '../grants/store.js';
 import { conflict, forbidden, notFound } from '../errors.js';
-import { findUser, findUserByEmail, insertUser, setDeactivated, setSuperadmin, teamsOf, type UserRow } from './store.js';
+import type { UserListQuery } from './schema.js';
+import { findUser, findUserByEmail, insertUser, listUsers, setDeactivated, setSuperadmin, teamsOf, type UserRow } from './store.js';
 
 export async function userOr404(app: AppContext, principal: Principal, id: string): Promise<UserRow> {
   const user = await findUser(app.sql, principal.tenantId, id);
@@ -69,4 +70,15 @@ export async function setSuperadminFlag(app: AppContext, ctx: Context, principal
     return updated;
   });
   return updated!;
+}
+
+/** One offset page of the tenant's users, oldest first, with the total. */
+export function listUserPage(app: AppContext, principal: Principal, query: typeof UserListQuery.static): Promise<{ rows: UserRow[]; total: number }> {
+  return listUsers(app.sql, principal.tenantId, {
+    email: query.email,
+    active: query.active,
+    teamId: query.team_id,
+    limit: query.limit,
+    offset: query.offset,
+  });
 }

@@ -1,0 +1,120 @@
+import type { Readable } from 'node:stream';
+import type { Principal } from '../auth/principal.js';
+import { ciIsVisible } from '../configuration-items/service.js';
+import type { AppContext } from '../context.js';
+import { notFound, unprocessable, validationFailed } from '../errors.js';
+import { listChanges, pageCiHistory, type ChangeCriteria, type ChangeRow, type Position } from '../history/store.js';
+import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
+import { dateWindow } from '../query/date-window.js';
+import { parseFilters } from '../query/filters.js';
+import { parseQuery } from '../query/text-query.js';
+import { SEARCH_WINDOW, type SearchResult } from '../search/backend.js';
+import { openChangeExport } from './csv.js';
+import { CHANGE_FILTERS, type ChangeListQuery, type CiChangesQuery } from './schema.js';
+import type { SearchQuery, StatsQuery } from './search-schema.js';
+
+export type { ChangeRow } from '../history/store.js';
+
+const historyBinding = (principal: Principal, ciId: string): CursorBinding => ({
+  tenantId: principal.tenantId,
+  scope: `ci-changes:${ciId}`,
+  sort: null,
+  filters: {},
+});
+
+const EXACT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+/** The keyset position a signed cursor carries; anything else is a malformed cursor. */
+function positionOf(key: unknown[]): Position {
+  const [at, id] = key;
+  if (key.length !== 2 || typeof at !== 'string' || !EXACT_TIME.test(at) || typeof id !== 'string' || !/^\d{1,19}$/.test(id)) {
+    throw unprocessable('Malformed cursor');
+  }
+  return [at, id];
+}
+
+export interface CiHistoryWalk {
+  rows: ChangeRow[];
+  total: number;
+  hasMore: boolean;
+  nextCursor: string | null;
+}
+
+/**
+ * One page of a CI's change history. The walk's total is counted on its first page and travels in
+ * the cursor from there; an id with neither a visible CI nor visible history is a 404 (history
+ * outlives a CI removed for good).
+ */
+export async function ciHistory(app: AppContext, principal: Principal, ciId: string, query: CiChangesQuery): Promise<CiHistoryWalk> {
+  const binding = historyBinding(principal, ciId);
+  const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
+  const after = cursor ? positionOf(cursor.key) : undefined;
+  const page = await pageCiHistory(app.sql, principal, ciId, { limit: query.limit, offset: query.offset, after, total: cursor?.total });
+  if (page.total === 0 && !(await ciIsVisible(app, principal, ciId))) {
+    throw notFound('No configuration item or change history with this id', { ci_id: ciId });
+  }
+  return {
+    rows: page.items,
+    total: page.total,
+    hasMore: page.hasMore,
+    nextCursor: page.last ? encodeCursor(app.config.secret, binding, [...page.last], page.total) : null,
+  };
+}
+
+/** Turns the list parameters into criteria. */
+function criteriaOf(query: ChangeListQuery): ChangeCriteria {
+  return {
+    ...dateWindow(query.start_date, query.end_date),
+    filters: parseFilters(query.filter, CHANGE_FILTERS),
+    search: query.search === undefined ? undefined : parseQuery(query.search, 'search'),
+    sortBy: query.sort_by,
+    sortOrder: query.sort_order,
+  };
+}
+
+/** One offset page of the global history; totals as `listChanges` counts them. */
+export function listChangePage(app: AppContext, principal: Principal, query: ChangeListQuery) {
+  const counting = { countTimeoutMs: app.config.countTimeoutMs, embedded: app.database === 'embedded' };
+  return listChanges(app.sql, principal, criteriaOf(query), { limit: query.limit, offset: query.offset }, counting);
+}
+
+/**
+ * The CSV export of the global history with the list's filters, search, dates, sort and scopes;
+ * every match unless `limit` was given explicitly.
+ */
+export function exportChanges(app: AppContext, principal: Principal, query: ChangeListQuery, explicitLimit: number | undefined): Promise<Readable> {
+  return openChangeExport(
+    { sql: app.sql, logger: app.logger, principal, statementTimeoutMs: app.config.bulkStatementTimeoutMs },
+    criteriaOf(query),
+    { offset: query.offset, limit: explicitLimit },
+  );
+}
+
+/** A full-text search of the change history, through whichever backend serves search. */
+export async function searchChanges(app: AppContext, principal: Principal, query: SearchQuery): Promise<SearchResult & { tookMs: number }> {
+  const text = query.query.trim();
+  if (text.length < 2) throw validationFailed([{ field: 'query', location: 'query', message: 'must have at least 2 characters besides spaces' }]);
+  if (query.offset + query.limit > SEARCH_WINDOW) {
+    throw validationFailed([{ field: 'offset', location: 'query', message: `offset + limit must not exceed ${SEARCH_WINDOW}` }]);
+  }
+  const request = {
+    ...dateWindow(query.start_date, query.end_date),
+    query: parseQuery(text),
+    filters: parseFilters(query.filter, CHANGE_FILTERS),
+    limit: query.limit,
+    offset: query.offset,
+  };
+  const started = performance.now();
+  const result = await app.search.search(principal, request);
+  return { ...result, tookMs: Math.round(performance.now() - started) };
+}
+
+/** Statistics of a window (the pre-aggregate's default window, or the full history of the one asked). */
+export function changeStatistics(app: AppContext, principal: Principal, query: StatsQuery) {
+  return app.search.stats(principal, { ...dateWindow(query.start_date, query.end_date), groupBy: query.group_by });
+}
+
+/** Folds the change records written since the last refresh into the statistics pre-aggregate. */
+export function refreshChangeStatistics(app: AppContext) {
+  return app.search.refresh();
+}
