@@ -96,9 +96,10 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
     answerClientErrors(server);
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
+    const origin = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${port}`;
     logger.info(
       { port, database: database.kind, dataDir: database.kind === 'embedded' ? config.dataDir : undefined },
-      `cinv listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${port}`,
+      `cinv listening on ${origin}: open ${origin}/ui/ and sign in${config.oidc ? ' with your company account or' : ' with'} an API key`,
     );
   }
 
