@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { userInfo } from 'node:os';
 import { generateApiKey, TIERS } from '../auth/api-key-format.js';
 import { isPermission, type DataScope, type Permission, type Tier } from '../auth/principal.js';
@@ -11,16 +13,72 @@ import { DEFAULT_TENANT_ID } from '../tenants.js';
 // Commands load the database, server and reconciler modules only when they run, so that usage
 // errors and --help answer at once.
 
-export class UsageError extends Error {}
+export class UsageError extends Error {
+  /** The command whose usage was broken, so that the hint can point at its own --help. */
+  constructor(message: string, readonly command?: string) {
+    super(message);
+  }
+}
 
 export type Flags = Record<string, string | boolean | string[] | undefined>;
 
-/** Opens the database, brings the schema up to date, runs `work`, and closes again. */
-async function withDatabase<T>(config: Config, work: (db: Database) => Promise<T>): Promise<T> {
+/** Where the command's data lives, as a person would name it (a server URL without its password). */
+function describeDatabase(config: Config): string {
+  if (!config.databaseUrl) return `the embedded database in ${path.resolve(config.dataDir)}`;
+  try {
+    const url = new URL(config.databaseUrl);
+    return `PostgreSQL at ${url.hostname}:${url.port || '5432'}${url.pathname}`;
+  } catch {
+    return 'the PostgreSQL server in DATABASE_URL';
+  }
+}
+
+/** Whether a cinv server answers /health on this port of the loopback address. */
+async function cinvServerAnswers(port: number): Promise<boolean> {
+  try {
+    const reply = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1000) });
+    const body = (await reply.json()) as { checks?: { database?: unknown } };
+    return typeof body.checks === 'object' && body.checks !== null && 'database' in body.checks;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Refuses to create a new embedded database when a cinv server answers on PORT: that server uses
+ * another database (one it serves is joined through its socket), so a key or an ingest here would
+ * land where the server never looks.
+ */
+async function refuseStrayDatabase(config: Config, flags: Flags): Promise<void> {
+  if (config.databaseUrl || flags['new-database'] === true || config.port === 0) return;
+  if (existsSync(path.join(config.dataDir, 'pgdata'))) return;
+  if (!(await cinvServerAnswers(config.port))) return;
+  throw new UsageError(
+    `${path.resolve(config.dataDir)} holds no database yet, but a cinv server answers on port ${config.port}: it uses another database. ` +
+      'Set CINV_DATA_DIR to the directory the server was started with (or DATABASE_URL to its PostgreSQL), ' +
+      'or pass --new-database to create a new database here anyway.',
+  );
+}
+
+/** Opens the database the command works on, saying which, and brings its schema up to date. */
+async function openForCommand(config: Config, flags: Flags): Promise<{ db: Database; applied: number[] }> {
+  await refuseStrayDatabase(config, flags);
   const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/open.js'), import('../db/migrate.js')]);
+  const fresh = !config.databaseUrl && !existsSync(path.join(config.dataDir, 'pgdata'));
+  console.error(`cinv: using ${describeDatabase(config)}${fresh ? ' (new)' : ''}`);
   const db = await openDatabase(config);
   try {
-    await migrate(db.sql);
+    return { db, applied: await migrate(db.sql) };
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+}
+
+/** Opens the database (see openForCommand), runs `work`, and closes again. */
+async function withDatabase<T>(config: Config, flags: Flags, work: (db: Database) => Promise<T>): Promise<T> {
+  const { db } = await openForCommand(config, flags);
+  try {
     return await work(db);
   } finally {
     await db.close();
@@ -64,16 +122,10 @@ export async function serveCommand(options: { api: boolean; scheduler: boolean; 
   });
 }
 
-export async function migrateCommand(): Promise<void> {
-  const config = loadConfig();
-  const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/open.js'), import('../db/migrate.js')]);
-  const db = await openDatabase(config);
-  try {
-    const applied = await migrate(db.sql);
-    console.log(applied.length > 0 ? `applied migrations: ${applied.join(', ')}` : 'schema is up to date');
-  } finally {
-    await db.close();
-  }
+export async function migrateCommand(flags: Flags): Promise<void> {
+  const { db, applied } = await openForCommand(loadConfig(), flags);
+  await db.close();
+  console.log(applied.length > 0 ? `applied migrations: ${applied.join(', ')}` : 'schema is up to date');
 }
 
 async function resolveScopes(db: Database, specs: string[]): Promise<DataScope[]> {
@@ -113,7 +165,7 @@ export async function keysCreateCommand(flags: Flags): Promise<void> {
   if (expiresIn !== undefined && !expiresMs) throw new UsageError(`--expires-in ${expiresIn}: expected a duration such as 90d`);
   const config = loadConfig();
   const { issueApiKey } = await import('../auth/api-keys.js');
-  await withDatabase(config, async (db) => {
+  await withDatabase(config, flags, async (db) => {
     const scopes = await resolveScopes(db, scopeSpecs);
     const { id, key } = await issueApiKey(db.sql, config.secret, {
       tenantId: DEFAULT_TENANT_ID,
@@ -130,11 +182,11 @@ export async function keysCreateCommand(flags: Flags): Promise<void> {
   });
 }
 
-export async function usersPromoteCommand(email: string | undefined): Promise<void> {
+export async function usersPromoteCommand(email: string | undefined, flags: Flags): Promise<void> {
   if (!email) throw new UsageError('users promote needs the email of a user who exists (signed in once, or created through the API)');
   const config = loadConfig();
   const { findUserByEmail, setSuperadmin } = await import('../users/store.js');
-  await withDatabase(config, async (db) => {
+  await withDatabase(config, flags, async (db) => {
     const user = await findUserByEmail(db.sql, DEFAULT_TENANT_ID, email);
     if (!user) throw new UsageError(`no user with the email ${email}`);
     await setSuperadmin(db.sql, DEFAULT_TENANT_ID, user.id, true);
@@ -172,7 +224,7 @@ async function auditFromCommandLine(
 export async function keysListCommand(flags: Flags): Promise<void> {
   const config = loadConfig();
   const { listApiKeys } = await import('../auth/api-key-store.js');
-  await withDatabase(config, async (db) => {
+  await withDatabase(config, flags, async (db) => {
     const keys = await listApiKeys(db.sql, DEFAULT_TENANT_ID, { includeRevoked: flags['include-revoked'] === true });
     const rows = keys.map((k) => [
       k.id, k.tier, k.name, `…${k.key_hint}`, k.created_at.toISOString().slice(0, 16), k.expires_at?.toISOString().slice(0, 16) ?? '-',
@@ -182,11 +234,11 @@ export async function keysListCommand(flags: Flags): Promise<void> {
   });
 }
 
-export async function keysRevokeCommand(id: string | undefined): Promise<void> {
+export async function keysRevokeCommand(id: string | undefined, flags: Flags): Promise<void> {
   if (!id || !/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError('keys revoke needs the id of a key (see `cinv keys list`)');
   const config = loadConfig();
   const { listApiKeys, revokeApiKey } = await import('../auth/api-key-store.js');
-  await withDatabase(config, async (db) => {
+  await withDatabase(config, flags, async (db) => {
     const [key] = await listApiKeys(db.sql, DEFAULT_TENANT_ID, { id, includeRevoked: true });
     if (!key) throw new UsageError(`no API key with the id ${id}`);
     if (!(await revokeApiKey(db.sql, DEFAULT_TENANT_ID, id, new Date()))) {
@@ -203,12 +255,12 @@ export async function keysRevokeCommand(id: string | undefined): Promise<void> {
  * CINV_MASTER_KEY_PREVIOUS (on every replica, so that they read both while this runs); the
  * credential ciphertexts stay as they are. Safe to interrupt and run again.
  */
-export async function rotateMasterCommand(): Promise<void> {
+export async function rotateMasterCommand(flags: Flags): Promise<void> {
   const config = loadConfig();
   if (!config.masterKey) throw new UsageError('keys rotate-master needs the new master key in CINV_MASTER_KEY');
   if (!config.previousMasterKey) throw new UsageError('keys rotate-master needs the old master key in CINV_MASTER_KEY_PREVIOUS');
   const { MasterKeys, rotateMasterKey } = await import('../sources/credentials.js');
-  await withDatabase(config, async (db) => {
+  await withDatabase(config, flags, async (db) => {
     const keys = new MasterKeys(config.masterKey!, config.previousMasterKey);
     const { rewrapped, remaining } = await rotateMasterKey(db.sql, keys);
     console.error(`re-wrapped ${rewrapped} data key(s) under the master key ${keys.current.fingerprint}; ${remaining} left under another key`);
@@ -259,7 +311,7 @@ export async function ingestCommand(flags: Flags): Promise<void> {
   }
   const snapshot = document as Snapshot;
   const config = loadConfig();
-  await withDatabase(config, async (db) => {
+  await withDatabase(config, flags, async (db) => {
     const source = await ensureSource(db.sql, DEFAULT_TENANT_ID, sourceName, collectorType);
     const result = await reconcile(
       db.sql,
@@ -273,14 +325,14 @@ export async function ingestCommand(flags: Flags): Promise<void> {
       },
       { batchSize: config.reconcileBatchSize, statementTimeoutMs: config.bulkStatementTimeoutMs },
     );
-    console.log(JSON.stringify({ source: { id: source.id, name: source.name }, ...result }, null, 2));
+    console.log(JSON.stringify({ source: { id: Number(source.id), name: source.name }, ...result }, null, 2));
   });
 }
 
-export async function sweepCommand(): Promise<void> {
+export async function sweepCommand(flags: Flags): Promise<void> {
   const config = loadConfig();
   const { lifecycleSettings, sweepLifecycle } = await import('../lifecycle/sweep.js');
-  await withDatabase(config, async (db) => {
+  await withDatabase(config, flags, async (db) => {
     const result = await sweepLifecycle(db.sql, lifecycleSettings(config), new Date());
     console.log(JSON.stringify(result));
   });
@@ -301,7 +353,7 @@ export async function reindexCommand(flags: Flags): Promise<void> {
     import('../../indexer/reindex.js'),
     import('../search/opensearch-index.js'),
   ]);
-  await withDatabase(config, async (db) => {
+  await withDatabase(config, flags, async (db) => {
     try {
       const report = await reindex(
         db.sql,
@@ -328,11 +380,11 @@ export async function reindexCommand(flags: Flags): Promise<void> {
   });
 }
 
-export async function outboxCommand(sub: string | undefined): Promise<void> {
+export async function outboxCommand(sub: string | undefined, flags: Flags): Promise<void> {
   if (sub !== undefined && sub !== 'retry') throw new UsageError(`unknown outbox command "${sub}"`);
   const config = loadConfig();
   const { outboxState, parkedRows, requeueParked } = await import('../../indexer/outbox.js');
-  await withDatabase(config, async (db) => {
+  await withDatabase(config, flags, async (db) => {
     if (sub === 'retry') {
       console.log(`re-queued ${await requeueParked(db.sql)} parked rows`);
       return;
@@ -348,10 +400,10 @@ export async function outboxCommand(sub: string | undefined): Promise<void> {
   });
 }
 
-export async function refreshStatsCommand(): Promise<void> {
+export async function refreshStatsCommand(flags: Flags): Promise<void> {
   const config = loadConfig();
   const { refreshStatsAggregate } = await import('../history/stats-store.js');
-  await withDatabase(config, async (db) => {
+  await withDatabase(config, flags, async (db) => {
     const started = performance.now();
     const { rows, refreshedAt } = await refreshStatsAggregate(db.sql, new Date());
     console.log(JSON.stringify({ refreshed: true, rows, refreshed_at: refreshedAt.toISOString(), took_ms: Math.round(performance.now() - started) }));

@@ -97,5 +97,7 @@ export function useCliEnvironment(prefix: string): () => Record<string, string |
     DATABASE_URL: scratch?.url,
     CINV_SECRET: scratch ? 'cli-test-secret-cli-test-secret-cli-test' : undefined,
     LOG_LEVEL: 'info',
+    // whatever answers on the default port of this machine is no business of these commands
+    PORT: '0',
   });
 }

@@ -1,0 +1,182 @@
+/**
+ * What each command takes: its synopsis, what it does, its options and an example. `cinv --help`
+ * lists them; `cinv <command> --help` shows one; an option a command does not take is an error
+ * that names it.
+ */
+export interface OptionUsage {
+  /** What its value looks like in the synopsis; none for a switch. */
+  value?: string;
+  required?: boolean;
+  repeatable?: boolean;
+  text: string;
+}
+
+export interface CommandUsage {
+  /** The words that name it: `keys create`. */
+  name: string;
+  /** Positional arguments after the name, as shown in the synopsis. */
+  args?: string;
+  summary: string;
+  /** Options it takes (`--help`, and `--new-database` where it opens the database, go without saying). */
+  options: Record<string, OptionUsage>;
+  example: string;
+  /** Whether it opens the database (and so takes --new-database). */
+  database: boolean;
+}
+
+const NEW_DATABASE =
+  'create a new embedded database in CINV_DATA_DIR even though a cinv server answers on PORT (which then uses another database)';
+
+export const COMMANDS: readonly CommandUsage[] = [
+  {
+    name: 'serve',
+    summary: 'API and web interface (/ui/), collection worker, scheduled jobs, migrations, and the indexer when OPENSEARCH_URL is set (npm start)',
+    options: {},
+    example: 'PORT=8080 cinv serve',
+    database: false,
+  },
+  { name: 'api', summary: 'the API and web interface only (no scheduled jobs)', options: {}, example: 'cinv api', database: false },
+  { name: 'worker', summary: 'scheduled jobs only (collections, lifecycle sweeps, statistics refresh)', options: {}, example: 'cinv worker', database: false },
+  {
+    name: 'indexer',
+    summary: 'the outbox indexer only: mirrors change records into OpenSearch',
+    options: {},
+    example: 'OPENSEARCH_URL=http://localhost:9200 cinv indexer',
+    database: false,
+  },
+  { name: 'migrate', summary: 'apply pending database migrations and exit', options: {}, example: 'cinv migrate', database: true },
+  {
+    name: 'keys create',
+    summary: "create an API key and print it once (on standard output; what it is, on standard error)",
+    options: {
+      tier: { value: 'adm|svc|ro', required: true, text: 'adm (everything), svc (the --permission and --scope given) or ro (reads; within --scope when given)' },
+      name: { value: 'NAME', required: true, text: 'a name to recognise the key by' },
+      scope: { value: 'SOURCE[:INSTANCE]', repeatable: true, text: "the data the key may see (svc and ro keys); '*' is every source" },
+      permission: { value: 'RESOURCE:ACTION', repeatable: true, text: 'what the key may do, e.g. configuration_items:read (svc keys)' },
+      'expires-in': { value: 'DURATION', text: 'a lifetime such as 90d or 12h; without it the key does not expire' },
+    },
+    example: "cinv keys create --tier svc --name collector --permission configuration_items:write --scope k8s-prod",
+    database: true,
+  },
+  {
+    name: 'keys list',
+    summary: 'the API keys (never their secrets): id, tier, name, hint, created, expiry, last use',
+    options: { 'include-revoked': { text: 'list revoked keys too' } },
+    example: 'cinv keys list --include-revoked',
+    database: true,
+  },
+  { name: 'keys revoke', args: 'ID', summary: 'revoke an API key; it is refused from the next request on', options: {}, example: 'cinv keys revoke 0192c3a4-…', database: true },
+  {
+    name: 'keys rotate-master',
+    summary: 're-wrap the data keys of source credentials under CINV_MASTER_KEY (the old key in CINV_MASTER_KEY_PREVIOUS); safe to interrupt and run again',
+    options: {},
+    example: 'CINV_MASTER_KEY=… CINV_MASTER_KEY_PREVIOUS=… cinv keys rotate-master',
+    database: true,
+  },
+  {
+    name: 'keys generate',
+    summary: 'print a fresh key without storing it (for CINV_BOOTSTRAP_ADMIN_KEY)',
+    options: { tier: { value: 'adm|svc|ro|usr', text: 'the tier of the key (default adm)' } },
+    example: 'export CINV_BOOTSTRAP_ADMIN_KEY=$(cinv keys generate)',
+    database: false,
+  },
+  {
+    name: 'users promote',
+    args: 'EMAIL',
+    summary: 'make the user with this email a superadmin (the first one; later ones are granted through the API by a superadmin)',
+    options: {},
+    example: 'cinv users promote ops@example.com',
+    database: true,
+  },
+  {
+    name: 'ingest',
+    summary: 'reconcile a universal-format snapshot file into the inventory, and print what changed',
+    options: {
+      source: { value: 'NAME', required: true, text: 'the source to ingest into (created as a push-only source when it does not exist)' },
+      file: { value: 'FILE', required: true, text: 'a JSON snapshot {scope_id, mode, items, deletions} or a JSON array of items' },
+      scope: { value: 'INSTANCE', text: 'the instance (scope_id) the items belong to; overrides the file' },
+      mode: { value: 'snapshot|delta', text: 'snapshot (items not in the file become inactive) or delta; overrides the file' },
+      'collector-type': { value: 'TYPE', text: 'the collector type of a source this creates (default universal)' },
+    },
+    example: 'cinv ingest --source k8s-prod --scope cluster-a --file snapshot.json',
+    database: true,
+  },
+  { name: 'sweep', summary: 'run the lifecycle sweep once (inactive, archive, remove)', options: {}, example: 'cinv sweep', database: true },
+  { name: 'refresh-stats', summary: 'bring the statistics pre-aggregate up to date now', options: {}, example: 'cinv refresh-stats', database: true },
+  {
+    name: 'reindex',
+    summary: 'rebuild the OpenSearch index from PostgreSQL into a new index, verify it, and move the alias to it',
+    options: {
+      resume: { text: 'continue an interrupted reindex' },
+      'delete-old': { text: 'delete the indices the alias pointed at before' },
+      'batch-size': { value: 'N', text: 'documents per bulk request, 1 to 50000 (default 2000)' },
+    },
+    example: 'OPENSEARCH_URL=http://localhost:9200 cinv reindex --delete-old',
+    database: true,
+  },
+  { name: 'outbox', summary: 'show the outbox backlog, lag and parked rows', options: {}, example: 'cinv outbox', database: true },
+  { name: 'outbox retry', summary: 're-queue the parked rows', options: {}, example: 'cinv outbox retry', database: true },
+];
+
+function optionSynopsis(name: string, option: OptionUsage): string {
+  const text = option.value ? `--${name} ${option.value}` : `--${name}`;
+  const shown = option.required ? text : `[${text}]`;
+  return option.repeatable ? `${shown}...` : shown;
+}
+
+const synopsis = (command: CommandUsage): string =>
+  [command.name, command.args, ...Object.entries(command.options).map(([name, option]) => optionSynopsis(name, option))].filter(Boolean).join(' ');
+
+/** `cinv --help`: every command with its synopsis and what it does. */
+export function globalHelp(): string {
+  const lines = COMMANDS.map((command) => `  ${synopsis(command)}\n      ${command.summary}`);
+  return `cinv: Configuration Inventory Service
+
+Usage: cinv <command> [options]       cinv <command> --help shows one command's options and an example
+
+Commands:
+${lines.join('\n')}
+
+Without DATABASE_URL every command uses the embedded database in CINV_DATA_DIR (default ./data);
+while a server runs on it, commands reach it through the server's socket. Commands that open the
+database say which one on standard error.
+Environment variables are listed in the README.`;
+}
+
+/** `cinv <command> --help`. */
+export function commandHelp(command: CommandUsage): string {
+  const options: [string, string][] = Object.entries(command.options).map(([name, option]) => [
+    option.value ? `--${name} ${option.value}` : `--${name}`,
+    option.repeatable ? `${option.text} (repeatable)` : option.text,
+  ]);
+  if (command.database) options.push(['--new-database', NEW_DATABASE]);
+  options.push(['--help', 'show this help']);
+  const width = Math.max(...options.map(([name]) => name.length));
+  return [
+    `Usage: cinv ${synopsis(command)}`,
+    '',
+    command.summary,
+    '',
+    'Options:',
+    ...options.map(([name, text]) => `  ${name.padEnd(width)}  ${text}`),
+    '',
+    'Example:',
+    `  ${command.example}`,
+  ].join('\n');
+}
+
+/** The command the positional words name (longest match first), if any. */
+export function findCommand(words: readonly string[]): CommandUsage | undefined {
+  const two = words.slice(0, 2).join(' ');
+  return COMMANDS.find((command) => command.name === two) ?? COMMANDS.find((command) => command.name === words[0]);
+}
+
+/** The subcommands of a first word (`keys` → create, list, ...). */
+export function findFamily(word: string): string[] {
+  return COMMANDS.filter((command) => command.name.startsWith(`${word} `)).map((command) => command.name.slice(word.length + 1));
+}
+
+/** Refuses an option the command does not take, naming it. */
+export function unknownOption(command: CommandUsage, given: readonly string[]): string | undefined {
+  return given.find((option) => option !== 'help' && !(option in command.options) && !(option === 'new-database' && command.database));
+}
