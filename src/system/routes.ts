@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { defineRoute, type AnyRoute, type AppContext } from '../context.js';
@@ -13,12 +14,29 @@ const require = createRequire(import.meta.url);
 const swaggerDir = path.dirname(require.resolve('swagger-ui-dist/package.json'));
 const redocDir = path.join(path.dirname(require.resolve('redoc/package.json')), 'bundles');
 
+/**
+ * The one address ReDoc's bundle would load from elsewhere (the logo beside "API docs by Redocly"),
+ * replaced by an empty inline image: the pages load nothing from another origin.
+ */
+const REDOC_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
+const EMPTY_IMAGE = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='1' height='1'/%3E";
+let redocBundle: Promise<string> | undefined;
+const localRedoc = (file: string) => (redocBundle ??= readFile(file, 'utf8').then((text) => text.replaceAll(REDOC_LOGO, EMPTY_IMAGE)));
+
+/**
+ * What the documentation pages may load: their own origin only (styles and images inline too, which
+ * both renderers write). Swagger UI's page starts it with one inline script.
+ */
+const DOCS_POLICY = (inlineScript: boolean) =>
+  `default-src 'self'; script-src 'self'${inlineScript ? " 'unsafe-inline'" : ''}; style-src 'self' 'unsafe-inline'; ` +
+  "img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'";
+
 /** The only files served from npm packages; nothing is fetched from a CDN. */
-const ASSETS: Record<string, { file: string; type: string }> = {
+const ASSETS: Record<string, { file: string; type: string; load?: (file: string) => Promise<string> }> = {
   'swagger-ui.css': { file: path.join(swaggerDir, 'swagger-ui.css'), type: 'text/css' },
   'swagger-ui-bundle.js': { file: path.join(swaggerDir, 'swagger-ui-bundle.js'), type: 'application/javascript' },
   'favicon-32x32.png': { file: path.join(swaggerDir, 'favicon-32x32.png'), type: 'image/png' },
-  'redoc.standalone.js': { file: path.join(redocDir, 'redoc.standalone.js'), type: 'application/javascript' },
+  'redoc.standalone.js': { file: path.join(redocDir, 'redoc.standalone.js'), type: 'application/javascript', load: localRedoc },
 };
 
 const DatabaseCheck = Type.Object({
@@ -170,6 +188,7 @@ const docs = defineRoute({
   responses: { 200: { description: 'HTML page.', otherContent: { 'text/html': {} } } },
   async handler({ ctx }) {
     ctx.type = 'text/html';
+    ctx.set('Content-Security-Policy', DOCS_POLICY(true));
     ctx.body = html(
       'cinv API',
       '<link rel="stylesheet" href="/docs/assets/swagger-ui.css">',
@@ -189,6 +208,7 @@ const redoc = defineRoute({
   responses: { 200: { description: 'HTML page.', otherContent: { 'text/html': {} } } },
   async handler({ ctx }) {
     ctx.type = 'text/html';
+    ctx.set('Content-Security-Policy', DOCS_POLICY(false));
     ctx.body = html('cinv API reference', '', '<redoc spec-url="/openapi.json"></redoc><script src="/docs/assets/redoc.standalone.js"></script>');
   },
 });
@@ -207,7 +227,7 @@ const assets = defineRoute({
     if (!asset) throw notFound('No such documentation asset');
     ctx.type = asset.type;
     ctx.set('Cache-Control', 'public, max-age=86400');
-    ctx.body = createReadStream(asset.file);
+    ctx.body = asset.load ? await asset.load(asset.file) : createReadStream(asset.file);
   },
 });
 

@@ -237,8 +237,11 @@ describe('HTTP foundation', () => {
         const asset = await fetch(app.current.baseUrl + script);
         expect(asset.status, script).to.equal(200);
         expect(asset.headers.get('content-type')).to.match(/javascript/);
-        expect((await asset.arrayBuffer()).byteLength).to.be.greaterThan(100_000);
+        const text = await asset.text();
+        expect(text.length).to.be.greaterThan(100_000);
+        expect(text, script).to.not.include('cdn.redoc.ly');
       }
+      expect(reply.headers.get('content-security-policy'), page).to.match(/default-src 'self'/);
     }
     expect((await app.current.get('/docs/assets/../../package.json')).status).to.equal(404);
   });

@@ -130,6 +130,32 @@ describeWith(existsSync(CHROMIUM))(
     };
     const rowNames = async (page: Page) => page.locator('table[aria-label="Configuration items"] tbody tr td:first-child').allInnerTexts();
 
+    it('draws /docs and /redoc with nothing loaded from another origin and nothing refused by their policy', async () => {
+      const context = await browser.newContext();
+      try {
+        for (const [docs, heading] of [['/docs', 'List configuration items'], ['/redoc', 'List configuration items']] as const) {
+          const page = await context.newPage();
+          const foreign: string[] = [];
+          const refused: string[] = [];
+          page.on('request', (request) => {
+            const target = new URL(request.url());
+            if (!['data:', 'blob:'].includes(target.protocol) && target.origin !== app.baseUrl) foreign.push(request.url());
+          });
+          page.on('console', (message) => {
+            if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) refused.push(message.text());
+          });
+          await page.goto(`${app.baseUrl}${docs}`);
+          await page.getByText(heading).first().waitFor({ state: 'attached' });
+          await page.screenshot({ path: path.join(ARTIFACTS, `api-${docs.slice(1)}.png`) });
+          expect(foreign, docs).to.deep.equal([]);
+          expect(refused, docs).to.deep.equal([]);
+          await page.close();
+        }
+      } finally {
+        await context.close();
+      }
+    });
+
     it('signs in with a key into a session cookie (never stored in the page), and a 401 returns to sign-in and back', async () => {
       const { context, page } = await signedIn(admin, '/inventory?status=all');
       const cookies = await context.cookies();
