@@ -44,6 +44,8 @@ export async function writePlan(tx: Queryable, plan: BatchPlan): Promise<PlanWri
 export interface BatchRun {
   key: InventoryKey;
   now: Date;
+  /** See ReconcileInput.typeDataDerived. */
+  typeDataDerived: boolean;
   /** Statement timeout inside the transaction; the session's when undefined. */
   statementTimeoutMs: number | undefined;
   records: UniversalRecord[];
@@ -75,7 +77,7 @@ export function reconcileBatch(sql: Sql, run: BatchRun): Promise<{ plan: BatchPl
     const states = new Map((await lookup).map((s) => [s.external_id, s]));
     const storedIds = records.flatMap((r) => states.get(r.external_id)?.ci_id ?? []);
     const stored = new Map((await loadContents(tx, storedIds)).map((c) => [c.ci_id, c]));
-    const plan = classifyBatch({ key, now, records, hashes, metrics, states, stored });
+    const plan = classifyBatch({ key, now, records, hashes, metrics, states, stored, typeDataDerived: run.typeDataDerived });
     return { plan, written: await writePlan(tx, plan) };
   });
 }

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { uuidv7 } from 'uuidv7';
 import { changeRecord, createdRecord, type ChangedCi, type NewChangeRecord } from '../history/writer.js';
 import { contentOf } from './content.js';
@@ -9,6 +10,8 @@ import type { CiWrite, InventoryKey, RelationshipWrite, SeenCi, StoredContent, S
 export interface ClassifyInput {
   key: InventoryKey;
   now: Date;
+  /** See ReconcileInput.typeDataDerived: type_data changes are then not recorded. */
+  typeDataDerived?: boolean;
   records: readonly UniversalRecord[];
   /** The content digest of each record (contentHash), by position. */
   hashes: readonly string[];
@@ -54,8 +57,13 @@ function withoutMetrics(typeData: Record<string, unknown> | undefined): Record<s
   return rest;
 }
 
-/** The recorded changes between a stored CI and the record that replaces it; volatile paths and metrics are not among them. */
-export function fieldChanges(before: StoredContent, record: UniversalRecord): FieldChange[] {
+/**
+ * The recorded changes between a stored CI and the record that replaces it; volatile paths and
+ * metrics are not among them. `type_data` is recorded only where it says something raw_data does
+ * not: never when it is derived from raw_data, and otherwise not for a value that moved exactly as
+ * a raw_data value of the same record did (a copy of it).
+ */
+export function fieldChanges(before: StoredContent, record: UniversalRecord, typeDataDerived = false): FieldChange[] {
   const old = contentOf(before);
   const next = contentOf(record);
   const out: FieldChange[] = [];
@@ -63,8 +71,13 @@ export function fieldChanges(before: StoredContent, record: UniversalRecord): Fi
   diffValues('namespace', old.namespace, next.namespace, out);
   diffValues('ci_type', old.ci_type, next.ci_type, out);
   if (before.status !== 'active') out.push({ field: 'status', old_value: before.status, new_value: 'active' });
+  const rawFrom = out.length;
   diffValues('raw_data', old.raw, next.raw, out);
-  diffValues('type_data', old.typeData, next.typeData, out);
+  if (typeDataDerived) return out;
+  const raw = out.slice(rawFrom);
+  const mirrors = (change: FieldChange) =>
+    raw.some((r) => isDeepStrictEqual(r.old_value, change.old_value) && isDeepStrictEqual(r.new_value, change.new_value));
+  out.push(...diffValues('type_data', old.typeData, next.typeData).filter((change) => !mirrors(change)));
   return out;
 }
 
@@ -116,7 +129,7 @@ export function classifyBatch(input: ClassifyInput): BatchPlan {
     plan.updates.push(write);
     const before = input.stored.get(write.ci_id)!;
     if (before.status !== 'active') plan.reactivated++;
-    const fields = fieldChanges(before, record);
+    const fields = fieldChanges(before, record, input.typeDataDerived);
     // the digest also covers relationships, which change no recorded field
     if (fields.length > 0) updated.push(changeRecord(ci, 'UPDATED', fields, now));
   });

@@ -23,6 +23,12 @@ export interface ReconcileInput {
   mode: 'snapshot' | 'delta';
   records: readonly UniversalRecord[];
   deletions?: readonly string[];
+  /**
+   * Whether `type_data` is computed from `raw_data`, as every collector type computes it: its
+   * changes then only repeat raw_data's and are not recorded. Pushed type data (the default) is
+   * the pusher's own and is recorded, but for a value that mirrors a raw_data change of the record.
+   */
+  typeDataDerived?: boolean;
 }
 
 export interface ReconcileResult {
@@ -132,7 +138,7 @@ async function reconcileNow(sql: Sql, input: ReconcileInput, options: ReconcileO
   const key: InventoryKey = { tenantId: input.tenantId, sourceId: input.sourceId, scopeId: input.scopeId };
   const { upserts, gone } = splitBatches(input.records, input.deletions ?? [], options.batchSize ?? 1000);
   const result: ReconcileResult = { ...emptyReconcileResult(), received: input.records.length };
-  await upsertAll(sql, key, upserts, now, options.statementTimeoutMs, result);
+  await upsertAll(sql, key, upserts, { now, statementTimeoutMs: options.statementTimeoutMs, typeDataDerived: input.typeDataDerived === true }, result);
   for (const batch of gone) {
     const archived = await archiveGone(sql, key, batch, now, options.statementTimeoutMs);
     result.archived += archived;
@@ -149,10 +155,10 @@ async function upsertAll(
   sql: Sql,
   key: InventoryKey,
   batches: UniversalRecord[][],
-  now: Date,
-  statementTimeoutMs: number | undefined,
+  run: { now: Date; statementTimeoutMs: number | undefined; typeDataDerived: boolean },
   result: ReconcileResult,
 ): Promise<void> {
+  const { now, statementTimeoutMs, typeDataDerived } = run;
   const owners = new Set<string>();
   let analyzed = false;
   // digests are computed outside the transactions (the source lock is held only for SQL), each
@@ -161,7 +167,7 @@ async function upsertAll(
   for (const [index, records] of batches.entries()) {
     let next: string[] | undefined;
     const whileLookingUp = () => (next ??= batches[index + 1]?.map(contentHash));
-    const { plan, written } = await reconcileBatch(sql, { key, now, statementTimeoutMs, records, hashes, whileLookingUp });
+    const { plan, written } = await reconcileBatch(sql, { key, now, statementTimeoutMs, records, hashes, whileLookingUp, typeDataDerived });
     hashes = whileLookingUp() ?? [];
     addBatch(result, owners, plan, written);
     // a large first load leaves the planner believing the tables are nearly empty until

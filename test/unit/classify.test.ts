@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { classifyBatch, splitBatches, type ClassifyInput } from '../../src/inventory/classify.js';
+import { classifyBatch, fieldChanges, splitBatches, type ClassifyInput } from '../../src/inventory/classify.js';
 import { contentHash, metricsOf } from '../../src/inventory/content.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
 import type { StoredContent, StoredState } from '../../src/inventory/store.js';
@@ -195,6 +195,58 @@ describe('classifyBatch', () => {
     });
     expect(plan.updates[0]!.scope_id).to.equal(null);
     expect(plan.changes).to.be.empty;
+  });
+});
+
+describe('fieldChanges: type_data beside raw_data', () => {
+  // a PostgreSQL role as its collector type stores it: type_data copies some raw_data values
+  const role = (login: boolean, limit: number, member: string[]): UniversalRecord => ({
+    external_id: 'role/app',
+    ci_type: 'pg.role',
+    name: 'app',
+    raw_data: { rolname: 'app', rolcanlogin: login, rolconnlimit: limit, member_of: member },
+    type_data: { can_login: login, connection_limit: limit, member_of: member },
+  });
+  const before = storedAs(role(true, 10, ['readers']), 'ci-1');
+  const after = role(false, 20, ['readers', 'writers']);
+
+  it('records a derived type_data (every collector type) not at all: its changes repeat raw_data\'s', () => {
+    expect(fieldChanges(before, after, true).map((c) => c.field)).to.deep.equal(['raw_data.member_of', 'raw_data.rolcanlogin', 'raw_data.rolconnlimit']);
+  });
+
+  it('records pushed type_data except the values that moved exactly as a raw_data value did', () => {
+    const pushed = { ...after, type_data: { ...after.type_data, owner: 'team-b' } };
+    const stored = { ...before, type_data: { ...before.type_data, owner: 'team-a' } };
+    expect(fieldChanges(stored, pushed, false)).to.deep.equal([
+      { field: 'raw_data.member_of', old_value: ['readers'], new_value: ['readers', 'writers'] },
+      { field: 'raw_data.rolcanlogin', old_value: true, new_value: false },
+      { field: 'raw_data.rolconnlimit', old_value: 10, new_value: 20 },
+      { field: 'type_data.owner', old_value: 'team-a', new_value: 'team-b' },
+    ]);
+  });
+
+  it('records a pushed type_data change that raw_data does not carry, also when raw_data did not change', () => {
+    const renamedOnly = { ...role(true, 10, ['readers']), type_data: { can_login: true, connection_limit: 10, member_of: ['readers'], tier: 'gold' } };
+    expect(fieldChanges(before, renamedOnly, false)).to.deep.equal([{ field: 'type_data.tier', old_value: null, new_value: 'gold' }]);
+    // the same change when type_data is derived: nothing to record (and no real collector sends it)
+    expect(fieldChanges(before, renamedOnly, true)).to.deep.equal([]);
+  });
+
+  it('passes the rule through classifyBatch', () => {
+    const pushed = { ...after, type_data: { ...after.type_data, owner: 'team-b' } };
+    const stored = { ...before, type_data: { ...before.type_data, owner: 'team-a' } };
+    const input = (typeDataDerived: boolean): ClassifyInput => ({
+      key: KEY,
+      now: NOW,
+      typeDataDerived,
+      records: [pushed],
+      hashes: [contentHash(pushed)],
+      metrics: [metricsOf(pushed)],
+      states: new Map([[pushed.external_id, storedState(stored)]]),
+      stored: new Map([[stored.ci_id, stored]]),
+    });
+    expect(classifyBatch(input(true)).changes[0]!.changes.map((c) => c.field)).to.not.include('type_data.owner');
+    expect(classifyBatch(input(false)).changes[0]!.changes.map((c) => c.field)).to.include('type_data.owner');
   });
 });
 

@@ -258,7 +258,8 @@ export class RunExecution {
     const started = performance.now();
     const result = await reconcile(
       this.app.sql,
-      { tenantId: this.run.tenant_id, sourceId: collection.source.id, scopeId, mode, records, deletions },
+      // every collector type computes type_data from raw_data
+      { tenantId: this.run.tenant_id, sourceId: collection.source.id, scopeId, mode, records, deletions, typeDataDerived: true },
       { now: this.app.now(), batchSize: config.reconcileBatchSize, statementTimeoutMs: config.bulkStatementTimeoutMs },
     );
     addReconcileResult(this.counts, result);
