@@ -39,8 +39,10 @@ const stats = defineRoute({
   operationId: 'changeStatistics',
   summary: 'Statistics of the change history',
   description:
-    'Without `start_date` (and `end_date`): the last 90 days, from a pre-aggregate refreshed every few minutes ' +
-    '(CINV_STATS_REFRESH_SCHEDULE) and by `POST /changes/refresh-stats`; `time_range.end` is its last refresh. With ' +
+    'Without `start_date` (and `end_date`): the last 90 days, from a pre-aggregate. Change records written since its ' +
+    'last refresh are folded in before the answer (up to 20 000 of them; a larger backlog, such as a first load, is ' +
+    'folded behind the answer and by the refresh every few minutes, CINV_STATS_REFRESH_SCHEDULE, or ' +
+    '`POST /changes/refresh-stats`); `time_range.end` is the moment up to which the figures count. With ' +
     '`start_date` or `end_date`: computed from the full history of that window (a missing `start_date` means 90 ' +
     'days before now, a missing `end_date` now). A window that cannot be computed within CINV_STATS_TIMEOUT answers ' +
     '422 (`HTTP_422`): narrow it with `end_date`. Data scopes apply: a scoped key sees the figures of what it may ' +

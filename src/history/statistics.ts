@@ -3,7 +3,13 @@ import type { Principal } from '../auth/principal.js';
 import { databaseFailure } from '../db/failures.js';
 import { unprocessable } from '../errors.js';
 import type { ChangeStats, RefreshResult, StatsGrouping, StatsRequest, StatsWindow } from './stats-model.js';
-import { defaultWindowStart, defaultWindowStats, explicitWindow, historyStats, refreshStatsAggregate } from './stats-store.js';
+import { defaultWindowStart, defaultWindowStats, explicitWindow, historyStats, queuedChanges, refreshStatsAggregate } from './stats-store.js';
+
+/**
+ * Queued change records a statistics read folds in before it answers: a few seconds of work at
+ * most. A larger backlog (a first load) is folded behind the answer.
+ */
+export const FOLD_ON_READ = 20_000;
 
 /** The 422 of an explicit statistics window that could not be computed in time. */
 export const statsWindowTooWide = () =>
@@ -26,9 +32,27 @@ export class ChangeStatistics {
     private readonly options: StatisticsOptions,
   ) {}
 
-  /** The last 90 days as of the last refresh, as the principal may see them. */
-  defaultWindow(principal: Principal, groupBy: StatsGrouping): Promise<ChangeStats> {
+  private folding: Promise<RefreshResult> | undefined;
+
+  /**
+   * The last 90 days, as the principal may see them. Change records still queued are folded in
+   * first, so what was just written counts at once; past FOLD_ON_READ of them the answer does not
+   * wait, the fold goes on behind it, and `time_range.end` says up to when the figures count.
+   */
+  async defaultWindow(principal: Principal, groupBy: StatsGrouping): Promise<ChangeStats> {
+    const queued = await queuedChanges(this.sql, FOLD_ON_READ + 1);
+    if (queued > 0) {
+      const folding = this.refreshOnce();
+      // a failed fold is retried by the next read and the scheduled refresh, which report it
+      if (queued <= FOLD_ON_READ) await folding.catch(() => undefined);
+      else folding.catch(() => undefined);
+    }
     return defaultWindowStats(this.sql, principal, groupBy, this.options.now());
+  }
+
+  /** One refresh at a time in this process: reads arriving meanwhile wait for the running one. */
+  refreshOnce(): Promise<RefreshResult> {
+    return (this.folding ??= this.refresh().finally(() => (this.folding = undefined)));
   }
 
   /** An explicit request's bounds: a missing start is the default window's, a missing end is now. */

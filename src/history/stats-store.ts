@@ -79,6 +79,12 @@ export function defaultWindowStart(now: Date): Date {
  * stores each tenant's default window as an unrestricted principal sees it (one row to read).
  * Safe to run from several replicas at once. Returns the records consumed and the window's end.
  */
+/** How many change records wait to be folded into the pre-aggregate, counted up to `cap`. */
+export async function queuedChanges(sql: Sql, cap: number): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from (select 1 from change_stats_queue limit ${cap}) q`;
+  return row?.n ?? 0;
+}
+
 export async function refreshStatsAggregate(sql: Sql, now: Date, batchSize = 10_000): Promise<{ rows: number; refreshedAt: Date }> {
   let rows = 0;
   let last: { consumed: number; snapshotAt: Date };

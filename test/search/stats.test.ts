@@ -96,6 +96,28 @@ describe('statistics pre-aggregate', function () {
       expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
     });
 
+    it('counts what was just written in the default window without waiting for a refresh, and says up to when', async () => {
+      const app = await startTestApp();
+      try {
+        const key = await createKey(sql, 'adm');
+        const empty = await app.get('/api/v1/changes/stats', key);
+        expect(empty.status, empty.text).to.equal(200);
+        expect(empty.body.total_changes).to.equal(0);
+        await ingest(sql, [buildPod({ name: 'fresh-1' }), buildPod({ name: 'fresh-2' })], { now: new Date(Date.now() - HOUR) });
+        const before = Date.now();
+        const fresh = await app.get('/api/v1/changes/stats', key);
+        expect(fresh.body).to.deep.include({ total_changes: 2, affected_cis: 2 });
+        expect(fresh.body.changes_by_type).to.deep.include({ created: 2 });
+        // the figures count up to the fold this read made
+        expect(Date.parse(fresh.body.time_range.end)).to.be.at.least(before - 1000);
+        const [queued] = await sql<{ n: number }[]>`select count(*)::int as n from change_stats_queue`;
+        expect(queued!.n).to.equal(0);
+        expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
+      } finally {
+        await app.close();
+      }
+    });
+
     it('answers 422 when an explicit window cannot be computed within CINV_STATS_TIMEOUT, never a hang or a 500', async () => {
       await ingest(sql, [buildPod({ name: 'x' })]);
       const app = await startTestApp({ statsTimeoutMs: 300 });
