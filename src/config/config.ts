@@ -61,6 +61,12 @@ export interface Config {
   rateLimit: number;
   /** Requests a credential may make at once before the rate applies (the bucket's capacity). */
   rateBurst: number;
+  /**
+   * Requests per minute of a signed-in browser (the web interface), counted apart from the key or
+   * user behind it: a page draws several views at once, and its person should not be refused for it.
+   */
+  sessionRateLimit: number;
+  sessionRateBurst: number;
   /** Lower (or higher) limits for some paths: `[{prefix, method?, limit, burst}]`, longest prefix first. */
   rateLimitOverrides: RateLimitOverride[];
   /** Limits shared by every replica when set; in-process otherwise. */
@@ -321,6 +327,8 @@ export function loadConfig(env: Env = process.env): Config {
     oidc: oidcConfig(env),
     rateLimit: integer(env, 'CINV_RATE_LIMIT', 100, 1, 1_000_000),
     rateBurst: integer(env, 'CINV_RATE_BURST', integer(env, 'CINV_RATE_LIMIT', 100, 1, 1_000_000), 1, 1_000_000),
+    sessionRateLimit: integer(env, 'CINV_SESSION_RATE_LIMIT', 600, 1, 1_000_000),
+    sessionRateBurst: integer(env, 'CINV_SESSION_RATE_BURST', integer(env, 'CINV_SESSION_RATE_LIMIT', 600, 1, 1_000_000), 1, 1_000_000),
     rateLimitOverrides: rateLimitOverrides(env),
     redisUrl: redisUrl(env),
     sourceAllowedHosts: parseAllowedHosts(env.CINV_SOURCE_ALLOWED_HOSTS),

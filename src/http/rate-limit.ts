@@ -31,12 +31,16 @@ export interface RateLimitState {
  */
 export class RateLimits {
   private readonly general: Profile;
+  private readonly interactive: Profile;
   private readonly overrides: { rule: RateLimitOverride; profile: Profile }[];
   private readonly redis: Redis | undefined;
   private redisDown: string | undefined;
   private warned = false;
 
-  constructor(config: Pick<Config, 'rateLimit' | 'rateBurst' | 'rateLimitOverrides' | 'redisUrl'>, private readonly logger: Logger) {
+  constructor(
+    config: Pick<Config, 'rateLimit' | 'rateBurst' | 'sessionRateLimit' | 'sessionRateBurst' | 'rateLimitOverrides' | 'redisUrl'>,
+    private readonly logger: Logger,
+  ) {
     if (config.redisUrl) {
       this.redis = new Redis(config.redisUrl, {
         // a request must not wait for Redis to come back: commands fail at once and the
@@ -64,6 +68,7 @@ export class RateLimits {
       });
     }
     this.general = this.profile('all', config.rateLimit, config.rateBurst);
+    this.interactive = this.profile('session', config.sessionRateLimit, config.sessionRateBurst);
     this.overrides = config.rateLimitOverrides.map((rule, i) => ({
       rule,
       profile: this.profile(`o${i}`, rule.limit, rule.burst),
@@ -83,17 +88,18 @@ export class RateLimits {
     return this.redisDown ? { backend: 'redis', status: 'degraded', detail: `per-process limits: ${this.redisDown}` } : { backend: 'redis', status: 'ok' };
   }
 
-  private profileFor(method: string, path: string): Profile {
+  private profileFor(method: string, path: string, interactive: boolean): Profile {
     const match = this.overrides.find(({ rule }) => path.startsWith(rule.prefix) && (rule.method === undefined || rule.method === method));
-    return match?.profile ?? this.general;
+    return match?.profile ?? (interactive ? this.interactive : this.general);
   }
 
   /**
    * Counts one request of `who` (a credential, or `ip:<address>` for requests without valid
-   * credentials); sets the X-RateLimit headers, or throws the 429.
+   * credentials); sets the X-RateLimit headers, or throws the 429. `interactive` requests (a
+   * signed-in browser's) count against the session allowance, under a key of their own.
    */
-  async consume(ctx: Context, who: string): Promise<void> {
-    const profile = this.profileFor(ctx.method, ctx.path);
+  async consume(ctx: Context, who: string, interactive = false): Promise<void> {
+    const profile = this.profileFor(ctx.method, ctx.path, interactive);
     let result: RateLimiterRes;
     let refused = false;
     try {

@@ -121,7 +121,8 @@ export function buildRouter<App extends RouterApp>(app: App, routes: readonly An
           }
           throw error;
         }
-        await app.limits.consume(ctx, credentialOf(principal));
+        const interactive = ctx.state.signedInSession === true;
+        await app.limits.consume(ctx, `${interactive ? 'session:' : ''}${credentialOf(principal)}`, interactive);
         if (route.access !== 'authenticated') {
           const { resource, action } = route.access;
           if (!can(principal, resource, action)) {

@@ -98,6 +98,8 @@ async function sessionPrincipal(ctx: Context, app: AppContext, sessionId: string
     throw unauthorized(message);
   }
   ctx.state.principal = principal;
+  // counted against the session allowance, not the key's: see RateLimits
+  ctx.state.signedInSession = true;
   if (UNSAFE_METHODS.has(ctx.method) && !sameOrigin(ctx)) {
     throw forbidden('Cross-site request refused: requests under a sign-in session must come from this origin', { reason: 'csrf' });
   }

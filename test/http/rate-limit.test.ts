@@ -42,6 +42,25 @@ describe('rate limits per credential', function () {
     await Promise.all(apps.splice(0).map((app) => app.close()));
   });
 
+  it('gives a signed-in browser an allowance of its own, apart from the key it was opened with', async () => {
+    const app = await start({ rateLimit: 3, rateBurst: 3, sessionRateLimit: 8, sessionRateBurst: 8 });
+    const key = await createKey(app.sql, 'ro');
+    const origin = { origin: app.baseUrl };
+    const opened = await app.request('POST', '/auth/session', { body: { api_key: key }, headers: origin });
+    expect(opened.status, opened.text).to.equal(200);
+    const cookie = opened.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const byKey = [];
+    for (let i = 0; i < 4; i++) byKey.push((await app.get(LIST, key)).status);
+    expect(byKey, 'the key alone is held to its own limit').to.deep.equal([200, 200, 200, 429]);
+    const bySession = [];
+    for (let i = 0; i < 9; i++) {
+      const reply = await app.request('GET', LIST, { headers: { cookie, ...origin } });
+      bySession.push(reply.status);
+      if (i === 0) expect(reply.headers.get('x-ratelimit-limit')).to.equal('8');
+    }
+    expect(bySession, 'the session has the session allowance, untouched by the key\'s').to.deep.equal([200, 200, 200, 200, 200, 200, 200, 200, 429]);
+  });
+
   it('refuses the request beyond the burst with a 429 envelope and Retry-After, and reports the allowance on every answer', async () => {
     const app = await start({ rateLimit: 5, rateBurst: 5 });
     const key = await createKey(app.sql, 'ro');
