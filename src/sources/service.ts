@@ -6,7 +6,7 @@ import type { CredentialDocument } from '../collector-types/plugin.js';
 import { collectorType, knownCollectorTypes } from '../collector-types/registry.js';
 import type { AppContext } from '../context.js';
 import type { Queryable } from '../db/database.js';
-import { conflict, forbidden, notFound } from '../errors.js';
+import { AppError, conflict, forbidden, notFound } from '../errors.js';
 import { bigintId } from '../http/schemas.js';
 import { addReconcileResult, assertStorable, emptyReconcileResult, reconcile, type ReconcileResult } from '../inventory/reconcile.js';
 import type { Snapshot } from '../inventory/records.js';
@@ -22,6 +22,7 @@ import {
   insertSource,
   listSources,
   provisionCollector,
+  recordPush,
   setSourceHealth,
   updateSource,
   type SourceRow,
@@ -157,8 +158,20 @@ export async function ingest(app: AppContext, principal: Principal, rawId: strin
   if (!coversScope(principal, source.id, scopeId)) {
     throw forbidden('This key may not write into that instance of the source', { scope_id: scopeId });
   }
+  const started = app.now();
+  try {
+    const result = await reconcilePush(app, { tenantId: principal.tenantId, sourceId: source.id, scopeId }, push);
+    await recordPush(app.sql, source.id, app.now(), { result, durationMs: app.now().getTime() - started.getTime() });
+    return result;
+  } catch (error) {
+    // a refused body is the pusher's to fix: the source shows it until a push succeeds
+    if (error instanceof AppError) await recordPush(app.sql, source.id, app.now(), { error: error.message, durationMs: app.now().getTime() - started.getTime() });
+    throw error;
+  }
+}
+
+async function reconcilePush(app: AppContext, target: { tenantId: string; sourceId: string; scopeId: string | null }, push: Push): Promise<ReconcileResult> {
   const options = { now: app.now(), batchSize: app.config.reconcileBatchSize, statementTimeoutMs: app.config.bulkStatementTimeoutMs };
-  const target = { tenantId: principal.tenantId, sourceId: source.id, scopeId };
   if ('body' in push) {
     // the route has validated the schema already
     assertStorable(push.body);

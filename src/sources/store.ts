@@ -160,6 +160,33 @@ export async function deleteSource(sql: Queryable, tenantId: string, sourceId: s
   return result.count > 0;
 }
 
+/**
+ * What a push tells of its source, as a collection run tells of a pulled one: an accepted push is a
+ * collection (`last_collection`, healthy); a refused one leaves `last_collection` and shows the error.
+ */
+export async function recordPush(
+  sql: Queryable,
+  sourceId: string,
+  now: Date,
+  outcome: { result?: { received: number; created: number; updated: number; changes: number }; error?: string; durationMs: number },
+): Promise<void> {
+  const { result, error } = outcome;
+  const message = result
+    ? `push accepted: ${result.received} received, ${result.created} created, ${result.updated} updated, ${result.changes} changes`
+    : `push refused: ${error ?? 'unknown error'}`;
+  const health = {
+    status: result ? 'healthy' : 'degraded',
+    last_check: now.toISOString(),
+    details: { message, duration: String(outcome.durationMs / 1000) },
+  };
+  await sql`
+    update sources set
+      last_collection = ${result ? sql`${now}` : sql`last_collection`},
+      last_error = ${result ? null : (error ?? null)},
+      health_status = ${sql.json(asJson(health))}
+    where id = ${sourceId} and deleted_at is null`;
+}
+
 export async function setSourceHealth(sql: Queryable, tenantId: string, sourceId: string, health: Record<string, unknown>, now: Date): Promise<void> {
   await sql`
     update sources set health_status = ${sql.json(asJson(health))}, updated_at = ${now}

@@ -61,6 +61,35 @@ describe('NDJSON pushes to a universal source', function () {
     expect(corrupt.status).to.equal(400);
   });
 
+  it('tells the source of every push: an accepted one is its last collection, a refused one its last error, until the next succeeds', async () => {
+    const detail = async () => (await app.current.get(`/api/v1/sources/${sourceId}`, admin)).body;
+    const before = await detail();
+    expect(before.last_collection).to.equal(null);
+    expect(before.health_status).to.equal(null);
+
+    expect((await push(lines([buildPod({ name: 'a' })]))).status).to.equal(200);
+    const accepted = await detail();
+    expect(accepted.last_collection).to.be.a('string');
+    expect(accepted.last_error).to.equal(null);
+    expect(accepted.health_status).to.deep.include({ status: 'healthy' });
+    expect(accepted.health_status.details.message).to.equal('push accepted: 1 received, 1 created, 0 updated, 1 changes');
+
+    const refused = await push(lines([{ ...buildPod({ name: 'bad' }), ci_type: 'NOT A TYPE' }]));
+    expect(refused.status).to.equal(422);
+    const failed = await detail();
+    expect(failed.last_collection, 'a refused push is no collection').to.equal(accepted.last_collection);
+    expect(failed.health_status).to.deep.include({ status: 'degraded' });
+    expect(failed.last_error).to.equal(refused.body.error.message);
+    const health = (await app.current.get('/api/v1/collectors/health/all', admin)).body.collectors[0];
+    expect(health).to.deep.include({ status: 'degraded', sources_healthy: 0 });
+
+    expect((await push(lines([buildPod({ name: 'a' })]))).status).to.equal(200);
+    const again = await detail();
+    expect(again.health_status).to.deep.include({ status: 'healthy' });
+    expect(again.last_error).to.equal(null);
+    expect(new Date(again.last_collection).getTime()).to.be.at.least(new Date(accepted.last_collection).getTime());
+  });
+
   it('streams 100 000 records with bounded memory', async () => {
     const total = 100_000;
     let sent = 0;
