@@ -271,6 +271,21 @@ describeWith(existsSync(CHROMIUM))(
       await context.close();
     });
 
+    it('says what is wrong with a request instead of offering to repeat it: a field error, a CI that is not there', async () => {
+      const { context, page } = await signedIn(admin, '/changes?q=x');
+      const alert = page.getByRole('alert').first();
+      await alert.waitFor();
+      expect(await alert.innerText()).to.include('must have at least 2 characters besides spaces');
+      expect(await alert.getByRole('button', { name: 'Try again' }).count()).to.equal(0);
+      await page.goto(url('/ci/0190a0e0-0000-7000-8000-000000000000'));
+      const missing = page.getByRole('alert').first();
+      await missing.waitFor();
+      expect(await missing.innerText()).to.match(/does not exist, or it lies outside the data you may see/);
+      expect(await missing.getByRole('button', { name: 'Try again' }).count()).to.equal(0);
+      await checkView(page, 'missing-ci');
+      await context.close();
+    });
+
     it('changes the statistics window and clicks a bar through to the change search of that bucket', async () => {
       const { context, page } = await signedIn(admin, '/stats');
       await page.getByRole('radio', { name: 'Last 24 hours' }).check();
@@ -295,17 +310,23 @@ describeWith(existsSync(CHROMIUM))(
       await context.close();
     });
 
-    it('triggers a source and shows its run, then its collection', async () => {
+    it('triggers a source and follows its run to the end without a refresh, its counts in words', async () => {
       const { context, page } = await signedIn(admin, '/sources');
       const table = page.getByRole('table', { name: 'Sources of kubernetes' });
       await table.waitFor();
       await checkView(page, 'sources');
       await page.getByRole('button', { name: 'Collect now east' }).click();
       await page.getByRole('status').filter({ hasText: 'Collection of east queued.' }).waitFor();
-      await page.getByRole('table', { name: 'Recent runs of kubernetes' }).getByText('queued').first().waitFor();
+      const runs = page.getByRole('table', { name: 'Recent runs of kubernetes' });
+      await runs.getByText('queued').first().waitFor();
       await collect();
-      await page.getByRole('button', { name: 'Refresh' }).click();
-      await page.getByRole('table', { name: 'Recent runs of kubernetes' }).locator('tbody tr').first().getByText('succeeded').waitFor();
+      // no click: the view polls while a run is queued or running
+      const latest = runs.locator('tbody tr').first();
+      await latest.getByText('succeeded').waitFor();
+      const result = await latest.locator('td').last().innerText();
+      expect(result).to.match(/^received \d+, /);
+      expect(result).to.match(/relationships \(written \d+, removed \d+, unresolved \d+\)/);
+      expect(result).to.not.include('[object');
       await context.close();
     });
 

@@ -2,7 +2,7 @@ import { render, type FunctionComponent } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, can, whenUnauthorized, type Me } from './lib/api';
 import { currentRelative, Link, navigate, useLocation } from './lib/router';
-import { asApiError, ErrorBox, Loading } from './components/states';
+import { asApiError, ErrorBox, Loading, retryable } from './components/states';
 import { SignIn } from './views/sign-in';
 import type { ViewProps } from './views/view';
 import './styles.css';
@@ -29,6 +29,12 @@ const TITLES: Record<string, string> = {
   sources: 'Sources',
   admin: 'Administration',
 };
+
+/** How long to wait before asking again: the server's Retry-After (as `details.retry_after`), else 5 s. */
+function retryDelayMs(error: ApiError): number {
+  const seconds = Number(error.details.retry_after);
+  return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, 300) * 1000 : 5_000;
+}
 
 function LazyView({ name, props }: { name: string; props: ViewProps }) {
   const [module, setModule] = useState<ViewModule | undefined>(loaded[name]);
@@ -78,11 +84,15 @@ function Navigation({ me, current }: { me: Me; current: string }) {
   );
 }
 
-function App() {
-  const place = useLocation();
+/**
+ * Who is signed in: undefined while asking, null when nobody is. A 401 anywhere signs out; a limit
+ * or an outage while asking is asked again when the server says, without a reload.
+ */
+function useSignedIn() {
   const [me, setMe] = useState<Me | null | undefined>(undefined);
   const [failure, setFailure] = useState<ApiError>();
 
+  const [attempt, setAttempt] = useState(0);
   useEffect(() => {
     whenUnauthorized(() => {
       setMe(null);
@@ -90,12 +100,31 @@ function App() {
         navigate(`/sign-in?return_to=${encodeURIComponent(`/ui${currentRelative()}`)}`, { replace: true });
       }
     });
-    api<Me>('/api/v1/me', { quiet401: true }).then(setMe, (error: unknown) => {
-      const apiError = asApiError(error);
-      if (apiError.status === 401) setMe(null);
-      else setFailure(apiError);
-    });
   }, []);
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    api<Me>('/api/v1/me', { quiet401: true }).then(
+      (found) => {
+        setFailure(undefined);
+        setMe(found);
+      },
+      (error: unknown) => {
+        const apiError = asApiError(error);
+        if (apiError.status === 401) return setMe(null);
+        setFailure(apiError);
+        // a limit or an outage passes: ask again when the server says, without a reload
+        if (retryable(apiError)) timer = setTimeout(() => setAttempt((n) => n + 1), retryDelayMs(apiError));
+      },
+    );
+    return () => clearTimeout(timer);
+  }, [attempt]);
+
+  return { me, setMe, failure, retry: () => setAttempt((n) => n + 1) };
+}
+
+function App() {
+  const place = useLocation();
+  const { me, setMe, failure, retry } = useSignedIn();
 
   const name = place.path.split('/')[1] || 'inventory';
   useEffect(() => {
@@ -108,10 +137,15 @@ function App() {
     if (me && name === 'sign-in') navigate('/inventory', { replace: true });
   }, [me, name]);
 
-  if (failure) {
+  if (failure && !me) {
     return (
       <main id="main">
-        <ErrorBox error={failure} retry={() => location.reload()} />
+        <ErrorBox error={failure} retry={retry} />
+        {retryable(failure) ? (
+          <p class="meta" role="status">
+            Trying again in {Math.round(retryDelayMs(failure) / 1000)} s.
+          </p>
+        ) : null}
       </main>
     );
   }

@@ -78,11 +78,43 @@ export function Empty({ children }: { children: ComponentChildren }) {
   return <p class="state empty">{children}</p>;
 }
 
-/** An API error as the envelope gave it: the message, the code, and the `error.id` to quote to an operator. */
+/** The field errors of a validation failure (`details.errors`), as the envelope lists them. */
+function fieldErrors(error: ApiError): { field: string; message: string }[] {
+  const errors = error.details.errors;
+  if (!Array.isArray(errors)) return [];
+  return errors
+    .filter((entry): entry is { field: string; message: string } => typeof entry?.field === 'string' && typeof entry?.message === 'string')
+    .slice(0, 10);
+}
+
+/** Whether asking again can answer differently: the network, the server or its load, not the request itself. */
+export const retryable = (error: ApiError) => error.status === 0 || error.status === 429 || error.status >= 500;
+
+/** What a person reads first: the envelope's message, or for a 404 what it can mean. */
+function headline(error: ApiError): string {
+  if (error.status === 404) return `${error.message}: it does not exist, or it lies outside the data you may see.`;
+  return error.message;
+}
+
+/**
+ * An API error as the envelope gave it: the message (with each field's error of a validation
+ * failure), the code, and the `error.id` to quote to an operator. "Try again" only where trying
+ * again can help.
+ */
 export function ErrorBox({ error, retry }: { error: ApiError; retry?: () => void }) {
+  const fields = fieldErrors(error);
   return (
     <div class="state error" role="alert">
-      <strong>{error.message}</strong>
+      <strong>{headline(error)}</strong>
+      {fields.length > 0 ? (
+        <ul class="field-errors">
+          {fields.map((entry) => (
+            <li key={entry.field}>
+              <code>{entry.field}</code> {entry.message}
+            </li>
+          ))}
+        </ul>
+      ) : null}
       <span class="meta">
         {error.status > 0 ? `${error.status} ${error.code}` : error.code}
         {error.id ? (
@@ -92,7 +124,7 @@ export function ErrorBox({ error, retry }: { error: ApiError; retry?: () => void
           </>
         ) : null}
       </span>
-      {retry ? (
+      {retry && retryable(error) ? (
         <button type="button" onClick={retry}>
           Try again
         </button>

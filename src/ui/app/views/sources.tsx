@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import type { ViewProps } from './view';
 import { api, can } from '../lib/api';
 import { dateTime, relative } from '../lib/format';
@@ -52,11 +52,26 @@ function nextRun(source: Source): string {
   return next <= Date.now() ? 'due now' : relative(new Date(next).toISOString());
 }
 
+/** `created 3, relationships (created 2, deleted 1)`: counts as words, nested ones in brackets. */
+export function describeCounts(counts: Record<string, unknown>): string {
+  return Object.entries(counts)
+    .map(([name, value]) =>
+      value !== null && typeof value === 'object' && !Array.isArray(value)
+        ? `${name.replace(/_/g, ' ')} (${describeCounts(value as Record<string, unknown>)})`
+        : `${name.replace(/_/g, ' ')} ${Array.isArray(value) ? value.length : String(value)}`,
+    )
+    .join(', ');
+}
+
 /** A run's error, or what its reconcile counted. */
 function runResult(run: Run) {
   if (run.error) return <span class="error-text">{run.error}</span>;
-  return run.counts ? Object.entries(run.counts).map(([name, value]) => `${name} ${String(value)}`).join(', ') : '—';
+  return run.counts ? describeCounts(run.counts) : '—';
 }
+
+/** A run still to finish (a watch that follows its cluster is running for good, and is not waited for). */
+const pending = (run: Run) => run.status === 'queued' || (run.status === 'running' && !run.watching_since);
+const POLL_MS = 2_000;
 
 export default function Sources({ me }: ViewProps) {
   const loaded = useLoad('collectors', async (signal) => {
@@ -95,6 +110,13 @@ function useCollector(collector: Collector) {
   });
   const [message, setMessage] = useState<string>();
   const action = useAction();
+  // while a run is queued or running, its row follows it to the end without a manual refresh
+  const waiting = loaded.data?.runs.some(pending) === true;
+  useEffect(() => {
+    if (!waiting || loaded.loading) return undefined;
+    const timer = setTimeout(loaded.reload, POLL_MS);
+    return () => clearTimeout(timer);
+  }, [waiting, loaded.loading, loaded.data]);
   const trigger = (source: Source) =>
     void action.run(async () => {
       await api(`/api/v1/collectors/${collector.id}/trigger`, { method: 'POST', query: { source_id: source.id } });
@@ -160,7 +182,7 @@ function SourcesTable({ collector, sources, trigger }: { collector: Collector; s
           header: 'Health',
           cell: (source) => (
             <>
-              <span class={`health ${source.health_status?.status ?? 'unknown'}`}>{source.health_status?.status ?? 'unknown'}</span>
+              <span class={`health ${source.health_status?.status ?? 'unknown'}`}>{source.health_status?.status ?? (source.endpoint ? 'not collected yet' : 'no push yet')}</span>
               {source.health_status?.details?.message ? <div class="meta">{source.health_status.details.message}</div> : null}
             </>
           ),
