@@ -3,13 +3,13 @@
  * the ground up; a module may import its own layer's modules (without a circle) and those below,
  * never one above. Type-only imports count: a type ties modules together as much as a value does.
  */
-const GROUND = '^src/(errors|csv|validation|paths|tenants)[.]ts$|^src/(config|db|observability|net)/';
+const GROUND = '^src/(errors|csv|validation|paths|tenants|progress)[.]ts$|^src/(config|db|observability|net)/';
 const CORE = '^src/(auth|audit|query|http)/';
 const DOMAIN = '^src/(history|inventory|collector-types)/';
 const SEARCH = '^src/search/';
 const CONTEXT = '^src/context[.]ts$';
 const FEATURES =
-  '^src/(api-keys|audit-events|changes|collectors|configuration-items|grants|lifecycle|relationships|sign-in|sources|system|teams|tokens|users|ui)/';
+  '^src/(api-keys|audit-events|changes|collectors|configuration-items|demo|grants|lifecycle|relationships|sign-in|sources|system|teams|tokens|users|ui)/';
 const TOP = '^src/(app|server|cli)[.]ts$|^src/cli/';
 
 /** `from` may not import `to`. */

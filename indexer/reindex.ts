@@ -3,7 +3,7 @@ import type { Sql } from 'postgres';
 import type { Logger } from '../src/observability/logger.js';
 import { aliasIndices, bulkBody, installTemplate, loadChangeDocuments, newIndexName } from '../src/search/opensearch-index.js';
 import { backoffMs, OutboxIndexer, type IndexerOptions } from './indexer.js';
-import { Progress, type ProgressOutput } from './progress.js';
+import { Progress, type ProgressOutput } from '../src/progress.js';
 import { finishReindexRun, recordProgress, runningReindex, startReindexRun, type ReindexRun } from './reindex-state.js';
 
 export interface ReindexOptions {

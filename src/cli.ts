@@ -14,11 +14,36 @@ import {
   reindexCommand,
   serveCommand,
   sweepCommand,
+  demoCommand,
   UsageError,
   type Flags,
 } from './cli/commands.js';
 import { commandHelp, findCommand, findFamily, globalHelp, unknownOption } from './cli/usage.js';
 import { ConfigError } from './config/config.js';
+
+type Run = (flags: Flags, argument: string | undefined) => Promise<void> | void;
+
+/** What each command of the usage table runs. */
+const RUN: Record<string, Run> = {
+  serve: () => serveCommand({ api: true, scheduler: true, indexer: true }),
+  api: () => serveCommand({ api: true, scheduler: false, indexer: false }),
+  worker: () => serveCommand({ api: false, scheduler: true, indexer: false }),
+  indexer: () => serveCommand({ api: false, scheduler: false, indexer: true }),
+  migrate: (flags) => migrateCommand(flags),
+  'keys create': (flags) => keysCreateCommand(flags),
+  'keys list': (flags) => keysListCommand(flags),
+  'keys revoke': (flags, id) => keysRevokeCommand(id, flags),
+  'keys rotate-master': (flags) => rotateMasterCommand(flags),
+  'keys generate': (flags) => keysGenerateCommand(flags),
+  'users promote': (flags, email) => usersPromoteCommand(email, flags),
+  ingest: (flags) => ingestCommand(flags),
+  demo: (flags) => demoCommand(flags),
+  sweep: (flags) => sweepCommand(flags),
+  'refresh-stats': (flags) => refreshStatsCommand(flags),
+  reindex: (flags) => reindexCommand(flags),
+  outbox: (flags) => outboxCommand(undefined, flags),
+  'outbox retry': (flags) => outboxCommand('retry', flags),
+};
 
 const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
@@ -36,12 +61,13 @@ const OPTIONS = {
   'batch-size': { type: 'string' },
   'include-revoked': { type: 'boolean' },
   'new-database': { type: 'boolean' },
+  remove: { type: 'boolean' },
 } as const;
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   const flags = values as Flags;
-  const [command, sub] = positionals;
+  const [command] = positionals;
   if (!command) {
     if (values.help) console.log(globalHelp());
     else console.error(globalHelp());
@@ -60,59 +86,8 @@ async function main(argv: string[]): Promise<number> {
   if (stray) throw new UsageError(`"cinv ${usage.name}" takes no option --${stray}`, usage.name);
   const words = usage.name.split(' ').length + (usage.args ? 1 : 0);
   if (positionals.length > words) throw new UsageError(`"cinv ${usage.name}" takes no argument "${positionals[words]}"`, usage.name);
-  switch (usage.name) {
-    case 'serve':
-      await serveCommand({ api: true, scheduler: true, indexer: true });
-      return 0;
-    case 'api':
-      await serveCommand({ api: true, scheduler: false, indexer: false });
-      return 0;
-    case 'worker':
-      await serveCommand({ api: false, scheduler: true, indexer: false });
-      return 0;
-    case 'indexer':
-      await serveCommand({ api: false, scheduler: false, indexer: true });
-      return 0;
-    case 'reindex':
-      await reindexCommand(flags);
-      return 0;
-    case 'outbox':
-    case 'outbox retry':
-      await outboxCommand(sub, flags);
-      return 0;
-    case 'refresh-stats':
-      await refreshStatsCommand(flags);
-      return 0;
-    case 'migrate':
-      await migrateCommand(flags);
-      return 0;
-    case 'keys create':
-      await keysCreateCommand(flags);
-      return 0;
-    case 'keys list':
-      await keysListCommand(flags);
-      return 0;
-    case 'keys rotate-master':
-      await rotateMasterCommand(flags);
-      return 0;
-    case 'keys revoke':
-      await keysRevokeCommand(positionals[2], flags);
-      return 0;
-    case 'users promote':
-      await usersPromoteCommand(positionals[2], flags);
-      return 0;
-    case 'keys generate':
-      keysGenerateCommand(flags);
-      return 0;
-    case 'ingest':
-      await ingestCommand(flags);
-      return 0;
-    case 'sweep':
-      await sweepCommand(flags);
-      return 0;
-    default:
-      throw new UsageError(`unknown command "${positionals.join(' ')}"`);
-  }
+  await RUN[usage.name]!(flags, positionals[usage.name.split(' ').length]);
+  return 0;
 }
 
 main(process.argv.slice(2)).then(

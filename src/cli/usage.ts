@@ -101,6 +101,15 @@ export const COMMANDS: readonly CommandUsage[] = [
     example: 'cinv ingest --source k8s-prod --scope cluster-a --file snapshot.json',
     database: true,
   },
+  {
+    name: 'demo',
+    summary:
+      'load a generated demo inventory: two Kubernetes clusters, a Prometheus and a PostgreSQL as sources named demo-*, with a week of history ' +
+      '(rollouts, scaling, a node replaced, an incident after a configuration change); loaded already, nothing changes',
+    options: { remove: { text: 'remove the demo sources with all their CIs, relationships and history' } },
+    example: 'cinv demo && cinv demo --remove',
+    database: true,
+  },
   { name: 'sweep', summary: 'run the lifecycle sweep once (inactive, archive, remove)', options: {}, example: 'cinv sweep', database: true },
   { name: 'refresh-stats', summary: 'bring the statistics pre-aggregate up to date now', options: {}, example: 'cinv refresh-stats', database: true },
   {

@@ -18,6 +18,7 @@ const formatDuration = (seconds: number): string => {
 export class Progress {
   private readonly started = performance.now();
   private lastDrawn = 0;
+  private note = '';
 
   constructor(
     private readonly label: string,
@@ -32,18 +33,22 @@ export class Progress {
     const share = this.total > 0 ? Math.min(1, done / this.total) : 1;
     const eta = rate > 0 ? (this.total - done) / rate : Infinity;
     return `${this.label} ${done.toLocaleString('en')}/${this.total.toLocaleString('en')} (${(share * 100).toFixed(1)}%) ` +
-      `${Math.round(rate).toLocaleString('en')}/s ETA ${formatDuration(eta)}`;
+      `${Math.round(rate).toLocaleString('en')}/s ETA ${formatDuration(eta)}${this.note ? ` ${this.note}` : ''}`;
   }
 
-  update(done: number, total = this.total): void {
+  /** `note` says what is being done now (shown after the figures). */
+  update(done: number, total = this.total, note = this.note): void {
     this.total = Math.max(total, done);
+    this.note = note;
     const now = performance.now();
     if (now - this.lastDrawn < (this.out.isTTY ? 100 : this.intervalMs)) return;
     this.lastDrawn = now;
     if (this.out.isTTY) {
-      const width = Math.max(10, Math.min(40, (this.out.columns ?? 80) - 70));
+      const columns = this.out.columns ?? 80;
+      const width = Math.max(10, Math.min(40, columns - 70));
       const filled = this.total > 0 ? Math.round((Math.min(done, this.total) / this.total) * width) : width;
-      this.out.write(`\r[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${this.line(done)}\x1b[K`);
+      // one line, cut to the terminal, so that redrawing in place never wraps
+      this.out.write(`\r${`[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${this.line(done)}`.slice(0, columns - 1)}\x1b[K`);
     } else {
       this.out.write(`${this.line(done)}\n`);
     }

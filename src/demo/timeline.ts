@@ -1,0 +1,135 @@
+import { DemoCluster, type ClusterPlan } from './cluster.js';
+import { initialFleet, type FleetState } from './fleet.js';
+import { Random } from './random.js';
+
+export const DEMO_SEED = 20_261_125;
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+export const DEMO_DAYS = 7;
+
+/** What a step changed: a cluster (its drained objects), the Prometheus or the PostgreSQL. */
+export type Touched = 'east' | 'west' | 'prometheus' | 'postgresql';
+
+export interface Step {
+  at: Date;
+  /** What a person would say happened (the progress line). */
+  what: string;
+  apply(): Touched[];
+}
+
+const POOLS: Record<string, readonly string[]> = {
+  shop: ['frontend', 'checkout', 'cart', 'catalog', 'recommendations', 'search-api', 'cart-cache', 'reviews', 'wishlist', 'pricing', 'inventory-sync', 'image-resizer', 'promotions', 'sessions-cache', 'storefront-api', 'gift-cards', 'sitemap'],
+  payments: ['gateway', 'ledger', 'fraud-check', 'refunds', 'payouts', 'invoicing', 'tax-engine', 'currency-rates', 'ledger-db', 'settlement', 'chargebacks', 'payment-links', 'wallet', 'kyc', 'billing-queue', 'receipts', 'disputes'],
+  platform: ['auth', 'notifications', 'feature-flags', 'audit-log', 'queue-worker', 'scheduler', 'rate-limiter', 'config-server', 'secrets-sync', 'mailer', 'sms', 'webhooks', 'tenant-admin', 'api-gateway', 'edge-cache', 'status-page', 'docs'],
+  data: ['ingest', 'etl-runner', 'reporting', 'events-queue', 'warehouse-loader', 'metrics-api', 'exporter', 'dedup', 'enrichment', 'clickstream', 'cdc-relay', 'lake-compactor', 'bi-api', 'ml-features', 'model-serving', 'labeler', 'backfill'],
+  search: ['indexer', 'query', 'suggest', 'ranker', 'synonyms', 'crawler', 'spellcheck', 'autocomplete', 'facets', 'search-cache', 'reindex-worker', 'query-log', 'ab-router', 'embeddings', 'vector-db', 'federation', 'highlighter'],
+  monitoring: ['grafana', 'alertmanager', 'kube-state-metrics', 'blackbox', 'loki-gateway', 'tempo', 'pushgateway', 'oncall', 'uptime', 'statsd-bridge', 'log-router', 'trace-collector', 'slo-exporter', 'pager-bridge', 'synthetics', 'cost-exporter', 'dashboards'],
+  internal: ['wiki', 'chat-bot', 'ci-runner', 'artifact-cache', 'license-server', 'hr-portal', 'expenses', 'helpdesk', 'forms', 'calendar-sync', 'vpn-portal', 'asset-db', 'badge-reader', 'room-booking', 'survey', 'intranet', 'timesheets'],
+};
+
+const plan = (name: string, nodes: number, teams: string[], apps: number): ClusterPlan => ({
+  name,
+  nodes,
+  teams: teams.map((team) => ({ namespace: team, apps: POOLS[team]!.slice(0, apps) })),
+});
+
+/** Two clusters: `east` (production, about 1 300 objects) and `west` (about 800). */
+export const EAST = plan('east', 12, ['shop', 'payments', 'platform', 'data', 'search', 'monitoring', 'internal'], 17);
+export const WEST = plan('west', 8, ['shop', 'payments', 'platform', 'search', 'monitoring'], 15);
+
+export interface Demo {
+  east: DemoCluster;
+  west: DemoCluster;
+  fleet: FleetState;
+  /** The moment the steps have reached; the clusters stamp what they create with it. */
+  clock: { now: Date };
+  steps: Step[];
+  start: Date;
+  end: Date;
+}
+
+/**
+ * The demo inventory and its week: the same clusters and the same events for the same `end`,
+ * which is the start of an hour, so a second run within it finds every record as stored.
+ */
+export function buildDemo(end: Date): Demo {
+  const random = new Random(DEMO_SEED);
+  const start = new Date(end.getTime() - DEMO_DAYS * DAY);
+  const clock = { now: start };
+  const east = new DemoCluster(EAST, random, () => clock.now);
+  const west = new DemoCluster(WEST, random, () => clock.now);
+  const fleet = initialFleet([...east.nodeNames(), ...west.nodeNames()]);
+  const steps: Step[] = [{ at: start, what: 'first collection of both clusters, the Prometheus and the PostgreSQL', apply: () => ['east', 'west', 'prometheus', 'postgresql'] }];
+  // days are calendar days (UTC) from the first midnight of the week: day 5 is always yesterday
+  const firstDay = Math.ceil(start.getTime() / DAY) * DAY;
+  const at = (day: number, hour: number, minute = 0) => new Date(firstDay + day * DAY + hour * HOUR + minute * 60_000);
+  const clusters = { east, west };
+
+  for (let day = 0; day < DEMO_DAYS; day++) {
+    // ordinary days: deployments roll new images, some scale with the traffic
+    for (let i = 0; i < 8; i++) {
+      const name = random.pick(['east', 'west'] as const);
+      const cluster = clusters[name];
+      const app = random.pick(cluster.appNames());
+      steps.push({ at: at(day, 8 + i, random.int(0, 59)), what: `${name}: ${app} rolls out a new image`, apply: () => (cluster.rollout(app), [name]) });
+    }
+    for (let i = 0; i < 3; i++) {
+      const name = random.pick(['east', 'west'] as const);
+      const cluster = clusters[name];
+      const app = random.pick(cluster.appNames());
+      const replicas = random.int(2, 8);
+      steps.push({ at: at(day, 10 + i * 3, random.int(0, 59)), what: `${name}: ${app} scales to ${replicas}`, apply: () => (cluster.scale(app, replicas), [name]) });
+    }
+  }
+  // day 1: the east nodes get a kubelet upgrade, one every ten minutes
+  east.nodeNames().forEach((node, i) => {
+    steps.push({ at: at(1, 6, i * 10), what: `east: ${node} upgraded to kubelet v1.30.5`, apply: () => (east.upgradeNode(node, 'v1.30.5'), ['east']) });
+  });
+  // day 2: a west node fails and is replaced; its exporter goes quiet, then the new one is scraped
+  const failing = west.nodeNames()[3]!;
+  steps.push({ at: at(2, 2, 17), what: `west: ${failing} stops answering`, apply: () => (fleet.hosts.set(failing, false), ['prometheus']) });
+  steps.push({
+    at: at(2, 2, 40),
+    what: `west: ${failing} is drained and replaced`,
+    apply: () => {
+      west.removeNode(failing);
+      fleet.hosts.delete(failing);
+      fleet.hosts.set(west.addNode(), true);
+      return ['west', 'prometheus'];
+    },
+  });
+  // days 3 and 4: the database and the monitoring are tuned and upgraded
+  steps.push({ at: at(3, 9, 30), what: 'postgresql: max_connections 200 → 300', apply: () => ((fleet.maxConnections = 300), ['postgresql']) });
+  steps.push({ at: at(3, 9, 45), what: 'postgresql: orders_app may hold 80 connections', apply: () => (fleet.roleLimits.set('orders_app', 80), ['postgresql']) });
+  steps.push({ at: at(4, 11, 5), what: 'postgresql: pg_stat_statements 1.10 → 1.11', apply: () => (fleet.extensions.set('pg_stat_statements', '1.11'), ['postgresql']) });
+  steps.push({ at: at(4, 15, 20), what: 'prometheus: upgraded to 2.54.0', apply: () => ((fleet.prometheusVersion = '2.54.0'), ['prometheus']) });
+  incident(steps, east, at);
+  // the ordinary days run up to now: what would happen after it is left out
+  const week = steps.filter((step) => step.at.getTime() < end.getTime());
+  week.sort((a, b) => a.at.getTime() - b.at.getTime());
+  steps.splice(0, steps.length, ...week);
+  steps.push({ at: end, what: 'latest collection of everything', apply: () => ['east', 'west', 'prometheus', 'postgresql'] });
+  return { east, west, fleet, clock, steps, start, end };
+}
+
+/**
+ * Yesterday afternoon: a configuration change to checkout ships, its pods crash in a loop, and it
+ * is rolled back twenty minutes later. The change precedes the incident in every view.
+ */
+function incident(steps: Step[], east: DemoCluster, at: (day: number, hour: number, minute?: number) => Date): void {
+  const app = 'shop/checkout';
+  let previous: { version: number; env: Record<string, string> } | undefined;
+  steps.push({
+    at: at(5, 13, 40),
+    what: 'east: checkout ships PAYMENT_TIMEOUT_MS=500 with a new config key',
+    apply: () => {
+      previous = east.settingsOf(app);
+      east.configure(app, { 'payment-timeout.yaml': 'timeout_ms: 500' });
+      east.rollout(app, { env: { PAYMENT_TIMEOUT_MS: '500' } });
+      return ['east'];
+    },
+  });
+  steps.push({ at: at(5, 13, 52), what: 'east: checkout pods crash in a loop', apply: () => (east.crash(app, 3), ['east']) });
+  steps.push({ at: at(5, 14, 5), what: 'east: checkout pods keep crashing', apply: () => (east.crash(app, 9), ['east']) });
+  steps.push({ at: at(5, 14, 20), what: 'east: checkout rolled back', apply: () => (east.rollback(app, previous!.version, previous!.env), ['east']) });
+}
