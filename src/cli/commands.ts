@@ -65,6 +65,8 @@ export async function ingestCommand(flags: Flags): Promise<void> {
   }
   const snapshot = document as Snapshot;
   const config = loadConfig();
+  const { Progress } = await import('../progress.js');
+  const progress = new Progress(`ingest ${file}`, snapshot.items.length, process.stderr);
   await withDatabase(config, flags, async (db) => {
     const source = await ensureSource(db.sql, DEFAULT_TENANT_ID, sourceName, collectorType);
     const result = await reconcile(
@@ -77,8 +79,9 @@ export async function ingestCommand(flags: Flags): Promise<void> {
         records: snapshot.items,
         deletions: snapshot.deletions,
       },
-      { batchSize: config.reconcileBatchSize, statementTimeoutMs: config.bulkStatementTimeoutMs },
+      { batchSize: config.reconcileBatchSize, statementTimeoutMs: config.bulkStatementTimeoutMs, progress: (done, total) => progress.update(done, total) },
     );
+    progress.finish(snapshot.items.length);
     console.log(JSON.stringify({ source: { id: Number(source.id), name: source.name }, ...result }, null, 2));
   });
 }

@@ -68,6 +68,8 @@ export interface ReconcileOptions {
   turnWaitMs?: number;
   /** Statement timeout inside the batch transactions (CINV_BULK_STATEMENT_TIMEOUT); the session's otherwise. */
   statementTimeoutMs?: number;
+  /** Called after each batch is committed, with the records reconciled so far and in all. */
+  progress?: (done: number, total: number) => void;
 }
 
 const validateSnapshot = compileBody(Snapshot);
@@ -138,7 +140,8 @@ async function reconcileNow(sql: Sql, input: ReconcileInput, options: ReconcileO
   const key: InventoryKey = { tenantId: input.tenantId, sourceId: input.sourceId, scopeId: input.scopeId };
   const { upserts, gone } = splitBatches(input.records, input.deletions ?? [], options.batchSize ?? 1000);
   const result: ReconcileResult = { ...emptyReconcileResult(), received: input.records.length };
-  await upsertAll(sql, key, upserts, { now, statementTimeoutMs: options.statementTimeoutMs, typeDataDerived: input.typeDataDerived === true }, result);
+  const run = { now, statementTimeoutMs: options.statementTimeoutMs, typeDataDerived: input.typeDataDerived === true, progress: options.progress };
+  await upsertAll(sql, key, upserts, run, result);
   for (const batch of gone) {
     const archived = await archiveGone(sql, key, batch, now, options.statementTimeoutMs);
     result.archived += archived;
@@ -155,9 +158,11 @@ async function upsertAll(
   sql: Sql,
   key: InventoryKey,
   batches: UniversalRecord[][],
-  run: { now: Date; statementTimeoutMs: number | undefined; typeDataDerived: boolean },
+  run: { now: Date; statementTimeoutMs: number | undefined; typeDataDerived: boolean; progress?: ReconcileOptions['progress'] },
   result: ReconcileResult,
 ): Promise<void> {
+  const total = batches.reduce((sum, batch) => sum + batch.length, 0);
+  let done = 0;
   const { now, statementTimeoutMs, typeDataDerived } = run;
   const owners = new Set<string>();
   let analyzed = false;
@@ -170,6 +175,8 @@ async function upsertAll(
     const { plan, written } = await reconcileBatch(sql, { key, now, statementTimeoutMs, records, hashes, whileLookingUp, typeDataDerived });
     hashes = whileLookingUp() ?? [];
     addBatch(result, owners, plan, written);
+    done += records.length;
+    run.progress?.(done, total);
     // a large first load leaves the planner believing the tables are nearly empty until
     // autovacuum catches up; the batches after this point are planned for the real size
     if (!analyzed && result.created >= ANALYZE_AFTER_CREATED) {

@@ -24,6 +24,9 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
     const ingested = await runCli(['ingest', '--source', 'demo', '--file', snapshot], env());
     expect(ingested.code, ingested.stderr).to.equal(0);
     expect(JSON.parse(ingested.stdout)).to.deep.include({ received: 2, created: 2, changes: 2 });
+    expect(JSON.parse(ingested.stdout).source.id).to.be.a('number');
+    // not a terminal: the progress ends with a plain line
+    expect(ingested.stderr).to.match(/ingest \S*snapshot\.json 2\/2 \(100\.0%\)/);
 
     const scoped = await runCli(
       ['keys', 'create', '--tier', 'svc', '--name', 'scoped', '--scope', 'demo:cluster-2', '--permission', 'configuration_items:read'],
