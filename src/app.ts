@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { apiKeyRoutes } from './api-keys/routes.js';
 import { auditRefusal } from './audit/log.js';
 import { auditRoutes } from './audit-events/routes.js';
+import { savedViewRoutes } from './saved-views/routes.js';
 import { authenticate, signInRedirect } from './sign-in/authenticate.js';
 import { authRoutes } from './sign-in/routes.js';
 import { changeRoutes } from './changes/routes.js';
@@ -54,6 +55,7 @@ export const apiRoutes: readonly AnyRoute[] = [
   ...tokenRoutes,
   ...apiKeyRoutes,
   ...auditRoutes,
+  ...savedViewRoutes,
 ];
 
 /** AES-256-GCM for the sign-in cookie; a cookie that does not decrypt is no sign-in at all. */
