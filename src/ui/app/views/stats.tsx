@@ -1,4 +1,5 @@
 import type { ViewProps } from './view';
+import { SavedViews } from '../components/saved-views';
 import { api } from '../lib/api';
 import { count, dateTime } from '../lib/format';
 import { Link, navigate, setParams } from '../lib/router';
@@ -46,6 +47,7 @@ export default function StatsView({ place }: ViewProps) {
   return (
     <section class="stats">
       <h1>Statistics</h1>
+      <SavedViews view="stats" params={params} />
       <div class="toolbar">
         <WindowPicker params={params} allowAll={false} />
         <fieldset class="segmented">

@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { SavedViews } from '../../components/saved-views';
 import type { ViewProps } from '../view';
 import { goToOffset } from '../../lib/router';
 import { ChangeItem, DiffModePicker } from '../../components/change';
@@ -16,6 +17,7 @@ export default function Changes({ place }: ViewProps) {
   return (
     <section class="changes">
       <h1>Change search</h1>
+      <SavedViews view="changes" params={params} />
       <SearchForm q={q} />
       <SearchHelp />
       <ChangeFilters params={params} />

@@ -1,4 +1,5 @@
 import type { ViewProps } from '../view';
+import { SavedViews } from '../../components/saved-views';
 import { goToOffset, setParams } from '../../lib/router';
 import { FilterBuilder } from '../../components/filter-builder';
 import { SelectField } from '../../components/fields';
@@ -19,6 +20,7 @@ export default function Inventory({ place }: ViewProps) {
   return (
     <section class="inventory">
       <h1>Inventory</h1>
+      <SavedViews view="inventory" params={params} />
       <StatusTabs status={view.status} />
       <FilterBuilder
         id="ci-filter"
