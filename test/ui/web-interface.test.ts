@@ -311,6 +311,29 @@ describeWith(existsSync(CHROMIUM))(
       await other.context.close();
     });
 
+    it('answers the keyboard: ? lists the shortcuts, g and a letter go to a view, / goes to its search box', async () => {
+      const { context, page } = await signedIn(admin, '/inventory');
+      await page.getByRole('table', { name: 'Configuration items' }).waitFor();
+      await page.keyboard.press('?');
+      const help = page.getByRole('dialog', { name: 'Keyboard shortcuts' });
+      await help.waitFor();
+      expect(await help.innerText()).to.include('Go to change search');
+      await checkView(page, 'shortcuts');
+      await page.keyboard.press('Escape');
+      await help.waitFor({ state: 'detached' });
+      await page.keyboard.press('g');
+      await page.keyboard.press('c');
+      await page.waitForURL(/\/ui\/changes$/);
+      await page.getByLabel('Search changes').waitFor();
+      await page.keyboard.press('/');
+      expect(await page.evaluate('document.activeElement && document.activeElement.id')).to.equal('change-query');
+      // typed into the box, a letter is a letter
+      await page.keyboard.type('gi');
+      expect(page.url()).to.match(/\/ui\/changes$/);
+      expect(await page.getByLabel('Search changes').inputValue()).to.equal('gi');
+      await context.close();
+    });
+
     it('changes the statistics window and clicks a bar through to the change search of that bucket', async () => {
       const { context, page } = await signedIn(admin, '/stats');
       await page.getByRole('radio', { name: 'Last 24 hours' }).check();

@@ -1,4 +1,5 @@
 import { render, type FunctionComponent } from 'preact';
+import { Shortcuts } from './components/shortcuts';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, can, whenUnauthorized, type Me } from './lib/api';
 import { currentRelative, Link, navigate, useLocation } from './lib/router';
@@ -185,6 +186,7 @@ function App() {
       <main id="main" tabIndex={-1}>
         {VIEWS[name] ? <LazyView name={name} props={{ me, place }} /> : <NotFound />}
       </main>
+      <Shortcuts />
     </>
   );
 }
