@@ -102,8 +102,8 @@ describeWith(existsSync(CHROMIUM))(
     const url = (relative: string) => `${app.baseUrl}/ui${relative}`;
 
     /** A fresh browser signed in with a key through the sign-in form, landing where it was going. */
-    async function signedIn(key: string, landing = '/inventory'): Promise<{ context: BrowserContext; page: Page }> {
-      const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    async function signedIn(key: string, landing = '/inventory', colorScheme: 'light' | 'dark' = 'light'): Promise<{ context: BrowserContext; page: Page }> {
+      const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme });
       const page = await context.newPage();
       await page.goto(url(landing));
       await page.waitForURL(/\/ui\/sign-in\?return_to=/);
@@ -331,6 +331,35 @@ describeWith(existsSync(CHROMIUM))(
       await page.keyboard.type('gi');
       expect(page.url()).to.match(/\/ui\/changes$/);
       expect(await page.getByLabel('Search changes').inputValue()).to.equal('gi');
+      await context.close();
+    });
+
+    it('follows the system\'s dark scheme with every view still clean for axe-core, and a toggle that overrides it', async () => {
+      const { context, page } = await signedIn(admin, '/inventory', 'dark');
+      const background = () => page.evaluate('getComputedStyle(document.body.parentElement).backgroundColor') as Promise<string>;
+      await page.getByRole('table', { name: 'Configuration items' }).waitFor();
+      expect(await background()).to.equal('rgb(17, 22, 30)');
+      await checkView(page, 'inventory-dark');
+      for (const [path, ready] of [
+        ['/changes?q=envoy', () => page.getByRole('list', { name: 'Changes' }).waitFor()],
+        ['/stats', () => page.getByRole('heading', { name: 'Statistics', level: 1 }).waitFor()],
+        ['/sources', () => page.getByRole('table', { name: 'Sources of kubernetes' }).waitFor()],
+        ['/admin', () => page.getByRole('heading', { name: 'Administration', level: 1 }).waitFor()],
+      ] as const) {
+        await page.goto(url(path));
+        await ready();
+        await settled(page);
+        await checkView(page, `${path.slice(1).split('?')[0]}-dark`);
+      }
+      // system → light → dark → system, remembered across pages
+      await page.getByRole('button', { name: 'Theme: system' }).click();
+      expect(await background()).to.equal('rgb(246, 247, 249)');
+      await page.reload();
+      await page.getByRole('button', { name: 'Theme: light' }).waitFor();
+      expect(await background()).to.equal('rgb(246, 247, 249)');
+      await page.getByRole('button', { name: 'Theme: light' }).click();
+      await page.getByRole('button', { name: 'Theme: dark' }).click();
+      expect(await background()).to.equal('rgb(17, 22, 30)');
       await context.close();
     });
 

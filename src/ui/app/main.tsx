@@ -1,4 +1,5 @@
 import { render, type FunctionComponent } from 'preact';
+import { applyTheme, ThemeToggle } from './components/theme';
 import { Shortcuts } from './components/shortcuts';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, can, whenUnauthorized, type Me } from './lib/api';
@@ -178,6 +179,7 @@ function App() {
             {me.user?.name ?? me.name}
             {me.tier ? <span class="meta"> ({me.tier} key)</span> : null}
           </span>
+          <ThemeToggle />
           <button type="button" onClick={() => void signOut()}>
             Sign out
           </button>
@@ -203,4 +205,5 @@ function NotFound() {
 }
 
 if (location.pathname === '/ui' || location.pathname === '/ui/') navigate('/inventory', { replace: true });
+applyTheme();
 render(<App />, document.getElementById('app')!);
