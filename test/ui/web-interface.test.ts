@@ -365,6 +365,16 @@ describeWith(existsSync(CHROMIUM))(
 
     it('changes the statistics window and clicks a bar through to the change search of that bucket', async () => {
       const { context, page } = await signedIn(admin, '/stats');
+      // the default window is a preset of its own, and the chart spans the window the answer covers
+      expect(await page.getByRole('radio', { name: 'Last 90 days' }).isChecked()).to.equal(true);
+      await page.locator('.chart rect.bar').first().waitFor();
+      const stats = (await app.get('/api/v1/changes/stats', admin)).body;
+      const labels = await page.locator('.chart text.label').allTextContents();
+      const shown = (iso: string) => page.evaluate(`new Date(${JSON.stringify(iso)}).toLocaleString('sv-SE').slice(0, 16)`) as Promise<string>;
+      expect(labels[0], 'the y-axis starts at 0').to.equal('0');
+      expect(Number(labels[2]!.replace(/,/g, '')), 'the y-axis reaches the tallest bar').to.be.at.least(stats.total_changes > 0 ? 1 : 0);
+      expect(labels.at(-2)!.slice(0, 16)).to.equal(await shown(stats.time_range.start));
+      expect(labels.at(-1)!.slice(0, 16)).to.equal(await shown(stats.time_range.end));
       await page.getByRole('radio', { name: 'Last 24 hours' }).check();
       await page.waitForURL(/range=24h/);
       await page.getByRole('radio', { name: 'By hour' }).check();

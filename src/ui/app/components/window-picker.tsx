@@ -2,18 +2,23 @@ import { setParams } from '../lib/router';
 import { fromLocalInput, PRESETS, toLocalInput, windowOf } from '../lib/window';
 
 /** Presets and explicit bounds, kept in the URL (`range`, or `from` and `to`). */
-export function WindowPicker({ params, allowAll = true }: { params: URLSearchParams; allowAll?: boolean }) {
+/**
+ * `defaultLabel` names what the view shows without a window (the statistics' 90 days), as a preset
+ * of its own that clears the window.
+ */
+export function WindowPicker({ params, allowAll = true, defaultLabel }: { params: URLSearchParams; allowAll?: boolean; defaultLabel?: string }) {
   const range = params.get('range') ?? '';
   const window = windowOf(params);
   const explicit = !PRESETS.some(([name]) => name === range);
+  const unset = explicit && !params.get('from') && !params.get('to');
   return (
     <fieldset class="window">
       <legend>Time window</legend>
       <div class="segmented">
-        {allowAll ? (
+        {allowAll || defaultLabel ? (
           <label>
-            <input type="radio" name="range" checked={explicit && !params.get('from') && !params.get('to')} onChange={() => setParams({ range: undefined, from: undefined, to: undefined, offset: undefined })} />
-            Any time
+            <input type="radio" name="range" checked={unset} onChange={() => setParams({ range: undefined, from: undefined, to: undefined, offset: undefined })} />
+            {defaultLabel ?? 'Any time'}
           </label>
         ) : null}
         {PRESETS.map(([name, label]) => (

@@ -49,7 +49,7 @@ export default function StatsView({ place }: ViewProps) {
       <h1>Statistics</h1>
       <SavedViews view="stats" params={params} />
       <div class="toolbar">
-        <WindowPicker params={params} allowAll={false} />
+        <WindowPicker params={params} allowAll={false} defaultLabel="Last 90 days" />
         <fieldset class="segmented">
           <legend>Group by</legend>
           {GROUPS.map(([name, label]) => (
@@ -74,7 +74,7 @@ export default function StatsView({ place }: ViewProps) {
               <Tile label="Archived" value={stats.changes_by_type.archived} kind="archived" />
             </div>
             <h2>Changes over time</h2>
-            {stats.series.length === 0 || stats.total_changes === 0 ? <Empty>No changes in this window.</Empty> : <SeriesChart series={stats.series} bucket={bucket} />}
+            {stats.series.length === 0 || stats.total_changes === 0 ? <Empty>No changes in this window.</Empty> : <SeriesChart series={stats.series} bucket={bucket} range={stats.time_range} />}
             <h2>Most changed CI types</h2>
             {stats.top_changed_ci_types.length === 0 ? <Empty>No changes in this window.</Empty> : <TopTypes stats={stats} />}
           </>
@@ -93,26 +93,51 @@ function Tile({ label, value, kind }: { label: string; value: number; kind?: str
   );
 }
 
-/** Stacked bars, one per bucket; each part is a link to the change search for that bucket and kind. */
-function SeriesChart({ series, bucket }: { series: Stats['series']; bucket: number }) {
-  const width = 900;
-  const height = 240;
-  const top = Math.max(1, ...series.map((point) => point.created + point.updated + point.archived));
-  const slot = width / series.length;
-  const barWidth = Math.max(2, Math.min(48, slot * 0.8));
+/** A round number at or above `value` (1, 2 or 5 times a power of ten), for the axis' top. */
+function niceCeiling(value: number): number {
+  const power = 10 ** Math.floor(Math.log10(Math.max(1, value)));
+  return [1, 2, 5, 10].map((step) => step * power).find((candidate) => candidate >= value) ?? value;
+}
+
+const CHART = { width: 900, height: 240, left: 56, bottom: 24 };
+
+/**
+ * Stacked bars placed by time across the whole window (empty buckets are gaps, not missing), a
+ * y-axis with round ticks, and the window's own start and end under the x-axis; each part of a bar
+ * is a link to the change search for that bucket and kind.
+ */
+function SeriesChart({ series, bucket, range }: { series: Stats['series']; bucket: number; range: Stats['time_range'] }) {
+  const { width, height, left, bottom } = CHART;
+  const from = new Date(range.start).getTime();
+  const span = Math.max(bucket, new Date(range.end).getTime() - from);
+  const plot = width - left;
+  const xOf = (time: number) => left + Math.min(1, Math.max(0, (time - from) / span)) * plot;
+  const top = niceCeiling(Math.max(1, ...series.map((point) => point.created + point.updated + point.archived)));
+  const barWidth = Math.max(2, Math.min(48, (bucket / span) * plot * 0.8));
+  const yOf = (value: number) => height - (value / top) * (height - 8);
   return (
     <figure class="chart">
-      <svg viewBox={`0 0 ${width} ${height + 24}`} role="group" aria-label="Changes per bucket: created, updated, archived">
-        {series.map((point, index) => {
+      <svg viewBox={`0 0 ${width} ${height + bottom}`} role="group" aria-label="Changes per bucket: created, updated, archived">
+        {[0, top / 2, top].map((tick) => (
+          <g key={tick} class="tick">
+            <line x1={left} x2={width} y1={yOf(tick)} y2={yOf(tick)} class={tick === 0 ? 'axis' : 'grid'} />
+            <text x={left - 6} y={yOf(tick) + 4} class="label" text-anchor="end">
+              {count(tick)}
+            </text>
+          </g>
+        ))}
+        <line x1={left} x2={left} y1={0} y2={height} class="axis" />
+        {series.map((point) => {
           let y = height;
-          const x = index * slot + (slot - barWidth) / 2;
+          const start = new Date(point.bucket_start).getTime();
+          const x = Math.min(width - barWidth, Math.max(left, xOf(start + bucket / 2) - barWidth / 2));
           return (
             <g key={point.bucket_start}>
               {KINDS.map(([kind, changeType]) => {
                 const value = point[kind];
                 if (value === 0) return null;
                 // a bucket with a few changes beside one with thousands still gets a bar one can point at
-                const barHeight = Math.max(4, (value / top) * (height - 8));
+                const barHeight = Math.max(4, height - yOf(value));
                 y -= barHeight;
                 return (
                   <a
@@ -133,12 +158,11 @@ function SeriesChart({ series, bucket }: { series: Stats['series']; bucket: numb
             </g>
           );
         })}
-        <line x1="0" x2={width} y1={height} y2={height} class="axis" />
-        <text x="0" y={height + 18} class="label">
-          {dateTime(series[0]!.bucket_start)}
+        <text x={left} y={height + 18} class="label">
+          {dateTime(range.start)}
         </text>
         <text x={width} y={height + 18} class="label" text-anchor="end">
-          {dateTime(series[series.length - 1]!.bucket_start)}
+          {dateTime(range.end)}
         </text>
       </svg>
       <figcaption class="legend">
