@@ -118,6 +118,11 @@ describe('security audit log', () => {
     expect((await events(`?actor_id=${actorId}&outcome=success`)).map((e) => e.event_type)).to.deep.equal(['auth.succeeded']);
     expect(await events(`?start_date=2000-01-01&end_date=2000-01-02`)).to.have.length(0);
 
+    // a refused window is an answer, not a download cut short
+    const reversed = await app.current.request<any>('GET', `${AUDIT}?start_date=2002-12-27&end_date=2000-01-01`, { key: admin, headers: { accept: 'text/csv' } });
+    expect(reversed.status).to.equal(422);
+    expect(reversed.body.error.details.errors[0].field).to.equal('end_date');
+
     const csv = await app.current.request('GET', `${AUDIT}?event_type=permission.denied`, { key: admin, headers: { accept: 'text/csv' } });
     expect(csv.status).to.equal(200);
     expect(csv.headers.get('content-disposition')).to.match(/^attachment; filename="audit-\d{8}T\d{6}Z\.csv"$/);
