@@ -247,6 +247,12 @@ describeWith(existsSync(CHROMIUM))(
       await checkView(page, 'ci-detail');
       await page.getByRole('radio', { name: 'Side by side' }).first().check();
       const split = page.getByRole('table', { name: 'Changes of raw_data.spec.template.spec.containers, old and new side by side' });
+      // the timeline is a virtual list that draws its rows again as further pages arrive: a change
+      // opened before that is drawn closed, as a person scrolling back would find it; open it again
+      await split.waitFor({ timeout: 5_000 }).catch(async () => {
+        const disclose = page.getByRole('button', { name: /Show the diff of UPDATED/ }).first();
+        if ((await disclose.getAttribute('aria-expanded')) === 'false') await disclose.click();
+      });
       await split.waitFor();
       expect(await split.locator('tr.diff-added td:last-child').allInnerTexts()).to.satisfy((cells: string[]) => cells.some((cell) => cell.includes('sidecar')));
       await page.getByRole('heading', { name: /Relationships/ }).waitFor();
