@@ -1,11 +1,11 @@
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY indexer ./indexer
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production PORT=8080 CINV_DATA_DIR=/var/lib/cinv
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
