@@ -15,6 +15,11 @@ export function presentCi(row: CiRow) {
   };
 }
 
+/** A list row: the spec's fields, and where the CI comes from. */
+export function presentListedCi(row: CiRow) {
+  return { ...presentCi(row), source_id: Number(row.source_id), scope_id: row.scope_id ?? null };
+}
+
 export function presentCiDetail(row: CiDetailRow) {
   return { ...presentCi(row), type_data: row.type_data, source: row.source, scope_id: row.scope_id };
 }

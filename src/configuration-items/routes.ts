@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { defineRoute } from '../context.js';
-import { attributePaths, pickAttributes, presentCi, presentCiDetail, presentTypeData } from './presenter.js';
+import { attributePaths, pickAttributes, presentCiDetail, presentListedCi, presentTypeData } from './presenter.js';
 import { CiArchived, CiDetail, CiList, CiListQuery, CiParams, TypeDataList } from './schema.js';
 import { archiveConfigurationItem, ciDetailOr404, listConfigurationItems } from './service.js';
 
@@ -27,7 +27,7 @@ const list = defineRoute({
     if (typeData) return { items: page.rows.map(presentTypeData), ...totals, has_more: page.hasMore };
     const paths = attributePaths(query.include_attributes);
     const items = page.rows.map((row) =>
-      paths.length > 0 ? { ...presentCi(row), attributes: pickAttributes(row.raw_data, paths) } : presentCi(row),
+      paths.length > 0 ? { ...presentListedCi(row), attributes: pickAttributes(row.raw_data, paths) } : presentListedCi(row),
     );
     return { items, ...totals, offset: query.offset, limit: query.limit };
   },

@@ -9,6 +9,7 @@ export const CI_FILTERS: FilterSpec = {
   fields: {
     name: { kind: 'text', column: 'ci.name' },
     namespace: { kind: 'text', column: 'ci.namespace' },
+    scope_id: { kind: 'text', column: 'ci.scope_id' },
     status: { kind: 'text', column: 'ci.status', values: CI_STATUSES },
     ci_type: { kind: 'text', column: 'ci.ci_type' },
     created_at: { kind: 'timestamp', column: 'ci.created_at' },
@@ -30,7 +31,15 @@ export const CiListQuery = Type.Object({
   limit: Limit(50, 1000),
   sort_by: Type.Union(CI_SORT_FIELDS.map((f) => Type.Literal(f)), { default: 'created_at' }),
   sort_order: SortOrder('desc'),
-  filter: Type.Optional(Filters('name, namespace, status, ci_type, created_at, updated_at, last_seen, raw_data.<path>, type_data.<path>')),
+  filter: Type.Optional(Filters('name, namespace, scope_id (the instance), status, ci_type, created_at, updated_at, last_seen, raw_data.<path>, type_data.<path>')),
+  q: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'Free text: CIs whose name contains it, in any case (`%` and `_` are plain characters). Namespace and CI type are filters.',
+    }),
+  ),
+  source_id: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,18}$', description: 'Only CIs collected by this source.' })),
   include_type_data: Type.Boolean({
     default: false,
     description: 'Only with a `ci_type` filter: items take the `{id, type, attributes}` shape. Ignored otherwise.',
@@ -71,7 +80,12 @@ export const CiDetail = Type.Object(
   { title: 'ConfigurationItemDetail' },
 );
 export const CiListItem = Type.Object(
-  { ...ciFields, attributes: Type.Optional(JsonObject('Values at the `include_attributes` paths (null where absent).')) },
+  {
+    ...ciFields,
+    source_id: Type.Integer({ description: 'The source that collected the CI (beyond the spec).' }),
+    scope_id: Nullable(Type.String({ description: 'Its instance inside the source (beyond the spec).' })),
+    attributes: Type.Optional(JsonObject('Values at the `include_attributes` paths (null where absent).')),
+  },
   { title: 'ConfigurationItemListItem' },
 );
 

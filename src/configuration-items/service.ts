@@ -34,6 +34,8 @@ export async function listConfigurationItems(app: AppContext, principal: Princip
       limit: query.limit,
       offset: query.offset,
       withTypeData: typeData,
+      text: query.q?.trim() || undefined,
+      sourceId: query.source_id,
     },
     { countTimeoutMs: app.config.countTimeoutMs, embedded: app.database === 'embedded' },
   );

@@ -92,7 +92,7 @@ export function parseFilters(raw: readonly string[] | undefined, spec: FilterSpe
   return (raw ?? []).map((text) => parseOne(text, spec));
 }
 
-const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+export const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 function likePattern(op: Operator, value: string): string {
   return op === 'startswith' ? `${escapeLike(value)}%` : `%${escapeLike(value)}%`;

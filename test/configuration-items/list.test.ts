@@ -166,6 +166,30 @@ describe('GET /api/v1/configuration-items', () => {
     });
   }
 
+  it('finds by free text: a name containing it in any case; % and _ are plain text', async () => {
+    expect(await names('q=WEB')).to.deep.equal(['alpha-web', 'gamma_web%']);
+    expect(await names('q=prod')).to.deep.equal([]);
+    expect(await names('q=%25')).to.deep.equal(['gamma_web%']);
+    expect(await names('q=_')).to.deep.equal(['gamma_web%']);
+    expect(await names('q=pro')).to.deep.equal([]);
+    const counted = await app.current.get('/api/v1/configuration-items?status=all&q=web', key);
+    expect(counted.body).to.include({ total: 2, total_exact: true });
+    expect((await app.current.get('/api/v1/configuration-items?q=', key)).status).to.equal(422);
+  });
+
+  it('says where each listed CI comes from, and narrows to a source or an instance', async () => {
+    const { sql } = app.current;
+    await ingest(sql, [buildPod({ name: 'elsewhere', external_id: 'x/elsewhere' })], { source: 'other', scopeId: 'cluster-9', now: at(6) });
+    const [other] = await sql<{ id: string }[]>`select id::text from sources where name = 'other'`;
+    const listed = await app.current.get('/api/v1/configuration-items?status=all&limit=1000', key);
+    const elsewhere = (listed.body.items as { name: string; source_id: number; scope_id: string | null }[]).find((ci) => ci.name === 'elsewhere')!;
+    expect(elsewhere).to.include({ source_id: Number(other!.id), scope_id: 'cluster-9' });
+    expect(await names(`source_id=${other!.id}`)).to.deep.equal(['elsewhere']);
+    expect(await names('filter=scope_id:eq:cluster-9')).to.deep.equal(['elsewhere']);
+    expect(await names('filter=scope_id:null')).to.deep.equal(ALL);
+    expect((await app.current.get('/api/v1/configuration-items?source_id=abc', key)).status).to.equal(422);
+  });
+
   it('combines repeated filters with AND', async () => {
     expect(await names('filter=namespace:eq:prod&filter=ci_type:eq:k8s.pod&filter=raw_data.spec.replicas:gte:3')).to.deep.equal(['alpha-web']);
   });

@@ -229,6 +229,32 @@ describeWith(existsSync(CHROMIUM))(
       await context.close();
     });
 
+    it('searches names, narrows to a source, and shows where each CI comes from and when, one way for every time', async () => {
+      const { context, page } = await signedIn(admin, '/inventory');
+      await page.getByRole('table', { name: 'Configuration items' }).waitFor();
+      await page.getByLabel('Search names').fill('WEB');
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      await page.waitForURL(/[?&]q=WEB/);
+      await settled(page);
+      const found = await rowNames(page);
+      expect(found.length).to.be.greaterThan(0);
+      expect(found.every((name) => name.toLowerCase().includes('web'))).to.equal(true);
+      await page.getByLabel('Source').selectOption({ label: 'west' });
+      await page.waitForURL(new RegExp(`source_id=${sources[1]!.id}`));
+      await settled(page);
+      const cells = await page.locator('table[aria-label="Configuration items"] tbody tr td:nth-child(5)').allInnerTexts();
+      expect(cells.length).to.be.greaterThan(0);
+      expect(cells.every((cell) => cell.startsWith('west'))).to.equal(true);
+      const times = page.locator('table[aria-label="Configuration items"] tbody tr').first().locator('time');
+      expect(await times.count(), 'last seen, updated and created').to.equal(3);
+      for (const time of await times.all()) {
+        expect(await time.innerText()).to.match(/ago$|^just now$|^in /);
+        expect(await time.getAttribute('title')).to.match(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+      }
+      await checkView(page, 'inventory-search');
+      await context.close();
+    });
+
     it('opens a CI and expands a change into a structural diff of its containers array, inline and side by side', async () => {
       const { context, page } = await signedIn(admin, '/inventory?filter=name%3Aeq%3Aweb&filter=ci_type%3Aeq%3Ak8s.deployment');
       await page.getByRole('link', { name: 'web', exact: true }).first().click();

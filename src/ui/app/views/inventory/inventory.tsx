@@ -2,10 +2,10 @@ import type { ViewProps } from '../view';
 import { SavedViews } from '../../components/saved-views';
 import { goToOffset, setParams } from '../../lib/router';
 import { FilterBuilder } from '../../components/filter-builder';
-import { SelectField } from '../../components/fields';
+import { SelectField, useDraft } from '../../components/fields';
 import { Empty, ErrorBox, Pager, Show } from '../../components/states';
 import { ColumnPicker } from './column-picker';
-import { useInventoryExport, useInventoryQuery } from './query';
+import { useInventoryExport, useInventoryQuery, useSourceNames } from './query';
 import { CiTable } from './table';
 
 const STATUSES = ['active', 'inactive', 'archived', 'all'] as const;
@@ -17,11 +17,21 @@ export default function Inventory({ place }: ViewProps) {
   const view = useInventoryQuery(params);
   const { filters, columns, limit, offset } = view;
   const csv = useInventoryExport(view.query, columns);
+  const sources = useSourceNames();
   return (
     <section class="inventory">
       <h1>Inventory</h1>
       <SavedViews view="inventory" params={params} />
       <StatusTabs status={view.status} />
+      <div class="toolbar">
+        <NameSearch q={view.q} />
+        <SelectField
+          label="Source"
+          value={view.sourceId}
+          onValue={(value) => setParams({ source_id: value || undefined, offset: undefined })}
+          choices={[['', 'All sources'], ...[...sources].map(([id, name]) => [String(id), name] as const)]}
+        />
+      </div>
       <FilterBuilder
         id="ci-filter"
         fields={FIELDS}
@@ -44,13 +54,33 @@ export default function Inventory({ place }: ViewProps) {
             <Empty>No configuration items match this view{filters.length ? ': remove a filter or change the status tab.' : '.'}</Empty>
           ) : (
             <>
-              <CiTable items={page.items} columns={columns} sort={{ params, sortBy: view.sortBy, sortOrder: view.sortOrder }} />
+              <CiTable items={page.items} columns={columns} sources={sources} sort={{ params, sortBy: view.sortBy, sortOrder: view.sortOrder }} />
               <Pager label="Configuration items" offset={offset} limit={limit} shown={page.items.length} total={page.total} exact={page.total_exact} go={goToOffset} />
             </>
           )
         }
       </Show>
     </section>
+  );
+}
+
+/** Names containing the text, applied on submit (the URL's `q`). */
+function NameSearch({ q }: { q: string }) {
+  const [draft, setDraft] = useDraft(q);
+  return (
+    <form
+      class="inline"
+      role="search"
+      onSubmit={(event) => {
+        event.preventDefault();
+        setParams({ q: draft.trim() || undefined, offset: undefined });
+      }}
+    >
+      <label>
+        Search names <input type="search" value={draft} maxLength={200} onInput={(event) => setDraft((event.currentTarget as HTMLInputElement).value)} />
+      </label>
+      <button type="submit">Search</button>
+    </form>
   );
 }
 

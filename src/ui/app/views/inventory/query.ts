@@ -17,6 +17,8 @@ export interface Ci {
   updated_at: string;
   raw_data: Record<string, unknown>;
   attributes?: Record<string, unknown>;
+  source_id: number;
+  scope_id: string | null;
 }
 
 interface CiPage {
@@ -48,8 +50,20 @@ function inventoryQuery(params: URLSearchParams) {
   const sortOrder: SortOrder = params.get('sort_order') === 'asc' ? 'asc' : 'desc';
   const { limit, offset } = pageOf(params);
   const columns = columnsOf(params);
-  const query = { status, filter: filters, sort_by: sortBy, sort_order: sortOrder, limit, offset, include_attributes: columns.length ? columns.join(',') : undefined };
-  return { status, filters, sortBy, sortOrder, limit, offset, columns, query };
+  const q = params.get('q') ?? '';
+  const sourceId = params.get('source_id') ?? '';
+  const query = {
+    status,
+    filter: filters,
+    q: q || undefined,
+    source_id: sourceId || undefined,
+    sort_by: sortBy,
+    sort_order: sortOrder,
+    limit,
+    offset,
+    include_attributes: columns.length ? columns.join(',') : undefined,
+  };
+  return { status, filters, q, sourceId, sortBy, sortOrder, limit, offset, columns, query };
 }
 
 const fetchCis = (query: CiQuery, signal?: AbortSignal) => api<CiPage>('/api/v1/configuration-items', { query, signal });
@@ -60,6 +74,14 @@ export function useInventoryQuery(params: URLSearchParams) {
   const loaded = useLoad(JSON.stringify(view.query), (signal) => fetchCis(view.query, signal));
   const suggestions = useMemo(() => leafPaths((loaded.data?.items ?? []).slice(0, 50).map((ci) => ci.raw_data), 'raw_data'), [loaded.data]);
   return { ...view, loaded, suggestions };
+}
+
+/** The sources the caller may see, by id, to name each row's origin; none without `sources:read`. */
+export function useSourceNames() {
+  const loaded = useLoad('inventory-sources', (signal) =>
+    api<{ items: { id: number; name: string }[] }>('/api/v1/sources', { query: { limit: 500 }, signal }).catch(() => ({ items: [] })),
+  );
+  return useMemo(() => new Map((loaded.data?.items ?? []).map((source) => [source.id, source.name])), [loaded.data]);
 }
 
 /** The whole view (every page, not only the one shown) as a CSV download, with its added columns; `progress` counts the rows fetched. */

@@ -12,7 +12,7 @@ const SORTABLE: [string, string][] = [
   ['created_at', 'Created'],
 ];
 /** Added columns stand between the identifying columns and the timestamps. */
-const LEADING = 5;
+const LEADING = 4;
 
 interface Sort {
   params: URLSearchParams;
@@ -21,7 +21,7 @@ interface Sort {
 }
 
 /** One page of configuration items; each header sorts by its column, descending first. */
-export function CiTable({ items, columns, sort }: { items: Ci[]; columns: string[]; sort: Sort }) {
+export function CiTable({ items, columns, sort, sources }: { items: Ci[]; columns: string[]; sort: Sort; sources: ReadonlyMap<number, string> }) {
   return (
     <div class="table-wrap">
       <table class="grid" aria-label="Configuration items">
@@ -30,6 +30,7 @@ export function CiTable({ items, columns, sort }: { items: Ci[]; columns: string
             {SORTABLE.slice(0, LEADING).map(([field, label]) => (
               <SortHeader key={field} field={field} label={label} sort={sort} />
             ))}
+            <th scope="col">Source</th>
             {columns.map((path) => (
               <th key={path} scope="col">
                 <code>{path}</code>
@@ -42,7 +43,7 @@ export function CiTable({ items, columns, sort }: { items: Ci[]; columns: string
         </thead>
         <tbody>
           {items.map((ci) => (
-            <CiRow key={ci.ci_id} ci={ci} columns={columns} />
+            <CiRow key={ci.ci_id} ci={ci} columns={columns} source={sources.get(ci.source_id) ?? `source ${ci.source_id}`} />
           ))}
         </tbody>
       </table>
@@ -50,7 +51,16 @@ export function CiTable({ items, columns, sort }: { items: Ci[]; columns: string
   );
 }
 
-function CiRow({ ci, columns }: { ci: Ci; columns: string[] }) {
+/** A moment shown one way everywhere: how long ago, with the exact time on hover and for assistive technology. */
+function When({ at }: { at: string }) {
+  return (
+    <time dateTime={at} title={dateTime(at)}>
+      {relative(at)}
+    </time>
+  );
+}
+
+function CiRow({ ci, columns, source }: { ci: Ci; columns: string[]; source: string }) {
   return (
     <tr>
       <td>
@@ -61,14 +71,24 @@ function CiRow({ ci, columns }: { ci: Ci; columns: string[] }) {
       <td>
         <span class={`status ${ci.status}`}>{ci.status}</span>
       </td>
-      <td title={dateTime(ci.last_seen)}>{relative(ci.last_seen)}</td>
+      <td>
+        {source}
+        {ci.scope_id ? <div class="meta">{ci.scope_id}</div> : null}
+      </td>
       {columns.map((path) => (
         <td key={path} class="value">
           {scalar(ci.attributes?.[path] ?? null)}
         </td>
       ))}
-      <td>{dateTime(ci.updated_at)}</td>
-      <td>{dateTime(ci.created_at)}</td>
+      <td>
+        <When at={ci.last_seen} />
+      </td>
+      <td>
+        <When at={ci.updated_at} />
+      </td>
+      <td>
+        <When at={ci.created_at} />
+      </td>
     </tr>
   );
 }
