@@ -164,8 +164,9 @@ export async function ingest(app: AppContext, principal: Principal, rawId: strin
     await recordPush(app.sql, source.id, app.now(), { result, durationMs: app.now().getTime() - started.getTime() });
     return result;
   } catch (error) {
-    // a refused body is the pusher's to fix: the source shows it until a push succeeds
-    if (error instanceof AppError) await recordPush(app.sql, source.id, app.now(), { error: error.message, durationMs: app.now().getTime() - started.getTime() });
+    // a refused body is the pusher's to fix: the source shows it until a push succeeds; a refusal
+    // for the server's own reasons (busy, unavailable) says nothing about the source
+    if (error instanceof AppError && error.status < 500) await recordPush(app.sql, source.id, app.now(), { error: error.message, durationMs: app.now().getTime() - started.getTime() });
     throw error;
   }
 }
