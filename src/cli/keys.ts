@@ -141,7 +141,10 @@ export async function rotateMasterCommand(flags: Flags): Promise<void> {
   const { MasterKeys, rotateMasterKey } = await import('../sources/credentials.js');
   await withDatabase(config, flags, async (db) => {
     const keys = new MasterKeys(config.masterKey!, config.previousMasterKey);
-    const { rewrapped, remaining } = await rotateMasterKey(db.sql, keys);
+    const { Progress } = await import('../progress.js');
+    const progress = new Progress('data keys re-wrapped', 0, process.stderr);
+    const { rewrapped, remaining } = await rotateMasterKey(db.sql, keys, (done, total) => progress.update(done, total));
+    if (rewrapped > 0) progress.finish(rewrapped);
     console.error(`re-wrapped ${rewrapped} data key(s) under the master key ${keys.current.fingerprint}; ${remaining} left under another key`);
     if (remaining > 0) throw new UsageError(`${remaining} data key(s) are wrapped by a master key that is neither CINV_MASTER_KEY nor CINV_MASTER_KEY_PREVIOUS`);
   });

@@ -60,8 +60,16 @@ export async function openForCommand(config: Config, flags: Flags): Promise<{ db
   const fresh = !config.databaseUrl && !existsSync(path.join(config.dataDir, 'pgdata'));
   console.error(`cinv: using ${describeDatabase(config)}${fresh ? ' (new)' : ''}`);
   const db = await openDatabase(config);
+  const { Progress } = await import('../progress.js');
+  let progress: InstanceType<typeof Progress> | undefined;
   try {
-    return { db, applied: await migrate(db.sql) };
+    const applied = await migrate(db.sql, undefined, (done, total, name) => {
+      // shown only when there is something to apply
+      progress ??= new Progress('migrations', total, process.stderr);
+      progress.update(done, total, name);
+    });
+    progress?.finish(applied.length);
+    return { db, applied };
   } catch (error) {
     await db.close();
     throw error;

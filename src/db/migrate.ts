@@ -21,9 +21,9 @@ export async function listMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
 /**
  * Applies pending migrations in order, each in its own transaction together with its version row.
  * A session advisory lock makes replicas that start together take turns: the second finds the
- * work done. Returns the versions this call applied.
+ * work done. Returns the versions this call applied; `progress` hears of each one as it begins.
  */
-export async function migrate(sql: Sql, dir = MIGRATIONS_DIR): Promise<number[]> {
+export async function migrate(sql: Sql, dir = MIGRATIONS_DIR, progress?: (done: number, total: number, name: string) => void): Promise<number[]> {
   const migrations = await listMigrations(dir);
   const conn = await sql.reserve();
   const applied: number[] = [];
@@ -39,8 +39,9 @@ export async function migrate(sql: Sql, dir = MIGRATIONS_DIR): Promise<number[]>
         applied_at timestamptz not null default now()
       )`);
       const done = new Set((await conn<{ version: number }[]>`select version from schema_migrations`).map((r) => r.version));
-      for (const migration of migrations) {
-        if (done.has(migration.version)) continue;
+      const pending = migrations.filter((migration) => !done.has(migration.version));
+      for (const migration of pending) {
+        progress?.(applied.length, pending.length, path.basename(migration.file));
         const body = await readFile(migration.file, 'utf8');
         await conn.unsafe('begin');
         try {

@@ -154,7 +154,7 @@ export async function destroyCredentials(sql: Queryable, tenantId: string, sourc
  * while CINV_MASTER_KEY_PREVIOUS names the old one), and running it again continues. Ciphertexts
  * of credentials are not touched. Returns how many keys were re-wrapped.
  */
-export async function rotateMasterKey(sql: Sql, keys: MasterKeys): Promise<{ rewrapped: number; remaining: number }> {
+export async function rotateMasterKey(sql: Sql, keys: MasterKeys, progress?: (done: number, total: number) => void): Promise<{ rewrapped: number; remaining: number }> {
   const stale = await sql<{ tenant_id: string; version: number }[]>`
     select tenant_id, version from tenant_data_keys where master_fingerprint <> ${keys.current.fingerprint} order by tenant_id, version`;
   let rewrapped = 0;
@@ -168,6 +168,7 @@ export async function rotateMasterKey(sql: Sql, keys: MasterKeys): Promise<{ rew
       await tx`update tenant_data_keys set wrapped = ${wrapped}, master_fingerprint = ${fingerprint} where tenant_id = ${tenantId} and version = ${version}`;
       rewrapped++;
     });
+    progress?.(rewrapped, stale.length);
   }
   const [left] = await sql<{ n: number }[]>`select count(*)::int as n from tenant_data_keys where master_fingerprint <> ${keys.current.fingerprint}`;
   return { rewrapped, remaining: left?.n ?? 0 };

@@ -62,6 +62,9 @@ import { onRealPostgres } from '../support/db.js';
       const wanted = await runCli(['keys', 'create', '--tier', 'adm', '--name', 'own', '--new-database'], env('elsewhere', { PORT: port }));
       expect(wanted.code, wanted.stderr).to.equal(0);
       expect(wanted.stderr).to.include(`cinv: using the embedded database in ${path.join(root, 'elsewhere')} (new)`);
+      // a new database is migrated first, with its progress (plain lines: not a terminal)
+      expect(wanted.stderr).to.match(/migrations (\d+)\/\1 \(100\.0%\)/);
+      expect(joined.stderr, 'nothing to apply, no progress').to.not.match(/migrations \d+\//);
     } finally {
       await stopServer(server.child);
     }

@@ -42,6 +42,9 @@ describe('migrations', () => {
         const outputs = [first.stdout, second.stdout].sort();
         expect(outputs[0]).to.match(/^applied migrations: 1/);
         expect(outputs[1]).to.match(/schema is up to date/);
+        const applying = [first, second].find((run) => run.stdout.startsWith('applied migrations'))!;
+        const count = (await listMigrations()).length;
+        expect(applying.stderr).to.match(new RegExp(`migrations ${count}/${count} \\(100\\.0%\\)`));
         const sql = postgres(scratch.url, { max: 1 });
         try {
           const versions = await sql`select version from schema_migrations`;

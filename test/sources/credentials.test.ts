@@ -125,7 +125,9 @@ describe('source credentials', () => {
       select * from tenant_data_keys where tenant_id = ${DEFAULT_TENANT_ID}`;
     const rewrapped = rotating.wrap(DEFAULT_TENANT_ID, first!.version, rotating.unwrap(DEFAULT_TENANT_ID, first!.version, first!.wrapped, first!.master_fingerprint));
     await sql`update tenant_data_keys set wrapped = ${rewrapped.wrapped}, master_fingerprint = ${rewrapped.fingerprint} where tenant_id = ${DEFAULT_TENANT_ID}`;
-    expect(await rotateMasterKey(sql, rotating)).to.deep.equal({ rewrapped: 1, remaining: 0 });
+    const heard: [number, number][] = [];
+    expect(await rotateMasterKey(sql, rotating, (done, total) => heard.push([done, total]))).to.deep.equal({ rewrapped: 1, remaining: 0 });
+    expect(heard, 'the progress of the one key left').to.deep.equal([[1, 1]]);
     expect(await rotateMasterKey(sql, rotating)).to.deep.equal({ rewrapped: 0, remaining: 0 });
 
     const [after] = await sql<{ ciphertext: Buffer }[]>`select ciphertext from source_credentials`;
