@@ -4,10 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { COMMANDS } from '../../src/cli/usage.js';
 import { runCli, startServer, stopServer } from '../support/cli.js';
-import { onRealPostgres } from '../support/db.js';
 
-// the commands here open embedded data directories whatever the run's database: once is enough
-(onRealPostgres ? describe.skip : describe)('cinv command line: help, options and which embedded database (skipped on the PostgreSQL run: it tests embedded data directories only)', function () {
+// the commands here open embedded data directories of their own whatever the run's database
+describe('cinv command line: help, options and which embedded database', function () {
   this.timeout(120_000);
   let root: string;
   before(() => (root = mkdtempSync(path.join(tmpdir(), 'cinv-usage-'))));
