@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
+import { setParams } from '../lib/router';
 
 /** An option as `[value, label]`, or a value that is its own label. */
 export type Choice = string | readonly [value: string, label: string];
@@ -40,4 +41,36 @@ export function useDraft(current: string): [string, (value: string) => void] {
   const [draft, setDraft] = useState<string>();
   useEffect(() => setDraft(undefined), [current]);
   return [draft ?? current, setDraft];
+}
+
+/**
+ * A search box over the URL's `q`: what is typed reaches the URL (and so the view's query) only when
+ * submitted, and starts the view on its first page.
+ */
+export function SearchBox(props: { q: string; label: string; id: string; formClass: string; placeholder?: string; maxLength?: number }) {
+  const { q, label, id, formClass, placeholder, maxLength } = props;
+  const [draft, setDraft] = useDraft(q);
+  return (
+    <form
+      class={formClass}
+      role="search"
+      onSubmit={(event) => {
+        event.preventDefault();
+        setParams({ q: draft.trim() || undefined, offset: undefined });
+      }}
+    >
+      <label for={id}>{label}</label>
+      <input
+        id={id}
+        type="search"
+        value={draft}
+        placeholder={placeholder}
+        maxLength={maxLength}
+        onInput={(event) => setDraft((event.currentTarget as HTMLInputElement).value)}
+      />
+      <button type="submit" class="primary">
+        Search
+      </button>
+    </form>
+  );
 }

@@ -1,33 +1,11 @@
 import { setParams } from '../../lib/router';
-import { SelectField, TextField, useDraft } from '../../components/fields';
+import { SearchBox, SelectField, TextField, useDraft } from '../../components/fields';
 
 const CHANGE_TYPES = ['CREATED', 'UPDATED', 'DELETED'];
 
-/** The search box; the query reaches the URL (and so the search) only when submitted. */
+/** The search box of the change search. */
 export function SearchForm({ q }: { q: string }) {
-  const [draft, setDraft] = useDraft(q);
-  return (
-    <form
-      class="search"
-      role="search"
-      onSubmit={(event) => {
-        event.preventDefault();
-        setParams({ q: draft.trim() || undefined, offset: undefined });
-      }}
-    >
-      <label for="change-query">Search changes</label>
-      <input
-        id="change-query"
-        type="search"
-        value={draft}
-        placeholder='nginx:1.25 replicas -staging "db-1.prod"'
-        onInput={(event) => setDraft((event.currentTarget as HTMLInputElement).value)}
-      />
-      <button type="submit" class="primary">
-        Search
-      </button>
-    </form>
-  );
+  return <SearchBox q={q} label="Search changes" id="change-query" formClass="search" placeholder='nginx:1.25 replicas -staging "db-1.prod"' />;
 }
 
 export function SearchHelp() {

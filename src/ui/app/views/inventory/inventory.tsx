@@ -2,7 +2,7 @@ import type { ViewProps } from '../view';
 import { SavedViews } from '../../components/saved-views';
 import { goToOffset, setParams } from '../../lib/router';
 import { FilterBuilder } from '../../components/filter-builder';
-import { SelectField, useDraft } from '../../components/fields';
+import { SearchBox, SelectField } from '../../components/fields';
 import { Empty, ErrorBox, Pager, Show } from '../../components/states';
 import { ColumnPicker } from './column-picker';
 import { useInventoryExport, useInventoryQuery, useSourceNames } from './query';
@@ -24,7 +24,7 @@ export default function Inventory({ place }: ViewProps) {
       <SavedViews view="inventory" params={params} />
       <StatusTabs status={view.status} />
       <div class="toolbar">
-        <NameSearch q={view.q} />
+        <SearchBox q={view.q} label="Search names" id="ci-query" formClass="inline" maxLength={200} />
         <SelectField
           label="Source"
           value={view.sourceId}
@@ -61,26 +61,6 @@ export default function Inventory({ place }: ViewProps) {
         }
       </Show>
     </section>
-  );
-}
-
-/** Names containing the text, applied on submit (the URL's `q`). */
-function NameSearch({ q }: { q: string }) {
-  const [draft, setDraft] = useDraft(q);
-  return (
-    <form
-      class="inline"
-      role="search"
-      onSubmit={(event) => {
-        event.preventDefault();
-        setParams({ q: draft.trim() || undefined, offset: undefined });
-      }}
-    >
-      <label>
-        Search names <input type="search" value={draft} maxLength={200} onInput={(event) => setDraft((event.currentTarget as HTMLInputElement).value)} />
-      </label>
-      <button type="submit">Search</button>
-    </form>
   );
 }
 
