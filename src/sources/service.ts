@@ -158,15 +158,17 @@ export async function ingest(app: AppContext, principal: Principal, rawId: strin
   if (!coversScope(principal, source.id, scopeId)) {
     throw forbidden('This key may not write into that instance of the source', { scope_id: scopeId });
   }
-  const started = app.now();
+  const started = performance.now();
+  const outcome = (told: { result?: ReconcileResult; error?: string }) =>
+    recordPush(app.sql, principal.tenantId, source.id, app.now(), { ...told, durationMs: Math.round(performance.now() - started) });
   try {
     const result = await reconcilePush(app, { tenantId: principal.tenantId, sourceId: source.id, scopeId }, push);
-    await recordPush(app.sql, source.id, app.now(), { result, durationMs: app.now().getTime() - started.getTime() });
+    await outcome({ result });
     return result;
   } catch (error) {
     // a refused body is the pusher's to fix: the source shows it until a push succeeds; a refusal
     // for the server's own reasons (busy, unavailable) says nothing about the source
-    if (error instanceof AppError && error.status < 500) await recordPush(app.sql, source.id, app.now(), { error: error.message, durationMs: app.now().getTime() - started.getTime() });
+    if (error instanceof AppError && error.status < 500) await outcome({ error: error.message });
     throw error;
   }
 }

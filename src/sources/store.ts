@@ -166,6 +166,7 @@ export async function deleteSource(sql: Queryable, tenantId: string, sourceId: s
  */
 export async function recordPush(
   sql: Queryable,
+  tenantId: string,
   sourceId: string,
   now: Date,
   outcome: { result?: { received: number; created: number; updated: number; changes: number }; error?: string; durationMs: number },
@@ -184,7 +185,7 @@ export async function recordPush(
       last_collection = ${result ? sql`${now}` : sql`last_collection`},
       last_error = ${result ? null : (error ?? null)},
       health_status = ${sql.json(asJson(health))}
-    where id = ${sourceId} and deleted_at is null`;
+    where tenant_id = ${tenantId} and id = ${sourceId} and deleted_at is null`;
 }
 
 export async function setSourceHealth(sql: Queryable, tenantId: string, sourceId: string, health: Record<string, unknown>, now: Date): Promise<void> {
