@@ -5,15 +5,15 @@ import { unprocessable } from '../errors.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { dateWindow } from '../query/date-window.js';
 import type { AuditQuery } from './schema.js';
+import { isExactTime } from '../query/exact-time.js';
 
 export type { StoredAuditEvent } from '../audit/store.js';
 
-const EXACT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const EXPORT_BATCH = 1000;
 
 function positionOf(key: unknown[]): AuditPosition {
   const [at, id] = key;
-  if (key.length !== 2 || typeof at !== 'string' || !EXACT_TIME.test(at) || typeof id !== 'string' || !/^\d{1,19}$/.test(id)) {
+  if (key.length !== 2 || !isExactTime(at) || typeof id !== 'string' || !/^\d{1,19}$/.test(id)) {
     throw unprocessable('Malformed cursor');
   }
   return [at, id];

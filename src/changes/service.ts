@@ -12,6 +12,7 @@ import { SEARCH_WINDOW, type SearchResult } from '../search/backend.js';
 import { openChangeExport } from './csv.js';
 import { CHANGE_FILTERS, type ChangeListQuery, type CiChangesQuery } from './schema.js';
 import type { SearchQuery, StatsQuery } from './search-schema.js';
+import { isExactTime } from '../query/exact-time.js';
 
 export type { ChangeRow } from '../history/store.js';
 
@@ -22,12 +23,10 @@ const historyBinding = (principal: Principal, ciId: string): CursorBinding => ({
   filters: {},
 });
 
-const EXACT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-
 /** The keyset position a signed cursor carries; anything else is a malformed cursor. */
 function positionOf(key: unknown[]): Position {
   const [at, id] = key;
-  if (key.length !== 2 || typeof at !== 'string' || !EXACT_TIME.test(at) || typeof id !== 'string' || !/^\d{1,19}$/.test(id)) {
+  if (key.length !== 2 || !isExactTime(at) || typeof id !== 'string' || !/^\d{1,19}$/.test(id)) {
     throw unprocessable('Malformed cursor');
   }
   return [at, id];

@@ -44,7 +44,10 @@ export const CollectorHealthEntry = Type.Object({
   name: Type.String(),
   status: HealthStatus,
   sources_total: Type.Integer(),
-  sources_healthy: Type.Integer(),
+  sources_healthy: Type.Integer({ description: 'Enabled sources nothing has shown unhealthy, those awaiting their first data included.' }),
+  sources_awaiting_data: Type.Integer({
+    description: 'Of the healthy, the enabled sources not yet collected, pushed to or reporting (beyond the spec): counted healthy, not yet shown to be.',
+  }),
   error: Type.Optional(Type.String()),
 });
 export type CollectorHealthEntry = typeof CollectorHealthEntry.static;

@@ -42,6 +42,9 @@ export function listCollectorsPage(app: AppContext, principal: Principal, query:
   });
 }
 
+/** A source that has neither reported its health nor been collected or pushed to, nor failed. */
+const awaitingData = (source: SourceRow): boolean => !source.health_status?.status && !source.last_collection && source.last_error === null;
+
 /** A source is healthy unless its last report or collection says otherwise. */
 function sourceHealthy(source: SourceRow): boolean {
   const reported = source.health_status?.status;
@@ -95,6 +98,7 @@ export async function allCollectorsHealth(app: AppContext, principal: Principal)
         status: healthy.length === own.length ? 'healthy' : 'degraded',
         sources_total: collector.sources_total,
         sources_healthy: healthy.length,
+        sources_awaiting_data: own.filter(awaitingData).length,
       };
       const failing = own.find((s) => s.last_error);
       if (failing?.last_error) entry.error = `${failing.name}: ${failing.last_error}`;

@@ -12,7 +12,8 @@ const list = defineRoute({
   operationId: 'listConfigurationItems',
   summary: 'List configuration items',
   description:
-    'Filtered, sorted, offset-paged list of the CIs the key may see. `status` defaults to `active`. ' +
+    'Filtered, sorted list of the CIs the key may see, paged by `offset` or walked by `cursor` (`next_cursor`). ' +
+    '`status` defaults to `active`. ' +
     'With `include_type_data` and a `ci_type` filter the items take the type-data shape and the envelope ' +
     'is `{items, total, has_more}`.',
   tags,
@@ -22,14 +23,15 @@ const list = defineRoute({
     200: { description: 'A page of CIs (or of type-data items).', schema: Type.Union([CiList, TypeDataList]) },
   },
   async handler({ app, principal, query }) {
-    const { page, typeData } = await listConfigurationItems(app, principal, query);
+    const { page, typeData, nextCursor } = await listConfigurationItems(app, principal, query);
     const totals = { total: page.total, total_exact: page.totalExact };
-    if (typeData) return { items: page.rows.map(presentTypeData), ...totals, has_more: page.hasMore };
+    const walk = { has_more: page.hasMore, next_cursor: nextCursor };
+    if (typeData) return { items: page.rows.map(presentTypeData), ...totals, ...walk };
     const paths = attributePaths(query.include_attributes);
     const items = page.rows.map((row) =>
       paths.length > 0 ? { ...presentListedCi(row), attributes: pickAttributes(row.raw_data, paths) } : presentListedCi(row),
     );
-    return { items, ...totals, offset: query.offset, limit: query.limit };
+    return { items, ...totals, offset: query.offset, limit: query.limit, ...walk };
   },
 });
 

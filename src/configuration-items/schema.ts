@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Filters, JsonObject, Limit, Nullable, Offset, SortOrder, Timestamp, Uuid } from '../http/schemas.js';
+import { Filters, JsonObject, Limit, MAX_OFFSET, Nullable, SortOrder, Timestamp, Uuid } from '../http/schemas.js';
 import type { FilterSpec } from '../query/filters.js';
 
 export const CI_STATUSES = ['active', 'inactive', 'archived'] as const;
@@ -27,7 +27,19 @@ export const CiListQuery = Type.Object({
       description: 'Default `active`; when a `status` filter is given and this is omitted, no status default applies.',
     }),
   ),
-  offset: Offset,
+  offset: Type.Integer({
+    minimum: 0,
+    maximum: MAX_OFFSET,
+    default: 0,
+    description: 'CIs to skip. Ignored (but echoed) when `cursor` is given: deep pages are cheaper walked by cursor, which costs one page whatever the depth.',
+  }),
+  cursor: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description: 'Opaque `next_cursor` of the previous page. Valid only with the same status, filters, `q`, `source_id`, `include_type_data` and sorting; `limit` may change.',
+    }),
+  ),
   limit: Limit(50, 1000),
   sort_by: Type.Union(CI_SORT_FIELDS.map((f) => Type.Literal(f)), { default: 'created_at' }),
   sort_order: SortOrder('desc'),
@@ -108,20 +120,26 @@ const Total = Type.Integer({
     'CIs that match. Exact for lists filtered only by status and `ci_type` (kept as counts by the write path); for ' +
     'other filters exact when it can be counted within CINV_COUNT_TIMEOUT, the planner\'s estimate otherwise.',
 });
+const NextCursor = Nullable(
+  Type.String({ description: 'Pass as `cursor` with the same parameters for the next page; null at the end (beyond the spec).' }),
+);
 const TotalExact = Type.Boolean({ description: 'False when `total` is an estimate.' });
 
 export const CiList = Type.Object({
   items: Type.Array(CiListItem),
   total: Total,
   total_exact: TotalExact,
-  offset: Type.Integer(),
+  offset: Type.Integer({ description: 'The requested offset, echoed unchanged during a cursor walk.' }),
   limit: Type.Integer(),
+  has_more: Type.Boolean({ description: 'Whether CIs follow this page (beyond the spec).' }),
+  next_cursor: NextCursor,
 });
 export const TypeDataList = Type.Object({
   items: Type.Array(TypeDataItem),
   total: Total,
   total_exact: TotalExact,
-  has_more: Type.Boolean({ description: 'Whether CIs follow this page (`offset` + items of this page < matches).' }),
+  has_more: Type.Boolean({ description: 'Whether CIs follow this page.' }),
+  next_cursor: NextCursor,
 });
 
 export const CiArchived = Type.Object({

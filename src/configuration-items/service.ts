@@ -1,15 +1,19 @@
 import type { Principal } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
-import { notFound } from '../errors.js';
+import { notFound, unprocessable } from '../errors.js';
+import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
+import { isExactTime } from '../query/exact-time.js';
 import { archiveWithHistory } from '../inventory/archive.js';
 import { parseFilters } from '../query/filters.js';
 import { CI_FILTERS, type CiListQuery } from './schema.js';
-import { findCiDetail, findVisibleCi, isCiVisible, listCis, type CiDetailRow, type CiPage } from './store.js';
+import { findCiDetail, findVisibleCi, isCiVisible, listCis, TIME_SORTS, type CiDetailRow, type CiPage, type CiPosition } from './store.js';
 
 export type { CiDetailRow, CiPage, CiRow } from './store.js';
 
 export interface CiListing {
   page: CiPage;
+  /** The cursor of the page that follows, null at the end of the walk. */
+  nextCursor: string | null;
   /** Whether the rows carry type data instead of raw_data (`include_type_data` with a `ci_type` filter). */
   typeData: boolean;
 }
@@ -23,6 +27,8 @@ export async function listConfigurationItems(app: AppContext, principal: Princip
   const statusFiltered = filters.some((f) => f.field === 'status');
   const status = query.status ?? (statusFiltered ? 'all' : 'active');
   const typeData = query.include_type_data && filters.some((f) => f.field === 'ci_type');
+  const binding = listBinding(principal, query, status);
+  const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
   const page = await listCis(
     app.sql,
     principal,
@@ -33,13 +39,38 @@ export async function listConfigurationItems(app: AppContext, principal: Princip
       sortOrder: query.sort_order,
       limit: query.limit,
       offset: query.offset,
+      after: cursor ? positionOf(cursor.key, query.sort_by) : undefined,
+      total: cursor?.total,
       withTypeData: typeData,
       text: query.q?.trim() || undefined,
       sourceId: query.source_id,
     },
     { countTimeoutMs: app.config.countTimeoutMs, embedded: app.database === 'embedded' },
   );
-  return { page, typeData };
+  // only an exact total travels on: an estimate is estimated again, so a page never claims exactness it lacks
+  const carried = page.totalExact ? page.total : undefined;
+  const nextCursor = page.last ? encodeCursor(app.config.secret, binding, [...page.last], carried) : null;
+  return { page, typeData, nextCursor };
+}
+
+/** Everything that shapes the list binds its cursor; `limit` and `include_attributes` may change between pages. */
+function listBinding(principal: Principal, query: CiListQuery, status: string): CursorBinding {
+  return {
+    tenantId: principal.tenantId,
+    scope: 'configuration-items',
+    sort: `${query.sort_by}:${query.sort_order}`,
+    filters: { status, filter: query.filter ?? [], q: query.q?.trim() ?? '', source_id: query.source_id ?? '', type_data: query.include_type_data },
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The keyset position a signed cursor carries; anything else is a malformed cursor. */
+function positionOf(key: unknown[], sortBy: string): CiPosition {
+  const [value, ciId] = key;
+  const valueFits = TIME_SORTS.has(sortBy) ? isExactTime(value) : typeof value === 'string' || (value === null && sortBy === 'namespace');
+  if (key.length !== 2 || !valueFits || typeof ciId !== 'string' || !UUID.test(ciId)) throw unprocessable('Malformed cursor');
+  return [value as string | null, ciId];
 }
 
 /** One CI as its detail shows it; 404 when it does not exist or lies outside the principal's data scopes. */

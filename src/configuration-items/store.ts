@@ -3,6 +3,7 @@ import type { Principal } from '../auth/principal.js';
 import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
 import type { Queryable } from '../db/database.js';
 import { countWithin, type CountSettings } from '../query/count.js';
+import { exactTime } from '../query/exact-time.js';
 import { compileFilters, escapeLike, type ParsedFilter } from '../query/filters.js';
 import { countable, countCis } from './counts.js';
 
@@ -30,11 +31,20 @@ export interface CiListCriteria {
   sortOrder: 'asc' | 'desc';
   limit: number;
   offset: number;
+  /** Continue after this position (a cursor walk) instead of skipping `offset` rows. */
+  after?: CiPosition;
   withTypeData: boolean;
+  /** The walk's exact total, carried by its cursor: counted once, on the first page. */
+  total?: number;
   /** Free text: names containing it, in any case. */
   text?: string;
   sourceId?: string;
 }
+
+/** A keyset position: the sort value as exact text (null for a CI without namespace) and the CI id. */
+export type CiPosition = readonly [sortValue: string | null, ciId: string];
+
+export const TIME_SORTS: ReadonlySet<string> = new Set(['created_at', 'updated_at', 'last_seen']);
 
 const SORT_COLUMNS: Record<string, string> = {
   created_at: 'ci.created_at',
@@ -67,8 +77,26 @@ function conditions(sql: Sql, principal: Principal, criteria: Pick<CiListCriteri
   return and(sql, parts);
 }
 
+/**
+ * The rows that follow a position in the list's order. PostgreSQL puts nulls last ascending and
+ * first descending; only the namespace can be null, so only it needs the longer form.
+ */
+function following(sql: Sql, sortBy: string, order: 'asc' | 'desc', [value, ciId]: CiPosition): Fragment {
+  const column = sql(SORT_COLUMNS[sortBy]!);
+  const beyond = order === 'asc' ? sql`>` : sql`<`;
+  const position = TIME_SORTS.has(sortBy) ? sql`${value}::timestamptz` : sql`${value}`;
+  if (sortBy !== 'namespace') return sql`(${column}, ci.ci_id) ${beyond} (${position}, ${ciId}::uuid)`;
+  if (value === null) {
+    return order === 'asc' ? sql`(ci.namespace is null and ci.ci_id > ${ciId}::uuid)` : sql`(ci.namespace is not null or ci.ci_id < ${ciId}::uuid)`;
+  }
+  const inOrder = sql`(ci.namespace, ci.ci_id) ${beyond} (${value}, ${ciId}::uuid)`;
+  return order === 'asc' ? sql`(${inOrder} or ci.namespace is null)` : inOrder;
+}
+
 export interface CiPage {
   rows: CiRow[];
+  /** The position of the page's last row, for the next page's cursor; absent when no rows follow. */
+  last?: CiPosition;
   /** Whether rows follow this page (read as one more row than asked, not from the total). */
   hasMore: boolean;
   total: number;
@@ -83,25 +111,38 @@ export interface CiPage {
  */
 export async function listCis(sql: Sql, principal: Principal, criteria: CiListCriteria, counting: CountSettings): Promise<CiPage> {
   const where = conditions(sql, principal, criteria);
+  const after = criteria.after ? following(sql, criteria.sortBy, criteria.sortOrder, criteria.after) : undefined;
   const direction = criteria.sortOrder === 'asc' ? sql`asc` : sql`desc`;
-  const sortColumn = sql(SORT_COLUMNS[criteria.sortBy] ?? 'ci.created_at');
+  const sortColumn = SORT_COLUMNS[criteria.sortBy] ?? 'ci.created_at';
+  const position = TIME_SORTS.has(criteria.sortBy) ? exactTime(sql, sortColumn) : sql`${sql(sortColumn)}::text`;
   // the count joins last_seen only when a filter needs it: it is a 1:1 join that changes nothing else
   const countJoin = criteria.filters.some((f) => f.field === 'last_seen') ? sql`join ci_last_seen ls on ls.ci_id = ci.ci_id` : sql``;
   const [rows, count] = await Promise.all([
-    sql<CiRow[]>`
+    sql<(CiRow & { position: string | null })[]>`
       select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, ls.last_seen,
              ci.created_at, ci.updated_at, ci.source_id::text as source_id, ci.scope_id,
-             ${criteria.withTypeData ? sql`${typeDataWithMetrics(sql)} as type_data` : sql`ci.raw_data`}
+             ${criteria.withTypeData ? sql`${typeDataWithMetrics(sql)} as type_data` : sql`ci.raw_data`},
+             ${position} as position
       from configuration_items ci join ci_last_seen ls on ls.ci_id = ci.ci_id
-      where ${where}
-      order by ${sortColumn} ${direction}, ci.ci_id ${direction}
-      limit ${criteria.limit + 1} offset ${criteria.offset}`,
-    countable(criteria.filters) && criteria.text === undefined && criteria.sourceId === undefined
+      where ${after ? and(sql, [where, after]) : where}
+      order by ${sql(sortColumn)} ${direction}, ci.ci_id ${direction}
+      limit ${criteria.limit + 1} offset ${after ? 0 : criteria.offset}`,
+    criteria.total !== undefined
+      ? { total: criteria.total, exact: true }
+      : countable(criteria.filters) && criteria.text === undefined && criteria.sourceId === undefined
       ? countCis(sql, principal, criteria.statuses, criteria.filters).then((total) => ({ total, exact: true }))
       : countWithin(sql, sql`select 1 from configuration_items ci ${countJoin} where ${where}`, counting.countTimeoutMs, counting.embedded),
   ]);
   const hasMore = rows.length > criteria.limit;
-  return { rows: hasMore ? rows.slice(0, criteria.limit) : rows, hasMore, total: count.total, totalExact: count.exact };
+  const page = (hasMore ? rows.slice(0, criteria.limit) : rows).map(({ position: _, ...row }) => row);
+  const last = hasMore ? rows[criteria.limit - 1]! : undefined;
+  return {
+    rows: page,
+    hasMore,
+    last: last ? [last.position, last.ci_id] : undefined,
+    total: count.total,
+    totalExact: count.exact,
+  };
 }
 
 /** type_data as stored plus the metrics kept beside last_seen (`ls`), as collectors sent it. */

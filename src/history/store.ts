@@ -7,6 +7,7 @@ import type { ChangeType } from './writer.js';
 import { countWithin, type CountSettings } from '../query/count.js';
 import { toTsquery, type ParsedQuery } from '../query/text-query.js';
 import { microsOf, windowCounts, type Bound } from './stats-store.js';
+import { EXACT_TIME_FORMAT } from '../query/exact-time.js';
 
 /** The columns a change listing can be sorted by. */
 export const CHANGE_SORT_FIELDS = ['changed_at', 'ci_name', 'ci_type', 'change_type'] as const;
@@ -28,9 +29,6 @@ export interface ChangeRow {
  * would round) and the change id.
  */
 export type Position = readonly [sortValue: string, id: string];
-
-// Microsecond precision: a position rounded to milliseconds would skip or repeat rows.
-const EXACT_TIME = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"';
 
 /**
  * A timestamp parameter sent as text: a parameter typed timestamptz goes through a JS Date on the
@@ -72,7 +70,7 @@ export async function pageCiHistory(
   const [rows, [count]] = await Promise.all([
     sql<CiHistoryRow[]>`
       with page as (
-        select ${recordColumns(sql)}, to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME}) as position_at
+        select ${recordColumns(sql)}, to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME_FORMAT}) as position_at
         from change_records cr
         where ${where} ${keyset}
         order by cr.changed_at desc, cr.id desc
@@ -219,7 +217,7 @@ export async function listChanges(
 }
 
 function sortKey(sql: Sql, sortBy: ChangeSortField): Fragment {
-  return sortBy === 'changed_at' ? sql`to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME})` : sql`${sql(SORT_COLUMNS[sortBy])}`;
+  return sortBy === 'changed_at' ? sql`to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME_FORMAT})` : sql`${sql(SORT_COLUMNS[sortBy])}`;
 }
 
 function after(sql: Sql, criteria: ChangeCriteria, position: Position | undefined): Fragment {
@@ -262,7 +260,7 @@ export async function exportBatch(
   const [, rows] = await sql.begin((tx) => [
     tx`select set_config('statement_timeout', ${String(batch.statementTimeoutMs)}, true)`,
     tx<ExportRecord[]>`
-      select cr.id::text as id, to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME}) as changed_at, cr.change_type,
+      select cr.id::text as id, to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME_FORMAT}) as changed_at, cr.change_type,
              cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.changes::text as changes,
              ${criteria.sortBy === 'changed_at' ? sql`null` : sortKey(sql, criteria.sortBy)} as position
       from change_records cr

@@ -206,6 +206,38 @@ export async function answerOf(base: string, headers: Record<string, string>, re
   return body.items ? body.items.map((item) => item.ci_id) : [body.ci_id!];
 }
 
+/** Median milliseconds of `times` sequential requests for one path. */
+async function medianMs(base: string, headers: Record<string, string>, requestPath: string, times = 7): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < times; i++) {
+    const started = performance.now();
+    await answerOf(base, headers, requestPath);
+    samples.push(performance.now() - started);
+  }
+  return samples.sort((a, b) => a - b)[Math.floor(times / 2)]!;
+}
+
+/**
+ * One page half-way through the inventory, reached by `offset` (which reads and drops every row
+ * before it) and by the cursor of the page before it (which starts at its position): the same
+ * 50 CIs, at a cost that grows with the depth against one that does not.
+ */
+async function deepPages(base: string, headers: Record<string, string>, depth: number): Promise<Figure[]> {
+  const before = await fetch(`${base}${CIS}?offset=${depth - 50}&limit=50`, { headers });
+  const cursor = ((await before.json()) as { next_cursor: string }).next_cursor;
+  const byOffset = `${CIS}?offset=${depth}&limit=50`;
+  const byCursor = `${CIS}?cursor=${encodeURIComponent(cursor)}&limit=50`;
+  const [a, b] = await Promise.all([answerOf(base, headers, byOffset), answerOf(base, headers, byCursor)]);
+  if (a.join() !== b.join()) throw new Error(`page at ${depth}: offset and cursor answer different CIs`);
+  const offsetMs = await medianMs(base, headers, byOffset);
+  const cursorMs = await medianMs(base, headers, byCursor);
+  console.log(`  page at row ${depth}: by offset ${offsetMs.toFixed(1)} ms, by cursor ${cursorMs.toFixed(1)} ms (medians of 7)`);
+  return [
+    { bench: 'list', path: `page at row ${depth}: by offset`, value: offsetMs, unit: 'ms' },
+    { bench: 'list', path: `page at row ${depth}: by cursor`, value: cursorMs, unit: 'ms' },
+  ];
+}
+
 export async function benchList(pods = LARGE_CLUSTER.pods, clusters = 7): Promise<Figure[]> {
   const shape = clusterShape(pods);
   const database = 'cinv_bench_list';
@@ -242,6 +274,7 @@ export async function benchList(pods = LARGE_CLUSTER.pods, clusters = 7): Promis
         { bench: 'list', path: `${p.label}: cinv p99`, value: ours.p99, unit: 'ms', target: p.page && full ? 60 : undefined },
       );
     }
+    figures.push(...(await deepPages(cinv.base, auth, Math.floor(cis / 2))));
     return figures;
   } finally {
     await Promise.all([cinv?.stop(), bare?.stop()]);

@@ -217,6 +217,45 @@ describe('GET /api/v1/configuration-items', () => {
     expect(beyond.body).to.deep.include({ items: [], total: 4 });
   });
 
+  it('walks by cursor in the order of one full page, for every sort field and order, ties and null namespaces included', async () => {
+    for (const field of ['created_at', 'updated_at', 'last_seen', 'name', 'namespace', 'ci_type', 'status']) {
+      for (const order of ['asc', 'desc']) {
+        const base = `/api/v1/configuration-items?status=all&sort_by=${field}&sort_order=${order}`;
+        const whole = ((await app.current.get(base, key)).body.items as { ci_id: string }[]).map((i) => i.ci_id);
+        const walked: string[] = [];
+        let cursor: string | null = null;
+        do {
+          const reply = await app.current.get(`${base}&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, key);
+          expect(reply.status, reply.text).to.equal(200);
+          expect(reply.body).to.include({ total: 4, offset: 0 });
+          walked.push(...(reply.body.items as { ci_id: string }[]).map((i) => i.ci_id));
+          expect(reply.body.has_more).to.equal(reply.body.next_cursor !== null);
+          cursor = reply.body.next_cursor as string | null;
+        } while (cursor && walked.length < 10);
+        expect(walked, `${field} ${order}`).to.deep.equal(whole);
+      }
+    }
+  });
+
+  it('refuses a cursor replayed with other filters or sorting, or altered, with a route 422', async () => {
+    const first = await app.current.get('/api/v1/configuration-items?status=all&sort_by=name&limit=2', key);
+    const cursor = encodeURIComponent(first.body.next_cursor as string);
+    const next = await app.current.get(`/api/v1/configuration-items?status=all&sort_by=name&limit=50&cursor=${cursor}`, key);
+    expect(next.body.items).to.have.lengthOf(2);
+    expect(next.body).to.include({ has_more: false, next_cursor: null });
+    for (const [query, message] of [
+      [`status=active&sort_by=name&cursor=${cursor}`, /different filter set/],
+      [`status=all&sort_by=name&q=a&cursor=${cursor}`, /different filter set/],
+      [`status=all&sort_by=created_at&cursor=${cursor}`, /same sorting/],
+      [`status=all&sort_by=name&cursor=${cursor.slice(0, -3)}abc`, /altered/],
+    ] as const) {
+      const reply = await app.current.get(`/api/v1/configuration-items?${query}`, key);
+      expect(reply.status, query).to.equal(422);
+      expect(reply.body.error.code).to.equal('HTTP_422');
+      expect(reply.body.error.message).to.match(message);
+    }
+  });
+
   it('sorts by every whitelisted field in both orders', async () => {
     const byCreated = (await app.current.get('/api/v1/configuration-items?status=all&sort_by=created_at&sort_order=asc', key)).body.items as { created_at: string }[];
     expect(byCreated.map((i) => i.created_at)).to.deep.equal([...byCreated.map((i) => i.created_at)].sort());
@@ -243,7 +282,7 @@ describe('GET /api/v1/configuration-items', () => {
   it('returns the type-data shape only together with a ci_type filter', async () => {
     const reply = await app.current.get('/api/v1/configuration-items?filter=ci_type:eq:k8s.pod&include_type_data=true&limit=1&sort_by=name', key);
     expect(reply.status).to.equal(200);
-    expect(Object.keys(reply.body).sort()).to.deep.equal(['has_more', 'items', 'total', 'total_exact']);
+    expect(Object.keys(reply.body).sort()).to.deep.equal(['has_more', 'items', 'next_cursor', 'total', 'total_exact']);
     expect(reply.body.total_exact).to.equal(true);
     expect(reply.body).to.include({ total: 1, has_more: false });
     const [item] = reply.body.items;

@@ -269,7 +269,7 @@ describe('sources and collectors API', () => {
     expect(degraded.body.status).to.equal('degraded');
     expect(degraded.body.subsystems.a.status).to.equal('unhealthy');
     const all = await app.current.get('/api/v1/collectors/health/all', admin);
-    expect(all.body.collectors.find((c: { id: number }) => c.id === collectorId)).to.deep.include({ status: 'degraded', sources_total: 2, sources_healthy: 1 });
+    expect(all.body.collectors.find((c: { id: number }) => c.id === collectorId)).to.deep.include({ status: 'degraded', sources_total: 2, sources_healthy: 1, sources_awaiting_data: 1 });
   });
 
   it('answers the removed collector writes with 410 and where to go instead', async () => {

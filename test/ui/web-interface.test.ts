@@ -430,9 +430,14 @@ describeWith(existsSync(CHROMIUM))(
     });
 
     it('triggers a source and follows its run to the end without a refresh, its counts in words', async () => {
+      const pushed = await app.request('POST', '/api/v1/sources', { key: admin, body: { name: 'agents', collector_type: 'universal' } });
+      expect(pushed.status, pushed.text).to.equal(201);
       const { context, page } = await signedIn(admin, '/sources');
       const table = page.getByRole('table', { name: 'Sources of kubernetes' });
       await table.waitFor();
+      // a push-only source nothing has pushed to yet is not shown as healthy
+      await page.getByText('healthy · 0/1 sources healthy, 1 awaiting first data').waitFor();
+      await page.getByRole('table', { name: 'Sources of universal' }).getByText('no push yet').waitFor();
       await checkView(page, 'sources');
       await page.getByRole('button', { name: 'Collect now east' }).click();
       await page.getByRole('status').filter({ hasText: 'Collection of east queued.' }).waitFor();

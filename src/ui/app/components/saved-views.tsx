@@ -27,6 +27,7 @@ export function SavedViews({ view, params }: { view: ViewName; params: URLSearch
   const query = new URLSearchParams(params);
   // a saved view starts on its first page
   query.delete('offset');
+  query.delete('cursor');
   const save = (event: Event) => {
     event.preventDefault();
     void action.run(async () => {

@@ -140,8 +140,21 @@ export function Show<T>({ loaded, what, children }: { loaded: Loaded<T>; what: s
   return <div aria-busy={loaded.loading}>{children(loaded.data)}</div>;
 }
 
-/** Offset paging: previous / next with the range shown, as links so the page is part of the URL. */
-export function Pager(props: { offset: number; limit: number; shown: number; total?: number; exact?: boolean; hasMore?: boolean; go: (offset: number) => void; label: string }) {
+/**
+ * Previous / next with the range shown; the page is part of the URL. `next`, where given, moves on
+ * by cursor instead of by offset.
+ */
+export function Pager(props: {
+  offset: number;
+  limit: number;
+  shown: number;
+  total?: number;
+  exact?: boolean;
+  hasMore?: boolean;
+  go: (offset: number) => void;
+  next?: () => void;
+  label: string;
+}) {
   const { offset, limit, shown, total, exact = true, go, label } = props;
   const hasMore = props.hasMore ?? (total !== undefined ? offset + shown < total : shown === limit);
   return (
@@ -153,7 +166,7 @@ export function Pager(props: { offset: number; limit: number; shown: number; tot
       <button type="button" disabled={offset === 0} onClick={() => go(Math.max(0, offset - limit))}>
         ← Previous
       </button>
-      <button type="button" disabled={!hasMore} onClick={() => go(offset + limit)}>
+      <button type="button" disabled={!hasMore} onClick={() => (props.next ? props.next() : go(offset + limit))}>
         Next →
       </button>
     </nav>

@@ -42,9 +42,13 @@ export function navigate(to: string, options: { replace?: boolean } = {}): void 
   dispatchEvent(new Event(CHANGED));
 }
 
-/** The current view's query string with some parameters replaced (undefined or '' removes one). */
+/**
+ * The current view's query string with some parameters replaced (undefined or '' removes one).
+ * A cursor belongs to the page it was issued for: moving `offset` without naming a cursor drops it.
+ */
 export function withParams(params: URLSearchParams, changes: Record<string, string | readonly string[] | undefined>): string {
   const next = new URLSearchParams(params);
+  if ('offset' in changes && !('cursor' in changes)) next.delete('cursor');
   for (const [name, value] of Object.entries(changes)) {
     next.delete(name);
     for (const item of Array.isArray(value) ? value : [value]) if (item !== undefined && item !== '') next.append(name, item as string);

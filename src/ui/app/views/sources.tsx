@@ -39,7 +39,7 @@ interface Run {
 }
 
 interface Health {
-  collectors: { id: number; status: 'healthy' | 'degraded'; sources_total: number; sources_healthy: number }[];
+  collectors: { id: number; status: 'healthy' | 'degraded'; sources_total: number; sources_healthy: number; sources_awaiting_data: number }[];
 }
 
 type CollectorHealth = Health['collectors'][number];
@@ -126,6 +126,13 @@ function useCollector(collector: Collector) {
   return { loaded, message, error: action.error, trigger };
 }
 
+/** A source awaiting its first data is not failing, but nor has it shown itself healthy: it is counted apart. */
+function healthLine(health: CollectorHealth): string {
+  const awaiting = health.sources_awaiting_data;
+  const shown = `${health.status} · ${health.sources_healthy - awaiting}/${health.sources_total} sources healthy`;
+  return awaiting ? `${shown}, ${awaiting} awaiting first data` : shown;
+}
+
 function CollectorPanel({ collector, health, mayTrigger }: { collector: Collector; health?: CollectorHealth; mayTrigger: boolean }) {
   const { loaded, message, error, trigger } = useCollector(collector);
   return (
@@ -135,7 +142,7 @@ function CollectorPanel({ collector, health, mayTrigger }: { collector: Collecto
           {collector.name} <span class="meta">{collector.collector_type}</span>
         </h2>
         <span class={`health ${health?.status ?? 'unknown'}`}>
-          {health ? `${health.status} · ${health.sources_healthy}/${health.sources_total} sources healthy` : 'health unknown'}
+          {health ? healthLine(health) : 'health unknown'}
         </span>
         <button type="button" onClick={loaded.reload}>
           Refresh

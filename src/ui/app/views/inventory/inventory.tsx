@@ -55,7 +55,17 @@ export default function Inventory({ place }: ViewProps) {
           ) : (
             <>
               <CiTable items={page.items} columns={columns} sources={sources} sort={{ params, sortBy: view.sortBy, sortOrder: view.sortOrder }} />
-              <Pager label="Configuration items" offset={offset} limit={limit} shown={page.items.length} total={page.total} exact={page.total_exact} go={goToOffset} />
+              <Pager
+                label="Configuration items"
+                offset={offset}
+                limit={limit}
+                shown={page.items.length}
+                total={page.total}
+                exact={page.total_exact}
+                hasMore={page.has_more}
+                go={goToOffset}
+                next={() => setParams({ offset: String(offset + page.items.length), cursor: page.next_cursor ?? undefined })}
+              />
             </>
           )
         }

@@ -1,6 +1,6 @@
 import { useMemo, useState } from 'preact/hooks';
 import { api } from '../../lib/api';
-import { allPages, csvText, exportName, saveCsv } from '../../lib/csv';
+import { csvText, exportName, saveCsv } from '../../lib/csv';
 import { leafPaths } from '../../lib/paths';
 import { pageOf } from '../../lib/router';
 import { useAction, useLoad } from '../../components/states';
@@ -27,6 +27,8 @@ interface CiPage {
   total_exact: boolean;
   offset: number;
   limit: number;
+  has_more: boolean;
+  next_cursor: string | null;
 }
 
 export type SortOrder = 'asc' | 'desc';
@@ -52,6 +54,9 @@ function inventoryQuery(params: URLSearchParams) {
   const columns = columnsOf(params);
   const q = params.get('q') ?? '';
   const sourceId = params.get('source_id') ?? '';
+  // a page reached by "Next" carries the cursor of the page before: the API starts at its position
+  // (cheap at any depth) and echoes `offset`, which keeps the row numbers
+  const cursor = params.get('cursor') || undefined;
   const query = {
     status,
     filter: filters,
@@ -61,6 +66,7 @@ function inventoryQuery(params: URLSearchParams) {
     sort_order: sortOrder,
     limit,
     offset,
+    cursor,
     include_attributes: columns.length ? columns.join(',') : undefined,
   };
   return { status, filters, q, sourceId, sortBy, sortOrder, limit, offset, columns, query };
@@ -91,12 +97,14 @@ export function useInventoryExport(query: CiQuery, columns: string[]) {
   const start = () =>
     void action.run(async () => {
       setProgress('0 rows…');
-      const cis = await allPages(
-        async (offset, limit) => (await fetchCis({ ...query, offset, limit })).items,
-        1000,
-        CSV_ROWS,
-        (n) => setProgress(`${n.toLocaleString('en')} rows…`),
-      );
+      const cis: Ci[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await fetchCis({ ...query, offset: 0, cursor, limit: Math.min(1000, CSV_ROWS - cis.length) });
+        cis.push(...page.items);
+        setProgress(`${cis.length.toLocaleString('en')} rows…`);
+        cursor = page.next_cursor ?? undefined;
+      } while (cursor && cis.length < CSV_ROWS);
       const header = ['ci_id', 'name', 'namespace', 'ci_type', 'status', 'last_seen', 'created_at', 'updated_at', ...columns];
       const rows = cis.map((ci) => [ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.last_seen, ci.created_at, ci.updated_at, ...columns.map((path) => ci.attributes?.[path])]);
       saveCsv(csvText(header, rows), exportName('inventory'));
