@@ -255,6 +255,30 @@ describeWith(existsSync(CHROMIUM))(
       await context.close();
     });
 
+    it('pages forward by cursor and back by offset, the row numbers kept', async () => {
+      const { context, page } = await signedIn(admin, '/inventory?sort_by=name&sort_order=asc&limit=2');
+      await page.getByRole('table', { name: 'Configuration items' }).waitFor();
+      await settled(page);
+      const first = await rowNames(page);
+      await page.getByRole('button', { name: 'Next →' }).click();
+      await page.waitForURL(/[?&]cursor=/);
+      await settled(page);
+      expect(new URL(page.url()).searchParams.get('offset')).to.equal('2');
+      await page.getByText(/^3–4 of /).waitFor();
+      const second = await rowNames(page);
+      expect(second).to.have.lengthOf(2);
+      const byOffset = await app.request('GET', '/api/v1/configuration-items?sort_by=name&sort_order=asc&limit=2&offset=2', { key: admin });
+      expect(second).to.deep.equal((byOffset.body.items as { name: string }[]).map((ci) => ci.name));
+      await page.getByRole('button', { name: 'Next →' }).click();
+      await page.waitForURL(/[?&]offset=4/);
+      await settled(page);
+      await page.getByRole('button', { name: '← Previous' }).click();
+      await page.waitForURL((target) => target.searchParams.get('offset') === '2' && !target.searchParams.has('cursor'));
+      await settled(page);
+      expect(await rowNames(page)).to.deep.equal(second);
+      await context.close();
+    });
+
     it('opens a CI and expands a change into a structural diff of its containers array, inline and side by side', async () => {
       const { context, page } = await signedIn(admin, '/inventory?filter=name%3Aeq%3Aweb&filter=ci_type%3Aeq%3Ak8s.deployment');
       await page.getByRole('link', { name: 'web', exact: true }).first().click();
