@@ -44,7 +44,7 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
         }));
       expect((await get(adminKey)).body.total).to.equal(2);
       expect((await get(bootstrap)).body.total).to.equal(2);
-      expect(await get(scoped.stdout.trim())).to.deep.equal({ status: 200, body: { items: [], total: 0, total_exact: true, offset: 0, limit: 50 } });
+      expect(await get(scoped.stdout.trim())).to.deep.equal({ status: 200, body: { items: [], total: 0, total_exact: true, offset: 0, limit: 50, has_more: false, next_cursor: null } });
 
       const live = await runCli(['keys', 'create', '--tier', 'ro', '--name', 'while-serving'], env());
       expect(live.code, live.stderr).to.equal(0);
