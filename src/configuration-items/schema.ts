@@ -48,7 +48,9 @@ export const CiListQuery = Type.Object({
     Type.String({
       minLength: 1,
       maxLength: 200,
-      description: 'Free text: CIs whose name contains it, in any case (`%` and `_` are plain characters). Namespace and CI type are filters.',
+      description:
+        'Free text: CIs whose name, namespace or CI type contains it, in any case (`%` and `_` are plain characters). ' +
+        'A tenant with more than 20 000 namespaces has only their first 20 000 (in order) searched.',
     }),
   ),
   source_id: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,18}$', description: 'Only CIs collected by this source.' })),

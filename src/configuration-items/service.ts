@@ -6,7 +6,7 @@ import { isExactTime } from '../query/exact-time.js';
 import { archiveWithHistory } from '../inventory/archive.js';
 import { parseFilters } from '../query/filters.js';
 import { CI_FILTERS, type CiListQuery } from './schema.js';
-import { findCiDetail, findVisibleCi, isCiVisible, listCis, TIME_SORTS, type CiDetailRow, type CiPage, type CiPosition } from './store.js';
+import { findCiDetail, findVisibleCi, isCiVisible, listCis, resolveText, TIME_SORTS, type CiDetailRow, type CiPage, type CiPosition } from './store.js';
 
 export type { CiDetailRow, CiPage, CiRow } from './store.js';
 
@@ -29,6 +29,7 @@ export async function listConfigurationItems(app: AppContext, principal: Princip
   const typeData = query.include_type_data && filters.some((f) => f.field === 'ci_type');
   const binding = listBinding(principal, query, status);
   const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
+  const text = query.q?.trim();
   const page = await listCis(
     app.sql,
     principal,
@@ -42,7 +43,7 @@ export async function listConfigurationItems(app: AppContext, principal: Princip
       after: cursor ? positionOf(cursor.key, query.sort_by) : undefined,
       total: cursor?.total,
       withTypeData: typeData,
-      text: query.q?.trim() || undefined,
+      text: text ? await resolveText(app.sql, principal.tenantId, text) : undefined,
       sourceId: query.source_id,
     },
     { countTimeoutMs: app.config.countTimeoutMs, embedded: app.database === 'embedded' },

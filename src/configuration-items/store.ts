@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
-import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
+import { and, columnsOf, or, visibleTo, type Fragment } from '../auth/scope.js';
 import type { Queryable } from '../db/database.js';
 import { countWithin, type CountSettings } from '../query/count.js';
 import { exactTime } from '../query/exact-time.js';
@@ -36,8 +36,8 @@ export interface CiListCriteria {
   withTypeData: boolean;
   /** The walk's exact total, carried by its cursor: counted once, on the first page. */
   total?: number;
-  /** Free text: names containing it, in any case. */
-  text?: string;
+  /** Free text: CIs whose name, namespace or type contains it, in any case (see `resolveText`). */
+  text?: ResolvedText;
   sourceId?: string;
 }
 
@@ -68,12 +68,8 @@ function conditions(sql: Sql, principal: Principal, criteria: Pick<CiListCriteri
     );
   }
   parts.push(...compileFilters(sql, criteria.filters));
-  // each arm has its index (the name's trigrams, the namespace's and the type's b-trees): the
-  // planner ORs their bitmaps instead of reading every CI
   if (criteria.sourceId !== undefined) parts.push(sql`ci.source_id = ${criteria.sourceId}::bigint`);
-  // the name's trigram index answers it; an OR with namespace or type equality was measured to
-  // lead the planner into walking the sort order instead (9 s at 1M CIs against 0.13 s)
-  if (criteria.text !== undefined) parts.push(sql`ci.name ilike ${`%${escapeLike(criteria.text)}%`}`);
+  if (criteria.text !== undefined) parts.push(textCondition(sql, criteria.text));
   return and(sql, parts);
 }
 
@@ -93,6 +89,54 @@ function following(sql: Sql, sortBy: string, order: 'asc' | 'desc', [value, ciId
   return order === 'asc' ? sql`(${inOrder} or ci.namespace is null)` : inOrder;
 }
 
+/** Free text with the namespaces and CI types that contain it, looked up beforehand. */
+export interface ResolvedText {
+  text: string;
+  namespaces: string[];
+  ciTypes: string[];
+}
+
+/**
+ * Every arm has an index (the name's trigrams, the namespace's and the type's b-trees), so the
+ * planner can OR their bitmaps. Namespaces and types are matched as the values found to contain the
+ * text: a substring match on their columns would have no index and read every CI.
+ */
+function textCondition(sql: Sql, { text, namespaces, ciTypes }: ResolvedText): Fragment {
+  const arms = [sql`ci.name ilike ${`%${escapeLike(text)}%`}`];
+  if (namespaces.length > 0) arms.push(sql`ci.namespace = any(${namespaces}::text[])`);
+  if (ciTypes.length > 0) arms.push(sql`ci.ci_type = any(${ciTypes}::text[])`);
+  return or(sql, arms);
+}
+
+/** More distinct namespaces than this are not walked for a free-text search: the name alone is searched beyond it. */
+const NAMESPACE_WALK_LIMIT = 20_000;
+
+/**
+ * The tenant's namespaces and CI types that contain the text, in any case. Types come from the CI
+ * counts (a few rows per instance and type); namespaces from a walk over the namespace index that
+ * reads one entry per distinct namespace, not one per CI. Data scopes are not applied here: these
+ * values only widen the search, whose rows are scoped as every list's are.
+ */
+export async function resolveText(sql: Sql, tenantId: string, text: string): Promise<ResolvedText> {
+  const pattern = `%${escapeLike(text)}%`;
+  const [namespaces, ciTypes] = await Promise.all([
+    sql<{ namespace: string }[]>`
+      with recursive walk(namespace, steps) as (
+        (select namespace, 1 from configuration_items where tenant_id = ${tenantId} and namespace is not null order by namespace limit 1)
+        union all
+        select (select c.namespace from configuration_items c
+                where c.tenant_id = ${tenantId} and c.namespace > walk.namespace order by c.namespace limit 1), steps + 1
+        from walk where walk.namespace is not null and steps < ${NAMESPACE_WALK_LIMIT}
+      )
+      select namespace from walk where namespace ilike ${pattern}`,
+    sql<{ ci_type: string }[]>`
+      select ci_type from ci_counts where tenant_id = ${tenantId} and ci_type ilike ${pattern}
+      union
+      select ci_type from ci_count_deltas where tenant_id = ${tenantId} and ci_type ilike ${pattern}`,
+  ]);
+  return { text, namespaces: namespaces.map((r) => r.namespace), ciTypes: ciTypes.map((r) => r.ci_type) };
+}
+
 export interface CiPage {
   rows: CiRow[];
   /** The position of the page's last row, for the next page's cursor; absent when no rows follow. */
@@ -104,35 +148,38 @@ export interface CiPage {
   totalExact: boolean;
 }
 
+/** Below this many matches a free-text page sorts its matches instead of walking the sort order (see listCis). */
+const SORT_MATCHES_UP_TO = 50_000;
+
+/** How many CIs match: carried by a cursor, from the CI counts where they answer, else counted under the timeout. */
+function countMatches(sql: Sql, principal: Principal, criteria: CiListCriteria, where: Fragment, counting: CountSettings): Promise<{ total: number; exact: boolean }> {
+  if (criteria.total !== undefined) return Promise.resolve({ total: criteria.total, exact: true });
+  if (countable(criteria.filters) && criteria.text === undefined && criteria.sourceId === undefined) {
+    return countCis(sql, principal, criteria.statuses, criteria.filters).then((total) => ({ total, exact: true }));
+  }
+  // the count joins last_seen only when a filter needs it: it is a 1:1 join that changes nothing else
+  const join = criteria.filters.some((f) => f.field === 'last_seen') ? sql`join ci_last_seen ls on ls.ci_id = ci.ci_id` : sql``;
+  return countWithin(sql, sql`select 1 from configuration_items ci ${join} where ${where}`, counting.countTimeoutMs, counting.embedded);
+}
+
 /**
  * One page of the CIs the principal may see, and how many match. A list filtered only by status
  * and type is counted from the CI counts, exactly, at the cost of a few rows; any other filter set
  * is counted under the count timeout, beyond which the planner's estimate is reported.
+ *
+ * A free-text search is counted first. Given a LIMIT, the planner likes to walk an index in the
+ * sort order and test each CI against the text, expecting matches spread evenly; matches bunched
+ * at the far end of the order (every `node-*` name when sorting by name descending) made that a
+ * read of the whole inventory, 2.5 s at 1M CIs. A few thousand matches are cheaper found through
+ * the text's indexes and sorted, so below SORT_MATCHES_UP_TO the sort key is written in a form no
+ * index offers (20 ms for the same page); above it, matches are dense enough for the walk.
  */
 export async function listCis(sql: Sql, principal: Principal, criteria: CiListCriteria, counting: CountSettings): Promise<CiPage> {
   const where = conditions(sql, principal, criteria);
-  const after = criteria.after ? following(sql, criteria.sortBy, criteria.sortOrder, criteria.after) : undefined;
-  const direction = criteria.sortOrder === 'asc' ? sql`asc` : sql`desc`;
-  const sortColumn = SORT_COLUMNS[criteria.sortBy] ?? 'ci.created_at';
-  const position = TIME_SORTS.has(criteria.sortBy) ? exactTime(sql, sortColumn) : sql`${sql(sortColumn)}::text`;
-  // the count joins last_seen only when a filter needs it: it is a 1:1 join that changes nothing else
-  const countJoin = criteria.filters.some((f) => f.field === 'last_seen') ? sql`join ci_last_seen ls on ls.ci_id = ci.ci_id` : sql``;
-  const [rows, count] = await Promise.all([
-    sql<(CiRow & { position: string | null })[]>`
-      select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, ls.last_seen,
-             ci.created_at, ci.updated_at, ci.source_id::text as source_id, ci.scope_id,
-             ${criteria.withTypeData ? sql`${typeDataWithMetrics(sql)} as type_data` : sql`ci.raw_data`},
-             ${position} as position
-      from configuration_items ci join ci_last_seen ls on ls.ci_id = ci.ci_id
-      where ${after ? and(sql, [where, after]) : where}
-      order by ${sql(sortColumn)} ${direction}, ci.ci_id ${direction}
-      limit ${criteria.limit + 1} offset ${after ? 0 : criteria.offset}`,
-    criteria.total !== undefined
-      ? { total: criteria.total, exact: true }
-      : countable(criteria.filters) && criteria.text === undefined && criteria.sourceId === undefined
-      ? countCis(sql, principal, criteria.statuses, criteria.filters).then((total) => ({ total, exact: true }))
-      : countWithin(sql, sql`select 1 from configuration_items ci ${countJoin} where ${where}`, counting.countTimeoutMs, counting.embedded),
-  ]);
+  const counted = countMatches(sql, principal, criteria, where, counting);
+  const known = criteria.text === undefined ? undefined : await counted;
+  const sortMatches = known !== undefined && known.exact && known.total <= SORT_MATCHES_UP_TO;
+  const [rows, count] = await Promise.all([pageRows(sql, criteria, where, sortMatches), counted]);
   const hasMore = rows.length > criteria.limit;
   const page = (hasMore ? rows.slice(0, criteria.limit) : rows).map(({ position: _, ...row }) => row);
   const last = hasMore ? rows[criteria.limit - 1]! : undefined;
@@ -143,6 +190,25 @@ export async function listCis(sql: Sql, principal: Principal, criteria: CiListCr
     total: count.total,
     totalExact: count.exact,
   };
+}
+
+/** The page's rows, with one more to tell whether more follow, each with its keyset position. */
+function pageRows(sql: Sql, criteria: CiListCriteria, where: Fragment, sortMatches: boolean) {
+  const after = criteria.after ? following(sql, criteria.sortBy, criteria.sortOrder, criteria.after) : undefined;
+  const direction = criteria.sortOrder === 'asc' ? sql`asc` : sql`desc`;
+  const sortColumn = SORT_COLUMNS[criteria.sortBy] ?? 'ci.created_at';
+  const position = TIME_SORTS.has(criteria.sortBy) ? exactTime(sql, sortColumn) : sql`${sql(sortColumn)}::text`;
+  // the same order, in a form no index has: `|| ''` and `+ interval '0'` change no value
+  const unindexed = TIME_SORTS.has(criteria.sortBy) ? sql`(${sql(sortColumn)} + interval '0')` : sql`(${sql(sortColumn)} || '')`;
+  return sql<(CiRow & { position: string | null })[]>`
+    select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, ls.last_seen,
+           ci.created_at, ci.updated_at, ci.source_id::text as source_id, ci.scope_id,
+           ${criteria.withTypeData ? sql`${typeDataWithMetrics(sql)} as type_data` : sql`ci.raw_data`},
+           ${position} as position
+    from configuration_items ci join ci_last_seen ls on ls.ci_id = ci.ci_id
+    where ${after ? and(sql, [where, after]) : where}
+    order by ${sortMatches ? unindexed : sql(sortColumn)} ${direction}, ci.ci_id ${direction}
+    limit ${criteria.limit + 1} offset ${after ? 0 : criteria.offset}`;
 }
 
 /** type_data as stored plus the metrics kept beside last_seen (`ls`), as collectors sent it. */

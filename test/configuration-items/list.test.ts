@@ -166,12 +166,17 @@ describe('GET /api/v1/configuration-items', () => {
     });
   }
 
-  it('finds by free text: a name containing it in any case; % and _ are plain text', async () => {
+  it('finds by free text: a name, namespace or CI type containing it in any case; % and _ are plain text', async () => {
     expect(await names('q=WEB')).to.deep.equal(['alpha-web', 'gamma_web%']);
-    expect(await names('q=prod')).to.deep.equal([]);
     expect(await names('q=%25')).to.deep.equal(['gamma_web%']);
     expect(await names('q=_')).to.deep.equal(['gamma_web%']);
-    expect(await names('q=pro')).to.deep.equal([]);
+    expect(await names('q=PRO')).to.deep.equal(['alpha-web', 'delta']);
+    expect(await names('q=stag')).to.deep.equal(['Beta-db']);
+    expect(await names('q=deploy')).to.deep.equal(['Beta-db']);
+    expect(await names('q=k8s.n')).to.deep.equal(['gamma_web%']);
+    expect(await names('q=db')).to.deep.equal(['Beta-db']);
+    expect(await names('q=nothing-like-it')).to.deep.equal([]);
+    expect(await names('q=prod&filter=ci_type:eq:k8s.pod&sort_by=name')).to.deep.equal(['alpha-web', 'delta']);
     const counted = await app.current.get('/api/v1/configuration-items?status=all&q=web', key);
     expect(counted.body).to.include({ total: 2, total_exact: true });
     expect((await app.current.get('/api/v1/configuration-items?q=', key)).status).to.equal(422);

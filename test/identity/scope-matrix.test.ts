@@ -189,10 +189,13 @@ const MATRIX: Record<string, MatrixRoute> = {
   },
   'GET /api/v1/configuration-items': {
     async check(world, who, allowed) {
-      const reply = await world.app.get('/api/v1/configuration-items?status=all&limit=100', who.key);
-      if (await expectRefused(reply, who, allowed)) return;
-      expect(sorted(reply.body.items.map((ci: { ci_id: string }) => ci.ci_id)), who.name).to.deep.equal(visibleIds(world, who));
-      expect(reply.body.total, who.name).to.equal(who.sees!.length);
+      // the free text matches every CI's namespace: namespaces of other scopes widen no one's view
+      for (const query of ['', '&q=DEFAU']) {
+        const reply = await world.app.get(`/api/v1/configuration-items?status=all&limit=100${query}`, who.key);
+        if (await expectRefused(reply, who, allowed)) return;
+        expect(sorted(reply.body.items.map((ci: { ci_id: string }) => ci.ci_id)), `${who.name}${query}`).to.deep.equal(visibleIds(world, who));
+        expect(reply.body.total, who.name).to.equal(who.sees!.length);
+      }
     },
   },
   'GET /api/v1/configuration-items/{ci_id}': {

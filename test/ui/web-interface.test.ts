@@ -232,7 +232,7 @@ describeWith(existsSync(CHROMIUM))(
     it('searches names, narrows to a source, and shows where each CI comes from and when, one way for every time', async () => {
       const { context, page } = await signedIn(admin, '/inventory');
       await page.getByRole('table', { name: 'Configuration items' }).waitFor();
-      await page.getByLabel('Search names').fill('WEB');
+      await page.getByLabel('Search names, namespaces and types').fill('WEB');
       await page.getByRole('button', { name: 'Search', exact: true }).click();
       await page.waitForURL(/[?&]q=WEB/);
       await settled(page);

@@ -24,7 +24,7 @@ export default function Inventory({ place }: ViewProps) {
       <SavedViews view="inventory" params={params} />
       <StatusTabs status={view.status} />
       <div class="toolbar">
-        <SearchBox q={view.q} label="Search names" id="ci-query" formClass="inline" maxLength={200} />
+        <SearchBox q={view.q} label="Search names, namespaces and types" id="ci-query" formClass="inline" maxLength={200} />
         <SelectField
           label="Source"
           value={view.sourceId}
