@@ -188,6 +188,8 @@ describeWith(existsSync(CHROMIUM))(
       const { context, page } = await signedIn(admin);
       await page.getByLabel('Field').selectOption('raw_data');
       await page.getByLabel('Path').fill('spec.nodeName');
+      // the API matches `like` as "contains", % and _ included as plain characters: the label says so
+      expect(await page.getByLabel('Operator').locator('option[value="like"]').innerText()).to.equal('contains (same case)');
       await page.getByLabel('Operator').selectOption('eq');
       await page.getByLabel('Value').fill('node-1');
       await page.getByRole('button', { name: 'Add filter' }).click();
@@ -477,6 +479,39 @@ describeWith(existsSync(CHROMIUM))(
       expect(result).to.include('unresolved');
       expect(result).to.not.include('[object');
       await context.close();
+    });
+
+    it('creates an svc key with ticked permissions and sources, offering a scoped key only its own rights', async () => {
+      const { context, page } = await signedIn(admin, '/admin/keys');
+      await page.getByLabel('Name').fill('east reader');
+      await page.getByLabel('Tier').selectOption('svc');
+      await page.getByText('Nothing chosen: the key would see no data.').waitFor();
+      await page.getByRole('group', { name: 'Permissions' }).getByLabel('configuration_items:read').check();
+      await page.getByRole('group', { name: 'Data it may see' }).getByLabel('east (every instance)').check();
+      await checkView(page, 'admin-key-rights');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      const secret = await page.getByTestId('secret').innerText();
+      const keys = (await app.get('/api/v1/api-keys', admin)).body as { name: string; permissions: string[]; scopes: unknown }[];
+      const made = keys.find((key) => key.name === 'east reader')!;
+      expect(made.permissions).to.deep.equal(['configuration_items:read']);
+      expect(made.scopes).to.deep.equal([{ source_id: String(sources[0]!.id), scope_id: null }]);
+      const seen = (await app.get('/api/v1/configuration-items?limit=1000', secret)).body.items as { source_id: number }[];
+      expect(seen.length).to.be.greaterThan(0);
+      expect(new Set(seen.map((ci) => ci.source_id))).to.deep.equal(new Set([sources[0]!.id]));
+      await context.close();
+
+      const keeper = await createKey(app.sql, 'svc', {
+        permissions: ['api_keys:read', 'api_keys:write', 'changes:read'],
+        scopes: [{ sourceId: String(sources[1]!.id), scopeId: 'west' }],
+      });
+      const bounded = await signedIn(keeper, '/admin/keys');
+      await bounded.page.getByLabel('Tier').selectOption('svc');
+      const offered = await bounded.page.getByRole('group', { name: 'Permissions' }).getByRole('checkbox').evaluateAll((boxes) => boxes.map((box) => box.parentElement!.textContent!.trim()));
+      expect(offered).to.deep.equal(['api_keys:read', 'api_keys:write', 'changes:read']);
+      const places = await bounded.page.getByRole('group', { name: 'Data it may see' }).getByRole('checkbox').count();
+      expect(places).to.equal(1);
+      await bounded.page.getByRole('group', { name: 'Data it may see' }).getByLabel(/· west$/).waitFor();
+      await bounded.context.close();
     });
 
     it('creates a token for a token-only user with the secret shown once, and revokes it', async () => {

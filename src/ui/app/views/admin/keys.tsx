@@ -5,6 +5,7 @@ import { DataTable } from '../../components/data-table';
 import { SelectField, TextField } from '../../components/fields';
 import { Empty, Secret, Show, useLoad } from '../../components/states';
 import { CreateForm, RevokeButton } from './controls';
+import { PermissionsPicker, ScopesPicker, type ScopeChoice } from './rights-picker';
 
 interface ApiKey {
   id: string;
@@ -36,7 +37,7 @@ export function Keys({ me }: { me: Me }) {
     <section aria-labelledby="keys-heading">
       <h2 id="keys-heading">API keys</h2>
       {secret ? <Secret value={secret} onDone={() => setSecret(undefined)} /> : null}
-      {mayWrite ? <KeyForm created={created} /> : null}
+      {mayWrite ? <KeyForm me={me} created={created} /> : null}
       <Show loaded={loaded} what="API keys">
         {(keys) => (keys.length === 0 ? <Empty>No API keys.</Empty> : <KeysTable keys={keys} revoked={mayWrite ? loaded.reload : undefined} />)}
       </Show>
@@ -44,22 +45,36 @@ export function Keys({ me }: { me: Me }) {
   );
 }
 
-/** A new key; `created` hears its secret, which the API answers only this once. */
-function KeyForm({ created }: { created: (key: string) => void }) {
+/**
+ * A new key; `created` hears its secret, which the API answers only this once. An `svc` key holds
+ * what is ticked here, chosen among the signed-in principal's own rights.
+ */
+function KeyForm({ me, created }: { me: Me; created: (key: string) => void }) {
   const [name, setName] = useState('');
   const [tier, setTier] = useState('ro');
+  const [permissions, setPermissions] = useState<string[]>([]);
+  const [scopes, setScopes] = useState<ScopeChoice[]>([]);
   return (
     <CreateForm
       label="Create an API key"
       submit="Create key"
       onSubmit={async () => {
-        const answer = await api<{ key: string }>('/api/v1/api-keys', { method: 'POST', body: { name, tier } });
+        const rights = tier === 'svc' ? { permissions, scopes } : {};
+        const answer = await api<{ key: string }>('/api/v1/api-keys', { method: 'POST', body: { name, tier, ...rights } });
         created(answer.key);
         setName('');
+        setPermissions([]);
+        setScopes([]);
       }}
     >
       <TextField label="Name" required value={name} onValue={setName} />
       <SelectField label="Tier" value={tier} onValue={setTier} choices={TIERS} />
+      {tier === 'svc' ? (
+        <div class="rights-pickers">
+          <PermissionsPicker me={me} chosen={permissions} onChange={setPermissions} />
+          <ScopesPicker me={me} chosen={scopes} onChange={setScopes} />
+        </div>
+      ) : null}
     </CreateForm>
   );
 }

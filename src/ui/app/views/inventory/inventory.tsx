@@ -5,7 +5,8 @@ import { FilterBuilder } from '../../components/filter-builder';
 import { SearchBox, SelectField } from '../../components/fields';
 import { Empty, ErrorBox, Pager, Show } from '../../components/states';
 import { ColumnPicker } from './column-picker';
-import { useInventoryExport, useInventoryQuery, useSourceNames } from './query';
+import { useSourceNames } from '../../components/source-names';
+import { useInventoryExport, useInventoryQuery } from './query';
 import { CiTable } from './table';
 
 const STATUSES = ['active', 'inactive', 'archived', 'all'] as const;

@@ -82,14 +82,6 @@ export function useInventoryQuery(params: URLSearchParams) {
   return { ...view, loaded, suggestions };
 }
 
-/** The sources the caller may see, by id, to name each row's origin; none without `sources:read`. */
-export function useSourceNames() {
-  const loaded = useLoad('inventory-sources', (signal) =>
-    api<{ items: { id: number; name: string }[] }>('/api/v1/sources', { query: { limit: 500 }, signal }).catch(() => ({ items: [] })),
-  );
-  return useMemo(() => new Map((loaded.data?.items ?? []).map((source) => [source.id, source.name])), [loaded.data]);
-}
-
 /** The whole view (every page, not only the one shown) as a CSV download, with its added columns; `progress` counts the rows fetched. */
 export function useInventoryExport(query: CiQuery, columns: string[]) {
   const action = useAction();
