@@ -92,7 +92,11 @@ export const Stats = Type.Object(
     }),
     time_range: Type.Object(
       { start: Timestamp(), end: Timestamp() },
-      { description: 'The window covered; without start_date its end is the last refresh of the pre-aggregate.' },
+      {
+        description:
+          'The window covered; without start_date its end is the last refresh of the pre-aggregate. A window reaching back ' +
+          'before the retained history (CINV_CHANGE_RETENTION) starts where the history does.',
+      },
     ),
     series: Type.Array(
       Type.Composite([Type.Object({ bucket_start: Timestamp() }), TypeCounts]),

@@ -13,6 +13,7 @@ import { openChangeExport } from './csv.js';
 import { CHANGE_FILTERS, type ChangeListQuery, type CiChangesQuery } from './schema.js';
 import type { SearchQuery, StatsQuery } from './search-schema.js';
 import { isExactTime } from '../query/exact-time.js';
+import { historyCoversSince } from '../history/retention.js';
 
 export type { ChangeRow } from '../history/store.js';
 
@@ -108,9 +109,16 @@ export async function searchChanges(app: AppContext, principal: Principal, query
   return { ...result, tookMs: Math.round(performance.now() - started) };
 }
 
-/** Statistics of a window (the pre-aggregate's default window, or the full history of the one asked). */
-export function changeStatistics(app: AppContext, principal: Principal, query: StatsQuery) {
-  return app.search.stats(principal, { ...dateWindow(query.start_date, query.end_date), groupBy: query.group_by });
+/**
+ * Statistics of a window (the pre-aggregate's default window, or the full history of the one asked).
+ * A window reaching back before the retained history says so: `time_range` starts where history does.
+ */
+export async function changeStatistics(app: AppContext, principal: Principal, query: StatsQuery) {
+  const stats = await app.search.stats(principal, { ...dateWindow(query.start_date, query.end_date), groupBy: query.group_by });
+  const since = historyCoversSince(app.config.changeRetention, app.now());
+  if (since === null || Date.parse(stats.time_range.start) >= since.getTime()) return stats;
+  const start = since.getTime() > Date.parse(stats.time_range.end) ? stats.time_range.end : since.toISOString();
+  return { ...stats, time_range: { ...stats.time_range, start } };
 }
 
 /** Folds the change records written since the last refresh into the statistics pre-aggregate. */

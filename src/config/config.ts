@@ -53,6 +53,8 @@ export interface Config {
   indexerPollMs: number;
   /** Audit events older than this are removed by the sweep. */
   auditRetentionMs: number;
+  /** How long change records are kept; null keeps them forever (CINV_CHANGE_RETENTION=0). */
+  changeRetention: ChangeRetention;
   /** How long a sign-in session lasts without use; every use moves it on (rolling). */
   sessionTtlMs: number;
   /** Single sign-on; undefined when CINV_OIDC_ISSUER is unset. */
@@ -267,6 +269,34 @@ function rateLimitOverrides(env: Env): RateLimitOverride[] {
   return overrides.sort((a, b) => b.prefix.length - a.prefix.length);
 }
 
+/** How long change records are kept, by default and per CI type; null is forever. */
+export interface ChangeRetention {
+  defaultMs: number | null;
+  /** CI type → its own retention, shorter or longer than the default. */
+  byType: ReadonlyMap<string, number | null>;
+}
+
+/** A retention: a duration, or `0` for forever. */
+function retentionOf(name: string, raw: string): number | null {
+  if (raw.trim() === '0') return null;
+  const ms = parseDuration(raw.trim());
+  if (ms === undefined || ms <= 0) throw new ConfigError(name, `expected a duration such as 90d or 400d, or 0 to keep forever, got "${raw.trim()}"`);
+  return ms;
+}
+
+function changeRetention(env: Env): ChangeRetention {
+  const defaultMs = retentionOf('CINV_CHANGE_RETENTION', env.CINV_CHANGE_RETENTION || '400d');
+  const byType = new Map<string, number | null>();
+  for (const part of (env.CINV_CHANGE_RETENTION_OVERRIDES ?? '').split(',')) {
+    if (!part.trim()) continue;
+    const match = /^\s*([a-z0-9][a-z0-9_.-]*)\s*=\s*(\S+)\s*$/i.exec(part);
+    if (!match) throw new ConfigError('CINV_CHANGE_RETENTION_OVERRIDES', `"${part.trim()}": expected CI_TYPE=DURATION (or CI_TYPE=0 for forever)`);
+    if (byType.has(match[1]!)) throw new ConfigError('CINV_CHANGE_RETENTION_OVERRIDES', `"${match[1]}" is given twice`);
+    byType.set(match[1]!, retentionOf('CINV_CHANGE_RETENTION_OVERRIDES', match[2]!));
+  }
+  return { defaultMs, byType };
+}
+
 function redisUrl(env: Env): string | undefined {
   const raw = env.REDIS_URL || undefined;
   if (raw !== undefined && !/^rediss?:\/\//.test(raw)) throw new ConfigError('REDIS_URL', 'must start with redis:// or rediss://');
@@ -323,6 +353,7 @@ export function loadConfig(env: Env = process.env): Config {
     indexerMaxAttempts: integer(env, 'CINV_INDEXER_MAX_ATTEMPTS', 5, 1, 1000),
     indexerPollMs: duration(env, 'CINV_INDEXER_POLL_INTERVAL', '2s'),
     auditRetentionMs: duration(env, 'CINV_AUDIT_RETENTION', '365d'),
+    changeRetention: changeRetention(env),
     sessionTtlMs: duration(env, 'CINV_SESSION_TTL', '24h'),
     oidc: oidcConfig(env),
     rateLimit: integer(env, 'CINV_RATE_LIMIT', 100, 1, 1_000_000),

@@ -3,11 +3,15 @@ import { trimAuditEvents } from '../audit/store.js';
 import { trimExpiredSessions } from '../auth/sessions.js';
 import { foldCiCounts } from '../configuration-items/counts.js';
 import type { AppContext } from '../context.js';
+import { trimChangeHistory } from '../history/retention.js';
 import { lifecycleSettings, sweepLifecycle, trimOutbox } from './sweep.js';
 
 const OUTBOX_MAX_AGE_MS = 24 * 3_600_000;
 
-/** One sweep: lifecycle moves, outbox trimming, folding the CI count deltas. Errors are logged, never thrown. */
+/**
+ * One sweep: lifecycle moves, outbox trimming, folding the CI count deltas, expiring audit events and
+ * change history past their retention. Errors are logged, never thrown.
+ */
 export async function runSweep(app: AppContext): Promise<void> {
   const { config, logger } = app;
   const started = Date.now();
@@ -19,9 +23,19 @@ export async function runSweep(app: AppContext): Promise<void> {
     // the CI count deltas of every write since the last sweep are added up, so list totals stay cheap
     const folded = await foldCiCounts(app.sql);
     const auditTrimmed = await trimAuditEvents(app.sql, new Date(now.getTime() - config.auditRetentionMs), config.sweepBatchSize);
+    const history = await trimChangeHistory(app.sql, config.changeRetention, now, config.sweepBatchSize);
     const sessionsEnded = await trimExpiredSessions(app.sql, now);
     logger.info(
-      { ...result, outboxTrimmed: trimmed, countDeltasFolded: folded, auditTrimmed, sessionsEnded, ms: Date.now() - started },
+      {
+        ...result,
+        outboxTrimmed: trimmed,
+        countDeltasFolded: folded,
+        auditTrimmed,
+        changesExpired: history.records,
+        statsBucketsExpired: history.buckets,
+        sessionsEnded,
+        ms: Date.now() - started,
+      },
       'lifecycle sweep done',
     );
   } catch (error) {

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { defineRoute, type AnyRoute, type AppContext } from '../context.js';
 import { notFound } from '../errors.js';
 import type { LoadShedder } from '../http/load.js';
-import { JsonObject, Timestamp } from '../http/schemas.js';
+import { JsonObject, Nullable, Timestamp } from '../http/schemas.js';
+import { historyCoversSince } from '../history/retention.js';
 import { metricsRegistry } from '../observability/metrics.js';
 
 const tags = ['System'];
@@ -54,11 +55,37 @@ const RateLimitCheck = Type.Object(
   { description: 'Where request limits are counted: `redis` (shared by replicas; `degraded` while unreachable, when each process counts alone) or `memory`.' },
 );
 
+const Days = Nullable(Type.Number({ description: 'Days; null keeps forever.' }));
+
+const HistoryCoverage = Type.Object(
+  {
+    covers_since: Nullable(Timestamp('The earliest moment from which every change is still kept; null when all history is kept forever.')),
+    retention: Type.Object({
+      default_days: Days,
+      by_ci_type: Type.Record(Type.String(), Days, { description: 'CINV_CHANGE_RETENTION_OVERRIDES.' }),
+    }),
+  },
+  { description: 'What the change history covers (CINV_CHANGE_RETENTION); the sweep removes what is older (beyond the spec).' },
+);
+
 const Health = Type.Object({
   status: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]),
   timestamp: Timestamp(),
   checks: Type.Object({ database: DatabaseCheck, rate_limits: RateLimitCheck }),
+  history: HistoryCoverage,
 });
+
+const DAY_MS = 86_400_000;
+const daysOf = (ms: number | null) => (ms === null ? null : ms / DAY_MS);
+
+function historyCoverage(app: AppContext): Static<typeof HistoryCoverage> {
+  const retention = app.config.changeRetention;
+  const since = historyCoversSince(retention, app.now());
+  return {
+    covers_since: since ? since.toISOString() : null,
+    retention: { default_days: daysOf(retention.defaultMs), by_ci_type: Object.fromEntries([...retention.byType].map(([type, ms]) => [type, daysOf(ms)])) },
+  };
+}
 
 const Readiness = Type.Object({
   status: Type.Union([Type.Literal('ready'), Type.Literal('saturated'), Type.Literal('unavailable')]),
@@ -110,7 +137,12 @@ const health = defineRoute({
     const ok = database.status === 'ok';
     ctx.status = ok ? 200 : 503;
     ctx.set('Cache-Control', 'no-store');
-    return { status: ok ? 'ok' : 'unavailable', timestamp: new Date().toISOString(), checks: { database, rate_limits: app.limits.state() } };
+    return {
+      status: ok ? 'ok' : 'unavailable',
+      timestamp: new Date().toISOString(),
+      checks: { database, rate_limits: app.limits.state() },
+      history: historyCoverage(app),
+    };
   },
 });
 

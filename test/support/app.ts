@@ -55,6 +55,9 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     // a test process runs many apps and its own heavy work on one loop: its lag says nothing about
     // the server under test, so shedding on it is off unless a test sets it
     shedEventLoopDelayMs: 0,
+    // fixtures are written at fixed dates while the clock is the real one: a retention would expire
+    // them as the calendar moves on. The retention suite sets its own
+    changeRetention: { defaultMs: null, byType: new Map() },
     ...overrides,
   };
 }

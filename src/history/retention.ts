@@ -1,0 +1,97 @@
+import type { ChangeRetention } from '../config/config.js';
+import type { Sql } from '../db/database.js';
+
+const HOUR_MS = 3_600_000;
+
+/** One horizon: records of these types (or of every type but `except`) changed before `before` expire. */
+interface Horizon {
+  before: Date;
+  ciType?: string;
+  except: string[];
+}
+
+/** The horizons at `now`: the default one for the types without an override, one per overridden type. Forever has none. */
+export function horizonsAt(retention: ChangeRetention, now: Date): Horizon[] {
+  const overridden = [...retention.byType.keys()];
+  const horizons: Horizon[] = [];
+  if (retention.defaultMs !== null) horizons.push({ before: new Date(now.getTime() - retention.defaultMs), except: overridden });
+  for (const [ciType, ms] of retention.byType) {
+    if (ms !== null) horizons.push({ before: new Date(now.getTime() - ms), ciType, except: [] });
+  }
+  return horizons;
+}
+
+/**
+ * The earliest moment whose changes are all still kept: the default horizon, or an overridden
+ * type's when it is later. Null when every type is kept forever.
+ */
+export function historyCoversSince(retention: ChangeRetention, now: Date): Date | null {
+  const horizons = horizonsAt(retention, now);
+  if (horizons.length === 0) return null;
+  return new Date(Math.max(...horizons.map((h) => h.before.getTime())));
+}
+
+/** The moment before which no type keeps anything: the hours before it hold no change at all. Null when some type keeps forever. */
+function emptyBefore(retention: ChangeRetention, now: Date): Date | null {
+  const all = [retention.defaultMs, ...retention.byType.values()];
+  if (all.some((ms) => ms === null)) return null;
+  return new Date(now.getTime() - Math.max(...(all as number[])));
+}
+
+/** Whole hours before a moment: a statistics bucket ends within it only if it started an hour earlier. */
+const wholeHoursBefore = (moment: Date) => new Date(moment.getTime() - HOUR_MS);
+
+export interface TrimmedHistory {
+  records: number;
+  buckets: number;
+}
+
+/**
+ * Removes the change records past their retention, with their statistics: the hourly buckets of
+ * the expired types, and the distinct-CI figures of hours in which no type keeps anything. Deletes
+ * in batches of `batchSize`, each its own statement, so ingest and reads go on beside it.
+ */
+export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, now: Date, batchSize: number): Promise<TrimmedHistory> {
+  const horizons = horizonsAt(retention, now);
+  const trimmed: TrimmedHistory = { records: 0, buckets: 0 };
+  if (horizons.length === 0) return trimmed;
+  const tenants = await sql<{ id: string }[]>`select id from tenants`;
+  for (const { id: tenantId } of tenants) {
+    for (const horizon of horizons) {
+      trimmed.records += await trimRecords(sql, tenantId, horizon, batchSize);
+      trimmed.buckets += (await sql`
+        delete from change_stats_buckets
+        where tenant_id = ${tenantId} and bucket < ${wholeHoursBefore(horizon.before)}
+          and ${horizon.ciType === undefined ? sql`ci_type <> all(${horizon.except}::text[])` : sql`ci_type = ${horizon.ciType}`}`).count;
+    }
+    const empty = emptyBefore(retention, now);
+    // every CI's latest hour is counted in its hour's distinct-CI row: without such a row past the
+    // horizon there is no CI to forget, and the latest hours (which have no index) are not read
+    if (empty) {
+      const expired = await sql`delete from change_stats_affected where tenant_id = ${tenantId} and bucket < ${wholeHoursBefore(empty)}`;
+      if (expired.count > 0) await sql`delete from change_stats_ci_last where tenant_id = ${tenantId} and last_bucket < ${wholeHoursBefore(empty)}`;
+    }
+  }
+  return trimmed;
+}
+
+/** One horizon's expired records of one tenant, oldest first, a batch per statement, with their statistics queue entries. */
+async function trimRecords(sql: Sql, tenantId: string, horizon: Horizon, batchSize: number): Promise<number> {
+  const types = horizon.ciType === undefined ? sql`ci_type <> all(${horizon.except}::text[])` : sql`ci_type = ${horizon.ciType}`;
+  let removed = 0;
+  for (;;) {
+    const [row] = await sql<{ removed: number }[]>`
+      with doomed as (
+        select id from change_records
+        where tenant_id = ${tenantId} and changed_at < ${horizon.before} and ${types}
+        order by changed_at, id limit ${batchSize}
+      ), gone as (
+        delete from change_records cr using doomed where cr.id = doomed.id returning cr.id
+      ), unqueued as (
+        delete from change_stats_queue q using gone where q.change_id = gone.id
+      )
+      select count(*)::int as removed from gone`;
+    removed += row?.removed ?? 0;
+    if ((row?.removed ?? 0) < batchSize) return removed;
+  }
+}
