@@ -3,8 +3,8 @@ import type { Sql } from '../db/database.js';
 
 const HOUR_MS = 3_600_000;
 
-/** One horizon: records of these types (or of every type but `except`) changed before `before` expire. */
-interface Horizon {
+/** One horizon: records of `ciType` (or, without it, of every type but `except`) changed before `before` expire. */
+export interface Horizon {
   before: Date;
   ciType?: string;
   except: string[];

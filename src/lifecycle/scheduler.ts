@@ -3,7 +3,7 @@ import { trimAuditEvents } from '../audit/store.js';
 import { trimExpiredSessions } from '../auth/sessions.js';
 import { foldCiCounts } from '../configuration-items/counts.js';
 import type { AppContext } from '../context.js';
-import { trimChangeHistory } from '../history/retention.js';
+import { horizonsAt, trimChangeHistory } from '../history/retention.js';
 import { lifecycleSettings, sweepLifecycle, trimOutbox } from './sweep.js';
 
 const OUTBOX_MAX_AGE_MS = 24 * 3_600_000;
@@ -24,6 +24,11 @@ export async function runSweep(app: AppContext): Promise<void> {
     const folded = await foldCiCounts(app.sql);
     const auditTrimmed = await trimAuditEvents(app.sql, new Date(now.getTime() - config.auditRetentionMs), config.sweepBatchSize);
     const history = await trimChangeHistory(app.sql, config.changeRetention, now, config.sweepBatchSize);
+    // the search copies follow the records; an unreachable cluster is tried again by the next sweep
+    const searchExpired = await app.search.expire(horizonsAt(config.changeRetention, now)).catch((error: unknown) => {
+      logger.warn({ err: error }, 'expiring search documents failed');
+      return 0;
+    });
     const sessionsEnded = await trimExpiredSessions(app.sql, now);
     logger.info(
       {
@@ -33,6 +38,7 @@ export async function runSweep(app: AppContext): Promise<void> {
         auditTrimmed,
         changesExpired: history.records,
         statsBucketsExpired: history.buckets,
+        searchDocumentsExpired: searchExpired,
         sessionsEnded,
         ms: Date.now() - started,
       },

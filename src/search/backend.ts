@@ -4,6 +4,7 @@ import type { ParsedFilter } from '../query/filters.js';
 import type { Match } from './highlight.js';
 import type { ParsedQuery } from '../query/text-query.js';
 import type { ChangeStats, RefreshResult, StatsRequest } from '../history/stats-model.js';
+import type { Horizon } from '../history/retention.js';
 
 /** The time bounds of a search or an explicit statistics window. */
 export interface TimeWindow {
@@ -50,6 +51,11 @@ export interface SearchBackend {
   /** Brings the statistics pre-aggregate up to date (ChangeStatistics, whichever the backend). */
   refresh(): Promise<RefreshResult>;
   health(): Promise<BackendHealth>;
+  /**
+   * Forgets the changes past these horizons where the backend keeps its own copy (OpenSearch); the
+   * records themselves are trimmed in PostgreSQL by the sweep. Answers how many copies went.
+   */
+  expire(horizons: readonly Horizon[]): Promise<number>;
 }
 
 /** Search candidates ranked per query: from + size may not exceed this (as OpenSearch's window). */

@@ -4,6 +4,7 @@ import { visibleToOpenSearch, type SearchClause } from '../auth/scope.js';
 import { unavailable } from '../errors.js';
 import { compileOpenSearchFilters } from '../query/opensearch-filters.js';
 import type { BackendHealth, SearchBackend, SearchRequest, SearchResult, TimeWindow } from './backend.js';
+import type { Horizon } from '../history/retention.js';
 import { matchesOf } from './highlight.js';
 import type { ChangeDocument } from './opensearch-index.js';
 import { toOpenSearch } from '../query/text-query.js';
@@ -211,4 +212,26 @@ export class OpenSearchBackend implements SearchBackend {
       return { backend: 'opensearch', status: 'unavailable', detail: (error as Error).name };
     }
   }
+
+  /**
+   * Deletes the documents past the retention horizons by query, as the sweep trims the records:
+   * one request for every tenant and horizon, conflicts with the indexer's writes skipped (an
+   * expired record is not written again).
+   */
+  async expire(horizons: readonly Horizon[]): Promise<number> {
+    if (horizons.length === 0) return 0;
+    const should = horizons.map((horizon) => ({
+      bool: {
+        filter: [{ range: { changed_at: { lt: horizon.before.toISOString() } } }, ...(horizon.ciType === undefined ? [] : [{ term: { ci_type: horizon.ciType } }])],
+        must_not: horizon.except.length > 0 ? [{ terms: { ci_type: horizon.except } }] : [],
+      },
+    }));
+    const response = await this.client
+      .deleteByQuery({ index: this.options.alias, conflicts: 'proceed', refresh: true, body: { query: { bool: { should, minimum_should_match: 1 } } } as never })
+      .catch((error: unknown) => {
+        throw clusterFailure(error);
+      });
+    return (response.body as { deleted?: number }).deleted ?? 0;
+  }
+
 }

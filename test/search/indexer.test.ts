@@ -7,6 +7,9 @@ import type { Sql } from '../../src/db/database.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { metricsRegistry } from '../../src/observability/metrics.js';
 import { aliasIndices, createOpenSearchClient, ensureIndex } from '../../src/search/opensearch-index.js';
+import { OpenSearchBackend } from '../../src/search/opensearch-backend.js';
+import { ChangeStatistics } from '../../src/history/statistics.js';
+import { horizonsAt, trimChangeHistory } from '../../src/history/retention.js';
 import { onRealPostgres, resetDatabase, testDatabase } from '../support/db.js';
 import { buildPod, ingest } from '../support/factories.js';
 import { startFakeOpenSearch, type FakeOpenSearch } from '../support/fake-opensearch.js';
@@ -89,6 +92,26 @@ describe('outbox indexer against the fake OpenSearch server (a test double: no O
     expect(fake.requests.filter((r) => r.path.endsWith('_bulk')).length).to.be.greaterThan(480 / 50 + 10);
     expect((await metricValue('cinv_indexer_documents_indexed_total')) - indexedBefore).to.equal(480);
     expect(await metricValue('cinv_indexer_failures_total')).to.be.greaterThan(0);
+  });
+
+  it('expires the documents past the retention horizons as the sweep trims the records (fake OpenSearch)', async () => {
+    const now = new Date('2026-11-20T00:00:00Z');
+    const ago = (days: number) => new Date(now.getTime() - days * 86_400_000);
+    const node = (name: string) => ({ ...buildPod({ name }), ci_type: 'k8s.node', external_id: `node/${name}` });
+    const deployment = (name: string) => ({ ...buildPod({ name }), ci_type: 'k8s.deployment', external_id: `deploy/${name}` });
+    await ingest(sql, [buildPod({ name: 'old-pod' }), node('old-node'), deployment('old-deploy')], { now: ago(400), mode: 'delta' });
+    await ingest(sql, [buildPod({ name: 'new-pod' }), node('mid-node')], { now: ago(20), mode: 'delta' });
+    await new OutboxIndexer(sql, client, options(), logger).drain();
+    expect(await indexedIds(fake, client)).to.have.lengthOf(5);
+    const retention = { defaultMs: 30 * 86_400_000, byType: new Map<string, number | null>([['k8s.node', 10 * 86_400_000], ['k8s.deployment', null]]) };
+    const backend = new OpenSearchBackend(client, new ChangeStatistics(sql, { statsTimeoutMs: 10_000, now: () => now }), { alias: ALIAS, statsTimeoutMs: 10_000 });
+    expect(await backend.expire(horizonsAt(retention, now))).to.equal(3);
+    await trimChangeHistory(sql, retention, now, 100);
+    // what remains in the index is exactly what remains in PostgreSQL
+    expect(await indexedIds(fake, client)).to.deep.equal(await changeIds(sql));
+    const [index] = await aliasIndices(client, ALIAS);
+    expect([...fake.documents(index!).values()].map((doc) => doc.source.ci_name).sort()).to.deep.equal(['new-pod', 'old-deploy']);
+    expect(await backend.expire([])).to.equal(0);
   });
 
   it('parks rows that keep failing permanently, with their error, and indexes them once re-queued (fake OpenSearch)', async () => {

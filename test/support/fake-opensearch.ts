@@ -1335,6 +1335,35 @@ class Cluster {
     return ok(response);
   }
 
+  /** Deletes what the query matches, as OpenSearch's _delete_by_query does (synchronously, one batch). */
+  deleteByQuery(expression: string | undefined, body: unknown, params: Record<string, string>): Reply {
+    const started = Date.now();
+    const request = expectObject(body, 'delete by query request');
+    allowKeys(request, ['query'], 'delete by query request');
+    for (const name of Object.keys(params)) {
+      if (!['conflicts', 'refresh', 'wait_for_completion', 'slices'].includes(name)) throw unsupported(`the [${name}] URL parameter`);
+    }
+    if (params.wait_for_completion === 'false') throw unsupported('wait_for_completion=false (tasks)');
+    const query = compileQuery(request.query ?? { match_all: {} });
+    const targets = this.resolveIndices(expression);
+    const hits = matchDocuments(targets, query);
+    for (const hit of hits) targets.find((index) => index.name === hit.doc.index)!.docs.delete(hit.doc.id);
+    return ok({
+      took: Date.now() - started,
+      timed_out: false,
+      total: hits.length,
+      deleted: hits.length,
+      batches: hits.length > 0 ? 1 : 0,
+      version_conflicts: 0,
+      noops: 0,
+      retries: { bulk: 0, search: 0 },
+      throttled_millis: 0,
+      requests_per_second: -1,
+      throttled_until_millis: 0,
+      failures: [],
+    });
+  }
+
   count(expression: string | undefined, body: unknown, params: Record<string, string>): Reply {
     const request = body === undefined ? {} : expectObject(body, 'count request');
     allowKeys(request, ['query'], 'count request');
@@ -1431,6 +1460,7 @@ const bulk: Handler = (cluster, request, index?: string) => cluster.bulk(request
 const refresh: Handler = (cluster, _request, index?: string) => cluster.refresh(index);
 const count: Handler = (cluster, request, index?: string) => cluster.count(index, request.body, request.query);
 const search: Handler = (cluster, request, index?: string) => cluster.search(index, request.body, request.query);
+const deleteByQuery: Handler = (cluster, request, index?: string) => cluster.deleteByQuery(index, request.body, request.query);
 
 const route = (path: string, methods: Record<string, Handler>) => ({ pattern: path.split('/').filter(Boolean), methods });
 
@@ -1453,6 +1483,7 @@ const ROUTES = [
   route('/{index}/_count', { POST: count, GET: count }),
   route('/_search', { POST: search, GET: search }),
   route('/{index}/_search', { POST: search, GET: search }),
+  route('/{index}/_delete_by_query', { POST: deleteByQuery }),
   route('/{index}', {
     PUT: (cluster, request, index) => cluster.createIndex(index, request.body),
     HEAD: (cluster, _request, index) => cluster.indexExists(index),
