@@ -11,6 +11,7 @@ import { benchChanges } from './changes.js';
 import { benchCollectKubernetes } from './collect-kubernetes.js';
 import { benchCsvExport } from './csv-export.js';
 import { benchEmbedded } from './embedded.js';
+import { benchHistoryScale } from './history-scale.js';
 import { benchList } from './list.js';
 import { benchNdjson } from './ndjson.js';
 import { benchRelationships } from './relationships.js';
@@ -41,6 +42,7 @@ const extra: Record<string, Bench> = {
   ndjson: (size) => benchNdjson(size ?? 500),
   'collect-kubernetes': (size) => benchCollectKubernetes(size ?? 10_000),
   ui: (size) => benchUi(size),
+  'history-scale': (size) => benchHistoryScale(size),
 };
 
 const [name, sizeText] = process.argv.slice(2);
