@@ -38,8 +38,8 @@ function emptyBefore(retention: ChangeRetention, now: Date): Date | null {
   return new Date(now.getTime() - Math.max(...(all as number[])));
 }
 
-/** Whole hours before a moment: a statistics bucket ends within it only if it started an hour earlier. */
-const wholeHoursBefore = (moment: Date) => new Date(moment.getTime() - HOUR_MS);
+/** The last hour that ends by a moment: a statistics bucket starting at or before it holds only records before the moment. */
+const lastHourEndingBy = (moment: Date) => new Date(moment.getTime() - HOUR_MS);
 
 export interface TrimmedHistory {
   records: number;
@@ -61,15 +61,15 @@ export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, no
       trimmed.records += await trimRecords(sql, tenantId, horizon, batchSize);
       trimmed.buckets += (await sql`
         delete from change_stats_buckets
-        where tenant_id = ${tenantId} and bucket < ${wholeHoursBefore(horizon.before)}
+        where tenant_id = ${tenantId} and bucket <= ${lastHourEndingBy(horizon.before)}
           and ${horizon.ciType === undefined ? sql`ci_type <> all(${horizon.except}::text[])` : sql`ci_type = ${horizon.ciType}`}`).count;
     }
     const empty = emptyBefore(retention, now);
     // every CI's latest hour is counted in its hour's distinct-CI row: without such a row past the
     // horizon there is no CI to forget, and the latest hours (which have no index) are not read
     if (empty) {
-      const expired = await sql`delete from change_stats_affected where tenant_id = ${tenantId} and bucket < ${wholeHoursBefore(empty)}`;
-      if (expired.count > 0) await sql`delete from change_stats_ci_last where tenant_id = ${tenantId} and last_bucket < ${wholeHoursBefore(empty)}`;
+      const expired = await sql`delete from change_stats_affected where tenant_id = ${tenantId} and bucket <= ${lastHourEndingBy(empty)}`;
+      if (expired.count > 0) await sql`delete from change_stats_ci_last where tenant_id = ${tenantId} and last_bucket <= ${lastHourEndingBy(empty)}`;
     }
   }
   return trimmed;

@@ -54,17 +54,19 @@ describe('change history retention', () => {
       const delta = (records: ReturnType<typeof buildPod>[], at: Date) => ingest(sql, records, { now: at, mode: 'delta' });
       await delta([pod('old-pod'), node('old-node'), deployment('old-deploy'), deployment('lonely-deploy')], ago(400));
       await delta([pod('old-pod', 2)], ago(40));
-      // exactly on the default horizon: kept (records strictly before it expire)
+      // exactly on the default horizon: kept (records strictly before it expire); half an hour
+      // before it: expired, and so is its hour's bucket, which ends on the horizon
       await delta([pod('old-pod', 3)], ago(30));
+      await delta([pod('edge-pod')], new Date(ago(30).getTime() - 1_800_000));
       await delta([pod('old-pod', 4), node('old-node', 2)], ago(20));
       await delta([node('old-node', 3), deployment('old-deploy', 2)], ago(5));
       await refreshStatsAggregate(sql, ago(1));
       const buckets = async (ciType: string) =>
         Number((await sql<{ n: string }[]>`select coalesce(sum(changes), 0)::text as n from change_stats_buckets where ci_type = ${ciType}`)[0]!.n);
-      expect([await buckets('k8s.pod'), await buckets('k8s.node'), await buckets('k8s.deployment')]).to.deep.equal([4, 3, 3]);
+      expect([await buckets('k8s.pod'), await buckets('k8s.node'), await buckets('k8s.deployment')]).to.deep.equal([5, 3, 3]);
 
       const trimmed = await trimChangeHistory(sql, app.current.config.changeRetention, NOW, 1);
-      expect(trimmed.records).to.equal(4);
+      expect(trimmed.records).to.equal(5);
       expect(await kinds()).to.deep.equal([
         'lonely-deploy CREATED',
         'old-deploy CREATED',
