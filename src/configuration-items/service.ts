@@ -43,7 +43,7 @@ export async function listConfigurationItems(app: AppContext, principal: Princip
       after: cursor ? positionOf(cursor.key, query.sort_by) : undefined,
       total: cursor?.total,
       withTypeData: typeData,
-      text: text ? await resolveText(app.sql, principal.tenantId, text) : undefined,
+      text: text ? await resolveText(app.sql, principal, text) : undefined,
       sourceId: query.source_id,
     },
     { countTimeoutMs: app.config.countTimeoutMs, embedded: app.database === 'embedded' },

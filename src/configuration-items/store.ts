@@ -114,10 +114,15 @@ const NAMESPACE_WALK_LIMIT = 20_000;
 /**
  * The tenant's namespaces and CI types that contain the text, in any case. Types come from the CI
  * counts (a few rows per instance and type); namespaces from a walk over the namespace index that
- * reads one entry per distinct namespace, not one per CI. Data scopes are not applied here: these
- * values only widen the search, whose rows are scoped as every list's are.
+ * reads one entry per distinct namespace, not one per CI. Types are those of the instances the
+ * principal may see; namespaces are walked over the tenant (the index has no instance column), which
+ * widens no one's view: the rows found are scoped as every list's are.
  */
-export async function resolveText(sql: Sql, tenantId: string, text: string): Promise<ResolvedText> {
+export async function resolveText(sql: Sql, principal: Principal, text: string): Promise<ResolvedText> {
+  const tenantId = principal.tenantId;
+  // the counts have the CI's source and instance columns under the same names: aliased `ci`, the
+  // scope builder applies to them as to the CIs themselves
+  const visible = visibleTo(sql, principal, columnsOf('ci'));
   const pattern = `%${escapeLike(text)}%`;
   const [namespaces, ciTypes] = await Promise.all([
     sql<{ namespace: string }[]>`
@@ -130,9 +135,9 @@ export async function resolveText(sql: Sql, tenantId: string, text: string): Pro
       )
       select namespace from walk where namespace ilike ${pattern}`,
     sql<{ ci_type: string }[]>`
-      select ci_type from ci_counts where tenant_id = ${tenantId} and ci_type ilike ${pattern}
+      select ci.ci_type from ci_counts ci where ${visible} and ci.ci_type ilike ${pattern}
       union
-      select ci_type from ci_count_deltas where tenant_id = ${tenantId} and ci_type ilike ${pattern}`,
+      select ci.ci_type from ci_count_deltas ci where ${visible} and ci.ci_type ilike ${pattern}`,
   ]);
   return { text, namespaces: namespaces.map((r) => r.namespace), ciTypes: ciTypes.map((r) => r.ci_type) };
 }
