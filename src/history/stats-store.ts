@@ -24,11 +24,11 @@ async function refreshBatch(sql: Sql, batchSize: number): Promise<{ consumed: nu
         -- = any(array(...)): the batch is fixed before the delete, whatever the planner believes
         -- about the queue (an IN here became a nested loop over the whole queue after bulk loads)
         where q.change_id = any(array(select change_id from change_stats_queue order by change_id limit ${batchSize}))
-        returning q.change_id
+        returning q.change_id, q.changed_at
       ), recs as (
         select cr.tenant_id, cr.source_id, cr.scope_id, date_trunc('hour', cr.changed_at, 'UTC') as bucket,
                cr.change_type, cr.ci_type, cr.ci_id
-        from claimed join change_records cr on cr.id = claimed.change_id
+        from claimed join change_records cr on cr.id = claimed.change_id and cr.changed_at = claimed.changed_at
         where cr.changes <> '[]'::jsonb
       ), counted as (
         insert into change_stats_buckets (tenant_id, source_id, scope_id, bucket, change_type, ci_type, changes)
@@ -303,7 +303,7 @@ export function windowCounts(sql: Sql, principal: Principal, lower: Bound | unde
     // drives the join: one lookup per queued record (offset 0 keeps the planner from turning it
     // into a join that scans the window's records, as stale queue statistics invite)
     sql`select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1
-        from change_stats_queue q cross join lateral (select * from change_records r where r.id = q.change_id offset 0) as cr
+        from change_stats_queue q cross join lateral (select * from change_records r where r.id = q.change_id and r.changed_at = q.changed_at offset 0) as cr
         where ${records} and ${hours('cr.changed_at')}`,
   ];
   if (firstHour !== undefined) {

@@ -93,7 +93,7 @@ export async function recordChanges(sql: Queryable, records: readonly NewChangeR
       from jsonb_to_recordset(${sql.json(asJson(records.map(withDocument)))}::jsonb) as r(
         tenant_id uuid, ci_id uuid, source_id bigint, scope_id text, ci_name text, ci_namespace text,
         ci_type text, change_type text, changed_at timestamptz, changes jsonb, search_document text)
-      returning id, tenant_id, ci_id, change_type
+      returning id, tenant_id, ci_id, change_type, changed_at
     ), queued as (
       insert into outbox (tenant_id, topic, aggregate_id, payload)
       select tenant_id, ${OUTBOX_TOPIC_CHANGE}, id::text,
@@ -101,7 +101,7 @@ export async function recordChanges(sql: Queryable, records: readonly NewChangeR
       from written
       returning 1
     ), counted as (
-      insert into change_stats_queue (change_id) select id from written
+      insert into change_stats_queue (change_id, changed_at) select id, changed_at from written
     )
     select count(*)::int as written, pg_notify(${OUTBOX_CHANNEL}, '') from queued`;
   const written = row?.written ?? 0;

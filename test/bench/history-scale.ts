@@ -112,7 +112,7 @@ async function growTo(sql: Sql, target: number): Promise<void> {
   const loaded = performance.now();
   await sql.unsafe(`set maintenance_work_mem = '1GB'`);
   for (const index of indexes) await sql.unsafe(index.indexdef);
-  await sql`insert into change_stats_queue (change_id) select id from change_records where id > (select coalesce(max(change_id), 0) from change_stats_queue)`;
+  await sql`insert into change_stats_queue (change_id, changed_at) select id, changed_at from change_records where id > (select coalesce(max(change_id), 0) from change_stats_queue)`;
   await sql.unsafe('vacuum analyze change_records');
   const refreshed = performance.now();
   await refreshStatsAggregate(sql, NOW, 100_000);

@@ -116,7 +116,7 @@ export async function load(sql: Sql, count: number): Promise<void> {
   await sql.unsafe('set maintenance_work_mem = \'512MB\'');
   for (const index of indexes) await sql.unsafe(index.indexdef);
   console.log(`  indexes rebuilt in ${((performance.now() - indexing) / 1000).toFixed(0)} s`);
-  await sql`insert into change_stats_queue (change_id) select id from change_records`;
+  await sql`insert into change_stats_queue (change_id, changed_at) select id, changed_at from change_records`;
   await sql.unsafe('vacuum analyze change_records');
   const refreshing = performance.now();
   const { rows } = await refreshStatsAggregate(sql, NOW, 50_000);

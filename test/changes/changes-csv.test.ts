@@ -72,8 +72,8 @@ async function insert(sql: Sql, record: Seed): Promise<string> {
       insert into change_records (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields)
       values (${DEFAULT_TENANT_ID}, ${record.ci}, ${record.source}, ${record.scope}, ${record.name}, ${record.namespace}, 'k8s.pod', ${record.kind},
               ${record.at}::text::timestamptz, ${sql.json(asJson(record.changes))}::jsonb, ${record.changes.map((c) => c.field)}::text[])
-      returning id
-    ), queued as (insert into change_stats_queue (change_id) select id from written)
+      returning id, changed_at
+    ), queued as (insert into change_stats_queue (change_id, changed_at) select id, changed_at from written)
     select id::text from written`;
   return row!.id;
 }
@@ -95,7 +95,7 @@ async function bulkInsert(sql: Sql, source: string, count: number, names: number
            array['raw_data.spec.replicas', 'raw_data.status.conditions']
     from generate_series(1, ${count}) as i`;
   // as the writer does, every record enters the statistics queue
-  await sql`insert into change_stats_queue (change_id) select id from change_records on conflict do nothing`;
+  await sql`insert into change_stats_queue (change_id, changed_at) select id, changed_at from change_records on conflict do nothing`;
   await sql`analyze change_records`;
 }
 

@@ -81,7 +81,7 @@ async function seed(sql: Sql, sources: Sources): Promise<Map<string, string>> {
   // records inserted by hand get their search documents the way older records do, and enter the
   // statistics queue as the writer's do
   await backfillSearchDocuments(sql);
-  await sql`insert into change_stats_queue (change_id) select id from change_records`;
+  await sql`insert into change_stats_queue (change_id, changed_at) select id, changed_at from change_records`;
   return labels;
 }
 

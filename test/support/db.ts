@@ -4,6 +4,7 @@ import path from 'node:path';
 import { connectServer, type RawDatabase, type Sql } from '../../src/db/database.js';
 import { hostEmbedded } from '../../src/db/embedded.js';
 import { migrate } from '../../src/db/migrate.js';
+import { keepAllPartitions } from '../../src/db/partitions.js';
 
 /** Set by .ci/run for the second pass: a throwaway database on the real PostgreSQL server. */
 export const REAL_DATABASE_URL = process.env.CINV_TEST_DATABASE_URL || undefined;
@@ -28,6 +29,7 @@ export async function testDatabase(): Promise<RawDatabase> {
     opened = await hostEmbedded({ pgDataDir: undefined, socketPath: path.join(socketDir, '.s.PGSQL.5432') });
   }
   await migrate(opened.sql);
+  await keepAllPartitions(opened.sql, new Date());
   database = opened;
   return opened;
 }

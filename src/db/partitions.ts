@@ -1,0 +1,163 @@
+import type { Queryable, Sql } from './database.js';
+
+/** A table partitioned by month of a time column (sql/0016_partitioned_history.sql). */
+export interface TimePartitioned {
+  name: 'change_records' | 'audit_events';
+  column: 'changed_at' | 'occurred_at';
+}
+
+export const CHANGE_RECORDS: TimePartitioned = { name: 'change_records', column: 'changed_at' };
+export const AUDIT_EVENTS: TimePartitioned = { name: 'audit_events', column: 'occurred_at' };
+export const TIME_PARTITIONED: readonly TimePartitioned[] = [CHANGE_RECORDS, AUDIT_EVENTS];
+
+/** Months made ahead of the current one, so that the month turning never waits for a sweep. */
+export const MONTHS_AHEAD = 3;
+/** Months of the default partition moved into their own partitions by one sweep, at most. */
+const MONTHS_MOVED_PER_SWEEP = 24;
+
+/** The first moment (UTC) of the month holding `moment`. */
+export const monthOf = (moment: Date): Date => new Date(Date.UTC(moment.getUTCFullYear(), moment.getUTCMonth(), 1));
+
+export const addMonths = (month: Date, months: number): Date => new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth() + months, 1));
+
+/** `change_records_y2026m11`: the partition of one month; the name is where its bounds are read from. */
+export const partitionName = (table: TimePartitioned, month: Date): string =>
+  `${table.name}_y${month.getUTCFullYear()}m${String(month.getUTCMonth() + 1).padStart(2, '0')}`;
+
+const defaultPartition = (table: TimePartitioned): string => `${table.name}_default`;
+
+export interface MonthPartition {
+  name: string;
+  from: Date;
+  to: Date;
+}
+
+/**
+ * The partitioned table itself: `<table>` once migrated, `<table>_next` while `cinv migrate` still
+ * moves the rows of the unpartitioned one. Null when neither is partitioned.
+ */
+export async function partitionedTable(sql: Queryable, table: TimePartitioned): Promise<string | null> {
+  const [row] = await sql<{ relname: string }[]>`
+    select relname from pg_class
+    where relkind = 'p' and relname in (${table.name}, ${table.name + '_next'}) and relnamespace = current_schema()::regnamespace
+    order by relname = ${table.name} desc limit 1`;
+  return row?.relname ?? null;
+}
+
+/** The monthly partitions attached to the table, oldest first (those named by `partitionName`). */
+export async function monthPartitions(sql: Queryable, parent: string, table: TimePartitioned): Promise<MonthPartition[]> {
+  const rows = await sql<{ name: string }[]>`
+    select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+    where i.inhparent = ${parent}::regclass`;
+  const pattern = new RegExp(`^${table.name}_y(\\d{4})m(\\d{2})$`);
+  return rows
+    .flatMap(({ name }) => {
+      const match = pattern.exec(name);
+      if (!match) return [];
+      const from = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, 1));
+      return [{ name, from, to: addMonths(from, 1) }];
+    })
+    .sort((a, b) => a.from.getTime() - b.from.getTime());
+}
+
+/**
+ * Makes the partition of `month` unless it exists, taking over whatever rows of that month the
+ * default partition holds. The new table is attached rather than created as a partition: attaching
+ * takes a lock that lets reads and inserts go on. Returns the rows moved out of the default.
+ */
+export async function createMonthPartition(sql: Sql, table: TimePartitioned, parent: string, month: Date): Promise<number> {
+  const name = partitionName(table, month);
+  const from = monthOf(month);
+  const to = addMonths(from, 1);
+  return sql.begin(async (tx) => {
+    await tx`set local lock_timeout = '10s'`;
+    const [exists] = await tx`select 1 from pg_class where relname = ${name} and relnamespace = current_schema()::regnamespace`;
+    if (exists) return 0;
+    await tx.unsafe(`create table ${name} (like ${parent} including defaults including constraints)`);
+    // the default keeps its rows of other months; its writers wait only while this month's are moved
+    await tx.unsafe(`lock table ${defaultPartition(table)} in share row exclusive mode`);
+    const moved = await tx.unsafe(
+      `with moved as (delete from ${defaultPartition(table)} where ${table.column} >= $1 and ${table.column} < $2 returning *)
+       insert into ${name} select * from moved`,
+      [from.toISOString(), to.toISOString()],
+    );
+    await tx.unsafe(`alter table ${parent} attach partition ${name} for values from ('${from.toISOString()}') to ('${to.toISOString()}')`);
+    return moved.count;
+  });
+}
+
+export interface PartitionUpkeep {
+  created: string[];
+  movedFromDefault: number;
+  /** Rows the default partition still holds after the upkeep (the sweep reports them). */
+  defaultRows: number;
+}
+
+/**
+ * The sweep's partition upkeep for one table: the current month and MONTHS_AHEAD after it exist,
+ * and months found in the default partition get their own (oldest first, a bounded number a time).
+ */
+export async function keepPartitions(sql: Sql, table: TimePartitioned, now: Date): Promise<PartitionUpkeep> {
+  const upkeep: PartitionUpkeep = { created: [], movedFromDefault: 0, defaultRows: 0 };
+  const parent = await partitionedTable(sql, table);
+  if (!parent) return upkeep;
+  const existing = new Set((await monthPartitions(sql, parent, table)).map((p) => p.from.getTime()));
+  const wanted = Array.from({ length: MONTHS_AHEAD + 1 }, (_, i) => addMonths(monthOf(now), i));
+  const stray = await sql.unsafe<{ month: Date }[]>(
+    `select distinct date_trunc('month', ${table.column}, 'UTC') as month from ${defaultPartition(table)} order by 1 limit ${MONTHS_MOVED_PER_SWEEP}`,
+  );
+  for (const month of [...wanted, ...stray.map((row) => new Date(row.month))]) {
+    if (existing.has(month.getTime())) continue;
+    upkeep.movedFromDefault += await createMonthPartition(sql, table, parent, month);
+    upkeep.created.push(partitionName(table, month));
+    existing.add(month.getTime());
+  }
+  upkeep.defaultRows = await defaultRows(sql, table);
+  return upkeep;
+}
+
+/** Rows in the default partition, counted up to `cap` (it is meant to be empty). */
+export async function defaultRows(sql: Queryable, table: TimePartitioned, cap = 100_000): Promise<number> {
+  const [row] = await sql.unsafe<{ n: number }[]>(`select count(*)::int as n from (select 1 from ${defaultPartition(table)} limit ${cap}) d`);
+  return row?.n ?? 0;
+}
+
+/**
+ * Drops every monthly partition that ends by `before`: all its rows are expired, and dropping a
+ * table frees its space at once where deleting rows would leave work for vacuum. The drop holds the
+ * table's strongest lock for a moment; waiting longer than `lockTimeoutMs` for it (behind a long
+ * export, say) gives up until the next sweep rather than queue every reader behind it.
+ * `beforeDrop` runs in the transaction of each drop. Returns the partitions dropped and the rows
+ * they held (as estimated by the statistics).
+ */
+export async function dropPartitionsBefore(
+  sql: Sql,
+  table: TimePartitioned,
+  before: Date,
+  options: { lockTimeoutMs?: number; beforeDrop?: (tx: Queryable, partition: MonthPartition) => Promise<unknown> } = {},
+): Promise<{ dropped: string[]; rows: number }> {
+  const result = { dropped: [] as string[], rows: 0 };
+  const parent = await partitionedTable(sql, table);
+  // while rows are being moved into the partitioned table, expired rows are deleted from the current one instead
+  if (parent !== table.name) return result;
+  for (const partition of await monthPartitions(sql, parent, table)) {
+    if (partition.to.getTime() > before.getTime()) break;
+    const rows = await sql.begin(async (tx) => {
+      await tx.unsafe(`set local lock_timeout = ${Math.max(1, Math.round(options.lockTimeoutMs ?? 2000))}`);
+      const [estimate] = await tx<{ rows: number }[]>`select greatest(reltuples, 0)::bigint as rows from pg_class where relname = ${partition.name}`;
+      await options.beforeDrop?.(tx, partition);
+      await tx.unsafe(`drop table ${partition.name}`);
+      return Number(estimate?.rows ?? 0);
+    });
+    result.dropped.push(partition.name);
+    result.rows += rows;
+  }
+  return result;
+}
+
+/** keepPartitions for every time-partitioned table. */
+export async function keepAllPartitions(sql: Sql, now: Date): Promise<Record<TimePartitioned['name'], PartitionUpkeep>> {
+  const upkeep = {} as Record<TimePartitioned['name'], PartitionUpkeep>;
+  for (const table of TIME_PARTITIONED) upkeep[table.name] = await keepPartitions(sql, table, now);
+  return upkeep;
+}
