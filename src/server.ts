@@ -10,6 +10,8 @@ import type { AppContext } from './context.js';
 import type { Database } from './db/database.js';
 import { openDatabase } from './db/open.js';
 import { migrate } from './db/migrate.js';
+import { pendingPartitionMigrations } from './db/partition-migration.js';
+import { keepAllPartitions } from './db/partitions.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { scheduleSweeps } from './lifecycle/scheduler.js';
 import { createSearchBackend } from './search/backends.js';
@@ -70,6 +72,14 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
   try {
     const applied = await migrate(database.sql);
     if (applied.length > 0) logger.info({ versions: applied }, 'migrations applied');
+    await keepAllPartitions(database.sql, app.now());
+    const moving = await pendingPartitionMigrations(database.sql);
+    if (moving.length > 0) {
+      logger.warn(
+        { tables: moving.map((m) => m.table_name) },
+        'existing rows wait to move into monthly partitions: run `cinv migrate` (the service keeps serving meanwhile); until then expired history is deleted row by row',
+      );
+    }
     if (config.bootstrapAdminKey && (await installBootstrapKey(database.sql, config.secret, DEFAULT_TENANT_ID, config.bootstrapAdminKey))) {
       logger.info('bootstrap admin key installed');
     }

@@ -1,5 +1,6 @@
 import type { Principal } from '../auth/principal.js';
-import { asJson, type Queryable } from '../db/database.js';
+import { asJson, type Queryable, type Sql } from '../db/database.js';
+import { AUDIT_EVENTS, dropPartitionsBefore } from '../db/partitions.js';
 
 /** One audit event as it is written. */
 export interface AuditRow {
@@ -91,12 +92,13 @@ function aboutVisibleSources(sql: Queryable, reader: Principal) {
 }
 
 /** Removes events older than the retention, a batch at a time; returns how many went. */
-export async function trimAuditEvents(sql: Queryable, before: Date, batchSize: number): Promise<number> {
-  let removed = 0;
+export async function trimAuditEvents(sql: Sql, before: Date, batchSize: number): Promise<number> {
+  // whole expired months go at once; the month holding the horizon is trimmed row by row
+  let removed = (await dropPartitionsBefore(sql, AUDIT_EVENTS, before)).rows;
   for (;;) {
     const rows = await sql`
-      delete from audit_events where id in (
-        select id from audit_events where occurred_at < ${before} order by occurred_at limit ${batchSize})
+      delete from audit_events where (id, occurred_at) in (
+        select id, occurred_at from audit_events where occurred_at < ${before} order by occurred_at limit ${batchSize})
       returning 1`;
     removed += rows.length;
     if (rows.length < batchSize) return removed;

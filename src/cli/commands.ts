@@ -29,9 +29,57 @@ export async function serveCommand(options: { api: boolean; scheduler: boolean; 
 }
 
 export async function migrateCommand(flags: Flags): Promise<void> {
+  const batchSize = Number(single(flags, 'batch-size', false) ?? 10_000);
+  if (!Number.isInteger(batchSize) || batchSize < 100 || batchSize > 100_000) throw new UsageError('--batch-size must be an integer from 100 to 100000');
   const { db, applied } = await openForCommand(loadConfig(), flags);
-  await db.close();
-  console.log(applied.length > 0 ? `applied migrations: ${applied.join(', ')}` : 'schema is up to date');
+  try {
+    console.log(applied.length > 0 ? `applied migrations: ${applied.join(', ')}` : 'schema is up to date');
+    const [{ migrateIntoPartitions }, { keepAllPartitions }, { Progress }] = await Promise.all([
+      import('../db/partition-migration.js'),
+      import('../db/partitions.js'),
+      import('../progress.js'),
+    ]);
+    await keepAllPartitions(db.sql, new Date());
+    // an interrupt stops after the batch in flight, which is committed with its position: run again to resume
+    const stop = new AbortController();
+    const interrupted = () => stop.abort();
+    process.once('SIGINT', interrupted);
+    let bar: InstanceType<typeof Progress> | undefined;
+    let done = 0;
+    try {
+      const outcomes = await migrateIntoPartitions(db.sql, {
+        batchSize,
+        signal: stop.signal,
+        progress: {
+          phase(table, phase, total) {
+            bar?.finish(done);
+            done = 0;
+            bar = phase === 'copy' ? new Progress(`${table} into partitions`, total, process.stderr) : undefined;
+            if (phase !== 'copy') console.error(`${table}: ${phase === 'swap' ? 'swapping in the partitioned table' : 'comparing count and checksum'}`);
+          },
+          copied(_table, copied) {
+            done = copied;
+            bar?.update(done);
+          },
+        },
+      });
+      bar?.finish(done);
+      if (stop.signal.aborted) {
+        console.log('interrupted: run cinv migrate again to resume where it stopped');
+        process.exitCode = 130;
+      }
+      for (const outcome of outcomes) {
+        console.log(
+          `${outcome.table}: partitioned, ${outcome.rows} rows moved, checksum ${outcome.checksum} equal` +
+            (outcome.repaired > 0 ? ` (${outcome.repaired} rows written during the move repaired first)` : ''),
+        );
+      }
+    } finally {
+      process.off('SIGINT', interrupted);
+    }
+  } finally {
+    await db.close();
+  }
 }
 
 export async function ingestCommand(flags: Flags): Promise<void> {

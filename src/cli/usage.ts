@@ -44,7 +44,15 @@ export const COMMANDS: readonly CommandUsage[] = [
     example: 'OPENSEARCH_URL=http://localhost:9200 cinv indexer',
     database: false,
   },
-  { name: 'migrate', summary: 'apply pending database migrations and exit', options: {}, example: 'cinv migrate', database: true },
+  {
+    name: 'migrate',
+    summary:
+      'apply pending database migrations, move existing change records and audit events into monthly partitions ' +
+      '(online: the service keeps serving; resumable after an interruption; count and checksum compared), and exit',
+    options: { 'batch-size': { value: 'N', text: 'rows copied per transaction while moving into partitions, 100 to 100000 (default 10000)' } },
+    example: 'cinv migrate',
+    database: true,
+  },
   {
     name: 'keys create',
     summary: "create an API key and print it once (on standard output; what it is, on standard error)",

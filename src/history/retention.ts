@@ -1,5 +1,6 @@
 import type { ChangeRetention } from '../config/config.js';
 import type { Sql } from '../db/database.js';
+import { CHANGE_RECORDS, dropPartitionsBefore } from '../db/partitions.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -44,17 +45,30 @@ const lastHourEndingBy = (moment: Date) => new Date(moment.getTime() - HOUR_MS);
 export interface TrimmedHistory {
   records: number;
   buckets: number;
+  /** Monthly partitions dropped whole. */
+  partitions: string[];
 }
 
 /**
  * Removes the change records past their retention, with their statistics: the hourly buckets of
- * the expired types, and the distinct-CI figures of hours in which no type keeps anything. Deletes
- * in batches of `batchSize`, each its own statement, so ingest and reads go on beside it.
+ * the expired types, and the distinct-CI figures of hours in which no type keeps anything. Months
+ * past every type's horizon are dropped as whole partitions; the rest (the month holding a horizon,
+ * and types kept shorter than others) is deleted in batches of `batchSize`, each its own statement,
+ * so ingest and reads go on beside it.
  */
 export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, now: Date, batchSize: number): Promise<TrimmedHistory> {
   const horizons = horizonsAt(retention, now);
-  const trimmed: TrimmedHistory = { records: 0, buckets: 0 };
+  const trimmed: TrimmedHistory = { records: 0, buckets: 0, partitions: [] };
   if (horizons.length === 0) return trimmed;
+  const empty = emptyBefore(retention, now);
+  if (empty) {
+    // a month that ends before every type's horizon is dropped whole, with the queue entries of its records
+    const dropped = await dropPartitionsBefore(sql, CHANGE_RECORDS, empty, {
+      beforeDrop: (tx, month) => tx`delete from change_stats_queue where changed_at >= ${month.from} and changed_at < ${month.to}`,
+    });
+    trimmed.records += dropped.rows;
+    trimmed.partitions = dropped.dropped;
+  }
   const tenants = await sql<{ id: string }[]>`select id from tenants`;
   for (const { id: tenantId } of tenants) {
     for (const horizon of horizons) {
@@ -64,7 +78,6 @@ export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, no
         where tenant_id = ${tenantId} and bucket <= ${lastHourEndingBy(horizon.before)}
           and ${horizon.ciType === undefined ? sql`ci_type <> all(${horizon.except}::text[])` : sql`ci_type = ${horizon.ciType}`}`).count;
     }
-    const empty = emptyBefore(retention, now);
     // every CI's latest hour is counted in its hour's distinct-CI row: without such a row past the
     // horizon there is no CI to forget, and the latest hours (which have no index) are not read
     if (empty) {
@@ -82,11 +95,11 @@ async function trimRecords(sql: Sql, tenantId: string, horizon: Horizon, batchSi
   for (;;) {
     const [row] = await sql<{ removed: number }[]>`
       with doomed as (
-        select id from change_records
+        select id, changed_at from change_records
         where tenant_id = ${tenantId} and changed_at < ${horizon.before} and ${types}
         order by changed_at, id limit ${batchSize}
       ), gone as (
-        delete from change_records cr using doomed where cr.id = doomed.id returning cr.id
+        delete from change_records cr using doomed where cr.id = doomed.id and cr.changed_at = doomed.changed_at returning cr.id
       ), unqueued as (
         delete from change_stats_queue q using gone where q.change_id = gone.id
       )

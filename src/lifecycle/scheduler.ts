@@ -3,13 +3,15 @@ import { trimAuditEvents } from '../audit/store.js';
 import { trimExpiredSessions } from '../auth/sessions.js';
 import { foldCiCounts } from '../configuration-items/counts.js';
 import type { AppContext } from '../context.js';
+import { keepAllPartitions } from '../db/partitions.js';
+import { partitionDefaultRows, partitionsDropped } from '../observability/metrics.js';
 import { horizonsAt, trimChangeHistory } from '../history/retention.js';
 import { lifecycleSettings, sweepLifecycle, trimOutbox } from './sweep.js';
 
 const OUTBOX_MAX_AGE_MS = 24 * 3_600_000;
 
 /**
- * One sweep: lifecycle moves, outbox trimming, folding the CI count deltas, expiring audit events and
+ * One sweep: the months of partitioned history made ahead, lifecycle moves, outbox trimming, folding the CI count deltas, expiring audit events and
  * change history past their retention. Errors are logged, never thrown.
  */
 export async function runSweep(app: AppContext): Promise<void> {
@@ -17,6 +19,18 @@ export async function runSweep(app: AppContext): Promise<void> {
   const started = Date.now();
   try {
     const now = app.now();
+    // the months ahead exist before anything is written into them; rows that found no month are reported
+    const partitions = await keepAllPartitions(app.sql, now);
+    for (const [table, upkeep] of Object.entries(partitions)) {
+      partitionDefaultRows.set({ table }, upkeep.defaultRows);
+      if (upkeep.created.length > 0) logger.info({ table, partitions: upkeep.created }, 'partitions created');
+      if (upkeep.movedFromDefault > 0 || upkeep.defaultRows > 0) {
+        logger.warn(
+          { table, moved: upkeep.movedFromDefault, left: upkeep.defaultRows },
+          'rows were written outside the monthly partitions (a clock far off?): moved into their months, any left go with later sweeps',
+        );
+      }
+    }
     const result = await sweepLifecycle(app.sql, lifecycleSettings(config), now);
     // with OpenSearch configured the indexer consumes the outbox; otherwise nothing would
     const trimmed = config.opensearchUrl ? 0 : await trimOutbox(app.sql, OUTBOX_MAX_AGE_MS, config.sweepBatchSize, now);
@@ -24,6 +38,7 @@ export async function runSweep(app: AppContext): Promise<void> {
     const folded = await foldCiCounts(app.sql);
     const auditTrimmed = await trimAuditEvents(app.sql, new Date(now.getTime() - config.auditRetentionMs), config.sweepBatchSize);
     const history = await trimChangeHistory(app.sql, config.changeRetention, now, config.sweepBatchSize);
+    partitionsDropped.inc({ table: 'change_records' }, history.partitions.length);
     // the search copies follow the records; an unreachable cluster is tried again by the next sweep
     const searchExpired = await app.search.expire(horizonsAt(config.changeRetention, now)).catch((error: unknown) => {
       logger.warn({ err: error }, 'expiring search documents failed');
@@ -37,6 +52,7 @@ export async function runSweep(app: AppContext): Promise<void> {
         countDeltasFolded: folded,
         auditTrimmed,
         changesExpired: history.records,
+        partitionsDropped: history.partitions,
         statsBucketsExpired: history.buckets,
         searchDocumentsExpired: searchExpired,
         sessionsEnded,

@@ -27,6 +27,18 @@ export const changesWritten = new Counter({
   help: 'Change records written',
 });
 
+export const partitionDefaultRows = new Gauge<'table'>({
+  name: 'cinv_partition_default_rows',
+  help: 'Rows the default partition held after the last sweep (rows whose month had no partition); should be 0',
+  labelNames: ['table'],
+});
+
+export const partitionsDropped = new Counter<'table'>({
+  name: 'cinv_partitions_dropped_total',
+  help: 'Monthly partitions dropped whole by retention',
+  labelNames: ['table'],
+});
+
 export const metricsRegistry = register;
 
 /**

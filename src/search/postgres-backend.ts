@@ -68,7 +68,7 @@ export class PostgresSearchBackend implements SearchBackend {
       select (select count(*) from candidates)::int as candidates,
              (select json_agg(hit order by hit.score desc, hit.changed_at desc, hit.id::bigint desc) from (
                 select page.score, ${recordColumns(sql)}
-                from page join change_records cr on cr.id = page.id
+                from page join change_records cr on cr.id = page.id and cr.changed_at = page.changed_at
              ) hit) as items`;
     const candidates = row?.candidates ?? 0;
     const total =

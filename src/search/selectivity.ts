@@ -27,8 +27,16 @@ export class TermFrequencies {
 
   private async load(): Promise<Elements> {
     const [row] = await this.sql<{ elems: string[] | null; freqs: number[] | null }[]>`
-      select most_common_elems::text::text[] as elems, most_common_elem_freqs::float8[] as freqs
-      from pg_stats where tablename = 'change_records' and attname = 'search_vector' and schemaname = current_schema()`;
+      select s.most_common_elems::text::text[] as elems, s.most_common_elem_freqs::float8[] as freqs
+      from pg_stats s join pg_class c on c.relname = s.tablename and c.relnamespace = current_schema()::regnamespace
+      -- the partitioned table has figures only when analysed by hand (autovacuum analyses the
+      -- months); otherwise the month with the most records stands for the whole
+      where s.schemaname = current_schema() and s.attname = 'search_vector'
+        and (s.tablename = 'change_records' or s.tablename in (
+          select p.relname from pg_inherits i join pg_class p on p.oid = i.inhrelid where i.inhparent = 'change_records'::regclass))
+        and s.most_common_elems is not null
+      order by s.tablename = 'change_records' desc, c.reltuples desc
+      limit 1`;
     const elems = row?.elems ?? [];
     const freqs = row?.freqs ?? [];
     const frequencies = new Map(elems.map((elem, i) => [elem, freqs[i] ?? 0]));
