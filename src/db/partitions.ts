@@ -62,8 +62,8 @@ export async function monthPartitions(sql: Queryable, parent: string, table: Tim
 
 /**
  * Makes the partition of `month` unless it exists, taking over whatever rows of that month the
- * default partition holds. The new table is attached rather than created as a partition: attaching
- * takes a lock that lets reads and inserts go on. Returns the rows moved out of the default.
+ * default partition holds. Reads go on meanwhile; writes wait the few milliseconds it takes when
+ * the month is empty. Returns the rows moved out of the default.
  */
 export async function createMonthPartition(sql: Sql, table: TimePartitioned, parent: string, month: Date): Promise<number> {
   const name = partitionName(table, month);
@@ -73,9 +73,10 @@ export async function createMonthPartition(sql: Sql, table: TimePartitioned, par
     await tx`set local lock_timeout = '10s'`;
     const [exists] = await tx`select 1 from pg_class where relname = ${name} and relnamespace = current_schema()::regnamespace`;
     if (exists) return 0;
+    // writers wait for this short transaction (readers do not): a write routed to the default
+    // partition before the attach would otherwise fail its changed partition constraint after it
+    await tx.unsafe(`lock table ${parent} in share row exclusive mode`);
     await tx.unsafe(`create table ${name} (like ${parent} including defaults including constraints)`);
-    // the default keeps its rows of other months; its writers wait only while this month's are moved
-    await tx.unsafe(`lock table ${defaultPartition(table)} in share row exclusive mode`);
     const moved = await tx.unsafe(
       `with moved as (delete from ${defaultPartition(table)} where ${table.column} >= $1 and ${table.column} < $2 returning *)
        insert into ${name} select * from moved`,

@@ -1,0 +1,195 @@
+import { expect } from 'chai';
+import type { Sql } from '../../src/db/database.js';
+import {
+  addMonths,
+  AUDIT_EVENTS,
+  CHANGE_RECORDS,
+  defaultRows,
+  keepAllPartitions,
+  keepPartitions,
+  monthOf,
+  monthPartitions,
+  MONTHS_AHEAD,
+  partitionName,
+} from '../../src/db/partitions.js';
+import { trimAuditEvents } from '../../src/audit/store.js';
+import { trimChangeHistory } from '../../src/history/retention.js';
+import { runSweep } from '../../src/lifecycle/scheduler.js';
+import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { useTestApp } from '../support/app.js';
+import { onRealPostgres, REAL_DATABASE_URL, testDatabase } from '../support/db.js';
+import postgres from 'postgres';
+
+const DAY = 86_400_000;
+
+/** Writes one change record at a time given as text, so offsets and microseconds reach PostgreSQL as written. */
+async function record(sql: Sql, name: string, at: string, ciType = 'k8s.pod'): Promise<void> {
+  await sql`
+    with written as (
+      insert into change_records (tenant_id, ci_id, ci_name, ci_type, change_type, changed_at, changes, changed_fields)
+      values (${DEFAULT_TENANT_ID}, gen_random_uuid(), ${name}, ${ciType}, 'UPDATED', ${at}::text::timestamptz,
+              '[{"field": "status", "old_value": "a", "new_value": "b"}]', '{status}')
+      returning id, changed_at
+    )
+    insert into change_stats_queue (change_id, changed_at) select id, changed_at from written`;
+}
+
+/** Each record's partition, by name. */
+async function homes(sql: Sql): Promise<Record<string, string>> {
+  const rows = await sql<{ name: string; home: string }[]>`select ci_name as name, tableoid::regclass::text as home from change_records`;
+  return Object.fromEntries(rows.map((r) => [r.name, r.home]));
+}
+
+const names = async (sql: Sql) => (await monthPartitions(sql, 'change_records', CHANGE_RECORDS)).map((p) => p.name);
+
+describe('change history partitions', () => {
+  const app = useTestApp();
+  // retention far in the future drops this month's partitions too: the suites after this one find them again
+  after(async () => keepAllPartitions((await testDatabase()).sql, new Date()));
+
+  it('files each record under the month of its UTC time: the last microsecond, the first instant, and times written with offsets', async () => {
+    const { sql } = app.current;
+    const upkeep = await keepPartitions(sql, CHANGE_RECORDS, new Date('2031-03-15T00:00:00Z'));
+    expect(upkeep.created).to.include.members(['change_records_y2031m03', 'change_records_y2031m04', 'change_records_y2031m06']);
+    await record(sql, 'last-of-march', '2031-03-31T23:59:59.999999Z');
+    await record(sql, 'first-of-april', '2031-04-01T00:00:00Z');
+    // local midnight past in Brazil, already April in UTC; and the reverse east of Greenwich
+    await record(sql, 'april-in-utc', '2031-03-31T23:30:00-02:00');
+    await record(sql, 'march-in-utc', '2031-04-01T01:30:00+02:00');
+    expect(await homes(sql)).to.deep.equal({
+      'last-of-march': 'change_records_y2031m03',
+      'first-of-april': 'change_records_y2031m04',
+      'april-in-utc': 'change_records_y2031m04',
+      'march-in-utc': 'change_records_y2031m03',
+    });
+    const [row] = await sql<{ n: number }[]>`select count(*)::int as n from change_records where changed_at >= '2031-04-01T00:00:00Z' and changed_at < '2031-05-01T00:00:00Z'`;
+    const n = row!.n;
+    expect(n).to.equal(2);
+  });
+
+  it('takes a record from a clock far off into the default partition, never failing the write, and the sweep moves it into its own month and says so', async () => {
+    const { sql, context, logs } = app.current;
+    await sql`drop table if exists change_records_y2099m07, change_records_y1999m12`;
+    await record(sql, 'far-future', '2099-07-04T12:00:00Z');
+    await record(sql, 'far-past', '1999-12-31T23:59:59Z');
+    expect(await homes(sql)).to.deep.equal({ 'far-future': 'change_records_default', 'far-past': 'change_records_default' });
+    expect(await defaultRows(sql, CHANGE_RECORDS)).to.equal(2);
+
+    await runSweep(context);
+    expect(await homes(sql)).to.deep.equal({ 'far-future': 'change_records_y2099m07', 'far-past': 'change_records_y1999m12' });
+    expect(await defaultRows(sql, CHANGE_RECORDS)).to.equal(0);
+    const report = logs.map((line) => JSON.parse(line) as { msg: string; table?: string; moved?: number }).find((l) => /outside the monthly partitions/.test(l.msg));
+    expect(report).to.include({ table: 'change_records', moved: 2 });
+    // the months made ahead of the sweep's clock exist too
+    expect(await names(sql)).to.include(partitionName(CHANGE_RECORDS, addMonths(monthOf(context.now()), MONTHS_AHEAD)));
+  });
+
+  it('drops the months past the horizon whole, trims only the month holding it, and forgets the dropped records\' queue entries', async () => {
+    const { sql } = app.current;
+    const now = new Date('2031-06-15T00:00:00Z');
+    await keepPartitions(sql, CHANGE_RECORDS, new Date('2031-02-01T00:00:00Z'));
+    await keepPartitions(sql, CHANGE_RECORDS, now);
+    for (const [name, at] of [
+      ['feb', '2031-02-10T00:00:00Z'],
+      ['mar', '2031-03-20T00:00:00Z'],
+      ['apr-expired', '2031-04-10T00:00:00Z'],
+      ['apr-kept', '2031-04-20T00:00:00Z'],
+      ['may', '2031-05-05T00:00:00Z'],
+      ['jun', '2031-06-10T00:00:00Z'],
+    ]) await record(sql, name!, at!);
+    // 60 days before 15 June: 16 April
+    const trimmed = await trimChangeHistory(sql, { defaultMs: 60 * DAY, byType: new Map() }, now, 100);
+    // (months of the other tests go as well: before the horizon too)
+    expect(trimmed.partitions.filter((name) => name.includes('_y2031'))).to.deep.equal(['change_records_y2031m02', 'change_records_y2031m03']);
+    expect(Object.keys(await homes(sql)).sort()).to.deep.equal(['apr-kept', 'jun', 'may']);
+    expect(await names(sql)).to.include('change_records_y2031m04').and.not.include('change_records_y2031m03');
+    const [row] = await sql<{ orphans: number }[]>`
+      select count(*)::int as orphans from change_stats_queue q where not exists (select 1 from change_records cr where cr.id = q.change_id)`;
+    const orphans = row!.orphans;
+    expect(orphans).to.equal(0);
+    // idempotent
+    expect((await trimChangeHistory(sql, { defaultMs: 60 * DAY, byType: new Map() }, now, 100)).partitions).to.deep.equal([]);
+  });
+
+  it('keeps a month that a longer-kept type still needs, deleting only the expired types\' records in it', async () => {
+    const { sql } = app.current;
+    const now = new Date('2032-06-15T00:00:00Z');
+    await keepPartitions(sql, CHANGE_RECORDS, new Date('2032-02-01T00:00:00Z'));
+    await record(sql, 'pod', '2032-02-10T00:00:00Z');
+    await record(sql, 'node', '2032-02-10T00:00:00Z', 'k8s.node');
+    const trimmed = await trimChangeHistory(sql, { defaultMs: 60 * DAY, byType: new Map([['k8s.node', 365 * DAY]]) }, now, 100);
+    expect(trimmed.partitions).not.to.include('change_records_y2032m02');
+    expect(await homes(sql)).to.deep.equal({ node: 'change_records_y2032m02' });
+  });
+
+  it('applies a retention changed at runtime at the next sweep', async () => {
+    const { sql, context, clock } = app.current;
+    clock.now = new Date('2033-06-15T00:00:00Z');
+    await keepPartitions(sql, CHANGE_RECORDS, new Date('2033-01-01T00:00:00Z'));
+    await record(sql, 'jan', '2033-01-10T00:00:00Z');
+    await record(sql, 'may', '2033-05-10T00:00:00Z');
+    context.config.changeRetention = { defaultMs: 400 * DAY, byType: new Map() };
+    await runSweep(context);
+    expect(Object.keys(await homes(sql)).sort()).to.deep.equal(['jan', 'may']);
+    context.config.changeRetention = { defaultMs: 90 * DAY, byType: new Map() };
+    await runSweep(context);
+    expect(Object.keys(await homes(sql))).to.deep.equal(['may']);
+    expect(await names(sql)).not.to.include('change_records_y2033m01');
+  });
+
+  it('drops expired months of audit events the same way, keeping the month that holds the horizon', async () => {
+    const { sql } = app.current;
+    await keepPartitions(sql, AUDIT_EVENTS, new Date('2031-02-01T00:00:00Z'));
+    await keepPartitions(sql, AUDIT_EVENTS, new Date('2031-04-01T00:00:00Z'));
+    for (const at of ['2031-02-03T00:00:00Z', '2031-04-02T00:00:00Z', '2031-04-20T00:00:00Z']) {
+      await sql`insert into audit_events (tenant_id, occurred_at, event_type, outcome, actor_kind) values (${DEFAULT_TENANT_ID}, ${at}::text::timestamptz, 'auth.failed', 'failure', 'anonymous')`;
+    }
+    expect(await trimAuditEvents(sql, new Date('2031-04-10T00:00:00Z'), 100)).to.be.at.least(1);
+    const left = await sql<{ at: string; home: string }[]>`
+      select to_char(occurred_at at time zone 'UTC', 'YYYY-MM-DD') as at, tableoid::regclass::text as home from audit_events order by occurred_at`;
+    expect(left).to.deep.equal([{ at: '2031-04-20', home: 'audit_events_y2031m04' }]);
+    const months = (await monthPartitions(sql, 'audit_events', AUDIT_EVENTS)).map((p) => p.name);
+    expect(months).to.include('audit_events_y2031m04').and.not.include('audit_events_y2031m02');
+  });
+
+  (onRealPostgres ? describe : describe.skip)('beside concurrent writers (skipped on the embedded database: PGlite has one session)', () => {
+    it('creates months and drops expired ones while other sessions keep writing, losing no write', async function () {
+      this.timeout(60_000);
+      const { sql } = app.current;
+      const writers = postgres(REAL_DATABASE_URL!, { max: 4, onnotice: () => {} });
+      try {
+        await keepPartitions(sql, CHANGE_RECORDS, new Date('2034-01-01T00:00:00Z'));
+        await record(sql, 'expired', '2034-01-05T00:00:00Z');
+        let stop = false;
+        let written = 0;
+        const writing = Array.from({ length: 4 }, async (_, w) => {
+          for (let i = 0; !stop; i++) {
+            // into the months being created, a month being kept, and the default until its month exists
+            const at = new Date(Date.UTC(2034, 2 + (i % 14), 1 + (i % 27), w)).toISOString();
+            await record(writers as unknown as Sql, `w${w}-${i}`, at);
+            written++;
+          }
+        });
+        for (let step = 0; step < 14; step++) {
+          await keepPartitions(sql, CHANGE_RECORDS, new Date(Date.UTC(2034, 1 + step, 1)));
+          // 30 days before 15 March: January goes whole, while the writers write from March on
+          if (step === 3) {
+            const trimmed = await trimChangeHistory(sql, { defaultMs: 30 * DAY, byType: new Map() }, new Date('2034-03-15T00:00:00Z'), 100);
+            expect(trimmed.partitions).to.include('change_records_y2034m01');
+          }
+        }
+        stop = true;
+        await Promise.all(writing);
+        const [row] = await sql<{ n: number }[]>`select count(*)::int as n from change_records where ci_name like 'w%'`;
+    const n = row!.n;
+        expect(n).to.equal(written);
+        expect(written).to.be.greaterThan(50);
+        expect(Object.keys(await homes(sql))).not.to.include('expired');
+        await keepPartitions(sql, CHANGE_RECORDS, new Date('2035-03-01T00:00:00Z'));
+        expect(await defaultRows(sql, CHANGE_RECORDS)).to.equal(0);
+      } finally {
+        await writers.end();
+      }
+    });
+  });
+});
