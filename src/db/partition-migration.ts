@@ -54,11 +54,14 @@ export async function migrateIntoPartitions(
   for (const pending of await pendingPartitionMigrations(sql)) {
     const table = TIME_PARTITIONED.find((t) => t.name === pending.table_name);
     if (!table) throw new PartitionMigrationError(`partition_migrations names an unknown table ${pending.table_name}`);
-    // one mover per table at a time; a second `cinv migrate` waits here and then finds the work done
-    const reserved = await sql.reserve();
+    // one mover per table at a time: a second `cinv migrate` waits here, then finds the work done.
+    // The lock is held by a connection of its own, which a killed mover loses at once. A pool of
+    // one connection (the embedded database, a single session) has no other session to exclude.
+    const lockKey = `cinv partition migration ${table.name}`;
+    const holder = (sql.options.max ?? 1) > 1 ? await sql.reserve() : undefined;
     try {
-      await reserved`select pg_advisory_lock(hashtext(${'cinv partition migration ' + table.name}))`;
-      const [state] = await reserved<PartitionMigration[]>`
+      if (holder) await holder`select pg_advisory_lock(hashtext(${lockKey}))`;
+      const [state] = await sql<PartitionMigration[]>`
         select table_name, status, last_id::text, copied::text, upto_id::text, legacy_rows::text, checksum, error
         from partition_migrations where table_name = ${table.name}`;
       if (!state || state.status === 'completed') continue;
@@ -71,8 +74,10 @@ export async function migrateIntoPartitions(
       options.progress?.phase(table.name, 'compare', 0);
       outcomes.push(await compareAndFinish(sql, table));
     } finally {
-      await reserved`select pg_advisory_unlock(hashtext(${'cinv partition migration ' + table.name}))`.catch(() => undefined);
-      reserved.release();
+      if (holder) {
+        await holder`select pg_advisory_unlock(hashtext(${lockKey}))`.catch(() => undefined);
+        holder.release();
+      }
     }
   }
   return outcomes;
