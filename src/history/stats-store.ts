@@ -300,11 +300,11 @@ export function windowCounts(sql: Sql, principal: Principal, lower: Bound | unde
     sql`select cr.bucket as hour, cr.change_type, cr.ci_type, cr.changes as n from change_stats_buckets cr
         where ${and(sql, [visibleTo(sql, principal, columnsOf('cr')), ...compileFilters(sql, filters), hours('cr.bucket')])}`,
     // whole hours hold records the pre-aggregate has not folded in yet. The queue is short, so it
-    // drives the join: one lookup per queued record (offset 0 keeps the planner from turning it
+    // drives the join: one lookup per queued record of the window's hours, in its month (offset 0 keeps the planner from turning it
     // into a join that scans the window's records, as stale queue statistics invite)
     sql`select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1
         from change_stats_queue q cross join lateral (select * from change_records r where r.id = q.change_id and r.changed_at = q.changed_at offset 0) as cr
-        where ${records} and ${hours('cr.changed_at')}`,
+        where ${hours('q.changed_at')} and ${records} and ${hours('cr.changed_at')}`,
   ];
   if (firstHour !== undefined) {
     parts.push(sql`select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1 from change_records cr

@@ -68,7 +68,8 @@ export class PostgresSearchBackend implements SearchBackend {
       select (select count(*) from candidates)::int as candidates,
              (select json_agg(hit order by hit.score desc, hit.changed_at desc, hit.id::bigint desc) from (
                 select page.score, ${recordColumns(sql)}
-                from page join change_records cr on cr.id = page.id and cr.changed_at = page.changed_at
+                -- one lookup per hit, in the month of its time
+                from page cross join lateral (select * from change_records r where r.id = page.id and r.changed_at = page.changed_at offset 0) cr
              ) hit) as items`;
     const candidates = row?.candidates ?? 0;
     const total =
