@@ -7,20 +7,31 @@
  *
  * The generator writes with COPY (indexes dropped for the load and rebuilt after, as a restore
  * would), reports its time and the disk used, and scales N down with a warning when the disk
- * cannot hold it. Also measured: bytes per change record (table and indexes), and the sweep's
- * retention trim of the oldest month (run in a transaction that is rolled back, so the data stays
- * for the next run). Kept in cinv_bench_history between runs.
+ * cannot hold it. Also measured: bytes per change record (table and indexes), the retention drop
+ * of the oldest month with ingest running beside it (the month is gone afterwards: the next run
+ * generates its records again), and the online move of M records (default 5 000 000) from an
+ * unpartitioned installation into partitions, with the p99 of API requests before and during it.
+ * Kept in cinv_bench_history between runs; the move builds cinv_bench_migrate afresh each run.
+ *
+ *   npm run bench -- history-scale [N] [M]
  */
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import postgres from 'postgres';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Sql } from '../../src/db/database.js';
 import { documentTokens, toTsvectorText } from '../../src/history/document.js';
-import { trimChangeHistory } from '../../src/history/retention.js';
+import { listMigrations, migrate } from '../../src/db/migrate.js';
+import { migrateIntoPartitions } from '../../src/db/partition-migration.js';
+import { addMonths, CHANGE_RECORDS, createMonthPartition, dropPartitionsBefore, monthOf, monthPartitions, partitionedTable } from '../../src/db/partitions.js';
+import { recordChanges, type NewChangeRecord } from '../../src/history/writer.js';
 import { refreshStatsAggregate } from '../../src/history/stats-store.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { random } from '../support/scenario.js';
-import { benchDatabase, benchKey, serveBench, type Figure, type RunningServer } from './common.js';
+import { benchDatabase, benchKey, serveBench, serverUrl, type Figure, type RunningServer } from './common.js';
 
 const DATABASE = 'cinv_bench_history';
 const DAY = 86_400_000;
@@ -86,23 +97,27 @@ async function fitToDisk(sql: Sql, wanted: number): Promise<number> {
   return fits;
 }
 
-/** Adds generated records up to `target` by COPY, indexes dropped and rebuilt; the statistics queue gets them too. */
-async function growTo(sql: Sql, target: number): Promise<void> {
-  const have = await recordCount(sql);
-  if (have >= target) return;
-  console.log(`generating records ${have}..${target} ...`);
+/** Records `from` to `to` by COPY into the (partitioned or not) change_records, its indexes dropped and rebuilt. */
+async function copyRecords(sql: Sql, from: number, to: number): Promise<void> {
+  const parent = await partitionedTable(sql, CHANGE_RECORDS);
+  if (parent === 'change_records') {
+    const existing = new Set((await monthPartitions(sql, parent, CHANGE_RECORDS)).map((p) => p.from.getTime()));
+    for (let month = monthOf(new Date(NOW.getTime() - SPAN)); month <= NOW; month = addMonths(month, 1)) {
+      if (!existing.has(month.getTime())) await createMonthPartition(sql, CHANGE_RECORDS, parent, month);
+    }
+  }
   const indexes = await sql<{ indexname: string; indexdef: string }[]>`
-    select indexname, indexdef from pg_indexes where tablename = 'change_records' and indexname <> 'change_records_pkey'`;
+    select indexname, indexdef from pg_indexes where tablename = 'change_records' and indexname not like '%pkey%'`;
   for (const index of indexes) await sql.unsafe(`drop index ${index.indexname}`);
   const started = performance.now();
   const BATCH = 50_000;
   async function* lines() {
-    for (let from = have; from < target; from += BATCH) {
-      const rand = random(from + 17);
+    for (let first = from; first < to; first += BATCH) {
+      const rand = random(first + 17);
       const batch: string[] = [];
-      for (let i = from; i < Math.min(target, from + BATCH); i++) batch.push(`${lineOf(i, rand)}\n`);
+      for (let i = first; i < Math.min(to, first + BATCH); i++) batch.push(`${lineOf(i, rand)}\n`);
       yield batch.join('');
-      if ((from / BATCH) % 40 === 0) console.log(`  ${Math.min(target, from + BATCH)} records, ${((performance.now() - started) / 1000).toFixed(0)} s`);
+      if ((first / BATCH) % 40 === 0) console.log(`  ${Math.min(to, first + BATCH)} records, ${((performance.now() - started) / 1000).toFixed(0)} s`);
     }
   }
   const copy = await sql`
@@ -111,23 +126,30 @@ async function growTo(sql: Sql, target: number): Promise<void> {
   await pipeline(Readable.from(lines()), copy);
   const loaded = performance.now();
   await sql.unsafe(`set maintenance_work_mem = '1GB'`);
-  for (const index of indexes) await sql.unsafe(index.indexdef);
+  // a partitioned index is listed as made ON ONLY the parent; made on the parent it reaches every month
+  for (const index of indexes) await sql.unsafe(index.indexdef.replace(' ON ONLY ', ' ON '));
+  console.log(`  copied in ${((loaded - started) / 1000).toFixed(0)} s, indexes rebuilt in ${((performance.now() - loaded) / 1000).toFixed(0)} s`);
+}
+
+/** Adds generated records up to `target`; the statistics queue gets them too. */
+async function growTo(sql: Sql, target: number): Promise<void> {
+  const have = await recordCount(sql);
+  if (have >= target) return;
+  console.log(`generating records ${have}..${target} ...`);
+  await copyRecords(sql, have, target);
   await sql`insert into change_stats_queue (change_id, changed_at) select id, changed_at from change_records where id > (select coalesce(max(change_id), 0) from change_stats_queue)`;
   await sql.unsafe('vacuum analyze change_records');
   const refreshed = performance.now();
   await refreshStatsAggregate(sql, NOW, 100_000);
-  console.log(
-    `  copied in ${((loaded - started) / 1000).toFixed(0)} s, indexes rebuilt in ${((refreshed - loaded) / 1000).toFixed(0)} s, ` +
-      `statistics refreshed in ${((performance.now() - refreshed) / 1000).toFixed(0)} s`,
-  );
-  await sql.unsafe(`comment on table change_records is '${GENERATOR}:${target}'`);
+  console.log(`  statistics refreshed in ${((performance.now() - refreshed) / 1000).toFixed(0)} s`);
 }
 
 /** Table and index bytes per change record. */
 async function diskPerRecord(sql: Sql, label: string): Promise<Figure[]> {
   const [row] = await sql<{ records: string; heap: string; indexes: string }[]>`
     select (select count(*) from change_records)::text as records,
-           pg_table_size('change_records')::text as heap, pg_indexes_size('change_records')::text as indexes`;
+           (select sum(pg_table_size(inhrelid)) from pg_inherits where inhparent = 'change_records'::regclass)::text as heap,
+           (select sum(pg_indexes_size(inhrelid)) from pg_inherits where inhparent = 'change_records'::regclass)::text as indexes`;
   const records = Number(row!.records);
   console.log(`  ${label}: ${records} records, table ${(Number(row!.heap) / 1e9).toFixed(2)} GB, indexes ${(Number(row!.indexes) / 1e9).toFixed(2)} GB`);
   return [
@@ -190,25 +212,148 @@ async function measureAt(sql: Sql, records: number): Promise<Map<string, number>
   }
 }
 
-/** The sweep's trim of the oldest month, in a transaction rolled back: the time a delete-based retention takes. */
-async function trimOldestMonth(sql: Sql): Promise<Figure> {
-  const retention = { defaultMs: SPAN - 30 * DAY, byType: new Map<string, number | null>() };
-  let trimmed = 0;
-  const started = performance.now();
-  await sql
-    .begin(async (tx) => {
-      trimmed = (await trimChangeHistory(tx as unknown as Sql, retention, NOW, 10_000)).records;
-      throw new Error('rolled back on purpose');
-    })
-    .catch((error: Error) => {
-      if (error.message !== 'rolled back on purpose') throw error;
-    });
-  const ms = performance.now() - started;
-  console.log(`  trimming the oldest month by delete: ${trimmed} records in ${(ms / 1000).toFixed(1)} s (rolled back)`);
-  return { bench: 'history-scale', path: `trim oldest month by delete (${trimmed} records)`, value: Math.round(ms), unit: 'ms', target: 1000 };
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const p99 = (samples: number[]) => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(samples.length * 0.99))] ?? 0;
+
+/** Writers adding change records (batches of 100, as a collection writes them) until stopped; the time of each batch. */
+function ingestBeside(url: string): { stop(): Promise<number[]> } {
+  const writer = postgres(url, { max: 2, onnotice: () => {} });
+  const latencies: number[] = [];
+  let running = true;
+  const loops = [0, 1].map(async (w) => {
+    for (let i = 0; running; i++) {
+      const records: NewChangeRecord[] = Array.from({ length: 100 }, (_, k) => ({
+        tenant_id: DEFAULT_TENANT_ID,
+        ci_id: ciUuid((w * 1_000_000 + i * 100 + k) % CIS),
+        source_id: '1',
+        scope_id: 'cluster-0',
+        ci_name: `ingest-${w}-${i}-${k}`,
+        ci_namespace: 'ns-1',
+        ci_type: 'k8s.pod',
+        change_type: 'UPDATED',
+        changed_at: new Date(),
+        changes: [{ field: 'raw_data.spec.replicas', old_value: 1, new_value: 2 }],
+      }));
+      const started = performance.now();
+      await writer.begin((tx) => recordChanges(tx, records));
+      latencies.push(performance.now() - started);
+    }
+  });
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      await writer.end();
+      return latencies;
+    },
+  };
 }
 
-export async function benchHistoryScale(wanted = 20_000_000): Promise<Figure[]> {
+/** Retention's drop of the oldest month (the month is gone afterwards), while two writers ingest. */
+async function dropOldestMonth(sql: Sql): Promise<Figure[]> {
+  const [oldest] = await monthPartitions(sql, 'change_records', CHANGE_RECORDS);
+  if (!oldest) return [];
+  const [size] = await sql<{ rows: string }[]>`select count(*)::text as rows from change_records where changed_at >= ${oldest.from} and changed_at < ${oldest.to}`;
+  const ingest = ingestBeside(serverUrl(DATABASE));
+  await pause(2000);
+  const started = performance.now();
+  const dropped = await dropPartitionsBefore(sql, CHANGE_RECORDS, oldest.to, {
+    beforeDrop: (tx, month) => tx`delete from change_stats_queue where changed_at >= ${month.from} and changed_at < ${month.to}`,
+  });
+  const ms = performance.now() - started;
+  await pause(2000);
+  const writes = await ingest.stop();
+  console.log(`  dropping ${dropped.dropped.join(', ')} (${size!.rows} records) with ingest running: ${ms.toFixed(0)} ms; ingest batches p99 ${p99(writes).toFixed(0)} ms, max ${Math.max(...writes).toFixed(0)} ms`);
+  return [
+    { bench: 'history-scale', path: `drop oldest month with ingest running (${size!.rows} records)`, value: Math.round(ms), unit: 'ms', target: 1000 },
+    { bench: 'history-scale', path: 'ingest batch of 100 records during the drop: max', value: Math.round(Math.max(...writes)), unit: 'ms' },
+  ];
+}
+
+/** Requests from `clients` clients in turn over `paths` until stopped; each one's time. */
+function requestsBeside(server: RunningServer, key: string, paths: string[], clients = 4): { stop(): Promise<number[]> } {
+  const latencies: number[] = [];
+  let running = true;
+  const loops = Array.from({ length: clients }, async (_, c) => {
+    for (let i = c; running; i++) {
+      const started = performance.now();
+      const response = await fetch(server.base + paths[i % paths.length]!, { headers: { 'x-api-key': key } });
+      await response.text();
+      if (!response.ok) throw new Error(`${paths[i % paths.length]}: ${response.status}`);
+      latencies.push(performance.now() - started);
+    }
+  });
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      return latencies;
+    },
+  };
+}
+
+/**
+ * The online move of an unpartitioned installation: `records` change records written under the
+ * schema before partitioning, then `cinv migrate`'s move while a server answers API requests,
+ * p99 before and during.
+ */
+async function onlineMigration(records: number): Promise<Figure[]> {
+  const name = 'cinv_bench_migrate';
+  const admin = postgres(serverUrl('postgres'), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`drop database if exists ${name} with (force)`);
+  await admin.unsafe(`create database ${name}`);
+  await admin.end();
+  const sql = postgres(serverUrl(name), { max: 4, onnotice: () => {}, connection: { statement_timeout: 0 } });
+  const dir = mkdtempSync(path.join(tmpdir(), 'cinv-bench-sql-'));
+  try {
+    for (const migration of (await listMigrations()).filter((m) => m.version <= 15)) copyFileSync(migration.file, path.join(dir, path.basename(migration.file)));
+    await migrate(sql, dir);
+    console.log(`online move into partitions: writing ${records} records under the schema before partitioning ...`);
+    await copyRecords(sql, 0, records);
+    await sql.unsafe('vacuum analyze change_records');
+    await migrate(sql);
+    const server = await serveBench(name, { CINV_CHANGE_RETENTION: '0', CINV_SHED_EVENT_LOOP_DELAY: 'off', CINV_SHED_DB_WAIT: 'off' });
+    try {
+      const key = await benchKey(sql);
+      const cis = (await sql<{ ci_id: string }[]>`select ci_id::text from change_records order by id limit 20`).map((r) => r.ci_id);
+      const paths = [
+        '/api/v1/changes?limit=50',
+        ...cis.map((ci) => `/api/v1/ci-changes/${ci}?limit=50`),
+        '/api/v1/changes?limit=50&filter=ci_type:eq:k8s.node',
+        '/api/v1/configuration-items?limit=50',
+      ];
+      const before = requestsBeside(server, key, paths);
+      await pause(20_000);
+      const quiet = await before.stop();
+      const during = requestsBeside(server, key, paths);
+      const ingest = ingestBeside(serverUrl(name));
+      const started = performance.now();
+      const [outcome] = (await migrateIntoPartitions(sql, { batchSize: 10_000 })).filter((o) => o.table === 'change_records');
+      const ms = performance.now() - started;
+      const [loaded, writes] = [await during.stop(), await ingest.stop()];
+      console.log(
+        `  moved ${outcome!.rows} records in ${(ms / 1000).toFixed(1)} s (checksum equal, ${outcome!.repaired} repaired); ` +
+          `API p99 ${p99(quiet).toFixed(0)} ms before, ${p99(loaded).toFixed(0)} ms during (${loaded.length} requests); ingest batches p99 ${p99(writes).toFixed(0)} ms`,
+      );
+      return [
+        { bench: 'history-scale', path: `online move into partitions of ${outcome!.rows} records`, value: Math.round(ms / 100) / 10, unit: 's' },
+        { bench: 'history-scale', path: 'API p99 before the move', value: Math.round(p99(quiet)), unit: 'ms' },
+        { bench: 'history-scale', path: 'API p99 during the move', value: Math.round(p99(loaded)), unit: 'ms' },
+        { bench: 'history-scale', path: 'ingest batch of 100 records during the move: p99', value: Math.round(p99(writes)), unit: 'ms' },
+      ];
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await sql.end();
+    const dropper = postgres(serverUrl('postgres'), { max: 1, onnotice: () => {} });
+    await dropper.unsafe(`drop database if exists ${name} with (force)`);
+    await dropper.end();
+  }
+}
+
+export async function benchHistoryScale(wanted = 20_000_000, moved = 5_000_000): Promise<Figure[]> {
   const sql = await benchDatabase(DATABASE);
   try {
     const full = await fitToDisk(sql, wanted);
@@ -228,7 +373,8 @@ export async function benchHistoryScale(wanted = 20_000_000): Promise<Figure[]> 
         { bench: 'history-scale', path: `${label}: ${full} ÷ ${base}`, value: Math.round((ms / small.get(label)!) * 100) / 100, unit: 'ratio', target: 1.5 },
       );
     }
-    figures.push(await trimOldestMonth(sql));
+    figures.push(...(await dropOldestMonth(sql)));
+    figures.push(...(await onlineMigration(Math.min(moved, full))));
     return figures;
   } finally {
     await sql.end();

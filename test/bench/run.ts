@@ -21,7 +21,7 @@ import { benchSearch, benchStats } from './search.js';
 import { benchSoak } from './soak.js';
 import { benchUi } from './ui.js';
 
-type Bench = (size?: number) => Promise<Figure[] | void>;
+type Bench = (size?: number, second?: number) => Promise<Figure[] | void>;
 
 /** The suite `npm run bench` runs, in this order. */
 const suite: Record<string, Bench> = {
@@ -42,11 +42,12 @@ const extra: Record<string, Bench> = {
   ndjson: (size) => benchNdjson(size ?? 500),
   'collect-kubernetes': (size) => benchCollectKubernetes(size ?? 10_000),
   ui: (size) => benchUi(size),
-  'history-scale': (size) => benchHistoryScale(size),
+  'history-scale': (size, second) => benchHistoryScale(size, second),
 };
 
-const [name, sizeText] = process.argv.slice(2);
+const [name, sizeText, secondText] = process.argv.slice(2);
 const size = sizeText === undefined ? undefined : Number(sizeText);
+const second = secondText === undefined ? undefined : Number(secondText);
 const all = { ...suite, ...extra };
 if (name !== undefined && !Object.hasOwn(all, name)) {
   console.error(`unknown benchmark "${name}"; the suite: ${Object.keys(suite).join(', ')}; by name only: ${Object.keys(extra).join(', ')}`);
@@ -56,7 +57,7 @@ const figures: Figure[] = [];
 for (const [benchName, bench] of name === undefined ? Object.entries(suite) : [[name, all[name]!] as const]) {
   console.log(`\n== ${benchName}`);
   const started = performance.now();
-  const reported = await bench(size);
+  const reported = await bench(size, second);
   if (reported) {
     figures.push(...reported);
     for (const f of reported) console.log(`${f.path}: ${f.value} ${f.unit}`);

@@ -78,14 +78,14 @@ describe('change history retention', () => {
       expect([await buckets('k8s.pod'), await buckets('k8s.node'), await buckets('k8s.deployment')]).to.deep.equal([2, 1, 3]);
       const queued = await sql`select 1 from change_stats_queue q where not exists (select 1 from change_records cr where cr.id = q.change_id)`;
       expect(queued).to.have.length(0);
-      expect(await trimChangeHistory(sql, app.current.config.changeRetention, NOW, 1)).to.deep.equal({ records: 0, buckets: 0 });
+      expect(await trimChangeHistory(sql, app.current.config.changeRetention, NOW, 1)).to.deep.include({ records: 0, buckets: 0 });
 
       // once no type keeps anything from an hour, its distinct-CI figures go too
       const oldHours = async () =>
         (await sql`select 1 from change_stats_affected where bucket < ${ago(30)} union all select 1 from change_stats_ci_last where last_bucket < ${ago(30)}`).length;
       expect(await oldHours()).to.be.greaterThan(0);
       const finite: ChangeRetention = { defaultMs: 30 * DAY, byType: new Map([['k8s.node', 10 * DAY]]) };
-      expect(await trimChangeHistory(sql, finite, NOW, 100)).to.deep.equal({ records: 2, buckets: 1 });
+      expect(await trimChangeHistory(sql, finite, NOW, 100)).to.deep.include({ records: 2, buckets: 1 });
       expect(await oldHours()).to.equal(0);
       expect(await kinds()).to.deep.equal(['old-deploy UPDATED', 'old-node UPDATED', 'old-pod UPDATED', 'old-pod UPDATED']);
     });
