@@ -24,7 +24,7 @@ export async function removeSources(sql: Sql, tenantId: string, sourceIds: strin
     await tx`delete from outbox where tenant_id = ${tenantId} and aggregate_id in (select id::text from (${changes}) c)`;
     await tx`delete from change_stats_queue where change_id in (${changes})`;
     const removed = await tx`delete from change_records where tenant_id = ${tenantId} and source_id = any(${sourceIds}::bigint[])`;
-    for (const table of ['change_stats_buckets', 'change_stats_ci_last', 'change_stats_affected', 'pending_relationships', 'relationships']) {
+    for (const table of ['change_stats_buckets', 'change_stats_days', 'change_stats_ci_last', 'change_stats_affected', 'pending_relationships', 'relationships']) {
       await tx`delete from ${tx(table)} where tenant_id = ${tenantId} and source_id = any(${sourceIds}::bigint[])`;
     }
     // the tenant's stored default window is computed again by the next refresh

@@ -3,6 +3,7 @@ import type { Sql } from '../db/database.js';
 import { CHANGE_RECORDS, dropPartitionsBefore } from '../db/partitions.js';
 
 const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
 
 /** One horizon: records of `ciType` (or, without it, of every type but `except`) changed before `before` expire. */
 export interface Horizon {
@@ -73,10 +74,27 @@ export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, no
   for (const { id: tenantId } of tenants) {
     for (const horizon of horizons) {
       trimmed.records += await trimRecords(sql, tenantId, horizon, batchSize);
-      trimmed.buckets += (await sql`
-        delete from change_stats_buckets
-        where tenant_id = ${tenantId} and bucket <= ${lastHourEndingBy(horizon.before)}
-          and ${horizon.ciType === undefined ? sql`ci_type <> all(${horizon.except}::text[])` : sql`ci_type = ${horizon.ciType}`}`).count;
+      const types = horizon.ciType === undefined ? sql`ci_type <> all(${horizon.except}::text[])` : sql`ci_type = ${horizon.ciType}`;
+      const lastHour = lastHourEndingBy(horizon.before);
+      const dayOfHorizon = new Date(Math.floor(horizon.before.getTime() / DAY_MS) * DAY_MS);
+      // a day keeps the sum of its hourly buckets: whole expired days go, the day holding the
+      // horizon gives back the hours that go now
+      await sql`delete from change_stats_days where tenant_id = ${tenantId} and day < ${dayOfHorizon} and ${types}`;
+      const gone = await sql`
+        with gone as (
+          delete from change_stats_buckets where tenant_id = ${tenantId} and bucket <= ${lastHour} and ${types}
+          returning source_id, scope_id, bucket, change_type, ci_type, changes
+        ), partial as (
+          select source_id, scope_id, change_type, ci_type, sum(changes) as changes from gone
+          where bucket >= ${dayOfHorizon} group by 1, 2, 3, 4
+        ), given_back as (
+          update change_stats_days d set changes = d.changes - p.changes from partial p
+          where d.tenant_id = ${tenantId} and d.day = ${dayOfHorizon} and d.ci_type = p.ci_type and d.change_type = p.change_type
+            and d.source_id is not distinct from p.source_id and d.scope_id is not distinct from p.scope_id
+        )
+        select 1 from gone`;
+      trimmed.buckets += gone.count;
+      await sql`delete from change_stats_days where tenant_id = ${tenantId} and day = ${dayOfHorizon} and changes <= 0 and ${types}`;
     }
     // every CI's latest hour is counted in its hour's distinct-CI row: without such a row past the
     // horizon there is no CI to forget, and the latest hours (which have no index) are not read

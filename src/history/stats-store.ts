@@ -10,7 +10,7 @@ const REFRESH_LOCK = 0x63696e78;
 
 /**
  * Folds one batch of queued change records into the pre-aggregate, in one statement: the hourly
- * counts per tenant, source, instance, change type and CI type, each CI's latest hour with a
+ * and daily counts per tenant, source, instance, change type and CI type, each CI's latest hour with a
  * change, and per hour the number of CIs whose latest change falls in it. Returns how many queue
  * entries it consumed (0 when the queue is empty).
  */
@@ -36,6 +36,12 @@ async function refreshBatch(sql: Sql, batchSize: number): Promise<{ consumed: nu
         from recs group by 1, 2, 3, 4, 5, 6 order by 1, 4, 2, 3, 5, 6
         on conflict (tenant_id, bucket, source_id, scope_id, change_type, ci_type)
           do update set changes = change_stats_buckets.changes + excluded.changes
+      ), days as (
+        insert into change_stats_days (tenant_id, source_id, scope_id, day, change_type, ci_type, changes)
+        select tenant_id, source_id, scope_id, date_trunc('day', bucket, 'UTC'), change_type, ci_type, count(*)
+        from recs group by 1, 2, 3, 4, 5, 6 order by 1, 4, 2, 3, 5, 6
+        on conflict (tenant_id, day, source_id, scope_id, change_type, ci_type)
+          do update set changes = change_stats_days.changes + excluded.changes
       ), latest as (
         select tenant_id, source_id, scope_id, ci_id, max(bucket) as bucket from recs group by 1, 2, 3, 4
       ), moved as (
@@ -65,6 +71,7 @@ async function refreshBatch(sql: Sql, batchSize: number): Promise<{ consumed: nu
 }
 
 const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
 const VACUUM_AFTER_ROWS = 10_000;
 
 /** The start of the default window (the last 90 days) at `now`: the start of that hour. */
@@ -275,7 +282,15 @@ export interface Bound {
  * yet through the queue. One statement reads them all, so a refresh running meanwhile changes
  * nothing. Aliased `cr`, the buckets take the same scope and filter fragments as the records.
  */
-export function windowCounts(sql: Sql, principal: Principal, lower: Bound | undefined, upper: Bound | undefined, filters: readonly ParsedFilter[]): Fragment {
+export function windowCounts(
+  sql: Sql,
+  principal: Principal,
+  lower: Bound | undefined,
+  upper: Bound | undefined,
+  filters: readonly ParsedFilter[],
+  /** Whole UTC days of the window come as one row per day (`hour` at its start): for totals, and series by day or week. */
+  byDay = false,
+): Fragment {
   const lowerUs = lower ? microsOf(lower.at) : undefined;
   const upperUs = upper ? microsOf(upper.at) : undefined;
   // [firstHour, lastHour) are the whole hours every record of which lies inside the window
@@ -296,16 +311,30 @@ export function windowCounts(sql: Sql, principal: Principal, lower: Bound | unde
       ...(firstHour === undefined ? [] : [sql`${sql(column)} >= ${at(firstHour)}`]),
       ...(lastHour === undefined ? [] : [sql`${sql(column)} < ${at(lastHour)}`]),
     ]);
-  const parts = [
-    sql`select cr.bucket as hour, cr.change_type, cr.ci_type, cr.changes as n from change_stats_buckets cr
-        where ${and(sql, [visibleTo(sql, principal, columnsOf('cr')), ...compileFilters(sql, filters), hours('cr.bucket')])}`,
+  const aggregated = (table: string, column: string, range: Fragment) =>
+    sql`select cr.${sql(column)} as hour, cr.change_type, cr.ci_type, cr.changes as n from ${sql(table)} cr
+        where ${and(sql, [visibleTo(sql, principal, columnsOf('cr')), ...compileFilters(sql, filters), range])}`;
+  const parts: Fragment[] = [];
+  // [firstDay, lastDay): the whole days among the whole hours
+  const firstDay = firstHour === undefined ? undefined : Math.ceil(firstHour / DAY_MS) * DAY_MS;
+  const lastDay = lastHour === undefined ? undefined : Math.floor(lastHour / DAY_MS) * DAY_MS;
+  if (byDay && (firstDay === undefined || lastDay === undefined || firstDay < lastDay)) {
+    const within = (column: string, from: number | undefined, to: number | undefined) =>
+      and(sql, [...(from === undefined ? [] : [sql`${sql(column)} >= ${at(from)}`]), ...(to === undefined ? [] : [sql`${sql(column)} < ${at(to)}`])]);
+    parts.push(aggregated('change_stats_days', 'day', within('cr.day', firstDay, lastDay)));
+    if (firstDay !== undefined) parts.push(aggregated('change_stats_buckets', 'bucket', within('cr.bucket', firstHour, firstDay)));
+    if (lastDay !== undefined) parts.push(aggregated('change_stats_buckets', 'bucket', within('cr.bucket', lastDay, lastHour)));
+  } else {
+    parts.push(aggregated('change_stats_buckets', 'bucket', hours('cr.bucket')));
+  }
+  parts.push(
     // whole hours hold records the pre-aggregate has not folded in yet. The queue is short, so it
     // drives the join: one lookup per queued record of the window's hours, in its month (offset 0 keeps the planner from turning it
     // into a join that scans the window's records, as stale queue statistics invite)
     sql`select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1
         from change_stats_queue q cross join lateral (select * from change_records r where r.id = q.change_id and r.changed_at = q.changed_at offset 0) as cr
         where ${hours('q.changed_at')} and ${records} and ${hours('cr.changed_at')}`,
-  ];
+  );
   if (firstHour !== undefined) {
     parts.push(sql`select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1 from change_records cr
                    where ${records} and cr.changed_at < ${at(firstHour)}`);
@@ -331,7 +360,7 @@ export async function historyStats(
   const visible = (alias: string) => visibleTo(sql, principal, columnsOf(alias));
   const upper = window.untilExclusive ? sql`cr.changed_at < ${window.until}::text::timestamptz` : sql`cr.changed_at <= ${window.until}::text::timestamptz`;
   const inWindow = sql`cr.changed_at >= ${window.from}::text::timestamptz and ${upper}`;
-  const counted = windowCounts(sql, principal, { at: window.from, inclusive: true }, { at: window.until, inclusive: !window.untilExclusive }, []);
+  const counted = windowCounts(sql, principal, { at: window.from, inclusive: true }, { at: window.until, inclusive: !window.untilExclusive }, [], groupBy !== 'hour');
   const [, , rows, [affected]] = await sql.begin((tx) => [
     tx`select set_config('statement_timeout', ${String(timeoutMs)}, true)`,
     // the distinct count hashes the window's CI ids; the default work_mem would spill to disk

@@ -208,7 +208,7 @@ export async function listChanges(
       order by ${ordering(sql, criteria)}
       limit ${page.limit} offset ${page.offset}`,
     window
-      ? sql<{ total: string }[]>`select coalesce(sum(n), 0)::bigint as total from (${windowCounts(sql, principal, window.lower, window.upper, window.filters)}) as counted`.then(
+      ? sql<{ total: string }[]>`select coalesce(sum(n), 0)::bigint as total from (${windowCounts(sql, principal, window.lower, window.upper, window.filters, true)}) as counted`.then(
           ([row]) => ({ total: Number(row?.total ?? 0), exact: true }),
         )
       : countWithin(sql, sql`select 1 from change_records cr where ${where}`, counting.countTimeoutMs, counting.embedded),

@@ -360,7 +360,7 @@ export async function benchHistoryScale(wanted = 20_000_000, moved = 5_000_000):
     const base = Math.max(1, Math.floor(full / 10));
     if ((await recordCount(sql)) > base) {
       console.log('the database holds more than the smaller size: starting it again');
-      await sql.unsafe('truncate change_records, change_stats_queue, change_stats_buckets, change_stats_ci_last, change_stats_affected, change_stats_snapshots, outbox restart identity');
+      await sql.unsafe('truncate change_records, change_stats_queue, change_stats_buckets, change_stats_days, change_stats_ci_last, change_stats_affected, change_stats_snapshots, outbox restart identity');
       await sql`update change_stats_state set refreshed_at = '-infinity'`;
     }
     const small = await measureAt(sql, base);

@@ -92,7 +92,7 @@ export async function load(sql: Sql, count: number): Promise<void> {
   const marker = await sql`select 1 from pg_description where description = ${`${GENERATOR}:${count}`}`;
   if (marker.length > 0 && Number(meta!.records) >= count) return;
   console.log(`generating ${count} change records (kept for later runs) ...`);
-  await sql.unsafe('truncate change_records, change_stats_queue, change_stats_buckets, change_stats_ci_last, change_stats_affected, outbox restart identity');
+  await sql.unsafe('truncate change_records, change_stats_queue, change_stats_buckets, change_stats_days, change_stats_ci_last, change_stats_affected, outbox restart identity');
   await sql`update change_stats_state set refreshed_at = '-infinity'`;
   const indexes = await sql<{ indexname: string; indexdef: string }[]>`
     select indexname, indexdef from pg_indexes where tablename = 'change_records' and indexname <> 'change_records_pkey'`;

@@ -76,6 +76,14 @@ describe('change history retention', () => {
         'old-pod UPDATED',
       ]);
       expect([await buckets('k8s.pod'), await buckets('k8s.node'), await buckets('k8s.deployment')]).to.deep.equal([2, 1, 3]);
+      // each day still holds exactly the sum of its hours (the day of the horizon gave back what went)
+      const [daysDiffer] = await sql<{ n: number }[]>`
+        with h as (
+          select tenant_id, source_id, scope_id, date_trunc('day', bucket, 'UTC') as day, change_type, ci_type, sum(changes)::bigint as changes
+          from change_stats_buckets group by 1, 2, 3, 4, 5, 6
+        ), d as (select tenant_id, source_id, scope_id, day, change_type, ci_type, changes from change_stats_days)
+        select count(*)::int as n from ((select * from h except select * from d) union all (select * from d except select * from h)) differ`;
+      expect(daysDiffer!.n).to.equal(0);
       const queued = await sql`select 1 from change_stats_queue q where not exists (select 1 from change_records cr where cr.id = q.change_id)`;
       expect(queued).to.have.length(0);
       expect(await trimChangeHistory(sql, app.current.config.changeRetention, NOW, 1)).to.deep.include({ records: 0, buckets: 0 });

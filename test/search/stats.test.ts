@@ -12,11 +12,14 @@ const NOW = new Date('2026-06-02T00:00:00Z');
 
 /** The figures the pre-aggregate must hold, computed from the change records directly. */
 async function fromHistory(sql: Sql) {
-  const [row] = await sql<{ buckets: unknown; affected: unknown }[]>`
+  const [row] = await sql<{ buckets: unknown; days: unknown; affected: unknown }[]>`
     select
       (select coalesce(json_agg(b order by b.bucket, b.source_id, b.change_type, b.ci_type), '[]') from (
         select date_trunc('hour', changed_at, 'UTC') as bucket, source_id::text, scope_id, change_type, ci_type, count(*)::int as changes
         from change_records where changes <> '[]' group by 1, 2, 3, 4, 5) b) as buckets,
+      (select coalesce(json_agg(d order by d.day, d.source_id, d.scope_id, d.change_type, d.ci_type), '[]') from (
+        select date_trunc('day', changed_at, 'UTC') as day, source_id::text, scope_id, change_type, ci_type, count(*)::int as changes
+        from change_records where changes <> '[]' group by 1, 2, 3, 4, 5) d) as days,
       (select coalesce(json_agg(a order by a.bucket, a.source_id), '[]') from (
         select bucket, source_id, scope_id, count(*)::int as cis from (
           select ci_id, source_id::text, scope_id, max(date_trunc('hour', changed_at, 'UTC')) as bucket
@@ -25,10 +28,12 @@ async function fromHistory(sql: Sql) {
 }
 
 async function fromAggregate(sql: Sql) {
-  const [row] = await sql<{ buckets: unknown; affected: unknown }[]>`
+  const [row] = await sql<{ buckets: unknown; days: unknown; affected: unknown }[]>`
     select
       (select coalesce(json_agg(b order by b.bucket, b.source_id, b.change_type, b.ci_type), '[]') from (
         select bucket, source_id::text, scope_id, change_type, ci_type, changes::int from change_stats_buckets) b) as buckets,
+      (select coalesce(json_agg(d order by d.day, d.source_id, d.scope_id, d.change_type, d.ci_type), '[]') from (
+        select day, source_id::text, scope_id, change_type, ci_type, changes::int from change_stats_days) d) as days,
       (select coalesce(json_agg(a order by a.bucket, a.source_id), '[]') from (
         select bucket, source_id::text as source_id, scope_id, cis::int from change_stats_affected where cis <> 0) a) as affected`;
   return row!;

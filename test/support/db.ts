@@ -71,6 +71,7 @@ const TABLES = [
   'collectors',
   'change_stats_queue',
   'change_stats_buckets',
+  'change_stats_days',
   'change_stats_ci_last',
   'change_stats_affected',
   'search_reindex',
