@@ -113,7 +113,8 @@ begin
   execute format('select setval(%L, %s)', seq_new, greatest(last, 1));
   for ix in select c.relname from pg_index i join pg_class c on c.oid = i.indexrelid
             where i.indrelid = name::regclass loop
-    execute format('alter index %I rename to %I', ix.relname, ix.relname || '_legacy');
+    -- names are cut at 63 bytes: the suffix must survive the cut
+    execute format('alter index %I rename to %I', ix.relname, left(ix.relname, 56) || '_legacy');
   end loop;
   execute format('alter table %I rename to %I', name, name || '_legacy');
   execute format('alter sequence %s rename to %I', seq_old, name || '_legacy_id_seq');

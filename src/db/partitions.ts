@@ -1,14 +1,16 @@
 import type { Queryable, Sql } from './database.js';
 
-/** A table partitioned by month of a time column (sql/0016_partitioned_history.sql). */
+/** A table partitioned by month of a time column (sql/0016_partitioned_history.sql, 0018_partitioned_statistics.sql). */
 export interface TimePartitioned {
-  name: 'change_records' | 'audit_events';
-  column: 'changed_at' | 'occurred_at';
+  name: 'change_records' | 'audit_events' | 'change_stats_buckets' | 'change_stats_affected';
+  column: 'changed_at' | 'occurred_at' | 'bucket';
 }
 
 export const CHANGE_RECORDS: TimePartitioned = { name: 'change_records', column: 'changed_at' };
 export const AUDIT_EVENTS: TimePartitioned = { name: 'audit_events', column: 'occurred_at' };
-export const TIME_PARTITIONED: readonly TimePartitioned[] = [CHANGE_RECORDS, AUDIT_EVENTS];
+export const STATS_BUCKETS: TimePartitioned = { name: 'change_stats_buckets', column: 'bucket' };
+export const STATS_AFFECTED: TimePartitioned = { name: 'change_stats_affected', column: 'bucket' };
+export const TIME_PARTITIONED: readonly TimePartitioned[] = [CHANGE_RECORDS, AUDIT_EVENTS, STATS_BUCKETS, STATS_AFFECTED];
 
 /** Months made ahead of the current one, so that the month turning never waits for a sweep. */
 export const MONTHS_AHEAD = 3;

@@ -1,6 +1,6 @@
 import type { ChangeRetention } from '../config/config.js';
 import type { Sql } from '../db/database.js';
-import { CHANGE_RECORDS, dropPartitionsBefore } from '../db/partitions.js';
+import { CHANGE_RECORDS, dropPartitionsBefore, STATS_AFFECTED, STATS_BUCKETS } from '../db/partitions.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -69,6 +69,13 @@ export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, no
     });
     trimmed.records += dropped.rows;
     trimmed.partitions = dropped.dropped;
+    // the statistics of those months with them: the hourly buckets (each day's sum goes below), and
+    // the distinct-CI figures, whose CIs' latest hours are forgotten below
+    const buckets = await dropPartitionsBefore(sql, STATS_BUCKETS, empty);
+    const affected = await dropPartitionsBefore(sql, STATS_AFFECTED, empty);
+    trimmed.buckets += buckets.rows;
+    trimmed.partitions.push(...buckets.dropped, ...affected.dropped);
+    if (affected.dropped.length > 0) await sql`delete from change_stats_ci_last where last_bucket <= ${lastHourEndingBy(empty)}`;
   }
   const tenants = await sql<{ id: string }[]>`select id from tenants`;
   for (const { id: tenantId } of tenants) {

@@ -14,6 +14,7 @@ import {
 } from '../../src/db/partitions.js';
 import { trimAuditEvents } from '../../src/audit/store.js';
 import { trimChangeHistory } from '../../src/history/retention.js';
+import { refreshStatsAggregate } from '../../src/history/stats-store.js';
 import { runSweep } from '../../src/lifecycle/scheduler.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { useTestApp } from '../support/app.js';
@@ -87,8 +88,8 @@ describe('change history partitions', () => {
   it('drops the months past the horizon whole, trims only the month holding it, and forgets the dropped records\' queue entries', async () => {
     const { sql } = app.current;
     const now = new Date('2031-06-15T00:00:00Z');
-    await keepPartitions(sql, CHANGE_RECORDS, new Date('2031-02-01T00:00:00Z'));
-    await keepPartitions(sql, CHANGE_RECORDS, now);
+    await keepAllPartitions(sql, new Date('2031-02-01T00:00:00Z'));
+    await keepAllPartitions(sql, now);
     for (const [name, at] of [
       ['feb', '2031-02-10T00:00:00Z'],
       ['mar', '2031-03-20T00:00:00Z'],
@@ -97,10 +98,22 @@ describe('change history partitions', () => {
       ['may', '2031-05-05T00:00:00Z'],
       ['jun', '2031-06-10T00:00:00Z'],
     ]) await record(sql, name!, at!);
-    // 60 days before 15 June: 16 April
+    await refreshStatsAggregate(sql, now);
+    // 60 days before 15 June: 16 April (months of the other tests go as well: before the horizon too)
     const trimmed = await trimChangeHistory(sql, { defaultMs: 60 * DAY, byType: new Map() }, now, 100);
-    // (months of the other tests go as well: before the horizon too)
-    expect(trimmed.partitions.filter((name) => name.includes('_y2031'))).to.deep.equal(['change_records_y2031m02', 'change_records_y2031m03']);
+    expect(trimmed.partitions.filter((name) => name.includes('_y2031')).sort()).to.deep.equal([
+      'change_records_y2031m02',
+      'change_records_y2031m03',
+      'change_stats_affected_y2031m02',
+      'change_stats_affected_y2031m03',
+      'change_stats_buckets_y2031m02',
+      'change_stats_buckets_y2031m03',
+    ]);
+    // what is left of the statistics is what is left of the records, by hour and by day
+    const [stats] = await sql<{ hours: string[]; days: string[] }[]>`
+      select array(select to_char(bucket at time zone 'UTC', 'MM-DD') from change_stats_buckets order by 1) as hours,
+             array(select to_char(day at time zone 'UTC', 'MM-DD') || '=' || changes from change_stats_days order by 1) as days`;
+    expect(stats).to.deep.equal({ hours: ['04-20', '05-05', '06-10'], days: ['04-20=1', '05-05=1', '06-10=1'] });
     expect(Object.keys(await homes(sql)).sort()).to.deep.equal(['apr-kept', 'jun', 'may']);
     expect(await names(sql)).to.include('change_records_y2031m04').and.not.include('change_records_y2031m03');
     const [row] = await sql<{ orphans: number }[]>`
