@@ -73,11 +73,13 @@ export async function createMonthPartition(sql: Sql, table: TimePartitioned, par
   const to = addMonths(from, 1);
   return sql.begin(async (tx) => {
     await tx`set local lock_timeout = '10s'`;
-    const [exists] = await tx`select 1 from pg_class where relname = ${name} and relnamespace = current_schema()::regnamespace`;
-    if (exists) return 0;
+    const exists = async () => (await tx`select 1 from pg_class where relname = ${name} and relnamespace = current_schema()::regnamespace`).length > 0;
+    if (await exists()) return 0;
     // writers wait for this short transaction (readers do not): a write routed to the default
     // partition before the attach would otherwise fail its changed partition constraint after it
     await tx.unsafe(`lock table ${parent} in share row exclusive mode`);
+    // another process may have made it while this one waited for the lock
+    if (await exists()) return 0;
     await tx.unsafe(`create table ${name} (like ${parent} including defaults including constraints)`);
     const moved = await tx.unsafe(
       `with moved as (delete from ${defaultPartition(table)} where ${table.column} >= $1 and ${table.column} < $2 returning *)
