@@ -51,6 +51,19 @@ async function fillLegacy(sql: Sql, n: number): Promise<void> {
     from generate_series(1, ${Math.ceil(n / 10)}) as i`;
 }
 
+/** An installation from before partitioning holding `n` records, upgraded (the move pending), handed to `work` and dropped after. */
+async function withUpgradedInstallation(n: number, work: (own: { db: RawDatabase; url?: string }) => Promise<void>): Promise<void> {
+  const own = await ownDatabase();
+  try {
+    await migrateToUnpartitioned(own.db.sql);
+    await fillLegacy(own.db.sql, n);
+    await migrate(own.db.sql);
+    await work(own);
+  } finally {
+    await own.drop();
+  }
+}
+
 const relkind = async (sql: Sql, name: string) => (await sql<{ relkind: string }[]>`select relkind from pg_class where relname = ${name}`)[0]?.relkind ?? null;
 
 async function writeRecord(sql: Sql, name: string, at: string): Promise<void> {
@@ -63,12 +76,7 @@ describe(`moving existing history into partitions online (${onRealPostgres ? 'Po
   this.timeout(120_000);
 
   it('copies in batches while writes go on, swaps, and compares count and checksum: nothing lost, nothing twice', async () => {
-    const own = await ownDatabase();
-    try {
-      const { sql } = own.db;
-      await migrateToUnpartitioned(sql);
-      await fillLegacy(sql, 3000);
-      await migrate(sql);
+    await withUpgradedInstallation(3000, async ({ db: { sql } }) => {
       expect((await pendingPartitionMigrations(sql)).map((m) => [m.table_name, m.status])).to.deep.equal([
         ['audit_events', 'copying'],
         ['change_records', 'copying'],
@@ -124,18 +132,12 @@ describe(`moving existing history into partitions online (${onRealPostgres ? 'Po
       expect(BigInt(fresh!.id) > BigInt(top!.top)).to.equal(true);
       // and a second run finds nothing to do
       expect(await migrateIntoPartitions(sql, { batchSize: 500 })).to.deep.equal([]);
-    } finally {
-      await own.drop();
-    }
+    });
   });
 
   (onRealPostgres ? it : it.skip)('resumes after the mover is killed with SIGKILL mid-copy, and ends with every row once (skipped on the embedded database: one process holds it)', async () => {
-    const own = await ownDatabase();
-    try {
+    await withUpgradedInstallation(60_000, async (own) => {
       const { sql } = own.db;
-      await migrateToUnpartitioned(sql);
-      await fillLegacy(sql, 60_000);
-      await migrate(sql);
       const env = { DATABASE_URL: own.url, CINV_SECRET: 'partition-test-secret-partition-test-0123', LOG_LEVEL: 'warn', PORT: '0' };
       const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), 'migrate', '--batch-size', '200'], {
         cwd: ROOT,
@@ -159,8 +161,6 @@ describe(`moving existing history into partitions online (${onRealPostgres ? 'Po
       expect(resumed.stdout).to.include('change_records: partitioned, 60000 rows moved');
       const [after] = await sql<{ rows: number; ids: number }[]>`select count(*)::int as rows, count(distinct id)::int as ids from change_records`;
       expect(after).to.deep.equal({ rows: 60_000, ids: 60_000 });
-    } finally {
-      await own.drop();
-    }
+    });
   });
 });
