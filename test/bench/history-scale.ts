@@ -40,7 +40,6 @@ const SPAN = 425 * DAY;
 const CIS = 1_000_000;
 /** What one generated record takes on disk with its index entries, before it is measured. */
 const BYTES_PER_RECORD_GUESS = 2_000;
-const GENERATOR = 'history-v1';
 
 const ciUuid = (n: number) => `00000000-0000-4000-9000-${n.toString(16).padStart(12, '0')}`;
 

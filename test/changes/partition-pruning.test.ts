@@ -40,7 +40,6 @@ async function readsOf(sql: Sql, captured: Captured[], table: string): Promise<{
   return reads;
 }
 
-const MONTHS = ['01', '02', '03', '04', '05', '06', '07'];
 
 describe('reads of partitioned history touch only the months they ask for', function () {
   this.timeout(60_000);
