@@ -13,7 +13,7 @@
  * unpartitioned installation into partitions, with the p99 of API requests before and during it.
  * Kept in cinv_bench_history between runs; the move builds cinv_bench_migrate afresh each run.
  *
- *   npm run bench -- history-scale [N] [M]
+ *   npm run bench -- history-scale [N] [M]     (N = 0: the online move alone)
  */
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
@@ -214,8 +214,8 @@ async function measureAt(sql: Sql, records: number): Promise<Map<string, number>
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const p99 = (samples: number[]) => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(samples.length * 0.99))] ?? 0;
 
-/** Writers adding change records (batches of 100, as a collection writes them) until stopped; the time of each batch. */
-function ingestBeside(url: string): { stop(): Promise<number[]> } {
+/** Two writers adding change records (batches of 100, as a collection writes them; each at most one batch per `everyMs`) until stopped; the time of each batch. */
+function ingestBeside(url: string, everyMs = 0): { stop(): Promise<number[]> } {
   const writer = postgres(url, { max: 2, onnotice: () => {} });
   const latencies: number[] = [];
   let running = true;
@@ -235,7 +235,9 @@ function ingestBeside(url: string): { stop(): Promise<number[]> } {
       }));
       const started = performance.now();
       await writer.begin((tx) => recordChanges(tx, records));
-      latencies.push(performance.now() - started);
+      const ms = performance.now() - started;
+      latencies.push(ms);
+      if (ms < everyMs) await pause(everyMs - ms);
     }
   });
   return {
@@ -269,23 +271,27 @@ async function dropOldestMonth(sql: Sql): Promise<Figure[]> {
   ];
 }
 
-/** Requests from `clients` clients in turn over `paths` until stopped; each one's time. */
-function requestsBeside(server: RunningServer, key: string, paths: string[], clients = 4): { stop(): Promise<number[]> } {
+/** Requests at a steady rate (`perSecond`, open loop: one is sent on time whether or not the last one answered) until stopped; each one's time. */
+function requestsBeside(server: RunningServer, key: string, paths: string[], perSecond = 20): { stop(): Promise<number[]> } {
   const latencies: number[] = [];
-  let running = true;
-  const loops = Array.from({ length: clients }, async (_, c) => {
-    for (let i = c; running; i++) {
-      const started = performance.now();
-      const response = await fetch(server.base + paths[i % paths.length]!, { headers: { 'x-api-key': key } });
-      await response.text();
-      if (!response.ok) throw new Error(`${paths[i % paths.length]}: ${response.status}`);
-      latencies.push(performance.now() - started);
-    }
-  });
+  const pending = new Set<Promise<void>>();
+  let sent = 0;
+  const timer = setInterval(() => {
+    const path = paths[sent++ % paths.length]!;
+    const started = performance.now();
+    const request = fetch(server.base + path, { headers: { 'x-api-key': key } })
+      .then(async (response) => {
+        await response.text();
+        if (!response.ok) throw new Error(`${path}: ${response.status}`);
+        latencies.push(performance.now() - started);
+      })
+      .finally(() => pending.delete(request));
+    pending.add(request);
+  }, 1000 / perSecond);
   return {
     async stop() {
-      running = false;
-      await Promise.all(loops);
+      clearInterval(timer);
+      await Promise.all(pending);
       return latencies;
     },
   };
@@ -325,14 +331,15 @@ async function onlineMigration(records: number): Promise<Figure[]> {
       await pause(20_000);
       const quiet = await before.stop();
       const during = requestsBeside(server, key, paths);
-      const ingest = ingestBeside(serverUrl(name));
+      // a collection's steady flow beside the move: 2 000 records a second
+      const ingest = ingestBeside(serverUrl(name), 100);
       const started = performance.now();
       const [outcome] = (await migrateIntoPartitions(sql, { batchSize: 10_000 })).filter((o) => o.table === 'change_records');
       const ms = performance.now() - started;
       const [loaded, writes] = [await during.stop(), await ingest.stop()];
       console.log(
         `  moved ${outcome!.rows} records in ${(ms / 1000).toFixed(1)} s (checksum equal, ${outcome!.repaired} repaired); ` +
-          `API p99 ${p99(quiet).toFixed(0)} ms before, ${p99(loaded).toFixed(0)} ms during (${loaded.length} requests); ingest batches p99 ${p99(writes).toFixed(0)} ms`,
+          `API p99 ${p99(quiet).toFixed(0)} ms before, ${p99(loaded).toFixed(0)} ms during (${loaded.length} requests at 20/s); ingest batches p99 ${p99(writes).toFixed(0)} ms`,
       );
       return [
         { bench: 'history-scale', path: `online move into partitions of ${outcome!.rows} records`, value: Math.round(ms / 100) / 10, unit: 's' },
@@ -353,6 +360,8 @@ async function onlineMigration(records: number): Promise<Figure[]> {
 }
 
 export async function benchHistoryScale(wanted = 20_000_000, moved = 5_000_000): Promise<Figure[]> {
+  // N = 0: only the online move
+  if (wanted === 0) return onlineMigration(moved);
   const sql = await benchDatabase(DATABASE);
   try {
     const full = await fitToDisk(sql, wanted);
