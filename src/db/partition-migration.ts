@@ -68,6 +68,9 @@ export async function migrateIntoPartitions(
       if (state.status === 'copying') {
         await copyRows(sql, table, state, options);
         if (options.signal?.aborted) return outcomes;
+        // the months' statistics before the first query is planned on them: autovacuum analyses a
+        // month only once enough of it changed, and a query planned blind may read a month whole
+        await sql.unsafe(`analyze ${table.name}_next`);
         options.progress?.phase(table.name, 'swap', 0);
         await swap(sql, table);
       }
