@@ -272,8 +272,10 @@ async function dropOldestMonth(sql: Sql): Promise<Figure[]> {
 }
 
 /** Requests at a steady rate (`perSecond`, open loop: one is sent on time whether or not the last one answered) until stopped; each one's time. */
-function requestsBeside(server: RunningServer, key: string, paths: string[], perSecond = 20): { stop(): Promise<number[]> } {
+function requestsBeside(server: RunningServer, key: string, paths: string[], perSecond = 20): { stop(): Promise<number[]>; sent: [number, number][] } {
   const latencies: number[] = [];
+  // [sent at, took]: where in time the slow ones fall
+  const timeline: [number, number][] = [];
   const refused: string[] = [];
   const pending = new Set<Promise<void>>();
   let sent = 0;
@@ -286,6 +288,7 @@ function requestsBeside(server: RunningServer, key: string, paths: string[], per
         // a refusal (503 under load) counts at the time it took, and is reported
         if (!response.ok) refused.push(`${path}: ${response.status}`);
         latencies.push(performance.now() - started);
+        timeline.push([started, performance.now() - started]);
       })
       .finally(() => pending.delete(request));
     pending.add(request);
@@ -297,6 +300,7 @@ function requestsBeside(server: RunningServer, key: string, paths: string[], per
       if (refused.length > 0) console.log(`  ${refused.length} of ${latencies.length} requests refused, e.g. ${refused[0]}`);
       return latencies;
     },
+    sent: timeline,
   };
 }
 
@@ -337,9 +341,22 @@ async function onlineMigration(records: number): Promise<Figure[]> {
       // a collection's steady flow beside the move: 2 000 records a second
       const ingest = ingestBeside(serverUrl(name), 100);
       const started = performance.now();
-      const [outcome] = (await migrateIntoPartitions(sql, { batchSize: 10_000 })).filter((o) => o.table === 'change_records');
+      const phases: [string, number][] = [['start', started]];
+      const [outcome] = (
+        await migrateIntoPartitions(sql, {
+          batchSize: 10_000,
+          progress: { phase: (table, phase) => phases.push([`${table} ${phase}`, performance.now()]), copied: () => undefined },
+        })
+      ).filter((o) => o.table === 'change_records');
       const ms = performance.now() - started;
+      phases.push(['end', performance.now()]);
       const [loaded, writes] = [await during.stop(), await ingest.stop()];
+      // the requests sent in each phase of the move: where the slow ones are
+      for (let i = 0; i + 1 < phases.length; i++) {
+        const [label, from] = phases[i]!;
+        const within = during.sent.filter(([at]) => at >= from && at < phases[i + 1]![1]).map(([, took]) => took);
+        if (within.length > 0) console.log(`    ${label.padEnd(28)} ${((phases[i + 1]![1] - from) / 1000).toFixed(1)} s, ${within.length} requests, p99 ${p99(within).toFixed(0)} ms, max ${Math.max(...within).toFixed(0)} ms`);
+      }
       console.log(
         `  moved ${outcome!.rows} records in ${(ms / 1000).toFixed(1)} s (checksum equal, ${outcome!.repaired} repaired); ` +
           `API p99 ${p99(quiet).toFixed(0)} ms before, ${p99(loaded).toFixed(0)} ms during (${loaded.length} requests at 20/s); ingest batches p99 ${p99(writes).toFixed(0)} ms`,
