@@ -197,11 +197,23 @@ async function compareAndFinish(sql: Sql, table: TimePartitioned): Promise<Migra
     await sql`update partition_migrations set status = 'failed', error = ${error} where table_name = ${table.name}`;
     throw new PartitionMigrationError(error);
   }
-  await sql.begin(async (tx) => {
-    await tx.unsafe(`drop table ${legacy}`);
-    await tx`update partition_migrations set status = 'completed', finished_at = now(), legacy_rows = ${before.rows},
-             checksum = ${before.checksum}, error = null where table_name = ${table.name}`;
-  });
+  // Dropping the old table removes its foreign key's triggers on tenants, which takes the strongest
+  // lock on tenants: every request that reads tenants would queue behind the drop while it waits for
+  // a long transaction there. So it waits briefly, and tries again a moment later.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await sql.begin(async (tx) => {
+        await tx`set local lock_timeout = '200ms'`;
+        await tx.unsafe(`drop table ${legacy}`);
+        await tx`update partition_migrations set status = 'completed', finished_at = now(), legacy_rows = ${before.rows},
+                 checksum = ${before.checksum}, error = null where table_name = ${table.name}`;
+      });
+      break;
+    } catch (error) {
+      if ((error as { code?: string }).code !== '55P03' || attempt >= 300) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
   return { table: table.name, rows: before.rows, checksum: before.checksum, repaired };
 }
 
