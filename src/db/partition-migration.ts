@@ -131,8 +131,8 @@ async function copyRows(
   options.progress?.phase(table.name, 'copy', copied + (left?.n ?? 0));
   options.progress?.copied(table.name, copied);
   while (!options.signal?.aborted) {
-    const [batch] = await sql.begin((tx) =>
-      tx.unsafe<{ last: string | null; rows: number }[]>(
+    // one statement: the batch and the position it reached commit together
+    const [batch] = await sql.unsafe<{ last: string | null; rows: number }[]>(
         `with batch as (
            select * from ${table.name} where id > $1 and id <= $2 order by id limit ${options.batchSize}
          ), copied as (
@@ -144,7 +144,6 @@ async function copyRows(
          )
          select (select max(id) from batch)::text as last, (select count(*) from batch)::int as rows`,
         [last, upto, table.name],
-      ),
     );
     if (!batch || batch.rows === 0) return;
     last = batch.last!;

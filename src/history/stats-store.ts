@@ -306,11 +306,10 @@ export function windowCounts(
     ...(lower ? [lower.inclusive ? sql`cr.changed_at >= ${lower.at}::text::timestamptz` : sql`cr.changed_at > ${lower.at}::text::timestamptz`] : []),
     ...(upper ? [upper.inclusive ? sql`cr.changed_at <= ${upper.at}::text::timestamptz` : sql`cr.changed_at < ${upper.at}::text::timestamptz`] : []),
   ]);
-  const hours = (column: string) =>
-    and(sql, [
-      ...(firstHour === undefined ? [] : [sql`${sql(column)} >= ${at(firstHour)}`]),
-      ...(lastHour === undefined ? [] : [sql`${sql(column)} < ${at(lastHour)}`]),
-    ]);
+  // [from, to) on a column, either side open when undefined
+  const within = (column: string, from: number | undefined, to: number | undefined) =>
+    and(sql, [...(from === undefined ? [] : [sql`${sql(column)} >= ${at(from)}`]), ...(to === undefined ? [] : [sql`${sql(column)} < ${at(to)}`])]);
+  const hours = (column: string) => within(column, firstHour, lastHour);
   const aggregated = (table: string, column: string, range: Fragment) =>
     sql`select cr.${sql(column)} as hour, cr.change_type, cr.ci_type, cr.changes as n from ${sql(table)} cr
         where ${and(sql, [visibleTo(sql, principal, columnsOf('cr')), ...compileFilters(sql, filters), range])}`;
@@ -319,8 +318,6 @@ export function windowCounts(
   const firstDay = firstHour === undefined ? undefined : Math.ceil(firstHour / DAY_MS) * DAY_MS;
   const lastDay = lastHour === undefined ? undefined : Math.floor(lastHour / DAY_MS) * DAY_MS;
   if (byDay && (firstDay === undefined || lastDay === undefined || firstDay < lastDay)) {
-    const within = (column: string, from: number | undefined, to: number | undefined) =>
-      and(sql, [...(from === undefined ? [] : [sql`${sql(column)} >= ${at(from)}`]), ...(to === undefined ? [] : [sql`${sql(column)} < ${at(to)}`])]);
     parts.push(aggregated('change_stats_days', 'day', within('cr.day', firstDay, lastDay)));
     if (firstDay !== undefined) parts.push(aggregated('change_stats_buckets', 'bucket', within('cr.bucket', firstHour, firstDay)));
     if (lastDay !== undefined) parts.push(aggregated('change_stats_buckets', 'bucket', within('cr.bucket', lastDay, lastHour)));
