@@ -163,4 +163,19 @@ describe(`moving existing history into partitions online (${onRealPostgres ? 'Po
       expect(after).to.deep.equal({ rows: 60_000, ids: 60_000 });
     });
   });
+
+  (onRealPostgres ? it : it.skip)('plans without JIT on a server pool: a lookup per queued record across the months is not compiled (skipped on the embedded database: built without JIT)', async () => {
+    await withUpgradedInstallation(8000, async ({ db: { sql } }) => {
+      await migrateIntoPartitions(sql, { batchSize: 1000 });
+      await sql`insert into change_stats_queue (change_id, changed_at) select id, changed_at from change_records on conflict do nothing`;
+      await sql`analyze change_stats_queue`;
+      const plan = await sql.unsafe<{ 'QUERY PLAN': string }[]>(
+        `explain (analyze) select count(*) from change_stats_queue q
+         cross join lateral (select * from change_records r where r.id = q.change_id and r.changed_at = q.changed_at offset 0) cr`,
+      );
+      const text = plan.map((row) => row['QUERY PLAN']).join('\n');
+      expect(text).to.match(/Append/);
+      expect(text).not.to.match(/JIT:/);
+    });
+  });
 });
