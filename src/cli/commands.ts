@@ -4,6 +4,9 @@ import type { Snapshot } from '../inventory/records.js';
 import { DEFAULT_TENANT_ID } from '../tenants.js';
 import { openForCommand, single, UsageError, withDatabase, type Flags } from './shared.js';
 
+/** What `cinv migrate` says as each step of an online move begins. */
+const PHASES = { swap: 'swapping in the partitioned table', compare: 'comparing count and checksum', drop: 'dropping the old table' } as const;
+
 export { UsageError, type Flags } from './shared.js';
 export { keysCreateCommand, keysGenerateCommand, keysListCommand, keysRevokeCommand, rotateMasterCommand, usersPromoteCommand } from './keys.js';
 
@@ -55,7 +58,7 @@ export async function migrateCommand(flags: Flags): Promise<void> {
             bar?.finish(done);
             done = 0;
             bar = phase === 'copy' ? new Progress(`${table} into partitions`, total, process.stderr) : undefined;
-            if (phase !== 'copy') console.error(`${table}: ${phase === 'swap' ? 'swapping in the partitioned table' : 'comparing count and checksum'}`);
+            if (phase !== 'copy') console.error(`${table}: ${PHASES[phase]}`);
           },
           copied(_table, copied) {
             done = copied;

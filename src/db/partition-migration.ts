@@ -14,8 +14,8 @@ export interface PartitionMigration {
 }
 
 export interface MigrationProgress {
-  /** A phase begins: `total` rows to copy (0 for the swap and the comparison). */
-  phase(table: string, phase: 'copy' | 'swap' | 'compare', total: number): void;
+  /** A phase begins: `total` rows to copy (0 for the swap, the comparison and the drop of the old table). */
+  phase(table: string, phase: 'copy' | 'swap' | 'compare' | 'drop', total: number): void;
   copied(table: string, done: number): void;
 }
 
@@ -75,7 +75,7 @@ export async function migrateIntoPartitions(
         await swap(sql, table);
       }
       options.progress?.phase(table.name, 'compare', 0);
-      outcomes.push(await compareAndFinish(sql, table));
+      outcomes.push(await compareAndFinish(sql, table, options.progress));
     } finally {
       if (holder) {
         await holder`select pg_advisory_unlock(hashtext(${lockKey}))`.catch(() => undefined);
@@ -178,7 +178,7 @@ async function fingerprint(sql: Sql, relation: string, upto: string): Promise<{ 
   return row!;
 }
 
-async function compareAndFinish(sql: Sql, table: TimePartitioned): Promise<MigrationOutcome> {
+async function compareAndFinish(sql: Sql, table: TimePartitioned, progress: MigrationProgress | undefined): Promise<MigrationOutcome> {
   const legacy = `${table.name}_legacy`;
   // the old table takes no writes since the swap: everything up to its last id must be in the new one
   const [top] = await sql.unsafe<{ upto: string }[]>(`select coalesce(max(id), 0)::text as upto from ${legacy}`);
@@ -196,6 +196,7 @@ async function compareAndFinish(sql: Sql, table: TimePartitioned): Promise<Migra
     await sql`update partition_migrations set status = 'failed', error = ${error} where table_name = ${table.name}`;
     throw new PartitionMigrationError(error);
   }
+  progress?.phase(table.name, 'drop', 0);
   // Dropping the old table removes its foreign key's triggers on tenants, which takes the strongest
   // lock on tenants: every request that reads tenants would queue behind the drop while it waits for
   // a long transaction there. So it waits briefly, and tries again a moment later.

@@ -1,7 +1,7 @@
 /**
  * History at scale: the change history's reads at N change records (default 20 000 000, over 14
- * months for 1 000 000 CIs) against the same reads at N / 10, in one run on one database that grows
- * from the smaller to the larger size, so each figure is a ratio (target ≤ 1.5 for every read).
+ * months for 1 000 000 CIs) against the same reads at N / 10 (the first N / 10 of the same
+ * generated records), in one run, so each figure is a ratio (target ≤ 1.5 for every read).
  *
  *   npm run bench -- history-scale [N]
  *
@@ -11,7 +11,9 @@
  * of the oldest month with ingest running beside it (the month is gone afterwards: the next run
  * generates its records again), and the online move of M records (default 5 000 000) from an
  * unpartitioned installation into partitions, with the p99 of API requests before and during it.
- * Kept in cinv_bench_history between runs; the move builds cinv_bench_migrate afresh each run.
+ * Both sizes are kept between runs (cinv_bench_history_small, cinv_bench_history), so a run after a
+ * change to the reads measures at once; a database's migrations bring its statistics along.
+ * The move builds cinv_bench_migrate afresh each run.
  *
  *   npm run bench -- history-scale [N] [M]     (N = 0: the online move alone)
  */
@@ -34,6 +36,7 @@ import { random } from '../support/scenario.js';
 import { benchDatabase, benchKey, serveBench, serverUrl, type Figure, type RunningServer } from './common.js';
 
 const DATABASE = 'cinv_bench_history';
+const SMALL_DATABASE = 'cinv_bench_history_small';
 const DAY = 86_400_000;
 const NOW = new Date('2026-11-20T12:00:00Z');
 const SPAN = 425 * DAY;
@@ -198,9 +201,18 @@ async function measureReads(server: RunningServer, key: string, reads: Read[], r
   return medians;
 }
 
-async function measureAt(sql: Sql, records: number): Promise<Map<string, number>> {
+/** Brings a database to exactly `records` generated records (started again when it holds more). */
+async function holding(sql: Sql, records: number): Promise<void> {
+  if ((await recordCount(sql)) > records) {
+    console.log('the database holds more records than wanted: starting it again');
+    await sql.unsafe('truncate change_records, change_stats_queue, change_stats_buckets, change_stats_days, change_stats_ci_last, change_stats_affected, change_stats_snapshots, outbox restart identity');
+    await sql`update change_stats_state set refreshed_at = '-infinity'`;
+  }
   await growTo(sql, records);
-  const server = await serveBench(DATABASE, { CINV_CHANGE_RETENTION: '0', CINV_SHED_EVENT_LOOP_DELAY: 'off', CINV_SHED_DB_WAIT: 'off' });
+}
+
+async function measureAt(sql: Sql, database: string, records: number): Promise<Map<string, number>> {
+  const server = await serveBench(database, { CINV_CHANGE_RETENTION: '0', CINV_SHED_EVENT_LOOP_DELAY: 'off', CINV_SHED_DB_WAIT: 'off' });
   try {
     const cis = await sql<{ ci_id: string }[]>`select ci_id::text from change_records order by id limit 20`;
     const medians = await measureReads(server, await benchKey(sql), readsOf(cis.map((row) => row.ci_id)));
@@ -305,6 +317,41 @@ function requestsBeside(server: RunningServer, key: string, paths: string[], per
 }
 
 /**
+ * Samples, every 100 ms, what the database's active sessions wait on (or that they run), so a
+ * stalled phase of the move names its cause: (time, "wait event: statement") per active session.
+ */
+function activityBeside(database: string): { stop(): Promise<[number, string][]> } {
+  const watcher = postgres(serverUrl(database), { max: 1, onnotice: () => {} });
+  const seen: [number, string][] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const rows = await watcher<{ what: string }[]>`
+        select coalesce(wait_event_type || ':' || wait_event, 'CPU') || '  ' || left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 60) as what
+        from pg_stat_activity where datname = current_database() and state = 'active' and pid <> pg_backend_pid()`.catch(() => []);
+      const at = performance.now();
+      for (const row of rows) seen.push([at, row.what]);
+      await pause(100);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      await watcher.end();
+      return seen;
+    },
+  };
+}
+
+/** The most frequent of `samples` between two moments, with their counts. */
+function mostSeen(samples: [number, string][], from: number, to: number): string {
+  const counts = new Map<string, number>();
+  for (const [at, what] of samples) if (at >= from && at < to) counts.set(what, (counts.get(what) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([what, n]) => `      ${String(n).padStart(4)}  ${what}`).join('\n');
+}
+
+/**
  * The online move of an unpartitioned installation: `records` change records written under the
  * schema before partitioning, then `cinv migrate`'s move while a server answers API requests,
  * p99 before and during.
@@ -340,6 +387,7 @@ async function onlineMigration(records: number): Promise<Figure[]> {
       const during = requestsBeside(server, key, paths);
       // a collection's steady flow beside the move: 2 000 records a second
       const ingest = ingestBeside(serverUrl(name), 100);
+      const activity = activityBeside(name);
       const started = performance.now();
       const phases: [string, number][] = [['start', started]];
       const [outcome] = (
@@ -350,12 +398,13 @@ async function onlineMigration(records: number): Promise<Figure[]> {
       ).filter((o) => o.table === 'change_records');
       const ms = performance.now() - started;
       phases.push(['end', performance.now()]);
-      const [loaded, writes] = [await during.stop(), await ingest.stop()];
+      const [loaded, writes, sampled] = [await during.stop(), await ingest.stop(), await activity.stop()];
       // the requests sent in each phase of the move: where the slow ones are
       for (let i = 0; i + 1 < phases.length; i++) {
         const [label, from] = phases[i]!;
         const within = during.sent.filter(([at]) => at >= from && at < phases[i + 1]![1]).map(([, took]) => took);
         if (within.length > 0) console.log(`    ${label.padEnd(28)} ${((phases[i + 1]![1] - from) / 1000).toFixed(1)} s, ${within.length} requests, p99 ${p99(within).toFixed(0)} ms, max ${Math.max(...within).toFixed(0)} ms`);
+        console.log(`      sessions seen active (every 100 ms):\n${mostSeen(sampled, from, phases[i + 1]![1])}`);
       }
       console.log(
         `  moved ${outcome!.rows} records in ${(ms / 1000).toFixed(1)} s (checksum equal, ${outcome!.repaired} repaired); ` +
@@ -383,18 +432,24 @@ export async function benchHistoryScale(wanted = 20_000_000, moved = 5_000_000):
   // N = 0: only the online move
   if (wanted === 0) return onlineMigration(moved);
   const sql = await benchDatabase(DATABASE);
+  const figures: Figure[] = [];
+  let small: Map<string, number>;
   try {
-    const full = await fitToDisk(sql, wanted);
-    const base = Math.max(1, Math.floor(full / 10));
-    if ((await recordCount(sql)) > base) {
-      console.log('the database holds more than the smaller size: starting it again');
-      await sql.unsafe('truncate change_records, change_stats_queue, change_stats_buckets, change_stats_days, change_stats_ci_last, change_stats_affected, change_stats_snapshots, outbox restart identity');
-      await sql`update change_stats_state set refreshed_at = '-infinity'`;
+    // both sizes are on the disk at once
+    const base = Math.max(1, Math.floor((await fitToDisk(sql, Math.round(wanted * 1.1))) / 11));
+    const full = base * 10;
+    // the smaller size in a database of its own, so both are kept between runs: a run after a change
+    // to the reads measures at once, with no records generated again
+    const smaller = await benchDatabase(SMALL_DATABASE);
+    try {
+      await holding(smaller, base);
+      await holding(sql, full);
+      figures.push(...(await diskPerRecord(smaller, `${base} records`)), ...(await diskPerRecord(sql, `${full} records`)));
+      small = await measureAt(smaller, SMALL_DATABASE, base);
+    } finally {
+      await smaller.end();
     }
-    const small = await measureAt(sql, base);
-    const figures = await diskPerRecord(sql, `${base} records`);
-    const large = await measureAt(sql, full);
-    figures.push(...(await diskPerRecord(sql, `${full} records`)));
+    const large = await measureAt(sql, DATABASE, full);
     for (const [label, ms] of large) {
       figures.push(
         { bench: 'history-scale', path: `${label}: at ${full}`, value: Math.round(ms * 10) / 10, unit: 'ms' },
