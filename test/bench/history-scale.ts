@@ -404,7 +404,8 @@ async function onlineMigration(records: number): Promise<Figure[]> {
         const [label, from] = phases[i]!;
         const within = during.sent.filter(([at]) => at >= from && at < phases[i + 1]![1]).map(([, took]) => took);
         if (within.length > 0) console.log(`    ${label.padEnd(28)} ${((phases[i + 1]![1] - from) / 1000).toFixed(1)} s, ${within.length} requests, p99 ${p99(within).toFixed(0)} ms, max ${Math.max(...within).toFixed(0)} ms`);
-        console.log(`      sessions seen active (every 100 ms):\n${mostSeen(sampled, from, phases[i + 1]![1])}`);
+        const seen = mostSeen(sampled, from, phases[i + 1]![1]);
+        if (seen) console.log(`      sessions seen active (every 100 ms):\n${seen}`);
       }
       console.log(
         `  moved ${outcome!.rows} records in ${(ms / 1000).toFixed(1)} s (checksum equal, ${outcome!.repaired} repaired); ` +
