@@ -1,3 +1,4 @@
+import type { CiAsOf } from './service.js';
 import type { CiDetailRow, CiRow } from './store.js';
 
 export function presentCi(row: CiRow) {
@@ -22,6 +23,26 @@ export function presentListedCi(row: CiRow) {
 
 export function presentCiDetail(row: CiDetailRow) {
   return { ...presentCi(row), type_data: row.type_data, source: row.source, scope_id: row.scope_id };
+}
+
+/** A CI as it was: the detail's fields, `last_seen` null (not history), and the moment shown. */
+export function presentCiAsOf(state: CiAsOf) {
+  return {
+    ci_id: state.ci_id,
+    name: state.name,
+    namespace: state.namespace,
+    ci_type: state.ci_type,
+    status: state.status,
+    status_updated_at: state.status_updated_at,
+    last_seen: null,
+    created_at: state.created_at,
+    updated_at: state.updated_at,
+    raw_data: state.raw_data,
+    type_data: state.type_data,
+    source: state.source,
+    scope_id: state.scope_id,
+    as_of: state.as_of,
+  };
 }
 
 function valueAt(document: unknown, path: readonly string[]): unknown {

@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { defineRoute } from '../context.js';
-import { attributePaths, pickAttributes, presentCiDetail, presentListedCi, presentTypeData } from './presenter.js';
-import { CiArchived, CiDetail, CiList, CiListQuery, CiParams, TypeDataList } from './schema.js';
-import { archiveConfigurationItem, ciDetailOr404, listConfigurationItems } from './service.js';
+import { attributePaths, pickAttributes, presentCiAsOf, presentCiDetail, presentListedCi, presentTypeData } from './presenter.js';
+import { CiArchived, CiDetail, CiDetailAsOf, CiDetailQuery, CiList, CiListQuery, CiParams, TypeDataList } from './schema.js';
+import { archiveConfigurationItem, ciDetailAsOf, ciDetailOr404, listConfigurationItems } from './service.js';
 
 const tags = ['Configuration items'];
 
@@ -43,11 +43,14 @@ const detail = defineRoute({
   tags,
   access: { resource: 'configuration_items', action: 'read' },
   params: CiParams,
+  query: CiDetailQuery,
   description:
     'The spec\'s fields, plus (beyond the spec) `type_data` with its metrics, the `source` that collected the CI and its ' +
-    'instance (`scope_id`).',
-  responses: { 200: { description: 'The CI with its nested raw_data.', schema: CiDetail } },
-  async handler({ app, principal, params }) {
+    'instance (`scope_id`). With `as_of`, the CI as it was stored at that moment (a CI removed since included), ' +
+    'echoing `as_of`; `last_seen` and metrics are not history and are left out.',
+  responses: { 200: { description: 'The CI with its nested raw_data.', schema: Type.Union([CiDetail, CiDetailAsOf]) } },
+  async handler({ app, principal, params, query }) {
+    if (query.as_of !== undefined) return presentCiAsOf(await ciDetailAsOf(app, principal, params.ci_id, query.as_of));
     return presentCiDetail(await ciDetailOr404(app, principal, params.ci_id));
   },
 });

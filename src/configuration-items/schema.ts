@@ -93,6 +93,27 @@ export const CiDetail = Type.Object(
   },
   { title: 'ConfigurationItemDetail' },
 );
+export const CiDetailQuery = Type.Object({
+  as_of: Type.Optional(
+    Timestamp(
+      'Show the CI as it was stored at this moment (ISO 8601): its fields, status, raw_data and type_data then. ' +
+        '404 when it did not exist then; 422 before the earliest moment the history covers.',
+    ),
+  ),
+});
+export const CiDetailAsOf = Type.Object(
+  {
+    ...ciFields,
+    last_seen: Nullable(Timestamp('Not history: null in a view of the past.')),
+    type_data: JsonObject('The type-specific attributes then (metrics are not history and are left out).'),
+    source: Nullable(
+      Type.Object({ id: Type.Integer(), name: Type.String(), collector_type: Type.String() }, { description: 'The source that collected the CI (null if it is gone).' }),
+    ),
+    scope_id: Nullable(Type.String({ description: 'The instance of the source the CI belonged to then.' })),
+    as_of: Timestamp('The moment shown.'),
+  },
+  { title: 'ConfigurationItemAsOf' },
+);
 export const CiListItem = Type.Object(
   {
     ...ciFields,

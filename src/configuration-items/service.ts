@@ -3,10 +3,12 @@ import type { AppContext } from '../context.js';
 import { notFound, unprocessable } from '../errors.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { isExactTime } from '../query/exact-time.js';
+import { ciStateAt, exactSince, type CiState } from '../history/as-of.js';
+import { historyCoversSince } from '../history/retention.js';
 import { archiveWithHistory } from '../inventory/archive.js';
 import { parseFilters } from '../query/filters.js';
 import { CI_FILTERS, type CiListQuery } from './schema.js';
-import { findCiDetail, findVisibleCi, isCiVisible, listCis, resolveText, TIME_SORTS, type CiDetailRow, type CiPage, type CiPosition } from './store.js';
+import { findCiDetail, findSource, findVisibleCi, isCiVisible, listCis, resolveText, TIME_SORTS, type CiDetailRow, type CiPage, type CiPosition } from './store.js';
 
 export type { CiDetailRow, CiPage, CiRow } from './store.js';
 
@@ -79,6 +81,46 @@ export async function ciDetailOr404(app: AppContext, principal: Principal, ciId:
   const row = await findCiDetail(app.sql, principal, ciId);
   if (!row) throw notFound('Configuration item not found', { ci_id: ciId });
   return row;
+}
+
+/**
+ * The earliest moment the inventory can be read as it was: the later of the upgrade that began
+ * recording the way back (an installation that held CIs before it) and the retention horizon.
+ * Null when every moment can be read.
+ */
+export async function earliestAsOf(app: AppContext): Promise<Date | null> {
+  const since = [await exactSince(app.sql), historyCoversSince(app.config.changeRetention, app.now())].filter((d): d is Date => d !== null);
+  return since.length === 0 ? null : new Date(Math.max(...since.map((d) => d.getTime())));
+}
+
+/** A moment to read the past at, as given: a 422 naming the earliest moment when it lies before it. */
+export async function checkedAsOf(app: AppContext, asOf: string): Promise<string> {
+  const earliest = await earliestAsOf(app);
+  if (earliest && Date.parse(asOf) < earliest.getTime()) {
+    throw unprocessable(`as_of lies before the earliest moment the history covers (${earliest.toISOString()})`, {
+      reason: 'before_history',
+      earliest: earliest.toISOString(),
+    });
+  }
+  return asOf;
+}
+
+export interface CiAsOf extends CiState {
+  source: { id: number; name: string; collector_type: string } | null;
+  as_of: string;
+}
+
+/** One CI as it was stored at `asOf`; 404 when it did not exist then (or lies outside the principal's scopes). */
+export async function ciDetailAsOf(app: AppContext, principal: Principal, ciId: string, asOf: string): Promise<CiAsOf> {
+  const at = await checkedAsOf(app, asOf);
+  const state = await ciStateAt(app.sql, principal, ciId, at);
+  if (!state) throw notFound('Configuration item not found at that moment', { ci_id: ciId, as_of: asOf });
+  return { ...state, source: (await findSource(app.sql, state.source_id)) ?? null, as_of: new Date(at).toISOString() };
+}
+
+/** Whether the CI existed at `asOf` and the principal may see it as it was then. */
+export async function ciIsVisibleAt(app: AppContext, principal: Principal, ciId: string, asOf: string): Promise<boolean> {
+  return (await ciStateAt(app.sql, principal, ciId, asOf)) !== undefined;
 }
 
 /** Whether the CI exists and the principal may see it: the question other features ask before reading around a CI. */

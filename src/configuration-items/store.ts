@@ -252,6 +252,13 @@ export async function findCiDetail(sql: Sql, principal: Principal, ciId: string)
   return row;
 }
 
+/** A source as a CI's detail names it. */
+export async function findSource(sql: Sql, sourceId: string): Promise<{ id: number; name: string; collector_type: string } | undefined> {
+  const [row] = await sql<{ id: number; name: string; collector_type: string }[]>`
+    select s.id::int as id, s.name, c.collector_type from sources s join collectors c on c.id = s.collector_id where s.id = ${sourceId}`;
+  return row;
+}
+
 /** Whether the CI exists and lies inside the principal's data scopes (no row is loaded). */
 export async function isCiVisible(sql: Sql, principal: Principal, ciId: string): Promise<boolean> {
   const rows = await sql`select 1 from configuration_items ci where ci.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('ci'))}`;

@@ -1,16 +1,20 @@
 import type { Queryable, Sql } from './database.js';
 
-/** A table partitioned by month of a time column (sql/0016_partitioned_history.sql, 0018_partitioned_statistics.sql). */
+/** A table partitioned by month of a time column (sql/0016_partitioned_history.sql, 0018_partitioned_statistics.sql, 0019_time_machine.sql). */
 export interface TimePartitioned {
-  name: 'change_records' | 'audit_events' | 'change_stats_buckets' | 'change_stats_affected';
-  column: 'changed_at' | 'occurred_at' | 'bucket';
+  name: 'change_records' | 'audit_events' | 'change_stats_buckets' | 'change_stats_affected' | 'ci_undo' | 'relationship_history';
+  column: 'changed_at' | 'occurred_at' | 'bucket' | 'at' | 'valid_to';
 }
 
 export const CHANGE_RECORDS: TimePartitioned = { name: 'change_records', column: 'changed_at' };
 export const AUDIT_EVENTS: TimePartitioned = { name: 'audit_events', column: 'occurred_at' };
 export const STATS_BUCKETS: TimePartitioned = { name: 'change_stats_buckets', column: 'bucket' };
 export const STATS_AFFECTED: TimePartitioned = { name: 'change_stats_affected', column: 'bucket' };
-export const TIME_PARTITIONED: readonly TimePartitioned[] = [CHANGE_RECORDS, AUDIT_EVENTS, STATS_BUCKETS, STATS_AFFECTED];
+/** Each write's way back to the CI row before it. */
+export const CI_UNDO: TimePartitioned = { name: 'ci_undo', column: 'at' };
+/** Relationships that are no more, by the moment they ended. */
+export const RELATIONSHIP_HISTORY: TimePartitioned = { name: 'relationship_history', column: 'valid_to' };
+export const TIME_PARTITIONED: readonly TimePartitioned[] = [CHANGE_RECORDS, AUDIT_EVENTS, STATS_BUCKETS, STATS_AFFECTED, CI_UNDO, RELATIONSHIP_HISTORY];
 
 /** Months made ahead of the current one, so that the month turning never waits for a sweep. */
 export const MONTHS_AHEAD = 3;

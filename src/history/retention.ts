@@ -1,6 +1,6 @@
 import type { ChangeRetention } from '../config/config.js';
 import type { Sql } from '../db/database.js';
-import { CHANGE_RECORDS, dropPartitionsBefore, STATS_AFFECTED, STATS_BUCKETS } from '../db/partitions.js';
+import { CHANGE_RECORDS, CI_UNDO, dropPartitionsBefore, RELATIONSHIP_HISTORY, STATS_AFFECTED, STATS_BUCKETS } from '../db/partitions.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -77,6 +77,7 @@ export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, no
     trimmed.partitions.push(...buckets.dropped, ...affected.dropped);
     if (affected.dropped.length > 0) await sql`delete from change_stats_ci_last where last_bucket <= ${lastHourEndingBy(empty)}`;
   }
+  trimmed.partitions.push(...(await trimWayBack(sql, retention, now, batchSize)));
   const tenants = await sql<{ id: string }[]>`select id from tenants`;
   for (const { id: tenantId } of tenants) {
     for (const horizon of horizons) {
@@ -111,6 +112,25 @@ export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, no
     }
   }
   return trimmed;
+}
+
+/**
+ * What reading the inventory at a moment needs, kept as far back as such a read may go (the
+ * latest horizon, historyCoversSince): the months of writes' ways back and of ended relationships
+ * that end before it are dropped, and CIs removed before it lose their tombstones. Returns the
+ * partitions dropped.
+ */
+async function trimWayBack(sql: Sql, retention: ChangeRetention, now: Date, batchSize: number): Promise<string[]> {
+  const since = historyCoversSince(retention, now);
+  if (!since) return [];
+  const undo = await dropPartitionsBefore(sql, CI_UNDO, since);
+  const ended = await dropPartitionsBefore(sql, RELATIONSHIP_HISTORY, since);
+  for (;;) {
+    const buried = await sql`
+      delete from ci_tombstones where ci_id = any(array(select ci_id from ci_tombstones where removed_at < ${since} limit ${batchSize}))`;
+    if (buried.count < batchSize) break;
+  }
+  return [...undo.dropped, ...ended.dropped];
 }
 
 /** One horizon's expired records of one tenant, oldest first, a batch per statement, with their statistics queue entries. */

@@ -199,7 +199,12 @@ export async function replaceRelationships(
         and not exists (
           select 1 from targets t
           where t.from_ci_id = r.from_ci_id and t.to_ci_id = r.to_ci_id and t.type = r.relationship_type)
-      returning 1
+      returning r.*
+    ), ended as (
+      insert into relationship_history
+        (relationship_id, tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, from_scope_id, to_scope_id, valid_from, valid_to)
+      select id, tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, from_scope_id, to_scope_id, created_at, ${now}
+      from removed
     )
     select (select count(*) from upserted)::int as written, (select count(*) from removed)::int as removed,
            (select count(*) from parked)::int as pending`;

@@ -101,16 +101,22 @@ export async function sweepLifecycle(sql: Sql, settings: LifecycleSettings, now:
     limit,
   );
   const removed = await untilDrained(async () => {
-    // references a removed CI still waited to resolve go with it; its relationship rows stay
+    // references a removed CI still waited to resolve go with it; its relationship rows stay, and
+    // its last row stays as a tombstone, so that the inventory of a moment it existed still holds it
     const [row] = await sql<{ removed: number }[]>`
       with removed as (
         delete from configuration_items where ci_id = any(array(
           select ci_id from configuration_items
           where status = 'archived' and status_updated_at < ${archivedSince}
           order by status_updated_at limit ${limit} for update skip locked))
-        returning ci_id
+        returning *
       ), unwaited as (
         delete from pending_relationships p using removed where p.from_ci_id = removed.ci_id
+      ), buried as (
+        insert into ci_tombstones (ci_id, tenant_id, source_id, scope_id, external_id, ci_type, name, namespace, status,
+                                   status_updated_at, raw_data, type_data, created_at, updated_at, removed_at)
+        select ci_id, tenant_id, source_id, scope_id, external_id, ci_type, name, namespace, status,
+               status_updated_at, raw_data, type_data, created_at, updated_at, ${now} from removed
       )
       select count(*)::int as removed from removed`;
     return row?.removed ?? 0;

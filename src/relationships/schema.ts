@@ -30,6 +30,14 @@ export const RelationshipListQuery = Type.Object({
   sort_order: Type.Optional(
     Type.Union([Type.Literal('asc'), Type.Literal('desc')], { description: 'Default `asc`; only together with `sort_by`, otherwise a 422.' }),
   ),
+  as_of: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description:
+        'The relationships that existed at this moment (ISO 8601), each neighbour with its name, type and status then. ' +
+        '404 when the CI did not exist then; 422 before the earliest moment the history covers.',
+    }),
+  ),
 });
 export type RelationshipListQuery = Static<typeof RelationshipListQuery>;
 
@@ -58,6 +66,7 @@ export const RelationshipList = Type.Object(
     limit: Type.Integer(),
     has_more: Type.Boolean(),
     next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` with the same parameters for the next page; null at the end.' })),
+    as_of: Type.Optional(Type.String({ format: 'date-time', description: 'The moment shown, when `as_of` was given.' })),
   },
   { title: 'RelationshipList' },
 );

@@ -1,5 +1,5 @@
 import type { Principal } from '../auth/principal.js';
-import { ciIsVisible } from '../configuration-items/service.js';
+import { checkedAsOf, ciIsVisible, ciIsVisibleAt } from '../configuration-items/service.js';
 import type { AppContext } from '../context.js';
 import { notFound, unprocessable } from '../errors.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
@@ -59,12 +59,12 @@ function readShape(query: RelationshipListQuery): ResultShape {
   };
 }
 
-function bindingOf(tenantId: string, ciId: string, shape: ResultShape): CursorBinding {
+function bindingOf(tenantId: string, ciId: string, shape: ResultShape, asOf: string | undefined): CursorBinding {
   return {
     tenantId,
     scope: `relationships:${ciId}`,
     sort: shape.sort ? `${shape.sort.field}:${shape.sort.order}` : null,
-    filters: { direction: shape.direction, relationship_types: shape.types, include_inactive: shape.includeInactive },
+    filters: { direction: shape.direction, relationship_types: shape.types, include_inactive: shape.includeInactive, ...(asOf ? { as_of: asOf } : {}) },
   };
 }
 
@@ -99,11 +99,16 @@ export interface RelationshipWalkPage {
  */
 export async function relationshipsOf(app: AppContext, principal: Principal, ciId: string, query: RelationshipListQuery): Promise<RelationshipWalkPage> {
   const shape = readShape(query);
-  const binding = bindingOf(principal.tenantId, ciId, shape);
+  const asOf = query.as_of === undefined ? undefined : new Date(await checkedAsOf(app, query.as_of)).toISOString();
+  const binding = bindingOf(principal.tenantId, ciId, shape, asOf);
   const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
   const after = cursor ? keysetOf(cursor.key, shape.sort !== null) : null;
-  if (!(await ciIsVisible(app, principal, ciId))) throw notFound('Configuration item not found', { ci_id: ciId });
-  const criteria: RelationshipCriteria = { ...shape, ciId, limit: query.limit, offset: query.offset, after };
+  if (asOf !== undefined) {
+    if (!(await ciIsVisibleAt(app, principal, ciId, asOf))) throw notFound('Configuration item not found at that moment', { ci_id: ciId, as_of: asOf });
+  } else if (!(await ciIsVisible(app, principal, ciId))) {
+    throw notFound('Configuration item not found', { ci_id: ciId });
+  }
+  const criteria: RelationshipCriteria = { ...shape, ciId, limit: query.limit, offset: query.offset, after, asOf };
   const [total, page] = await Promise.all([
     cursor?.total ?? countRelationships(app.sql, principal, criteria),
     relationshipPage(app.sql, principal, criteria),

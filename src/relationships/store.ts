@@ -23,6 +23,8 @@ export interface RelationshipCriteria {
   /** Only applied when `after` is null: a cursor already holds the position. */
   offset: number;
   after: Keyset | null;
+  /** A moment (ISO 8601): the relationships that existed then, their neighbours as they were. */
+  asOf?: string;
 }
 
 /** A relationship of a page whose neighbour exists and may be seen. */
@@ -68,19 +70,66 @@ function beyondInBranch(sql: Sql, criteria: RelationshipCriteria, rank: 0 | 1): 
   return after.directionRank === rank ? sql`and r.id > ${after.id}::bigint` : sql``;
 }
 
+/**
+ * The relationship rows: those that exist, or at a moment those that existed then (the ones that
+ * still exist and had been collected by then, and the ended ones that spanned it, under the id
+ * they had). `last_seen` is capped at the moment.
+ */
+function edges(sql: Sql, asOf: string | undefined): Fragment {
+  if (asOf === undefined) return sql`relationships`;
+  const at = sql`${asOf}::text::timestamptz`;
+  return sql`(
+    select id, tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, least(last_seen, ${at}) as last_seen,
+           from_scope_id, to_scope_id
+    from relationships where created_at <= ${at}
+    union all
+    select relationship_id, tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, valid_from, least(valid_to, ${at}),
+           from_scope_id, to_scope_id
+    from relationship_history where valid_from <= ${at} and valid_to > ${at})`;
+}
+
+/**
+ * The neighbour of each edge `e` as `n`: the CI now, or at a moment the CI as it was then (its
+ * name, type, status and instance then; none when it did not exist then). A top-level value at a
+ * moment is the value before the first write after it that changed it, or the value now.
+ */
+function neighbours(sql: Sql, tenantId: string, asOf: string | undefined): Fragment {
+  if (asOf === undefined) return sql`left join configuration_items n on n.ci_id = e.related_ci_id and n.tenant_id = ${tenantId}`;
+  const at = sql`${asOf}::text::timestamptz`;
+  const then = (field: string) => sql`
+    coalesce((
+      select op -> 'v' from ci_undo u cross join lateral jsonb_array_elements(u.undo) as op
+      where u.tenant_id = b.tenant_id and u.ci_id = b.ci_id and u.at > ${at} and op -> 'p' = ${sql.json([field])}::jsonb
+      order by u.at, u.id limit 1), to_jsonb(${sql(`b.${field}`)})) #>> '{}'`;
+  return sql`
+    left join lateral (
+      select b.ci_id, b.tenant_id, b.source_id, ${then('name')} as name, ${then('ci_type')} as ci_type,
+             ${then('status')} as status, ${then('scope_id')} as scope_id
+      from (
+        select ci_id, tenant_id, source_id, scope_id, name, ci_type, status, created_at, null::timestamptz as removed_at
+        from configuration_items where ci_id = e.related_ci_id and tenant_id = ${tenantId}
+        union all
+        select ci_id, tenant_id, source_id, scope_id, name, ci_type, status, created_at, removed_at
+        from ci_tombstones where ci_id = e.related_ci_id and tenant_id = ${tenantId}
+      ) b
+      where b.created_at <= ${at} and (b.removed_at is null or b.removed_at > ${at})
+    ) n on true`;
+}
+
 function branches(sql: Sql, tenantId: string, criteria: RelationshipCriteria): Fragment[] {
   const { ciId, types } = criteria;
+  const from = edges(sql, criteria.asOf);
   const typeFilter = () => (types ? sql`and r.relationship_type = any(${types as string[]}::text[])` : sql``);
   const outgoing = sql`
     select r.id, r.relationship_type, r.created_at, r.last_seen, 0 as direction_rank, r.to_ci_id as related_ci_id,
            r.tenant_id, r.source_id, r.to_scope_id as related_scope_id
-    from relationships r
+    from ${from} r
     where r.tenant_id = ${tenantId} and r.from_ci_id = ${ciId} ${typeFilter()} ${beyondInBranch(sql, criteria, 0)}`;
   // a relationship of a CI to itself is one row: it is listed once, as outgoing
   const incoming = sql`
     select r.id, r.relationship_type, r.created_at, r.last_seen, 1 as direction_rank, r.from_ci_id as related_ci_id,
            r.tenant_id, r.source_id, r.from_scope_id as related_scope_id
-    from relationships r
+    from ${from} r
     where r.tenant_id = ${tenantId} and r.to_ci_id = ${ciId} and r.from_ci_id <> ${ciId} ${typeFilter()} ${beyondInBranch(sql, criteria, 1)}`;
   if (criteria.direction === 'outgoing') return [outgoing];
   if (criteria.direction === 'incoming') return [incoming];
@@ -111,12 +160,12 @@ function sortValue(sql: Sql, criteria: RelationshipCriteria): Fragment {
 function resultSet(sql: Sql, principal: Principal, criteria: RelationshipCriteria, rowsWanted?: number): Fragment {
   const tenantId = principal.tenantId;
   const statusRule = criteria.includeInactive ? sql`` : sql`and n.status = 'active'`;
-  const visible = (edges: Fragment) => sql`
+  const visible = (edgeRows: Fragment) => sql`
     select e.id, e.relationship_type, e.created_at, e.last_seen, e.direction_rank, e.related_ci_id,
            n.name as related_ci_name, n.ci_type as related_ci_type, n.status as related_ci_status,
            n.ci_id is not null as live, ${sortValue(sql, criteria)} as sort_value
-    from (${edges}) e
-    left join configuration_items n on n.ci_id = e.related_ci_id and n.tenant_id = ${tenantId}
+    from (${edgeRows}) e
+    ${neighbours(sql, tenantId, criteria.asOf)}
     where (n.ci_id is null and ${visibleTo(sql, principal, { tenant: 'e.tenant_id', source: 'e.source_id', scope: 'e.related_scope_id' })})
        or (${visibleTo(sql, principal, columnsOf('n'))} ${statusRule})`;
   const parts = branches(sql, tenantId, criteria);

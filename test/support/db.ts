@@ -50,6 +50,9 @@ export async function closeTestDatabase(): Promise<void> {
 
 const TABLES = [
   'outbox',
+  'ci_undo',
+  'ci_tombstones',
+  'relationship_history',
   'pending_relationships',
   'relationships',
   'change_records',
