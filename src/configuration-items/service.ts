@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
-import { notFound, unprocessable } from '../errors.js';
+import { notFound, unprocessable, validationFailed } from '../errors.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { isExactTime } from '../query/exact-time.js';
 import { ciStateAt, exactSince, type CiState } from '../history/as-of.js';
@@ -93,8 +93,17 @@ export async function earliestAsOf(app: AppContext): Promise<Date | null> {
   return since.length === 0 ? null : new Date(Math.max(...since.map((d) => d.getTime())));
 }
 
-/** A moment to read the past at, as given: a 422 naming the earliest moment when it lies before it. */
+/**
+ * A moment to read the past at, as given (the database reads it at its own, microsecond,
+ * precision): a 422 for a moment the database cannot hold, and one naming the earliest moment
+ * when it lies before it.
+ */
 export async function checkedAsOf(app: AppContext, asOf: string): Promise<string> {
+  const ms = Date.parse(asOf);
+  const year = new Date(ms).getUTCFullYear();
+  if (Number.isNaN(ms) || year < 1 || year > 9999) {
+    throw validationFailed([{ field: 'as_of', location: 'query', message: 'must be a moment between the years 1 and 9999 (ISO 8601)' }]);
+  }
   const earliest = await earliestAsOf(app);
   if (earliest && Date.parse(asOf) < earliest.getTime()) {
     throw unprocessable(`as_of lies before the earliest moment the history covers (${earliest.toISOString()})`, {
@@ -115,7 +124,7 @@ export async function ciDetailAsOf(app: AppContext, principal: Principal, ciId: 
   const at = await checkedAsOf(app, asOf);
   const state = await ciStateAt(app.sql, principal, ciId, at);
   if (!state) throw notFound('Configuration item not found at that moment', { ci_id: ciId, as_of: asOf });
-  return { ...state, source: (await findSource(app.sql, state.source_id)) ?? null, as_of: new Date(at).toISOString() };
+  return { ...state, source: (await findSource(app.sql, state.source_id)) ?? null, as_of: at };
 }
 
 /** Whether the CI existed at `asOf` and the principal may see it as it was then. */

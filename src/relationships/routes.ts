@@ -43,7 +43,7 @@ const list = defineRoute({
       limit: query.limit,
       has_more: page.hasMore,
       next_cursor: page.nextCursor,
-      ...(query.as_of === undefined ? {} : { as_of: new Date(query.as_of).toISOString() }),
+      ...(query.as_of === undefined ? {} : { as_of: query.as_of }),
     };
   },
 });

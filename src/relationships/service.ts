@@ -99,7 +99,7 @@ export interface RelationshipWalkPage {
  */
 export async function relationshipsOf(app: AppContext, principal: Principal, ciId: string, query: RelationshipListQuery): Promise<RelationshipWalkPage> {
   const shape = readShape(query);
-  const asOf = query.as_of === undefined ? undefined : new Date(await checkedAsOf(app, query.as_of)).toISOString();
+  const asOf = query.as_of === undefined ? undefined : await checkedAsOf(app, query.as_of);
   const binding = bindingOf(principal.tenantId, ciId, shape, asOf);
   const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
   const after = cursor ? keysetOf(cursor.key, shape.sort !== null) : null;

@@ -138,6 +138,10 @@ describe(`the inventory as it was (${onRealPostgres ? 'PostgreSQL server' : 'emb
 
     const bad = await get('yesterday');
     expect(bad.status).to.equal(422);
+    for (const outOfRange of ['0000-01-01T00:00:00Z', '10000-01-01T00:00:00Z']) expect((await get(outOfRange)).status, outOfRange).to.equal(422);
+    expect((await get('9999-12-31T23:59:59Z')).body).to.deep.include({ name: 'web-1b', as_of: '9999-12-31T23:59:59Z' });
+    // microseconds count: the second write is at t(10) exactly
+    expect((await get(new Date(t(10).getTime() - 1).toISOString().replace('Z', '999Z'))).body).to.deep.include({ name: 'web-1' });
     await sql`update time_machine set exact_since = ${t(3)}`;
     try {
       const early = await get(t(1).toISOString());
