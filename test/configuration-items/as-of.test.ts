@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import type { Principal } from '../../src/auth/principal.js';
 import type { Sql } from '../../src/db/database.js';
 import { ciStateAt, type CiState } from '../../src/history/as-of.js';
+import { trimChangeHistory } from '../../src/history/retention.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
 import { sweepLifecycle } from '../../src/lifecycle/sweep.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
@@ -199,5 +200,19 @@ describe(`the inventory as it was (${onRealPostgres ? 'PostgreSQL server' : 'emb
     expect((await rels(podId)).items.map((r) => r.related_ci_name)).to.deep.equal(['n2-renamed']);
     const before = await app.current.request('GET', `/api/v1/configuration-items/${podId}/relationships?as_of=${t(-5).toISOString()}`, { key: admin });
     expect(before.status).to.equal(404);
+  });
+  it('forgets the tombstones of CIs removed before the retention horizon, and keeps the later ones', async () => {
+    const { sql } = app.current;
+    const now = new Date(T0 + 9000 * HOUR);
+    const [source] = await sql<{ id: string }[]>`select id::text from sources limit 1`;
+    const sourceId = source?.id ?? (await ingest(sql, [buildPod({ name: 'anchor' })], { source: 'tombs', now })).sourceId;
+    for (const [name, removedDaysAgo] of [['old', 40], ['recent', 10]] as const) {
+      await sql`
+        insert into ci_tombstones (ci_id, tenant_id, source_id, external_id, ci_type, name, status, raw_data, type_data, created_at, updated_at, removed_at)
+        values (gen_random_uuid(), ${DEFAULT_TENANT_ID}, ${sourceId}, ${`tomb/${name}`}, 'k8s.pod', ${name}, 'archived', '{}', '{}',
+                ${new Date(now.getTime() - 50 * 24 * HOUR)}, ${new Date(now.getTime() - 50 * 24 * HOUR)}, ${new Date(now.getTime() - removedDaysAgo * 24 * HOUR)})`;
+    }
+    await trimChangeHistory(sql, { defaultMs: 30 * 24 * HOUR, byType: new Map() }, now, 1);
+    expect((await sql<{ name: string }[]>`select name from ci_tombstones where external_id like 'tomb/%'`).map((r) => r.name)).to.deep.equal(['recent']);
   });
 });
