@@ -3,26 +3,30 @@
 
 -- A JSON document's way back from `new` to `old`, as operations on exact paths (arrays of keys,
 -- so keys holding dots stay whole): {"p": path, "v": value} puts a value back, {"p": path} removes
--- a key that did not exist. Objects are descended into; anything else is put back whole.
-create function cinv_jsonb_undo(old jsonb, new jsonb, path text[]) returns jsonb
+-- a key that did not exist. Objects are descended into; anything else is put back whole. A set of
+-- rows, aggregated once by the caller: a document with 100 000 changed keys must not be copied
+-- once per key.
+create function cinv_jsonb_undo(old jsonb, new jsonb, path text[]) returns setof jsonb
   language plpgsql immutable parallel safe as $$
 declare
   k text;
-  ops jsonb := '[]';
 begin
   if jsonb_typeof(old) = 'object' and jsonb_typeof(new) = 'object' then
-    for k in select key from jsonb_object_keys(old) as key union select key from jsonb_object_keys(new) as key loop
-      if not (new ? k) then
-        ops := ops || jsonb_build_array(jsonb_build_object('p', to_jsonb(path || k), 'v', old -> k));
-      elsif not (old ? k) then
-        ops := ops || jsonb_build_array(jsonb_build_object('p', to_jsonb(path || k)));
-      elsif (old -> k) is distinct from (new -> k) then
-        ops := ops || cinv_jsonb_undo(old -> k, new -> k, path || k);
-      end if;
+    return query
+      select case when o.value is null then jsonb_build_object('p', to_jsonb(path || n.key))
+                  else jsonb_build_object('p', to_jsonb(path || o.key), 'v', o.value) end
+      from jsonb_each(old) o full join jsonb_each(new) n on n.key = o.key
+      where o.key is null or n.key is null
+         or (o.value is distinct from n.value and not (jsonb_typeof(o.value) = 'object' and jsonb_typeof(n.value) = 'object'));
+    for k in
+      select o.key from jsonb_each(old) o join jsonb_each(new) n on n.key = o.key
+      where o.value is distinct from n.value and jsonb_typeof(o.value) = 'object' and jsonb_typeof(n.value) = 'object'
+    loop
+      return query select * from cinv_jsonb_undo(old -> k, new -> k, path || k);
     end loop;
-    return ops;
+    return;
   end if;
-  return jsonb_build_array(jsonb_build_object('p', to_jsonb(path), 'v', old));
+  return next jsonb_build_object('p', to_jsonb(path), 'v', old);
 end $$;
 
 -- One row per write that changed what a CI is (not its last_seen, metrics or digest), at the
@@ -52,8 +56,12 @@ begin
   if old.status_updated_at is distinct from new.status_updated_at then
     ops := ops || jsonb_build_array(jsonb_build_object('p', '["status_updated_at"]'::jsonb, 'v', to_jsonb(old.status_updated_at)));
   end if;
-  if old.raw_data is distinct from new.raw_data then ops := ops || cinv_jsonb_undo(old.raw_data, new.raw_data, '{raw_data}'); end if;
-  if old.type_data is distinct from new.type_data then ops := ops || cinv_jsonb_undo(old.type_data, new.type_data, '{type_data}'); end if;
+  if old.raw_data is distinct from new.raw_data then
+    ops := ops || (select coalesce(jsonb_agg(op), '[]') from cinv_jsonb_undo(old.raw_data, new.raw_data, '{raw_data}') as op);
+  end if;
+  if old.type_data is distinct from new.type_data then
+    ops := ops || (select coalesce(jsonb_agg(op), '[]') from cinv_jsonb_undo(old.type_data, new.type_data, '{type_data}') as op);
+  end if;
   if ops <> '[]' then
     ops := ops || jsonb_build_array(jsonb_build_object('p', '["updated_at"]'::jsonb, 'v', to_jsonb(old.updated_at)));
     insert into ci_undo (tenant_id, ci_id, at, undo) values (new.tenant_id, new.ci_id, new.updated_at, ops);
