@@ -1,15 +1,6 @@
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
-import { columnsOf, visibleTo } from '../auth/scope.js';
-
-/**
- * One step back (sql/0019_time_machine.sql, cinv_record_undo): `v` is put back at the path `p`
- * (top-level column, then keys into raw_data or type_data); without `v` the key did not exist.
- */
-export interface UndoOp {
-  p: string[];
-  v?: unknown;
-}
+import { columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
 
 /** A CI row as it was stored at a moment. */
 export interface CiState {
@@ -29,69 +20,66 @@ export interface CiState {
   updated_at: Date;
 }
 
-const TIMES = new Set(['status_updated_at', 'updated_at']);
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-/** Applies one write's way back to a row, in place. Paths only ever lead through objects (see cinv_jsonb_undo). */
-export function applyUndo(state: Record<string, unknown>, ops: readonly UndoOp[]): void {
-  for (const op of ops) {
-    const path = op.p;
-    let node: Record<string, unknown> = state;
-    for (const key of path.slice(0, -1)) {
-      const next = Object.hasOwn(node, key) ? node[key] : undefined;
-      if (!isObject(next)) throw new Error(`undo path ${JSON.stringify(path)} does not lead through objects`);
-      node = next;
-    }
-    const last = path[path.length - 1]!;
-    if (!('v' in op)) {
-      delete node[last];
-    } else if (path.length === 1 && TIMES.has(last)) {
-      node[last] = op.v === null ? null : new Date(op.v as string);
-    } else {
-      // defineProperty: a key named __proto__ is data like any other
-      Object.defineProperty(node, last, { value: op.v, enumerable: true, writable: true, configurable: true });
-    }
-  }
-}
-
-interface Found extends CiState {
-  removed_at: Date | null;
-  undo: UndoOp[][];
+export interface AtMoment {
+  /** Which rows may be read at all, as they are now and as they were (the principal's scopes). */
+  visible: (row: string) => Fragment;
+  /** A condition on the row as it was (filters, a keyset position). */
+  where?: (row: string) => Fragment;
+  /**
+   * A condition on what never changes (the CI's id), applied to the rows as they are, so that a
+   * read of one CI looks up one row, not every row written since.
+   */
+  key?: (row: string) => Fragment;
 }
 
 /**
- * The CI as it was stored at `at` (ISO 8601): its row now, or its last row if it was removed since,
- * taken back through every write after the moment, newest first. Undefined when it did not exist
- * then, or lies outside the principal's data scopes now or then.
+ * The CIs as they were at `at`, as a FROM item with configuration_items' columns: the rows
+ * unchanged since (read as they are, through every index), the rows written since (taken back by
+ * cinv_ci_at, sql/0020_state_at.sql) and the rows removed since (their tombstones, taken back the
+ * same way). Conditions apply inside each part, so a filter or a keyset position narrows each
+ * before anything is merged. A CI is there when it was created by then and not yet removed.
  */
-export async function ciStateAt(sql: Sql, principal: Principal, ciId: string, at: string): Promise<CiState | undefined> {
-  const columns = sql`ci_id, tenant_id, source_id::text as source_id, scope_id, external_id, ci_type, name, namespace, status,
-                      status_updated_at, raw_data, type_data, created_at, updated_at`;
-  const [found] = await sql<Found[]>`
-    with base as (
-      select ${columns}, null::timestamptz as removed_at from configuration_items c
-      where c.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('c'))}
-      union all
-      select ${columns}, removed_at from ci_tombstones c
-      where c.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('c'))}
-    )
-    select base.*, coalesce((
-      select json_agg(u.undo order by u.at desc, u.id desc) from ci_undo u
-      where u.tenant_id = base.tenant_id and u.ci_id = base.ci_id and u.at > ${at}::text::timestamptz), '[]') as undo
-    from base
-    where base.created_at <= ${at}::text::timestamptz and (base.removed_at is null or base.removed_at > ${at}::text::timestamptz)`;
-  if (!found) return undefined;
-  const { removed_at: _removed, undo, ...state } = found;
-  for (const ops of undo) applyUndo(state as unknown as Record<string, unknown>, ops);
-  if (!sees(principal, state.source_id, state.scope_id)) return undefined;
-  return state;
+export function cisAt(sql: Sql, at: string, alias: string, { visible, where, key }: AtMoment): Fragment {
+  const moment = sql`${at}::text::timestamptz`;
+  const a = sql(alias);
+  const also = (condition: ((row: string) => Fragment) | undefined, row: string) => (condition ? sql`and ${condition(row)}` : sql``);
+  return sql`(
+    select ${a}.* from configuration_items ${a}
+    where ${visible(alias)} and ${a}.created_at <= ${moment} ${also(key, alias)}
+      and not exists (select 1 from ci_undo u where u.tenant_id = ${a}.tenant_id and u.ci_id = ${a}.ci_id and u.at > ${moment})
+      ${also(where, alias)}
+    union all
+    select ${a}.* from configuration_items now_
+    cross join lateral cinv_ci_at(to_jsonb(now_), ${moment}) ${a}
+    where ${visible('now_')} and now_.created_at <= ${moment} ${also(key, 'now_')}
+      and exists (select 1 from ci_undo u where u.tenant_id = now_.tenant_id and u.ci_id = now_.ci_id and u.at > ${moment})
+      and ${visible(alias)} ${also(where, alias)}
+    union all
+    select ${a}.* from ci_tombstones gone
+    cross join lateral cinv_ci_at(to_jsonb(gone) - 'removed_at', ${moment}) ${a}
+    where ${visible('gone')} and gone.created_at <= ${moment} and gone.removed_at > ${moment} ${also(key, 'gone')}
+      and ${visible(alias)} ${also(where, alias)}
+  )`;
 }
 
-/** visibleTo for a row rebuilt in memory: its instance then must be one the principal may see too. */
-function sees(principal: Principal, sourceId: string, scopeId: string | null): boolean {
-  if (principal.superadmin || principal.scopes === 'all') return true;
-  return principal.scopes.some((scope) => scope.sourceId === sourceId && (scope.scopeId === null || scope.scopeId === scopeId));
+const STATE_COLUMNS = (sql: Sql, alias: string) => {
+  const a = sql(alias);
+  return sql`${a}.ci_id, ${a}.tenant_id, ${a}.source_id::text as source_id, ${a}.scope_id, ${a}.external_id, ${a}.ci_type,
+             ${a}.name, ${a}.namespace, ${a}.status, ${a}.status_updated_at, ${a}.raw_data, ${a}.type_data,
+             ${a}.created_at, ${a}.updated_at`;
+};
+
+/**
+ * The CI as it was stored at `at` (ISO 8601), or undefined when it did not exist then, or lies
+ * outside the principal's data scopes now or then.
+ */
+export async function ciStateAt(sql: Sql, principal: Principal, ciId: string, at: string): Promise<CiState | undefined> {
+  const [found] = await sql<CiState[]>`
+    select ${STATE_COLUMNS(sql, 'ci')} from ${cisAt(sql, at, 'ci', {
+      visible: (row) => visibleTo(sql, principal, columnsOf(row)),
+      key: (row) => sql`${sql(row)}.ci_id = ${ciId}`,
+    })} ci`;
+  return found;
 }
 
 /** The moment from which the inventory can be read as it was (sql/0019: an installation's upgrade). */

@@ -1,6 +1,7 @@
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
+import { cisAt } from '../history/as-of.js';
 import type { Direction, RelationshipSortField } from './schema.js';
 
 /**
@@ -95,25 +96,12 @@ function edges(sql: Sql, asOf: string | undefined): Fragment {
  */
 function neighbours(sql: Sql, tenantId: string, asOf: string | undefined): Fragment {
   if (asOf === undefined) return sql`left join configuration_items n on n.ci_id = e.related_ci_id and n.tenant_id = ${tenantId}`;
-  const at = sql`${asOf}::text::timestamptz`;
-  const then = (field: string) => sql`
-    coalesce((
-      select op -> 'v' from ci_undo u cross join lateral jsonb_array_elements(u.undo) as op
-      where u.tenant_id = b.tenant_id and u.ci_id = b.ci_id and u.at > ${at} and op -> 'p' = ${sql.json([field])}::jsonb
-      order by u.at, u.id limit 1), to_jsonb(${sql(`b.${field}`)})) #>> '{}'`;
-  return sql`
-    left join lateral (
-      select b.ci_id, b.tenant_id, b.source_id, ${then('name')} as name, ${then('ci_type')} as ci_type,
-             ${then('status')} as status, ${then('scope_id')} as scope_id
-      from (
-        select ci_id, tenant_id, source_id, scope_id, name, ci_type, status, created_at, null::timestamptz as removed_at
-        from configuration_items where ci_id = e.related_ci_id and tenant_id = ${tenantId}
-        union all
-        select ci_id, tenant_id, source_id, scope_id, name, ci_type, status, created_at, removed_at
-        from ci_tombstones where ci_id = e.related_ci_id and tenant_id = ${tenantId}
-      ) b
-      where b.created_at <= ${at} and (b.removed_at is null or b.removed_at > ${at})
-    ) n on true`;
+  // the neighbour as it was then; the principal's scopes apply to the relationship's ends (see visibleFilter)
+  const then = cisAt(sql, asOf, 'b', {
+    visible: (row) => sql`${sql(row)}.tenant_id = ${tenantId}`,
+    key: (row) => sql`${sql(row)}.ci_id = e.related_ci_id`,
+  });
+  return sql`left join lateral (select b.ci_id, b.tenant_id, b.name, b.ci_type, b.status, b.scope_id, b.source_id from ${then} b) n on true`;
 }
 
 function branches(sql: Sql, tenantId: string, criteria: RelationshipCriteria): Fragment[] {
