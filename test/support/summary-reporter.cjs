@@ -1,6 +1,8 @@
 // Mocha's spec output, closed by one line the CI reads: `tests: N passed, N failed, N skipped`.
 // Before it, the slowest test files (hooks included), so a suite that grows slow says where.
 const Mocha = require('mocha');
+const path = require('node:path');
+const process = require('node:process');
 
 const SLOWEST = 12;
 
@@ -23,7 +25,7 @@ class SummaryReporter extends Mocha.reporters.Spec {
       if (slowest.length > 1) {
         console.log('slowest files:');
         for (const [file, ms] of slowest) {
-          console.log(`  ${(ms / 1000).toFixed(1).padStart(7)} s  ${require('node:path').relative(process.cwd(), file)}`);
+          console.log(`  ${(ms / 1000).toFixed(1).padStart(7)} s  ${path.relative(process.cwd(), file)}`);
         }
       }
       const { passes, failures, pending } = runner.stats;
