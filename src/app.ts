@@ -7,6 +7,8 @@ import { apiKeyRoutes } from './api-keys/routes.js';
 import { auditRefusal } from './audit/log.js';
 import { auditRoutes } from './audit-events/routes.js';
 import { savedViewRoutes } from './saved-views/routes.js';
+import { baselineRoutes } from './baselines/routes.js';
+import { diffRoutes } from './diffs/routes.js';
 import { authenticate, signInRedirect } from './sign-in/authenticate.js';
 import { authRoutes } from './sign-in/routes.js';
 import { changeRoutes } from './changes/routes.js';
@@ -45,6 +47,8 @@ export const API_DESCRIPTION =
 export const apiRoutes: readonly AnyRoute[] = [
   ...configurationItemRoutes,
   ...relationshipRoutes,
+  ...diffRoutes,
+  ...baselineRoutes,
   ...changeRoutes,
   ...searchRoutes,
   ...sourceRoutes,

@@ -3,7 +3,7 @@ import type { Principal } from '../auth/principal.js';
 import { ciIsVisible } from '../configuration-items/service.js';
 import type { AppContext } from '../context.js';
 import { notFound, unprocessable, validationFailed } from '../errors.js';
-import { listChanges, pageCiHistory, type ChangeCriteria, type ChangeRow, type Position } from '../history/store.js';
+import { countCiChangesBetween, listChanges, pageCiHistory, type ChangeCriteria, type ChangeRow, type Position } from '../history/store.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { dateWindow } from '../query/date-window.js';
 import { parseFilters } from '../query/filters.js';
@@ -124,4 +124,9 @@ export async function changeStatistics(app: AppContext, principal: Principal, qu
 /** Folds the change records written since the last refresh into the statistics pre-aggregate. */
 export function refreshChangeStatistics(app: AppContext) {
   return app.search.refresh();
+}
+
+/** The change records of a CI between two moments of a diff (after `from`, up to `to`). */
+export function ciChangesBetween(app: AppContext, principal: Principal, ciId: string, from: string, to: string): Promise<number> {
+  return countCiChangesBetween(app.sql, principal, ciId, from, to);
 }

@@ -23,8 +23,8 @@ const list = defineRoute({
     200: { description: 'A page of CIs (or of type-data items).', schema: Type.Union([CiList, TypeDataList]) },
   },
   async handler({ app, principal, query }) {
-    const { page, typeData, nextCursor } = await listConfigurationItems(app, principal, query);
-    const totals = { total: page.total, total_exact: page.totalExact };
+    const { page, typeData, nextCursor, asOf } = await listConfigurationItems(app, principal, query);
+    const totals = { total: page.total, total_exact: page.totalExact, ...(asOf === undefined ? {} : { as_of: asOf }) };
     const walk = { has_more: page.hasMore, next_cursor: nextCursor };
     if (typeData) return { items: page.rows.map(presentTypeData), ...totals, ...walk };
     const paths = attributePaths(query.include_attributes);

@@ -63,6 +63,13 @@ export const CiListQuery = Type.Object({
       description: 'Dotted raw_data paths (repeatable or comma-separated) copied into each item\'s `attributes`.',
     }),
   ),
+  as_of: Type.Optional(
+    Timestamp(
+      'List the CIs as they were stored at this moment (ISO 8601): every filter, `q` and sort applies to the values then ' +
+        '(`status` to the status then). `last_seen` is not history: it is null on the items and cannot be filtered or ' +
+        'sorted by (422). 422 before the earliest moment the history covers. The cursor is bound to the moment.',
+    ),
+  ),
 });
 export type CiListQuery = Static<typeof CiListQuery>;
 
@@ -117,6 +124,7 @@ export const CiDetailAsOf = Type.Object(
 export const CiListItem = Type.Object(
   {
     ...ciFields,
+    last_seen: Nullable(Timestamp('Null in a list `as_of` a moment: it is not history.')),
     source_id: Type.Integer({ description: 'The source that collected the CI (beyond the spec).' }),
     scope_id: Nullable(Type.String({ description: 'Its instance inside the source (beyond the spec).' })),
     attributes: Type.Optional(JsonObject('Values at the `include_attributes` paths (null where absent).')),
@@ -148,8 +156,11 @@ const NextCursor = Nullable(
 );
 const TotalExact = Type.Boolean({ description: 'False when `total` is an estimate.' });
 
+const AsOfEcho = Type.Optional(Timestamp('The moment shown, with `as_of`.'));
+
 export const CiList = Type.Object({
   items: Type.Array(CiListItem),
+  as_of: AsOfEcho,
   total: Total,
   total_exact: TotalExact,
   offset: Type.Integer({ description: 'The requested offset, echoed unchanged during a cursor walk.' }),
@@ -159,6 +170,7 @@ export const CiList = Type.Object({
 });
 export const TypeDataList = Type.Object({
   items: Type.Array(TypeDataItem),
+  as_of: AsOfEcho,
   total: Total,
   total_exact: TotalExact,
   has_more: Type.Boolean({ description: 'Whether CIs follow this page.' }),

@@ -6,11 +6,25 @@ import { isExactTime } from '../query/exact-time.js';
 import { ciStateAt, exactSince, type CiState } from '../history/as-of.js';
 import { historyCoversSince } from '../history/retention.js';
 import { archiveWithHistory } from '../inventory/archive.js';
-import { parseFilters } from '../query/filters.js';
+import { parseFilters, type ParsedFilter } from '../query/filters.js';
 import { CI_FILTERS, type CiListQuery } from './schema.js';
-import { findCiDetail, findSource, findVisibleCi, isCiVisible, listCis, resolveText, TIME_SORTS, type CiDetailRow, type CiPage, type CiPosition } from './store.js';
+import {
+  diffCounts,
+  diffPage,
+  findCiDetail,
+  findSource,
+  findVisibleCi,
+  isCiVisible,
+  listCis,
+  resolveText,
+  TIME_SORTS,
+  type CiDetailRow,
+  type CiPage,
+  type CiPosition,
+  type DiffCriteria,
+} from './store.js';
 
-export type { CiDetailRow, CiPage, CiRow } from './store.js';
+export type { CiDetailRow, CiDifference, CiPage, CiRow, DiffCount } from './store.js';
 
 export interface CiListing {
   page: CiPage;
@@ -18,6 +32,8 @@ export interface CiListing {
   nextCursor: string | null;
   /** Whether the rows carry type data instead of raw_data (`include_type_data` with a `ci_type` filter). */
   typeData: boolean;
+  /** The moment shown, for a list of the past. */
+  asOf?: string;
 }
 
 /**
@@ -26,6 +42,7 @@ export interface CiListing {
  */
 export async function listConfigurationItems(app: AppContext, principal: Principal, query: CiListQuery): Promise<CiListing> {
   const filters = parseFilters(query.filter, CI_FILTERS);
+  const asOf = query.as_of === undefined ? undefined : await listMoment(app, query, filters);
   const statusFiltered = filters.some((f) => f.field === 'status');
   const status = query.status ?? (statusFiltered ? 'all' : 'active');
   const typeData = query.include_type_data && filters.some((f) => f.field === 'ci_type');
@@ -47,13 +64,24 @@ export async function listConfigurationItems(app: AppContext, principal: Princip
       withTypeData: typeData,
       text: text ? await resolveText(app.sql, principal, text) : undefined,
       sourceId: query.source_id,
+      asOf,
     },
     { countTimeoutMs: app.config.countTimeoutMs, embedded: app.database === 'embedded' },
   );
   // only an exact total travels on: an estimate is estimated again, so a page never claims exactness it lacks
   const carried = page.totalExact ? page.total : undefined;
   const nextCursor = page.last ? encodeCursor(app.config.secret, binding, [...page.last], carried) : null;
-  return { page, typeData, nextCursor };
+  return { page, typeData, nextCursor, asOf };
+}
+
+/** The list's moment: last_seen is not history, so a list of the past is neither sorted nor filtered by it. */
+async function listMoment(app: AppContext, query: CiListQuery, filters: readonly ParsedFilter[]): Promise<string> {
+  const notHistory = [
+    ...(query.sort_by === 'last_seen' ? [{ field: 'sort_by', location: 'query' as const, message: 'last_seen is not history: a list as_of a moment cannot be sorted by it' }] : []),
+    ...(filters.some((f) => f.field === 'last_seen') ? [{ field: 'filter', location: 'query' as const, message: 'last_seen is not history: a list as_of a moment cannot be filtered by it' }] : []),
+  ];
+  if (notHistory.length > 0) throw validationFailed(notHistory);
+  return checkedAsOf(app, query.as_of!);
 }
 
 /** Everything that shapes the list binds its cursor; `limit` and `include_attributes` may change between pages. */
@@ -62,7 +90,14 @@ function listBinding(principal: Principal, query: CiListQuery, status: string): 
     tenantId: principal.tenantId,
     scope: 'configuration-items',
     sort: `${query.sort_by}:${query.sort_order}`,
-    filters: { status, filter: query.filter ?? [], q: query.q?.trim() ?? '', source_id: query.source_id ?? '', type_data: query.include_type_data },
+    filters: {
+      status,
+      filter: query.filter ?? [],
+      q: query.q?.trim() ?? '',
+      source_id: query.source_id ?? '',
+      type_data: query.include_type_data,
+      as_of: query.as_of ?? '',
+    },
   };
 }
 
@@ -98,16 +133,17 @@ export async function earliestAsOf(app: AppContext): Promise<Date | null> {
  * precision): a 422 for a moment the database cannot hold, and one naming the earliest moment
  * when it lies before it.
  */
-export async function checkedAsOf(app: AppContext, asOf: string): Promise<string> {
+export async function checkedAsOf(app: AppContext, asOf: string, field = 'as_of', location: 'query' | 'body' = 'query'): Promise<string> {
   const ms = Date.parse(asOf);
   const year = new Date(ms).getUTCFullYear();
   if (Number.isNaN(ms) || year < 1 || year > 9999) {
-    throw validationFailed([{ field: 'as_of', location: 'query', message: 'must be a moment between the years 1 and 9999 (ISO 8601)' }]);
+    throw validationFailed([{ field, location, message: 'must be a moment between the years 1 and 9999 (ISO 8601)' }]);
   }
   const earliest = await earliestAsOf(app);
   if (earliest && Date.parse(asOf) < earliest.getTime()) {
-    throw unprocessable(`as_of lies before the earliest moment the history covers (${earliest.toISOString()})`, {
+    throw unprocessable(`${field} lies before the earliest moment the history covers (${earliest.toISOString()})`, {
       reason: 'before_history',
+      field,
       earliest: earliest.toISOString(),
     });
   }
@@ -125,6 +161,11 @@ export async function ciDetailAsOf(app: AppContext, principal: Principal, ciId: 
   const state = await ciStateAt(app.sql, principal, ciId, at);
   if (!state) throw notFound('Configuration item not found at that moment', { ci_id: ciId, as_of: asOf });
   return { ...state, source: (await findSource(app.sql, state.source_id)) ?? null, as_of: at };
+}
+
+/** The CI as it was stored at a valid moment (see checkedAsOf); undefined when it did not exist then or is out of the principal's scopes. */
+export function ciAt(app: AppContext, principal: Principal, ciId: string, at: string): Promise<CiState | undefined> {
+  return ciStateAt(app.sql, principal, ciId, at);
 }
 
 /** Whether the CI existed at `asOf` and the principal may see it as it was then. */
@@ -156,4 +197,46 @@ export function archiveConfigurationItem(app: AppContext, principal: Principal, 
     const [archived] = await archiveWithHistory(tx, principal.tenantId, [row.ci_id], app.now());
     return { ci_id: row.ci_id, status_updated_at: archived!.status_updated_at, archived: true };
   });
+}
+
+export interface InventoryDiffQuery {
+  from: string;
+  to: string;
+  filter?: string[];
+  status?: string;
+  q?: string;
+  source_id?: string;
+  limit: number;
+  /** Continue after this CI id. */
+  after?: string;
+  /** Count by type too (the first page of a walk). */
+  counts: boolean;
+}
+
+/**
+ * How the inventory differs between two valid moments (see checkedAsOf), with the list's filters
+ * applied to each moment's state: a CI appears when it matches at `to` only, disappears when it
+ * matches at `from` only, and changed when it matches at both and differs. `status` defaults to
+ * every status, so that archiving shows as a change of status.
+ */
+export async function inventoryDifferences(app: AppContext, principal: Principal, query: InventoryDiffQuery) {
+  const filters = parseFilters(query.filter, CI_FILTERS);
+  if (filters.some((f) => f.field === 'last_seen')) {
+    throw validationFailed([{ field: 'filter', location: 'query', message: 'last_seen is not history: a diff cannot be filtered by it' }]);
+  }
+  const status = query.status ?? 'all';
+  const text = query.q?.trim();
+  const criteria: DiffCriteria = {
+    statuses: status === 'all' ? 'any' : [status],
+    filters,
+    text: text ? await resolveText(app.sql, principal, text) : undefined,
+    sourceId: query.source_id,
+    from: query.from,
+    to: query.to,
+    limit: query.limit,
+    after: query.after,
+  };
+  const [rows, counts] = await Promise.all([diffPage(app.sql, principal, criteria), query.counts ? diffCounts(app.sql, principal, criteria) : undefined]);
+  const hasMore = rows.length > query.limit;
+  return { rows: hasMore ? rows.slice(0, query.limit) : rows, hasMore, counts };
 }

@@ -2,6 +2,7 @@ import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { and, columnsOf, or, visibleTo, type Fragment } from '../auth/scope.js';
 import type { Queryable } from '../db/database.js';
+import { cisAt } from '../history/as-of.js';
 import { countWithin, type CountSettings } from '../query/count.js';
 import { exactTime } from '../query/exact-time.js';
 import { compileFilters, escapeLike, type ParsedFilter } from '../query/filters.js';
@@ -14,7 +15,8 @@ export interface CiRow {
   ci_type: string;
   status: 'active' | 'inactive' | 'archived';
   status_updated_at: Date | null;
-  last_seen: Date;
+  /** Null in a view of the past: it is not history. */
+  last_seen: Date | null;
   created_at: Date;
   updated_at: Date;
   raw_data: Record<string, unknown>;
@@ -39,6 +41,8 @@ export interface CiListCriteria {
   /** Free text: CIs whose name, namespace or type contains it, in any case (see `resolveText`). */
   text?: ResolvedText;
   sourceId?: string;
+  /** Read the inventory as it was at this moment (a valid timestamp, see checkedAsOf). */
+  asOf?: string;
 }
 
 /** A keyset position: the sort value as exact text (null for a CI without namespace) and the CI id. */
@@ -57,7 +61,12 @@ const SORT_COLUMNS: Record<string, string> = {
 };
 
 function conditions(sql: Sql, principal: Principal, criteria: Pick<CiListCriteria, 'statuses' | 'filters' | 'text' | 'sourceId'>): Fragment {
-  const parts = [visibleTo(sql, principal, columnsOf('ci'))];
+  return and(sql, [visibleTo(sql, principal, columnsOf('ci')), narrowing(sql, criteria)]);
+}
+
+/** What narrows the list beyond the principal's scopes. `rebuilt`: on rows as they were (see textCondition). */
+function narrowing(sql: Sql, criteria: Pick<CiListCriteria, 'statuses' | 'filters' | 'text' | 'sourceId'>, rebuilt = false): Fragment {
+  const parts: Fragment[] = [sql`true`];
   // a single status as plain equality: with `= any(array)` the planner cannot walk the
   // (tenant_id, status, <sort column>) indexes in order and sorts the whole set instead
   if (criteria.statuses !== 'any') {
@@ -69,7 +78,7 @@ function conditions(sql: Sql, principal: Principal, criteria: Pick<CiListCriteri
   }
   parts.push(...compileFilters(sql, criteria.filters));
   if (criteria.sourceId !== undefined) parts.push(sql`ci.source_id = ${criteria.sourceId}::bigint`);
-  if (criteria.text !== undefined) parts.push(textCondition(sql, criteria.text));
+  if (criteria.text !== undefined) parts.push(textCondition(sql, criteria.text, rebuilt));
   return and(sql, parts);
 }
 
@@ -101,8 +110,11 @@ export interface ResolvedText {
  * planner can OR their bitmaps. Namespaces and types are matched as the values found to contain the
  * text: a substring match on their columns would have no index and read every CI.
  */
-function textCondition(sql: Sql, { text, namespaces, ciTypes }: ResolvedText): Fragment {
-  const arms = [sql`ci.name ilike ${`%${escapeLike(text)}%`}`];
+function textCondition(sql: Sql, { text, namespaces, ciTypes }: ResolvedText, rebuilt: boolean): Fragment {
+  const pattern = `%${escapeLike(text)}%`;
+  // a row as it was may hold a namespace or type no CI has now: matched as text, among the few rows rebuilt
+  if (rebuilt) return sql`(ci.name ilike ${pattern} or ci.namespace ilike ${pattern} or ci.ci_type ilike ${pattern})`;
+  const arms = [sql`ci.name ilike ${pattern}`];
   if (namespaces.length > 0) arms.push(sql`ci.namespace = any(${namespaces}::text[])`);
   if (ciTypes.length > 0) arms.push(sql`ci.ci_type = any(${ciTypes}::text[])`);
   return or(sql, arms);
@@ -159,6 +171,9 @@ const SORT_MATCHES_UP_TO = 50_000;
 /** How many CIs match: carried by a cursor, from the CI counts where they answer, else counted under the timeout. */
 function countMatches(sql: Sql, principal: Principal, criteria: CiListCriteria, where: Fragment, counting: CountSettings): Promise<{ total: number; exact: boolean }> {
   if (criteria.total !== undefined) return Promise.resolve({ total: criteria.total, exact: true });
+  if (criteria.asOf !== undefined) {
+    return countWithin(sql, sql`select 1 from ${thenRows(sql, principal, criteria)} ci`, counting.countTimeoutMs, counting.embedded);
+  }
   if (countable(criteria.filters) && criteria.text === undefined && criteria.sourceId === undefined) {
     return countCis(sql, principal, criteria.statuses, criteria.filters).then((total) => ({ total, exact: true }));
   }
@@ -182,9 +197,9 @@ function countMatches(sql: Sql, principal: Principal, criteria: CiListCriteria, 
 export async function listCis(sql: Sql, principal: Principal, criteria: CiListCriteria, counting: CountSettings): Promise<CiPage> {
   const where = conditions(sql, principal, criteria);
   const counted = countMatches(sql, principal, criteria, where, counting);
-  const known = criteria.text === undefined ? undefined : await counted;
+  const known = criteria.text === undefined || criteria.asOf !== undefined ? undefined : await counted;
   const sortMatches = known !== undefined && known.exact && known.total <= SORT_MATCHES_UP_TO;
-  const [rows, count] = await Promise.all([pageRows(sql, criteria, where, sortMatches), counted]);
+  const [rows, count] = await Promise.all([pageRows(sql, principal, criteria, where, sortMatches), counted]);
   const hasMore = rows.length > criteria.limit;
   const page = (hasMore ? rows.slice(0, criteria.limit) : rows).map(({ position: _, ...row }) => row);
   const last = hasMore ? rows[criteria.limit - 1]! : undefined;
@@ -197,14 +212,34 @@ export async function listCis(sql: Sql, principal: Principal, criteria: CiListCr
   };
 }
 
+/**
+ * The CIs as they were at the list's moment that match it (and follow `after`): last_seen is not
+ * history, so the list at a moment neither sorts nor filters by it (see the service).
+ */
+function thenRows(sql: Sql, principal: Principal, criteria: CiListCriteria, after?: Fragment): Fragment {
+  return cisAt(sql, criteria.asOf!, 'ci', {
+    visible: (row) => visibleTo(sql, principal, columnsOf(row)),
+    where: (_row, rebuilt) => and(sql, after ? [narrowing(sql, criteria, rebuilt), after] : [narrowing(sql, criteria, rebuilt)]),
+  });
+}
+
 /** The page's rows, with one more to tell whether more follow, each with its keyset position. */
-function pageRows(sql: Sql, criteria: CiListCriteria, where: Fragment, sortMatches: boolean) {
+function pageRows(sql: Sql, principal: Principal, criteria: CiListCriteria, where: Fragment, sortMatches: boolean) {
   const after = criteria.after ? following(sql, criteria.sortBy, criteria.sortOrder, criteria.after) : undefined;
   const direction = criteria.sortOrder === 'asc' ? sql`asc` : sql`desc`;
   const sortColumn = SORT_COLUMNS[criteria.sortBy] ?? 'ci.created_at';
   const position = TIME_SORTS.has(criteria.sortBy) ? exactTime(sql, sortColumn) : sql`${sql(sortColumn)}::text`;
   // the same order, in a form no index has: `|| ''` and `+ interval '0'` change no value
   const unindexed = TIME_SORTS.has(criteria.sortBy) ? sql`(${sql(sortColumn)} + interval '0')` : sql`(${sql(sortColumn)} || '')`;
+  if (criteria.asOf !== undefined) {
+    return sql<(CiRow & { position: string | null })[]>`
+      select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, null::timestamptz as last_seen,
+             ci.created_at, ci.updated_at, ci.source_id::text as source_id, ci.scope_id,
+             ${criteria.withTypeData ? sql`ci.type_data` : sql`ci.raw_data`}, ${position} as position
+      from ${thenRows(sql, principal, criteria, after)} ci
+      order by ${sql(sortColumn)} ${direction}, ci.ci_id ${direction}
+      limit ${criteria.limit + 1} offset ${after ? 0 : criteria.offset}`;
+  }
   return sql<(CiRow & { position: string | null })[]>`
     select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, ls.last_seen,
            ci.created_at, ci.updated_at, ci.source_id::text as source_id, ci.scope_id,
@@ -263,4 +298,103 @@ export async function findSource(sql: Sql, sourceId: string): Promise<{ id: numb
 export async function isCiVisible(sql: Sql, principal: Principal, ciId: string): Promise<boolean> {
   const rows = await sql`select 1 from configuration_items ci where ci.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('ci'))}`;
   return rows.length > 0;
+}
+
+/** How the inventory differs between two moments, for one CI. */
+export interface CiDifference {
+  ci_id: string;
+  kind: 'appeared' | 'disappeared' | 'changed';
+  ci_type: string;
+  name: string;
+  namespace: string | null;
+  /** The paths whose values differ (dotted: top-level fields, keys into raw_data and type_data). */
+  changed_fields: string[];
+}
+
+export interface DiffCriteria extends Pick<CiListCriteria, 'statuses' | 'filters' | 'text' | 'sourceId'> {
+  from: string;
+  to: string;
+  limit: number;
+  /** Continue after this CI id. */
+  after?: string;
+}
+
+/** What a diff compares: a row as it was, without what every write moves (updated_at) and what is not the CI's (the digest). */
+const comparable = (sql: Sql, alias: string) =>
+  sql`case when ${sql(alias)}.ci_id is null then null else to_jsonb(${sql(alias)}) - 'updated_at' - 'content_hash' - 'tenant_id' end`;
+
+/**
+ * The CIs that may differ between two moments, each as it was at both that matches the criteria
+ * then (`b` before, `a` after; null when it did not exist or did not match). Only a CI written,
+ * created or removed in between can differ, so the candidates come from the ways back and the
+ * tombstones of the interval, and the cost follows the interval's changes, not the inventory.
+ */
+function compared(sql: Sql, principal: Principal, criteria: DiffCriteria, paged: boolean): Fragment {
+  const tenant = principal.tenantId;
+  const from = sql`${criteria.from}::text::timestamptz`;
+  const to = sql`${criteria.to}::text::timestamptz`;
+  const at = (moment: string) =>
+    cisAt(sql, moment, 'ci', {
+      visible: (row) => visibleTo(sql, principal, columnsOf(row)),
+      where: (_row, rebuilt) => narrowing(sql, criteria, rebuilt),
+      key: (row) => sql`${sql(row)}.ci_id = m.ci_id`,
+    });
+  return sql`
+    select m.ci_id, ${comparable(sql, 'b')} as before, ${comparable(sql, 'a')} as after
+    from (
+      select ci_id from (
+        select u.ci_id from ci_undo u where u.tenant_id = ${tenant} and u.at > ${from} and u.at <= ${to}
+        union
+        select c.ci_id from configuration_items c where c.tenant_id = ${tenant} and c.created_at > ${from} and c.created_at <= ${to}
+        union
+        select g.ci_id from ci_tombstones g
+        where g.tenant_id = ${tenant} and ((g.removed_at > ${from} and g.removed_at <= ${to}) or (g.created_at > ${from} and g.created_at <= ${to}))
+      ) moved
+      ${criteria.after ? sql`where ci_id > ${criteria.after}::uuid` : sql``}
+      ${paged ? sql`order by ci_id` : sql``}
+    ) m
+    left join lateral (select ci.* from ${at(criteria.from)} ci) b on true
+    left join lateral (select ci.* from ${at(criteria.to)} ci) a on true
+    where b.ci_id is not null or a.ci_id is not null`;
+}
+
+/** The differences as rows: what kind, and the changed paths (as cinv_jsonb_undo finds them, see src/history/diff.ts for the same rule). */
+function differences(sql: Sql, rows: Fragment): Fragment {
+  return sql`
+    select d.ci_id,
+           case when d.before is null then 'appeared' when d.after is null then 'disappeared' else 'changed' end as kind,
+           coalesce(d.after, d.before) ->> 'ci_type' as ci_type,
+           coalesce(d.after, d.before) ->> 'name' as name,
+           coalesce(d.after, d.before) ->> 'namespace' as namespace,
+           case when d.before is null or d.after is null then '{}'::text[]
+                else array(select array_to_string(array(select jsonb_array_elements_text(op -> 'p')), '.')
+                           from cinv_jsonb_undo(d.before, d.after, '{}') op order by 1) end as changed_fields
+    from (${rows}) d
+    where d.before is null or d.after is null or d.before <> d.after`;
+}
+
+/** One page of the differences, in CI id order, with one more row to tell whether more follow. */
+export function diffPage(sql: Sql, principal: Principal, criteria: DiffCriteria): Promise<CiDifference[]> {
+  return sql<CiDifference[]>`
+    select * from (${differences(sql, compared(sql, principal, criteria, true))}) x
+    order by x.ci_id limit ${criteria.limit + 1}`;
+}
+
+export interface DiffCount {
+  ci_type: string;
+  appeared: number;
+  disappeared: number;
+  changed: number;
+}
+
+/** The differences counted by CI type (the type at the later moment, else the earlier). */
+export function diffCounts(sql: Sql, principal: Principal, criteria: DiffCriteria): Promise<DiffCount[]> {
+  return sql<DiffCount[]>`
+    select coalesce(d.after, d.before) ->> 'ci_type' as ci_type,
+           count(*) filter (where d.before is null)::int as appeared,
+           count(*) filter (where d.after is null)::int as disappeared,
+           count(*) filter (where d.before is not null and d.after is not null)::int as changed
+    from (${compared(sql, principal, criteria, false)}) d
+    where d.before is null or d.after is null or d.before <> d.after
+    group by 1 order by 1`;
 }

@@ -23,8 +23,11 @@ export interface CiState {
 export interface AtMoment {
   /** Which rows may be read at all, as they are now and as they were (the principal's scopes). */
   visible: (row: string) => Fragment;
-  /** A condition on the row as it was (filters, a keyset position). */
-  where?: (row: string) => Fragment;
+  /**
+   * A condition on the row as it was (filters, a keyset position); `rebuilt` when the rows it
+   * applies to were taken back, not read through the indexes.
+   */
+  where?: (row: string, rebuilt: boolean) => Fragment;
   /**
    * A condition on what never changes (the CI's id), applied to the rows as they are, so that a
    * read of one CI looks up one row, not every row written since.
@@ -42,7 +45,8 @@ export interface AtMoment {
 export function cisAt(sql: Sql, at: string, alias: string, { visible, where, key }: AtMoment): Fragment {
   const moment = sql`${at}::text::timestamptz`;
   const a = sql(alias);
-  const also = (condition: ((row: string) => Fragment) | undefined, row: string) => (condition ? sql`and ${condition(row)}` : sql``);
+  const also = (condition: ((row: string, rebuilt: boolean) => Fragment) | undefined, row: string, rebuilt = false) =>
+    condition ? sql`and ${condition(row, rebuilt)}` : sql``;
   return sql`(
     select ${a}.* from configuration_items ${a}
     where ${visible(alias)} and ${a}.created_at <= ${moment} ${also(key, alias)}
@@ -53,12 +57,12 @@ export function cisAt(sql: Sql, at: string, alias: string, { visible, where, key
     cross join lateral cinv_ci_at(to_jsonb(now_), ${moment}) ${a}
     where ${visible('now_')} and now_.created_at <= ${moment} ${also(key, 'now_')}
       and exists (select 1 from ci_undo u where u.tenant_id = now_.tenant_id and u.ci_id = now_.ci_id and u.at > ${moment})
-      and ${visible(alias)} ${also(where, alias)}
+      and ${visible(alias)} ${also(where, alias, true)}
     union all
     select ${a}.* from ci_tombstones gone
     cross join lateral cinv_ci_at(to_jsonb(gone) - 'removed_at', ${moment}) ${a}
     where ${visible('gone')} and gone.created_at <= ${moment} and gone.removed_at > ${moment} ${also(key, 'gone')}
-      and ${visible(alias)} ${also(where, alias)}
+      and ${visible(alias)} ${also(where, alias, true)}
   )`;
 }
 

@@ -270,3 +270,15 @@ export async function exportBatch(
   ]);
   return rows as ExportRecord[];
 }
+
+/**
+ * How many change records with field changes a CI has after `from` up to `to` (both exact
+ * timestamps): the records between two states of a diff, as the history list finds them.
+ */
+export async function countCiChangesBetween(sql: Sql, principal: Principal, ciId: string, from: string, to: string): Promise<number> {
+  const [row] = await sql<{ total: number }[]>`
+    select count(*)::int as total from change_records cr
+    where cr.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('cr'))} and cr.changes <> '[]'::jsonb
+      and cr.changed_at > ${from}::text::timestamptz and cr.changed_at <= ${to}::text::timestamptz`;
+  return row?.total ?? 0;
+}

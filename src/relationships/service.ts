@@ -10,7 +10,7 @@ import {
   type RelationshipListQuery,
   type RelationshipSortField,
 } from './schema.js';
-import { countRelationships, relationshipPage, type Keyset, type RelationshipCriteria, type RelationshipRow } from './store.js';
+import { countRelationships, edgesChangedBetween, relationshipPage, type Keyset, type RelationshipCriteria, type RelationshipRow } from './store.js';
 
 export type { RelationshipRow } from './store.js';
 
@@ -119,4 +119,9 @@ export async function relationshipsOf(app: AppContext, principal: Principal, ciI
     hasMore: page.hasMore,
     nextCursor: page.last ? encodeCursor(app.config.secret, binding, cursorPosition(page.last), total) : null,
   };
+}
+
+/** The relationships of a CI added and removed between two moments (valid moments, see checkedAsOf). */
+export function relationshipChanges(app: AppContext, principal: Principal, ciId: string, from: string, to: string) {
+  return edgesChangedBetween(app.sql, principal, ciId, from, to);
 }

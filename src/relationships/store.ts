@@ -91,8 +91,7 @@ function edges(sql: Sql, asOf: string | undefined): Fragment {
 
 /**
  * The neighbour of each edge `e` as `n`: the CI now, or at a moment the CI as it was then (its
- * name, type, status and instance then; none when it did not exist then). A top-level value at a
- * moment is the value before the first write after it that changed it, or the value now.
+ * name, type, status and instance then; none when it did not exist then).
  */
 function neighbours(sql: Sql, tenantId: string, asOf: string | undefined): Fragment {
   if (asOf === undefined) return sql`left join configuration_items n on n.ci_id = e.related_ci_id and n.tenant_id = ${tenantId}`;
@@ -219,4 +218,37 @@ function keysetOf(row: PageRow, criteria: RelationshipCriteria): Keyset {
   const position: Keyset = { directionRank: row.direction_rank, id: row.id };
   if (criteria.sort) position.sortValue = row.sort_value ?? '';
   return position;
+}
+
+/** A relationship as a diff names it: seen from the CI the diff is about. */
+export interface EdgeChange {
+  id: string;
+  relationship_type: string;
+  direction: 'outgoing' | 'incoming';
+  related_ci_id: string;
+}
+
+/**
+ * The relationships of a CI that existed at one of two moments and not at the other: `added`
+ * exist at `to` only, `removed` at `from` only. Those leading to an instance the principal may not
+ * see are left out, as the relationship list leaves them out.
+ */
+export async function edgesChangedBetween(sql: Sql, principal: Principal, ciId: string, from: string, to: string): Promise<{ added: EdgeChange[]; removed: EdgeChange[] }> {
+  const at = (moment: string) => sql`
+    select r.id::text as id, r.relationship_type,
+           case when r.from_ci_id = ${ciId} then 'outgoing' else 'incoming' end as direction,
+           case when r.from_ci_id = ${ciId} then r.to_ci_id else r.from_ci_id end as related_ci_id
+    from (
+      select e.*, case when e.from_ci_id = ${ciId} then e.to_scope_id else e.from_scope_id end as related_scope_id
+      from ${edges(sql, moment)} e
+      where e.tenant_id = ${principal.tenantId} and (e.from_ci_id = ${ciId} or e.to_ci_id = ${ciId})
+    ) r
+    where ${visibleTo(sql, principal, { tenant: 'r.tenant_id', source: 'r.source_id', scope: 'r.related_scope_id' })}`;
+  const rows = await sql<(EdgeChange & { side: 'added' | 'removed' })[]>`
+    select 'added' as side, x.* from (${at(to)} except ${at(from)}) x
+    union all
+    select 'removed' as side, y.* from (${at(from)} except ${at(to)}) y
+    order by side, relationship_type, related_ci_id, id`;
+  const pick = (side: 'added' | 'removed') => rows.filter((row) => row.side === side).map(({ side: _side, ...edge }) => edge);
+  return { added: pick('added'), removed: pick('removed') };
 }

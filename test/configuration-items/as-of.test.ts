@@ -69,6 +69,35 @@ async function storedNow(sql: Sql, sourceId: string): Promise<Map<string, Stored
   return new Map(rows.map((row) => [row.ci_id, { ...row }]));
 }
 
+/** What a diff compares of a stored row (see src/diffs): everything but when it was written. */
+const whatItIs = (state: Stored | undefined): Record<string, unknown> | undefined => {
+  if (!state) return undefined;
+  const { name, namespace, ci_type, status, status_updated_at, scope_id, raw_data, type_data } = state;
+  return JSON.parse(JSON.stringify({ name, namespace, ci_type, status, status_updated_at, scope_id, raw_data, type_data }));
+};
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The paths where two JSON documents differ, written independently of the service: objects descended, anything else whole, a missing key unlike a null. */
+function keysBetween(a: unknown, b: unknown, path: string[] = []): string[][] {
+  if (isPlainObject(a) && isPlainObject(b)) {
+    return [...new Set([...Object.keys(a), ...Object.keys(b)])].flatMap((key) => {
+      if (Object.hasOwn(a, key) !== Object.hasOwn(b, key)) return [[...path, key]];
+      return keysBetween(a[key], b[key], [...path, key]);
+    });
+  }
+  return JSON.stringify(a) === JSON.stringify(b) ? [] : [path];
+}
+const pathsBetween = (a: unknown, b: unknown) => keysBetween(a, b).map((keys) => keys.join('.'));
+const valueAt = (doc: unknown, keys: string[]) => keys.reduce<unknown>((node, key) => (isPlainObject(node) && Object.hasOwn(node, key) ? node[key] : null), doc);
+
+/** Lists the run's CIs as they were at a moment, through the API, by ci_id. */
+async function listedAt(request: (path: string) => Promise<{ status: number; body: any }>, sourceId: string, at: number) {
+  const reply = await request(`/api/v1/configuration-items?as_of=${new Date(at).toISOString()}&status=all&source_id=${sourceId}&limit=1000&sort_by=name&sort_order=asc`);
+  expect(reply.status, JSON.stringify(reply.body)).to.equal(200);
+  return reply.body.items as { ci_id: string; name: string; status: string; raw_data: unknown; scope_id: string | null; namespace: string | null; ci_type: string; last_seen: null }[];
+}
+
 const comparable = (state: Stored | CiState | undefined) => {
   if (!state) return undefined;
   const { tenant_id: _tenant, ...rest } = state as CiState;
@@ -88,6 +117,8 @@ describe(`the inventory as it was (${onRealPostgres ? 'PostgreSQL server' : 'emb
         const source = `as-of-${run}`;
         const settings = { inactiveAfterMs: 2 * HOUR, archiveInactiveAfterMs: 2 * HOUR, archiveRetentionMs: 2 * HOUR, batchSize: 3 };
         const moments: { at: number; states: Map<string, Stored> }[] = [];
+        const key = await createKey(sql, 'adm');
+        const get = (path: string) => app.current.request('GET', path, { key });
         const known = new Set<string>();
         let sourceId = '';
         for (const [i, s] of steps.entries()) {
@@ -109,6 +140,52 @@ describe(`the inventory as it was (${onRealPostgres ? 'PostgreSQL server' : 'emb
             for (const at of [moment.at, moment.at + 10 * MINUTE]) {
               const read = await ciStateAt(sql, everything, ciId, new Date(at).toISOString());
               expect(comparable(read), `${ciId} at ${new Date(at).toISOString()}`).to.deep.equal(comparable(moment.states.get(ciId)));
+            }
+          }
+          // the list at the moment: the same CIs, in the order of their names then
+          const listed = await listedAt(get, sourceId, moment.at);
+          const expected = [...moment.states.values()].sort((x, y) => (x.name === y.name ? (x.ci_id < y.ci_id ? -1 : 1) : x.name < y.name ? -1 : 1));
+          expect(listed.map((item) => [item.ci_id, item.name, item.status, item.scope_id, item.last_seen])).to.deep.equal(
+            expected.map((state) => [state.ci_id, state.name, state.status, state.scope_id, null]),
+          );
+          expect(listed.map((item) => item.raw_data)).to.deep.equal(expected.map((state) => JSON.parse(JSON.stringify(state.raw_data))));
+        }
+        // every diff between two recorded moments is the difference of the states stored then
+        for (const [i, earlier] of moments.entries()) {
+          for (const later of [moments[i + 1], moments[moments.length - 1]]) {
+            if (!later || later.at < earlier.at) continue;
+            const between = `from=${new Date(earlier.at).toISOString()}&to=${new Date(later.at).toISOString()}`;
+            const reply = await get(`/api/v1/inventory/diff?${between}&source_id=${sourceId}&limit=1000`);
+            expect(reply.status, JSON.stringify(reply.body)).to.equal(200);
+            const expected = [...known].sort().flatMap((ciId) => {
+              const [a, b] = [whatItIs(earlier.states.get(ciId)), whatItIs(later.states.get(ciId))];
+              if (!a && !b) return [];
+              if (!a) return [[ciId, 'appeared', []]];
+              if (!b) return [[ciId, 'disappeared', []]];
+              const paths = pathsBetween(a, b).sort();
+              return paths.length > 0 ? [[ciId, 'changed', paths]] : [];
+            });
+            const items = reply.body.items as { ci_id: string; kind: string; changed_fields: string[] }[];
+            expect(items.map((d) => [d.ci_id, d.kind, [...d.changed_fields].sort()]), between).to.deep.equal(expected);
+            const counted = reply.body.counts as { appeared: number; disappeared: number; changed: number };
+            expect([counted.appeared, counted.disappeared, counted.changed]).to.deep.equal(
+              ['appeared', 'disappeared', 'changed'].map((kind) => expected.filter((e) => e[1] === kind).length),
+            );
+            // each CI's own diff from the first and from the middle moment to the last (the rest is the same query)
+            if (!(earlier === moments[0] || i === Math.floor(moments.length / 2)) || later !== moments[moments.length - 1]) continue;
+            for (const ciId of known) {
+              const one = await get(`/api/v1/configuration-items/${ciId}/diff?${between}`);
+              const [a, b] = [whatItIs(earlier.states.get(ciId)), whatItIs(later.states.get(ciId))];
+              if (!a && !b) {
+                expect(one.status).to.equal(404);
+                continue;
+              }
+              expect(one.status, JSON.stringify(one.body)).to.equal(200);
+              const fields = one.body.fields as { field: string; old_value: unknown; new_value: unknown }[];
+              const keys = keysBetween(a ?? {}, b ?? {}).sort();
+              expect(JSON.stringify(fields.map((f) => [f.field, f.old_value, f.new_value]).sort()), `${ciId} ${between}: ${JSON.stringify(fields)}`).to.deep.equal(
+                JSON.stringify(keys.map((k) => [k.join('.'), valueAt(a ?? {}, k), valueAt(b ?? {}, k)]).sort()),
+              );
             }
           }
         }

@@ -81,6 +81,7 @@ const TABLES = [
   'change_stats_snapshots',
   'ci_counts',
   'ci_count_deltas',
+  'baselines',
 ];
 
 /** Empties every tenant-owned table; the default tenant stays, as after migration. */
