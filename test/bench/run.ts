@@ -7,6 +7,7 @@
  *   npm run bench -- NAME [SIZE]   one of them (or one of the extra ones below)
  */
 import { printTable, type Figure } from './common.js';
+import { benchAsOf } from './as-of.js';
 import { benchChanges } from './changes.js';
 import { benchCollectKubernetes } from './collect-kubernetes.js';
 import { benchCsvExport } from './csv-export.js';
@@ -43,6 +44,7 @@ const extra: Record<string, Bench> = {
   'collect-kubernetes': (size) => benchCollectKubernetes(size ?? 10_000),
   ui: (size) => benchUi(size),
   'history-scale': (size, second) => benchHistoryScale(size, second),
+  'as-of': (size) => benchAsOf(size),
 };
 
 const [name, sizeText, secondText] = process.argv.slice(2);
