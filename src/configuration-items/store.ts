@@ -172,7 +172,8 @@ const SORT_MATCHES_UP_TO = 50_000;
 function countMatches(sql: Sql, principal: Principal, criteria: CiListCriteria, where: Fragment, counting: CountSettings): Promise<{ total: number; exact: boolean }> {
   if (criteria.total !== undefined) return Promise.resolve({ total: criteria.total, exact: true });
   if (criteria.asOf !== undefined) {
-    return countWithin(sql, sql`select 1 from ${thenRows(sql, principal, criteria)} ci`, counting.countTimeoutMs, counting.embedded);
+    const rows = fromVersions(criteria) ? sql`(${versionsAt(sql, principal, criteria)})` : thenRows(sql, principal, criteria);
+    return countWithin(sql, sql`select 1 from ${rows} ci`, counting.countTimeoutMs, counting.embedded);
   }
   if (countable(criteria.filters) && criteria.text === undefined && criteria.sourceId === undefined) {
     return countCis(sql, principal, criteria.statuses, criteria.filters).then((total) => ({ total, exact: true }));
@@ -212,6 +213,31 @@ export async function listCis(sql: Sql, principal: Principal, criteria: CiListCr
   };
 }
 
+/** The columns ci_versions keeps (sql/0022): filters and sorts on them are answered from it. */
+const VERSIONED = new Set(['name', 'namespace', 'scope_id', 'status', 'ci_type', 'created_at']);
+
+/**
+ * Whether a list of the past can be walked through the versions: its sort and filters are on
+ * versioned columns, and no free text (matched against every CI's name, namespace and type then)
+ * or raw_data path asks for more than they keep.
+ */
+function fromVersions(criteria: CiListCriteria): boolean {
+  return (
+    VERSIONED.has(criteria.sortBy) &&
+    criteria.text === undefined &&
+    criteria.filters.every((f) => f.target === 'column' && VERSIONED.has(f.field))
+  );
+}
+
+/** The versions valid at the list's moment that match it (and follow `after`), aliased `ci`. */
+function versionsAt(sql: Sql, principal: Principal, criteria: CiListCriteria, after?: Fragment): Fragment {
+  const moment = sql`${criteria.asOf!}::text::timestamptz`;
+  return sql`
+    select ci.ci_id, ci.created_at, ci.name, ci.namespace, ci.ci_type, ci.status, ci.scope_id from ci_versions ci
+    where ${conditions(sql, principal, criteria)} and ci.valid_from <= ${moment} and ci.valid_to > ${moment}
+      ${after ? sql`and ${after}` : sql``}`;
+}
+
 /**
  * The CIs as they were at the list's moment that match it (and follow `after`): last_seen is not
  * history, so the list at a moment neither sorts nor filters by it (see the service).
@@ -231,6 +257,21 @@ function pageRows(sql: Sql, principal: Principal, criteria: CiListCriteria, wher
   const position = TIME_SORTS.has(criteria.sortBy) ? exactTime(sql, sortColumn) : sql`${sql(sortColumn)}::text`;
   // the same order, in a form no index has: `|| ''` and `+ interval '0'` change no value
   const unindexed = TIME_SORTS.has(criteria.sortBy) ? sql`(${sql(sortColumn)} + interval '0')` : sql`(${sql(sortColumn)} || '')`;
+  if (criteria.asOf !== undefined && fromVersions(criteria)) {
+    // the page's CIs found through the versions valid then, then taken back in full
+    return sql<(CiRow & { position: string | null })[]>`
+      select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, null::timestamptz as last_seen,
+             ci.created_at, ci.updated_at, ci.source_id::text as source_id, ci.scope_id,
+             ${criteria.withTypeData ? sql`ci.type_data` : sql`ci.raw_data`}, ${position} as position
+      from (${versionsAt(sql, principal, criteria, after)} order by ${sql(sortColumn)} ${direction}, ci.ci_id ${direction}
+            limit ${criteria.limit + 1} offset ${after ? 0 : criteria.offset}) v
+      cross join lateral (
+        select ci.* from ${cisAt(sql, criteria.asOf, 'ci', {
+          visible: (row) => visibleTo(sql, principal, columnsOf(row)),
+          key: (row) => sql`${sql(row)}.ci_id = v.ci_id`,
+        })} ci) ci
+      order by ${sql(sortColumn)} ${direction}, ci.ci_id ${direction}`;
+  }
   if (criteria.asOf !== undefined) {
     return sql<(CiRow & { position: string | null })[]>`
       select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, null::timestamptz as last_seen,
@@ -321,18 +362,36 @@ export interface DiffCriteria extends Pick<CiListCriteria, 'statuses' | 'filters
 
 /** What a diff compares: a row as it was, without what every write moves (updated_at) and what is not the CI's (the digest). */
 const comparable = (sql: Sql, alias: string) =>
-  sql`case when ${sql(alias)}.ci_id is null then null else to_jsonb(${sql(alias)}) - 'updated_at' - 'content_hash' - 'tenant_id' end`;
+  sql`case when ${sql(alias)}.ci_id is null then null else to_jsonb(${sql(alias)}) - 'updated_at' - 'content_hash' - 'tenant_id' - 'state_digest' end`;
 
 /**
- * The CIs that may differ between two moments, each as it was at both that matches the criteria
- * then (`b` before, `a` after; null when it did not exist or did not match). Only a CI written,
- * created or removed in between can differ, so the candidates come from the ways back and the
- * tombstones of the interval, and the cost follows the interval's changes, not the inventory.
+ * The CIs that may differ between two moments (after `criteria.after`, in id order when `paged`):
+ * only a CI written, created or removed in between can differ, so they come from the ways back and
+ * the tombstones of the interval, and the cost follows the interval's changes, not the inventory.
  */
-function compared(sql: Sql, principal: Principal, criteria: DiffCriteria, paged: boolean): Fragment {
+function candidates(sql: Sql, principal: Principal, criteria: DiffCriteria, paged: boolean): Fragment {
   const tenant = principal.tenantId;
   const from = sql`${criteria.from}::text::timestamptz`;
   const to = sql`${criteria.to}::text::timestamptz`;
+  return sql`(
+    select ci_id from (
+      select u.ci_id from ci_undo u where u.tenant_id = ${tenant} and u.at > ${from} and u.at <= ${to}
+      union
+      select c.ci_id from configuration_items c where c.tenant_id = ${tenant} and c.created_at > ${from} and c.created_at <= ${to}
+      union
+      select g.ci_id from ci_tombstones g
+      where g.tenant_id = ${tenant} and ((g.removed_at > ${from} and g.removed_at <= ${to}) or (g.created_at > ${from} and g.created_at <= ${to}))
+    ) moved
+    ${criteria.after ? sql`where ci_id > ${criteria.after}::uuid` : sql``}
+    ${paged ? sql`order by ci_id` : sql``}
+  )`;
+}
+
+/**
+ * The CIs that may differ between two moments, each as it was at both that matches the criteria
+ * then (`b` before, `a` after; null when it did not exist or did not match).
+ */
+function compared(sql: Sql, principal: Principal, criteria: DiffCriteria, paged: boolean): Fragment {
   const at = (moment: string) =>
     cisAt(sql, moment, 'ci', {
       visible: (row) => visibleTo(sql, principal, columnsOf(row)),
@@ -341,18 +400,7 @@ function compared(sql: Sql, principal: Principal, criteria: DiffCriteria, paged:
     });
   return sql`
     select m.ci_id, ${comparable(sql, 'b')} as before, ${comparable(sql, 'a')} as after
-    from (
-      select ci_id from (
-        select u.ci_id from ci_undo u where u.tenant_id = ${tenant} and u.at > ${from} and u.at <= ${to}
-        union
-        select c.ci_id from configuration_items c where c.tenant_id = ${tenant} and c.created_at > ${from} and c.created_at <= ${to}
-        union
-        select g.ci_id from ci_tombstones g
-        where g.tenant_id = ${tenant} and ((g.removed_at > ${from} and g.removed_at <= ${to}) or (g.created_at > ${from} and g.created_at <= ${to}))
-      ) moved
-      ${criteria.after ? sql`where ci_id > ${criteria.after}::uuid` : sql``}
-      ${paged ? sql`order by ci_id` : sql``}
-    ) m
+    from ${candidates(sql, principal, criteria, paged)} m
     left join lateral (select ci.* from ${at(criteria.from)} ci) b on true
     left join lateral (select ci.* from ${at(criteria.to)} ci) a on true
     where b.ci_id is not null or a.ci_id is not null`;
@@ -387,8 +435,46 @@ export interface DiffCount {
   changed: number;
 }
 
-/** The differences counted by CI type (the type at the later moment, else the earlier). */
+/**
+ * The differences counted by CI type (the type at the later moment, else the earlier). Where the
+ * criteria are on versioned columns, a candidate's presence and type at each moment come from its
+ * versions and whether it changed from the digests of its two states (cinv_digest_at), so that
+ * nothing is taken back; otherwise each candidate is taken back to both moments and compared.
+ */
 export function diffCounts(sql: Sql, principal: Principal, criteria: DiffCriteria): Promise<DiffCount[]> {
+  if (criteria.text === undefined && criteria.filters.every((f) => f.target === 'column' && VERSIONED.has(f.field))) {
+    const version = (moment: string) => sql`
+      select ci.ci_type from ci_versions ci
+      where ci.ci_id = m.ci_id and ci.valid_from <= ${moment}::text::timestamptz and ci.valid_to > ${moment}::text::timestamptz
+        and ${conditions(sql, principal, criteria)}`;
+    // the first write after a moment holds the digest of the CI then; without one, the CI is as it is now
+    const firstWrite = (moment: string) => sql`
+      select u.id, u.before_digest from ci_undo u
+      where u.tenant_id = ${principal.tenantId} and u.ci_id = m.ci_id and u.at > ${moment}::text::timestamptz order by u.at, u.id limit 1`;
+    const digestAt = (write: string, moment: string) => sql`
+      case when ${sql(write)}.id is null then coalesce(c.state_digest, cinv_state_digest(to_jsonb(c)), cinv_state_digest(to_jsonb(g)))
+           else coalesce(${sql(write)}.before_digest, cinv_digest_at(${principal.tenantId}, m.ci_id, ${moment}::text::timestamptz)) end`;
+    return sql<DiffCount[]>`
+      select ci_type,
+             count(*) filter (where kind = 'appeared')::int as appeared,
+             count(*) filter (where kind = 'disappeared')::int as disappeared,
+             count(*) filter (where kind = 'changed')::int as changed
+      from (
+        select coalesce(a.ci_type, b.ci_type) as ci_type,
+               case when b.ci_type is null then 'appeared' when a.ci_type is null then 'disappeared'
+                    when ${digestAt('w1', criteria.from)} is distinct from ${digestAt('w2', criteria.to)} then 'changed' end as kind
+        from ${candidates(sql, principal, criteria, false)} m
+        left join lateral (${version(criteria.from)}) b on true
+        left join lateral (${version(criteria.to)}) a on true
+        left join lateral (${firstWrite(criteria.from)}) w1 on true
+        left join lateral (${firstWrite(criteria.to)}) w2 on true
+        left join configuration_items c on c.ci_id = m.ci_id
+        left join ci_tombstones g on g.ci_id = m.ci_id
+        where b.ci_type is not null or a.ci_type is not null
+      ) d
+      where kind is not null
+      group by 1 order by 1`;
+  }
   return sql<DiffCount[]>`
     select coalesce(d.after, d.before) ->> 'ci_type' as ci_type,
            count(*) filter (where d.before is null)::int as appeared,

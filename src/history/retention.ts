@@ -130,6 +130,11 @@ async function trimWayBack(sql: Sql, retention: ChangeRetention, now: Date, batc
       delete from ci_tombstones where ci_id = any(array(select ci_id from ci_tombstones where removed_at < ${since} limit ${batchSize}))`;
     if (buried.count < batchSize) break;
   }
+  for (;;) {
+    const ended = await sql`
+      delete from ci_versions where (ci_id, valid_from) in (select ci_id, valid_from from ci_versions where valid_to < ${since} limit ${batchSize})`;
+    if (ended.count < batchSize) break;
+  }
   return [...undo.dropped, ...ended.dropped];
 }
 

@@ -82,6 +82,7 @@ const TABLES = [
   'ci_counts',
   'ci_count_deltas',
   'baselines',
+  'ci_versions',
 ];
 
 /** Empties every tenant-owned table; the default tenant stays, as after migration. */
