@@ -105,6 +105,9 @@ const EXEMPT: Record<string, string> = {
   'GET /api/v1/api-keys/{key_id}': 'key administration',
   'DELETE /api/v1/api-keys/{key_id}': 'key administration',
   'GET /api/v1/audit-events': 'the security audit log (tenant-bound, tested with the audit log)',
+  'GET /api/v1/baselines': 'named moments of the tenant, no inventory data: a diff against one reads under the reader\'s scopes (tested with the time machine)',
+  'POST /api/v1/baselines': 'a write of a named moment (tested with the time machine)',
+  'DELETE /api/v1/baselines/{baseline_id}': 'a write (tested with the time machine)',
 };
 
 const sorted = (values: Iterable<string>) => [...values].sort();
@@ -190,7 +193,8 @@ const MATRIX: Record<string, MatrixRoute> = {
   'GET /api/v1/configuration-items': {
     async check(world, who, allowed) {
       // the free text matches every CI's namespace: namespaces of other scopes widen no one's view
-      for (const query of ['', '&q=DEFAU']) {
+      // and the list of a moment (now): the same rows, read through the versions and the way back
+      for (const query of ['', '&q=DEFAU', `&as_of=${new Date().toISOString()}`]) {
         const reply = await world.app.get(`/api/v1/configuration-items?status=all&limit=100${query}`, who.key);
         if (await expectRefused(reply, who, allowed)) return;
         expect(sorted(reply.body.items.map((ci: { ci_id: string }) => ci.ci_id)), `${who.name}${query}`).to.deep.equal(visibleIds(world, who));
@@ -208,6 +212,27 @@ const MATRIX: Record<string, MatrixRoute> = {
         }
         expect(reply.status, `${who.name} ${ci}`).to.equal(who.sees.includes(ci) ? 200 : 404);
       }
+    },
+  },
+  'GET /api/v1/configuration-items/{ci_id}/diff': {
+    async check(world, who, allowed) {
+      for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {
+        // `to` given: the app's clock stands at its start, before these CIs were collected
+        const reply = await world.app.get(`/api/v1/configuration-items/${world.ids[ci]}/diff?from=2000-01-01T00:00:00Z&to=${new Date().toISOString()}`, who.key);
+        if (who.sees === undefined || !allowed) {
+          await expectRefused(reply, who, allowed);
+          continue;
+        }
+        expect(reply.status, `${who.name} ${ci}`).to.equal(who.sees.includes(ci) ? 200 : 404);
+      }
+    },
+  },
+  'GET /api/v1/inventory/diff': {
+    async check(world, who, allowed) {
+      const reply = await world.app.get(`/api/v1/inventory/diff?from=2000-01-01T00:00:00Z&to=${new Date().toISOString()}&limit=100`, who.key);
+      if (await expectRefused(reply, who, allowed)) return;
+      expect(sorted(reply.body.items.map((d: { ci_id: string }) => d.ci_id)), who.name).to.deep.equal(visibleIds(world, who));
+      expect(reply.body.counts.appeared, who.name).to.equal(who.sees!.length);
     },
   },
   'GET /api/v1/configuration-items/{ci_id}/relationships': {

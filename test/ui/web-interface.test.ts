@@ -34,6 +34,8 @@ describeWith(existsSync(CHROMIUM))(
     let browser: Browser;
     let admin: string;
     let scoped: string;
+    /** A moment between the two collections: the deployment had one container and two replicas then. */
+    let between: string;
     const sources: { id: number; collector_id: number; name: string }[] = [];
 
     const collect = async () => {
@@ -75,6 +77,8 @@ describeWith(existsSync(CHROMIUM))(
       }
       for (const source of sources) await trigger(source);
       await collect();
+      between = new Date().toISOString();
+      await new Promise((resolve) => setTimeout(resolve, 5));
       // a second container in the deployment: an array change in its history
       fake.put('deployments', {
         metadata: { name: 'web', namespace: 'shop' },
@@ -309,6 +313,32 @@ describeWith(existsSync(CHROMIUM))(
       expect(await split.locator('tr.diff-added td:last-child').allInnerTexts()).to.satisfy((cells: string[]) => cells.some((cell) => cell.includes('sidecar')));
       await page.getByRole('heading', { name: /Relationships/ }).waitFor();
       await page.getByRole('group', { name: /Neighbourhood of web/ }).waitFor();
+      await context.close();
+    });
+
+    it('shows the inventory and a CI as they were at a moment, says so plainly, and leads back to now', async () => {
+      const filters = 'filter=name%3Aeq%3Aweb&filter=ci_type%3Aeq%3Ak8s.deployment';
+      const { context, page } = await signedIn(admin, `/inventory?as_of=${encodeURIComponent(between)}&${filters}`);
+      await page.getByRole('note').filter({ hasText: 'Showing the inventory as it was stored at' }).waitFor();
+      await settled(page);
+      expect(await rowNames(page)).to.deep.equal(['web', 'web']);
+      // the past has no last_seen: its header does not sort, its cells say nothing
+      expect(await page.getByRole('link', { name: 'Last seen' }).count()).to.equal(0);
+      await page.getByRole('link', { name: 'web', exact: true }).first().click();
+      await page.waitForURL(/\/ui\/ci\/[0-9a-f-]{36}\?as_of=/);
+      await page.getByRole('note').filter({ hasText: 'Showing this configuration item as it was stored at' }).waitFor();
+      await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
+      const replicas = async () => {
+        const tree = page.getByRole('list', { name: 'raw_data' });
+        await tree.locator('summary').filter({ hasText: /^spec\b/ }).first().click();
+        return tree.locator('li').filter({ has: page.getByRole('button', { name: 'Copy path raw_data.spec.replicas', exact: true }) }).innerText();
+      };
+      expect(await replicas()).to.match(/replicas: 2/);
+      await checkView(page, 'ci-as-of');
+      await page.getByRole('link', { name: 'Back to now' }).click();
+      await page.waitForURL(/\/ui\/ci\/[0-9a-f-]{36}$/);
+      await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
+      expect(await replicas()).to.match(/replicas: 3/);
       await context.close();
     });
 

@@ -5,6 +5,7 @@ import { dateTime, relative } from '../lib/format';
 import { Link } from '../lib/router';
 import { ChangeItem, DiffModePicker, type ChangeRecord } from '../components/change';
 import { JsonTree } from '../components/json-tree';
+import { MomentPicker, PastNotice } from '../components/moment-picker';
 import { asApiError, Empty, ErrorBox, Loading, Show, useLoad } from '../components/states';
 import { VirtualList } from '../components/virtual-list';
 
@@ -15,13 +16,14 @@ interface CiDetail {
   ci_type: string;
   status: string;
   status_updated_at: string | null;
-  last_seen: string;
+  last_seen: string | null;
   created_at: string;
   updated_at: string;
   raw_data: Record<string, unknown>;
   type_data: Record<string, unknown>;
-  source: { id: number; name: string; collector_type: string };
+  source: { id: number; name: string; collector_type: string } | null;
   scope_id: string | null;
+  as_of?: string;
 }
 
 interface Relationship {
@@ -80,21 +82,28 @@ function useCursorWalk<T>(key: string, load: (cursor: string | undefined, signal
 
 export default function CiView({ place }: ViewProps) {
   const id = place.path.split('/')[2] ?? '';
-  const loaded = useLoad(id, (signal) => api<CiDetail>(`/api/v1/configuration-items/${encodeURIComponent(id)}`, { signal }));
+  const asOf = place.params.get('as_of') || undefined;
+  const loaded = useLoad(`${id} ${asOf ?? ''}`, (signal) =>
+    api<CiDetail>(`/api/v1/configuration-items/${encodeURIComponent(id)}`, { query: asOf ? { as_of: asOf } : {}, signal }),
+  );
   return (
-    <Show loaded={loaded} what="the configuration item">
-      {(ci) => <Detail ci={ci} />}
-    </Show>
+    <>
+      {asOf ? <PastNotice asOf={asOf} what="this configuration item" now={`/ci/${id}`} /> : null}
+      <MomentPicker asOf={asOf} />
+      <Show loaded={loaded} what="the configuration item">
+        {(ci) => <Detail ci={ci} asOf={asOf} />}
+      </Show>
+    </>
   );
 }
 
-function Detail({ ci }: { ci: CiDetail }) {
+function Detail({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
   const { metrics, ...typeData } = ci.type_data as { metrics?: Record<string, unknown> };
   return (
     <article class="ci-detail">
       <header class="ci-header">
         <p class="meta">
-          <Link href="/inventory">Inventory</Link> / {ci.ci_type}
+          <Link href={asOf ? `/inventory?as_of=${encodeURIComponent(asOf)}` : '/inventory'}>Inventory</Link> / {ci.ci_type}
         </p>
         <h1>{ci.name}</h1>
         <dl class="facts">
@@ -116,7 +125,13 @@ function Detail({ ci }: { ci: CiDetail }) {
           <div>
             <dt>Source</dt>
             <dd>
-              {ci.source.name} <span class="meta">({ci.source.collector_type})</span>
+              {ci.source ? (
+                <>
+                  {ci.source.name} <span class="meta">({ci.source.collector_type})</span>
+                </>
+              ) : (
+                '—'
+              )}
             </dd>
           </div>
           <div>
@@ -129,7 +144,7 @@ function Detail({ ci }: { ci: CiDetail }) {
           </div>
           <div>
             <dt>Last seen</dt>
-            <dd title={dateTime(ci.last_seen)}>{relative(ci.last_seen)}</dd>
+            <dd title={dateTime(ci.last_seen)}>{ci.last_seen ? relative(ci.last_seen) : '— (not history)'}</dd>
           </div>
         </dl>
       </header>
@@ -149,7 +164,7 @@ function Detail({ ci }: { ci: CiDetail }) {
               </>
             ) : null}
           </section>
-          <Relationships ci={ci} />
+          <Relationships ci={ci} asOf={asOf} />
         </div>
         <Timeline ci={ci} />
       </div>
@@ -157,9 +172,10 @@ function Detail({ ci }: { ci: CiDetail }) {
   );
 }
 
-function Relationships({ ci }: { ci: CiDetail }) {
-  const walk = useCursorWalk<Relationship>(ci.ci_id, (cursor, signal) =>
-    api<CursorPage<Relationship>>(`/api/v1/configuration-items/${ci.ci_id}/relationships`, { query: cursor ? { cursor } : { limit: 200 }, signal }),
+function Relationships({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
+  const moment = asOf ? { as_of: asOf } : {};
+  const walk = useCursorWalk<Relationship>(`${ci.ci_id} ${asOf ?? ''}`, (cursor, signal) =>
+    api<CursorPage<Relationship>>(`/api/v1/configuration-items/${ci.ci_id}/relationships`, { query: cursor ? { cursor, ...moment } : { limit: 200, ...moment }, signal }),
   );
   const groups = useMemo(() => {
     const byKey = new Map<string, Relationship[]>();
@@ -186,7 +202,7 @@ function Relationships({ ci }: { ci: CiDetail }) {
           <ul class="neighbours">
             {items.map((relationship) => (
               <li key={relationship.id}>
-                <Link href={`/ci/${relationship.related_ci_id}`}>{relationship.related_ci_name}</Link>{' '}
+                <Link href={`/ci/${relationship.related_ci_id}${asOf ? `?as_of=${encodeURIComponent(asOf)}` : ''}`}>{relationship.related_ci_name}</Link>{' '}
                 <span class="meta">
                   {relationship.related_ci_type} · {relationship.related_ci_status}
                 </span>

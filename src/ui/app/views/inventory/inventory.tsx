@@ -1,7 +1,8 @@
 import type { ViewProps } from '../view';
 import { SavedViews } from '../../components/saved-views';
-import { goToOffset, setParams } from '../../lib/router';
+import { goToOffset, setParams, withParams } from '../../lib/router';
 import { FilterBuilder } from '../../components/filter-builder';
+import { MomentPicker, PastNotice } from '../../components/moment-picker';
 import { SearchBox, SelectField } from '../../components/fields';
 import { Empty, ErrorBox, Pager, Show } from '../../components/states';
 import { ColumnPicker } from './column-picker';
@@ -11,6 +12,8 @@ import { CiTable } from './table';
 
 const STATUSES = ['active', 'inactive', 'archived', 'all'] as const;
 const FIELDS = ['name', 'namespace', 'ci_type', 'status', 'created_at', 'updated_at', 'last_seen'];
+/** last_seen is not history: the past is neither filtered nor sorted by it. */
+const PAST_FIELDS = FIELDS.filter((field) => field !== 'last_seen');
 const PAGE_SIZES = ['25', '50', '100', '250'];
 
 export default function Inventory({ place }: ViewProps) {
@@ -22,7 +25,9 @@ export default function Inventory({ place }: ViewProps) {
   return (
     <section class="inventory">
       <h1>Inventory</h1>
+      {view.asOf ? <PastNotice asOf={view.asOf} what="the inventory" now={`/inventory${withParams(params, { as_of: undefined, offset: undefined })}`} /> : null}
       <SavedViews view="inventory" params={params} />
+      <MomentPicker asOf={view.asOf} />
       <StatusTabs status={view.status} />
       <div class="toolbar">
         <SearchBox q={view.q} label="Search names, namespaces and types" id="ci-query" formClass="inline" maxLength={200} />
@@ -35,7 +40,7 @@ export default function Inventory({ place }: ViewProps) {
       </div>
       <FilterBuilder
         id="ci-filter"
-        fields={FIELDS}
+        fields={view.asOf ? PAST_FIELDS : FIELDS}
         jsonPrefixes={['raw_data', 'type_data']}
         suggestions={view.suggestions}
         filters={filters}
@@ -55,7 +60,7 @@ export default function Inventory({ place }: ViewProps) {
             <Empty>No configuration items match this view{filters.length ? ': remove a filter or change the status tab.' : '.'}</Empty>
           ) : (
             <>
-              <CiTable items={page.items} columns={columns} sources={sources} sort={{ params, sortBy: view.sortBy, sortOrder: view.sortOrder }} />
+              <CiTable items={page.items} columns={columns} sources={sources} sort={{ params, sortBy: view.sortBy, sortOrder: view.sortOrder }} asOf={view.asOf} />
               <Pager
                 label="Configuration items"
                 offset={offset}

@@ -12,7 +12,7 @@ export interface Ci {
   ci_type: string;
   status: 'active' | 'inactive' | 'archived';
   status_updated_at: string | null;
-  last_seen: string;
+  last_seen: string | null;
   created_at: string;
   updated_at: string;
   raw_data: Record<string, unknown>;
@@ -57,19 +57,23 @@ function inventoryQuery(params: URLSearchParams) {
   // a page reached by "Next" carries the cursor of the page before: the API starts at its position
   // (cheap at any depth) and echoes `offset`, which keeps the row numbers
   const cursor = params.get('cursor') || undefined;
+  // the past has no last_seen to sort by (the API refuses it): its lists keep the default order
+  const asOf = params.get('as_of') || undefined;
+  const sorted = asOf && sortBy === 'last_seen' ? 'created_at' : sortBy;
   const query = {
     status,
     filter: filters,
     q: q || undefined,
     source_id: sourceId || undefined,
-    sort_by: sortBy,
+    sort_by: sorted,
     sort_order: sortOrder,
+    as_of: asOf,
     limit,
     offset,
     cursor,
     include_attributes: columns.length ? columns.join(',') : undefined,
   };
-  return { status, filters, q, sourceId, sortBy, sortOrder, limit, offset, columns, query };
+  return { status, filters, q, sourceId, sortBy: sorted, sortOrder, limit, offset, columns, query, asOf };
 }
 
 const fetchCis = (query: CiQuery, signal?: AbortSignal) => api<CiPage>('/api/v1/configuration-items', { query, signal });

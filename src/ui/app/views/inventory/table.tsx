@@ -21,7 +21,7 @@ interface Sort {
 }
 
 /** One page of configuration items; each header sorts by its column, descending first. */
-export function CiTable({ items, columns, sort, sources }: { items: Ci[]; columns: string[]; sort: Sort; sources: ReadonlyMap<number, string> }) {
+export function CiTable({ items, columns, sort, sources, asOf }: { items: Ci[]; columns: string[]; sort: Sort; sources: ReadonlyMap<number, string>; asOf?: string }) {
   return (
     <div class="table-wrap">
       <table class="grid" aria-label="Configuration items">
@@ -36,14 +36,21 @@ export function CiTable({ items, columns, sort, sources }: { items: Ci[]; column
                 <code>{path}</code>
               </th>
             ))}
-            {SORTABLE.slice(LEADING).map(([field, label]) => (
-              <SortHeader key={field} field={field} label={label} sort={sort} />
-            ))}
+            {SORTABLE.slice(LEADING).map(([field, label]) =>
+              // the past has no last_seen to sort by
+              asOf && field === 'last_seen' ? (
+                <th key={field} scope="col">
+                  {label}
+                </th>
+              ) : (
+                <SortHeader key={field} field={field} label={label} sort={sort} />
+              ),
+            )}
           </tr>
         </thead>
         <tbody>
           {items.map((ci) => (
-            <CiRow key={ci.ci_id} ci={ci} columns={columns} source={sources.get(ci.source_id) ?? `source ${ci.source_id}`} />
+            <CiRow key={ci.ci_id} ci={ci} columns={columns} source={sources.get(ci.source_id) ?? `source ${ci.source_id}`} asOf={asOf} />
           ))}
         </tbody>
       </table>
@@ -52,7 +59,8 @@ export function CiTable({ items, columns, sort, sources }: { items: Ci[]; column
 }
 
 /** A moment shown one way everywhere: how long ago, with the exact time on hover and for assistive technology. */
-function When({ at }: { at: string }) {
+function When({ at }: { at: string | null }) {
+  if (!at) return <span class="meta">—</span>;
   return (
     <time dateTime={at} title={dateTime(at)}>
       {relative(at)}
@@ -60,11 +68,11 @@ function When({ at }: { at: string }) {
   );
 }
 
-function CiRow({ ci, columns, source }: { ci: Ci; columns: string[]; source: string }) {
+function CiRow({ ci, columns, source, asOf }: { ci: Ci; columns: string[]; source: string; asOf?: string }) {
   return (
     <tr>
       <td>
-        <Link href={`/ci/${ci.ci_id}`}>{ci.name}</Link>
+        <Link href={`/ci/${ci.ci_id}${asOf ? `?as_of=${encodeURIComponent(asOf)}` : ''}`}>{ci.name}</Link>
       </td>
       <td>{ci.namespace ?? <span class="meta">—</span>}</td>
       <td>{ci.ci_type}</td>
