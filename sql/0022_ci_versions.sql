@@ -80,31 +80,17 @@ update time_machine set exact_since = greatest(exact_since, now())
      or exists (select 1 from ci_tombstones);
 
 -- Whether a CI differs between two moments, without taking it back: a digest of what it is (not
--- when it was written, nor the digests themselves), over the row as JSON. Timestamps are digested
+-- when it was written), over the row as JSON. Timestamps are digested
 -- as instants, so that the session's time zone, which renders them in JSON, does not count.
 create function cinv_state_digest(doc jsonb) returns bytea language sql immutable parallel safe as $$
-  select decode(md5((doc - 'updated_at' - 'content_hash' - 'tenant_id' - 'status_updated_at' - 'created_at' - 'removed_at' - 'state_digest')::text
+  select decode(md5((doc - 'updated_at' - 'content_hash' - 'tenant_id' - 'status_updated_at' - 'created_at' - 'removed_at')::text
                     || '|' || coalesce(extract(epoch from (doc ->> 'status_updated_at')::timestamptz)::text, '')), 'hex')
 $$;
 
--- Each row carries the digest of what it is, set as it is written; each write's way back carries
--- the digest of the row before it. The digest of a CI at a moment is that of the first write after
--- it, or the row's own. Rows written before this migration have none until their next write: their
--- digest is computed when asked for.
-alter table configuration_items add column state_digest bytea;
+-- Each write's way back carries the digest of the row before it: the digest of a CI at a moment
+-- is that of the first write after it, or of the row as it is (computed when asked for: a digest
+-- kept with every row cost the first load of a cluster more than the load itself).
 alter table ci_undo add column before_digest bytea;
-
-create function cinv_set_digest() returns trigger language plpgsql as $$
-begin
-  new.state_digest := cinv_state_digest(to_jsonb(new));
-  return new;
-end $$;
-create trigger cinv_digest_created before insert on configuration_items
-  for each row execute function cinv_set_digest();
-create trigger cinv_digest_changed before update on configuration_items
-  for each row when ((old.name, old.namespace, old.ci_type, old.scope_id, old.status, old.status_updated_at, old.raw_data, old.type_data)
-                     is distinct from (new.name, new.namespace, new.ci_type, new.scope_id, new.status, new.status_updated_at, new.raw_data, new.type_data))
-  execute function cinv_set_digest();
 
 create or replace function cinv_record_undo() returns trigger language plpgsql as $$
 declare
@@ -127,7 +113,7 @@ begin
   if ops <> '[]' then
     ops := ops || jsonb_build_array(jsonb_build_object('p', '["updated_at"]'::jsonb, 'v', to_jsonb(old.updated_at)));
     insert into ci_undo (tenant_id, ci_id, at, undo, before_digest)
-    values (new.tenant_id, new.ci_id, new.updated_at, ops, coalesce(old.state_digest, cinv_state_digest(to_jsonb(old))));
+    values (new.tenant_id, new.ci_id, new.updated_at, ops, cinv_state_digest(to_jsonb(old)));
   end if;
   return null;
 end $$;

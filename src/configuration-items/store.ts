@@ -362,7 +362,7 @@ export interface DiffCriteria extends Pick<CiListCriteria, 'statuses' | 'filters
 
 /** What a diff compares: a row as it was, without what every write moves (updated_at) and what is not the CI's (the digest). */
 const comparable = (sql: Sql, alias: string) =>
-  sql`case when ${sql(alias)}.ci_id is null then null else to_jsonb(${sql(alias)}) - 'updated_at' - 'content_hash' - 'tenant_id' - 'state_digest' end`;
+  sql`case when ${sql(alias)}.ci_id is null then null else to_jsonb(${sql(alias)}) - 'updated_at' - 'content_hash' - 'tenant_id' end`;
 
 /**
  * The CIs that may differ between two moments (after `criteria.after`, in id order when `paged`):
@@ -452,7 +452,7 @@ export function diffCounts(sql: Sql, principal: Principal, criteria: DiffCriteri
       select u.id, u.before_digest from ci_undo u
       where u.tenant_id = ${principal.tenantId} and u.ci_id = m.ci_id and u.at > ${moment}::text::timestamptz order by u.at, u.id limit 1`;
     const digestAt = (write: string, moment: string) => sql`
-      case when ${sql(write)}.id is null then coalesce(c.state_digest, cinv_state_digest(to_jsonb(c)), cinv_state_digest(to_jsonb(g)))
+      case when ${sql(write)}.id is null then coalesce(cinv_state_digest(to_jsonb(c)), cinv_state_digest(to_jsonb(g)))
            else coalesce(${sql(write)}.before_digest, cinv_digest_at(${principal.tenantId}, m.ci_id, ${moment}::text::timestamptz)) end`;
     return sql<DiffCount[]>`
       select ci_type,
