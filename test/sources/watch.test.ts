@@ -127,7 +127,8 @@ describe('hybrid collection: a list, then a watch written as deltas (with a test
     // thirty modifications of one pod arrive at once: one update is written, with the last value
     for (let i = 1; i <= 30; i++) feed.push({ scopeId: 'lab', upserts: [changed('a', i)], deletions: [], resume: { key: 'pods', version: String(10 + i) } });
     feed.push({ scopeId: 'lab', upserts: [buildPod({ name: 'c' })], deletions: ['pod/default/b'], resume: { key: 'pods', version: '41' } });
-    await waitFor(async () => (await ci('c')) !== undefined);
+    // a delta's upserts and its deletions are written in batches of their own: both are waited for
+    await waitFor(async () => (await ci('c')) !== undefined && (await ci('b'))?.status === 'archived');
     expect((await ci('b'))!.status).to.equal('archived');
     const a = (await ci('a'))!;
     const history = await app.current.get(`/api/v1/ci-changes/${a.ci_id}`, admin);
