@@ -6,7 +6,7 @@ import { isExactTime } from '../query/exact-time.js';
 import { ciStateAt, exactSince, type CiState } from '../history/as-of.js';
 import { historyCoversSince } from '../history/retention.js';
 import { archiveWithHistory } from '../inventory/archive.js';
-import { parseFilters, type ParsedFilter } from '../query/filters.js';
+import { isUuid, parseFilters, type ParsedFilter } from '../query/filters.js';
 import { CI_FILTERS, type CiListQuery } from './schema.js';
 import {
   diffCounts,
@@ -101,13 +101,12 @@ function listBinding(principal: Principal, query: CiListQuery, status: string): 
   };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The keyset position a signed cursor carries; anything else is a malformed cursor. */
 function positionOf(key: unknown[], sortBy: string): CiPosition {
   const [value, ciId] = key;
   const valueFits = TIME_SORTS.has(sortBy) ? isExactTime(value) : typeof value === 'string' || (value === null && sortBy === 'namespace');
-  if (key.length !== 2 || !valueFits || typeof ciId !== 'string' || !UUID.test(ciId)) throw unprocessable('Malformed cursor');
+  if (key.length !== 2 || !valueFits || typeof ciId !== 'string' || !isUuid(ciId)) throw unprocessable('Malformed cursor');
   return [value as string | null, ciId];
 }
 

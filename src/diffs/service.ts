@@ -7,6 +7,7 @@ import { notFound, unprocessable, validationFailed } from '../errors.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { diffStates, type FieldChange } from '../history/diff.js';
 import type { CiState } from '../history/as-of.js';
+import { isUuid } from '../query/filters.js';
 import { relationshipChanges } from '../relationships/service.js';
 import type { CiDiffQuery, InventoryDiffQuery } from './schema.js';
 
@@ -53,7 +54,6 @@ export async function ciDiff(app: AppContext, principal: Principal, ciId: string
   return { ci_id: ciId, from, to, existed: { from: before !== undefined, to: after !== undefined }, fields, relationships, changes: { total, href } };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The inventory between two moments, a page at a time; counted by type on the first page. */
 export async function inventoryDiff(app: AppContext, principal: Principal, query: InventoryDiffQuery) {
@@ -66,7 +66,7 @@ export async function inventoryDiff(app: AppContext, principal: Principal, query
   };
   const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
   const after = cursor?.key[0];
-  if (cursor && (cursor.key.length !== 1 || typeof after !== 'string' || !UUID.test(after))) throw unprocessable('Malformed cursor');
+  if (cursor && (cursor.key.length !== 1 || typeof after !== 'string' || !isUuid(after))) throw unprocessable('Malformed cursor');
   const page = await inventoryDifferences(app, principal, {
     ...query,
     from,

@@ -12,6 +12,9 @@ const NUMBER = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** Whether a value is a UUID in its text form (any case). */
+export const isUuid = (value: string): boolean => UUID.test(value);
+
 export type FieldKind = 'text' | 'timestamp' | 'uuid';
 
 export interface FieldDef {
