@@ -89,7 +89,7 @@ async function seed(sql: Sql, cis: number): Promise<Date> {
           set raw_data = jsonb_set(jsonb_set(jsonb_set(c.raw_data, '{metadata,resourceVersion}', to_jsonb((${wave} + 2)::text)),
                                              '{spec,replicas}', to_jsonb(1 + (g.n + ${wave}) % 4)),
                                    '{status,phase}', to_jsonb((array['Running', 'Pending', 'Running', 'Succeeded'])[1 + (g.n * 7 + ${wave}) % 4])),
-              updated_at = ${base}::timestamptz + interval '1 day' + ${wave} * interval '6 days 19 hours' + ((g.n * 7919) % 587000) * interval '1 second'
+              updated_at = ${base}::timestamptz + interval '1 day' + ${wave} * interval '6 days 19 hours' + ((g.n::bigint * 7919) % 587000) * interval '1 second'
           from generate_series(${from}::int, ${to}::int) as g(n)
           where c.ci_id = md5('ci' || g.n)::uuid and g.n <> 1
           returning c.ci_id, c.source_id, c.scope_id, c.name, c.namespace, c.ci_type, c.updated_at, g.n

@@ -343,6 +343,45 @@ describeWith(existsSync(CHROMIUM))(
       await page.waitForURL(/\/ui\/ci\/[0-9a-f-]{36}$/);
       await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
       await replicas(3);
+      // any change's time from the timeline: the newest change shows the CI as it was right after it
+      await page.getByRole('link', { name: /^As of then: the item right after the change of/ }).first().click();
+      await page.waitForURL(/\/ui\/ci\/[0-9a-f-]{36}\?as_of=/);
+      await page.getByRole('note').filter({ hasText: 'Showing this configuration item as it was stored at' }).waitFor();
+      await replicas(3);
+      await context.close();
+    });
+
+    it('compares two moments: counts by type, the CIs that differ, one CI\'s structural diff, and a baseline named there', async () => {
+      const { context, page } = await signedIn(admin, `/compare?from=${encodeURIComponent(between)}`);
+      const byType = page.getByRole('table', { name: 'By type' });
+      await byType.waitFor();
+      const deployments = byType.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'k8s.deployment' }) });
+      expect(await deployments.getByRole('cell').allInnerTexts()).to.deep.equal(['0', '0', '2']);
+      // one type at a time: the list keeps only the deployments
+      await byType.getByRole('link', { name: 'k8s.deployment' }).click();
+      await page.waitForURL(/ci_type=k8s\.deployment/);
+      const differing = page.getByRole('table', { name: 'Configuration items that differ' });
+      await differing.getByRole('row').nth(2).waitFor();
+      expect(await differing.getByRole('row').count()).to.equal(3);
+      await differing.getByRole('link', { name: 'Diff of web' }).first().click();
+      await page.waitForURL(/&ci=[0-9a-f-]{36}/);
+      const panel = page.getByRole('region', { name: 'web between the two moments' });
+      await panel.getByRole('group', { name: 'Changes of raw_data.spec.replicas' }).waitFor();
+      expect(await panel.innerText()).to.include('envoy:1.30');
+      await panel.getByText('Side by side').click();
+      await panel.getByRole('table', { name: 'Changes of raw_data.spec.replicas, old and new side by side' }).waitFor();
+      await settled(page);
+      await checkView(page, 'compare');
+      await page.getByLabel('Name this moment').fill('after the rollout');
+      await page.getByRole('button', { name: 'Save baseline' }).click();
+      await page.getByRole('status').filter({ hasText: 'Saved baseline after the rollout' }).waitFor();
+      const baselines = await app.get('/api/v1/baselines', admin);
+      expect(baselines.body.items.map((b: { name: string }) => b.name)).to.include('after the rollout');
+      // the baseline is a moment like any other: chosen as the later side, the difference is the same
+      await page.getByRole('group', { name: 'To' }).getByLabel('Baseline').selectOption('after the rollout');
+      await page.waitForURL(/to=after/);
+      await differing.getByRole('row').nth(2).waitFor();
+      expect(await differing.getByRole('row').count()).to.equal(3);
       await context.close();
     });
 

@@ -16,6 +16,7 @@ type ViewModule = { default: FunctionComponent<ViewProps> };
 const VIEWS: Record<string, () => Promise<ViewModule>> = {
   inventory: () => import('./views/inventory/inventory'),
   ci: () => import('./views/ci'),
+  compare: () => import('./views/compare'),
   changes: () => import('./views/changes/changes'),
   stats: () => import('./views/stats'),
   sources: () => import('./views/sources'),
@@ -26,6 +27,7 @@ const loaded: Record<string, ViewModule> = {};
 const TITLES: Record<string, string> = {
   inventory: 'Inventory',
   ci: 'Configuration item',
+  compare: 'Compare',
   changes: 'Change search',
   stats: 'Statistics',
   sources: 'Sources',
@@ -64,6 +66,7 @@ function LazyView({ name, props }: { name: string; props: ViewProps }) {
 function Navigation({ me, current }: { me: Me; current: string }) {
   const links: [string, string, boolean][] = [
     ['inventory', 'Inventory', can(me, 'configuration_items:read')],
+    ['compare', 'Compare', can(me, 'configuration_items:read')],
     ['changes', 'Changes', can(me, 'changes:read')],
     ['stats', 'Statistics', can(me, 'changes:read')],
     ['sources', 'Sources', can(me, 'sources:read') || can(me, 'collectors:read')],

@@ -36,8 +36,11 @@ export function Excerpt({ text }: { text: string }) {
   );
 }
 
-/** One change record: a line that opens into the diff of each field it changed. */
-export function ChangeItem({ record, showCi, mode }: { record: ChangeRecord; showCi: boolean; mode: 'inline' | 'split' }) {
+/**
+ * One change record: a line that opens into the diff of each field it changed. `asOf`: where the
+ * CI is shown as it was right after this change.
+ */
+export function ChangeItem({ record, showCi, mode, asOf }: { record: ChangeRecord; showCi: boolean; mode: 'inline' | 'split'; asOf?: string }) {
   const [open, setOpen] = useState(false);
   const fields = record.changes.map((change) => change.field);
   return (
@@ -53,6 +56,11 @@ export function ChangeItem({ record, showCi, mode }: { record: ChangeRecord; sho
             {fields.length > 4 ? ` +${fields.length - 4} more` : ''}
           </span>
         </button>
+        {asOf ? (
+          <Link href={asOf} class="as-of" aria-label={`As of then: the item right after the change of ${dateTime(record.changed_at)}`}>
+            As of then
+          </Link>
+        ) : null}
         {showCi ? (
           <span class="ci">
             <Link href={`/ci/${record.ci_id}`}>{record.ci_name}</Link>

@@ -41,11 +41,17 @@ export function MomentPicker({ asOf }: { asOf: string | undefined }) {
 }
 
 /** Says plainly that the view shows the past, and leads back to the present. */
-export function PastNotice({ asOf, what, now }: { asOf: string; what: string; now: string }) {
+export function PastNotice({ asOf, what, now, compare }: { asOf: string; what: string; now: string; compare?: string }) {
   return (
     <p class="past-notice" role="note">
       Showing {what} as it was stored at <strong>{dateTime(asOf)}</strong>. Last seen times and metrics are not history.{' '}
       <Link href={now}>Back to now</Link>
+      {compare ? (
+        <>
+          {' · '}
+          <Link href={compare}>Compare with now</Link>
+        </>
+      ) : null}
     </p>
   );
 }

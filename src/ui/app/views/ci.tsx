@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import type { ViewProps } from './view';
 import { api } from '../lib/api';
 import { dateTime, relative } from '../lib/format';
@@ -6,8 +6,9 @@ import { Link } from '../lib/router';
 import { ChangeItem, DiffModePicker, type ChangeRecord } from '../components/change';
 import { JsonTree } from '../components/json-tree';
 import { MomentPicker, PastNotice } from '../components/moment-picker';
-import { asApiError, Empty, ErrorBox, Loading, Show, useLoad } from '../components/states';
+import { Empty, ErrorBox, Loading, Show, useLoad } from '../components/states';
 import { VirtualList } from '../components/virtual-list';
+import { useCursorWalk, type CursorPage } from '../components/cursor-walk';
 
 interface CiDetail {
   ci_id: string;
@@ -36,50 +37,6 @@ interface Relationship {
   related_ci_status: string;
 }
 
-interface CursorPage<T> {
-  items: T[];
-  total: number;
-  has_more: boolean;
-  next_cursor: string | null;
-}
-
-/**
- * Walks a cursor-paged list: the first page on mount, the next when asked (`more`), each page
- * appended; the total comes with the first page.
- */
-function useCursorWalk<T>(key: string, load: (cursor: string | undefined, signal: AbortSignal) => Promise<CursorPage<T>>) {
-  const [state, setState] = useState<{ items: T[]; total?: number; next?: string | null; busy: boolean; error?: ReturnType<typeof asApiError> }>({ items: [], busy: true });
-  const [request, setRequest] = useState<{ key: string; cursor?: string }>({ key });
-  useEffect(() => {
-    setState({ items: [], busy: true });
-    setRequest({ key });
-  }, [key]);
-  useEffect(() => {
-    const controller = new AbortController();
-    load(request.cursor, controller.signal).then(
-      (page) => {
-        if (controller.signal.aborted) return;
-        setState((previous) => ({
-          items: request.cursor ? [...previous.items, ...page.items] : page.items,
-          total: request.cursor ? previous.total : page.total,
-          next: page.has_more ? page.next_cursor : null,
-          busy: false,
-        }));
-      },
-      (error: unknown) => {
-        if (!controller.signal.aborted) setState((previous) => ({ ...previous, busy: false, error: asApiError(error) }));
-      },
-    );
-    return () => controller.abort();
-  }, [request]);
-  const more = () => {
-    if (state.busy || !state.next) return;
-    setState((previous) => ({ ...previous, busy: true }));
-    setRequest({ key, cursor: state.next });
-  };
-  return { ...state, more };
-}
-
 export default function CiView({ place }: ViewProps) {
   const id = place.path.split('/')[2] ?? '';
   const asOf = place.params.get('as_of') || undefined;
@@ -88,7 +45,7 @@ export default function CiView({ place }: ViewProps) {
   );
   return (
     <>
-      {asOf ? <PastNotice asOf={asOf} what="this configuration item" now={`/ci/${id}`} /> : null}
+      {asOf ? <PastNotice asOf={asOf} what="this configuration item" now={`/ci/${id}`} compare={`/compare?from=${encodeURIComponent(asOf)}&ci=${encodeURIComponent(id)}`} /> : null}
       <MomentPicker asOf={asOf} />
       <Show loaded={loaded} what="the configuration item">
         {(ci) => <Detail ci={ci} asOf={asOf} />}
@@ -286,7 +243,10 @@ function Timeline({ ci }: { ci: CiDetail }) {
           count={walk.items.length}
           estimate={44}
           onNearEnd={walk.next ? walk.more : undefined}
-          row={(index) => <ChangeItem record={walk.items[index]!} showCi={false} mode={mode} />}
+          row={(index) => {
+            const record = walk.items[index]!;
+            return <ChangeItem record={record} showCi={false} mode={mode} asOf={`/ci/${ci.ci_id}?as_of=${encodeURIComponent(record.changed_at)}`} />;
+          }}
         />
       ) : null}
     </section>

@@ -25,7 +25,7 @@ export default function Inventory({ place }: ViewProps) {
   return (
     <section class="inventory">
       <h1>Inventory</h1>
-      {view.asOf ? <PastNotice asOf={view.asOf} what="the inventory" now={`/inventory${withParams(params, { as_of: undefined, offset: undefined })}`} /> : null}
+      {view.asOf ? <PastNotice asOf={view.asOf} what="the inventory" now={`/inventory${withParams(params, { as_of: undefined, offset: undefined })}`} compare={`/compare?from=${encodeURIComponent(view.asOf)}`} /> : null}
       <SavedViews view="inventory" params={params} />
       <MomentPicker asOf={view.asOf} />
       <StatusTabs status={view.status} />
