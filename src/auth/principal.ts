@@ -82,16 +82,22 @@ export function normalizeScopes(scopes: readonly DataScope[]): 'all' | DataScope
   return scopes.filter((s) => s.scopeId === null || !wholeSources.has(s.sourceId));
 }
 
+/** The data scopes that narrow what the principal sees in its tenant: 'all' for none (a superadmin's are ignored). */
+export const dataScopesOf = (principal: Principal): 'all' | readonly DataScope[] => (principal.superadmin ? 'all' : principal.scopes);
+
+/** Whether no data scope narrows what the principal sees in its tenant. */
+export const seesAllData = (principal: Principal): boolean => dataScopesOf(principal) === 'all';
+
 /** Whether the principal's data scopes cover an instance of a source (used for writes into it). */
 export function coversScope(principal: Principal, sourceId: string, scopeId: string | null): boolean {
-  if (principal.superadmin || principal.scopes === 'all') return true;
-  return principal.scopes.some((s) => s.sourceId === sourceId && (s.scopeId === null || s.scopeId === scopeId));
+  const scopes = dataScopesOf(principal);
+  return scopes === 'all' || scopes.some((s) => s.sourceId === sourceId && (s.scopeId === null || s.scopeId === scopeId));
 }
 
 /** Whether any of the principal's data scopes touches the source. */
 export function coversSource(principal: Principal, sourceId: string): boolean {
-  if (principal.superadmin || principal.scopes === 'all') return true;
-  return principal.scopes.some((s) => s.sourceId === sourceId);
+  const scopes = dataScopesOf(principal);
+  return scopes === 'all' || scopes.some((s) => s.sourceId === sourceId);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { PendingQuery, Row, Sql } from 'postgres';
-import type { Principal } from './principal.js';
+import { dataScopesOf, type Principal } from './principal.js';
 
 export type Fragment = PendingQuery<Row[]>;
 
@@ -34,8 +34,9 @@ export const columnsOf = (alias: string): ScopedColumns => ({
  */
 export function visibleTo(sql: Sql, principal: Principal, columns: ScopedColumns): Fragment {
   const tenant = sql`${sql(columns.tenant)} = ${principal.tenantId}`;
-  if (principal.superadmin || principal.scopes === 'all') return tenant;
-  const scopeParts = principal.scopes.map((scope) =>
+  const scopes = dataScopesOf(principal);
+  if (scopes === 'all') return tenant;
+  const scopeParts = scopes.map((scope) =>
     scope.scopeId === null
       ? sql`${sql(columns.source)} = ${scope.sourceId}`
       : sql`(${sql(columns.source)} = ${scope.sourceId} and ${sql(columns.scope)} = ${scope.scopeId})`,
@@ -50,8 +51,9 @@ export function visibleTo(sql: Sql, principal: Principal, columns: ScopedColumns
  */
 export function sourcesVisibleTo(sql: Sql, principal: Principal, columns: { tenant: string; source: string }): Fragment {
   const tenant = sql`${sql(columns.tenant)} = ${principal.tenantId}`;
-  if (principal.superadmin || principal.scopes === 'all') return tenant;
-  const named = [...new Set(principal.scopes.map((scope) => scope.sourceId).filter((id): id is string => id !== null))];
+  const scopes = dataScopesOf(principal);
+  if (scopes === 'all') return tenant;
+  const named = [...new Set(scopes.map((scope) => scope.sourceId).filter((id): id is string => id !== null))];
   return sql`${tenant} and ${sql(columns.source)} = any(${named}::bigint[])`;
 }
 
@@ -64,9 +66,10 @@ export type SearchClause = Record<string, unknown>;
  */
 export function visibleToOpenSearch(principal: Principal): SearchClause[] {
   const tenant = { term: { tenant_id: principal.tenantId } };
-  if (principal.superadmin || principal.scopes === 'all') return [tenant];
-  if (principal.scopes.length === 0) return [tenant, { bool: { must_not: [{ match_all: {} }] } }];
-  const scopes = principal.scopes.map((scope) =>
+  const held = dataScopesOf(principal);
+  if (held === 'all') return [tenant];
+  if (held.length === 0) return [tenant, { bool: { must_not: [{ match_all: {} }] } }];
+  const scopes = held.map((scope) =>
     scope.scopeId === null
       ? { term: { source_id: scope.sourceId } }
       : { bool: { filter: [{ term: { source_id: scope.sourceId } }, { term: { scope_id: scope.scopeId } }] } },

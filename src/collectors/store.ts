@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/principal.js';
+import { seesAllData, type Principal } from '../auth/principal.js';
 import { sourcesVisibleTo } from '../auth/scope.js';
 import type { Sql } from '../db/database.js';
 
@@ -26,7 +26,7 @@ export interface CollectorCriteria {
  * those with a live source it may see.
  */
 export async function listCollectors(sql: Sql, principal: Principal, criteria: CollectorCriteria): Promise<{ rows: CollectorRow[]; total: number }> {
-  const everything = principal.superadmin || principal.scopes === 'all';
+  const everything = seesAllData(principal);
   const where = sql`c.tenant_id = ${principal.tenantId}
     ${criteria.id === undefined ? sql`` : sql`and c.id = ${criteria.id}`}
     ${criteria.name === undefined ? sql`` : sql`and c.name = ${criteria.name}`}

@@ -1,5 +1,5 @@
 import type { Sql } from 'postgres';
-import type { Principal } from '../auth/principal.js';
+import { seesAllData, type Principal } from '../auth/principal.js';
 import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
 import { compileFilters, type ParsedFilter } from '../query/filters.js';
 import { validationFailed } from '../errors.js';
@@ -210,7 +210,6 @@ function figuresOf(
 
 export const TOP_CI_TYPES = 10;
 
-const unrestricted = (principal: Principal): boolean => principal.superadmin || principal.scopes === 'all';
 
 /**
  * The default window (the last 90 days, as of the last refresh): an unrestricted principal reads
@@ -218,7 +217,7 @@ const unrestricted = (principal: Principal): boolean => principal.superadmin || 
  */
 export async function defaultWindowStats(sql: Sql, principal: Principal, groupBy: StatsGrouping, now: Date): Promise<ChangeStats> {
   const start = defaultWindowStart(now);
-  if (unrestricted(principal)) {
+  if (seesAllData(principal)) {
     const [snapshot] = await sql<{ window_start: Date; window_end: Date; figures: Figures | null }[]>`
       select window_start, window_end, figures -> ${groupBy} as figures from change_stats_snapshots where tenant_id = ${principal.tenantId}`;
     if (snapshot?.figures) return { ...snapshot.figures, time_range: { start: snapshot.window_start.toISOString(), end: snapshot.window_end.toISOString() } };

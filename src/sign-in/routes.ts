@@ -10,7 +10,7 @@ import { signInWithIdentity } from './service.js';
 import { clearSessionCookie, keyPrincipalOrRefuse, ownOrigin, sameOrigin, SESSION_COOKIE, setSessionCookie } from './authenticate.js';
 import { createSession, endSession } from '../auth/sessions.js';
 import type { PendingLogin, SingleSignOn } from '../auth/sso.js';
-import type { Principal } from '../auth/principal.js';
+import { dataScopesOf, type Principal } from '../auth/principal.js';
 
 const Me = Type.Object({
   kind: Type.Union([Type.Literal('api_key'), Type.Literal('user')]),
@@ -24,6 +24,7 @@ const Me = Type.Object({
 });
 
 function presentMe(principal: Principal) {
+  const scopes = dataScopesOf(principal);
   return {
     kind: principal.kind,
     tier: principal.tier ?? null,
@@ -32,7 +33,7 @@ function presentMe(principal: Principal) {
     user: principal.user ?? null,
     superadmin: principal.superadmin,
     permissions: [...principal.permissions].sort(),
-    scopes: principal.superadmin || principal.scopes === 'all' ? ('all' as const) : principal.scopes.map(scopeView),
+    scopes: scopes === 'all' ? ('all' as const) : scopes.map(scopeView),
   };
 }
 

@@ -155,6 +155,14 @@ describe(`lists, diffs and baselines of the inventory as it was (${onRealPostgre
     expect(scoped.items.map((d: { name: string }) => d.name)).to.not.include('api-1');
     expect(scoped.counts.changed).to.equal(3);
 
+    // web-1 scaled at minute 10 and back at 30: a change and its undoing are no difference, counted or listed
+    for (const key of [admin, eastOnly]) {
+      const undone = await ok(`/api/v1/inventory/diff?from=${iso(5)}&to=${iso(35)}`, key);
+      expect(undone.items.map((d: { name: string }) => d.name)).to.not.include('web-1');
+      expect(undone.counts.changed).to.equal(undone.items.filter((d: { kind: string }) => d.kind === 'changed').length);
+      expect(undone.counts.changed).to.equal(key === admin ? 3 : 2);
+    }
+
     const walked: string[] = [];
     let cursor: string | null = null;
     let pages = 0;
