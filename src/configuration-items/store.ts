@@ -2,7 +2,7 @@ import type { Sql } from 'postgres';
 import { seesAllData, type Principal } from '../auth/principal.js';
 import { and, columnsOf, or, visibleTo, type Fragment } from '../auth/scope.js';
 import type { Queryable } from '../db/database.js';
-import { cisAt } from '../history/as-of.js';
+import { cisAt, visibleNow } from '../history/as-of.js';
 import { countWithin, type CountSettings } from '../query/count.js';
 import { exactTime } from '../query/exact-time.js';
 import { compileFilters, escapeLike, type ParsedFilter } from '../query/filters.js';
@@ -230,23 +230,13 @@ function fromVersions(criteria: CiListCriteria): boolean {
   );
 }
 
-/**
- * A read of the past shows a scoped principal a CI inside its scopes both then and now (see
- * cisAt): a version says where the CI was then, and this where it is now (or was when removed).
- */
-function visibleNowToo(sql: Sql, principal: Principal, ciId: Fragment): Fragment {
-  if (seesAllData(principal)) return sql`true`;
-  return sql`(exists (select 1 from configuration_items n where n.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('n'))})
-              or exists (select 1 from ci_tombstones n where n.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('n'))}))`;
-}
-
 /** The versions valid at the list's moment that match it (and follow `after`), aliased `ci`. */
 function versionsAt(sql: Sql, principal: Principal, criteria: CiListCriteria, after?: Fragment): Fragment {
   const moment = sql`${criteria.asOf!}::text::timestamptz`;
   return sql`
     select ci.ci_id, ci.created_at, ci.name, ci.namespace, ci.ci_type, ci.status, ci.scope_id from ci_versions ci
     where ${conditions(sql, principal, criteria)} and ci.valid_from <= ${moment} and ci.valid_to > ${moment}
-      and ${visibleNowToo(sql, principal, sql`ci.ci_id`)}
+      and ${visibleNow(sql, principal, sql`ci.ci_id`)}
       ${after ? sql`and ${after}` : sql``}`;
 }
 
@@ -505,7 +495,7 @@ export function diffCounts(sql: Sql, principal: Principal, criteria: DiffCriteri
     const version = (moment: string) => sql`
       select ci.ci_type from ci_versions ci
       where ci.ci_id = m.ci_id and ci.valid_from <= ${moment}::text::timestamptz and ci.valid_to > ${moment}::text::timestamptz
-        and ${conditions(sql, principal, criteria)} and ${visibleNowToo(sql, principal, sql`m.ci_id`)}`;
+        and ${conditions(sql, principal, criteria)} and ${visibleNow(sql, principal, sql`m.ci_id`)}`;
     // the first write after a moment holds the digest of the CI then; without one, the CI is as it is now
     const firstWrite = (moment: string) => sql`
       select u.id, u.before_digest from ci_undo u

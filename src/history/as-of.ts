@@ -1,5 +1,5 @@
 import type { Sql } from 'postgres';
-import type { Principal } from '../auth/principal.js';
+import { seesAllData, type Principal } from '../auth/principal.js';
 import { columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
 
 /** A CI row as it was stored at a moment. */
@@ -64,6 +64,17 @@ export function cisAt(sql: Sql, at: string, alias: string, { visible, where, key
     where ${visible('gone')} and gone.created_at <= ${moment} and gone.removed_at > ${moment} ${also(key, 'gone')}
       and ${visible(alias)} ${also(where, alias, true)}
   )`;
+}
+
+/**
+ * Whether the CI as it is now, or as it was when removed, lies inside the principal's data scopes.
+ * A read of the past shows a scoped principal a CI inside its scopes both then and now (see
+ * cisAt); where the row then comes from elsewhere (a version, a write's record), this is the now.
+ */
+export function visibleNow(sql: Sql, principal: Principal, ciId: Fragment): Fragment {
+  if (seesAllData(principal)) return sql`true`;
+  return sql`(exists (select 1 from configuration_items n where n.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('n'))})
+              or exists (select 1 from ci_tombstones n where n.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('n'))}))`;
 }
 
 const STATE_COLUMNS = (sql: Sql, alias: string) => {

@@ -1,6 +1,7 @@
 import { defineRoute, type AnyRoute } from '../context.js';
 import { presentRelationship } from './presenter.js';
-import { RelationshipList, RelationshipListQuery, RelationshipParams } from './schema.js';
+import { dependencyGraph } from './graph.js';
+import { Graph, GraphQuery, RelationshipList, RelationshipListQuery, RelationshipParams } from './schema.js';
 import { relationshipsOf } from './service.js';
 
 const list = defineRoute({
@@ -48,4 +49,26 @@ const list = defineRoute({
   },
 });
 
-export const relationshipRoutes: AnyRoute[] = [list];
+const graph = defineRoute({
+  method: 'GET',
+  path: '/api/v1/configuration-items/{ci_id}/graph',
+  operationId: 'dependencyGraph',
+  summary: 'The CIs around a configuration item, to a depth',
+  description:
+    'The blast radius of a CI: the CIs that depend on it (`downstream`), those it depends on (`upstream`), or both, up to ' +
+    '`depth` relationships away, breadth first. A CI met twice keeps its nearest depth and is walked on once, so cycles ' +
+    'end; `paths_count` counts the shortest walks that reach it. `max_nodes` cuts the walk at the nearest CIs and says so ' +
+    'with `truncated`. CIs outside the key\'s data scopes are neither returned nor walked through; `hidden` counts the ' +
+    'relationships that led to them. Inactive and archived CIs are left out (and not walked through) unless ' +
+    '`include_inactive=true`; the CI itself is returned at depth 0 whatever its type or status. With `as_of`, the ' +
+    'relationships that existed then are walked, each CI as it was then. An unknown CI, or one outside the key\'s data ' +
+    'scopes, is a 404.',
+  tags: ['Relationships'],
+  access: { resource: 'relationships', action: 'read' },
+  params: RelationshipParams,
+  query: GraphQuery,
+  responses: { 200: { description: 'The graph around the CI.', schema: Graph } },
+  handler: ({ app, principal, params, query }) => dependencyGraph(app, principal, params.ci_id, query),
+});
+
+export const relationshipRoutes: AnyRoute[] = [list, graph];

@@ -70,3 +70,91 @@ export const RelationshipList = Type.Object(
   },
   { title: 'RelationshipList' },
 );
+
+/**
+ * Which end of a relationship depends on the other, for every type the built-in collectors write:
+ * `from` when the CI the relationship starts at depends on the one it points at (a pod runs on its
+ * node), `to` the other way round (a deployment manages its replica sets, which depend on it). Types
+ * not named here are read as `from`, the way most relationships are written.
+ */
+export const DEPENDENT_END: Readonly<Record<string, 'from' | 'to'>> = {
+  runs_on: 'from',
+  mounts: 'from',
+  bound_to: 'from',
+  routes_to: 'from',
+  exposes: 'from',
+  member_of: 'from',
+  scraped_by: 'from',
+  describes: 'from',
+  hosted_on: 'from',
+  owned_by: 'from',
+  installed_in: 'from',
+  manages: 'to',
+};
+
+/** The types whose `to` end depends on their `from` end. */
+export const DEPENDENCY_REVERSED: readonly string[] = Object.keys(DEPENDENT_END).filter((type) => DEPENDENT_END[type] === 'to');
+
+export const GRAPH_DIRECTIONS = ['downstream', 'upstream', 'both'] as const;
+export type GraphDirection = (typeof GRAPH_DIRECTIONS)[number];
+
+const dependencyTable = Object.entries(DEPENDENT_END)
+  .map(([type, end]) => `\`${type}\` (${end === 'from' ? 'from depends on to' : 'to depends on from'})`)
+  .join(', ');
+
+export const GraphQuery = Type.Object({
+  depth: Type.Integer({ minimum: 1, maximum: 6, default: 2, description: 'How many relationships away from the CI to walk.' }),
+  direction: Type.Union(
+    GRAPH_DIRECTIONS.map((d) => Type.Literal(d)),
+    {
+      default: 'both',
+      description:
+        '`downstream`: what depends on this CI (what breaks when it breaks); `upstream`: what this CI depends on; `both`: ' +
+        `each walked apart (a path keeps its direction) and merged. Which end depends on which, by type: ${dependencyTable}; any ` +
+        'other type reads as from depends on to.',
+    },
+  ),
+  relationship_types: Type.Optional(Type.String({ maxLength: 2000, description: 'Comma-separated relationship types to walk along; default all.' })),
+  ci_types: Type.Optional(Type.String({ maxLength: 2000, description: 'Comma-separated CI types to return (the CI itself always is).' })),
+  through: Type.Union([Type.Literal('matching'), Type.Literal('all')], {
+    default: 'matching',
+    description:
+      'With `ci_types`: `matching` walks only through CIs of those types; `all` walks through every CI and returns those of the ' +
+      'types (edges are those between returned CIs).',
+  }),
+  include_inactive: Type.Boolean({ default: false, description: 'Also walk through and return `inactive` and `archived` CIs.' }),
+  max_nodes: Type.Integer({
+    minimum: 1,
+    maximum: 5000,
+    default: 500,
+    description: 'At most this many CIs (the CI itself included), nearest first; `truncated` says when the walk was cut.',
+  }),
+  as_of: Type.Optional(
+    Type.String({ format: 'date-time', description: 'Walk the relationships that existed at this moment, each CI as it was then.' }),
+  ),
+});
+export type GraphQuery = Static<typeof GraphQuery>;
+
+export const GraphNode = Type.Object({
+  ci_id: Uuid(),
+  name: Type.String(),
+  namespace: Nullable(Type.String()),
+  ci_type: Type.String(),
+  status: Type.Union(CI_STATUSES.map((s) => Type.Literal(s))),
+  depth: Type.Integer({ description: 'Relationships between this CI and the centre along the shortest walk (0 for the centre).' }),
+  paths_count: Type.Number({ description: 'Shortest walks from the centre that reach this CI (1 for the centre).' }),
+});
+
+export const Graph = Type.Object(
+  {
+    nodes: Type.Array(GraphNode, { description: 'By depth, then type, name and id.' }),
+    edges: Type.Array(
+      Type.Object({ from: Uuid(), to: Uuid(), relationship_type: Type.String() }, { description: 'As stored: `from` points at `to`.' }),
+      { description: 'The relationships walked between returned CIs.' },
+    ),
+    truncated: Type.Boolean({ description: 'True when `max_nodes` cut the walk: what is returned is the nearest part.' }),
+    hidden: Type.Integer({ description: 'Relationships met on the walk whose other end lies outside the caller\'s data scopes (never returned nor walked through).' }),
+    as_of: Type.Optional(Type.String({ format: 'date-time', description: 'The moment shown, when `as_of` was given.' })),
+  },
+  { title: 'DependencyGraph' },
+);

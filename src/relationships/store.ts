@@ -76,7 +76,7 @@ function beyondInBranch(sql: Sql, criteria: RelationshipCriteria, rank: 0 | 1): 
  * still exist and had been collected by then, and the ended ones that spanned it, under the id
  * they had). `last_seen` is capped at the moment.
  */
-function edges(sql: Sql, asOf: string | undefined): Fragment {
+export function edges(sql: Sql, asOf: string | undefined): Fragment {
   if (asOf === undefined) return sql`relationships`;
   const at = sql`${asOf}::text::timestamptz`;
   return sql`(

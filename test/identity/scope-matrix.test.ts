@@ -256,6 +256,27 @@ const MATRIX: Record<string, MatrixRoute> = {
       }
     },
   },
+  'GET /api/v1/configuration-items/{ci_id}/graph': {
+    async check(world, who, allowed) {
+      for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {
+        const reply = await world.app.get(`/api/v1/configuration-items/${world.ids[ci]}/graph?depth=3`, who.key);
+        if (who.sees === undefined || !allowed) {
+          await expectRefused(reply, who, allowed);
+          continue;
+        }
+        if (!who.sees.includes(ci)) {
+          expect(reply.status, `${who.name} ${ci}`).to.equal(404);
+          continue;
+        }
+        expect(reply.status, `${who.name} ${ci}: ${reply.text}`).to.equal(200);
+        // a1 and a2 depend on each other: each is around the other for a principal that sees both, hidden otherwise
+        const other = ci === 'a1' ? 'a2' : ci === 'a2' ? 'a1' : undefined;
+        const both = other !== undefined && who.sees.includes(other);
+        expect(sorted(reply.body.nodes.map((n: { ci_id: string }) => n.ci_id)), `${who.name} ${ci}`).to.deep.equal(sorted([world.ids[ci], ...(both ? [world.ids[other!]] : [])]));
+        expect(reply.body.hidden, `${who.name} ${ci}`).to.equal(other !== undefined && !both ? 2 : 0);
+      }
+    },
+  },
   'GET /api/v1/ci-changes/{ci_id}': {
     async check(world, who, allowed) {
       for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {
