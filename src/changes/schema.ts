@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Filters, Limit, MAX_OFFSET, Nullable, Offset, SortOrder, Timestamp, Uuid } from '../http/schemas.js';
 import type { FilterSpec } from '../query/filters.js';
 import { CHANGE_SORT_FIELDS } from '../history/store.js';
+import { GRAPH_DIRECTIONS } from '../relationships/schema.js';
 
 export const CHANGE_TYPES = ['CREATED', 'UPDATED', 'DELETED'] as const;
 
@@ -33,6 +34,23 @@ export type CiChangesQuery = Static<typeof CiChangesQuery>;
 
 const DateBound = (description: string) =>
   Type.Union([Type.String({ format: 'date-time' }), Type.String({ format: 'date' })], { description });
+
+/** The changes around a CI: its own and those of every CI in its radius (see the dependency graph). */
+export const RelatedTo = {
+  related_to: Type.Optional(
+    Uuid(
+      'Only the changes of this CI and of the CIs around it, as `GET /configuration-items/{id}/graph` walks them now with ' +
+        '`depth` and `direction` (inactive and archived CIs included). A radius of more than 5 000 CIs is a 422: narrow it.',
+    ),
+  ),
+  depth: Type.Optional(Type.Integer({ minimum: 1, maximum: 6, description: 'With `related_to`: how far to walk (default 2).' })),
+  direction: Type.Optional(
+    Type.Union(
+      GRAPH_DIRECTIONS.map((d) => Type.Literal(d)),
+      { description: 'With `related_to`: `downstream`, `upstream` or `both` (default).' },
+    ),
+  ),
+};
 
 export const ChangeListQuery = Type.Object({
   limit: Type.Integer({
@@ -71,6 +89,7 @@ export const ChangeListQuery = Type.Object({
         'matching path, e.g. `changed_field:startswith:raw_data.spec`; `ne`/`nin` mean no field change matches)',
     ),
   ),
+  ...RelatedTo,
 });
 export type ChangeListQuery = Static<typeof ChangeListQuery>;
 

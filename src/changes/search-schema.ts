@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ChangeRecord } from './schema.js';
+import { ChangeRecord, RelatedTo } from './schema.js';
 import { Filters, Limit, MAX_OFFSET, Timestamp } from '../http/schemas.js';
 import { SEARCH_WINDOW } from '../search/backend.js';
 
@@ -77,6 +77,7 @@ export const StatsQuery = Type.Object({
     default: 'hour',
     description: 'Bucket size of `series` (weeks start on Monday, UTC).',
   }),
+  ...RelatedTo,
 });
 export type StatsQuery = Static<typeof StatsQuery>;
 

@@ -6,7 +6,8 @@ import { notFound, unprocessable, validationFailed } from '../errors.js';
 import { countCiChangesBetween, listChanges, pageCiHistory, type ChangeCriteria, type ChangeRow, type Position } from '../history/store.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { dateWindow } from '../query/date-window.js';
-import { parseFilters } from '../query/filters.js';
+import { parseFilters, type ParsedFilter } from '../query/filters.js';
+import { radiusOf } from '../relationships/graph.js';
 import { parseQuery } from '../query/text-query.js';
 import { SEARCH_WINDOW, type SearchResult } from '../search/backend.js';
 import { openChangeExport } from './csv.js';
@@ -61,11 +62,31 @@ export async function ciHistory(app: AppContext, principal: Principal, ciId: str
   };
 }
 
+/**
+ * The CI ids of `related_to`'s radius (undefined without it); `depth` and `direction` mean nothing
+ * without it and are refused.
+ */
+async function radiusOfQuery(app: AppContext, principal: Principal, query: Pick<ChangeListQuery, 'related_to' | 'depth' | 'direction'>): Promise<string[] | undefined> {
+  if (query.related_to === undefined) {
+    const stray = (['depth', 'direction'] as const).filter((name) => query[name] !== undefined);
+    if (stray.length > 0) throw validationFailed(stray.map((field) => ({ field, location: 'query', message: 'applies only together with related_to' })));
+    return undefined;
+  }
+  return radiusOf(app, principal, query.related_to, { depth: query.depth, direction: query.direction });
+}
+
+/** The radius as one more filter on the records' ci_id. */
+async function radiusFilter(app: AppContext, principal: Principal, query: ChangeListQuery): Promise<ParsedFilter[]> {
+  const ids = await radiusOfQuery(app, principal, query);
+  if (ids === undefined) return [];
+  return [{ raw: `related_to:${query.related_to}`, field: 'ci_id', op: 'in', value: ids.join(','), target: 'column', def: CHANGE_FILTERS.fields.ci_id! }];
+}
+
 /** Turns the list parameters into criteria. */
-function criteriaOf(query: ChangeListQuery): ChangeCriteria {
+async function criteriaOf(app: AppContext, principal: Principal, query: ChangeListQuery): Promise<ChangeCriteria> {
   return {
     ...dateWindow(query.start_date, query.end_date),
-    filters: parseFilters(query.filter, CHANGE_FILTERS),
+    filters: [...parseFilters(query.filter, CHANGE_FILTERS), ...(await radiusFilter(app, principal, query))],
     search: query.search === undefined ? undefined : parseQuery(query.search, 'search'),
     sortBy: query.sort_by,
     sortOrder: query.sort_order,
@@ -73,19 +94,19 @@ function criteriaOf(query: ChangeListQuery): ChangeCriteria {
 }
 
 /** One offset page of the global history; totals as `listChanges` counts them. */
-export function listChangePage(app: AppContext, principal: Principal, query: ChangeListQuery) {
+export async function listChangePage(app: AppContext, principal: Principal, query: ChangeListQuery) {
   const counting = { countTimeoutMs: app.config.countTimeoutMs, embedded: app.database === 'embedded' };
-  return listChanges(app.sql, principal, criteriaOf(query), { limit: query.limit, offset: query.offset }, counting);
+  return listChanges(app.sql, principal, await criteriaOf(app, principal, query), { limit: query.limit, offset: query.offset }, counting);
 }
 
 /**
  * The CSV export of the global history with the list's filters, search, dates, sort and scopes;
  * every match unless `limit` was given explicitly.
  */
-export function exportChanges(app: AppContext, principal: Principal, query: ChangeListQuery, explicitLimit: number | undefined): Promise<Readable> {
+export async function exportChanges(app: AppContext, principal: Principal, query: ChangeListQuery, explicitLimit: number | undefined): Promise<Readable> {
   return openChangeExport(
     { sql: app.sql, logger: app.logger, principal, statementTimeoutMs: app.config.bulkStatementTimeoutMs },
-    criteriaOf(query),
+    await criteriaOf(app, principal, query),
     { offset: query.offset, limit: explicitLimit },
   );
 }
@@ -114,7 +135,8 @@ export async function searchChanges(app: AppContext, principal: Principal, query
  * A window reaching back before the retained history says so: `time_range` starts where history does.
  */
 export async function changeStatistics(app: AppContext, principal: Principal, query: StatsQuery) {
-  const stats = await app.search.stats(principal, { ...dateWindow(query.start_date, query.end_date), groupBy: query.group_by });
+  const ciIds = await radiusOfQuery(app, principal, query);
+  const stats = await app.search.stats(principal, { ...dateWindow(query.start_date, query.end_date), groupBy: query.group_by, ...(ciIds ? { ciIds } : {}) });
   const since = historyCoversSince(app.config.changeRetention, app.now());
   if (since === null || Date.parse(stats.time_range.start) >= since.getTime()) return stats;
   const start = since.getTime() > Date.parse(stats.time_range.end) ? stats.time_range.end : since.toISOString();

@@ -62,9 +62,9 @@ export class ChangeStatistics {
 
   /** The statistics of a request: the default window, or an explicit one counted in PostgreSQL. */
   async answer(principal: Principal, request: StatsRequest): Promise<ChangeStats> {
-    if (request.from === undefined && request.until === undefined) return this.defaultWindow(principal, request.groupBy);
+    if (request.from === undefined && request.until === undefined && request.ciIds === undefined) return this.defaultWindow(principal, request.groupBy);
     const window = this.window(request);
-    const figures = await historyStats(this.sql, principal, window, request.groupBy, this.options.statsTimeoutMs).catch((error: unknown) => {
+    const figures = await historyStats(this.sql, principal, window, request.groupBy, this.options.statsTimeoutMs, request.ciIds).catch((error: unknown) => {
       throw databaseFailure(error) === 'timeout' ? statsWindowTooWide() : error;
     });
     return { ...figures, time_range: { start: new Date(window.from).toISOString(), end: new Date(window.until).toISOString() } };

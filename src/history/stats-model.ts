@@ -8,6 +8,8 @@ export interface StatsRequest {
   until: string | undefined;
   untilExclusive: boolean;
   groupBy: StatsGrouping;
+  /** Only the changes of these CIs (the radius of one, see `related_to`), counted from the records. */
+  ciIds?: readonly string[];
 }
 
 /** The bounds of an explicit window, both present. */

@@ -1,7 +1,7 @@
 import type { Principal } from '../auth/principal.js';
 import { checkedAsOf } from '../configuration-items/service.js';
 import type { AppContext } from '../context.js';
-import { notFound } from '../errors.js';
+import { notFound, unprocessable } from '../errors.js';
 import { cisForWalk, edgesFrom, type WalkedCi, type WalkedEdge } from './graph-store.js';
 import type { GraphQuery } from './schema.js';
 
@@ -120,4 +120,30 @@ export async function dependencyGraph(app: AppContext, principal: Principal, ciI
   const nodes = [...returned.values()].sort((a, b) => a.depth - b.depth || a.ci_type.localeCompare(b.ci_type) || a.name.localeCompare(b.name) || a.ci_id.localeCompare(b.ci_id));
   const edgesOut = [...edgeSet.values()].sort((a, b) => a.from.localeCompare(b.from) || a.to.localeCompare(b.to) || a.relationship_type.localeCompare(b.relationship_type));
   return { nodes, edges: edgesOut, truncated, hidden: hidden.size, ...(asOf ? { as_of: asOf } : {}) };
+}
+
+/** The most CIs a radius for the change history may hold. */
+export const RADIUS_LIMIT = 5000;
+
+/**
+ * The CIs around a CI, itself included, as the graph walks them now (inactive and archived ones
+ * too: what was around when something broke may have gone quiet since), for reads that narrow to
+ * them. A radius beyond RADIUS_LIMIT is refused rather than cut: a cut radius would silently leave
+ * changes out.
+ */
+export async function radiusOf(app: AppContext, principal: Principal, ciId: string, walk: { depth?: number; direction?: GraphQuery['direction'] }): Promise<string[]> {
+  const graph = await dependencyGraph(app, principal, ciId, {
+    depth: walk.depth ?? 2,
+    direction: walk.direction ?? 'both',
+    through: 'matching',
+    include_inactive: true,
+    max_nodes: RADIUS_LIMIT,
+  });
+  if (graph.truncated) {
+    throw unprocessable(`More than ${RADIUS_LIMIT} CIs lie within that radius; walk less deep or in one direction`, {
+      field: 'related_to',
+      limit: RADIUS_LIMIT,
+    });
+  }
+  return graph.nodes.map((node) => node.ci_id);
 }

@@ -117,9 +117,9 @@ export class OpenSearchBackend implements SearchBackend {
   }
 
   async stats(principal: Principal, request: StatsRequest): Promise<ChangeStats> {
-    if (request.from === undefined && request.until === undefined) return this.statistics.defaultWindow(principal, request.groupBy);
+    if (request.from === undefined && request.until === undefined && request.ciIds === undefined) return this.statistics.defaultWindow(principal, request.groupBy);
     const { from, until, untilExclusive } = this.statistics.window(request);
-    const filter = this.baseFilter(principal, { from, until, untilExclusive });
+    const filter = [...this.baseFilter(principal, { from, until, untilExclusive }), ...(request.ciIds ? [{ terms: { ci_id: request.ciIds } }] : [])];
     const timeout = `${this.options.statsTimeoutMs}ms`;
     const body = {
       size: 0,

@@ -260,4 +260,41 @@ describe(`the dependency graph around a CI (${onRealPostgres ? 'PostgreSQL serve
     expect(then.nodes.map((n) => n.name)).to.deep.equal(['m-node-a', 'm-pod']);
     expect(then).to.have.property('as_of');
   });
+  it('narrows the change history and its statistics to the CIs around one: the union of their own histories', async () => {
+    const { sql } = await testDatabase();
+    const t0 = new Date('2026-07-01T08:00:00Z');
+    const records = (version: number) => [
+      { ...buildPod({ name: 'r-node', external_id: 'node/r' }), ci_type: 'k8s.node', namespace: null },
+      ...[0, 1, 2].map((i) => buildPod({ name: `r-pod-${i}`, external_id: `pod/r/${i}`, replicas: version + i, relationships: [{ type: 'runs_on', target_external_id: 'node/r' }] })),
+      { ...buildPod({ name: 'r-svc', external_id: 'svc/r', replicas: version, relationships: [{ type: 'routes_to', target_external_id: 'pod/r/0' }] }), ci_type: 'k8s.service' },
+      // a pod on another node: outside the radius, changed as often
+      buildPod({ name: 'r-elsewhere', external_id: 'pod/r/elsewhere', replicas: version }),
+    ];
+    for (let version = 1; version <= 3; version++) await ingest(sql, records(version), { source: 'graph-related', now: new Date(t0.getTime() + version * 60_000) });
+    const [node] = await sql<{ ci_id: string }[]>`select ci_id from configuration_items where external_id = 'node/r'`;
+    const radius = (await graph(node!.ci_id, 'direction=downstream&depth=2')).nodes.map((n) => n.ci_id);
+    expect(radius).to.have.length(5);
+    const own = new Set<string>();
+    for (const id of radius) {
+      const history = await app.request('GET', `/api/v1/ci-changes/${id}?limit=1000`, { key: admin });
+      for (const record of history.body.items as { id: string }[]) own.add(record.id);
+    }
+    const window = `start_date=${t0.toISOString()}`;
+    const around = await app.request('GET', `/api/v1/changes?related_to=${node!.ci_id}&depth=2&direction=downstream&${window}&limit=1000`, { key: admin });
+    expect(around.status, around.text).to.equal(200);
+    expect(new Set((around.body.items as { id: string }[]).map((r) => r.id))).to.deep.equal(own);
+    expect(around.body.total).to.equal(own.size);
+    // the other filters still apply, and so do the statistics and the CSV
+    const updates = await app.request('GET', `/api/v1/changes?related_to=${node!.ci_id}&depth=2&direction=downstream&${window}&filter=change_type:eq:UPDATED`, { key: admin });
+    expect(updates.body.total).to.equal((around.body.items as { change_type: string }[]).filter((r) => r.change_type === 'UPDATED').length);
+    const stats = await app.request('GET', `/api/v1/changes/stats?related_to=${node!.ci_id}&depth=2&direction=downstream&${window}`, { key: admin });
+    expect(stats.status, stats.text).to.equal(200);
+    expect([stats.body.total_changes, stats.body.affected_cis]).to.deep.equal([own.size, 5]);
+    const csv = await app.request('GET', `/api/v1/changes?related_to=${node!.ci_id}&depth=1&direction=downstream&${window}`, { key: admin, headers: { accept: 'text/csv' } });
+    expect([csv.status, csv.headers.get('content-type')]).to.deep.equal([200, 'text/csv; charset=utf-8']);
+    expect(csv.text).to.include('r-pod-1').and.not.include('r-svc').and.not.include('r-elsewhere');
+    // depth and direction belong to related_to
+    const stray = await app.request('GET', '/api/v1/changes?depth=2', { key: admin });
+    expect([stray.status, stray.body.error.code]).to.deep.equal([422, 'VALIDATION_ERROR']);
+  });
 });
