@@ -9,6 +9,7 @@ import { auditRoutes } from './audit-events/routes.js';
 import { savedViewRoutes } from './saved-views/routes.js';
 import { baselineRoutes } from './baselines/routes.js';
 import { diffRoutes } from './diffs/routes.js';
+import { impactRoutes } from './impact/routes.js';
 import { authenticate, signInRedirect } from './sign-in/authenticate.js';
 import { authRoutes } from './sign-in/routes.js';
 import { changeRoutes } from './changes/routes.js';
@@ -47,6 +48,7 @@ export const API_DESCRIPTION =
 export const apiRoutes: readonly AnyRoute[] = [
   ...configurationItemRoutes,
   ...relationshipRoutes,
+  ...impactRoutes,
   ...diffRoutes,
   ...baselineRoutes,
   ...changeRoutes,

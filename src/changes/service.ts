@@ -3,7 +3,7 @@ import type { Principal } from '../auth/principal.js';
 import { ciIsVisible } from '../configuration-items/service.js';
 import type { AppContext } from '../context.js';
 import { notFound, unprocessable, validationFailed } from '../errors.js';
-import { countCiChangesBetween, listChanges, pageCiHistory, type ChangeCriteria, type ChangeRow, type Position } from '../history/store.js';
+import { countCiChangesBetween, listChanges, pageChanges, pageCiHistory, type ChangeCriteria, type ChangeRow, type Position } from '../history/store.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../http/cursor.js';
 import { dateWindow } from '../query/date-window.js';
 import { parseFilters, type ParsedFilter } from '../query/filters.js';
@@ -151,4 +151,20 @@ export function refreshChangeStatistics(app: AppContext) {
 /** The change records of a CI between two moments of a diff (after `from`, up to `to`). */
 export function ciChangesBetween(app: AppContext, principal: Principal, ciId: string, from: string, to: string): Promise<number> {
   return countCiChangesBetween(app.sql, principal, ciId, from, to);
+}
+
+/**
+ * The latest change records (with field changes) of a set of CIs, newest first, up to a moment
+ * when given: what changed last around a CI, for the on-call summary.
+ */
+export async function latestChangesOf(app: AppContext, principal: Principal, ciIds: readonly string[], limit: number, until?: string): Promise<ChangeRow[]> {
+  if (ciIds.length === 0) return [];
+  const criteria: ChangeCriteria = {
+    ...dateWindow(undefined, until),
+    filters: [{ raw: 'ci_id', field: 'ci_id', op: 'in', value: ciIds.join(','), target: 'column', def: CHANGE_FILTERS.fields.ci_id! }],
+    search: undefined,
+    sortBy: 'changed_at',
+    sortOrder: 'desc',
+  };
+  return pageChanges(app.sql, principal, criteria, { limit, offset: 0 });
 }

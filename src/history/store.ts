@@ -202,11 +202,7 @@ export async function listChanges(
   const where = historyConditions(sql, principal, criteria);
   const window = aggregateWindow(criteria);
   const [rows, count] = await Promise.all([
-    sql<ChangeRow[]>`
-      select ${recordColumns(sql)} from change_records cr
-      where ${where}
-      order by ${ordering(sql, criteria)}
-      limit ${page.limit} offset ${page.offset}`,
+    pageChanges(sql, principal, criteria, page),
     window
       ? sql<{ total: string }[]>`select coalesce(sum(n), 0)::bigint as total from (${windowCounts(sql, principal, window.lower, window.upper, window.filters, true)}) as counted`.then(
           ([row]) => ({ total: Number(row?.total ?? 0), exact: true }),
@@ -214,6 +210,15 @@ export async function listChanges(
       : countWithin(sql, sql`select 1 from change_records cr where ${where}`, counting.countTimeoutMs, counting.embedded),
   ]);
   return { rows, total: count.total, totalExact: count.exact };
+}
+
+/** One offset page of the global history the principal may see, without counting the rest. */
+export function pageChanges(sql: Sql, principal: Principal, criteria: ChangeCriteria, page: { limit: number; offset: number }): Promise<ChangeRow[]> {
+  return sql<ChangeRow[]>`
+    select ${recordColumns(sql)} from change_records cr
+    where ${historyConditions(sql, principal, criteria)}
+    order by ${ordering(sql, criteria)}
+    limit ${page.limit} offset ${page.offset}`;
 }
 
 function sortKey(sql: Sql, sortBy: ChangeSortField): Fragment {

@@ -277,6 +277,29 @@ const MATRIX: Record<string, MatrixRoute> = {
       }
     },
   },
+  'GET /api/v1/configuration-items/{ci_id}/impact': {
+    async check(world, who, allowed) {
+      // the summary reads the change history too
+      const may = allowed && (who.permissions === 'all' || who.permissions.has('changes:read'));
+      for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {
+        const reply = await world.app.get(`/api/v1/configuration-items/${world.ids[ci]}/impact?changes=100`, who.key);
+        if (who.sees === undefined || !may) {
+          await expectRefused(reply, who, may);
+          continue;
+        }
+        if (!who.sees.includes(ci)) {
+          expect(reply.status, `${who.name} ${ci}`).to.equal(404);
+          continue;
+        }
+        expect(reply.status, `${who.name} ${ci}: ${reply.text}`).to.equal(200);
+        const other = ci === 'a1' ? 'a2' : ci === 'a2' ? 'a1' : undefined;
+        const both = other !== undefined && who.sees.includes(other);
+        expect([reply.body.downstream.total, reply.body.downstream.hidden], `${who.name} ${ci}`).to.deep.equal(both ? [1, 0] : [0, other ? 1 : 0]);
+        const changed = new Set(reply.body.upstream.latest_changes.map((c: { ci_id: string }) => c.ci_id));
+        expect(sorted(changed), `${who.name} ${ci}`).to.deep.equal(sorted([world.ids[ci], ...(both ? [world.ids[other!]] : [])]));
+      }
+    },
+  },
   'GET /api/v1/ci-changes/{ci_id}': {
     async check(world, who, allowed) {
       for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {

@@ -297,4 +297,32 @@ describe(`the dependency graph around a CI (${onRealPostgres ? 'PostgreSQL serve
     const stray = await app.request('GET', '/api/v1/changes?depth=2', { key: admin });
     expect([stray.status, stray.body.error.code]).to.deep.equal([422, 'VALIDATION_ERROR']);
   });
+  it('summarises the impact of a CI: what depends on it by depth, type and status, and the latest changes of what it depends on', async () => {
+    const { sql } = await testDatabase();
+    const t0 = new Date('2026-08-01T08:00:00Z');
+    const records = (version: number) => [
+      { ...buildPod({ name: 'i-node', external_id: 'node/i', replicas: version }), ci_type: 'k8s.node', namespace: null },
+      ...[0, 1, 2].map((i) => buildPod({ name: `i-pod-${i}`, external_id: `pod/i/${i}`, relationships: [{ type: 'runs_on', target_external_id: 'node/i' }] })),
+      { ...buildPod({ name: 'i-svc', external_id: 'svc/i', replicas: version, relationships: [{ type: 'routes_to', target_external_id: 'pod/i/0' }] }), ci_type: 'k8s.service' },
+    ];
+    for (let version = 1; version <= 2; version++) await ingest(sql, records(version), { source: 'graph-impact', now: new Date(t0.getTime() + version * 60_000) });
+    const id = async (external: string) => (await sql<{ ci_id: string }[]>`select ci_id from configuration_items where external_id = ${external}`)[0]!.ci_id;
+    await setStatus(sql, await id('pod/i/2'), 'inactive');
+    const node = await app.request('GET', `/api/v1/configuration-items/${await id('node/i')}/impact`, { key: admin });
+    expect(node.status, node.text).to.equal(200);
+    expect(node.body.downstream).to.deep.include({ total: 4, truncated: false, hidden: 0 });
+    expect(node.body.downstream.by_depth).to.deep.equal([
+      { depth: 1, active: 2, inactive: 1, archived: 0, total: 3, by_type: [{ ci_type: 'k8s.pod', active: 2, inactive: 1, archived: 0, total: 3 }] },
+      { depth: 2, active: 1, inactive: 0, archived: 0, total: 1, by_type: [{ ci_type: 'k8s.service', active: 1, inactive: 0, archived: 0, total: 1 }] },
+    ]);
+    // from the service: what it depends on (its pod, the node) and what changed there, newest first
+    const svc = await app.request('GET', `/api/v1/configuration-items/${await id('svc/i')}/impact?changes=100`, { key: admin });
+    expect(svc.body.upstream.total).to.equal(2);
+    const latest = svc.body.upstream.latest_changes as { ci_name: string; depth: number; changed_at: string }[];
+    expect([...new Set(latest.map((c) => `${c.ci_name}@${c.depth}`))].sort()).to.deep.equal(['i-node@2', 'i-pod-0@1', 'i-svc@0']);
+    expect(latest.map((c) => c.changed_at)).to.deep.equal([...latest.map((c) => c.changed_at)].sort().reverse());
+    // the change history is part of the summary: a key that may read relationships only is refused
+    const relationshipsOnly = await createKey(sql, 'svc', { permissions: ['relationships:read'] });
+    expect((await app.request('GET', `/api/v1/configuration-items/${await id('svc/i')}/impact`, { key: relationshipsOnly })).status).to.equal(403);
+  });
 });
