@@ -12,6 +12,7 @@ import { benchChanges } from './changes.js';
 import { benchCollectKubernetes } from './collect-kubernetes.js';
 import { benchCsvExport } from './csv-export.js';
 import { benchEmbedded } from './embedded.js';
+import { benchGraph } from './graph.js';
 import { benchHistoryScale } from './history-scale.js';
 import { benchList } from './list.js';
 import { benchNdjson } from './ndjson.js';
@@ -45,6 +46,7 @@ const extra: Record<string, Bench> = {
   ui: (size) => benchUi(size),
   'history-scale': (size, second) => benchHistoryScale(size, second),
   'as-of': (size) => benchAsOf(size),
+  graph: (size) => benchGraph(size),
 };
 
 const [name, sizeText, secondText] = process.argv.slice(2);

@@ -295,7 +295,7 @@ const MATRIX: Record<string, MatrixRoute> = {
         const other = ci === 'a1' ? 'a2' : ci === 'a2' ? 'a1' : undefined;
         const both = other !== undefined && who.sees.includes(other);
         expect([reply.body.downstream.total, reply.body.downstream.hidden], `${who.name} ${ci}`).to.deep.equal(both ? [1, 0] : [0, other ? 1 : 0]);
-        const changed = new Set(reply.body.upstream.latest_changes.map((c: { ci_id: string }) => c.ci_id));
+        const changed = new Set<string>(reply.body.upstream.latest_changes.map((c: { ci_id: string }) => c.ci_id));
         expect(sorted(changed), `${who.name} ${ci}`).to.deep.equal(sorted([world.ids[ci], ...(both ? [world.ids[other!]] : [])]));
       }
     },
