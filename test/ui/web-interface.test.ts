@@ -313,7 +313,34 @@ describeWith(existsSync(CHROMIUM))(
       await split.waitFor();
       expect(await split.locator('tr.diff-added td:last-child').allInnerTexts()).to.satisfy((cells: string[]) => cells.some((cell) => cell.includes('sidecar')));
       await page.getByRole('heading', { name: /Relationships/ }).waitFor();
-      await page.getByRole('group', { name: /Neighbourhood of web/ }).waitFor();
+      // the deployment belongs to its namespace: one step upstream in the graph around it
+      await page.getByRole('list', { name: '1 step away' }).getByRole('link', { name: 'shop' }).first().waitFor();
+      await context.close();
+    });
+
+    it('draws what depends on a node to a depth, lists the same items beside it, re-centres on one, and shows the changes around it', async () => {
+      const { context, page } = await signedIn(admin, '/inventory?filter=name%3Aeq%3Anode-0&filter=ci_type%3Aeq%3Ak8s.node');
+      await page.getByRole('link', { name: 'node-0', exact: true }).first().click();
+      await page.waitForURL(/\/ui\/ci\/[0-9a-f-]{36}$/);
+      const around = page.getByRole('region', { name: 'Around this item' });
+      await around.getByRole('radio', { name: 'What depends on it' }).check();
+      // two steps down: the pods on the node, then the services routing to them
+      const near = around.getByRole('list', { name: '1 step away' });
+      await around.getByText(/^2 steps away/).waitFor();
+      const pods = (await near.getByRole('link').allInnerTexts()).filter((name) => /^app-\d+-rs-\d$/.test(name));
+      expect(pods.length).to.equal(50);
+      await around.locator('canvas').first().waitFor();
+      await around.getByLabel('Depth').selectOption('1');
+      await around.getByText(/^2 steps away/).waitFor({ state: 'detached' });
+      const changes = page.getByRole('list', { name: 'Changes around this item' });
+      await changes.waitFor();
+      expect(await changes.getByRole('listitem').count()).to.be.greaterThan(0);
+      await settled(page);
+      await checkView(page, 'ci-graph');
+      // a CI of the list becomes the centre
+      await near.getByRole('link', { name: pods[0]! }).click();
+      await page.waitForURL(/\/ui\/ci\/[0-9a-f-]{36}$/);
+      await page.getByRole('heading', { name: pods[0]!, level: 1 }).waitFor();
       await context.close();
     });
 

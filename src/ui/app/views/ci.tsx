@@ -8,6 +8,9 @@ import { JsonTree } from '../components/json-tree';
 import { MomentPicker, PastNotice } from '../components/moment-picker';
 import { Empty, ErrorBox, Loading, Show, useLoad } from '../components/states';
 import { VirtualList } from '../components/virtual-list';
+import { GraphView, type Radius } from '../components/graph-view';
+import { WindowPicker } from '../components/window-picker';
+import { windowOf } from '../lib/window';
 import { useCursorWalk, type CursorPage } from '../components/cursor-walk';
 
 interface CiDetail {
@@ -48,14 +51,15 @@ export default function CiView({ place }: ViewProps) {
       {asOf ? <PastNotice asOf={asOf} what="this configuration item" now={`/ci/${id}`} compare={`/compare?from=${encodeURIComponent(asOf)}&ci=${encodeURIComponent(id)}`} /> : null}
       <MomentPicker asOf={asOf} />
       <Show loaded={loaded} what="the configuration item">
-        {(ci) => <Detail ci={ci} asOf={asOf} />}
+        {(ci) => <Detail ci={ci} asOf={asOf} params={place.params} />}
       </Show>
     </>
   );
 }
 
-function Detail({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
+function Detail({ ci, asOf, params }: { ci: CiDetail; asOf?: string; params: URLSearchParams }) {
   const { metrics, ...typeData } = ci.type_data as { metrics?: Record<string, unknown> };
+  const [radius, setRadius] = useState<Radius>({ depth: 2, direction: 'both' });
   return (
     <article class="ci-detail">
       <header class="ci-header">
@@ -122,6 +126,8 @@ function Detail({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
             ) : null}
           </section>
           <Relationships ci={ci} asOf={asOf} />
+          <GraphView ciId={ci.ci_id} asOf={asOf} radius={radius} onRadius={setRadius} />
+          <ChangesAround ciId={ci.ci_id} radius={radius} params={params} />
         </div>
         <Timeline ci={ci} />
       </div>
@@ -150,7 +156,6 @@ function Relationships({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
       {walk.error ? <ErrorBox error={walk.error} /> : null}
       {walk.items.length === 0 && walk.busy ? <Loading what="relationships" /> : null}
       {walk.items.length === 0 && !walk.busy && !walk.error ? <Empty>No relationships.</Empty> : null}
-      {walk.items.length > 0 ? <Neighbourhood ci={ci} relationships={walk.items.slice(0, 24)} /> : null}
       {groups.map(([label, items]) => (
         <details key={label} open={groups.length <= 4}>
           <summary>
@@ -174,50 +179,6 @@ function Relationships({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
         </button>
       ) : null}
     </section>
-  );
-}
-
-/** The CI in the middle, up to 24 neighbours around it, each a link; arrows show the direction. */
-function Neighbourhood({ ci, relationships }: { ci: CiDetail; relationships: Relationship[] }) {
-  const size = 360;
-  const centre = size / 2;
-  const radius = 140;
-  return (
-    <svg class="graph" viewBox={`0 0 ${size} ${size}`} role="group" aria-label={`Neighbourhood of ${ci.name}: ${relationships.length} related items`}>
-      <defs>
-        <marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto-start-reverse">
-          <path d="M 0 0 L 10 5 L 0 10 z" class="arrow" />
-        </marker>
-      </defs>
-      {relationships.map((relationship, index) => {
-        const angle = (2 * Math.PI * index) / relationships.length - Math.PI / 2;
-        const x = centre + radius * Math.cos(angle);
-        const y = centre + radius * Math.sin(angle);
-        const outgoing = relationship.direction === 'outgoing';
-        return (
-          <g key={relationship.id}>
-            <line
-              x1={centre}
-              y1={centre}
-              x2={centre + (radius - 14) * Math.cos(angle)}
-              y2={centre + (radius - 14) * Math.sin(angle)}
-              class="edge"
-              marker-end={outgoing ? 'url(#arrow)' : undefined}
-              marker-start={outgoing ? undefined : 'url(#arrow)'}
-            >
-              <title>{relationship.relationship_type}</title>
-            </line>
-            <a href={`/ui/ci/${relationship.related_ci_id}`} aria-label={`${relationship.relationship_type} ${relationship.related_ci_name}`}>
-              <circle cx={x} cy={y} r="9" class={`node ${relationship.related_ci_status}`} />
-              <text x={x} y={y + 22} text-anchor="middle" class="label">
-                {relationship.related_ci_name.length > 18 ? `${relationship.related_ci_name.slice(0, 17)}…` : relationship.related_ci_name}
-              </text>
-            </a>
-          </g>
-        );
-      })}
-      <circle cx={centre} cy={centre} r="14" class="node centre" />
-    </svg>
   );
 }
 
@@ -249,6 +210,51 @@ function Timeline({ ci }: { ci: CiDetail }) {
           }}
         />
       ) : null}
+    </section>
+  );
+}
+
+interface ChangePage {
+  items: ChangeRecord[];
+  total: number;
+  total_exact: boolean;
+}
+
+/** What changed around the CI (its radius, as the graph above walks it) in the window the URL holds, newest first. */
+function ChangesAround({ ciId, radius, params }: { ciId: string; radius: Radius; params: URLSearchParams }) {
+  const [mode, setMode] = useState<'inline' | 'split'>('inline');
+  const window = windowOf(params);
+  const query = { related_to: ciId, depth: radius.depth, direction: radius.direction, start_date: window.start, end_date: window.end, limit: 100 };
+  const loaded = useLoad(JSON.stringify(query), (signal) => api<ChangePage>('/api/v1/changes', { query, signal }));
+  return (
+    <section aria-labelledby="around-heading" class="timeline">
+      <div class="section-head">
+        <h2 id="around-heading">Changes around here</h2>
+        <DiffModePicker mode={mode} setMode={setMode} />
+      </div>
+      <WindowPicker params={params} />
+      <Show loaded={loaded} what="the changes around it">
+        {(page) =>
+          page.items.length === 0 ? (
+            <Empty>Nothing changed around it in this window.</Empty>
+          ) : (
+            <>
+              <p class="meta">
+                {page.total_exact ? '' : 'About '}
+                {page.total.toLocaleString('en')} change{page.total === 1 ? '' : 's'}
+                {page.total > page.items.length ? `, the newest ${page.items.length} shown: narrow the window to see the rest` : ''}.
+              </p>
+              <ul class="changes" aria-label="Changes around this item">
+                {page.items.map((record) => (
+                  <li key={record.id}>
+                    <ChangeItem record={record} showCi mode={mode} />
+                  </li>
+                ))}
+              </ul>
+            </>
+          )
+        }
+      </Show>
     </section>
   );
 }
