@@ -80,6 +80,7 @@ const globalHistory = defineRoute({
       schema: ChangeList,
       otherContent: { [CSV]: { description: 'RFC 4180 CSV, UTF-8, streamed; one row per field change; formula-like text cells prefixed with `\'`.' } },
     },
+    404: { description: '`related_to` names no CI the key may see (`HTTP_404`).', schema: ErrorEnvelope },
     406: { description: 'The Accept header names no type this route serves (`HTTP_406`).', schema: ErrorEnvelope },
   },
   async handler({ ctx, app, principal, query }) {

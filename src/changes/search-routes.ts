@@ -1,4 +1,5 @@
 import { defineRoute, type AnyRoute } from '../context.js';
+import { ErrorEnvelope } from '../http/schemas.js';
 import { presentChange } from './presenter.js';
 import { RefreshResponse, SEARCH_SYNTAX, SearchQuery, SearchResponse, Stats, StatsQuery } from './search-schema.js';
 import { changeStatistics, refreshChangeStatistics, searchChanges } from './service.js';
@@ -50,7 +51,10 @@ const stats = defineRoute({
   tags,
   access: { resource: 'changes', action: 'read' },
   query: StatsQuery,
-  responses: { 200: { description: 'The statistics of the window.', schema: Stats } },
+  responses: {
+    200: { description: 'The statistics of the window.', schema: Stats },
+    404: { description: '`related_to` names no CI the key may see (`HTTP_404`).', schema: ErrorEnvelope },
+  },
   async handler({ app, principal, query }) {
     return changeStatistics(app, principal, query);
   },
