@@ -17,7 +17,7 @@ import type { Sql } from '../../src/db/database.js';
 import { backfillSearchDocuments } from '../../src/search/backfill.js';
 import { ensureSource } from '../../src/sources/store.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
-import { benchDatabase, benchKey, serveBench, type Figure } from './common.js';
+import { benchDatabase, benchKey, serveBench, settlePartitions, type Figure } from './common.js';
 
 const GENERATOR = 'as-of-v1';
 const DAY = 86_400_000;
@@ -136,6 +136,7 @@ export async function benchAsOf(size = 1_000_000): Promise<Figure[]> {
   const figures: Figure[] = [];
   try {
     const base = await seed(sql, size);
+    await settlePartitions(sql);
     const end = new Date(base.getTime() + 35 * DAY);
     const key = await benchKey(sql, 'ro');
     const server = await serveBench('cinv_bench_as_of');

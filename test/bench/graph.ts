@@ -12,7 +12,7 @@
  */
 import type { Sql } from '../../src/db/database.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
-import { benchDatabase, benchKey, serveBench, type Figure, type RunningServer } from './common.js';
+import { benchDatabase, benchKey, serveBench, settlePartitions, type Figure, type RunningServer } from './common.js';
 import { clusterShape, SERVE_ENV, seedClusters } from './list.js';
 
 const RECORDS = 5_000_000;
@@ -59,6 +59,7 @@ export async function benchGraph(pods = 100_000): Promise<Figure[]> {
   try {
     await seedClusters(sql, { ...clusterShape(pods), nodes: 30 }, 1);
     await seedHistory(sql);
+    await settlePartitions(sql);
     const id = async (externalId: string) =>
       (await sql<{ ci_id: string }[]>`select ci_id from configuration_items where tenant_id = ${DEFAULT_TENANT_ID} and external_id = ${externalId}`)[0]!.ci_id;
     const node = await id('node/node-0');
