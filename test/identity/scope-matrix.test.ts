@@ -144,6 +144,38 @@ function eachOf(of: 'sources' | 'collectors', path: (id: string) => string): Mat
   };
 }
 
+/**
+ * A route about one CI, asked for each CI: refused without the permission, 404 for a CI beyond
+ * the principal's scope, and for one inside it 200 with `seen` checking the answer. `also`: a
+ * permission the route needs beyond its declared one.
+ */
+function eachCi(path: (id: string) => string, seen: (reply: Reply, ci: Ci, who: PrincipalCase, world: World) => void, also?: Permission): MatrixRoute {
+  return {
+    async check(world, who, declared) {
+      const allowed = declared && (also === undefined || who.permissions === 'all' || who.permissions.has(also));
+      for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {
+        const reply = await world.app.get(path(world.ids[ci]), who.key);
+        if (who.sees === undefined || !allowed) {
+          await expectRefused(reply, who, allowed);
+          continue;
+        }
+        if (!who.sees.includes(ci)) {
+          expect(reply.status, `${who.name} ${ci}`).to.equal(404);
+          continue;
+        }
+        expect(reply.status, `${who.name} ${ci}: ${reply.text}`).to.equal(200);
+        seen(reply, ci, who, world);
+      }
+    },
+  };
+}
+
+/** a1 and a2 point at each other: the other one, when the principal sees it too. */
+const otherSeen = (ci: Ci, who: PrincipalCase): { other: Ci | undefined; both: boolean } => {
+  const other = ci === 'a1' ? 'a2' : ci === 'a2' ? 'a1' : undefined;
+  return { other, both: other !== undefined && who.sees!.includes(other) };
+};
+
 const MATRIX: Record<string, MatrixRoute> = {
   'GET /api/v1/sources': {
     async check(world, who, allowed) {
@@ -202,31 +234,12 @@ const MATRIX: Record<string, MatrixRoute> = {
       }
     },
   },
-  'GET /api/v1/configuration-items/{ci_id}': {
-    async check(world, who, allowed) {
-      for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {
-        const reply = await world.app.get(`/api/v1/configuration-items/${world.ids[ci]}`, who.key);
-        if (who.sees === undefined || !allowed) {
-          await expectRefused(reply, who, allowed);
-          continue;
-        }
-        expect(reply.status, `${who.name} ${ci}`).to.equal(who.sees.includes(ci) ? 200 : 404);
-      }
-    },
-  },
-  'GET /api/v1/configuration-items/{ci_id}/diff': {
-    async check(world, who, allowed) {
-      for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {
-        // `to` given: the app's clock stands at its start, before these CIs were collected
-        const reply = await world.app.get(`/api/v1/configuration-items/${world.ids[ci]}/diff?from=2000-01-01T00:00:00Z&to=${new Date().toISOString()}`, who.key);
-        if (who.sees === undefined || !allowed) {
-          await expectRefused(reply, who, allowed);
-          continue;
-        }
-        expect(reply.status, `${who.name} ${ci}`).to.equal(who.sees.includes(ci) ? 200 : 404);
-      }
-    },
-  },
+  'GET /api/v1/configuration-items/{ci_id}': eachCi((id) => `/api/v1/configuration-items/${id}`, () => {}),
+  // `to` given: the app's clock stands at its start, before these CIs were collected
+  'GET /api/v1/configuration-items/{ci_id}/diff': eachCi(
+    (id) => `/api/v1/configuration-items/${id}/diff?from=2000-01-01T00:00:00Z&to=${new Date().toISOString()}`,
+    () => {},
+  ),
   'GET /api/v1/inventory/diff': {
     async check(world, who, allowed) {
       const reply = await world.app.get(`/api/v1/inventory/diff?from=2000-01-01T00:00:00Z&to=${new Date().toISOString()}&limit=100`, who.key);
@@ -235,71 +248,36 @@ const MATRIX: Record<string, MatrixRoute> = {
       expect(reply.body.counts.appeared, who.name).to.equal(who.sees!.length);
     },
   },
-  'GET /api/v1/configuration-items/{ci_id}/relationships': {
-    async check(world, who, allowed) {
-      for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {
-        const reply = await world.app.get(`/api/v1/configuration-items/${world.ids[ci]}/relationships`, who.key);
-        if (who.sees === undefined || !allowed) {
-          await expectRefused(reply, who, allowed);
-          continue;
-        }
-        if (!who.sees.includes(ci)) {
-          expect(reply.status, `${who.name} ${ci}`).to.equal(404);
-          continue;
-        }
-        expect(reply.status, `${who.name} ${ci}: ${reply.text}`).to.equal(200);
-        const related: string[] = reply.body.items.map((r: { related_ci_id: string }) => r.related_ci_id);
-        // a1 and a2 point at each other; a principal sees the relationship only with both ends
-        const expected = ci === 'a1' && who.sees.includes('a2') ? [world.ids.a2] : ci === 'a2' && who.sees.includes('a1') ? [world.ids.a1] : [];
-        expect(sorted(new Set(related)), `${who.name} ${ci}`).to.deep.equal(expected);
-        expect(reply.body.total, `${who.name} ${ci}`).to.equal(related.length);
-      }
+  'GET /api/v1/configuration-items/{ci_id}/relationships': eachCi(
+    (id) => `/api/v1/configuration-items/${id}/relationships`,
+    (reply, ci, who, world) => {
+      const related: string[] = reply.body.items.map((r: { related_ci_id: string }) => r.related_ci_id);
+      // a principal sees the relationship only with both ends
+      const { other, both } = otherSeen(ci, who);
+      expect(sorted(new Set(related)), `${who.name} ${ci}`).to.deep.equal(both ? [world.ids[other!]] : []);
+      expect(reply.body.total, `${who.name} ${ci}`).to.equal(related.length);
     },
-  },
-  'GET /api/v1/configuration-items/{ci_id}/graph': {
-    async check(world, who, allowed) {
-      for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {
-        const reply = await world.app.get(`/api/v1/configuration-items/${world.ids[ci]}/graph?depth=3`, who.key);
-        if (who.sees === undefined || !allowed) {
-          await expectRefused(reply, who, allowed);
-          continue;
-        }
-        if (!who.sees.includes(ci)) {
-          expect(reply.status, `${who.name} ${ci}`).to.equal(404);
-          continue;
-        }
-        expect(reply.status, `${who.name} ${ci}: ${reply.text}`).to.equal(200);
-        // a1 and a2 depend on each other: each is around the other for a principal that sees both, hidden otherwise
-        const other = ci === 'a1' ? 'a2' : ci === 'a2' ? 'a1' : undefined;
-        const both = other !== undefined && who.sees.includes(other);
-        expect(sorted(reply.body.nodes.map((n: { ci_id: string }) => n.ci_id)), `${who.name} ${ci}`).to.deep.equal(sorted([world.ids[ci], ...(both ? [world.ids[other!]] : [])]));
-        expect(reply.body.hidden, `${who.name} ${ci}`).to.equal(other !== undefined && !both ? 2 : 0);
-      }
+  ),
+  'GET /api/v1/configuration-items/{ci_id}/graph': eachCi(
+    (id) => `/api/v1/configuration-items/${id}/graph?depth=3`,
+    (reply, ci, who, world) => {
+      // depending on each other, each is around the other for a principal that sees both, hidden otherwise
+      const { other, both } = otherSeen(ci, who);
+      expect(sorted(reply.body.nodes.map((n: { ci_id: string }) => n.ci_id)), `${who.name} ${ci}`).to.deep.equal(sorted([world.ids[ci], ...(both ? [world.ids[other!]] : [])]));
+      expect(reply.body.hidden, `${who.name} ${ci}`).to.equal(other !== undefined && !both ? 2 : 0);
     },
-  },
-  'GET /api/v1/configuration-items/{ci_id}/impact': {
-    async check(world, who, allowed) {
-      // the summary reads the change history too
-      const may = allowed && (who.permissions === 'all' || who.permissions.has('changes:read'));
-      for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {
-        const reply = await world.app.get(`/api/v1/configuration-items/${world.ids[ci]}/impact?changes=100`, who.key);
-        if (who.sees === undefined || !may) {
-          await expectRefused(reply, who, may);
-          continue;
-        }
-        if (!who.sees.includes(ci)) {
-          expect(reply.status, `${who.name} ${ci}`).to.equal(404);
-          continue;
-        }
-        expect(reply.status, `${who.name} ${ci}: ${reply.text}`).to.equal(200);
-        const other = ci === 'a1' ? 'a2' : ci === 'a2' ? 'a1' : undefined;
-        const both = other !== undefined && who.sees.includes(other);
-        expect([reply.body.downstream.total, reply.body.downstream.hidden], `${who.name} ${ci}`).to.deep.equal(both ? [1, 0] : [0, other ? 1 : 0]);
-        const changed = new Set<string>(reply.body.upstream.latest_changes.map((c: { ci_id: string }) => c.ci_id));
-        expect(sorted(changed), `${who.name} ${ci}`).to.deep.equal(sorted([world.ids[ci], ...(both ? [world.ids[other!]] : [])]));
-      }
+  ),
+  'GET /api/v1/configuration-items/{ci_id}/impact': eachCi(
+    (id) => `/api/v1/configuration-items/${id}/impact?changes=100`,
+    (reply, ci, who, world) => {
+      const { other, both } = otherSeen(ci, who);
+      expect([reply.body.downstream.total, reply.body.downstream.hidden], `${who.name} ${ci}`).to.deep.equal(both ? [1, 0] : [0, other ? 1 : 0]);
+      const changed = new Set<string>(reply.body.upstream.latest_changes.map((c: { ci_id: string }) => c.ci_id));
+      expect(sorted(changed), `${who.name} ${ci}`).to.deep.equal(sorted([world.ids[ci], ...(both ? [world.ids[other!]] : [])]));
     },
-  },
+    // the summary reads the change history too
+    'changes:read',
+  ),
   'GET /api/v1/ci-changes/{ci_id}': {
     async check(world, who, allowed) {
       for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {
