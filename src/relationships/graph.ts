@@ -34,7 +34,10 @@ const commaList = (raw: string | undefined): string[] | null => {
   return items.length > 0 ? items : null;
 };
 
-const byNearness = (a: WalkedCi, b: WalkedCi) => a.ci_type.localeCompare(b.ci_type) || a.name.localeCompare(b.name) || a.ci_id.localeCompare(b.ci_id);
+/** Code-unit order: stable across locales, and far cheaper than localeCompare over thousands of CIs. */
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+const byNearness = (a: WalkedCi, b: WalkedCi) => compare(a.ci_type, b.ci_type) || compare(a.name, b.name) || compare(a.ci_id, b.ci_id);
 
 /**
  * The CIs within `depth` relationships of one CI, breadth first, one statement per step for every
@@ -117,8 +120,8 @@ export async function dependencyGraph(app: AppContext, principal: Principal, ciI
       edgeSet.set(edge.id, { from: edge.from_ci_id, to: edge.to_ci_id, relationship_type: edge.relationship_type });
     }
   }
-  const nodes = [...returned.values()].sort((a, b) => a.depth - b.depth || a.ci_type.localeCompare(b.ci_type) || a.name.localeCompare(b.name) || a.ci_id.localeCompare(b.ci_id));
-  const edgesOut = [...edgeSet.values()].sort((a, b) => a.from.localeCompare(b.from) || a.to.localeCompare(b.to) || a.relationship_type.localeCompare(b.relationship_type));
+  const nodes = [...returned.values()].sort((a, b) => a.depth - b.depth || compare(a.ci_type, b.ci_type) || compare(a.name, b.name) || compare(a.ci_id, b.ci_id));
+  const edgesOut = [...edgeSet.values()].sort((a, b) => compare(a.from, b.from) || compare(a.to, b.to) || compare(a.relationship_type, b.relationship_type));
   return { nodes, edges: edgesOut, truncated, hidden: hidden.size, ...(asOf ? { as_of: asOf } : {}) };
 }
 
