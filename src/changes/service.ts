@@ -75,11 +75,14 @@ async function radiusOfQuery(app: AppContext, principal: Principal, query: Pick<
   return radiusOf(app, principal, query.related_to, { depth: query.depth, direction: query.direction });
 }
 
+/** A filter on the records' ci_id, as `ci_id:in:...` would parse, for a set the service worked out. */
+const amongCis = (raw: string, ids: readonly string[]): ParsedFilter => ({ raw, field: 'ci_id', op: 'in', value: ids.join(','), target: 'column', def: CHANGE_FILTERS.fields.ci_id! });
+
 /** The radius as one more filter on the records' ci_id. */
 async function radiusFilter(app: AppContext, principal: Principal, query: ChangeListQuery): Promise<ParsedFilter[]> {
   const ids = await radiusOfQuery(app, principal, query);
   if (ids === undefined) return [];
-  return [{ raw: `related_to:${query.related_to}`, field: 'ci_id', op: 'in', value: ids.join(','), target: 'column', def: CHANGE_FILTERS.fields.ci_id! }];
+  return [amongCis(`related_to:${query.related_to}`, ids)];
 }
 
 /** Turns the list parameters into criteria. */
@@ -161,7 +164,7 @@ export async function latestChangesOf(app: AppContext, principal: Principal, ciI
   if (ciIds.length === 0) return [];
   const criteria: ChangeCriteria = {
     ...dateWindow(undefined, until),
-    filters: [{ raw: 'ci_id', field: 'ci_id', op: 'in', value: ciIds.join(','), target: 'column', def: CHANGE_FILTERS.fields.ci_id! }],
+    filters: [amongCis('ci_id', ciIds)],
     search: undefined,
     sortBy: 'changed_at',
     sortOrder: 'desc',

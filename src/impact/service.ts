@@ -51,8 +51,7 @@ export async function impactOf(app: AppContext, principal: Principal, ciId: stri
   if (!can(principal, 'changes', 'read')) throw forbidden('This key may not read changes', { resource: 'changes', action: 'read' });
   const walk = (direction: 'downstream' | 'upstream') =>
     dependencyGraph(app, principal, ciId, { depth: query.depth, direction, through: 'matching', include_inactive: true, max_nodes: RADIUS_LIMIT, as_of: query.as_of });
-  const down = await walk('downstream');
-  const up = await walk('upstream');
+  const [down, up] = await Promise.all([walk('downstream'), walk('upstream')]);
   const depthOf = new Map(up.nodes.map((node) => [node.ci_id, node.depth]));
   const latest = await latestChangesOf(app, principal, [...depthOf.keys()], query.changes, down.as_of);
   return {

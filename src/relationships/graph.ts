@@ -29,7 +29,8 @@ export interface DependencyGraph {
  */
 const WALKED_THROUGH_LIMIT = 50_000;
 
-const commaList = (raw: string | undefined): string[] | null => {
+/** Splits a comma list; sorted and de-duplicated so that equal filters bind cursors equally; null when empty. */
+export const commaList = (raw: string | undefined): string[] | null => {
   const items = [...new Set((raw ?? '').split(',').map((item) => item.trim()).filter(Boolean))].sort();
   return items.length > 0 ? items : null;
 };

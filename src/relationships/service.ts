@@ -10,6 +10,7 @@ import {
   type RelationshipListQuery,
   type RelationshipSortField,
 } from './schema.js';
+import { commaList } from './graph.js';
 import { countRelationships, edgesChangedBetween, relationshipPage, type Keyset, type RelationshipCriteria, type RelationshipRow } from './store.js';
 
 export type { RelationshipRow } from './store.js';
@@ -17,12 +18,6 @@ export type { RelationshipRow } from './store.js';
 type ResultShape = Pick<RelationshipCriteria, 'direction' | 'types' | 'includeInactive' | 'sort'>;
 
 const isOneOf = <T extends string>(values: readonly T[], value: string): value is T => (values as readonly string[]).includes(value);
-
-/** Splits the comma list; sorted and de-duplicated so that equal filters bind cursors equally. */
-function relationshipTypes(raw: string | undefined): string[] | null {
-  const types = [...new Set((raw ?? '').split(',').map((t) => t.trim()).filter(Boolean))].sort();
-  return types.length > 0 ? types : null;
-}
 
 function readDirection(raw: string | undefined): Direction | null {
   if (raw === undefined) return null;
@@ -53,7 +48,7 @@ function readSort(query: RelationshipListQuery): ResultShape['sort'] {
 function readShape(query: RelationshipListQuery): ResultShape {
   return {
     direction: readDirection(query.direction),
-    types: relationshipTypes(query.relationship_types),
+    types: commaList(query.relationship_types),
     includeInactive: query.include_inactive,
     sort: readSort(query),
   };
