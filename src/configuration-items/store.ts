@@ -383,28 +383,47 @@ function bornOrGone(sql: Sql, principal: Principal, criteria: DiffCriteria): Fra
 }
 
 /**
- * The CIs that may differ between two moments (after `criteria.after`, in id order when `paged`):
- * only a CI written, created or removed in between can differ, so they come from the ways back and
- * the tombstones of the interval, and the cost follows the interval's changes, not the inventory.
+ * The CIs that may differ between two moments: only a CI written, created or removed in between can
+ * differ, so they come from the ways back and the tombstones of the interval, and the cost follows
+ * the interval's changes, not the inventory.
  */
-function candidates(sql: Sql, principal: Principal, criteria: DiffCriteria, paged: boolean): Fragment {
+function candidates(sql: Sql, principal: Principal, criteria: DiffCriteria): Fragment {
   return sql`(
-    select ci_id from (
-      select u.ci_id from ci_undo u
-      where u.tenant_id = ${principal.tenantId} and u.at > ${criteria.from}::text::timestamptz and u.at <= ${criteria.to}::text::timestamptz
-      union
-      select ci_id from (${bornOrGone(sql, principal, criteria)}) born
-    ) moved
-    ${criteria.after ? sql`where ci_id > ${criteria.after}::uuid` : sql``}
-    ${paged ? sql`order by ci_id` : sql``}
+    select u.ci_id from ci_undo u
+    where u.tenant_id = ${principal.tenantId} and u.at > ${criteria.from}::text::timestamptz and u.at <= ${criteria.to}::text::timestamptz
+    union
+    select ci_id from (${bornOrGone(sql, principal, criteria)}) born
   )`;
 }
 
 /**
- * The CIs that may differ between two moments, each as it was at both that matches the criteria
- * then (`b` before, `a` after; null when it did not exist or did not match).
+ * The next candidates after `after` in CI id order, at most about `size`: the written ones walked
+ * along the way back's (tenant, CI, time) index from the cursor, so that a page reads the index
+ * entries of the CIs it passes rather than the whole interval; the created and removed ones beside
+ * them. `exhausted` when nothing follows the last.
  */
-function compared(sql: Sql, principal: Principal, criteria: DiffCriteria, paged: boolean): Fragment {
+async function nextCandidates(sql: Sql, principal: Principal, criteria: DiffCriteria, after: string | undefined, size: number): Promise<{ ids: string[]; exhausted: boolean }> {
+  const past = after ? sql`and ci_id > ${after}::uuid` : sql``;
+  const [written, bornOrRemoved] = await Promise.all([
+    sql<{ ci_id: string }[]>`
+      select distinct u.ci_id from ci_undo u
+      where u.tenant_id = ${principal.tenantId} and u.at > ${criteria.from}::text::timestamptz and u.at <= ${criteria.to}::text::timestamptz
+        ${after ? sql`and u.ci_id > ${after}::uuid` : sql``}
+      order by u.ci_id limit ${size}`,
+    sql<{ ci_id: string }[]>`select distinct ci_id from (${bornOrGone(sql, principal, criteria)}) b where true ${past} order by ci_id limit ${size}`,
+  ]);
+  // a full batch of either ends the window at its last id: the other may hold ids beyond it that the next window takes
+  const edges = [written, bornOrRemoved].filter((rows) => rows.length === size).map((rows) => rows[rows.length - 1]!.ci_id);
+  const edge = edges.length === 0 ? undefined : edges.reduce((a, b) => (a < b ? a : b));
+  const ids = [...new Set([...written, ...bornOrRemoved].map((row) => row.ci_id))].filter((id) => edge === undefined || id <= edge).sort();
+  return { ids, exhausted: edge === undefined };
+}
+
+/**
+ * The CIs of `source` (a relation of ci_id), each as it was at both moments that matches the
+ * criteria then (`b` before, `a` after; null when it did not exist or did not match).
+ */
+function compared(sql: Sql, principal: Principal, criteria: DiffCriteria, source: Fragment): Fragment {
   const at = (moment: string) =>
     cisAt(sql, moment, 'ci', {
       visible: (row) => visibleTo(sql, principal, columnsOf(row)),
@@ -413,7 +432,7 @@ function compared(sql: Sql, principal: Principal, criteria: DiffCriteria, paged:
     });
   return sql`
     select m.ci_id, ${comparable(sql, 'b')} as before, ${comparable(sql, 'a')} as after
-    from ${candidates(sql, principal, criteria, paged)} m
+    from ${source} m
     left join lateral (select ci.* from ${at(criteria.from)} ci) b on true
     left join lateral (select ci.* from ${at(criteria.to)} ci) a on true
     where b.ci_id is not null or a.ci_id is not null`;
@@ -434,11 +453,31 @@ function differences(sql: Sql, rows: Fragment): Fragment {
     where d.before is null or d.after is null or d.before <> d.after`;
 }
 
-/** One page of the differences, in CI id order, with one more row to tell whether more follow. */
-export function diffPage(sql: Sql, principal: Principal, criteria: DiffCriteria): Promise<CiDifference[]> {
-  return sql<CiDifference[]>`
-    select * from (${differences(sql, compared(sql, principal, criteria, true))}) x
-    order by x.ci_id limit ${criteria.limit + 1}`;
+/**
+ * One page of the differences, in CI id order, with one more row to tell whether more follow. The
+ * candidates come in windows from the cursor on (see nextCandidates), each compared at both
+ * moments, until the page is full: a window whose candidates all changed and back, or fell outside
+ * the criteria, is followed by a larger one.
+ */
+export async function diffPage(sql: Sql, principal: Principal, criteria: DiffCriteria): Promise<CiDifference[]> {
+  const wanted = criteria.limit + 1;
+  const found: CiDifference[] = [];
+  let after = criteria.after;
+  let size = 2 * wanted;
+  for (;;) {
+    const window = await nextCandidates(sql, principal, criteria, after, size);
+    if (window.ids.length > 0) {
+      const source = sql`(select unnest(${window.ids}::uuid[]) as ci_id)`;
+      found.push(
+        ...(await sql<CiDifference[]>`
+          select * from (${differences(sql, compared(sql, principal, criteria, source))}) x
+          order by x.ci_id limit ${wanted - found.length}`),
+      );
+    }
+    if (found.length >= wanted || window.exhausted) return found;
+    after = window.ids[window.ids.length - 1];
+    size = Math.min(size * 4, 20_000);
+  }
 }
 
 export interface DiffCount {
@@ -452,46 +491,42 @@ export interface DiffCount {
 const QUIET_FIELDS = new Set(['ci_type', 'status']);
 
 /**
- * The CIs written between the two moments whose writes in between started no version (sql/0023),
- * that were neither created nor removed in between, with both digests known: each existed at both
- * moments with one type and status, its state at `from` digested by its first write's
- * before_digest and at `to` by its last write's after_digest. Most CIs of a busy day are such, and
- * they are counted from one index range of ci_undo, with no lookup per CI.
+ * Every CI written between the two moments, once, with what its writes in between tell: whether
+ * all of them were quiet (started no version, sql/0023, and know their digests), the digest of its
+ * state at `from` (the first write's before_digest) and at `to` (the last write's after_digest),
+ * and its source, type and status as the last write left them. One range of the (tenant, time)
+ * index, which covers these columns, so the heap of the way back is not read.
  */
-function quietWrites(sql: Sql, principal: Principal, criteria: DiffCriteria): Fragment {
-  const tenant = principal.tenantId;
-  const from = sql`${criteria.from}::text::timestamptz`;
-  const to = sql`${criteria.to}::text::timestamptz`;
+function writesBetween(sql: Sql, principal: Principal, criteria: DiffCriteria): Fragment {
   return sql`
-    select w.* from (
-      select u.ci_id,
-             (array_agg(u.before_digest order by u.at, u.id))[1] as before_digest,
-             (array_agg(u.after_digest order by u.at desc, u.id desc))[1] as after_digest,
-             (array_agg(u.ci_type order by u.at desc, u.id desc))[1] as ci_type,
-             (array_agg(u.status order by u.at desc, u.id desc))[1] as status,
-             min(u.source_id) as source_id,
-             bool_and(u.versioned is not null and not u.versioned and u.before_digest is not null) as quiet
-      from ci_undo u
-      where u.tenant_id = ${tenant} and u.at > ${from} and u.at <= ${to}
-        ${criteria.sourceId === undefined ? sql`` : sql`and u.source_id = ${criteria.sourceId}::bigint`}
-      group by u.ci_id
-    ) w
-    where w.quiet and w.ci_id not in (${bornOrGone(sql, principal, criteria)})`;
+    select u.ci_id,
+           (array_agg(u.before_digest order by u.at, u.id))[1] as before_digest,
+           (array_agg(u.after_digest order by u.at desc, u.id desc))[1] as after_digest,
+           (array_agg(u.ci_type order by u.at desc, u.id desc))[1] as ci_type,
+           (array_agg(u.status order by u.at desc, u.id desc))[1] as status,
+           min(u.source_id) as source_id,
+           bool_and(u.versioned is not null and not u.versioned and u.before_digest is not null) as quiet
+    from ci_undo u
+    where u.tenant_id = ${principal.tenantId} and u.at > ${criteria.from}::text::timestamptz and u.at <= ${criteria.to}::text::timestamptz
+    group by u.ci_id`;
 }
 
 /**
  * The differences counted by CI type (the type at the later moment, else the earlier). Where the
  * criteria are on versioned columns, a candidate's presence and type at each moment come from its
  * versions and whether it changed from the digests of its two states (cinv_digest_at), so that
- * nothing is taken back; otherwise each candidate is taken back to both moments and compared. For
- * a principal without data scopes and criteria on source, type and status alone, the quiet writes
- * (quietWrites) are counted apart and only the rest is looked up CI by CI.
+ * nothing is taken back; otherwise each candidate is taken back to both moments and compared.
+ *
+ * For a principal without data scopes and criteria on source, type and status alone, a CI whose
+ * writes in between were all quiet and that was neither created nor removed in between existed at
+ * both moments with one source, type and status, and differs when its two digests do: most CIs of a
+ * busy day are such, and they are counted from writesBetween with no lookup per CI. Only the rest
+ * is looked up.
  */
 export function diffCounts(sql: Sql, principal: Principal, criteria: DiffCriteria): Promise<DiffCount[]> {
   const versioned = criteria.text === undefined && criteria.filters.every((f) => f.target === 'column' && VERSIONED.has(f.field));
   if (versioned) {
-    const quiet =
-      seesAllData(principal) && criteria.filters.every((f) => QUIET_FIELDS.has(f.field)) ? quietWrites(sql, principal, criteria) : undefined;
+    const quiet = seesAllData(principal) && criteria.filters.every((f) => QUIET_FIELDS.has(f.field));
     const version = (moment: string) => sql`
       select ci.ci_type from ci_versions ci
       where ci.ci_id = m.ci_id and ci.valid_from <= ${moment}::text::timestamptz and ci.valid_to > ${moment}::text::timestamptz
@@ -503,11 +538,9 @@ export function diffCounts(sql: Sql, principal: Principal, criteria: DiffCriteri
     const digestAt = (write: string, moment: string) => sql`
       case when ${sql(write)}.id is null then coalesce(cinv_state_digest(to_jsonb(c)), cinv_state_digest(to_jsonb(g)))
            else coalesce(${sql(write)}.before_digest, cinv_digest_at(${principal.tenantId}, m.ci_id, ${moment}::text::timestamptz)) end`;
-    const candidateSet = quiet
-      ? sql`(select ci_id from ${candidates(sql, principal, criteria, false)} all_ except select ci_id from quiet)`
-      : candidates(sql, principal, criteria, false);
+    const lookedUp = quiet ? sql`(select ci_id from w where not w.quiet union select ci_id from bg)` : candidates(sql, principal, criteria);
     return sql<DiffCount[]>`
-      ${quiet ? sql`with quiet as materialized (${quiet})` : sql``}
+      ${quiet ? sql`with w as materialized (${writesBetween(sql, principal, criteria)}), bg as materialized (${bornOrGone(sql, principal, criteria)})` : sql``}
       select ci_type,
              count(*) filter (where kind = 'appeared')::int as appeared,
              count(*) filter (where kind = 'disappeared')::int as disappeared,
@@ -516,7 +549,7 @@ export function diffCounts(sql: Sql, principal: Principal, criteria: DiffCriteri
         select coalesce(a.ci_type, b.ci_type) as ci_type,
                case when b.ci_type is null then 'appeared' when a.ci_type is null then 'disappeared'
                     when ${digestAt('w1', criteria.from)} is distinct from ${digestAt('w2', criteria.to)} then 'changed' end as kind
-        from ${candidateSet} m
+        from ${lookedUp} m
         left join lateral (${version(criteria.from)}) b on true
         left join lateral (${version(criteria.to)}) a on true
         left join lateral (${firstWrite(criteria.from)}) w1 on true
@@ -524,7 +557,14 @@ export function diffCounts(sql: Sql, principal: Principal, criteria: DiffCriteri
         left join configuration_items c on c.ci_id = m.ci_id
         left join ci_tombstones g on g.ci_id = m.ci_id
         where b.ci_type is not null or a.ci_type is not null
-        ${quiet ? sql`union all select ci.ci_type, 'changed' from quiet ci where ci.before_digest <> ci.after_digest and ${narrowing(sql, criteria)}` : sql``}
+        ${
+          quiet
+            ? sql`union all
+                  select ci.ci_type, 'changed' from w ci
+                  where ci.quiet and ci.before_digest <> ci.after_digest and ${narrowing(sql, criteria)}
+                    and not exists (select 1 from bg where bg.ci_id = ci.ci_id)`
+            : sql``
+        }
       ) d
       where kind is not null
       group by 1 order by 1`;
@@ -534,7 +574,7 @@ export function diffCounts(sql: Sql, principal: Principal, criteria: DiffCriteri
            count(*) filter (where d.before is null)::int as appeared,
            count(*) filter (where d.after is null)::int as disappeared,
            count(*) filter (where d.before is not null and d.after is not null)::int as changed
-    from (${compared(sql, principal, criteria, false)}) d
+    from (${compared(sql, principal, criteria, candidates(sql, principal, criteria))}) d
     where d.before is null or d.after is null or d.before <> d.after
     group by 1 order by 1`;
 }
