@@ -3,7 +3,8 @@ import { notAcceptable } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../context.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import { presentChange } from './presenter.js';
-import { ChangeList, ChangeListQuery, CiChangePage, CiChangesParams, CiChangesQuery } from './schema.js';
+import { ChangeList, ChangeListQuery, CiChangePage, CiChangesParams, CiChangesQuery, FeedPage, FeedQuery } from './schema.js';
+import { feedCursor, readFeed } from './feed.js';
 import { ciHistory as ciHistoryPage, exportChanges, listChangePage } from './service.js';
 
 const tags = ['Change history'];
@@ -97,4 +98,35 @@ const globalHistory = defineRoute({
   },
 });
 
-export const changeRoutes: AnyRoute[] = [ciHistory, globalHistory];
+const feed = defineRoute({
+  method: 'GET',
+  path: '/api/v1/changes/feed',
+  operationId: 'readChangeFeed',
+  summary: 'The change feed: every change record in commit order, from a cursor',
+  description:
+    'Every change record the key may see, in the order the transactions that wrote them committed (within one, in write ' +
+    'order), after `after`. A consumer that follows `next_cursor` sees each record exactly once: a place is handed out ' +
+    'only when a transaction commits, so no record can appear behind a place already read (records with lower ids ' +
+    'committing late included). Data scopes and filters apply at each read; the cursor moves past what they leave out, ' +
+    'so a page can be empty while `caught_up` is false: read on at once. With `wait`, a read at the end of the feed ' +
+    'waits up to that many seconds for the next record. Records without field changes are left out, as on ' +
+    '`GET /changes`. Records written before the feed existed (an upgraded installation) are not in it; records dropped ' +
+    'by retention leave it with them. A malformed `after` is a 422.',
+  tags,
+  access,
+  query: FeedQuery,
+  responses: { 200: { description: 'The records after the cursor, and where to continue.', schema: FeedPage } },
+  async handler({ ctx, app, principal, query }) {
+    const gone = new AbortController();
+    const abort = () => gone.abort();
+    ctx.res.once('close', abort);
+    try {
+      const read = await readFeed(app, principal, query, gone.signal);
+      return { items: read.items.map(presentChange), next_cursor: feedCursor(read.next), caught_up: read.caughtUp };
+    } finally {
+      ctx.res.off('close', abort);
+    }
+  },
+});
+
+export const changeRoutes: AnyRoute[] = [ciHistory, feed, globalHistory];

@@ -157,3 +157,38 @@ export const CSV_COLUMNS = [
   'old_value',
   'new_value',
 ] as const;
+
+export const FeedQuery = Type.Object({
+  after: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description:
+        'Continue after this place: a `next_cursor` of an earlier read, or `now` for the end of the feed as it is (only what ' +
+        'commits from then on). Without it the feed starts at its beginning.',
+    }),
+  ),
+  limit: Limit(100, 1000),
+  wait: Type.Integer({
+    minimum: 0,
+    maximum: 60,
+    default: 0,
+    description: 'Seconds to wait for a record when none follows the cursor yet (long poll); 0 answers at once.',
+  }),
+  search: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'The change search language, as on `GET /changes`.' })),
+  filter: Type.Optional(Filters('As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.')),
+});
+export type FeedQuery = Static<typeof FeedQuery>;
+
+export const FeedPage = Type.Object(
+  {
+    items: Type.Array(ChangeRecord),
+    next_cursor: Type.String({
+      description:
+        'Where to continue (`after`), also when the page is empty: the cursor moves past records the key may not see or ' +
+        'that the filters leave out. Store it once the items are processed.',
+    }),
+    caught_up: Type.Boolean({ description: 'True when the cursor reached the end of what has committed so far.' }),
+  },
+  { title: 'ChangeFeedPage' },
+);

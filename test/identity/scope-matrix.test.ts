@@ -314,6 +314,14 @@ const MATRIX: Record<string, MatrixRoute> = {
       expect(sorted(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id))), who.name).to.deep.equal(visibleIds(world, who));
     },
   },
+  'GET /api/v1/changes/feed': {
+    async check(world, who, allowed) {
+      const reply = await world.app.get('/api/v1/changes/feed?limit=1000', who.key);
+      if (await expectRefused(reply, who, allowed)) return;
+      expect(reply.body.caught_up, who.name).to.equal(true);
+      expect(sorted(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id))), who.name).to.deep.equal(visibleIds(world, who));
+    },
+  },
   'GET /api/v1/changes/stats': {
     async check(world, who, allowed) {
       const reply = await world.app.get(`/api/v1/changes/stats?${world.window}`, who.key);

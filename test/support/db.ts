@@ -83,6 +83,8 @@ const TABLES = [
   'ci_count_deltas',
   'baselines',
   'ci_versions',
+  'change_feed',
+  'change_feed_pending',
 ];
 
 /** Empties every tenant-owned table; the default tenant stays, as after migration. */
