@@ -4,7 +4,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { apiRoutes } from '../../src/app.js';
-import { guardedGet } from '../../src/collector-types/shared/http.js';
+import { guardedGet } from '../../src/net/guarded-http.js';
 import type { CollectContext } from '../../src/collector-types/plugin.js';
 import { registerCollectorType, unregisterCollectorType } from '../../src/collector-types/registry.js';
 import { CollectionWorker } from '../../src/collectors/runs/worker.js';

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { lookup } from 'node:dns/promises';
-import { guardedGet } from '../../src/collector-types/shared/http.js';
+import { guardedGet } from '../../src/net/guarded-http.js';
 import { AllowedHosts, EndpointRefused, guardedAddress } from '../../src/net/endpoint.js';
 
 describe('the request forgery guard on collector connections', () => {

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { guardedAddress } from '../../net/endpoint.js';
 import { WatchExpired, type CollectContext, type CredentialDocument } from '../plugin.js';
-import { guardedGet, type GuardedRequestOptions } from '../shared/http.js';
+import { guardedGet, type GuardedRequestOptions } from '../../net/guarded-http.js';
 import type { Json } from './kinds.js';
 
 /** The client's user for the source's credentials; the cluster entry takes the CA of `tls` ones. */

@@ -1,5 +1,5 @@
 import type { CollectContext } from '../plugin.js';
-import { guardedGet } from '../shared/http.js';
+import { guardedGet } from '../../net/guarded-http.js';
 
 export interface Sample {
   metric: Record<string, string>;

@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import { AllowedHosts, EndpointRefused, guardedLookup, refusedAddress } from '../../net/endpoint.js';
+import { AllowedHosts, EndpointRefused, guardedLookup, refusedAddress } from './endpoint.js';
 
 export interface GuardedResponse {
   status: number;
@@ -33,6 +33,15 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
  * none escapes the check.
  */
 export async function guardedGet(url: string, options: GuardedRequestOptions): Promise<GuardedResponse> {
+  return guardedRequest(url, options);
+}
+
+/**
+ * A request with the guard of guardedGet. A request with a body (a webhook's POST) follows no
+ * redirect: the answer is the redirect itself, and a body is never sent where the endpoint that was
+ * checked did not send it.
+ */
+export async function guardedRequest(url: string, options: GuardedRequestOptions & { method?: string; body?: string | Buffer }): Promise<GuardedResponse> {
   let current = new URL(url);
   const lookup = guardedLookup(options.allowedHosts);
   for (let hop = 0; hop <= (options.maxRedirects ?? 5); hop++) {
@@ -45,21 +54,21 @@ export async function guardedGet(url: string, options: GuardedRequestOptions): P
     }
     const response = await once(current, options, lookup);
     const location = response.headers.location;
-    if (!REDIRECTS.has(response.status) || !location) return response;
+    if (!REDIRECTS.has(response.status) || !location || options.body !== undefined) return response;
     current = new URL(location, current);
     if (current.protocol !== 'http:' && current.protocol !== 'https:') throw new EndpointRefused(`redirect to ${current.protocol} refused`);
   }
   throw new EndpointRefused('too many redirects');
 }
 
-function once(url: URL, options: GuardedRequestOptions, lookup: ReturnType<typeof guardedLookup>): Promise<GuardedResponse> {
+function once(url: URL, options: GuardedRequestOptions & { method?: string; body?: string | Buffer }, lookup: ReturnType<typeof guardedLookup>): Promise<GuardedResponse> {
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const limit = options.maxBytes ?? 64 * 1024 * 1024;
   return new Promise((resolve, reject) => {
     const outgoing = request(
       url,
       {
-        method: 'GET',
+        method: options.method ?? 'GET',
         headers: options.headers,
         lookup,
         signal: options.signal,
@@ -84,6 +93,6 @@ function once(url: URL, options: GuardedRequestOptions, lookup: ReturnType<typeo
       },
     );
     outgoing.on('error', reject);
-    outgoing.end();
+    outgoing.end(options.body);
   });
 }
