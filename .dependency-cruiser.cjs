@@ -9,7 +9,7 @@ const DOMAIN = '^src/(history|inventory|collector-types)/';
 const SEARCH = '^src/search/';
 const CONTEXT = '^src/context[.]ts$';
 const FEATURES =
-  '^src/(api-keys|audit-events|baselines|changes|diffs|collectors|configuration-items|demo|grants|impact|saved-views|lifecycle|relationships|sign-in|sources|system|teams|tokens|users|ui)/';
+  '^src/(api-keys|audit-events|baselines|changes|diffs|collectors|configuration-items|demo|grants|impact|saved-views|lifecycle|relationships|sign-in|sources|subscriptions|system|teams|tokens|users|ui)/';
 const TOP = '^src/(app|server|cli)[.]ts$|^src/cli/';
 
 /** `from` may not import `to`. */

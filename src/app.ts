@@ -8,6 +8,8 @@ import { auditRefusal } from './audit/log.js';
 import { auditRoutes } from './audit-events/routes.js';
 import { savedViewRoutes } from './saved-views/routes.js';
 import { baselineRoutes } from './baselines/routes.js';
+import { subscriptionRoutes } from './subscriptions/routes.js';
+import { BatchPayload } from './subscriptions/schema.js';
 import { diffRoutes } from './diffs/routes.js';
 import { impactRoutes } from './impact/routes.js';
 import { authenticate, signInRedirect } from './sign-in/authenticate.js';
@@ -52,6 +54,7 @@ export const apiRoutes: readonly AnyRoute[] = [
   ...diffRoutes,
   ...baselineRoutes,
   ...changeRoutes,
+  ...subscriptionRoutes,
   ...searchRoutes,
   ...sourceRoutes,
   ...collectorRoutes,
@@ -117,7 +120,7 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
   let openApi: Record<string, unknown> | undefined;
   const routes: AnyRoute[] = [];
   const load = new LoadShedder(loadLimits(app), () => app.gate.queue.oldestWaitMs);
-  routes.push(...systemRoutes(() => (openApi ??= buildOpenApi(routes, { version, description: API_DESCRIPTION })), load), ...apiRoutes);
+  routes.push(...systemRoutes(() => (openApi ??= buildOpenApi(routes, { version, description: API_DESCRIPTION, schemas: { SubscriptionBatch: BatchPayload } })), load), ...apiRoutes);
 
   const koa = new Koa({ proxy: process.env.CINV_TRUST_PROXY === 'true' });
   // signs the session cookies; derived from CINV_SECRET, so every replica accepts every cookie

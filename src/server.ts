@@ -16,6 +16,7 @@ import { answerClientErrors } from './http/client-errors.js';
 import { scheduleSweeps } from './lifecycle/scheduler.js';
 import { createSearchBackend } from './search/backends.js';
 import { scheduleSearchJobs } from './changes/scheduler.js';
+import { SubscriptionDelivery } from './subscriptions/delivery.js';
 import type { Logger } from './observability/logger.js';
 import { DEFAULT_TENANT_ID } from './tenants.js';
 
@@ -96,6 +97,8 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
     : undefined;
   worker?.start();
   const searchJobs = options.scheduler ? scheduleSearchJobs(app) : undefined;
+  const deliveries = options.scheduler ? new SubscriptionDelivery(app) : undefined;
+  deliveries?.start();
   const indexer = options.indexer && config.opensearchUrl ? await startIndexer(app, config.opensearchUrl) : undefined;
   let server: Server | undefined;
   if (options.api) {
@@ -123,7 +126,7 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
           server.closeIdleConnections();
           await closing;
         }
-        await Promise.all([sweeps?.stop(), searchJobs?.stop(), indexer?.stop(), worker?.stop()]);
+        await Promise.all([sweeps?.stop(), searchJobs?.stop(), indexer?.stop(), worker?.stop(), deliveries?.stop()]);
         // after the last request: what it audited is written before the pool closes
         await app.audit.close();
         await app.limits.close();

@@ -20,6 +20,10 @@ export const AUDIT_EVENT_TYPES = [
   'user.promoted',
   'grant.changed',
   'membership.changed',
+  'subscription.created',
+  'subscription.changed',
+  'subscription.deleted',
+  'subscription.secret_rotated',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

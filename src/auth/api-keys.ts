@@ -1,6 +1,6 @@
 import type { Queryable, Sql } from '../db/database.js';
 import { generateApiKey, hashApiKey, keyHint, parseApiKey } from './api-key-format.js';
-import { findActiveKey, insertApiKey, keyHashExists, type ApiKeyRow } from './api-key-store.js';
+import { findActiveKey, insertApiKey, keyHashExists, userPermissions, userScopes, type ApiKeyRow } from './api-key-store.js';
 import {
   everyPermission,
   intersectScopes,
@@ -111,6 +111,17 @@ export async function principalForKey(sql: Sql, secret: string, key: string, now
 export async function principalForKeyId(sql: Sql, keyId: string, now: Date): Promise<Principal | undefined> {
   const row = await findActiveKey(sql, { id: keyId }, now);
   return row ? keyPrincipal(row) : undefined;
+}
+
+/** A user as signed in, with its rights as they are now (own and team grants); undefined when unknown or deactivated. */
+export async function principalForUserId(sql: Sql, tenantId: string, userId: string): Promise<Principal | undefined> {
+  const [row] = await sql<{ user: NonNullable<ApiKeyRow['user']> }[]>`
+    select json_build_object(
+             'id', u.id, 'name', u.name, 'email', u.email, 'superadmin', u.superadmin, 'active', u.deactivated_at is null,
+             'permissions', (${userPermissions(sql, sql`u.id`)}),
+             'scopes', (${userScopes(sql, sql`u.id`)})) as user
+    from users u where u.id = ${userId} and u.tenant_id = ${tenantId}`;
+  return row?.user.active ? userPrincipal(tenantId, row.user) : undefined;
 }
 
 function keyPrincipal(row: ApiKeyRow): Principal | undefined {

@@ -8,6 +8,7 @@ export const RESOURCES = [
   'users',
   'api_keys',
   'audit',
+  'subscriptions',
 ] as const;
 export const ACTIONS = ['read', 'write', 'delete'] as const;
 

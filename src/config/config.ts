@@ -89,6 +89,16 @@ export interface Config {
   workerWatches: number;
   /** The master key before a rotation, still accepted for unwrapping (CINV_MASTER_KEY_PREVIOUS). */
   previousMasterKey: Buffer | undefined;
+  /** How long a subscription's failing batch is retried before it is dead-lettered (CINV_SUBSCRIPTION_RETRY_WINDOW). */
+  subscriptionRetryWindowMs: number;
+  /** How long a webhook receiver may take to answer (CINV_WEBHOOK_TIMEOUT). */
+  webhookTimeoutMs: number;
+  /** At most this many change records per delivered batch (CINV_SUBSCRIPTION_BATCH_RECORDS). */
+  subscriptionBatchRecords: number;
+  /** At most about this many bytes per delivered batch; one record more never splits (CINV_SUBSCRIPTION_BATCH_BYTES). */
+  subscriptionBatchBytes: number;
+  /** How often the delivery job looks for subscriptions with work (CINV_SUBSCRIPTION_POLL). */
+  subscriptionPollMs: number;
 }
 
 export interface OidcConfig {
@@ -367,6 +377,11 @@ export function loadConfig(env: Env = process.env): Config {
     masterKey: resolveMasterKey(env, dataDir, !databaseUrl),
     workerConcurrency: integer(env, 'CINV_WORKER_CONCURRENCY', 2, 1, 256),
     workerLeaseMs: duration(env, 'CINV_WORKER_LEASE', '60s'),
+    subscriptionRetryWindowMs: duration(env, 'CINV_SUBSCRIPTION_RETRY_WINDOW', '24h'),
+    webhookTimeoutMs: duration(env, 'CINV_WEBHOOK_TIMEOUT', '10s'),
+    subscriptionBatchRecords: integer(env, 'CINV_SUBSCRIPTION_BATCH_RECORDS', 500, 1, 10_000),
+    subscriptionBatchBytes: integer(env, 'CINV_SUBSCRIPTION_BATCH_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    subscriptionPollMs: duration(env, 'CINV_SUBSCRIPTION_POLL', '250ms'),
     workerPollMs: duration(env, 'CINV_WORKER_POLL_INTERVAL', '5s'),
     workerWatches: integer(env, 'CINV_WORKER_WATCHES', 100, 0, 10_000),
     previousMasterKey: env.CINV_MASTER_KEY_PREVIOUS ? parseMasterKey('CINV_MASTER_KEY_PREVIOUS', env.CINV_MASTER_KEY_PREVIOUS) : undefined,

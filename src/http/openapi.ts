@@ -106,6 +106,8 @@ function operation(route: AnyRoute): Json {
 export interface OpenApiInfo {
   version: string;
   description: string;
+  /** Schemas no route answers with but the document names: what cinv sends elsewhere (webhook bodies). */
+  schemas?: Record<string, TSchema>;
 }
 
 /** The OpenAPI 3.1 document, derived from the same route definitions that serve requests. */
@@ -138,7 +140,10 @@ export function buildOpenApi(routes: readonly AnyRoute[], info: OpenApiInfo): Js
             '`Sec-Fetch-Site: same-origin`) header; others are 403.',
         },
       },
-      schemas: { ErrorEnvelope: withoutId(ErrorEnvelope) },
+      schemas: {
+        ErrorEnvelope: withoutId(ErrorEnvelope),
+        ...Object.fromEntries(Object.entries(info.schemas ?? {}).map(([name, schema]) => [name, withoutId(schema)])),
+      },
     },
   };
 }

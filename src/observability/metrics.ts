@@ -93,3 +93,22 @@ export const sourcesDueNotRunning = new Gauge({
   name: 'cinv_collection_sources_due',
   help: 'Sources queued for collection and not running yet (scheduler lag), as of the last scheduling round',
 });
+
+export const subscriptionDeliveries = new Counter<'sink' | 'outcome'>({
+  name: 'cinv_subscription_deliveries_total',
+  help: 'Attempts to deliver a subscription batch, by sink type and outcome (delivered, failed, dead, gone)',
+  labelNames: ['sink', 'outcome'] as const,
+});
+
+export const subscriptionDeliveryLag = new Histogram<'sink'>({
+  name: 'cinv_subscription_delivery_lag_seconds',
+  help: 'From the commit of a batch\'s first change record to the batch delivered, by sink type',
+  labelNames: ['sink'] as const,
+  buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600, 86_400],
+});
+
+export const subscriptionDeadLetters = new Counter<'sink'>({
+  name: 'cinv_subscription_dead_letters_total',
+  help: 'Subscription batches given up after their retry window (CINV_SUBSCRIPTION_RETRY_WINDOW), by sink type',
+  labelNames: ['sink'] as const,
+});

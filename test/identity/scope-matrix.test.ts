@@ -46,6 +46,15 @@ interface MatrixRoute {
 }
 
 const EXEMPT: Record<string, string> = {
+  'GET /api/v1/subscriptions': 'subscription settings, no inventory data (what they deliver is scoped by the owner: tested with the subscriptions)',
+  'POST /api/v1/subscriptions': 'a write (tested with the subscriptions)',
+  'GET /api/v1/subscriptions/{id}': 'subscription settings, no inventory data',
+  'PUT /api/v1/subscriptions/{id}': 'a write (tested with the subscriptions)',
+  'DELETE /api/v1/subscriptions/{id}': 'a write (tested with the subscriptions)',
+  'POST /api/v1/subscriptions/{id}/rotate-secret': 'a write of a secret (tested with the subscriptions)',
+  'GET /api/v1/subscriptions/{id}/deliveries': 'delivery metadata, no records (tested with the subscriptions)',
+  'POST /api/v1/subscriptions/{id}/deliveries/{delivery_id}/redeliver': 'a write (tested with the subscriptions)',
+  'POST /api/v1/subscriptions/{id}/test': 'sends a sample without records (tested with the subscriptions)',
   'DELETE /api/v1/configuration-items/{ci_id}': 'a write; scoped deletes are tested with the configuration-items API',
   'POST /api/v1/sources': 'a write by principals with access to all data (tested with the sources API)',
   'PUT /api/v1/sources/{source_id}': 'a write (tested with the sources API)',

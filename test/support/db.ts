@@ -84,6 +84,8 @@ const TABLES = [
   'baselines',
   'ci_versions',
   'change_feed',
+  'subscription_deliveries',
+  'subscriptions',
   'change_feed_pending',
 ];
 

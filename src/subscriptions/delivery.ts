@@ -1,0 +1,228 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { uuidv7 } from 'uuidv7';
+import { can, type Principal } from '../auth/principal.js';
+import { feedCriteria } from '../changes/feed.js';
+import { presentChange } from '../changes/presenter.js';
+import type { AppContext } from '../context.js';
+import { scanFeed } from '../history/feed.js';
+import { subscriptionDeadLetters, subscriptionDeliveries, subscriptionDeliveryLag } from '../observability/metrics.js';
+import { allowedHostsOf, ownerPrincipal, subscriptionOf, targetOf } from './service.js';
+import { NatsConnections, send, type SendResult } from './sinks.js';
+import {
+  cutBatch,
+  leaseSubscription,
+  oldestPending,
+  recordAttempt,
+  releaseSubscription,
+  setSubscriptionState,
+  skipTo,
+  subscriptionsToDeliver,
+  type DeliveryRow,
+  type SubscriptionRow,
+} from './store.js';
+
+/** How long a process holds a subscription without renewing: another takes it over after that. */
+const LEASE_MS = 30_000;
+/** How long one subscription's turn lasts before the others' (each runs apart; this bounds a turn). */
+const TURN_MS = 5_000;
+const FIRST_RETRY_MS = 1_000;
+const LONGEST_RETRY_MS = 3_600_000;
+
+/** Exponential backoff with jitter: about 1 s, 2 s, 4 s … up to an hour, each between half and all of it. */
+export function retryDelay(attempts: number, random = Math.random): number {
+  const ceiling = Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.max(0, attempts - 1));
+  return Math.round(ceiling / 2 + random() * (ceiling / 2));
+}
+
+const messageIdOf = (subscriptionId: string, sequence: string) => `msg_${subscriptionId.replace(/-/g, '')}_${sequence}`;
+
+/**
+ * Delivers every enabled subscription: each follows the change feed from its own place with its
+ * owner's rights as they are at that moment, cuts batches (at most CINV_SUBSCRIPTION_BATCH_RECORDS
+ * records or about CINV_SUBSCRIPTION_BATCH_BYTES), and sends them one after the other, a failed one
+ * retried with backoff before any later one goes. Subscriptions run apart: a slow or failing
+ * receiver holds back only its own. Across processes a lease in the row keeps one sender per
+ * subscription; a process that dies leaves it to another when the lease runs out, which sends the
+ * pending batch again under the same message id.
+ */
+export class SubscriptionDelivery {
+  private readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly busy = new Map<string, Promise<void>>();
+  private readonly nats = new NatsConnections();
+  private timer: NodeJS.Timeout | undefined;
+  private ticking = false;
+  private stopped = false;
+
+  constructor(private readonly app: AppContext) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.tick(), this.app.config.subscriptionPollMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await Promise.allSettled(this.busy.values());
+    await this.nats.close();
+  }
+
+  /** One round: starts a turn for every subscription with no turn running here. */
+  async tick(): Promise<void> {
+    if (this.ticking || this.stopped) return;
+    this.ticking = true;
+    try {
+      for (const id of await subscriptionsToDeliver(this.app.sql, this.owner, this.app.now())) {
+        if (this.busy.has(id)) continue;
+        const turn = this.turn(id).finally(() => this.busy.delete(id));
+        this.busy.set(id, turn);
+      }
+    } catch (error) {
+      this.app.logger.warn({ err: error }, 'subscription delivery round failed');
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  /** Waits for the turns running now (tests). */
+  async settle(): Promise<void> {
+    await Promise.allSettled(this.busy.values());
+  }
+
+  private async turn(id: string): Promise<void> {
+    const started = Date.now();
+    try {
+      for (;;) {
+        const now = this.app.now();
+        const row = await leaseSubscription(this.app.sql, id, this.owner, now, new Date(now.getTime() + LEASE_MS));
+        if (!row) return;
+        if (this.stopped || Date.now() - started > TURN_MS || !(await this.step(row))) {
+          if (this.stopped) await releaseSubscription(this.app.sql, id, this.owner);
+          return;
+        }
+      }
+    } catch (error) {
+      this.app.logger.warn({ err: error, subscription_id: id }, 'subscription delivery failed');
+    }
+  }
+
+  /** One thing done for a subscription; true when more may be done at once. */
+  private async step(row: SubscriptionRow): Promise<boolean> {
+    const pending = await oldestPending(this.app.sql, row.id);
+    if (pending) {
+      if (pending.next_attempt_at && pending.next_attempt_at > this.app.now()) return false;
+      return this.attempt(row, pending);
+    }
+    const owner = await ownerPrincipal(this.app, row);
+    if (!owner || !can(owner, 'changes', 'read')) {
+      if (row.state !== 'paused') {
+        const reason = owner ? 'the owner may no longer read changes (changes:read)' : 'the owner is revoked, expired or deactivated';
+        await setSubscriptionState(this.app.sql, row.id, 'paused', reason);
+      }
+      return false;
+    }
+    if (row.state === 'paused') await setSubscriptionState(this.app.sql, row.id, 'active', null, { onlyFrom: ['paused'] });
+    const batch = await this.nextBatch(row, owner);
+    if (!batch) return false;
+    if (batch === 'skipped') return true;
+    return this.attempt(row, batch);
+  }
+
+  /** Cuts the next batch from the feed, as the owner reads it now. */
+  private async nextBatch(row: SubscriptionRow, owner: Principal): Promise<DeliveryRow | 'skipped' | undefined> {
+    const { subscriptionBatchRecords: most, subscriptionBatchBytes: bytes } = this.app.config;
+    const scan = Math.min(5000, Math.max(500, 4 * most));
+    const criteria = feedCriteria({ filter: row.filters, search: row.search ?? undefined });
+    const entries = await scanFeed(this.app.sql, owner, criteria, { position: row.feed_position, id: row.feed_record }, scan);
+    if (entries.length === 0) return undefined;
+    const records: string[] = [];
+    let size = 0;
+    let next = entries[0]!.place;
+    let committedAt: Date | undefined;
+    for (const entry of entries) {
+      if (entry.record) {
+        const json = JSON.stringify(presentChange(entry.record));
+        if (records.length > 0 && (records.length === most || size + json.length > bytes)) break;
+        records.push(json);
+        size += json.length + 1;
+        committedAt ??= entry.committedAt;
+      }
+      next = entry.place;
+    }
+    if (records.length === 0) {
+      await skipTo(this.app.sql, row, next);
+      return entries.length === scan ? 'skipped' : undefined;
+    }
+    const now = this.app.now();
+    const body =
+      `{"type":"cinv.changes","timestamp":${JSON.stringify(now.toISOString())},` +
+      `"data":{"subscription_id":${JSON.stringify(row.id)},"sequence":${row.next_sequence},"records":[${records.join(',')}]}}`;
+    return cutBatch(this.app.sql, {
+      subscription: row,
+      body,
+      records: records.length,
+      messageId: messageIdOf(row.id, row.next_sequence),
+      committedAt: committedAt!,
+      next,
+      now,
+    });
+  }
+
+  /** Sends a batch once and records how it went; true when the next may follow at once. */
+  private async attempt(row: SubscriptionRow, delivery: DeliveryRow): Promise<boolean> {
+    const sink = row.sink.type;
+    let result: SendResult;
+    try {
+      const target = await targetOf(this.app, row);
+      result = await send(target, { messageId: delivery.message_id, body: delivery.body }, this.sendOptions(), this.nats);
+    } catch (error) {
+      result = { ok: false, status: null, ms: 0, error: (error as Error).message, gone: false };
+    }
+    const now = this.app.now();
+    const outcome = { responseStatus: result.status, responseMs: result.ms, error: result.error, at: now };
+    if (result.ok) {
+      await recordAttempt(this.app.sql, delivery.id, { ...outcome, status: 'delivered', nextAttemptAt: null });
+      subscriptionDeliveries.inc({ sink, outcome: 'delivered' });
+      subscriptionDeliveryLag.observe({ sink }, Math.max(0, (Date.now() - delivery.committed_at.getTime()) / 1000));
+      if (row.state === 'failing') await setSubscriptionState(this.app.sql, row.id, 'active', null, { onlyFrom: ['failing'] });
+      return true;
+    }
+    if (result.gone) {
+      // kept pending: enabling the subscription again sends it first
+      await recordAttempt(this.app.sql, delivery.id, { ...outcome, status: 'pending', nextAttemptAt: now });
+      await setSubscriptionState(this.app.sql, row.id, 'gone', 'the receiver answered 410 Gone: disabled', { disable: true });
+      subscriptionDeliveries.inc({ sink, outcome: 'gone' });
+      return false;
+    }
+    const retryAt = new Date(now.getTime() + retryDelay(delivery.attempts + 1));
+    if (retryAt.getTime() > delivery.retry_since.getTime() + this.app.config.subscriptionRetryWindowMs) {
+      await recordAttempt(this.app.sql, delivery.id, { ...outcome, status: 'dead', nextAttemptAt: null });
+      await setSubscriptionState(this.app.sql, row.id, 'failing', `batch ${delivery.sequence} dead-lettered: ${result.error}`);
+      subscriptionDeliveries.inc({ sink, outcome: 'dead' });
+      subscriptionDeadLetters.inc({ sink });
+      return true;
+    }
+    await recordAttempt(this.app.sql, delivery.id, { ...outcome, status: 'pending', nextAttemptAt: retryAt });
+    subscriptionDeliveries.inc({ sink, outcome: 'failed' });
+    return false;
+  }
+
+  private sendOptions() {
+    return { allowedHosts: allowedHostsOf(this.app), timeoutMs: this.app.config.webhookTimeoutMs, now: this.app.now() };
+  }
+}
+
+/** Sends a signed sample message (`cinv.test`, no records) at once and says how the receiver answered. */
+export async function sendTestMessage(app: AppContext, principal: Principal, id: string): Promise<SendResult> {
+  const row = await subscriptionOf(app, principal, id);
+  const now = app.now();
+  const body = JSON.stringify({ type: 'cinv.test', timestamp: now.toISOString(), data: { subscription_id: row.id, sequence: 0, records: [] } });
+  const nats = new NatsConnections();
+  try {
+    const options = { allowedHosts: allowedHostsOf(app), timeoutMs: app.config.webhookTimeoutMs, now };
+    return await send(await targetOf(app, row), { messageId: `msg_test_${uuidv7().replace(/-/g, '')}`, body }, options, nats);
+  } finally {
+    await nats.close();
+  }
+}

@@ -1,0 +1,52 @@
+import type { DeliveryRow, SubscriptionRow } from './store.js';
+
+/** A URL as it may be shown: a password in it replaced by `***`. */
+function shownUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.href;
+  } catch {
+    return url;
+  }
+}
+
+/** A subscription as answers show it: neither its secrets nor its header values. */
+export function presentSubscription(row: SubscriptionRow, now: Date) {
+  return {
+    id: row.id,
+    name: row.name,
+    sink: {
+      type: row.sink.type,
+      url: shownUrl(row.sink.url),
+      ...(row.sink.type === 'nats' ? { subject: row.sink.subject } : { header_names: row.sink.header_names ?? [] }),
+    },
+    filter: row.filters,
+    search: row.search,
+    enabled: row.enabled,
+    state: row.state,
+    state_reason: row.state_reason,
+    owner: { kind: row.owner_kind, id: row.owner_id, name: row.owner_name },
+    secret_rotating_until: row.previous_until && row.previous_until > now ? row.previous_until.toISOString() : null,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export function presentDelivery(row: DeliveryRow) {
+  return {
+    id: row.id,
+    sequence: Number(row.sequence),
+    message_id: row.message_id,
+    records: row.records,
+    status: row.status,
+    attempts: row.attempts,
+    response_status: row.response_status,
+    response_ms: row.response_ms,
+    error: row.error,
+    last_attempt_at: row.last_attempt_at?.toISOString() ?? null,
+    next_attempt_at: row.status === 'pending' ? (row.next_attempt_at?.toISOString() ?? null) : null,
+    created_at: row.created_at.toISOString(),
+    delivered_at: row.delivered_at?.toISOString() ?? null,
+  };
+}

@@ -1,0 +1,274 @@
+import type { Queryable, Sql } from '../db/database.js';
+import type { Sealed } from '../auth/envelope.js';
+
+export interface StoredSink {
+  type: 'webhook' | 'nats';
+  url: string;
+  subject?: string;
+  header_names?: string[];
+}
+
+export interface SubscriptionRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  owner_kind: 'api_key' | 'user';
+  owner_id: string;
+  owner_name: string;
+  sink: StoredSink;
+  filters: string[];
+  search: string | null;
+  enabled: boolean;
+  state: 'active' | 'failing' | 'paused' | 'gone';
+  state_reason: string | null;
+  secret_key_version: number;
+  secret_nonce: Buffer;
+  secret_ciphertext: Buffer;
+  previous_key_version: number | null;
+  previous_nonce: Buffer | null;
+  previous_ciphertext: Buffer | null;
+  previous_until: Date | null;
+  feed_position: string;
+  feed_record: string;
+  next_sequence: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = `id, tenant_id, name, owner_kind, owner_id, owner_name, sink, filters, search, enabled, state, state_reason,
+  secret_key_version, secret_nonce, secret_ciphertext, previous_key_version, previous_nonce, previous_ciphertext, previous_until,
+  feed_position::text as feed_position, feed_record::text as feed_record, next_sequence::text as next_sequence, created_at, updated_at`;
+
+export interface NewSubscription {
+  id: string;
+  tenantId: string;
+  name: string;
+  owner: { kind: 'api_key' | 'user'; id: string; name: string };
+  sink: StoredSink;
+  filters: string[];
+  search: string | null;
+  enabled: boolean;
+  sealed: Sealed;
+  /** The feed's end when created: a subscription delivers what commits from then on. */
+  feed: { position: string; id: string };
+  now: Date;
+}
+
+export async function insertSubscription(sql: Queryable, s: NewSubscription): Promise<SubscriptionRow | undefined> {
+  const [row] = await sql.unsafe<SubscriptionRow[]>(
+    `insert into subscriptions (id, tenant_id, name, owner_kind, owner_id, owner_name, sink, filters, search, enabled,
+                                secret_key_version, secret_nonce, secret_ciphertext, feed_position, feed_record, created_at, updated_at)
+     values ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8::text[], $9, $10, $11, $12, $13, $14::bigint, $15::bigint, $16, $16)
+     on conflict on constraint subscriptions_name_unique do nothing
+     returning ${COLUMNS}`,
+    [s.id, s.tenantId, s.name, s.owner.kind, s.owner.id, s.owner.name, JSON.stringify(s.sink), s.filters, s.search, s.enabled,
+      s.sealed.keyVersion, s.sealed.nonce, s.sealed.ciphertext, s.feed.position, s.feed.id, s.now] as never[],
+  );
+  return row;
+}
+
+export async function findSubscription(sql: Queryable, tenantId: string, id: string, forUpdate = false): Promise<SubscriptionRow | undefined> {
+  const [row] = await sql.unsafe<SubscriptionRow[]>(
+    `select ${COLUMNS} from subscriptions where tenant_id = $1 and id = $2 ${forUpdate ? 'for update' : ''}`,
+    [tenantId, id],
+  );
+  return row;
+}
+
+export function listSubscriptions(sql: Queryable, tenantId: string): Promise<SubscriptionRow[]> {
+  return sql.unsafe<SubscriptionRow[]>(`select ${COLUMNS} from subscriptions where tenant_id = $1 order by name, id`, [tenantId]) as unknown as Promise<SubscriptionRow[]>;
+}
+
+export interface SubscriptionChange {
+  name: string;
+  owner: { kind: 'api_key' | 'user'; id: string; name: string };
+  sink: StoredSink;
+  filters: string[];
+  search: string | null;
+  enabled: boolean;
+  sealed: Sealed;
+  now: Date;
+}
+
+/** Replaces what a PUT replaces; a subscription enabled again after a 410 or a pause starts as active. */
+export async function updateSubscription(sql: Queryable, tenantId: string, id: string, c: SubscriptionChange): Promise<SubscriptionRow | undefined> {
+  const [row] = await sql.unsafe<SubscriptionRow[]>(
+    `update subscriptions set name = $3, owner_kind = $4, owner_id = $5, owner_name = $6, sink = $7::text::jsonb, filters = $8::text[], search = $9,
+            enabled = $10, secret_key_version = $11, secret_nonce = $12, secret_ciphertext = $13, updated_at = $14,
+            state = case when $10 and state in ('gone', 'paused') then 'active' else state end,
+            state_reason = case when $10 and state in ('gone', 'paused') then null else state_reason end
+     where tenant_id = $1 and id = $2
+     returning ${COLUMNS}`,
+    [tenantId, id, c.name, c.owner.kind, c.owner.id, c.owner.name, JSON.stringify(c.sink), c.filters, c.search, c.enabled,
+      c.sealed.keyVersion, c.sealed.nonce, c.sealed.ciphertext, c.now] as never[],
+  );
+  return row;
+}
+
+export async function rotateSecret(sql: Queryable, tenantId: string, id: string, sealed: Sealed, previous: Sealed, until: Date, now: Date): Promise<SubscriptionRow | undefined> {
+  const [row] = await sql.unsafe<SubscriptionRow[]>(
+    `update subscriptions set secret_key_version = $3, secret_nonce = $4, secret_ciphertext = $5,
+            previous_key_version = $6, previous_nonce = $7, previous_ciphertext = $8, previous_until = $9, updated_at = $10
+     where tenant_id = $1 and id = $2 returning ${COLUMNS}`,
+    [tenantId, id, sealed.keyVersion, sealed.nonce, sealed.ciphertext, previous.keyVersion, previous.nonce, previous.ciphertext, until, now] as never[],
+  );
+  return row;
+}
+
+export async function deleteSubscription(sql: Queryable, tenantId: string, id: string): Promise<boolean> {
+  const result = await sql`delete from subscriptions where tenant_id = ${tenantId} and id = ${id}`;
+  return result.count > 0;
+}
+
+// ---- delivery ----
+
+/** Enabled subscriptions no other process holds now. */
+export async function subscriptionsToDeliver(sql: Sql, owner: string, now: Date): Promise<string[]> {
+  const rows = await sql<{ id: string }[]>`
+    select id from subscriptions
+    where enabled and (lease_until is null or lease_until < ${now} or lease_owner = ${owner})`;
+  return rows.map((row) => row.id);
+}
+
+/** Takes (or renews) a subscription for `owner` until `until`; the row as it is, or undefined when another holds it. */
+export async function leaseSubscription(sql: Sql, id: string, owner: string, now: Date, until: Date): Promise<SubscriptionRow | undefined> {
+  const [row] = await sql.unsafe<SubscriptionRow[]>(
+    `update subscriptions set lease_owner = $2, lease_until = $4
+     where id = $1 and enabled and (lease_until is null or lease_until < $3 or lease_owner = $2)
+     returning ${COLUMNS}`,
+    [id, owner, now, until] as never[],
+  );
+  return row;
+}
+
+export async function releaseSubscription(sql: Sql, id: string, owner: string): Promise<void> {
+  await sql`update subscriptions set lease_owner = null, lease_until = null where id = ${id} and lease_owner = ${owner}`;
+}
+
+export async function setSubscriptionState(
+  sql: Queryable,
+  id: string,
+  state: SubscriptionRow['state'],
+  reason: string | null,
+  options: { disable?: boolean; onlyFrom?: SubscriptionRow['state'][] } = {},
+): Promise<void> {
+  await sql`
+    update subscriptions set state = ${state}, state_reason = ${reason}
+      ${options.disable ? sql`, enabled = false` : sql``}
+    where id = ${id} ${options.onlyFrom ? sql`and state = any(${options.onlyFrom}::text[])` : sql``}`;
+}
+
+export interface DeliveryRow {
+  id: string;
+  subscription_id: string;
+  sequence: string;
+  message_id: string;
+  body: string;
+  records: number;
+  committed_at: Date;
+  status: 'pending' | 'delivered' | 'dead';
+  attempts: number;
+  next_attempt_at: Date | null;
+  last_attempt_at: Date | null;
+  response_status: number | null;
+  response_ms: number | null;
+  error: string | null;
+  created_at: Date;
+  retry_since: Date;
+  delivered_at: Date | null;
+}
+
+const DELIVERY_COLUMNS = `id::text as id, subscription_id, sequence::text as sequence, message_id, body, records, committed_at, status, attempts,
+  next_attempt_at, last_attempt_at, response_status, response_ms, error, created_at, retry_since, delivered_at`;
+
+/** The subscription's oldest pending batch: batches go out in order, a later one only after it. */
+export async function oldestPending(sql: Sql, subscriptionId: string): Promise<DeliveryRow | undefined> {
+  const [row] = await sql.unsafe<DeliveryRow[]>(
+    `select ${DELIVERY_COLUMNS} from subscription_deliveries where subscription_id = $1 and status = 'pending' order by sequence limit 1`,
+    [subscriptionId],
+  );
+  return row;
+}
+
+export interface NewBatch {
+  subscription: SubscriptionRow;
+  body: string;
+  records: number;
+  messageId: string;
+  committedAt: Date;
+  /** Where the subscription's feed continues after this batch. */
+  next: { position: string; id: string };
+  now: Date;
+}
+
+/**
+ * Stores a batch and moves the subscription's place past it, in one transaction, only if nobody
+ * moved it meanwhile (a lease taken over): a batch is cut once.
+ */
+export async function cutBatch(sql: Sql, batch: NewBatch): Promise<DeliveryRow | undefined> {
+  return sql.begin(async (tx) => {
+    const moved = await tx`
+      update subscriptions set feed_position = ${batch.next.position}::bigint, feed_record = ${batch.next.id}::bigint,
+                               next_sequence = next_sequence + 1
+      where id = ${batch.subscription.id} and feed_position = ${batch.subscription.feed_position}::bigint
+        and feed_record = ${batch.subscription.feed_record}::bigint and next_sequence = ${batch.subscription.next_sequence}::bigint`;
+    if (moved.count === 0) return undefined;
+    const [row] = await tx.unsafe<DeliveryRow[]>(
+      `insert into subscription_deliveries (subscription_id, tenant_id, sequence, message_id, body, records, committed_at, status,
+                                            next_attempt_at, created_at, retry_since)
+       values ($1, $2, $3::bigint, $4, $5, $6, $7, 'pending', $8, $8, $8)
+       returning ${DELIVERY_COLUMNS}`,
+      [batch.subscription.id, batch.subscription.tenant_id, batch.subscription.next_sequence, batch.messageId, batch.body, batch.records,
+        batch.committedAt, batch.now] as never[],
+    );
+    return row;
+  }) as Promise<DeliveryRow | undefined>;
+}
+
+/** Moves the subscription's place over records it does not deliver (none it may read matched). */
+export async function skipTo(sql: Sql, subscription: SubscriptionRow, next: { position: string; id: string }): Promise<void> {
+  await sql`
+    update subscriptions set feed_position = ${next.position}::bigint, feed_record = ${next.id}::bigint
+    where id = ${subscription.id} and feed_position = ${subscription.feed_position}::bigint and feed_record = ${subscription.feed_record}::bigint`;
+}
+
+export interface AttemptOutcome {
+  status: 'pending' | 'delivered' | 'dead';
+  responseStatus: number | null;
+  responseMs: number;
+  error: string | null;
+  nextAttemptAt: Date | null;
+  at: Date;
+}
+
+export async function recordAttempt(sql: Sql, deliveryId: string, outcome: AttemptOutcome): Promise<void> {
+  await sql`
+    update subscription_deliveries
+    set status = ${outcome.status}, attempts = attempts + 1, last_attempt_at = ${outcome.at}, response_status = ${outcome.responseStatus},
+        response_ms = ${outcome.responseMs}, error = ${outcome.error}, next_attempt_at = ${outcome.nextAttemptAt},
+        delivered_at = ${outcome.status === 'delivered' ? outcome.at : null}
+    where id = ${deliveryId}::bigint`;
+}
+
+export async function listDeliveries(
+  sql: Sql,
+  subscriptionId: string,
+  page: { limit: number; before?: string; status?: DeliveryRow['status'] },
+): Promise<DeliveryRow[]> {
+  return sql<DeliveryRow[]>`
+    select ${sql.unsafe(DELIVERY_COLUMNS)} from subscription_deliveries
+    where subscription_id = ${subscriptionId}
+      ${page.before ? sql`and id < ${page.before}::bigint` : sql``}
+      ${page.status ? sql`and status = ${page.status}` : sql``}
+    order by id desc limit ${page.limit + 1}`;
+}
+
+/** Sends a delivered or dead-lettered batch again, with a new retry window. */
+export async function redeliver(sql: Sql, subscriptionId: string, deliveryId: string, now: Date): Promise<DeliveryRow | undefined> {
+  const [row] = await sql.unsafe<DeliveryRow[]>(
+    `update subscription_deliveries set status = 'pending', next_attempt_at = $3, retry_since = $3, error = null
+     where subscription_id = $1 and id = $2::bigint returning ${DELIVERY_COLUMNS}`,
+    [subscriptionId, deliveryId, now] as never[],
+  );
+  return row;
+}

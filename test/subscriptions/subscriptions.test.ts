@@ -1,0 +1,338 @@
+import { expect } from 'chai';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { SubscriptionDelivery } from '../../src/subscriptions/delivery.js';
+import { createKey, startTestApp, type TestApp } from '../support/app.js';
+import { resetDatabase, testDatabase } from '../support/db.js';
+import { describeWith, listening } from '../support/dependencies.js';
+import { buildPod, buildSource, ingest } from '../support/factories.js';
+
+interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** A webhook receiver on loopback that answers what `answer` says and keeps what it was sent. */
+class Receiver {
+  readonly received: Received[] = [];
+  answer = 204;
+  private server!: Server;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        this.received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+        res.statusCode = this.answer;
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+  }
+
+  batches(): { type: string; data: { subscription_id: string; sequence: number; records: { ci_name: string; ci_id: string; id: string }[] } }[] {
+    return this.received.map((r) => JSON.parse(r.body));
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const verified = (secret: string, message: Received) =>
+  new Webhook(secret).verify(message.body, message.headers as Record<string, string>) as { type: string };
+
+describe('change subscriptions: webhooks', function () {
+  this.timeout(60_000);
+  let app: TestApp;
+  let admin: string;
+  let receiver: Receiver;
+  let delivery: SubscriptionDelivery;
+  const deliver = async () => {
+    await delivery.tick();
+    await delivery.settle();
+  };
+
+  before(async () => {
+    await resetDatabase((await testDatabase()).sql);
+    app = await startTestApp();
+    admin = await createKey(app.sql, 'adm');
+    receiver = new Receiver();
+    await receiver.start();
+    delivery = new SubscriptionDelivery(app.context);
+  });
+  after(async () => {
+    await delivery.stop();
+    await receiver.stop();
+    await app.close();
+  });
+  beforeEach(() => {
+    receiver.received.length = 0;
+    receiver.answer = 204;
+  });
+
+  const create = async (body: Record<string, unknown>, key = admin) => app.request('POST', '/api/v1/subscriptions', { key, body });
+
+  it('creates, shows, changes and deletes subscriptions without ever showing a secret or a header value', async () => {
+    const made = await create({ name: 'crud', sink: { type: 'webhook', url: receiver.url, headers: { Authorization: 'Bearer s3cr3t-value' } } });
+    expect(made.status, made.text + app.logs.filter((l) => l.includes('"level":50')).join('\n')).to.equal(201);
+    expect(made.body.secret).to.match(/^whsec_[A-Za-z0-9+/=]{40,}$/);
+    expect(made.body).to.deep.include({ name: 'crud', enabled: true, state: 'active', filter: [], search: null });
+    expect(made.body.sink).to.deep.equal({ type: 'webhook', url: receiver.url, header_names: ['Authorization'] });
+    const shown = await app.get(`/api/v1/subscriptions/${made.body.id}`, admin);
+    expect(shown.text).not.to.include('s3cr3t-value');
+    expect(shown.text).not.to.include(made.body.secret);
+    expect(shown.body.secret).to.equal(undefined);
+    expect((await app.get('/api/v1/subscriptions', admin)).body.items.map((s: { name: string }) => s.name)).to.include('crud');
+    expect((await create({ name: 'crud', sink: { type: 'webhook', url: receiver.url } })).status).to.equal(409);
+
+    const changed = await app.request('PUT', `/api/v1/subscriptions/${made.body.id}`, {
+      key: admin,
+      body: { name: 'crud-2', sink: { type: 'webhook', url: receiver.url }, filter: ['ci_type:eq:k8s.pod'], enabled: false },
+    });
+    expect(changed.status, changed.text).to.equal(200);
+    expect(changed.body).to.deep.include({ name: 'crud-2', enabled: false, filter: ['ci_type:eq:k8s.pod'] });
+    expect(changed.body.sink.header_names).to.deep.equal([]);
+    expect((await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin })).status).to.equal(204);
+    expect((await app.get(`/api/v1/subscriptions/${made.body.id}`, admin)).status).to.equal(404);
+  });
+
+  it('refuses sinks the endpoint guard refuses, malformed filters, reserved headers, and owners that may not read changes', async () => {
+    const refused = async (body: Record<string, unknown>, field: string) => {
+      const reply = await create({ name: `bad-${field}-${Math.random()}`, ...body });
+      expect(reply.status, reply.text).to.equal(422);
+      expect(JSON.stringify(reply.body.error.details)).to.include(field);
+    };
+    await refused({ sink: { type: 'webhook', url: 'http://169.254.169.254/latest/meta-data' } }, 'sink.url');
+    await refused({ sink: { type: 'webhook', url: 'ftp://example.com/x' } }, 'sink.url');
+    await refused({ sink: { type: 'nats', url: 'http://127.0.0.1:4222', subject: 'a.b' } }, 'sink.url');
+    await refused({ sink: { type: 'webhook', url: receiver.url, headers: { 'webhook-id': 'x' } } }, 'sink.headers.webhook-id');
+    const badFilter = await create({ name: 'bad-filter', sink: { type: 'webhook', url: receiver.url }, filter: ['nosuch:eq:1'] });
+    expect(badFilter.status).to.be.oneOf([400, 422]);
+    const writerOnly = await createKey(app.sql, 'svc', { permissions: ['subscriptions:write', 'subscriptions:read'] });
+    expect((await create({ name: 'no-read', sink: { type: 'webhook', url: receiver.url } }, writerOnly)).status).to.equal(403);
+    const readOnly = await createKey(app.sql, 'ro');
+    expect((await create({ name: 'ro', sink: { type: 'webhook', url: receiver.url } }, readOnly)).status).to.equal(403);
+  });
+
+  it('delivers what commits after it was made, filtered, signed by Standard Webhooks, with the batch\'s id stable in the log', async () => {
+    const made = await create({ name: 'pods', sink: { type: 'webhook', url: receiver.url }, filter: ['ci_type:eq:k8s.pod'] });
+    await ingest(app.sql, [buildPod({ name: 'sub-pod-1' }), { ...buildPod({ name: 'sub-node-1' }), ci_type: 'k8s.node', external_id: 'node/sub-node-1' }], { source: 'sub-one' });
+    await deliver();
+    expect(receiver.received).to.have.length(1);
+    const [message] = receiver.received;
+    expect(verified(made.body.secret, message!)).to.deep.include({ type: 'cinv.changes' });
+    const [batch] = receiver.batches();
+    expect(batch!.data.subscription_id).to.equal(made.body.id);
+    expect(batch!.data.sequence).to.equal(1);
+    expect(batch!.data.records.map((r) => r.ci_name)).to.deep.equal(['sub-pod-1']);
+    // nothing new: nothing sent
+    await deliver();
+    expect(receiver.received).to.have.length(1);
+
+    const log = await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin);
+    expect(log.status).to.equal(200);
+    expect(log.body.items).to.have.length(1);
+    expect(log.body.items[0]).to.deep.include({ sequence: 1, status: 'delivered', attempts: 1, records: 1, response_status: 204, error: null });
+    expect(log.body.items[0].message_id).to.equal(message!.headers['webhook-id']);
+
+    // a wrong secret does not verify
+    expect(() => verified(`whsec_${Buffer.alloc(32, 7).toString('base64')}`, message!)).to.throw();
+    await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
+  });
+
+  it('retries a failing batch with backoff before any later one, keeps its webhook-id, dead-letters it after the window, and redelivers on request', async () => {
+    const made = await create({ name: 'flaky', sink: { type: 'webhook', url: receiver.url } });
+    const id = made.body.id as string;
+    receiver.answer = 500;
+    await ingest(app.sql, [buildPod({ name: 'flaky-1' })], { source: 'sub-flaky' });
+    await deliver();
+    await ingest(app.sql, [buildPod({ name: 'flaky-2' })], { source: 'sub-flaky' });
+    await deliver();
+    // the first batch waits for its next attempt; the second is not cut past it
+    expect(receiver.received).to.have.length(1);
+    let log = (await app.get(`/api/v1/subscriptions/${id}/deliveries`, admin)).body.items;
+    expect(log).to.have.length(1);
+    expect(log[0]).to.deep.include({ status: 'pending', attempts: 1, response_status: 500, error: 'the receiver answered 500' });
+    expect(Date.parse(log[0].next_attempt_at) - app.clock.now.getTime()).to.be.within(500, 1000);
+
+    // its time comes; the receiver is back: both batches, in order, the first with its first id
+    await app.sql`update subscription_deliveries set next_attempt_at = now() - interval '1 hour' where subscription_id = ${id}`;
+    receiver.answer = 200;
+    await deliver();
+    const sent = receiver.batches();
+    expect(sent.map((b) => [b.data.sequence, b.data.records.map((r) => r.ci_name)])).to.deep.equal([
+      [1, ['flaky-1']],
+      [1, ['flaky-1']],
+      [2, ['flaky-2']],
+    ]);
+    expect(receiver.received[1]!.headers['webhook-id']).to.equal(receiver.received[0]!.headers['webhook-id']);
+    expect(verified(made.body.secret, receiver.received[1]!)).to.deep.include({ type: 'cinv.changes' });
+
+    // a batch failing past the retry window is dead-lettered; the subscription is failing, and goes on
+    receiver.received.length = 0;
+    receiver.answer = 429;
+    await ingest(app.sql, [buildPod({ name: 'flaky-3' })], { source: 'sub-flaky' });
+    await deliver();
+    await app.sql`update subscription_deliveries set next_attempt_at = now() - interval '1 hour', retry_since = now() - interval '25 hours'
+                  where subscription_id = ${id} and status = 'pending'`;
+    await deliver();
+    log = (await app.get(`/api/v1/subscriptions/${id}/deliveries?status=dead`, admin)).body.items;
+    expect(log).to.have.length(1);
+    expect(log[0]).to.deep.include({ sequence: 3, status: 'dead', attempts: 2, response_status: 429 });
+    const failing = (await app.get(`/api/v1/subscriptions/${id}`, admin)).body;
+    expect(failing.state).to.equal('failing');
+    expect(failing.state_reason).to.include('batch 3 dead-lettered');
+
+    // redelivered by hand: the same body and id, and the subscription is active again
+    receiver.answer = 200;
+    const again = await app.request('POST', `/api/v1/subscriptions/${id}/deliveries/${log[0].id}/redeliver`, { key: admin });
+    expect(again.status, again.text).to.equal(200);
+    expect(again.body.status).to.equal('pending');
+    await deliver();
+    const last = receiver.received[receiver.received.length - 1]!;
+    expect(last.headers['webhook-id']).to.equal(receiver.received[0]!.headers['webhook-id']);
+    expect((await app.get(`/api/v1/subscriptions/${id}`, admin)).body.state).to.equal('active');
+    expect((await app.request('POST', `/api/v1/subscriptions/${id}/deliveries/999999/redeliver`, { key: admin })).status).to.equal(404);
+    await app.request('DELETE', `/api/v1/subscriptions/${id}`, { key: admin });
+  });
+
+  it('disables a subscription whose receiver answers 410, and sends its batch first once enabled again', async () => {
+    const made = await create({ name: 'gone', sink: { type: 'webhook', url: receiver.url } });
+    receiver.answer = 410;
+    await ingest(app.sql, [buildPod({ name: 'gone-1' })], { source: 'sub-gone' });
+    await deliver();
+    const gone = (await app.get(`/api/v1/subscriptions/${made.body.id}`, admin)).body;
+    expect(gone).to.deep.include({ enabled: false, state: 'gone' });
+    await ingest(app.sql, [buildPod({ name: 'gone-2' })], { source: 'sub-gone' });
+    await deliver();
+    expect(receiver.received).to.have.length(1);
+    receiver.answer = 200;
+    const enabled = await app.request('PUT', `/api/v1/subscriptions/${made.body.id}`, { key: admin, body: { name: 'gone', sink: { type: 'webhook', url: receiver.url } } });
+    expect(enabled.body).to.deep.include({ enabled: true, state: 'active' });
+    await deliver();
+    expect(receiver.batches().slice(1).flatMap((b) => b.data.records.map((r) => r.ci_name))).to.deep.equal(['gone-1', 'gone-2']);
+    await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
+  });
+
+  it('delivers only what the owner may read when each batch is cut: scopes narrowed later apply, a revoked owner pauses it', async () => {
+    const sourceId = await buildSource(app.sql, 'sub-scoped');
+    const owner = await createKey(app.sql, 'svc', {
+      permissions: ['subscriptions:write', 'subscriptions:read', 'changes:read'],
+      scopes: [{ sourceId, scopeId: 'cluster-a' }],
+    });
+    const made = await create({ name: 'scoped', sink: { type: 'webhook', url: receiver.url } }, owner);
+    expect(made.status, made.text).to.equal(201);
+    await ingest(app.sql, [buildPod({ name: 'in-a' })], { source: 'sub-scoped', scopeId: 'cluster-a' });
+    await ingest(app.sql, [buildPod({ name: 'in-b' })], { source: 'sub-scoped', scopeId: 'cluster-b' });
+    await deliver();
+    expect(receiver.batches().flatMap((b) => b.data.records.map((r) => r.ci_name))).to.deep.equal(['in-a']);
+
+    // the owner's scope moves to cluster-c: cluster-a's next changes are no longer delivered
+    await app.sql`update api_key_scopes set scope_id = 'cluster-c' where source_id = ${sourceId}`;
+    await ingest(app.sql, [buildPod({ name: 'in-a', replicas: 4 })], { source: 'sub-scoped', scopeId: 'cluster-a' });
+    await ingest(app.sql, [buildPod({ name: 'in-c' })], { source: 'sub-scoped', scopeId: 'cluster-c' });
+    await deliver();
+    expect(receiver.batches().flatMap((b) => b.data.records.map((r) => r.ci_name))).to.deep.equal(['in-a', 'in-c']);
+
+    await app.sql`update api_keys set revoked_at = now() where id = ${made.body.owner.id}`;
+    await ingest(app.sql, [buildPod({ name: 'in-c', replicas: 5 })], { source: 'sub-scoped', scopeId: 'cluster-c' });
+    await deliver();
+    expect(receiver.received).to.have.length(2);
+    const paused = (await app.get(`/api/v1/subscriptions/${made.body.id}`, admin)).body;
+    expect(paused.state).to.equal('paused');
+    expect(paused.state_reason).to.include('revoked');
+    await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
+  });
+
+  it('sends a signed test message, signs with both secrets while a rotation overlaps, and never logs a secret', async () => {
+    const made = await create({ name: 'testing', sink: { type: 'webhook', url: receiver.url, headers: { 'X-Token': 'hdr-secret-1' } } });
+    const tested = await app.request('POST', `/api/v1/subscriptions/${made.body.id}/test`, { key: admin });
+    expect(tested.status, tested.text).to.equal(200);
+    expect(tested.body).to.deep.include({ delivered: true, response_status: 204, error: null });
+    expect(verified(made.body.secret, receiver.received[0]!)).to.deep.include({ type: 'cinv.test' });
+    expect(receiver.received[0]!.headers['x-token']).to.equal('hdr-secret-1');
+
+    const rotated = await app.request('POST', `/api/v1/subscriptions/${made.body.id}/rotate-secret`, { key: admin, body: { overlap_seconds: 3600 } });
+    expect(rotated.status, rotated.text).to.equal(200);
+    expect(rotated.body.secret).not.to.equal(made.body.secret);
+    expect(rotated.body.secret_rotating_until).to.be.a('string');
+    await app.request('POST', `/api/v1/subscriptions/${made.body.id}/test`, { key: admin });
+    const after = receiver.received[1]!;
+    expect(String(after.headers['webhook-signature']).split(' ')).to.have.length(2);
+    verified(made.body.secret, after);
+    verified(rotated.body.secret, after);
+    // the header value stays across the rotation
+    expect(after.headers['x-token']).to.equal('hdr-secret-1');
+
+    receiver.answer = 503;
+    const failed = await app.request('POST', `/api/v1/subscriptions/${made.body.id}/test`, { key: admin });
+    expect(failed.body).to.deep.include({ delivered: false, response_status: 503, error: 'the receiver answered 503' });
+    const logged = app.logs.join('\n');
+    for (const secret of [made.body.secret, rotated.body.secret, 'hdr-secret-1']) expect(logged).not.to.include(secret);
+    await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
+  });
+});
+
+const NATS_URL = process.env.CINV_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
+
+describeWith(listening(NATS_URL, 4222))(`change subscriptions: a NATS JetStream sink (the NATS server at ${NATS_URL})`, function () {
+  this.timeout(60_000);
+  let app: TestApp;
+  let admin: string;
+  let delivery: SubscriptionDelivery;
+  const stream = `CINV_TEST_${process.pid}_${Date.now()}`;
+  const subject = `cinv.test.${process.pid}.${Date.now()}`;
+
+  before(async () => {
+    await resetDatabase((await testDatabase()).sql);
+    app = await startTestApp();
+    admin = await createKey(app.sql, 'adm');
+    delivery = new SubscriptionDelivery(app.context);
+    const nc = await connect({ servers: new URL(NATS_URL).host });
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: stream, subjects: [subject], duplicate_window: 60_000_000_000 });
+    await nc.close();
+  });
+  after(async () => {
+    await delivery.stop();
+    await app.close();
+    const nc = await connect({ servers: new URL(NATS_URL).host });
+    await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
+    await nc.close();
+  });
+
+  it('publishes each batch with Nats-Msg-Id, counted delivered on the stream\'s acknowledgement; a redelivery is deduplicated by JetStream', async () => {
+    const made = await app.request('POST', '/api/v1/subscriptions', { key: admin, body: { name: 'nats', sink: { type: 'nats', url: NATS_URL, subject } } });
+    expect(made.status, made.text).to.equal(201);
+    await ingest(app.sql, [buildPod({ name: 'nats-1' }), buildPod({ name: 'nats-2' })], { source: 'sub-nats' });
+    await delivery.tick();
+    await delivery.settle();
+    const log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items;
+    expect(log).to.have.length(1);
+    expect(log[0]).to.deep.include({ status: 'delivered', attempts: 1, records: 2 });
+
+    const nc = await connect({ servers: new URL(NATS_URL).host });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const stored = await jsm.streams.getMessage(stream, { seq: 1 });
+      expect(stored!.header.get('Nats-Msg-Id')).to.equal(log[0].message_id);
+      const body = JSON.parse(new TextDecoder().decode(stored!.data));
+      expect(body.data.records.map((r: { ci_name: string }) => r.ci_name)).to.deep.equal(['nats-1', 'nats-2']);
+
+      await app.request('POST', `/api/v1/subscriptions/${made.body.id}/deliveries/${log[0].id}/redeliver`, { key: admin });
+      await delivery.tick();
+      await delivery.settle();
+      expect((await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items[0]).to.deep.include({ status: 'delivered', attempts: 2 });
+      expect((await jsm.streams.info(stream)).state.messages).to.equal(1);
+    } finally {
+      await nc.close();
+    }
+  });
+});
