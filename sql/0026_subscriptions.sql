@@ -65,3 +65,5 @@ create table subscription_deliveries (
 );
 create index subscription_deliveries_pending on subscription_deliveries (subscription_id, sequence) where status = 'pending';
 create index subscription_deliveries_by_id on subscription_deliveries (subscription_id, id);
+-- delivered batches are kept a while for the log and redelivery, then trimmed by the delivery job
+create index subscription_deliveries_delivered on subscription_deliveries (delivered_at) where status = 'delivered';

@@ -77,6 +77,8 @@ export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, no
     trimmed.partitions.push(...buckets.dropped, ...affected.dropped);
     if (affected.dropped.length > 0) await sql`delete from change_stats_ci_last where last_bucket <= ${lastHourEndingBy(empty)}`;
   }
+  // the change feed's places of transactions whose records are all gone (a record is written before its transaction commits)
+  if (empty) await sql`delete from change_feed where committed_at < ${empty}`;
   trimmed.partitions.push(...(await trimWayBack(sql, retention, now, batchSize)));
   const tenants = await sql<{ id: string }[]>`select id from tenants`;
   for (const { id: tenantId } of tenants) {

@@ -18,6 +18,7 @@ import {
   setSubscriptionState,
   skipTo,
   subscriptionsToDeliver,
+  trimDelivered,
   type DeliveryRow,
   type SubscriptionRow,
 } from './store.js';
@@ -27,6 +28,9 @@ const LEASE_MS = 30_000;
 /** How long one subscription's turn lasts before the others' (each runs apart; this bounds a turn). */
 const TURN_MS = 5_000;
 const FIRST_RETRY_MS = 1_000;
+/** Delivered batches stay in the log (and redeliverable) this long. */
+export const DELIVERED_KEPT_MS = 7 * 86_400_000;
+const TRIM_EVERY_MS = 600_000;
 const LONGEST_RETRY_MS = 3_600_000;
 
 /** Exponential backoff with jitter: about 1 s, 2 s, 4 s … up to an hour, each between half and all of it. */
@@ -53,6 +57,7 @@ export class SubscriptionDelivery {
   private timer: NodeJS.Timeout | undefined;
   private ticking = false;
   private stopped = false;
+  private trimmedAt = 0;
 
   constructor(private readonly app: AppContext) {}
 
@@ -73,6 +78,10 @@ export class SubscriptionDelivery {
     if (this.ticking || this.stopped) return;
     this.ticking = true;
     try {
+      if (Date.now() - this.trimmedAt > TRIM_EVERY_MS) {
+        this.trimmedAt = Date.now();
+        await trimDelivered(this.app.sql, new Date(this.app.now().getTime() - DELIVERED_KEPT_MS));
+      }
       for (const id of await subscriptionsToDeliver(this.app.sql, this.owner, this.app.now())) {
         if (this.busy.has(id)) continue;
         const turn = this.turn(id).finally(() => this.busy.delete(id));

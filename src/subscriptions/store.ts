@@ -272,3 +272,9 @@ export async function redeliver(sql: Sql, subscriptionId: string, deliveryId: st
   );
   return row;
 }
+
+/** Forgets delivered batches older than `before` (their bodies are copies of change records). */
+export async function trimDelivered(sql: Sql, before: Date): Promise<number> {
+  const result = await sql`delete from subscription_deliveries where status = 'delivered' and delivered_at < ${before}`;
+  return result.count;
+}

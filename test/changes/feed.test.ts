@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Sql } from '../../src/db/database.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { trimChangeHistory } from '../../src/history/retention.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
 import { onRealPostgres, resetDatabase, testDatabase } from '../support/db.js';
 import { buildPod, buildSource, ingest } from '../support/factories.js';
@@ -94,6 +95,16 @@ describe('the change feed', function () {
     const reply = await waiting;
     expect(reply.body.items.map((item) => item.ci_name)).to.deep.equal(['feed-late']);
     expect(Date.now() - started).to.be.below(5000);
+  });
+
+  it('forgets the places of transactions older than every retained record when retention trims the history', async () => {
+    const [old] = await app.sql<{ position: string }[]>`
+      insert into change_feed (txid, committed_at) values ('1'::xid8, now() - interval '400 days') returning position::text`;
+    const before = await app.sql<{ n: number }[]>`select count(*)::int as n from change_feed`;
+    await trimChangeHistory(app.sql, { defaultMs: 30 * 86_400_000, byType: new Map() }, new Date(), 1000);
+    const left = await app.sql<{ position: string }[]>`select position::text from change_feed`;
+    expect(left.map((row) => row.position)).not.to.include(old!.position);
+    expect(left).to.have.length(before[0]!.n - 1);
   });
 
   it('refuses a cursor it did not hand out with a 422 naming `after`', async () => {

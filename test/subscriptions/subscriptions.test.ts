@@ -142,6 +142,13 @@ describe('change subscriptions: webhooks', function () {
     expect(log.body.items[0]).to.deep.include({ sequence: 1, status: 'delivered', attempts: 1, records: 1, response_status: 204, error: null });
     expect(log.body.items[0].message_id).to.equal(message!.headers['webhook-id']);
 
+    // delivered batches leave the log after a week
+    await app.sql`update subscription_deliveries set delivered_at = now() - interval '8 days' where subscription_id = ${made.body.id}`;
+    const trimming = new SubscriptionDelivery(app.context);
+    await trimming.tick();
+    await trimming.stop();
+    expect((await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items).to.deep.equal([]);
+
     // a wrong secret does not verify
     expect(() => verified(`whsec_${Buffer.alloc(32, 7).toString('base64')}`, message!)).to.throw();
     await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
