@@ -99,6 +99,8 @@ export interface Config {
   subscriptionBatchBytes: number;
   /** How often the delivery job looks for subscriptions with work (CINV_SUBSCRIPTION_POLL). */
   subscriptionPollMs: number;
+  /** How long a process holds a subscription without renewing it; another takes over after (CINV_SUBSCRIPTION_LEASE). */
+  subscriptionLeaseMs: number;
 }
 
 export interface OidcConfig {
@@ -382,6 +384,7 @@ export function loadConfig(env: Env = process.env): Config {
     subscriptionBatchRecords: integer(env, 'CINV_SUBSCRIPTION_BATCH_RECORDS', 500, 1, 10_000),
     subscriptionBatchBytes: integer(env, 'CINV_SUBSCRIPTION_BATCH_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     subscriptionPollMs: duration(env, 'CINV_SUBSCRIPTION_POLL', '250ms'),
+    subscriptionLeaseMs: duration(env, 'CINV_SUBSCRIPTION_LEASE', '30s'),
     workerPollMs: duration(env, 'CINV_WORKER_POLL_INTERVAL', '5s'),
     workerWatches: integer(env, 'CINV_WORKER_WATCHES', 100, 0, 10_000),
     previousMasterKey: env.CINV_MASTER_KEY_PREVIOUS ? parseMasterKey('CINV_MASTER_KEY_PREVIOUS', env.CINV_MASTER_KEY_PREVIOUS) : undefined,

@@ -23,8 +23,6 @@ import {
   type SubscriptionRow,
 } from './store.js';
 
-/** How long a process holds a subscription without renewing: another takes it over after that. */
-const LEASE_MS = 30_000;
 /** How long one subscription's turn lasts before the others' (each runs apart; this bounds a turn). */
 const TURN_MS = 5_000;
 const FIRST_RETRY_MS = 1_000;
@@ -104,7 +102,7 @@ export class SubscriptionDelivery {
     try {
       for (;;) {
         const now = this.app.now();
-        const row = await leaseSubscription(this.app.sql, id, this.owner, now, new Date(now.getTime() + LEASE_MS));
+        const row = await leaseSubscription(this.app.sql, id, this.owner, now, new Date(now.getTime() + this.app.config.subscriptionLeaseMs));
         if (!row) return;
         if (this.stopped || Date.now() - started > TURN_MS || !(await this.step(row))) {
           if (this.stopped) await releaseSubscription(this.app.sql, id, this.owner);

@@ -210,6 +210,33 @@ describe('change subscriptions: webhooks', function () {
     await app.request('DELETE', `/api/v1/subscriptions/${id}`, { key: admin });
   });
 
+  it('lets a receiver that does not answer hold back only its own subscription', async () => {
+    const stalled = createServer(() => undefined);
+    await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve));
+    try {
+      const slow = await create({ name: 'stalled', sink: { type: 'webhook', url: `http://127.0.0.1:${(stalled.address() as AddressInfo).port}/` } });
+      const fast = await create({ name: 'prompt', sink: { type: 'webhook', url: receiver.url } });
+      await ingest(app.sql, [buildPod({ name: 'both-1' })], { source: 'sub-both' });
+      const started = Date.now();
+      await delivery.tick();
+      while (receiver.received.length === 0 && Date.now() - started < 5000) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(receiver.batches().flatMap((b) => b.data.records.map((r) => r.ci_name))).to.deep.equal(['both-1']);
+      expect(Date.now() - started).to.be.below(2000);
+      const waiting = (await app.get(`/api/v1/subscriptions/${slow.body.id}/deliveries`, admin)).body.items;
+      expect(waiting.map((d: { status: string; attempts: number }) => [d.status, d.attempts])).to.deep.equal([['pending', 0]]);
+      await app.request('DELETE', `/api/v1/subscriptions/${fast.body.id}`, { key: admin });
+    } finally {
+      stalled.closeAllConnections();
+      await new Promise<void>((resolve) => stalled.close(() => resolve()));
+      await delivery.settle();
+    }
+    const given = (await app.get('/api/v1/subscriptions', admin)).body.items.find((s: { name: string }) => s.name === 'stalled');
+    const log = (await app.get(`/api/v1/subscriptions/${given.id}/deliveries`, admin)).body.items;
+    expect(log[0]).to.deep.include({ status: 'pending', attempts: 1, response_status: null });
+    expect(log[0].error).to.be.a('string');
+    await app.request('DELETE', `/api/v1/subscriptions/${given.id}`, { key: admin });
+  });
+
   it('disables a subscription whose receiver answers 410, and sends its batch first once enabled again', async () => {
     const made = await create({ name: 'gone', sink: { type: 'webhook', url: receiver.url } });
     receiver.answer = 410;
