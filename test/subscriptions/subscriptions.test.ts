@@ -1,4 +1,9 @@
 import { expect } from 'chai';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
@@ -365,6 +370,93 @@ describeWith(listening(NATS_URL, 4222))(`change subscriptions: a NATS JetStream 
       await delivery.settle();
       expect((await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items[0]).to.deep.include({ status: 'delivered', attempts: 2 });
       expect((await jsm.streams.info(stream)).state.messages).to.equal(1);
+    } finally {
+      await nc.close();
+    }
+  });
+});
+
+const NATS_SERVER = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find((file) => existsSync(file));
+
+describeWith(NATS_SERVER !== undefined)('change subscriptions: a private NATS server restarted during a run (nats-server on this machine)', function () {
+  this.timeout(90_000);
+  let app: TestApp;
+  let admin: string;
+  let delivery: SubscriptionDelivery;
+  let server: ChildProcess | undefined;
+  const store = mkdtempSync(path.join(tmpdir(), 'cinv-nats-'));
+  let port = 0;
+
+  const startNats = async () => {
+    server = spawn(NATS_SERVER!, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', store], { stdio: 'ignore' });
+    for (let i = 0; i < 100 && !listening(`nats://127.0.0.1:${port}`, 4222); i++) await sleep(50);
+  };
+  const stopNats = async () => {
+    const stopping = new Promise((resolve) => server!.once('exit', resolve));
+    server!.kill('SIGKILL');
+    await stopping;
+  };
+
+  before(async () => {
+    await resetDatabase((await testDatabase()).sql);
+    app = await startTestApp({ webhookTimeoutMs: 1500 });
+    admin = await createKey(app.sql, 'adm');
+    delivery = new SubscriptionDelivery(app.context);
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    await startNats();
+    const nc = await connect({ servers: `127.0.0.1:${port}` });
+    await (await jetstreamManager(nc)).streams.add({ name: 'RESTARTED', subjects: ['cinv.restarted'], duplicate_window: 120_000_000_000 });
+    await nc.close();
+  });
+  after(async () => {
+    await delivery.stop();
+    await app.close();
+    if (server && server.exitCode === null) await stopNats();
+    rmSync(store, { recursive: true, force: true });
+  });
+
+  it('retries what failed while the server was down and delivers everything once it is back, none twice in the stream', async () => {
+    const deliver = async () => {
+      await delivery.tick();
+      await delivery.settle();
+    };
+    const made = await app.request('POST', '/api/v1/subscriptions', {
+      key: admin,
+      body: { name: 'restarted', sink: { type: 'nats', url: `nats://127.0.0.1:${port}`, subject: 'cinv.restarted' } },
+    });
+    expect(made.status, made.text).to.equal(201);
+    await ingest(app.sql, [buildPod({ name: 'before-restart' })], { source: 'sub-restart' });
+    await deliver();
+    await stopNats();
+    await ingest(app.sql, [buildPod({ name: 'while-down' })], { source: 'sub-restart' });
+    await deliver();
+    let log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items;
+    expect(log.map((d: { status: string }) => d.status)).to.deep.equal(['pending', 'delivered']);
+    expect(log[0].error).to.match(/^NATS: /);
+
+    await startNats();
+    await ingest(app.sql, [buildPod({ name: 'after-restart' })], { source: 'sub-restart' });
+    for (let i = 0; i < 20; i++) {
+      await app.sql`update subscription_deliveries set next_attempt_at = now() - interval '1 hour' where status = 'pending'`;
+      await deliver();
+      log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items;
+      if (log.length === 3 && log.every((d: { status: string }) => d.status === 'delivered')) break;
+      await sleep(250);
+    }
+    expect(log.map((d: { sequence: number; status: string }) => [d.sequence, d.status])).to.deep.equal([[3, 'delivered'], [2, 'delivered'], [1, 'delivered']]);
+    const nc = await connect({ servers: `127.0.0.1:${port}` });
+    try {
+      const jsm = await jetstreamManager(nc);
+      expect((await jsm.streams.info('RESTARTED')).state.messages).to.equal(3);
+      const names: string[] = [];
+      for (let seq = 1; seq <= 3; seq++) {
+        const message = await jsm.streams.getMessage('RESTARTED', { seq });
+        names.push(...JSON.parse(new TextDecoder().decode(message!.data)).data.records.map((r: { ci_name: string }) => r.ci_name));
+      }
+      expect(names).to.deep.equal(['before-restart', 'while-down', 'after-restart']);
     } finally {
       await nc.close();
     }
