@@ -3,7 +3,11 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
 import { CollectionWorker } from '../../src/collectors/runs/worker.js';
+import { SubscriptionDelivery } from '../../src/subscriptions/delivery.js';
 import { packagePath } from '../../src/paths.js';
 import { buildWebInterface } from '../../src/ui/build.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
@@ -612,6 +616,63 @@ describeWith(existsSync(CHROMIUM))(
       expect(places).to.equal(1);
       await bounded.page.getByRole('group', { name: 'Data it may see' }).getByLabel(/· west$/).waitFor();
       await bounded.context.close();
+    });
+
+    it('creates a webhook subscription with a filter and the secret shown once, tests it, and redelivers from its delivery log', async () => {
+      const received: { headers: Record<string, string>; body: string }[] = [];
+      const receiver = createServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (chunk: Buffer) => chunks.push(chunk));
+        req.on('end', () => {
+          received.push({ headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8') });
+          res.end();
+        });
+      });
+      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+      const delivery = new SubscriptionDelivery(app.context);
+      try {
+        const { context, page } = await signedIn(admin, '/admin/subscriptions');
+        await page.getByRole('form', { name: 'Add a filter' }).getByLabel('Field').selectOption('change_type');
+        await page.getByRole('form', { name: 'Add a filter' }).getByLabel('Value').fill('UPDATED');
+        await page.getByRole('form', { name: 'Add a filter' }).getByRole('button', { name: /add/i }).click();
+        await page.getByLabel('Name', { exact: true }).fill('alerting');
+        await page.getByLabel('Webhook URL').fill(`http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`);
+        await page.getByRole('button', { name: 'Create subscription' }).click();
+        const secret = await page.getByTestId('secret').innerText();
+        expect(secret).to.match(/^whsec_/);
+        await checkView(page, 'admin-subscriptions');
+        await page.getByRole('button', { name: 'Done' }).click();
+        const row = page.getByRole('table', { name: 'Subscriptions' }).getByRole('row', { name: /alerting/ });
+        await row.getByText('change_type:eq:UPDATED').waitFor();
+        await page.getByRole('button', { name: 'Send a test message to alerting' }).click();
+        await page.getByRole('status').getByText(/Delivered \(200/).waitFor();
+        expect(new Webhook(secret).verify(received[0]!.body, received[0]!.headers)).to.deep.include({ type: 'cinv.test' });
+
+        const [ci] = (await app.get('/api/v1/configuration-items?limit=1', admin)).body.items as { ci_id: string; name: string }[];
+        await app.sql`update configuration_items set raw_data = jsonb_set(raw_data, '{metadata,labels,ui}', '"subscribed"'), updated_at = now() where ci_id = ${ci!.ci_id}`;
+        await app.sql`
+          insert into change_records (tenant_id, ci_id, source_id, scope_id, ci_name, ci_type, change_type, changed_at, changes, changed_fields)
+          select tenant_id, ci_id, source_id, scope_id, name, ci_type, 'UPDATED', now(),
+                 '[{"field": "raw_data.metadata.labels.ui", "old_value": null, "new_value": "subscribed"}]', '{raw_data.metadata.labels.ui}'
+          from configuration_items where ci_id = ${ci!.ci_id}`;
+        await delivery.tick();
+        await delivery.settle();
+        await page.getByRole('link', { name: 'alerting' }).click();
+        await page.waitForURL(/\/ui\/admin\/subscriptions\/[0-9a-f-]{36}$/);
+        const log = page.getByRole('table', { name: 'Deliveries' });
+        await log.getByRole('cell', { name: '#1' }).waitFor();
+        await log.getByRole('cell', { name: 'delivered' }).waitFor();
+        await checkView(page, 'admin-subscription-deliveries');
+        await page.getByRole('button', { name: 'Redeliver batch 1' }).click();
+        await log.getByRole('cell', { name: 'pending' }).waitFor();
+        await delivery.tick();
+        await delivery.settle();
+        expect(received.filter((r) => JSON.parse(r.body).type === 'cinv.changes').map((r) => r.headers['webhook-id'])).to.have.length(2);
+        await context.close();
+      } finally {
+        await delivery.stop();
+        await new Promise<void>((resolve) => receiver.close(() => resolve()));
+      }
     });
 
     it('creates a token for a token-only user with the secret shown once, and revokes it', async () => {

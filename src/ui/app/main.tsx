@@ -70,7 +70,7 @@ function Navigation({ me, current }: { me: Me; current: string }) {
     ['changes', 'Changes', can(me, 'changes:read')],
     ['stats', 'Statistics', can(me, 'changes:read')],
     ['sources', 'Sources', can(me, 'sources:read') || can(me, 'collectors:read')],
-    ['admin', 'Administration', can(me, 'api_keys:read') || can(me, 'users:read') || can(me, 'audit:read') || me.kind === 'user'],
+    ['admin', 'Administration', can(me, 'api_keys:read') || can(me, 'users:read') || can(me, 'audit:read') || can(me, 'subscriptions:read') || me.kind === 'user'],
   ];
   return (
     <nav aria-label="Views">

@@ -4,6 +4,7 @@ import { Link } from '../../lib/router';
 import { Empty } from '../../components/states';
 import { Audit } from './audit';
 import { Keys } from './keys';
+import { SubscriptionDeliveries, Subscriptions } from './subscriptions';
 import { Teams } from './teams';
 import { Tokens } from './tokens';
 import { Users, UserTokens } from './users';
@@ -13,6 +14,7 @@ function tabsFor(me: Me): [string, string][] {
   if (can(me, 'api_keys:read')) tabs.push(['keys', 'API keys']);
   if (can(me, 'users:read')) tabs.push(['users', 'Users'], ['teams', 'Teams']);
   if (me.kind === 'user') tabs.push(['tokens', 'My tokens']);
+  if (can(me, 'subscriptions:read')) tabs.push(['subscriptions', 'Subscriptions']);
   if (can(me, 'audit:read')) tabs.push(['audit', 'Audit log']);
   return tabs;
 }
@@ -41,6 +43,8 @@ export default function Admin({ me, place }: ViewProps) {
       {tab === 'users' && !segments[3] ? <Users me={me} /> : null}
       {tab === 'teams' ? <Teams me={me} /> : null}
       {tab === 'tokens' ? <Tokens base="/api/v1/tokens" title="My tokens" mayWrite /> : null}
+      {tab === 'subscriptions' && segments[3] ? <SubscriptionDeliveries id={segments[3]} me={me} /> : null}
+      {tab === 'subscriptions' && !segments[3] ? <Subscriptions me={me} /> : null}
       {tab === 'audit' ? <Audit params={place.params} /> : null}
     </section>
   );
