@@ -27,33 +27,56 @@ export interface FeedEntry {
 }
 
 /**
+ * The next `scan` records after `after` in feed order: the feed's places from `after` on, and the
+ * records of each place's transaction (after `after.id` in its own). `json`: each record as the API
+ * shows it (ChangeRecord), written as JSON text by the database, for callers that pass it on as it is.
+ */
+function scanned(sql: Sql, principal: Principal, criteria: HistoryFilter, after: FeedPlace, scan: number, json: boolean) {
+  const content = json
+    ? sql`case when ${historyConditions(sql, principal, criteria)} then json_build_object(
+          'id', cr.id::text, 'ci_id', cr.ci_id, 'ci_name', cr.ci_name, 'ci_namespace', cr.ci_namespace, 'ci_type', cr.ci_type,
+          'changed_at', to_char(cr.changed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'change_type', cr.change_type,
+          'changes', (select coalesce(json_agg(json_build_object('field', c -> 'field', 'old_value', coalesce(c -> 'old_value', 'null'::jsonb),
+                                                                 'new_value', coalesce(c -> 'new_value', 'null'::jsonb))), '[]')
+                      from jsonb_array_elements(cr.changes) c))::text end as json`
+    : sql`${historyConditions(sql, principal, criteria)} as selected, ${recordColumns(sql)}`;
+  return sql`
+    select f.position::text as position, f.committed_at, cr.id::text as record, ${content}
+    from (select position, txid, committed_at from change_feed where position >= ${after.position}::bigint order by position limit ${scan}) f
+    cross join lateral (
+      select cr.id, cr.tenant_id, cr.source_id, cr.scope_id, cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.change_type,
+             cr.changed_at, cr.changes, cr.changed_fields, cr.search_vector
+      from change_records cr
+      where cr.txid = f.txid and (f.position > ${after.position}::bigint or cr.id > ${after.id}::bigint)
+      order by cr.id limit ${scan}
+    ) cr
+    order by f.position, cr.id
+    limit ${scan}`;
+}
+
+/**
  * The next `scan` records after `after` in feed order, each with whether the principal may see it
  * and the criteria select it (only those carry their content). The caller's place moves over the
  * records left out too, so the cost of a read is bounded however few of them match.
  */
 export async function scanFeed(sql: Sql, principal: Principal, criteria: HistoryFilter, after: FeedPlace, scan: number): Promise<FeedEntry[]> {
   const rows = await sql<(ChangeRow & { position: string; record: string; selected: boolean; committed_at: Date })[]>`
-    with scanned as (
-      select f.position, f.committed_at, r.id, r.changed_at
-      from (select position, txid, committed_at from change_feed where position >= ${after.position}::bigint order by position limit ${scan}) f
-      cross join lateral (
-        select cr.id, cr.changed_at from change_records cr
-        where cr.txid = f.txid and (f.position > ${after.position}::bigint or cr.id > ${after.id}::bigint)
-        order by cr.id limit ${scan}
-      ) r
-      order by f.position, r.id
-      limit ${scan}
-    )
-    select x.position, x.record, x.selected, x.committed_at, x.id, x.ci_id, x.ci_name, x.ci_namespace, x.ci_type, x.changed_at, x.change_type,
-           case when x.selected then x.changes end as changes
-    from (
-      select s.position::text as position, s.id::text as record, s.committed_at, ${historyConditions(sql, principal, criteria)} as selected, ${recordColumns(sql)}
-      from scanned s join change_records cr on cr.id = s.id and cr.changed_at = s.changed_at
-    ) x
-    order by x.position::bigint, x.record::bigint`;
+    ${scanned(sql, principal, criteria, after, scan, false)}`;
   return rows.map(({ position, record, selected, committed_at, id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes }) => ({
     place: { position, id: record },
     committedAt: committed_at,
     record: selected ? { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes } : undefined,
   }));
+}
+
+/** As scanFeed, each selected record as the JSON text of a ChangeRecord. */
+export async function scanFeedJson(
+  sql: Sql,
+  principal: Principal,
+  criteria: HistoryFilter,
+  after: FeedPlace,
+  scan: number,
+): Promise<{ place: FeedPlace; committedAt: Date; json: string | null }[]> {
+  const rows = await sql<{ position: string; record: string; committed_at: Date; json: string | null }[]>`${scanned(sql, principal, criteria, after, scan, true)}`;
+  return rows.map((row) => ({ place: { position: row.position, id: row.record }, committedAt: row.committed_at, json: row.json }));
 }

@@ -3,12 +3,11 @@ import { hostname } from 'node:os';
 import { uuidv7 } from 'uuidv7';
 import { can, type Principal } from '../auth/principal.js';
 import { feedCriteria } from '../changes/feed.js';
-import { presentChange } from '../changes/presenter.js';
 import type { AppContext } from '../context.js';
-import { scanFeed } from '../history/feed.js';
+import { scanFeedJson } from '../history/feed.js';
 import { subscriptionDeadLetters, subscriptionDeliveries, subscriptionDeliveryLag } from '../observability/metrics.js';
 import { allowedHostsOf, ownerPrincipal, subscriptionOf, targetOf } from './service.js';
-import { NatsConnections, send, type SendResult } from './sinks.js';
+import { NatsConnections, send, type SendResult, type Target } from './sinks.js';
 import {
   cutBatch,
   leaseSubscription,
@@ -56,6 +55,8 @@ export class SubscriptionDelivery {
   private ticking = false;
   private stopped = false;
   private trimmedAt = 0;
+  /** Each subscription's decrypted target, as of its row's last change (a rotation's overlap ending changes it too). */
+  private readonly targets = new Map<string, { version: string; target: Promise<Target> }>();
 
   constructor(private readonly app: AppContext) {}
 
@@ -141,15 +142,15 @@ export class SubscriptionDelivery {
     const { subscriptionBatchRecords: most, subscriptionBatchBytes: bytes } = this.app.config;
     const scan = Math.min(5000, Math.max(500, 4 * most));
     const criteria = feedCriteria({ filter: row.filters, search: row.search ?? undefined });
-    const entries = await scanFeed(this.app.sql, owner, criteria, { position: row.feed_position, id: row.feed_record }, scan);
+    const entries = await scanFeedJson(this.app.sql, owner, criteria, { position: row.feed_position, id: row.feed_record }, scan);
     if (entries.length === 0) return undefined;
     const records: string[] = [];
     let size = 0;
     let next = entries[0]!.place;
     let committedAt: Date | undefined;
     for (const entry of entries) {
-      if (entry.record) {
-        const json = JSON.stringify(presentChange(entry.record));
+      if (entry.json !== null) {
+        const json = entry.json;
         if (records.length > 0 && (records.length === most || size + json.length > bytes)) break;
         records.push(json);
         size += json.length + 1;
@@ -181,7 +182,7 @@ export class SubscriptionDelivery {
     const sink = row.sink.type;
     let result: SendResult;
     try {
-      const target = await targetOf(this.app, row);
+      const target = await this.targetFor(row);
       result = await send(target, { messageId: delivery.message_id, body: delivery.body }, this.sendOptions(), this.nats);
     } catch (error) {
       result = { ok: false, status: null, ms: 0, error: (error as Error).message, gone: false };
@@ -213,6 +214,17 @@ export class SubscriptionDelivery {
     await recordAttempt(this.app.sql, delivery.id, { ...outcome, status: 'pending', nextAttemptAt: retryAt });
     subscriptionDeliveries.inc({ sink, outcome: 'failed' });
     return false;
+  }
+
+  private targetFor(row: SubscriptionRow): Promise<Target> {
+    const rotating = row.previous_until !== null && row.previous_until > this.app.now();
+    const version = `${row.updated_at.toISOString()}|${rotating}`;
+    const known = this.targets.get(row.id);
+    if (known?.version === version) return known.target;
+    const target = targetOf(this.app, row);
+    target.catch(() => this.targets.delete(row.id));
+    this.targets.set(row.id, { version, target });
+    return target;
   }
 
   private sendOptions() {

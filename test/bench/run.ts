@@ -21,6 +21,7 @@ import { benchReconcile } from './reconcile.js';
 import { benchOutage, benchOverload } from './resilience.js';
 import { benchSearch, benchStats } from './search.js';
 import { benchSoak } from './soak.js';
+import { benchSubscriptions } from './subscriptions.js';
 import { benchUi } from './ui.js';
 
 type Bench = (size?: number, second?: number) => Promise<Figure[] | void>;
@@ -47,6 +48,7 @@ const extra: Record<string, Bench> = {
   'history-scale': (size, second) => benchHistoryScale(size, second),
   'as-of': (size) => benchAsOf(size),
   graph: (size) => benchGraph(size),
+  subscriptions: (size) => benchSubscriptions(size),
 };
 
 const [name, sizeText, secondText] = process.argv.slice(2);

@@ -137,6 +137,9 @@ describe('change subscriptions: webhooks', function () {
     expect(batch!.data.subscription_id).to.equal(made.body.id);
     expect(batch!.data.sequence).to.equal(1);
     expect(batch!.data.records.map((r) => r.ci_name)).to.deep.equal(['sub-pod-1']);
+    // each record exactly as GET /changes shows it
+    const listed = await app.get(`/api/v1/changes?filter=ci_id:eq:${batch!.data.records[0]!.ci_id}`, admin);
+    expect(batch!.data.records).to.deep.equal(listed.body.items);
     // nothing new: nothing sent
     await deliver();
     expect(receiver.received).to.have.length(1);
