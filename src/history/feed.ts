@@ -47,7 +47,8 @@ function scanned(sql: Sql, principal: Principal, criteria: HistoryFilter, after:
       select cr.id, cr.tenant_id, cr.source_id, cr.scope_id, cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.change_type,
              cr.changed_at, cr.changes, cr.changed_fields, cr.search_vector
       from change_records cr
-      where cr.txid = f.txid and (f.position > ${after.position}::bigint or cr.id > ${after.id}::bigint)
+      -- one bound per place, so that a transaction of many records is read from the cursor on along the (txid, id) index
+      where cr.txid = f.txid and cr.id > (case when f.position = ${after.position}::bigint then ${after.id}::bigint else 0 end)
       order by cr.id limit ${scan}
     ) cr
     order by f.position, cr.id

@@ -140,7 +140,8 @@ export class SubscriptionDelivery {
   /** Cuts the next batch from the feed, as the owner reads it now. */
   private async nextBatch(row: SubscriptionRow, owner: Principal): Promise<DeliveryRow | 'skipped' | undefined> {
     const { subscriptionBatchRecords: most, subscriptionBatchBytes: bytes } = this.app.config;
-    const scan = Math.min(5000, Math.max(500, 4 * most));
+    // one batch's worth: what is scanned and selected beyond the batch would be written out for nothing
+    const scan = most;
     const criteria = feedCriteria({ filter: row.filters, search: row.search ?? undefined });
     const entries = await scanFeedJson(this.app.sql, owner, criteria, { position: row.feed_position, id: row.feed_record }, scan);
     if (entries.length === 0) return undefined;

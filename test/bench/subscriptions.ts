@@ -144,13 +144,14 @@ export async function benchSubscriptions(pods = LARGE_CLUSTER.pods): Promise<Fig
       const down = receivers[WEBHOOKS]!;
       down.answer(503);
       const outage = await create('outage', { type: 'webhook', url: down.url });
-      for (let from = 0; from < BACKLOG; from += 100_000) {
+      // in transactions of a thousand, as the write path commits its batches
+      for (let from = 0; from < BACKLOG; from += 1000) {
         await sql`
           insert into change_records (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields)
           select ${DEFAULT_TENANT_ID}, md5('backlog' || (g % 50000))::uuid, ${source.id}, 'prod', 'pod-' || (g % 50000), 'ns-' || (g % 400), 'k8s.pod', 'UPDATED', now(),
                  jsonb_build_array(jsonb_build_object('field', 'raw_data.status.phase', 'old_value', 'Running', 'new_value', 'Pending')),
                  array['raw_data.status.phase']
-          from generate_series(${from}::int, ${from + 99_999}::int) g`;
+          from generate_series(${from}::int, ${from + 999}::int) g`;
       }
       // the one down has failed its first batch and waits to retry
       await sleep(2000);
