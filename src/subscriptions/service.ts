@@ -25,6 +25,7 @@ import {
   type DeliveryRow,
   type StoredSink,
   type SubscriptionRow,
+  type SubscriptionSettings,
 } from './store.js';
 
 export type { DeliveryRow, SubscriptionRow } from './store.js';
@@ -111,6 +112,18 @@ function checkedCriteria(input: SubscriptionInput): { filters: string[]; search:
   return { filters, search: input.search ?? null };
 }
 
+/** What a POST or PUT stores: the principal as owner, the checked sink and criteria, the sealed secrets. */
+function settingsOf(
+  app: AppContext,
+  principal: Principal,
+  input: SubscriptionInput,
+  sink: StoredSink,
+  criteria: { filters: string[]; search: string | null },
+  sealed: Sealed,
+): SubscriptionSettings {
+  return { name: input.name, owner: ownerOf(principal), sink, ...criteria, enabled: input.enabled ?? true, sealed, now: app.now() };
+}
+
 function mayRead(principal: Principal): void {
   if (!can(principal, 'changes', 'read')) {
     throw forbidden('A subscription delivers change records with its owner\'s rights: the owner needs changes:read', { permission: 'changes:read' });
@@ -143,14 +156,8 @@ export async function createSubscription(app: AppContext, ctx: Context, principa
     const row = await insertSubscription(tx, {
       id,
       tenantId: principal.tenantId,
-      name: input.name,
-      owner: ownerOf(principal),
-      sink: sink.stored,
-      ...criteria,
-      enabled: input.enabled ?? true,
-      sealed,
+      ...settingsOf(app, principal, input, sink.stored, criteria, sealed),
       feed: await feedEnd(tx),
-      now: app.now(),
     });
     if (!row) throw conflict(`A subscription named "${input.name}" exists already`, { name: input.name });
     await auditChange(tx, app.audit, ctx, principal, 'subscription.created', { type: 'subscription', id, name: input.name }, { sink: sink.stored.type });
@@ -175,15 +182,7 @@ export async function replaceSubscription(app: AppContext, ctx: Context, princip
     const sealed = await seal(tx, keys, principal.tenantId, id, 'current', { secret, headers: sink.headers });
     let row: SubscriptionRow | undefined;
     try {
-      row = await updateSubscription(tx, principal.tenantId, id, {
-        name: input.name,
-        owner: ownerOf(principal),
-        sink: sink.stored,
-        ...criteria,
-        enabled: input.enabled ?? true,
-        sealed,
-        now: app.now(),
-      });
+      row = await updateSubscription(tx, principal.tenantId, id, settingsOf(app, principal, input, sink.stored, criteria, sealed));
     } catch (error) {
       if ((error as { code?: string }).code === '23505') throw conflict(`A subscription named "${input.name}" exists already`, { name: input.name });
       throw error;

@@ -39,9 +39,8 @@ const COLUMNS = `id, tenant_id, name, owner_kind, owner_id, owner_name, sink, fi
   secret_key_version, secret_nonce, secret_ciphertext, previous_key_version, previous_nonce, previous_ciphertext, previous_until,
   feed_position::text as feed_position, feed_record::text as feed_record, next_sequence::text as next_sequence, created_at, updated_at`;
 
-export interface NewSubscription {
-  id: string;
-  tenantId: string;
+/** What a subscription's owner sets (POST and PUT alike), as stored. */
+export interface SubscriptionSettings {
   name: string;
   owner: { kind: 'api_key' | 'user'; id: string; name: string };
   sink: StoredSink;
@@ -49,9 +48,14 @@ export interface NewSubscription {
   search: string | null;
   enabled: boolean;
   sealed: Sealed;
+  now: Date;
+}
+
+export interface NewSubscription extends SubscriptionSettings {
+  id: string;
+  tenantId: string;
   /** The feed's end when created: a subscription delivers what commits from then on. */
   feed: { position: string; id: string };
-  now: Date;
 }
 
 export async function insertSubscription(sql: Queryable, s: NewSubscription): Promise<SubscriptionRow | undefined> {
@@ -79,19 +83,8 @@ export function listSubscriptions(sql: Queryable, tenantId: string): Promise<Sub
   return sql.unsafe<SubscriptionRow[]>(`select ${COLUMNS} from subscriptions where tenant_id = $1 order by name, id`, [tenantId]) as unknown as Promise<SubscriptionRow[]>;
 }
 
-export interface SubscriptionChange {
-  name: string;
-  owner: { kind: 'api_key' | 'user'; id: string; name: string };
-  sink: StoredSink;
-  filters: string[];
-  search: string | null;
-  enabled: boolean;
-  sealed: Sealed;
-  now: Date;
-}
-
 /** Replaces what a PUT replaces; a subscription enabled again after a 410 or a pause starts as active. */
-export async function updateSubscription(sql: Queryable, tenantId: string, id: string, c: SubscriptionChange): Promise<SubscriptionRow | undefined> {
+export async function updateSubscription(sql: Queryable, tenantId: string, id: string, c: SubscriptionSettings): Promise<SubscriptionRow | undefined> {
   const [row] = await sql.unsafe<SubscriptionRow[]>(
     `update subscriptions set name = $3, owner_kind = $4, owner_id = $5, owner_name = $6, sink = $7::text::jsonb, filters = $8::text[], search = $9,
             enabled = $10, secret_key_version = $11, secret_nonce = $12, secret_ciphertext = $13, updated_at = $14,

@@ -26,8 +26,8 @@ export function CreateForm({ label, submit, onSubmit, children }: { label: strin
   );
 }
 
-/** Revokes after a second click, so a stray click revokes nothing. */
-export function RevokeButton({ label, path, done }: { label: string; path: string; done: () => void }) {
+/** Revokes (or deletes: `verb`) after a second click, so a stray click removes nothing. */
+export function RevokeButton({ label, path, done, verb = 'Revoke' }: { label: string; path: string; done: () => void; verb?: string }) {
   const [armed, setArmed] = useState(false);
   const action = useAction();
   return (
@@ -48,7 +48,7 @@ export function RevokeButton({ label, path, done }: { label: string; path: strin
           });
         }}
       >
-        {armed ? 'Confirm revoke' : 'Revoke'}
+        {armed ? `Confirm ${verb.toLowerCase()}` : verb}
       </button>
       {action.error ? <ErrorBox error={action.error} /> : null}
     </>

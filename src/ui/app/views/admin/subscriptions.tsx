@@ -6,7 +6,7 @@ import { DataTable } from '../../components/data-table';
 import { FilterBuilder } from '../../components/filter-builder';
 import { SelectField, TextField } from '../../components/fields';
 import { Empty, ErrorBox, Secret, Show, useAction, useLoad } from '../../components/states';
-import { CreateForm } from './controls';
+import { CreateForm, RevokeButton } from './controls';
 
 interface Subscription {
   id: string;
@@ -134,7 +134,7 @@ function SubscriptionsTable({ items, changed }: { items: Subscription[]; changed
           cell: (s) => (
             <>
               <TestButton subscription={s} />
-              <DeleteButton subscription={s} done={changed} />
+              <RevokeButton label={`Delete ${s.name}`} verb="Delete" path={`/api/v1/subscriptions/${s.id}`} done={changed} />
             </>
           ),
         },
@@ -165,31 +165,6 @@ function TestButton({ subscription }: { subscription: Subscription }) {
         Test
       </button>
       {result ? <span role="status"> {result}</span> : null}
-      {action.error ? <ErrorBox error={action.error} /> : null}
-    </>
-  );
-}
-
-function DeleteButton({ subscription, done }: { subscription: Subscription; done: () => void }) {
-  const [armed, setArmed] = useState(false);
-  const action = useAction();
-  return (
-    <>
-      <button
-        type="button"
-        class={armed ? 'danger' : ''}
-        aria-label={armed ? `Confirm: delete ${subscription.name}` : `Delete ${subscription.name}`}
-        disabled={action.busy}
-        onClick={() => {
-          if (!armed) return setArmed(true);
-          void action.run(async () => {
-            await api(`/api/v1/subscriptions/${subscription.id}`, { method: 'DELETE' });
-            done();
-          });
-        }}
-      >
-        {armed ? 'Confirm delete' : 'Delete'}
-      </button>
       {action.error ? <ErrorBox error={action.error} /> : null}
     </>
   );
