@@ -2,6 +2,7 @@ import type { Sql } from 'postgres';
 import type { Queryable } from '../db/database.js';
 import type { Principal } from '../auth/principal.js';
 import { historyConditions, recordColumns, type ChangeRow, type HistoryFilter } from './store.js';
+import { EXACT_TIME_FORMAT } from '../query/exact-time.js';
 
 /**
  * A place in the change feed: the position of a committed transaction (sql/0025) and the id of the
@@ -31,15 +32,11 @@ export interface FeedEntry {
  * records of each place's transaction (after `after.id` in its own). `json`: each record as the API
  * shows it (ChangeRecord), written as JSON text by the database, for callers that pass it on as it is.
  */
-function scanned(sql: Sql, principal: Principal, criteria: HistoryFilter, after: FeedPlace, scan: number, json: boolean) {
-  const content = json
-    ? sql`case when ${historyConditions(sql, principal, criteria)} then json_build_object(
-          'id', cr.id::text, 'ci_id', cr.ci_id, 'ci_name', cr.ci_name, 'ci_namespace', cr.ci_namespace, 'ci_type', cr.ci_type,
-          'changed_at', to_char(cr.changed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'change_type', cr.change_type,
-          'changes', (select coalesce(json_agg(json_build_object('field', c -> 'field', 'old_value', coalesce(c -> 'old_value', 'null'::jsonb),
-                                                                 'new_value', coalesce(c -> 'new_value', 'null'::jsonb))), '[]')
-                      from jsonb_array_elements(cr.changes) c))::text end as json`
-    : sql`${historyConditions(sql, principal, criteria)} as selected, ${recordColumns(sql)}`;
+function scanned(sql: Sql, principal: Principal, criteria: HistoryFilter, after: FeedPlace, scan: number, shape: 'rows' | 'selection') {
+  const content =
+    shape === 'selection'
+      ? sql`${historyConditions(sql, principal, criteria)} as selected, to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME_FORMAT}) as at`
+      : sql`${historyConditions(sql, principal, criteria)} as selected, ${recordColumns(sql)}`;
   return sql`
     select f.position::text as position, f.committed_at, cr.id::text as record, ${content}
     from (select position, txid, committed_at from change_feed where position >= ${after.position}::bigint order by position limit ${scan}) f
@@ -62,7 +59,7 @@ function scanned(sql: Sql, principal: Principal, criteria: HistoryFilter, after:
  */
 export async function scanFeed(sql: Sql, principal: Principal, criteria: HistoryFilter, after: FeedPlace, scan: number): Promise<FeedEntry[]> {
   const rows = await sql<(ChangeRow & { position: string; record: string; selected: boolean; committed_at: Date })[]>`
-    ${scanned(sql, principal, criteria, after, scan, false)}`;
+    ${scanned(sql, principal, criteria, after, scan, 'rows')}`;
   return rows.map(({ position, record, selected, committed_at, id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes }) => ({
     place: { position, id: record },
     committedAt: committed_at,
@@ -70,14 +67,33 @@ export async function scanFeed(sql: Sql, principal: Principal, criteria: History
   }));
 }
 
-/** As scanFeed, each selected record as the JSON text of a ChangeRecord. */
-export async function scanFeedJson(
+/** As scanFeed, without the records' content: whether each is selected, and its time (exact) to find it by. */
+export async function scanFeedSelection(
   sql: Sql,
   principal: Principal,
   criteria: HistoryFilter,
   after: FeedPlace,
   scan: number,
-): Promise<{ place: FeedPlace; committedAt: Date; json: string | null }[]> {
-  const rows = await sql<{ position: string; record: string; committed_at: Date; json: string | null }[]>`${scanned(sql, principal, criteria, after, scan, true)}`;
-  return rows.map((row) => ({ place: { position: row.position, id: row.record }, committedAt: row.committed_at, json: row.json }));
+): Promise<{ place: FeedPlace; committedAt: Date; selected: boolean; at: string }[]> {
+  const rows = await sql<{ position: string; record: string; committed_at: Date; selected: boolean; at: string }[]>`
+    ${scanned(sql, principal, criteria, after, scan, 'selection')}`;
+  return rows.map((row) => ({ place: { position: row.position, id: row.record }, committedAt: row.committed_at, selected: row.selected, at: row.at }));
+}
+
+/**
+ * Records as the API shows them (ChangeRecord), each as JSON text written by the database, by id
+ * and exact time: for callers that pass them on as they are.
+ */
+export async function recordsAsJson(sql: Sql, records: readonly { id: string; at: string }[]): Promise<Map<string, string>> {
+  if (records.length === 0) return new Map();
+  const rows = await sql<{ id: string; json: string }[]>`
+    select cr.id::text as id, json_build_object(
+             'id', cr.id::text, 'ci_id', cr.ci_id, 'ci_name', cr.ci_name, 'ci_namespace', cr.ci_namespace, 'ci_type', cr.ci_type,
+             'changed_at', to_char(cr.changed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'change_type', cr.change_type,
+             'changes', (select coalesce(json_agg(json_build_object('field', c -> 'field', 'old_value', coalesce(c -> 'old_value', 'null'::jsonb),
+                                                                    'new_value', coalesce(c -> 'new_value', 'null'::jsonb))), '[]')
+                         from jsonb_array_elements(cr.changes) c))::text as json
+    from unnest(${records.map((r) => r.id)}::bigint[], ${records.map((r) => r.at)}::text[]) as u(id, at)
+    join change_records cr on cr.id = u.id and cr.changed_at = u.at::timestamptz`;
+  return new Map(rows.map((row) => [row.id, row.json]));
 }

@@ -4,7 +4,7 @@ import { uuidv7 } from 'uuidv7';
 import { can, type Principal } from '../auth/principal.js';
 import { feedCriteria } from '../changes/feed.js';
 import type { AppContext } from '../context.js';
-import { scanFeedJson } from '../history/feed.js';
+import { recordsAsJson, scanFeedSelection } from '../history/feed.js';
 import { subscriptionDeadLetters, subscriptionDeliveries, subscriptionDeliveryLag } from '../observability/metrics.js';
 import { allowedHostsOf, ownerPrincipal, subscriptionOf, targetOf } from './service.js';
 import { NatsConnections, send, type SendResult, type Target } from './sinks.js';
@@ -28,6 +28,8 @@ const FIRST_RETRY_MS = 1_000;
 /** Delivered batches stay in the log (and redeliverable) this long. */
 export const DELIVERED_KEPT_MS = 7 * 86_400_000;
 const TRIM_EVERY_MS = 600_000;
+/** Records' texts kept for the other subscriptions: a few batches of each of them. */
+const KEPT_TEXTS = 50_000;
 const LONGEST_RETRY_MS = 3_600_000;
 
 /** Exponential backoff with jitter: about 1 s, 2 s, 4 s … up to an hour, each between half and all of it. */
@@ -55,6 +57,8 @@ export class SubscriptionDelivery {
   private ticking = false;
   private stopped = false;
   private trimmedAt = 0;
+  /** Records' JSON texts lately written out, by record id (see jsonOf). */
+  private readonly texts = new Map<string, string>();
   /** Each subscription's decrypted target, as of its row's last change (a rotation's overlap ending changes it too). */
   private readonly targets = new Map<string, { version: string; target: Promise<Target> }>();
 
@@ -116,8 +120,8 @@ export class SubscriptionDelivery {
   }
 
   /** One thing done for a subscription; true when more may be done at once. */
-  private async step(row: SubscriptionRow): Promise<boolean> {
-    const pending = await oldestPending(this.app.sql, row.id);
+  private async step(row: SubscriptionRow & { pending: boolean }): Promise<boolean> {
+    const pending = row.pending ? await oldestPending(this.app.sql, row.id) : undefined;
     if (pending) {
       if (pending.next_attempt_at && pending.next_attempt_at > this.app.now()) return false;
       return this.attempt(row, pending);
@@ -143,15 +147,16 @@ export class SubscriptionDelivery {
     // one batch's worth: what is scanned and selected beyond the batch would be written out for nothing
     const scan = most;
     const criteria = feedCriteria({ filter: row.filters, search: row.search ?? undefined });
-    const entries = await scanFeedJson(this.app.sql, owner, criteria, { position: row.feed_position, id: row.feed_record }, scan);
+    const entries = await scanFeedSelection(this.app.sql, owner, criteria, { position: row.feed_position, id: row.feed_record }, scan);
     if (entries.length === 0) return undefined;
+    const texts = await this.jsonOf(entries.filter((entry) => entry.selected).map((entry) => ({ id: entry.place.id, at: entry.at })));
     const records: string[] = [];
     let size = 0;
     let next = entries[0]!.place;
     let committedAt: Date | undefined;
     for (const entry of entries) {
-      if (entry.json !== null) {
-        const json = entry.json;
+      const json = entry.selected ? texts.get(entry.place.id) : undefined;
+      if (json !== undefined) {
         if (records.length > 0 && (records.length === most || size + json.length > bytes)) break;
         records.push(json);
         size += json.length + 1;
@@ -215,6 +220,29 @@ export class SubscriptionDelivery {
     await recordAttempt(this.app.sql, delivery.id, { ...outcome, status: 'pending', nextAttemptAt: retryAt });
     subscriptionDeliveries.inc({ sink, outcome: 'failed' });
     return false;
+  }
+
+  /**
+   * The records' JSON, from the texts kept for the subscriptions that read them before (every
+   * subscription reads the same records near the same time: each is written out once).
+   */
+  private async jsonOf(records: { id: string; at: string }[]): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    const missing = records.filter((record) => {
+      const text = this.texts.get(record.id);
+      if (text !== undefined) found.set(record.id, text);
+      return text === undefined;
+    });
+    for (const [id, text] of await recordsAsJson(this.app.sql, missing)) {
+      found.set(id, text);
+      this.texts.set(id, text);
+    }
+    // the oldest go first: Map keeps insertion order
+    for (const id of this.texts.keys()) {
+      if (this.texts.size <= KEPT_TEXTS) break;
+      this.texts.delete(id);
+    }
+    return found;
   }
 
   private targetFor(row: SubscriptionRow): Promise<Target> {

@@ -123,12 +123,16 @@ export async function subscriptionsToDeliver(sql: Sql, owner: string, now: Date)
   return rows.map((row) => row.id);
 }
 
-/** Takes (or renews) a subscription for `owner` until `until`; the row as it is, or undefined when another holds it. */
-export async function leaseSubscription(sql: Sql, id: string, owner: string, now: Date, until: Date): Promise<SubscriptionRow | undefined> {
-  const [row] = await sql.unsafe<SubscriptionRow[]>(
+/**
+ * Takes (or renews) a subscription for `owner` until `until`; the row as it is, with whether a batch
+ * is pending, or undefined when another holds it.
+ */
+export async function leaseSubscription(sql: Sql, id: string, owner: string, now: Date, until: Date): Promise<(SubscriptionRow & { pending: boolean }) | undefined> {
+  const [row] = await sql.unsafe<(SubscriptionRow & { pending: boolean })[]>(
     `update subscriptions set lease_owner = $2, lease_until = $4
      where id = $1 and enabled and (lease_until is null or lease_until < $3 or lease_owner = $2)
-     returning ${COLUMNS}`,
+     returning ${COLUMNS},
+       exists (select 1 from subscription_deliveries d where d.subscription_id = subscriptions.id and d.status = 'pending') as pending`,
     [id, owner, now, until] as never[],
   );
   return row;
@@ -195,27 +199,25 @@ export interface NewBatch {
 }
 
 /**
- * Stores a batch and moves the subscription's place past it, in one transaction, only if nobody
- * moved it meanwhile (a lease taken over): a batch is cut once.
+ * Stores a batch and moves the subscription's place past it, in one statement, only if nobody moved
+ * it meanwhile (a lease taken over): a batch is cut once.
  */
 export async function cutBatch(sql: Sql, batch: NewBatch): Promise<DeliveryRow | undefined> {
-  return sql.begin(async (tx) => {
-    const moved = await tx`
-      update subscriptions set feed_position = ${batch.next.position}::bigint, feed_record = ${batch.next.id}::bigint,
-                               next_sequence = next_sequence + 1
-      where id = ${batch.subscription.id} and feed_position = ${batch.subscription.feed_position}::bigint
-        and feed_record = ${batch.subscription.feed_record}::bigint and next_sequence = ${batch.subscription.next_sequence}::bigint`;
-    if (moved.count === 0) return undefined;
-    const [row] = await tx.unsafe<DeliveryRow[]>(
-      `insert into subscription_deliveries (subscription_id, tenant_id, sequence, message_id, body, records, committed_at, status,
-                                            next_attempt_at, created_at, retry_since)
-       values ($1, $2, $3::bigint, $4, $5, $6, $7, 'pending', $8, $8, $8)
-       returning ${DELIVERY_COLUMNS}`,
-      [batch.subscription.id, batch.subscription.tenant_id, batch.subscription.next_sequence, batch.messageId, batch.body, batch.records,
-        batch.committedAt, batch.now] as never[],
-    );
-    return row;
-  }) as Promise<DeliveryRow | undefined>;
+  const { subscription: row } = batch;
+  const [cut] = await sql.unsafe<DeliveryRow[]>(
+    `with moved as (
+       update subscriptions set feed_position = $1::bigint, feed_record = $2::bigint, next_sequence = next_sequence + 1
+       where id = $3 and feed_position = $4::bigint and feed_record = $5::bigint and next_sequence = $6::bigint
+       returning id, tenant_id, $6::bigint as sequence
+     )
+     insert into subscription_deliveries (subscription_id, tenant_id, sequence, message_id, body, records, committed_at, status,
+                                          next_attempt_at, created_at, retry_since)
+     select id, tenant_id, sequence, $7, $8, $9, $10, 'pending', $11, $11, $11 from moved
+     returning ${DELIVERY_COLUMNS}`,
+    [batch.next.position, batch.next.id, row.id, row.feed_position, row.feed_record, row.next_sequence, batch.messageId, batch.body,
+      batch.records, batch.committedAt, batch.now] as never[],
+  );
+  return cut;
 }
 
 /** Moves the subscription's place over records it does not deliver (none it may read matched). */
