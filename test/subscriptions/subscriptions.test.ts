@@ -245,6 +245,21 @@ describe('change subscriptions: webhooks', function () {
     await app.request('DELETE', `/api/v1/subscriptions/${given.id}`, { key: admin });
   });
 
+  it('keeps a pending batch whose CI is removed for good, and delivers it', async () => {
+    const made = await create({ name: 'removed', sink: { type: 'webhook', url: receiver.url } });
+    receiver.answer = 503;
+    await ingest(app.sql, [buildPod({ name: 'short-lived' })], { source: 'sub-removed' });
+    await deliver();
+    const [ci] = await app.sql<{ ci_id: string }[]>`select ci_id from configuration_items where name = 'short-lived'`;
+    await app.sql`delete from configuration_items where ci_id = ${ci!.ci_id}`;
+    receiver.answer = 200;
+    await app.sql`update subscription_deliveries set next_attempt_at = now() - interval '1 hour' where subscription_id = ${made.body.id}`;
+    await deliver();
+    const last = receiver.batches()[receiver.batches().length - 1]!;
+    expect(last.data.records.map((r) => [r.ci_id, r.ci_name])).to.deep.equal([[ci!.ci_id, 'short-lived']]);
+    await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
+  });
+
   it('disables a subscription whose receiver answers 410, and sends its batch first once enabled again', async () => {
     const made = await create({ name: 'gone', sink: { type: 'webhook', url: receiver.url } });
     receiver.answer = 410;
