@@ -34,7 +34,9 @@ begin
     if exists (select 1 from pg_class where relname = t and relnamespace = current_schema()::regnamespace) then
       execute format('alter table %I add column txid xid8', t);
       execute format('alter table %I alter column txid set default pg_current_xact_id()', t);
-      execute format('create index %I on %I (txid, id) where txid is not null', t || '_by_txid', t);
+      -- the swap of sql/0016 gives the new table's indexes their names by dropping a `_next` suffix
+      execute format('create index %I on %I (txid, id) where txid is not null',
+                     case when t = 'change_records' then 'change_records_by_txid' else 'change_records_by_txid_next' end, t);
       execute format('create trigger %I after insert on %I for each statement execute function cinv_feed_mark()', t || '_feed', t);
     end if;
   end loop;

@@ -49,7 +49,7 @@ interface Attempt {
 }
 
 const READS: Permission[] = ['configuration_items:read', 'changes:read', 'relationships:read'];
-const RO_TIER: Permission[] = ['audit:read', 'changes:read', 'collectors:read', 'configuration_items:read', 'relationships:read', 'sources:read'];
+const RO_TIER: Permission[] = ['audit:read', 'changes:read', 'collectors:read', 'configuration_items:read', 'relationships:read', 'sources:read', 'subscriptions:read'];
 const ALL_PERMISSIONS = [...everyPermission()].sort();
 
 describe('grant ceiling: nobody hands out rights they do not hold', () => {
