@@ -339,7 +339,7 @@ describe('change subscriptions: webhooks', function () {
 
 const NATS_URL = process.env.CINV_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 
-describeWith(listening(NATS_URL, 4222))(`change subscriptions: a NATS JetStream sink (the NATS server at ${NATS_URL})`, function () {
+describeWith(listening(NATS_URL, 4222))(`change subscriptions: a NATS JetStream sink (skipped outside CI when no NATS server listens at ${NATS_URL}; under CI=true a missing one fails)`, function () {
   this.timeout(60_000);
   let app: TestApp;
   let admin: string;
@@ -396,7 +396,7 @@ describeWith(listening(NATS_URL, 4222))(`change subscriptions: a NATS JetStream 
 
 const NATS_SERVER = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find((file) => existsSync(file));
 
-describeWith(NATS_SERVER !== undefined)('change subscriptions: a private NATS server restarted during a run (nats-server on this machine)', function () {
+describeWith(NATS_SERVER !== undefined)('change subscriptions: a private NATS server restarted during a run (skipped outside CI when nats-server is not installed; under CI=true a missing one fails)', function () {
   this.timeout(90_000);
   let app: TestApp;
   let admin: string;
