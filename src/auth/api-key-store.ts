@@ -49,16 +49,22 @@ export async function findActiveKey(sql: Queryable, match: { keyHash: Buffer } |
     select k.id, k.tenant_id, k.name, k.tier, k.permissions, k.narrow_permissions, k.narrow_scopes,
            coalesce((select json_agg(json_build_object('sourceId', s.source_id::text, 'scopeId', s.scope_id))
                      from api_key_scopes s where s.api_key_id = k.id), '[]') as scopes,
-           case when u.id is null then null else json_build_object(
-             'id', u.id, 'name', u.name, 'email', u.email, 'superadmin', u.superadmin, 'active', u.deactivated_at is null,
-             'permissions', (${userPermissions(sql, sql`u.id`)}),
-             'scopes', (${userScopes(sql, sql`u.id`)})) end as user
+           case when u.id is null then null else ${userJson(sql)} end as user
     from api_keys k
     left join users u on u.id = k.user_id
     where ${'keyHash' in match ? sql`k.key_hash = ${match.keyHash}` : sql`k.id = ${match.id}`}
       and k.revoked_at is null
       and (k.expires_at is null or k.expires_at > ${now})`;
   return row;
+}
+
+/** The user `u` with its rights as they are now (own and team grants), as a JSON object (ApiKeyRow['user']). */
+export function userJson(sql: Queryable): Fragment {
+  return sql`
+    json_build_object(
+      'id', u.id, 'name', u.name, 'email', u.email, 'superadmin', u.superadmin, 'active', u.deactivated_at is null,
+      'permissions', (${userPermissions(sql, sql`u.id`)}),
+      'scopes', (${userScopes(sql, sql`u.id`)}))`;
 }
 
 /** The permissions a user holds now: its own grants and its teams', as a JSON array. */

@@ -1,6 +1,6 @@
 import type { Queryable, Sql } from '../db/database.js';
 import { generateApiKey, hashApiKey, keyHint, parseApiKey } from './api-key-format.js';
-import { findActiveKey, insertApiKey, keyHashExists, userPermissions, userScopes, type ApiKeyRow } from './api-key-store.js';
+import { findActiveKey, insertApiKey, keyHashExists, userJson, type ApiKeyRow } from './api-key-store.js';
 import {
   everyPermission,
   intersectScopes,
@@ -116,10 +116,7 @@ export async function principalForKeyId(sql: Sql, keyId: string, now: Date): Pro
 /** A user as signed in, with its rights as they are now (own and team grants); undefined when unknown or deactivated. */
 export async function principalForUserId(sql: Sql, tenantId: string, userId: string): Promise<Principal | undefined> {
   const [row] = await sql<{ user: NonNullable<ApiKeyRow['user']> }[]>`
-    select json_build_object(
-             'id', u.id, 'name', u.name, 'email', u.email, 'superadmin', u.superadmin, 'active', u.deactivated_at is null,
-             'permissions', (${userPermissions(sql, sql`u.id`)}),
-             'scopes', (${userScopes(sql, sql`u.id`)})) as user
+    select ${userJson(sql)} as user
     from users u where u.id = ${userId} and u.tenant_id = ${tenantId}`;
   return row?.user.active ? userPrincipal(tenantId, row.user) : undefined;
 }

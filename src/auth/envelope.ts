@@ -1,5 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import type { Config } from '../config/config.js';
 import type { Queryable, Sql } from '../db/database.js';
+import { conflict } from '../errors.js';
 
 /**
  * Envelope encryption of the secrets cinv keeps for a tenant (source credentials, webhook signing
@@ -55,6 +57,23 @@ export class MasterKeys {
     if (!master) throw new CredentialsUnavailable(`the data key of this tenant is wrapped by another master key (${fingerprint})`);
     return open(master, wrapped.subarray(0, NONCE_BYTES), wrapped.subarray(NONCE_BYTES), wrapAad(tenantId, version));
   }
+}
+
+/**
+ * The master keys of this server; without CINV_MASTER_KEY a 409 (reason master_key_missing) that
+ * says what cannot be done (`what`: "Credentials cannot be stored or read").
+ */
+export function requireMasterKeys(config: Pick<Config, 'masterKey' | 'previousMasterKey'>, what: string): MasterKeys {
+  if (!config.masterKey) throw conflict(`${what}: CINV_MASTER_KEY is not set on this server`, { reason: 'master_key_missing' });
+  return new MasterKeys(config.masterKey, config.previousMasterKey);
+}
+
+/** A seal that cannot be opened (another master key, a damaged row) as a 409 (reason undecryptable) rather than a failure of the server. */
+export function undecryptable(what: string): (error: unknown) => never {
+  return (error: unknown) => {
+    if (error instanceof CredentialsUnavailable) throw conflict(`${what} cannot be decrypted: ${error.message}`, { reason: 'undecryptable' });
+    throw error;
+  };
 }
 
 interface DataKeyRow {

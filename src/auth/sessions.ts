@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { derivedKey } from '../config/derived-key.js';
 import type { Queryable } from '../db/database.js';
-import { userPermissions, userScopes, type ApiKeyRow } from './api-key-store.js';
+import { userJson, type ApiKeyRow } from './api-key-store.js';
 
 /**
  * Server-side sessions for people signed in through single sign-on (or, for the web interface,
@@ -51,10 +51,7 @@ export interface SessionUser extends SessionRow {
 export async function findSessionUser(sql: Queryable, secret: string, id: string, now: Date): Promise<SessionUser | undefined> {
   const [row] = await sql<SessionUser[]>`
     select s.tenant_id, s.user_id, s.api_key_id, s.created_at, s.expires_at,
-           case when u.id is null then null else json_build_object(
-             'id', u.id, 'name', u.name, 'email', u.email, 'superadmin', u.superadmin, 'active', u.deactivated_at is null,
-             'permissions', (${userPermissions(sql, sql`u.id`)}),
-             'scopes', (${userScopes(sql, sql`u.id`)})) end as user
+           case when u.id is null then null else ${userJson(sql)} end as user
     from sessions s left join users u on u.id = s.user_id
     where s.id_hash = ${idHash(secret, id)} and s.expires_at > ${now}`;
   return row;

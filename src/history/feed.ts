@@ -2,7 +2,7 @@ import type { Sql } from 'postgres';
 import type { Queryable } from '../db/database.js';
 import type { Principal } from '../auth/principal.js';
 import { historyConditions, recordColumns, type ChangeRow, type HistoryFilter } from './store.js';
-import { EXACT_TIME_FORMAT } from '../query/exact-time.js';
+import { API_TIME_FORMAT, EXACT_TIME_FORMAT } from '../query/exact-time.js';
 
 /**
  * A place in the change feed: the position of a committed transaction (sql/0025) and the id of the
@@ -84,16 +84,16 @@ export async function scanFeedSelection(
  * Records as the API shows them (ChangeRecord), each as JSON text written by the database, by id
  * and exact time: for callers that pass them on as they are.
  */
-export async function recordsAsJson(sql: Sql, records: readonly { id: string; at: string }[]): Promise<Map<string, string>> {
+export async function recordsAsJson(sql: Sql, tenantId: string, records: readonly { id: string; at: string }[]): Promise<Map<string, string>> {
   if (records.length === 0) return new Map();
   const rows = await sql<{ id: string; json: string }[]>`
     select cr.id::text as id, json_build_object(
              'id', cr.id::text, 'ci_id', cr.ci_id, 'ci_name', cr.ci_name, 'ci_namespace', cr.ci_namespace, 'ci_type', cr.ci_type,
-             'changed_at', to_char(cr.changed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'change_type', cr.change_type,
+             'changed_at', to_char(cr.changed_at at time zone 'UTC', ${API_TIME_FORMAT}), 'change_type', cr.change_type,
              'changes', (select coalesce(json_agg(json_build_object('field', c -> 'field', 'old_value', coalesce(c -> 'old_value', 'null'::jsonb),
                                                                     'new_value', coalesce(c -> 'new_value', 'null'::jsonb))), '[]')
                          from jsonb_array_elements(cr.changes) c))::text as json
     from unnest(${records.map((r) => r.id)}::bigint[], ${records.map((r) => r.at)}::text[]) as u(id, at)
-    join change_records cr on cr.id = u.id and cr.changed_at = u.at::timestamptz`;
+    join change_records cr on cr.id = u.id and cr.changed_at = u.at::timestamptz and cr.tenant_id = ${tenantId}`;
   return new Map(rows.map((row) => [row.id, row.json]));
 }

@@ -262,3 +262,7 @@ export async function guardedAddress(hostname: string, allowed: AllowedHosts): P
   for (const { address } of answers) assertReachable(host, address, allowed);
   return answers[0]!.address;
 }
+
+/** The endpoint policy of this server (CINV_SOURCE_ALLOWED_HOSTS, CINV_SOURCE_ALLOW_PRIVATE), for collectors and subscriptions alike. */
+export const allowedHostsOf = (config: { sourceAllowedHosts: readonly string[]; sourceAllowPrivate: boolean }) =>
+  new AllowedHosts(config.sourceAllowedHosts, { allowPrivate: config.sourceAllowPrivate });

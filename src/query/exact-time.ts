@@ -7,6 +7,9 @@ import type { Fragment } from '../auth/scope.js';
  */
 export const EXACT_TIME_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"';
 
+/** A time as the API shows it (milliseconds, as Date#toISOString writes it), for JSON the database writes. */
+export const API_TIME_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
+
 const EXACT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
 /** Whether a value read back from a cursor is a position written with EXACT_TIME_FORMAT. */

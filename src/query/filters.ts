@@ -44,6 +44,14 @@ export type ParsedFilter =
   | (ParsedBase & { target: 'column'; def: FieldDef })
   | (ParsedBase & { target: 'json'; column: string; path: string[] });
 
+/** Whether a timestamp's date is one of the calendar (JavaScript rolls 2024-02-30 over into March; PostgreSQL refuses it). */
+function realDate(value: string): boolean {
+  const [year, month, day] = value.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
 /** A timestamp without an offset is read as UTC, whatever the server's or database's time zone. */
 function asUtc(value: string): string {
   if (!value.includes('T') && !value.includes(' ')) return `${value}T00:00:00Z`;
@@ -67,7 +75,7 @@ function parseOne(raw: string, spec: FilterSpec): ParsedFilter {
   if (def) {
     if (TEXT_ONLY.has(op) && def.kind !== 'text') throw invalidFilter(raw, `operator "${op}" applies to text fields only`);
     for (const item of op === 'in' || op === 'nin' ? value!.split(',') : value === undefined ? [] : [value]) {
-      if (def.kind === 'timestamp' && (!ISO_TIMESTAMP.test(item) || Number.isNaN(Date.parse(item)))) {
+      if (def.kind === 'timestamp' && (!ISO_TIMESTAMP.test(item) || Number.isNaN(Date.parse(item)) || !realDate(item))) {
         throw invalidFilter(raw, `"${item}" is not an ISO 8601 timestamp`);
       }
       if (def.kind === 'uuid' && !TEXT_ONLY.has(op) && !UUID.test(item)) throw invalidFilter(raw, `"${item}" is not a UUID`);

@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import type { Readable } from 'node:stream';
 import { auditChange } from '../audit/log.js';
+import { requireMasterKeys, undecryptable } from '../auth/envelope.js';
 import { coversScope, coversSource, type Principal } from '../auth/principal.js';
 import type { CredentialDocument } from '../collector-types/plugin.js';
 import { collectorType, knownCollectorTypes } from '../collector-types/registry.js';
@@ -8,12 +9,13 @@ import type { AppContext } from '../context.js';
 import type { Queryable } from '../db/database.js';
 import { AppError, conflict, forbidden, notFound } from '../errors.js';
 import { bigintId } from '../http/schemas.js';
+import { allowedHostsOf } from '../net/endpoint.js';
 import { addReconcileResult, assertStorable, emptyReconcileResult, reconcile, type ReconcileResult } from '../inventory/reconcile.js';
 import type { Snapshot } from '../inventory/records.js';
-import { CredentialsUnavailable, destroyCredentials, loadCredentials, MasterKeys, storeCredentials } from './credentials.js';
+import { destroyCredentials, loadCredentials, MasterKeys, storeCredentials } from './credentials.js';
 import { ndjsonBatches } from './ndjson.js';
 import type { HealthBody, NewCollectorSource, NewSource, SourceQuery, SourceUpdate } from './schema.js';
-import { allowedHostsOf, assertSourceSettings, requireCollectorType } from './settings.js';
+import { assertSourceSettings, requireCollectorType } from './settings.js';
 import {
   cancelRunsOf,
   deleteSource,
@@ -188,12 +190,7 @@ async function reconcilePush(app: AppContext, target: { tenantId: string; source
   return total;
 }
 
-function masterKeys(app: AppContext): MasterKeys {
-  if (!app.config.masterKey) {
-    throw conflict('Credentials cannot be stored or read: CINV_MASTER_KEY is not set on this server', { reason: 'master_key_missing' });
-  }
-  return new MasterKeys(app.config.masterKey, app.config.previousMasterKey);
-}
+const masterKeys = (app: AppContext) => requireMasterKeys(app.config, 'Credentials cannot be stored or read');
 
 /**
  * The decrypted credentials a collection of the source uses: none when it has none, or when this
@@ -226,10 +223,7 @@ export async function revealCredentials(app: AppContext, ctx: Context, principal
   const source = await sourceOr404(app, principal, rawId);
   const keys = masterKeys(app);
   return app.sql.begin(async (tx) => {
-    const document = await loadCredentials(tx, keys, principal.tenantId, source.id).catch((error: unknown) => {
-      if (error instanceof CredentialsUnavailable) throw conflict(`The credentials cannot be decrypted: ${error.message}`, { reason: 'undecryptable' });
-      throw error;
-    });
+    const document = await loadCredentials(tx, keys, principal.tenantId, source.id).catch(undecryptable('The credentials'));
     if (!document) throw notFound('This source has no credentials', { source_id: rawId });
     await auditChange(tx, app.audit, ctx, principal, 'credentials.revealed', { type: 'source', id: source.id, name: source.name }, { credential_type: document.type });
     return document;

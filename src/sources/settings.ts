@@ -2,13 +2,9 @@ import { Type } from '@sinclair/typebox';
 import type { ValidateFunction } from 'ajv';
 import { CommonConfig, type CollectorType } from '../collector-types/plugin.js';
 import { collectorType, knownCollectorTypes } from '../collector-types/registry.js';
-import type { Config } from '../config/config.js';
 import { validationFailed, type FieldError } from '../errors.js';
 import { compileBody, toFieldErrors } from '../validation.js';
 import { AllowedHosts, refusedEndpoint } from '../net/endpoint.js';
-
-/** The endpoint policy of this server (CINV_SOURCE_ALLOWED_HOSTS, CINV_SOURCE_ALLOW_PRIVATE). */
-export const allowedHostsOf = (config: Config) => new AllowedHosts(config.sourceAllowedHosts, { allowPrivate: config.sourceAllowPrivate });
 
 const configValidators = new Map<string, ValidateFunction>();
 

@@ -6,13 +6,14 @@ import { feedCriteria } from '../changes/feed.js';
 import type { AppContext } from '../context.js';
 import { recordsAsJson, scanFeedSelection } from '../history/feed.js';
 import { subscriptionDeadLetters, subscriptionDeliveries, subscriptionDeliveryLag } from '../observability/metrics.js';
-import { allowedHostsOf, ownerPrincipal, subscriptionOf, targetOf } from './service.js';
+import { ownerPrincipal, sendOptionsOf, subscriptionOf, targetOf } from './service.js';
 import { NatsConnections, send, type SendResult, type Target } from './sinks.js';
 import {
   cutBatch,
   leaseSubscription,
   oldestPending,
   recordAttempt,
+  recutForOwner,
   releaseSubscription,
   setSubscriptionState,
   skipTo,
@@ -40,6 +41,22 @@ export function retryDelay(attempts: number, random = Math.random): number {
 
 const messageIdOf = (subscriptionId: string, sequence: string) => `msg_${subscriptionId.replace(/-/g, '')}_${sequence}`;
 
+/** A message's body: the records are JSON texts already (written once for every subscription). */
+function messageBody(type: 'cinv.changes' | 'cinv.test', now: Date, subscriptionId: string, sequence: string, records: readonly string[]): string {
+  return (
+    `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(now.toISOString())},` +
+    `"data":{"subscription_id":${JSON.stringify(subscriptionId)},"sequence":${sequence},"records":[${records.join(',')}]}}`
+  );
+}
+
+/** The owner's rights as of one turn, with whose they are. */
+interface Owner {
+  key: string;
+  principal: Principal | undefined;
+}
+
+const ownerKey = (row: SubscriptionRow) => `${row.owner_kind}:${row.owner_id}`;
+
 /**
  * Delivers every enabled subscription: each follows the change feed from its own place with its
  * owner's rights as they are at that moment, cuts batches (at most CINV_SUBSCRIPTION_BATCH_RECORDS
@@ -59,7 +76,7 @@ export class SubscriptionDelivery {
   private trimmedAt = 0;
   /** Records' JSON texts lately written out, by record id (see jsonOf). */
   private readonly texts = new Map<string, string>();
-  /** Each subscription's decrypted target, as of its row's last change (a rotation's overlap ending changes it too). */
+  /** Each subscription's decrypted target, as of its row's last seal (a rotation's overlap ending changes it too). */
   private readonly targets = new Map<string, { version: string; target: Promise<Target> }>();
 
   constructor(private readonly app: AppContext) {}
@@ -102,31 +119,37 @@ export class SubscriptionDelivery {
     await Promise.allSettled(this.busy.values());
   }
 
+  /**
+   * Steps through one subscription until it has nothing to do at once or its turn is up. The
+   * owner's rights are read once a turn (again if the owner changes meanwhile). A turn that fails
+   * (a database error, criteria the database refuses) marks the subscription failing with the reason,
+   * so that it does not stand still unseen.
+   */
   private async turn(id: string): Promise<void> {
     const started = Date.now();
+    let owner: Owner | undefined;
     try {
       for (;;) {
         const now = this.app.now();
         const row = await leaseSubscription(this.app.sql, id, this.owner, now, new Date(now.getTime() + this.app.config.subscriptionLeaseMs));
         if (!row) return;
-        if (this.stopped || Date.now() - started > TURN_MS || !(await this.step(row))) {
+        if (owner?.key !== ownerKey(row)) owner = { key: ownerKey(row), principal: await ownerPrincipal(this.app, row) };
+        if (this.stopped || Date.now() - started > TURN_MS || !(await this.step(row, owner.principal))) {
           if (this.stopped) await releaseSubscription(this.app.sql, id, this.owner);
           return;
         }
       }
     } catch (error) {
       this.app.logger.warn({ err: error, subscription_id: id }, 'subscription delivery failed');
+      await setSubscriptionState(this.app.sql, id, 'failing', `delivery stopped: ${(error as Error).message}`, { onlyFrom: ['active', 'failing'] }).catch(() => {});
     }
   }
 
-  /** One thing done for a subscription; true when more may be done at once. */
-  private async step(row: SubscriptionRow & { pending: boolean }): Promise<boolean> {
-    const pending = row.pending ? await oldestPending(this.app.sql, row.id) : undefined;
-    if (pending) {
-      if (pending.next_attempt_at && pending.next_attempt_at > this.app.now()) return false;
-      return this.attempt(row, pending);
-    }
-    const owner = await ownerPrincipal(this.app, row);
+  /**
+   * One thing done for a subscription; true when more may be done at once. Nothing is sent while
+   * its owner may not read changes, and a batch goes out only for the owner it was cut for.
+   */
+  private async step(row: SubscriptionRow & { pending: boolean }, owner: Principal | undefined): Promise<boolean> {
     if (!owner || !can(owner, 'changes', 'read')) {
       if (row.state !== 'paused') {
         const reason = owner ? 'the owner may no longer read changes (changes:read)' : 'the owner is revoked, expired or deactivated';
@@ -135,6 +158,12 @@ export class SubscriptionDelivery {
       return false;
     }
     if (row.state === 'paused') await setSubscriptionState(this.app.sql, row.id, 'active', null, { onlyFrom: ['paused'] });
+    const pending = row.pending ? await oldestPending(this.app.sql, row.id) : undefined;
+    if (pending) {
+      if (pending.owner_kind !== row.owner_kind || pending.owner_id !== row.owner_id) return (await recutForOwner(this.app.sql, row.id)) > 0;
+      if (pending.next_attempt_at && pending.next_attempt_at > this.app.now()) return false;
+      return this.attempt(row, pending);
+    }
     const batch = await this.nextBatch(row, owner);
     if (!batch) return false;
     if (batch === 'skipped') return true;
@@ -149,7 +178,7 @@ export class SubscriptionDelivery {
     const criteria = feedCriteria({ filter: row.filters, search: row.search ?? undefined });
     const entries = await scanFeedSelection(this.app.sql, owner, criteria, { position: row.feed_position, id: row.feed_record }, scan);
     if (entries.length === 0) return undefined;
-    const texts = await this.jsonOf(entries.filter((entry) => entry.selected).map((entry) => ({ id: entry.place.id, at: entry.at })));
+    const texts = await this.jsonOf(row.tenant_id, entries.filter((entry) => entry.selected).map((entry) => ({ id: entry.place.id, at: entry.at })));
     const records: string[] = [];
     let size = 0;
     let next = entries[0]!.place;
@@ -169,12 +198,9 @@ export class SubscriptionDelivery {
       return entries.length === scan ? 'skipped' : undefined;
     }
     const now = this.app.now();
-    const body =
-      `{"type":"cinv.changes","timestamp":${JSON.stringify(now.toISOString())},` +
-      `"data":{"subscription_id":${JSON.stringify(row.id)},"sequence":${row.next_sequence},"records":[${records.join(',')}]}}`;
     return cutBatch(this.app.sql, {
       subscription: row,
-      body,
+      body: messageBody('cinv.changes', now, row.id, row.next_sequence, records),
       records: records.length,
       messageId: messageIdOf(row.id, row.next_sequence),
       committedAt: committedAt!,
@@ -189,7 +215,7 @@ export class SubscriptionDelivery {
     let result: SendResult;
     try {
       const target = await this.targetFor(row);
-      result = await send(target, { messageId: delivery.message_id, body: delivery.body }, this.sendOptions(), this.nats);
+      result = await send(target, { messageId: delivery.message_id, body: delivery.body }, sendOptionsOf(this.app), this.nats);
     } catch (error) {
       result = { ok: false, status: null, ms: 0, error: (error as Error).message, gone: false };
     }
@@ -226,14 +252,14 @@ export class SubscriptionDelivery {
    * The records' JSON, from the texts kept for the subscriptions that read them before (every
    * subscription reads the same records near the same time: each is written out once).
    */
-  private async jsonOf(records: { id: string; at: string }[]): Promise<Map<string, string>> {
+  private async jsonOf(tenantId: string, records: { id: string; at: string }[]): Promise<Map<string, string>> {
     const found = new Map<string, string>();
     const missing = records.filter((record) => {
       const text = this.texts.get(record.id);
       if (text !== undefined) found.set(record.id, text);
       return text === undefined;
     });
-    for (const [id, text] of await recordsAsJson(this.app.sql, missing)) {
+    for (const [id, text] of await recordsAsJson(this.app.sql, tenantId, missing)) {
       found.set(id, text);
       this.texts.set(id, text);
     }
@@ -247,7 +273,8 @@ export class SubscriptionDelivery {
 
   private targetFor(row: SubscriptionRow): Promise<Target> {
     const rotating = row.previous_until !== null && row.previous_until > this.app.now();
-    const version = `${row.updated_at.toISOString()}|${rotating}`;
+    // every PUT and rotation seals anew, with a new nonce: it tells a changed target apart even within one millisecond
+    const version = `${row.secret_nonce.toString('hex')}|${row.sink.url}|${rotating}`;
     const known = this.targets.get(row.id);
     if (known?.version === version) return known.target;
     const target = targetOf(this.app, row);
@@ -255,21 +282,15 @@ export class SubscriptionDelivery {
     this.targets.set(row.id, { version, target });
     return target;
   }
-
-  private sendOptions() {
-    return { allowedHosts: allowedHostsOf(this.app), timeoutMs: this.app.config.webhookTimeoutMs, now: this.app.now() };
-  }
 }
 
 /** Sends a signed sample message (`cinv.test`, no records) at once and says how the receiver answered. */
 export async function sendTestMessage(app: AppContext, principal: Principal, id: string): Promise<SendResult> {
   const row = await subscriptionOf(app, principal, id);
-  const now = app.now();
-  const body = JSON.stringify({ type: 'cinv.test', timestamp: now.toISOString(), data: { subscription_id: row.id, sequence: 0, records: [] } });
+  const body = messageBody('cinv.test', app.now(), row.id, '0', []);
   const nats = new NatsConnections();
   try {
-    const options = { allowedHosts: allowedHostsOf(app), timeoutMs: app.config.webhookTimeoutMs, now };
-    return await send(await targetOf(app, row), { messageId: `msg_test_${uuidv7().replace(/-/g, '')}`, body }, options, nats);
+    return await send(await targetOf(app, row), { messageId: `msg_test_${uuidv7().replace(/-/g, '')}`, body }, sendOptionsOf(app), nats);
   } finally {
     await nats.close();
   }

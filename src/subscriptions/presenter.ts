@@ -1,10 +1,15 @@
-import type { DeliveryRow, SubscriptionRow } from './store.js';
+import type { DeliveryLogRow, SubscriptionRow } from './store.js';
 
-/** A URL as it may be shown: a password in it replaced by `***`. */
+/**
+ * A URL as it may be shown: the values of its query (often a token) replaced by `***`, and any
+ * credentials (refused since, but perhaps stored before) too.
+ */
 function shownUrl(url: string): string {
   try {
     const parsed = new URL(url);
+    if (parsed.username) parsed.username = '***';
     if (parsed.password) parsed.password = '***';
+    for (const name of new Set(parsed.searchParams.keys())) parsed.searchParams.set(name, '***');
     return parsed.href;
   } catch {
     return url;
@@ -33,7 +38,7 @@ export function presentSubscription(row: SubscriptionRow, now: Date) {
   };
 }
 
-export function presentDelivery(row: DeliveryRow) {
+export function presentDelivery(row: DeliveryLogRow) {
   return {
     id: row.id,
     sequence: Number(row.sequence),

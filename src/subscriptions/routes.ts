@@ -110,6 +110,8 @@ const replace = defineRoute({
   description:
     'Replaces name, sink (header values included: omitted headers are dropped), filter, search and enabled. Whoever ' +
     'changes a subscription becomes its owner, so it then delivers what they may read (and they need `changes:read`). ' +
+    'When the owner changes, batches cut for the previous owner and not yet delivered are set aside (`dead`, never sent) ' +
+    'and their records cut again with the new owner\'s rights under new sequence numbers. ' +
     'The signing secret and the place in the feed stay; enabling a `gone` or `paused` subscription makes it `active` and ' +
     'sends its pending batch first.',
   tags,
@@ -182,11 +184,16 @@ const again = defineRoute({
   summary: 'Send a batch again',
   description:
     'Puts a delivered or dead-lettered batch back in line, with the same body and `webhook-id` and a new retry window; ' +
-    'it goes out before any later pending batch.',
+    'it goes out before any later pending batch. Only a batch cut for the subscription\'s present owner: one cut with ' +
+    'a previous owner\'s rights is refused (409, reason `other_owner`).',
   tags,
   access: write,
   params: DeliveryParams,
-  responses: { 200: { description: 'The delivery, pending.', schema: Delivery }, 404: { description: 'No such subscription or delivery (`HTTP_404`).', schema: ErrorEnvelope } },
+  responses: {
+    200: { description: 'The delivery, pending.', schema: Delivery },
+    404: { description: 'No such subscription or delivery (`HTTP_404`).', schema: ErrorEnvelope },
+    409: { description: 'The batch was cut for a previous owner (`reason: other_owner`).', schema: ErrorEnvelope },
+  },
   async handler({ app, principal, params }) {
     return presentDelivery(await redeliverBatch(app, principal, params.id, params.delivery_id));
   },

@@ -12,7 +12,8 @@ export const WebhookSink = Type.Object(
       maxLength: 2048,
       description:
         'An http(s) URL, checked like a source\'s endpoint (CINV_SOURCE_ALLOW_PRIVATE, CINV_SOURCE_ALLOWED_HOSTS) when saved and ' +
-        'at every connection. Redirects are not followed: a 3xx answer is a failed attempt.',
+        'at every connection. Redirects are not followed: a 3xx answer is a failed attempt. It may not hold credentials ' +
+        '(`user:password@`): give them as `headers`, which are kept sealed. Query values are never shown back.',
     }),
     headers: Type.Optional(
       Type.Record(HeaderName, Type.String({ maxLength: 4096 }), {
@@ -27,7 +28,7 @@ export const WebhookSink = Type.Object(
 export const NatsSink = Type.Object(
   {
     type: Type.Literal('nats'),
-    url: Type.String({ minLength: 1, maxLength: 2048, description: 'A NATS server, `nats://host:port`, with JetStream; checked like a webhook URL.' }),
+    url: Type.String({ minLength: 1, maxLength: 2048, description: 'A NATS server, `nats://host:port`, with JetStream; checked like a webhook URL, without credentials.' }),
     subject: Type.String({
       pattern: '^[A-Za-z0-9_$-]+(\\.[A-Za-z0-9_$-]+)*$',
       maxLength: 255,
@@ -57,7 +58,7 @@ export const Subscription = Type.Object(
     name: Type.String(),
     sink: Type.Object({
       type: Type.Union([Type.Literal('webhook'), Type.Literal('nats')]),
-      url: Type.String({ description: 'As given, with any password in it replaced by `***`.' }),
+      url: Type.String({ description: 'As given, with the values of its query replaced by `***`.' }),
       subject: Type.Optional(Type.String()),
       header_names: Type.Optional(Type.Array(Type.String())),
     }),

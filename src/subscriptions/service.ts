@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { uuidv7 } from 'uuidv7';
 import { principalForKeyId, principalForUserId } from '../auth/api-keys.js';
-import { MasterKeys, openForTenant, sealForTenant, type Sealed } from '../auth/envelope.js';
+import { MasterKeys, openForTenant, requireMasterKeys, sealForTenant, undecryptable, type Sealed } from '../auth/envelope.js';
 import { can, type Principal } from '../auth/principal.js';
 import { auditChange } from '../audit/log.js';
 import { feedCriteria } from '../changes/feed.js';
@@ -9,7 +9,8 @@ import type { AppContext } from '../context.js';
 import type { Queryable } from '../db/database.js';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.js';
 import { feedEnd } from '../history/feed.js';
-import { AllowedHosts, refusedEndpoint } from '../net/endpoint.js';
+import { bigintId } from '../http/schemas.js';
+import { allowedHostsOf, refusedEndpoint } from '../net/endpoint.js';
 import type { DeliveryQuery, SubscriptionInput } from './schema.js';
 import { newSigningSecret } from './signing.js';
 import type { Target } from './sinks.js';
@@ -19,16 +20,17 @@ import {
   insertSubscription,
   listDeliveries,
   listSubscriptions,
+  recutForOwner,
   redeliver,
   rotateSecret,
   updateSubscription,
-  type DeliveryRow,
+  type DeliveryLogRow,
   type StoredSink,
   type SubscriptionRow,
   type SubscriptionSettings,
 } from './store.js';
 
-export type { DeliveryRow, SubscriptionRow } from './store.js';
+export type { DeliveryLogRow, SubscriptionRow } from './store.js';
 
 /** What a subscription keeps sealed: its signing secret and the values of its extra headers. */
 interface Secrets {
@@ -39,14 +41,7 @@ interface Secrets {
 const aad = (tenantId: string, subscriptionId: string, slot: 'current' | 'previous') => (version: number) =>
   `cinv subscription secret v1|${tenantId}|${subscriptionId}|${slot}|${version}`;
 
-function masterKeys(app: AppContext): MasterKeys {
-  if (!app.config.masterKey) {
-    throw conflict('Subscriptions cannot be stored: their signing secrets are sealed with CINV_MASTER_KEY, which is not set on this server', {
-      reason: 'master_key_missing',
-    });
-  }
-  return new MasterKeys(app.config.masterKey, app.config.previousMasterKey);
-}
+const masterKeys = (app: AppContext) => requireMasterKeys(app.config, 'Subscriptions cannot be stored or sent: their signing secrets are sealed with the master key');
 
 const seal = (sql: Queryable, keys: MasterKeys, tenantId: string, id: string, slot: 'current' | 'previous', secrets: Secrets): Promise<Sealed> =>
   sealForTenant(sql, keys, tenantId, aad(tenantId, id, slot), Buffer.from(JSON.stringify(secrets), 'utf8'));
@@ -56,11 +51,11 @@ async function unseal(sql: Queryable, keys: MasterKeys, row: SubscriptionRow, sl
     slot === 'current'
       ? { keyVersion: row.secret_key_version, nonce: row.secret_nonce, ciphertext: row.secret_ciphertext }
       : { keyVersion: row.previous_key_version!, nonce: row.previous_nonce!, ciphertext: row.previous_ciphertext! };
-  const plain = await openForTenant(sql, keys, row.tenant_id, aad(row.tenant_id, row.id, slot)(sealed.keyVersion), sealed, 'the signing secret of this subscription does not decrypt');
+  const plain = await openForTenant(sql, keys, row.tenant_id, aad(row.tenant_id, row.id, slot)(sealed.keyVersion), sealed, 'the signing secret of this subscription does not decrypt').catch(
+    undecryptable('The signing secret of this subscription'),
+  );
   return JSON.parse(plain.toString('utf8')) as Secrets;
 }
-
-export const allowedHostsOf = (app: AppContext) => new AllowedHosts(app.config.sourceAllowedHosts, { allowPrivate: app.config.sourceAllowPrivate });
 
 /** The owner a subscription reads with: the key or token presented, or the person signed in. */
 function ownerOf(principal: Principal): { kind: 'api_key' | 'user'; id: string; name: string } {
@@ -77,13 +72,15 @@ export async function ownerPrincipal(app: AppContext, row: SubscriptionRow): Pro
 
 /** Where a subscription's batches go, with the secrets valid now (the previous one during a rotation's overlap). */
 export async function targetOf(app: AppContext, row: SubscriptionRow): Promise<Target> {
-  const keys = masterKeys(app);
-  const current = await unseal(app.sql, keys, row, 'current');
   if (row.sink.type === 'nats') return { type: 'nats', url: row.sink.url, subject: row.sink.subject! };
-  const secrets = [current.secret];
-  if (row.previous_until && row.previous_until > app.now() && row.previous_ciphertext) secrets.push((await unseal(app.sql, keys, row, 'previous')).secret);
-  return { type: 'webhook', url: row.sink.url, headers: current.headers, secrets };
+  const keys = masterKeys(app);
+  const rotating = row.previous_until !== null && row.previous_until > app.now() && row.previous_ciphertext !== null;
+  const [current, previous] = await Promise.all([unseal(app.sql, keys, row, 'current'), rotating ? unseal(app.sql, keys, row, 'previous') : undefined]);
+  return { type: 'webhook', url: row.sink.url, headers: current.headers, secrets: previous ? [current.secret, previous.secret] : [current.secret] };
 }
+
+/** How this server sends: the endpoint policy, the receivers' time limit, the clock. */
+export const sendOptionsOf = (app: AppContext) => ({ allowedHosts: allowedHostsOf(app.config), timeoutMs: app.config.webhookTimeoutMs, now: app.now() });
 
 async function checkedSink(app: AppContext, input: SubscriptionInput['sink']): Promise<{ stored: StoredSink; headers: Record<string, string> }> {
   let url: URL;
@@ -96,7 +93,11 @@ async function checkedSink(app: AppContext, input: SubscriptionInput['sink']): P
   if (!schemes.includes(url.protocol)) {
     throw validationFailed([{ field: 'sink.url', location: 'body', message: `a ${input.type} sink takes ${schemes.join(' or ')} URLs` }]);
   }
-  const refused = await refusedEndpoint(url, allowedHostsOf(app));
+  if (url.username || url.password) {
+    const instead = input.type === 'webhook' ? ': pass them as sink.headers, which are kept sealed' : '';
+    throw validationFailed([{ field: 'sink.url', location: 'body', message: `must not hold credentials${instead}` }]);
+  }
+  const refused = await refusedEndpoint(url, allowedHostsOf(app.config));
   if (refused) throw validationFailed([{ field: 'sink.url', location: 'body', message: `endpoint refused: ${refused}` }]);
   if (input.type === 'nats') return { stored: { type: 'nats', url: input.url, subject: input.subject }, headers: {} };
   const headers = input.headers ?? {};
@@ -122,6 +123,15 @@ function settingsOf(
   sealed: Sealed,
 ): SubscriptionSettings {
   return { name: input.name, owner: ownerOf(principal), sink, ...criteria, enabled: input.enabled ?? true, sealed, now: app.now() };
+}
+
+const nameTaken = (name: string) => conflict(`A subscription named "${name}" exists already`, { name });
+
+/** The subscription, locked for the transaction's change; a 404 when the tenant has none with this id. */
+async function lockedSubscription(tx: Queryable, principal: Principal, id: string): Promise<SubscriptionRow> {
+  const row = await findSubscription(tx, principal.tenantId, id, true);
+  if (!row) throw notFound('Subscription not found', { subscription_id: id });
+  return row;
 }
 
 function mayRead(principal: Principal): void {
@@ -159,7 +169,7 @@ export async function createSubscription(app: AppContext, ctx: Context, principa
       ...settingsOf(app, principal, input, sink.stored, criteria, sealed),
       feed: await feedEnd(tx),
     });
-    if (!row) throw conflict(`A subscription named "${input.name}" exists already`, { name: input.name });
+    if (!row) throw nameTaken(input.name);
     await auditChange(tx, app.audit, ctx, principal, 'subscription.created', { type: 'subscription', id, name: input.name }, { sink: sink.stored.type });
     return { row, secret };
   });
@@ -168,7 +178,9 @@ export async function createSubscription(app: AppContext, ctx: Context, principa
 /**
  * Replaces a subscription's settings. Whoever changes it becomes its owner: it then delivers what
  * they may read, so nobody can point another's subscription at a receiver of their own and read with
- * the other's rights. The secret stays; header values given replace the stored ones.
+ * the other's rights. Batches cut for the previous owner and not yet delivered are set aside and
+ * their records cut again for the new one (see recutForOwner). The secret stays; header values
+ * given replace the stored ones.
  */
 export async function replaceSubscription(app: AppContext, ctx: Context, principal: Principal, id: string, input: SubscriptionInput): Promise<SubscriptionRow> {
   mayRead(principal);
@@ -176,17 +188,17 @@ export async function replaceSubscription(app: AppContext, ctx: Context, princip
   const sink = await checkedSink(app, input.sink);
   const keys = masterKeys(app);
   return app.sql.begin(async (tx) => {
-    const existing = await findSubscription(tx, principal.tenantId, id, true);
-    if (!existing) throw notFound('Subscription not found', { subscription_id: id });
+    const existing = await lockedSubscription(tx, principal, id);
     const { secret } = await unseal(tx, keys, existing, 'current');
     const sealed = await seal(tx, keys, principal.tenantId, id, 'current', { secret, headers: sink.headers });
     let row: SubscriptionRow | undefined;
     try {
       row = await updateSubscription(tx, principal.tenantId, id, settingsOf(app, principal, input, sink.stored, criteria, sealed));
     } catch (error) {
-      if ((error as { code?: string }).code === '23505') throw conflict(`A subscription named "${input.name}" exists already`, { name: input.name });
+      if ((error as { code?: string }).code === '23505') throw nameTaken(input.name);
       throw error;
     }
+    if (row!.owner_kind !== existing.owner_kind || row!.owner_id !== existing.owner_id) await recutForOwner(tx, id);
     await auditChange(tx, app.audit, ctx, principal, 'subscription.changed', { type: 'subscription', id, name: input.name }, { sink: sink.stored.type, enabled: row!.enabled });
     return row!;
   });
@@ -194,9 +206,9 @@ export async function replaceSubscription(app: AppContext, ctx: Context, princip
 
 export async function removeSubscription(app: AppContext, ctx: Context, principal: Principal, id: string): Promise<void> {
   await app.sql.begin(async (tx) => {
-    const existing = await findSubscription(tx, principal.tenantId, id, true);
-    if (!existing || !(await deleteSubscription(tx, principal.tenantId, id))) throw notFound('Subscription not found', { subscription_id: id });
-    await auditChange(tx, app.audit, ctx, principal, 'subscription.deleted', { type: 'subscription', id, name: existing.name });
+    const name = await deleteSubscription(tx, principal.tenantId, id);
+    if (name === undefined) throw notFound('Subscription not found', { subscription_id: id });
+    await auditChange(tx, app.audit, ctx, principal, 'subscription.deleted', { type: 'subscription', id, name });
   });
 }
 
@@ -205,8 +217,7 @@ export async function rotateSigningSecret(app: AppContext, ctx: Context, princip
   const keys = masterKeys(app);
   const secret = newSigningSecret();
   return app.sql.begin(async (tx) => {
-    const existing = await findSubscription(tx, principal.tenantId, id, true);
-    if (!existing) throw notFound('Subscription not found', { subscription_id: id });
+    const existing = await lockedSubscription(tx, principal, id);
     const current = await unseal(tx, keys, existing, 'current');
     const now = app.now();
     const sealed = await seal(tx, keys, principal.tenantId, id, 'current', { secret, headers: current.headers });
@@ -217,17 +228,29 @@ export async function rotateSigningSecret(app: AppContext, ctx: Context, princip
   });
 }
 
-export async function deliveriesOf(app: AppContext, principal: Principal, id: string, query: DeliveryQuery): Promise<{ rows: DeliveryRow[]; nextCursor: string | null }> {
+export async function deliveriesOf(app: AppContext, principal: Principal, id: string, query: DeliveryQuery): Promise<{ rows: DeliveryLogRow[]; nextCursor: string | null }> {
   await subscriptionOf(app, principal, id);
-  const rows = await listDeliveries(app.sql, id, { limit: query.limit, before: query.cursor, status: query.status });
+  // a cursor beyond any id continues from the newest
+  const before = query.cursor === undefined ? undefined : (bigintId(query.cursor) ?? '9223372036854775807');
+  const rows = await listDeliveries(app.sql, principal.tenantId, id, { limit: query.limit, before, status: query.status });
   const more = rows.length > query.limit;
   const page = rows.slice(0, query.limit);
   return { rows: page, nextCursor: more ? page[page.length - 1]!.id : null };
 }
 
-export async function redeliverBatch(app: AppContext, principal: Principal, id: string, deliveryId: string): Promise<DeliveryRow> {
+/** Sends a batch again; only one cut for the subscription's present owner (a 409 for another's). */
+export async function redeliverBatch(app: AppContext, principal: Principal, id: string, deliveryId: string): Promise<DeliveryLogRow> {
+  const notThere = () => notFound('Delivery not found', { subscription_id: id, delivery_id: deliveryId });
+  const canonical = bigintId(deliveryId);
+  if (canonical === undefined) throw notThere();
   await subscriptionOf(app, principal, id);
-  const row = await redeliver(app.sql, id, deliveryId, app.now());
-  if (!row) throw notFound('Delivery not found', { subscription_id: id, delivery_id: deliveryId });
+  const row = await redeliver(app.sql, principal.tenantId, id, canonical, app.now());
+  if (row === undefined) throw notThere();
+  if (row === 'other_owner') {
+    throw conflict('This batch was cut for a previous owner of the subscription, with that owner\'s rights: it is not sent again', {
+      reason: 'other_owner',
+      delivery_id: deliveryId,
+    });
+  }
   return row;
 }

@@ -108,18 +108,27 @@ export async function rotateSecret(sql: Queryable, tenantId: string, id: string,
   return row;
 }
 
-export async function deleteSubscription(sql: Queryable, tenantId: string, id: string): Promise<boolean> {
-  const result = await sql`delete from subscriptions where tenant_id = ${tenantId} and id = ${id}`;
-  return result.count > 0;
+/** Removes a subscription with its batches; its name, or undefined when there was none. */
+export async function deleteSubscription(sql: Queryable, tenantId: string, id: string): Promise<string | undefined> {
+  const [row] = await sql<{ name: string }[]>`delete from subscriptions where tenant_id = ${tenantId} and id = ${id} returning name`;
+  return row?.name;
 }
 
 // ---- delivery ----
 
-/** Enabled subscriptions no other process holds now. */
+/**
+ * Enabled subscriptions no other process holds now that have something to do: a batch due, or
+ * records committed beyond their place in the feed. An idle subscription costs nothing but this.
+ */
 export async function subscriptionsToDeliver(sql: Sql, owner: string, now: Date): Promise<string[]> {
   const rows = await sql<{ id: string }[]>`
-    select id from subscriptions
-    where enabled and (lease_until is null or lease_until < ${now} or lease_owner = ${owner})`;
+    select s.id from subscriptions s
+    where s.enabled and (s.lease_until is null or s.lease_until < ${now} or s.lease_owner = ${owner})
+      and (exists (select 1 from subscription_deliveries d
+                   where d.subscription_id = s.id and d.status = 'pending' and (d.next_attempt_at is null or d.next_attempt_at <= ${now}))
+           or exists (select 1 from change_feed f where f.position > s.feed_position)
+           or exists (select 1 from change_feed f join change_records cr on cr.txid = f.txid
+                      where f.position = s.feed_position and cr.id > s.feed_record))`;
   return rows.map((row) => row.id);
 }
 
@@ -155,12 +164,12 @@ export async function setSubscriptionState(
     where id = ${id} ${options.onlyFrom ? sql`and state = any(${options.onlyFrom}::text[])` : sql``}`;
 }
 
-export interface DeliveryRow {
+/** A batch as its log shows it (without its body). */
+export interface DeliveryLogRow {
   id: string;
   subscription_id: string;
   sequence: string;
   message_id: string;
-  body: string;
   records: number;
   committed_at: Date;
   status: 'pending' | 'delivered' | 'dead';
@@ -173,10 +182,19 @@ export interface DeliveryRow {
   created_at: Date;
   retry_since: Date;
   delivered_at: Date | null;
+  /** Whose rights cut it: it is sent only for this owner. */
+  owner_kind: SubscriptionRow['owner_kind'];
+  owner_id: string;
 }
 
-const DELIVERY_COLUMNS = `id::text as id, subscription_id, sequence::text as sequence, message_id, body, records, committed_at, status, attempts,
-  next_attempt_at, last_attempt_at, response_status, response_ms, error, created_at, retry_since, delivered_at`;
+/** A batch to send: with its body. */
+export interface DeliveryRow extends DeliveryLogRow {
+  body: string;
+}
+
+const LOG_COLUMNS = `id::text as id, subscription_id, sequence::text as sequence, message_id, records, committed_at, status, attempts,
+  next_attempt_at, last_attempt_at, response_status, response_ms, error, created_at, retry_since, delivered_at, owner_kind, owner_id`;
+const DELIVERY_COLUMNS = `${LOG_COLUMNS}, body`;
 
 /** The subscription's oldest pending batch: batches go out in order, a later one only after it. */
 export async function oldestPending(sql: Sql, subscriptionId: string): Promise<DeliveryRow | undefined> {
@@ -200,7 +218,8 @@ export interface NewBatch {
 
 /**
  * Stores a batch and moves the subscription's place past it, in one statement, only if nobody moved
- * it meanwhile (a lease taken over): a batch is cut once.
+ * it meanwhile (a lease taken over) and it still has the owner it was cut for: a batch is cut once,
+ * for the owner whose rights selected its records.
  */
 export async function cutBatch(sql: Sql, batch: NewBatch): Promise<DeliveryRow | undefined> {
   const { subscription: row } = batch;
@@ -208,16 +227,43 @@ export async function cutBatch(sql: Sql, batch: NewBatch): Promise<DeliveryRow |
     `with moved as (
        update subscriptions set feed_position = $1::bigint, feed_record = $2::bigint, next_sequence = next_sequence + 1
        where id = $3 and feed_position = $4::bigint and feed_record = $5::bigint and next_sequence = $6::bigint
+         and owner_kind = $12 and owner_id = $13
        returning id, tenant_id, $6::bigint as sequence
      )
      insert into subscription_deliveries (subscription_id, tenant_id, sequence, message_id, body, records, committed_at, status,
-                                          next_attempt_at, created_at, retry_since)
-     select id, tenant_id, sequence, $7, $8, $9, $10, 'pending', $11, $11, $11 from moved
+                                          next_attempt_at, created_at, retry_since, owner_kind, owner_id, from_position, from_record)
+     select id, tenant_id, sequence, $7, $8, $9, $10, 'pending', $11, $11, $11, $12, $13, $4::bigint, $5::bigint from moved
      returning ${DELIVERY_COLUMNS}`,
     [batch.next.position, batch.next.id, row.id, row.feed_position, row.feed_record, row.next_sequence, batch.messageId, batch.body,
-      batch.records, batch.committedAt, batch.now] as never[],
+      batch.records, batch.committedAt, batch.now, row.owner_kind, row.owner_id] as never[],
   );
   return cut;
+}
+
+/**
+ * Sets aside the undelivered batches cut for another owner than the subscription's (dead, never
+ * sent) and moves its place back to where the first of them began, so that their records are cut
+ * again with the rights of the owner it has now. The sequence numbers go on from where they were.
+ */
+export async function recutForOwner(sql: Queryable, subscriptionId: string): Promise<number> {
+  const [row] = await sql<{ set_aside: number }[]>`
+    with set_aside as (
+      update subscription_deliveries d
+      set status = 'dead', next_attempt_at = null,
+          error = 'cut for the previous owner of the subscription: not sent; its records are cut again for the new owner'
+      from subscriptions s
+      where s.id = ${subscriptionId} and d.subscription_id = s.id and d.status = 'pending'
+        and (d.owner_kind <> s.owner_kind or d.owner_id <> s.owner_id)
+      returning d.sequence, d.from_position, d.from_record
+    ), earliest as (
+      select from_position, from_record from set_aside where from_position is not null order by sequence limit 1
+    ), moved as (
+      update subscriptions s set feed_position = e.from_position, feed_record = e.from_record
+      from earliest e where s.id = ${subscriptionId}
+      returning 1
+    )
+    select (select count(*)::int from set_aside) as set_aside, (select count(*) from moved) as moved`;
+  return row!.set_aside;
 }
 
 /** Moves the subscription's place over records it does not deliver (none it may read matched). */
@@ -247,25 +293,35 @@ export async function recordAttempt(sql: Sql, deliveryId: string, outcome: Attem
 
 export async function listDeliveries(
   sql: Sql,
+  tenantId: string,
   subscriptionId: string,
   page: { limit: number; before?: string; status?: DeliveryRow['status'] },
-): Promise<DeliveryRow[]> {
-  return sql<DeliveryRow[]>`
-    select ${sql.unsafe(DELIVERY_COLUMNS)} from subscription_deliveries
-    where subscription_id = ${subscriptionId}
+): Promise<DeliveryLogRow[]> {
+  return sql<DeliveryLogRow[]>`
+    select ${sql.unsafe(LOG_COLUMNS)} from subscription_deliveries
+    where tenant_id = ${tenantId} and subscription_id = ${subscriptionId}
       ${page.before ? sql`and id < ${page.before}::bigint` : sql``}
       ${page.status ? sql`and status = ${page.status}` : sql``}
     order by id desc limit ${page.limit + 1}`;
 }
 
-/** Sends a delivered or dead-lettered batch again, with a new retry window. */
-export async function redeliver(sql: Sql, subscriptionId: string, deliveryId: string, now: Date): Promise<DeliveryRow | undefined> {
-  const [row] = await sql.unsafe<DeliveryRow[]>(
-    `update subscription_deliveries set status = 'pending', next_attempt_at = $3, retry_since = $3, error = null
-     where subscription_id = $1 and id = $2::bigint returning ${DELIVERY_COLUMNS}`,
-    [subscriptionId, deliveryId, now] as never[],
+/**
+ * Sends a batch again, with a new retry window, if it was cut for the subscription's owner now:
+ * `other_owner` when it was cut for another (its records were selected with that owner's rights),
+ * undefined when there is no such batch.
+ */
+export async function redeliver(sql: Sql, tenantId: string, subscriptionId: string, deliveryId: string, now: Date): Promise<DeliveryLogRow | 'other_owner' | undefined> {
+  const [row] = await sql.unsafe<DeliveryLogRow[]>(
+    `update subscription_deliveries set status = 'pending', next_attempt_at = $4, retry_since = $4, error = null
+     where tenant_id = $1 and subscription_id = $2 and id = $3::bigint
+       and (owner_kind, owner_id) = (select s.owner_kind, s.owner_id from subscriptions s where s.id = $2)
+     returning ${LOG_COLUMNS}`,
+    [tenantId, subscriptionId, deliveryId, now] as never[],
   );
-  return row;
+  if (row) return row;
+  const [other] = await sql`
+    select 1 from subscription_deliveries where tenant_id = ${tenantId} and subscription_id = ${subscriptionId} and id = ${deliveryId}::bigint`;
+  return other ? 'other_owner' : undefined;
 }
 
 /** Forgets delivered batches older than `before` (their bodies are copies of change records). */

@@ -4,7 +4,7 @@ import { collectingTypes } from '../../collector-types/registry.js';
 import type { AppContext } from '../../context.js';
 import type { AllowedHosts } from '../../net/endpoint.js';
 import { sourcesDueNotRunning } from '../../observability/metrics.js';
-import { allowedHostsOf } from '../../sources/settings.js';
+import { allowedHostsOf } from '../../net/endpoint.js';
 import { RunExecution, type Claimant, type ExecutionOptions } from './execution.js';
 import { claimRuns, type ClaimedRun } from './leases.js';
 import { countQueued, enqueueDue } from './runs.js';
