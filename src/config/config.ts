@@ -93,6 +93,8 @@ export interface Config {
   subscriptionRetryWindowMs: number;
   /** How long a webhook receiver may take to answer (CINV_WEBHOOK_TIMEOUT). */
   webhookTimeoutMs: number;
+  /** The most candidate CIs one page of an inventory diff examines before it answers short, with a cursor (CINV_DIFF_PAGE_EXAMINE). */
+  diffPageExamine: number;
   /** At most this many change records per delivered batch (CINV_SUBSCRIPTION_BATCH_RECORDS). */
   subscriptionBatchRecords: number;
   /** At most about this many bytes per delivered batch; one record more never splits (CINV_SUBSCRIPTION_BATCH_BYTES). */
@@ -381,6 +383,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerLeaseMs: duration(env, 'CINV_WORKER_LEASE', '60s'),
     subscriptionRetryWindowMs: duration(env, 'CINV_SUBSCRIPTION_RETRY_WINDOW', '24h'),
     webhookTimeoutMs: duration(env, 'CINV_WEBHOOK_TIMEOUT', '10s'),
+    diffPageExamine: integer(env, 'CINV_DIFF_PAGE_EXAMINE', 100_000, 1, 10_000_000),
     subscriptionBatchRecords: integer(env, 'CINV_SUBSCRIPTION_BATCH_RECORDS', 500, 1, 10_000),
     subscriptionBatchBytes: integer(env, 'CINV_SUBSCRIPTION_BATCH_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     subscriptionPollMs: duration(env, 'CINV_SUBSCRIPTION_POLL', '250ms'),

@@ -234,8 +234,12 @@ export async function inventoryDifferences(app: AppContext, principal: Principal
     to: query.to,
     limit: query.limit,
     after: query.after,
+    examine: app.config.diffPageExamine,
   };
-  const [rows, counts] = await Promise.all([diffPage(app.sql, principal, criteria), query.counts ? diffCounts(app.sql, principal, criteria) : undefined]);
-  const hasMore = rows.length > query.limit;
-  return { rows: hasMore ? rows.slice(0, query.limit) : rows, hasMore, counts };
+  const [page, counts] = await Promise.all([diffPage(app.sql, principal, criteria), query.counts ? diffCounts(app.sql, principal, criteria) : undefined]);
+  const full = page.rows.length > query.limit;
+  const rows = full ? page.rows.slice(0, query.limit) : page.rows;
+  // a page that stopped short goes on after the last candidate it examined
+  const resumeAfter = full ? rows[rows.length - 1]!.ci_id : page.resumeAfter;
+  return { rows, hasMore: resumeAfter !== undefined, resumeAfter, counts };
 }

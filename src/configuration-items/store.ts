@@ -360,6 +360,14 @@ export interface DiffCriteria extends Pick<CiListCriteria, 'statuses' | 'filters
   limit: number;
   /** Continue after this CI id. */
   after?: string;
+  /** A page answers short once it has examined this many candidates (CINV_DIFF_PAGE_EXAMINE). */
+  examine: number;
+}
+
+/** One page of differences; `resumeAfter` when it stopped short, examining no more candidates, where the next goes on. */
+export interface DiffPage {
+  rows: CiDifference[];
+  resumeAfter?: string;
 }
 
 /** What a diff compares: a row as it was, without what every write moves (updated_at) and what is not the CI's (the digest). */
@@ -465,13 +473,16 @@ function differences(sql: Sql, rows: Fragment): Fragment {
  * One page of the differences, in CI id order, with one more row to tell whether more follow. The
  * candidates come in windows from the cursor on (see nextCandidates), each compared at both
  * moments, until the page is full: a window whose candidates all changed and back, or fell outside
- * the criteria, is followed by a larger one.
+ * the criteria, is followed by a larger one. A page that has examined `criteria.examine`
+ * candidates answers with what it found and where to go on, so that its cost stays bounded when
+ * few of the interval's writes make a difference.
  */
-export async function diffPage(sql: Sql, principal: Principal, criteria: DiffCriteria): Promise<CiDifference[]> {
+export async function diffPage(sql: Sql, principal: Principal, criteria: DiffCriteria): Promise<DiffPage> {
   const wanted = criteria.limit + 1;
   const found: CiDifference[] = [];
   let after = criteria.after;
-  let size = 2 * wanted;
+  let size = Math.min(2 * wanted, criteria.examine);
+  let examined = 0;
   for (;;) {
     const window = await nextCandidates(sql, principal, criteria, after, size);
     if (window.ids.length > 0) {
@@ -482,9 +493,11 @@ export async function diffPage(sql: Sql, principal: Principal, criteria: DiffCri
           order by x.ci_id limit ${wanted - found.length}`),
       );
     }
-    if (found.length >= wanted || window.exhausted) return found;
+    if (found.length >= wanted || window.exhausted) return { rows: found };
     after = window.ids[window.ids.length - 1];
-    size = Math.min(size * 4, 20_000);
+    examined += window.ids.length;
+    if (examined >= criteria.examine) return { rows: found, resumeAfter: after };
+    size = Math.min(size * 4, 20_000, criteria.examine - examined);
   }
 }
 

@@ -31,7 +31,9 @@ const inventory = defineRoute({
     'What appeared, disappeared and changed between `from` and `to` among the CIs the caller may see, with the list\'s ' +
     'filters applied to each moment\'s state: counted by CI type on the first page, then walked in CI id order by ' +
     '`next_cursor`. Each changed CI names its changed field paths; its own diff gives the values. Cost follows the changes ' +
-    'between the two moments, not the size of the inventory.',
+    'between the two moments, not the size of the inventory. A page examines at most `CINV_DIFF_PAGE_EXAMINE` ' +
+    'candidates (100 000): when most of an interval\'s writes made no difference, it may hold fewer items than `limit` ' +
+    '(even none) with `has_more` true; follow `next_cursor` until it is null.',
   tags,
   access: { resource: 'configuration_items', action: 'read' },
   query: InventoryDiffQuery,

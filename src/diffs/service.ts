@@ -74,7 +74,6 @@ export async function inventoryDiff(app: AppContext, principal: Principal, query
     after: after as string | undefined,
     counts: cursor === undefined,
   });
-  const last = page.rows[page.rows.length - 1];
   const counts = page.counts && {
     appeared: page.counts.reduce((n, c) => n + c.appeared, 0),
     disappeared: page.counts.reduce((n, c) => n + c.disappeared, 0),
@@ -87,6 +86,6 @@ export async function inventoryDiff(app: AppContext, principal: Principal, query
     counts: counts ?? null,
     items: page.rows,
     has_more: page.hasMore,
-    next_cursor: page.hasMore && last ? encodeCursor(app.config.secret, binding, [last.ci_id]) : null,
+    next_cursor: page.resumeAfter !== undefined ? encodeCursor(app.config.secret, binding, [page.resumeAfter]) : null,
   };
 }
