@@ -143,30 +143,34 @@ function SubscriptionsTable({ items, changed }: { items: Subscription[]; changed
   );
 }
 
-function TestButton({ subscription }: { subscription: Subscription }) {
+/** A button that calls the API once at a time; what `perform` returns is announced beside it, an error shown under it. */
+function ActionButton({ label, name, perform }: { label: string; name: string; perform: () => Promise<string | void> }) {
   const action = useAction();
   const [result, setResult] = useState<string>();
   return (
     <>
-      <button
-        type="button"
-        aria-label={`Send a test message to ${subscription.name}`}
-        disabled={action.busy}
-        onClick={() =>
-          void action.run(async () => {
-            const answer = await api<{ delivered: boolean; response_status: number | null; response_ms: number; error: string | null }>(
-              `/api/v1/subscriptions/${subscription.id}/test`,
-              { method: 'POST' },
-            );
-            setResult(answer.delivered ? `Delivered (${answer.response_status ?? 'acknowledged'}, ${answer.response_ms} ms)` : `Not delivered: ${answer.error}`);
-          })
-        }
-      >
-        Test
+      <button type="button" aria-label={name} disabled={action.busy} onClick={() => void action.run(async () => setResult((await perform()) ?? undefined))}>
+        {label}
       </button>
       {result ? <span role="status"> {result}</span> : null}
       {action.error ? <ErrorBox error={action.error} /> : null}
     </>
+  );
+}
+
+function TestButton({ subscription }: { subscription: Subscription }) {
+  return (
+    <ActionButton
+      label="Test"
+      name={`Send a test message to ${subscription.name}`}
+      perform={async () => {
+        const answer = await api<{ delivered: boolean; response_status: number | null; response_ms: number; error: string | null }>(
+          `/api/v1/subscriptions/${subscription.id}/test`,
+          { method: 'POST' },
+        );
+        return answer.delivered ? `Delivered (${answer.response_status ?? 'acknowledged'}, ${answer.response_ms} ms)` : `Not delivered: ${answer.error}`;
+      }}
+    />
   );
 }
 
@@ -227,23 +231,14 @@ export function SubscriptionDeliveries({ id, me }: { id: string; me: Me }) {
 }
 
 function RedeliverButton({ subscriptionId, delivery, done }: { subscriptionId: string; delivery: Delivery; done: () => void }) {
-  const action = useAction();
   return (
-    <>
-      <button
-        type="button"
-        aria-label={`Redeliver batch ${delivery.sequence}`}
-        disabled={action.busy}
-        onClick={() =>
-          void action.run(async () => {
-            await api(`/api/v1/subscriptions/${subscriptionId}/deliveries/${delivery.id}/redeliver`, { method: 'POST' });
-            done();
-          })
-        }
-      >
-        Redeliver
-      </button>
-      {action.error ? <ErrorBox error={action.error} /> : null}
-    </>
+    <ActionButton
+      label="Redeliver"
+      name={`Redeliver batch ${delivery.sequence}`}
+      perform={async () => {
+        await api(`/api/v1/subscriptions/${subscriptionId}/deliveries/${delivery.id}/redeliver`, { method: 'POST' });
+        done();
+      }}
+    />
   );
 }
