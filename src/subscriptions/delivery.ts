@@ -179,7 +179,7 @@ export class SubscriptionDelivery {
     const entries = await scanFeedSelection(this.app.sql, owner, criteria, { position: row.feed_position, id: row.feed_record }, scan);
     if (entries.length === 0) return undefined;
     const texts = await this.jsonOf(row.tenant_id, entries.filter((entry) => entry.selected).map((entry) => ({ id: entry.place.id, at: entry.at })));
-    const records: string[] = [];
+    const records: { id: string; at: string }[] = [];
     let size = 0;
     let next = entries[0]!.place;
     let committedAt: Date | undefined;
@@ -187,7 +187,7 @@ export class SubscriptionDelivery {
       const json = entry.selected ? texts.get(entry.place.id) : undefined;
       if (json !== undefined) {
         if (records.length > 0 && (records.length === most || size + json.length > bytes)) break;
-        records.push(json);
+        records.push({ id: entry.place.id, at: entry.at });
         size += json.length + 1;
         committedAt ??= entry.committedAt;
       }
@@ -200,8 +200,7 @@ export class SubscriptionDelivery {
     const now = this.app.now();
     return cutBatch(this.app.sql, {
       subscription: row,
-      body: messageBody('cinv.changes', now, row.id, row.next_sequence, records),
-      records: records.length,
+      records,
       messageId: messageIdOf(row.id, row.next_sequence),
       committedAt: committedAt!,
       next,
@@ -214,8 +213,14 @@ export class SubscriptionDelivery {
     const sink = row.sink.type;
     let result: SendResult;
     try {
+      const body = await this.bodyOf(row, delivery);
+      if (body === undefined) {
+        // kept longer than the history it names (a redelivery after retention trimmed it): it cannot be written again
+        await recordAttempt(this.app.sql, delivery.id, { status: 'dead', responseStatus: null, responseMs: 0, error: 'its change records were removed by retention before it was sent', nextAttemptAt: null, at: this.app.now() });
+        return true;
+      }
       const target = await this.targetFor(row);
-      result = await send(target, { messageId: delivery.message_id, body: delivery.body }, sendOptionsOf(this.app), this.nats);
+      result = await send(target, { messageId: delivery.message_id, body }, sendOptionsOf(this.app), this.nats);
     } catch (error) {
       result = { ok: false, status: null, ms: 0, error: (error as Error).message, gone: false };
     }
@@ -246,6 +251,19 @@ export class SubscriptionDelivery {
     await recordAttempt(this.app.sql, delivery.id, { ...outcome, status: 'pending', nextAttemptAt: retryAt });
     subscriptionDeliveries.inc({ sink, outcome: 'failed' });
     return false;
+  }
+
+  /**
+   * A batch's body, the same on every attempt: written from its records (usually still among the
+   * texts kept from cutting it) with the moment it was cut; undefined when a record is gone.
+   */
+  private async bodyOf(row: SubscriptionRow, delivery: DeliveryRow): Promise<string | undefined> {
+    if (delivery.body !== null) return delivery.body;
+    const ids = delivery.record_ids!;
+    const texts = await this.jsonOf(row.tenant_id, ids.map((id, i) => ({ id, at: delivery.record_times![i]! })));
+    const records = ids.map((id) => texts.get(id));
+    if (records.some((text) => text === undefined)) return undefined;
+    return messageBody('cinv.changes', delivery.created_at, row.id, delivery.sequence, records as string[]);
   }
 
   /**

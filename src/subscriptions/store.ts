@@ -1,5 +1,6 @@
 import type { Queryable, Sql } from '../db/database.js';
 import type { Sealed } from '../auth/envelope.js';
+import { EXACT_TIME_FORMAT } from '../query/exact-time.js';
 
 export interface StoredSink {
   type: 'webhook' | 'nats';
@@ -187,14 +188,20 @@ export interface DeliveryLogRow {
   owner_id: string;
 }
 
-/** A batch to send: with its body. */
+/**
+ * A batch to send: the ids and exact times of its change records (the body is written from them
+ * when it is sent), or, for a batch cut before they were kept so, its body.
+ */
 export interface DeliveryRow extends DeliveryLogRow {
-  body: string;
+  body: string | null;
+  record_ids: string[] | null;
+  record_times: string[] | null;
 }
 
 const LOG_COLUMNS = `id::text as id, subscription_id, sequence::text as sequence, message_id, records, committed_at, status, attempts,
   next_attempt_at, last_attempt_at, response_status, response_ms, error, created_at, retry_since, delivered_at, owner_kind, owner_id`;
-const DELIVERY_COLUMNS = `${LOG_COLUMNS}, body`;
+const DELIVERY_COLUMNS = `${LOG_COLUMNS}, body, record_ids::text[] as record_ids,
+  (select array_agg(to_char(t at time zone 'UTC', '${EXACT_TIME_FORMAT}') order by n) from unnest(record_times) with ordinality r(t, n)) as record_times`;
 
 /** The subscription's oldest pending batch: batches go out in order, a later one only after it. */
 export async function oldestPending(sql: Sql, subscriptionId: string): Promise<DeliveryRow | undefined> {
@@ -207,8 +214,8 @@ export async function oldestPending(sql: Sql, subscriptionId: string): Promise<D
 
 export interface NewBatch {
   subscription: SubscriptionRow;
-  body: string;
-  records: number;
+  /** Its change records, in order: ids and exact times. */
+  records: { id: string; at: string }[];
   messageId: string;
   committedAt: Date;
   /** Where the subscription's feed continues after this batch. */
@@ -230,12 +237,12 @@ export async function cutBatch(sql: Sql, batch: NewBatch): Promise<DeliveryRow |
          and owner_kind = $12 and owner_id = $13
        returning id, tenant_id, $6::bigint as sequence
      )
-     insert into subscription_deliveries (subscription_id, tenant_id, sequence, message_id, body, records, committed_at, status,
+     insert into subscription_deliveries (subscription_id, tenant_id, sequence, message_id, record_ids, record_times, records, committed_at, status,
                                           next_attempt_at, created_at, retry_since, owner_kind, owner_id, from_position, from_record)
-     select id, tenant_id, sequence, $7, $8, $9, $10, 'pending', $11, $11, $11, $12, $13, $4::bigint, $5::bigint from moved
+     select id, tenant_id, sequence, $7, $8::bigint[], $14::text[]::timestamptz[], $9, $10, 'pending', $11, $11, $11, $12, $13, $4::bigint, $5::bigint from moved
      returning ${DELIVERY_COLUMNS}`,
-    [batch.next.position, batch.next.id, row.id, row.feed_position, row.feed_record, row.next_sequence, batch.messageId, batch.body,
-      batch.records, batch.committedAt, batch.now, row.owner_kind, row.owner_id] as never[],
+    [batch.next.position, batch.next.id, row.id, row.feed_position, row.feed_record, row.next_sequence, batch.messageId,
+      batch.records.map((r) => r.id), batch.records.length, batch.committedAt, batch.now, row.owner_kind, row.owner_id, batch.records.map((r) => r.at)] as never[],
   );
   return cut;
 }

@@ -200,6 +200,8 @@ describe('change subscriptions: webhooks', function () {
       [2, ['flaky-2']],
     ]);
     expect(receiver.received[1]!.headers['webhook-id']).to.equal(receiver.received[0]!.headers['webhook-id']);
+    // written again from its records for the retry, the body is the same byte for byte
+    expect(receiver.received[1]!.body).to.equal(receiver.received[0]!.body);
     expect(verified(made.body.secret, receiver.received[1]!)).to.deep.include({ type: 'cinv.changes' });
 
     // a batch failing past the retry window is dead-lettered; the subscription is failing, and goes on
@@ -269,6 +271,30 @@ describe('change subscriptions: webhooks', function () {
     await deliver();
     const last = receiver.batches()[receiver.batches().length - 1]!;
     expect(last.data.records.map((r) => [r.ci_id, r.ci_name])).to.deep.equal([[ci!.ci_id, 'short-lived']]);
+    await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
+  });
+
+  it('gives up a batch whose change records retention removed before it could be sent, and goes on with the next', async () => {
+    const made = await create({ name: 'trimmed', sink: { type: 'webhook', url: receiver.url } });
+    receiver.answer = 503;
+    await ingest(app.sql, [buildPod({ name: 'trimmed-1' })], { source: 'sub-trimmed' });
+    await deliver();
+    await app.sql`delete from change_records where ci_name = 'trimmed-1'`;
+    receiver.answer = 200;
+    await app.sql`update subscription_deliveries set next_attempt_at = now() - interval '1 hour' where subscription_id = ${made.body.id}`;
+    // another process (this one still holds the record's text from cutting the batch) takes it over
+    await app.sql`update subscriptions set lease_owner = null, lease_until = null where id = ${made.body.id}`;
+    const other = new SubscriptionDelivery(app.context);
+    await other.tick();
+    await other.settle();
+    await other.stop();
+    await app.sql`update subscriptions set lease_owner = null, lease_until = null where id = ${made.body.id}`;
+    await ingest(app.sql, [buildPod({ name: 'trimmed-2' })], { source: 'sub-trimmed' });
+    await deliver();
+    const log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items;
+    expect(log.map((d: { sequence: number; status: string }) => [d.sequence, d.status])).to.deep.equal([[2, 'delivered'], [1, 'dead']]);
+    expect(log[1].error).to.include('retention');
+    expect(receiver.batches().slice(1).flatMap((b) => b.data.records.map((r) => r.ci_name))).to.deep.equal(['trimmed-2']);
     await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
   });
 
