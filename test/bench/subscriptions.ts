@@ -5,15 +5,17 @@
  *   npm run bench -- subscriptions [pods]      (default 100 000 pods: a 143 834-object first load)
  *
  * 1. The first load with no subscription, then again with 10 webhook subscriptions (receivers in
- *    this process, answering at once) and one NATS JetStream subscription: the ingest's slowdown,
+ *    a process of their own, answering at once) and one NATS JetStream subscription: the ingest's slowdown,
  *    and the time from a batch's first record committing to the batch delivered (p95 over batches).
  * 2. A receiver's outage: 1 000 000 change records commit while one webhook answers 503; once it is
  *    back, how fast the backlog drains (records per second).
  *
  * Targets: p95 commit to delivery ≤ 2 s; the ingest ≤ 10 % slower; the backlog ≥ 20 000 records/s.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -33,21 +35,27 @@ const WEBHOOKS = 10;
 
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))] ?? NaN;
 
-/** A receiver that answers `status` at once and counts the records it was sent. */
-async function receiver(): Promise<{ server: Server; url: string; records: () => number; answer: (status: number) => void }> {
-  let records = 0;
-  let status = 200;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (status < 300) records += (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data: { records: unknown[] } }).data.records.length;
-      res.statusCode = status;
-      res.end();
-    });
+interface Receivers {
+  urls: string[];
+  /** Records each has been sent (with a 2xx answer). */
+  records(): Promise<number[]>;
+  answer(index: number, status: number): Promise<void>;
+  stop(): void;
+}
+
+/** The receivers, in a process of their own (test/bench/receivers.ts). */
+async function startReceivers(count: number): Promise<Receivers> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./receivers.ts', import.meta.url)), String(count)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, records: () => records, answer: (s) => (status = s) };
+  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  const { urls, control } = JSON.parse(line) as { urls: string[]; control: string };
+  return {
+    urls,
+    records: async () => (await (await fetch(`${control}/control/count`)).json()) as number[],
+    answer: async (index, status) => void (await fetch(`${control}/control/answer/${index}/${status}`, { method: 'POST' })).arrayBuffer(),
+    stop: () => void child.kill(),
+  };
 }
 
 async function empty(sql: Sql): Promise<void> {
@@ -76,7 +84,7 @@ export async function benchSubscriptions(pods = LARGE_CLUSTER.pods): Promise<Fig
   const sql = await benchDatabase(DATABASE);
   const figures: Figure[] = [];
   const BACKLOG = pods >= LARGE_CLUSTER.pods ? 1_000_000 : 100_000;
-  const receivers = await Promise.all(Array.from({ length: WEBHOOKS + 1 }, () => receiver()));
+  const receivers = await startReceivers(WEBHOOKS + 1);
   const subject = `cinv.bench.${Date.now()}`;
   const stream = `CINV_BENCH_${Date.now()}`;
   const nc = await connect({ servers: new URL(NATS_URL).host });
@@ -111,7 +119,7 @@ export async function benchSubscriptions(pods = LARGE_CLUSTER.pods): Promise<Fig
         if (reply.status !== 201) throw new Error(`subscription ${name}: ${reply.status} ${await reply.text()}`);
         return ((await reply.json()) as { id: string }).id;
       };
-      for (let i = 0; i < WEBHOOKS; i++) await create(`hook-${i}`, { type: 'webhook', url: receivers[i]!.url });
+      for (let i = 0; i < WEBHOOKS; i++) await create(`hook-${i}`, { type: 'webhook', url: receivers.urls[i]! });
       await create('nats', { type: 'nats', url: NATS_URL, subject });
       const loaded = await load();
       const source = loaded.source;
@@ -120,7 +128,7 @@ export async function benchSubscriptions(pods = LARGE_CLUSTER.pods): Promise<Fig
       const lags = await sql<{ ms: number }[]>`
         select extract(epoch from (delivered_at - committed_at)) * 1000 as ms from subscription_deliveries where status = 'delivered'`;
       const [records] = await sql<{ n: number }[]>`select count(*)::int as n from change_records where changes <> '[]'::jsonb`;
-      const received = receivers.slice(0, WEBHOOKS).map((r) => r.records());
+      const received = (await receivers.records()).slice(0, WEBHOOKS);
       console.log(
         `  with ${WEBHOOKS} webhooks and 1 NATS subject: ${withSubscriptions} s; ${allDelivered ? 'all delivered' : 'NOT all delivered'}; ` +
           `${records!.n} records, each webhook received ${Math.min(...received)}–${Math.max(...received)}; NATS stream ${(await jsm.streams.info(stream)).state.messages} batches`,
@@ -138,9 +146,8 @@ export async function benchSubscriptions(pods = LARGE_CLUSTER.pods): Promise<Fig
       // the outage: one more webhook, down while a million records commit; the others are disabled,
       // so that the drain is measured alone
       await sql`update subscriptions set enabled = false`;
-      const down = receivers[WEBHOOKS]!;
-      down.answer(503);
-      const outage = await create('outage', { type: 'webhook', url: down.url });
+      await receivers.answer(WEBHOOKS, 503);
+      const outage = await create('outage', { type: 'webhook', url: receivers.urls[WEBHOOKS]! });
       // in transactions of a thousand, as the write path commits its batches
       for (let from = 0; from < BACKLOG; from += 1000) {
         await sql`
@@ -153,21 +160,23 @@ export async function benchSubscriptions(pods = LARGE_CLUSTER.pods): Promise<Fig
       // the one down has failed its first batch and waits to retry
       await sleep(2000);
       const [waiting] = await sql<{ feed_position: string }[]>`select feed_position::text from subscriptions where id = ${outage}`;
-      down.answer(200);
+      await receivers.answer(WEBHOOKS, 200);
       const drainStarted = performance.now();
       await sql`update subscription_deliveries set next_attempt_at = now() where subscription_id = ${outage} and status = 'pending'`;
       const deadline = Date.now() + 900_000;
-      while (down.records() < BACKLOG && Date.now() < deadline) await sleep(50);
+      const drainedRecords = async () => (await receivers.records())[WEBHOOKS]!;
+      while ((await drainedRecords()) < BACKLOG && Date.now() < deadline) await sleep(50);
       const drainSeconds = (performance.now() - drainStarted) / 1000;
-      console.log(`  backlog: ${down.records()} records after the outage (subscription at position ${waiting!.feed_position}) in ${drainSeconds.toFixed(1)} s`);
-      figures.push({ bench: 'subscriptions', path: `backlog of ${BACKLOG} records drained after an outage`, value: Math.round(down.records() / drainSeconds), unit: 'records/s', target: 20_000, atLeast: true });
+      const drainedCount = await drainedRecords();
+      console.log(`  backlog: ${drainedCount} records after the outage (subscription at position ${waiting!.feed_position}) in ${drainSeconds.toFixed(1)} s`);
+      figures.push({ bench: 'subscriptions', path: `backlog of ${BACKLOG} records drained after an outage`, value: Math.round(drainedCount / drainSeconds), unit: 'records/s', target: 20_000, atLeast: true });
     } finally {
       await server.stop();
     }
   } finally {
     await jsm.streams.delete(stream).catch(() => undefined);
     await nc.close();
-    for (const r of receivers) r.server.close();
+    receivers.stop();
     await sql.end();
   }
   return figures;
