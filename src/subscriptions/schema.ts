@@ -148,7 +148,12 @@ export const BatchPayload = Type.Object(
     timestamp: Timestamp('When the batch was cut from the feed.'),
     data: Type.Object({
       subscription_id: Uuid(),
-      sequence: Type.Integer({ description: 'The batch\'s number within the subscription (0 for a test message).' }),
+      sequence: Type.Integer({
+        description:
+          'The batch\'s number within the subscription (0 for a test message), rising by one per batch cut. A number is skipped ' +
+          'only when the subscription changed owner: the previous owner\'s undelivered batches were set aside and their records ' +
+          'come again under new numbers.',
+      }),
       records: Type.Array(ChangeRecord, { description: 'In commit order; those of one CI in the order they were written.' }),
     }),
   },

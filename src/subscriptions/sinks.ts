@@ -4,7 +4,7 @@ import { AllowedHosts, EndpointRefused, guardedAddress } from '../net/endpoint.j
 import { guardedRequest } from '../net/guarded-http.js';
 import { webhookHeaders } from './signing.js';
 
-/** A batch as it goes out: the frozen body, its stable id, and what signs or routes it. */
+/** A batch as it goes out: its body (the same on every attempt), its stable id, and what signs or routes it. */
 export interface Outgoing {
   messageId: string;
   body: string;
