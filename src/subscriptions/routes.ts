@@ -74,7 +74,8 @@ const create = defineRoute({
   description:
     `${DELIVERY}\n\nThe caller becomes the owner and needs \`changes:read\` (403). The signing secret is generated and ` +
     'returned in this answer only; it is stored sealed with the tenant\'s data key, like source credentials. A sink URL ' +
-    'refused by the endpoint guard, or a malformed filter or search, is a 422. The payload delivered is documented as the ' +
+    'refused by the endpoint guard or holding credentials is a 422; a malformed filter is a 400 (`INVALID_FILTER`, as on ' +
+    '`GET /changes`), a malformed search as there. The payload delivered is documented as the ' +
     '`SubscriptionBatch` schema.',
   tags,
   access: write,
