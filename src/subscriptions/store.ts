@@ -206,7 +206,7 @@ const DELIVERY_COLUMNS = `${LOG_COLUMNS}, body, record_ids::text[] as record_ids
 /** The subscription's oldest pending batch: batches go out in order, a later one only after it. */
 export async function oldestPending(sql: Sql, subscriptionId: string): Promise<DeliveryRow | undefined> {
   const [row] = await sql.unsafe<DeliveryRow[]>(
-    `select ${DELIVERY_COLUMNS} from subscription_deliveries where subscription_id = $1 and status = 'pending' order by sequence limit 1`,
+    `select ${DELIVERY_COLUMNS} from subscription_deliveries where subscription_id = $1 and status = 'pending' order by subscription_deliveries.sequence limit 1`,
     [subscriptionId],
   );
   return row;
@@ -309,7 +309,7 @@ export async function listDeliveries(
     where tenant_id = ${tenantId} and subscription_id = ${subscriptionId}
       ${page.before ? sql`and id < ${page.before}::bigint` : sql``}
       ${page.status ? sql`and status = ${page.status}` : sql``}
-    order by id desc limit ${page.limit + 1}`;
+    order by subscription_deliveries.id desc limit ${page.limit + 1}`;
 }
 
 /**

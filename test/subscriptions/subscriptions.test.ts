@@ -10,6 +10,7 @@ import { Webhook } from 'standardwebhooks';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { SubscriptionDelivery } from '../../src/subscriptions/delivery.js';
+import { subscriptionsToDeliver } from '../../src/subscriptions/store.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 import { describeWith, listening } from '../support/dependencies.js';
@@ -271,6 +272,46 @@ describe('change subscriptions: webhooks', function () {
     await deliver();
     const last = receiver.batches()[receiver.batches().length - 1]!;
     expect(last.data.records.map((r) => [r.ci_id, r.ci_name])).to.deep.equal([[ci!.ci_id, 'short-lived']]);
+    await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
+  });
+
+  it('sends batches made pending again in their order, and lists the log newest first, past nine of them', async () => {
+    const made = await create({ name: 'many', sink: { type: 'webhook', url: receiver.url } });
+    for (let i = 1; i <= 11; i++) {
+      await ingest(app.sql, [buildPod({ name: `many-${i}` })], { source: 'sub-many' });
+      await deliver();
+    }
+    const log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items as { id: string; sequence: number }[];
+    expect(log.map((d) => d.sequence)).to.deep.equal([11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
+    receiver.received.length = 0;
+    for (const sequence of [10, 2]) {
+      const again = await app.request('POST', `/api/v1/subscriptions/${made.body.id}/deliveries/${log.find((d) => d.sequence === sequence)!.id}/redeliver`, { key: admin });
+      expect(again.status, again.text).to.equal(200);
+    }
+    await deliver();
+    expect(receiver.batches().map((b) => b.data.sequence)).to.deep.equal([2, 10]);
+    await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
+  });
+
+  it('looks at a subscription only when it has something to do: records beyond its place, or a batch due', async () => {
+    const made = await create({ name: 'idle', sink: { type: 'webhook', url: receiver.url } });
+    const due = async () => (await subscriptionsToDeliver(app.sql, 'a-test-process', app.clock.now)).includes(made.body.id);
+    expect(await due()).to.equal(false);
+    await ingest(app.sql, [buildPod({ name: 'idle-1' }), buildPod({ name: 'idle-2' })], { source: 'sub-idle' });
+    expect(await due()).to.equal(true);
+    // a batch that stops inside a transaction's records leaves the rest of them to do
+    await app.sql`update subscriptions set feed_record = (select min(id) from change_records where ci_name like 'idle-%') where id = ${made.body.id}`;
+    await app.sql`update subscriptions set feed_position = (select max(position) from change_feed) where id = ${made.body.id}`;
+    expect(await due()).to.equal(true);
+    receiver.answer = 500;
+    await deliver();
+    expect(receiver.received).to.have.length(1);
+    // (as if the process that holds it had stopped)
+    await app.sql`update subscriptions set lease_owner = null, lease_until = null where id = ${made.body.id}`;
+    // caught up, its batch waiting for its next attempt: nothing to do yet
+    expect(await due()).to.equal(false);
+    await app.sql`update subscription_deliveries set next_attempt_at = ${app.clock.now} where subscription_id = ${made.body.id}`;
+    expect(await due()).to.equal(true);
     await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
   });
 
