@@ -13,10 +13,13 @@ export interface FeedPlace {
   id: string;
 }
 
+/** The record id of a place past every record of its transaction. */
+export const PAST_TRANSACTION = '9223372036854775807';
+
 /** Where the feed ends now: the place after every record committed so far. */
 export async function feedEnd(sql: Queryable): Promise<FeedPlace> {
   const [row] = await sql<{ position: string | null }[]>`select max(position)::text as position from change_feed`;
-  return { position: row?.position ?? '0', id: '9223372036854775807' };
+  return { position: row?.position ?? '0', id: PAST_TRANSACTION };
 }
 
 /** One record scanned: its place, and the record when the principal may see it and the criteria select it. */

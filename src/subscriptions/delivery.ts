@@ -4,7 +4,7 @@ import { uuidv7 } from 'uuidv7';
 import { can, type Principal } from '../auth/principal.js';
 import { feedCriteria } from '../changes/feed.js';
 import type { AppContext } from '../context.js';
-import { recordsAsJson, scanFeedSelection } from '../history/feed.js';
+import { PAST_TRANSACTION, recordsAsJson, scanFeedSelection } from '../history/feed.js';
 import { subscriptionDeadLetters, subscriptionDeliveries, subscriptionDeliveryLag } from '../observability/metrics.js';
 import { ownerPrincipal, sendOptionsOf, subscriptionOf, targetOf } from './service.js';
 import { NatsConnections, send, type SendResult, type Target } from './sinks.js';
@@ -182,6 +182,7 @@ export class SubscriptionDelivery {
     const records: { id: string; at: string }[] = [];
     let size = 0;
     let next = entries[0]!.place;
+    let passed = 0;
     let committedAt: Date | undefined;
     for (const entry of entries) {
       const json = entry.selected ? texts.get(entry.place.id) : undefined;
@@ -192,7 +193,11 @@ export class SubscriptionDelivery {
         committedAt ??= entry.committedAt;
       }
       next = entry.place;
+      passed++;
     }
+    // a scan that came back short read every place to its end: the last transaction is done with, and
+    // the place says so, so that only a later position gives this subscription work (subscriptionsToDeliver)
+    if (passed === entries.length && entries.length < scan) next = { position: next.position, id: PAST_TRANSACTION };
     if (records.length === 0) {
       await skipTo(this.app.sql, row, next);
       return entries.length === scan ? 'skipped' : undefined;

@@ -118,8 +118,10 @@ export async function deleteSubscription(sql: Queryable, tenantId: string, id: s
 // ---- delivery ----
 
 /**
- * Enabled subscriptions no other process holds now that have something to do: a batch due, or
- * records committed beyond their place in the feed. An idle subscription costs nothing but this.
+ * Enabled subscriptions no other process holds now that have something to do: a batch due, a
+ * transaction committed after their place, or a place inside a transaction's records (a batch
+ * that filled up there). An idle subscription costs nothing but this, and the feed's records are
+ * not read to find out.
  */
 export async function subscriptionsToDeliver(sql: Sql, owner: string, now: Date): Promise<string[]> {
   const rows = await sql<{ id: string }[]>`
@@ -127,9 +129,8 @@ export async function subscriptionsToDeliver(sql: Sql, owner: string, now: Date)
     where s.enabled and (s.lease_until is null or s.lease_until < ${now} or s.lease_owner = ${owner})
       and (exists (select 1 from subscription_deliveries d
                    where d.subscription_id = s.id and d.status = 'pending' and (d.next_attempt_at is null or d.next_attempt_at <= ${now}))
-           or exists (select 1 from change_feed f where f.position > s.feed_position)
-           or exists (select 1 from change_feed f join change_records cr on cr.txid = f.txid
-                      where f.position = s.feed_position and cr.id > s.feed_record))`;
+           or s.feed_record < 9223372036854775807
+           or exists (select 1 from change_feed f where f.position > s.feed_position))`;
   return rows.map((row) => row.id);
 }
 
