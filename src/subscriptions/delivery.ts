@@ -19,6 +19,7 @@ import {
   skipTo,
   subscriptionsToDeliver,
   trimDelivered,
+  type AttemptOutcome,
   type DeliveryRow,
   type SubscriptionRow,
 } from './store.js';
@@ -221,7 +222,7 @@ export class SubscriptionDelivery {
       const body = await this.bodyOf(row, delivery);
       if (body === undefined) {
         // kept longer than the history it names (a redelivery after retention trimmed it): it cannot be written again
-        await recordAttempt(this.app.sql, delivery.id, { status: 'dead', responseStatus: null, responseMs: 0, error: 'its change records were removed by retention before it was sent', nextAttemptAt: null, at: this.app.now() });
+        await this.deadLetter(row, delivery, { responseStatus: null, responseMs: 0, error: 'its change records were removed by retention before it was sent', at: this.app.now() });
         return true;
       }
       const target = await this.targetFor(row);
@@ -247,15 +248,21 @@ export class SubscriptionDelivery {
     }
     const retryAt = new Date(now.getTime() + retryDelay(delivery.attempts + 1));
     if (retryAt.getTime() > delivery.retry_since.getTime() + this.app.config.subscriptionRetryWindowMs) {
-      await recordAttempt(this.app.sql, delivery.id, { ...outcome, status: 'dead', nextAttemptAt: null });
-      await setSubscriptionState(this.app.sql, row.id, 'failing', `batch ${delivery.sequence} dead-lettered: ${result.error}`);
-      subscriptionDeliveries.inc({ sink, outcome: 'dead' });
-      subscriptionDeadLetters.inc({ sink });
+      await this.deadLetter(row, delivery, outcome);
       return true;
     }
     await recordAttempt(this.app.sql, delivery.id, { ...outcome, status: 'pending', nextAttemptAt: retryAt });
     subscriptionDeliveries.inc({ sink, outcome: 'failed' });
     return false;
+  }
+
+  /** Sets a batch aside for good: the subscription is marked failing with why, and it counts as a dead letter. */
+  private async deadLetter(row: SubscriptionRow, delivery: DeliveryRow, outcome: Omit<AttemptOutcome, 'status' | 'nextAttemptAt'>): Promise<void> {
+    const sink = row.sink.type;
+    await recordAttempt(this.app.sql, delivery.id, { ...outcome, status: 'dead', nextAttemptAt: null });
+    await setSubscriptionState(this.app.sql, row.id, 'failing', `batch ${delivery.sequence} dead-lettered: ${outcome.error}`);
+    subscriptionDeliveries.inc({ sink, outcome: 'dead' });
+    subscriptionDeadLetters.inc({ sink });
   }
 
   /**

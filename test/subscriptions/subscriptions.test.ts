@@ -329,6 +329,10 @@ describe('change subscriptions: webhooks', function () {
     await other.tick();
     await other.settle();
     await other.stop();
+    // set aside like a batch whose retries ran out: the subscription says so until a batch goes through
+    const failing = (await app.get(`/api/v1/subscriptions/${made.body.id}`, admin)).body;
+    expect(failing.state).to.equal('failing');
+    expect(failing.state_reason).to.include('retention');
     await app.sql`update subscriptions set lease_owner = null, lease_until = null where id = ${made.body.id}`;
     await ingest(app.sql, [buildPod({ name: 'trimmed-2' })], { source: 'sub-trimmed' });
     await deliver();
