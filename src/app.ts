@@ -133,7 +133,13 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     }
     app.logger.error({ err: error }, 'response failed');
   });
-  const router = buildRouter(app, routes, { checkResponses: options.checkResponses ?? false, authenticate, signInRedirect });
+  const router = buildRouter(app, routes, {
+    checkResponses: options.checkResponses ?? false,
+    authenticate,
+    signInRedirect,
+    analystApp: app.analystReads ? (ctx, primary, principal) => app.analystReads!.choose(ctx, primary, principal) : undefined,
+    wrote: app.analystReads ? (_ctx, _app, principal) => app.analystReads!.wrote(principal) : undefined,
+  });
 
   koa.use(async (ctx, next) => {
     const stop = httpRequestDuration.startTimer();

@@ -3,11 +3,14 @@ import type { Config } from './config/config.js';
 import type { DatabaseKind, Sql } from './db/database.js';
 import type { DatabaseGate } from './db/gate.js';
 import type { DatabaseHealth } from './db/health.js';
+import type { ReplicaState } from './db/replica.js';
 import type { RateLimits } from './http/rate-limit.js';
 import { routeDefiner, type AnyRouteOf } from './http/route.js';
 import type { Logger } from './observability/logger.js';
 import type { SearchBackend } from './search/backend.js';
 import type { SingleSignOn } from './auth/sso.js';
+import type { Principal } from './auth/principal.js';
+import type { Context } from 'koa';
 
 /** What routes, services and jobs are handed: the database, the settings, a logger and a clock. */
 export interface AppContext {
@@ -26,12 +29,24 @@ export interface AppContext {
   limits: RateLimits;
   /** OpenID Connect sign-in; undefined when CINV_OIDC_ISSUER is unset. */
   sso: SingleSignOn | undefined;
+  /** Where analyst reads go when DATABASE_REPLICA_URL names a read replica; undefined: the primary serves them. */
+  analystReads?: ReadRouting;
   config: Config;
   logger: Logger;
   /** The current time; tests replace it to move lifecycle thresholds without waiting. */
   now: () => Date;
 }
 
+/** Sends analyst reads to a read replica or the primary (see AnalystReads). */
+export interface ReadRouting {
+  choose(ctx: Context, primary: AppContext, principal: Principal | undefined): AppContext;
+  wrote(principal: Principal | undefined): void;
+  state(): ReplicaState;
+}
+
 /** Declares a route whose handler is given the AppContext. */
 export const defineRoute = routeDefiner<AppContext>();
 export type AnyRoute = AnyRouteOf<AppContext>;
+
+/** An analyst read only when it asks for the past (`as_of`): the inventory as it is now stays on the primary. */
+export const readsThePast = (query: Record<string, unknown>): boolean => query.as_of !== undefined;

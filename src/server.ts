@@ -7,7 +7,8 @@ import { SingleSignOn } from './auth/sso.js';
 import { installBootstrapKey } from './auth/api-keys.js';
 import type { Config } from './config/config.js';
 import type { AppContext } from './context.js';
-import type { Database } from './db/database.js';
+import { connectServer, guardDatabase, poolSettings, type Database } from './db/database.js';
+import { AnalystReads } from './analyst-reads.js';
 import { openDatabase } from './db/open.js';
 import { migrate } from './db/migrate.js';
 import { pendingPartitionMigrations } from './db/partition-migration.js';
@@ -56,6 +57,7 @@ async function startIndexer(app: AppContext, url: string): Promise<{ stop(): Pro
 /** Opens the database, migrates, installs the bootstrap key, then serves and/or schedules. */
 export async function run(config: Config, logger: Logger, options: RunOptions): Promise<Running> {
   const database: Database = await openDatabase(config, { joinEmbedded: false });
+  const replica = config.databaseReplicaUrl ? guardDatabase(connectServer(config.databaseReplicaUrl, poolSettings(config)), poolSettings(config)) : undefined;
   const now = () => new Date();
   const app: AppContext = {
     sql: database.sql,
@@ -70,6 +72,8 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
     logger,
     now,
   };
+  const analystReads = replica ? new AnalystReads(app, replica) : undefined;
+  app.analystReads = analystReads;
   try {
     const applied = await migrate(database.sql);
     if (applied.length > 0) logger.info({ versions: applied }, 'migrations applied');
@@ -87,9 +91,10 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
     const [live] = await database.sql<{ keys: number }[]>`select count(*)::int as keys from api_keys where revoked_at is null`;
     if (live?.keys === 0) logger.warn('no API keys exist yet: create one with `npm run cinv -- keys create --tier adm --name admin`');
   } catch (error) {
-    await database.close();
+    await Promise.all([database.close(), replica?.close()]);
     throw error;
   }
+  analystReads?.start();
 
   const sweeps = options.scheduler ? scheduleSweeps(app) : undefined;
   const worker = options.scheduler
@@ -111,7 +116,7 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
     const port = typeof address === 'object' && address ? address.port : config.port;
     const origin = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${port}`;
     logger.info(
-      { port, database: database.kind, dataDir: database.kind === 'embedded' ? config.dataDir : undefined },
+      { port, database: database.kind, dataDir: database.kind === 'embedded' ? config.dataDir : undefined, readReplica: replica !== undefined },
       `cinv listening on ${origin}: open ${origin}/ui/ and sign in${config.oidc ? ' with your company account or' : ' with'} an API key`,
     );
   }
@@ -130,6 +135,7 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
         // after the last request: what it audited is written before the pool closes
         await app.audit.close();
         await app.limits.close();
+        await analystReads?.stop();
         await database.close();
       })()),
   };

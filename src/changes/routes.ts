@@ -14,6 +14,7 @@ const ciHistory = defineRoute({
   method: 'GET',
   path: '/api/v1/ci-changes/{ci_id}',
   operationId: 'listCiChanges',
+  analystRead: true,
   summary: 'Change history of one configuration item',
   description:
     'Newest first (by `changed_at`, then change id). The first page may skip `offset` records; `next_cursor` continues by ' +
@@ -58,6 +59,7 @@ const globalHistory = defineRoute({
   method: 'GET',
   path: '/api/v1/changes',
   operationId: 'listChanges',
+  analystRead: true,
   summary: 'Global change history (JSON or CSV)',
   description:
     'Change records of every CI the key may see (data scopes apply to the source and instance recorded with each change, ' +

@@ -10,6 +10,7 @@ const search = defineRoute({
   method: 'GET',
   path: '/api/v1/changes/search',
   operationId: 'searchChanges',
+  analystRead: true,
   summary: 'Full-text search of the change history',
   description:
     `${SEARCH_SYNTAX} Filters, dates and data scopes apply as on \`GET /changes\`; records without field changes are ` +
@@ -38,6 +39,7 @@ const stats = defineRoute({
   method: 'GET',
   path: '/api/v1/changes/stats',
   operationId: 'changeStatistics',
+  analystRead: true,
   summary: 'Statistics of the change history',
   description:
     'Without `start_date` (and `end_date`): the last 90 days, from a pre-aggregate. Change records written since its ' +

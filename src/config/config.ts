@@ -10,6 +10,10 @@ export interface Config {
   /** Real PostgreSQL connection string; undefined means the embedded database. */
   databaseUrl: string | undefined;
   databasePoolSize: number;
+  /** A streaming replica of the same database for analyst reads; undefined: the primary serves them. */
+  databaseReplicaUrl: string | undefined;
+  /** Replay lag beyond which analyst reads fall back to the primary. */
+  replicaMaxLagMs: number;
   /** How long a request waits for a pooled connection before it is answered 503. */
   dbAcquireTimeoutMs: number;
   /** Server-side limit of one statement on request paths. */
@@ -325,6 +329,15 @@ function sheddingBound(env: Env, name: string): number | undefined {
   return duration(env, name, raw);
 }
 
+/** A replica follows a PostgreSQL server: the embedded database has none. */
+function replicaUrl(env: Env, databaseUrl: string | undefined): string | undefined {
+  const url = env.DATABASE_REPLICA_URL || undefined;
+  if (url === undefined) return undefined;
+  if (!/^postgres(ql)?:\/\//.test(url)) throw new ConfigError('DATABASE_REPLICA_URL', 'must start with postgres:// or postgresql://');
+  if (!databaseUrl) throw new ConfigError('DATABASE_REPLICA_URL', 'needs DATABASE_URL: the embedded database has no replicas');
+  return url;
+}
+
 /** Reads and validates the whole configuration; a bad variable is named in the thrown error. */
 export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = env.DATABASE_URL || undefined;
@@ -338,6 +351,8 @@ export function loadConfig(env: Env = process.env): Config {
     host: env.HOST || '0.0.0.0',
     databaseUrl,
     databasePoolSize: integer(env, 'CINV_DB_POOL_SIZE', 10, 1, 200),
+    databaseReplicaUrl: replicaUrl(env, databaseUrl),
+    replicaMaxLagMs: duration(env, 'CINV_REPLICA_MAX_LAG', '30s'),
     dbAcquireTimeoutMs: duration(env, 'CINV_DB_ACQUIRE_TIMEOUT', '2s'),
     statementTimeoutMs: duration(env, 'CINV_STATEMENT_TIMEOUT', '15s'),
     bulkStatementTimeoutMs: duration(env, 'CINV_BULK_STATEMENT_TIMEOUT', '10m'),

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { defineRoute } from '../context.js';
+import { defineRoute, readsThePast } from '../context.js';
 import { attributePaths, pickAttributes, presentCiAsOf, presentCiDetail, presentListedCi, presentTypeData } from './presenter.js';
 import { CiArchived, CiDetail, CiDetailAsOf, CiDetailQuery, CiList, CiListQuery, CiParams, TypeDataList } from './schema.js';
 import { archiveConfigurationItem, ciDetailAsOf, ciDetailOr404, listConfigurationItems } from './service.js';
@@ -10,6 +10,7 @@ const list = defineRoute({
   method: 'GET',
   path: '/api/v1/configuration-items',
   operationId: 'listConfigurationItems',
+  analystRead: readsThePast,
   summary: 'List configuration items',
   description:
     'Filtered, sorted list of the CIs the key may see, paged by `offset` or walked by `cursor` (`next_cursor`). ' +
@@ -39,6 +40,7 @@ const detail = defineRoute({
   method: 'GET',
   path: '/api/v1/configuration-items/{ci_id}',
   operationId: 'getConfigurationItem',
+  analystRead: readsThePast,
   summary: 'Get one configuration item',
   tags,
   access: { resource: 'configuration_items', action: 'read' },

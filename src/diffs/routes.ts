@@ -8,6 +8,7 @@ const ci = defineRoute({
   method: 'GET',
   path: '/api/v1/configuration-items/{ci_id}/diff',
   operationId: 'diffConfigurationItem',
+  analystRead: true,
   summary: 'How one CI differs between two moments',
   description:
     'The net field differences between the CI as stored at `from` and at `to` (a value changed and back is none), the ' +
@@ -26,6 +27,7 @@ const inventory = defineRoute({
   method: 'GET',
   path: '/api/v1/inventory/diff',
   operationId: 'diffInventory',
+  analystRead: true,
   summary: 'How the inventory differs between two moments',
   description:
     'What appeared, disappeared and changed between `from` and `to` among the CIs the caller may see, with the list\'s ' +

@@ -19,6 +19,11 @@ export interface StatisticsOptions {
   /** Limit of one explicit-window statistics query (CINV_STATS_TIMEOUT). */
   statsTimeoutMs: number;
   now: () => Date;
+  /**
+   * Whether a default-window read folds queued records in first (a write). Not on a read replica:
+   * there the scheduled refresh folds them on the primary, and `time_range.end` says how far it got.
+   */
+  foldOnRead?: boolean;
 }
 
 /**
@@ -40,7 +45,7 @@ export class ChangeStatistics {
    * wait, the fold goes on behind it, and `time_range.end` says up to when the figures count.
    */
   async defaultWindow(principal: Principal, groupBy: StatsGrouping): Promise<ChangeStats> {
-    const queued = await queuedChanges(this.sql, FOLD_ON_READ + 1);
+    const queued = this.options.foldOnRead === false ? 0 : await queuedChanges(this.sql, FOLD_ON_READ + 1);
     if (queued > 0) {
       const folding = this.refreshOnce();
       // a failed fold is retried by the next read and the scheduled refresh, which report it

@@ -1,7 +1,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import { ErrorEnvelope } from './schemas.js';
 import { isAlwaysServed } from './load.js';
-import type { AnyRoute } from './route.js';
+import { SERVED_BY_HEADER, type AnyRoute } from './route.js';
 
 type Json = Record<string, unknown>;
 
@@ -65,6 +65,16 @@ function errorStatuses(route: AnyRoute): number[] {
   return [...new Set(statuses)].sort();
 }
 
+/** Said on analyst reads when a read replica is configured. */
+const SERVED_BY = {
+  [SERVED_BY_HEADER]: {
+    description:
+      'Which database answered: `replica` or `primary`. Present when a read replica (DATABASE_REPLICA_URL) is configured: ' +
+      'this read goes to it while it is within CINV_REPLICA_MAX_LAG and has replayed past the caller\'s last write.',
+    schema: { type: 'string', enum: ['replica', 'primary'] },
+  },
+};
+
 function operation(route: AnyRoute): Json {
   const responses: Json = {};
   for (const [status, spec] of Object.entries(route.responses)) {
@@ -76,6 +86,7 @@ function operation(route: AnyRoute): Json {
     const response: Json = { description: spec.description };
     if (Object.keys(content).length > 0) response.content = content;
     if (spec.headers) response.headers = spec.headers;
+    if (route.analystRead && Number(status) < 300) response.headers = { ...(response.headers as Json | undefined), ...SERVED_BY };
     responses[status] = response;
   }
   const errorRef = { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } };

@@ -2,6 +2,9 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import type { Context } from 'koa';
 import type { Action, Principal, Resource } from '../auth/principal.js';
 
+/** The response header that says which database answered an analyst read (see RouteDefinition.analystRead). */
+export const SERVED_BY_HEADER = 'X-Cinv-Served-By';
+
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface ResponseSpec {
@@ -55,6 +58,11 @@ export interface RouteDefinition<
   streamTypes?: string[];
   /** The audit event a refused permission writes instead of `permission.denied` (credential reveals). */
   deniedEvent?: 'credentials.reveal_denied';
+  /**
+   * An analyst read (search, statistics, history, exports, the past): it may be served by a read
+   * replica. A function decides from the request's query (the inventory only when it asks for the past).
+   */
+  analystRead?: boolean | ((query: Record<string, unknown>) => boolean);
   /** Returns the JSON body, or sets `ctx.body` itself (streams) and returns undefined. */
   handler: (request: RouteRequest<App, P, Q, B>) => Promise<unknown>;
 }

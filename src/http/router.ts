@@ -91,7 +91,13 @@ export interface RouterOptions<App> {
   authenticate: (ctx: Context, app: App) => Promise<Principal>;
   /** Where a request refused a 401 is sent to sign in instead (a browser's page request), if anywhere. */
   signInRedirect?: (ctx: Context, app: App) => string | undefined;
+  /** What an analyst read (see RouteDefinition.analystRead) is handed instead of `app`, if anything else. */
+  analystApp?: (ctx: Context, app: App, principal: Principal | undefined) => App;
+  /** Told of every request that may have written, once it succeeded. */
+  wrote?: (ctx: Context, app: App, principal: Principal | undefined) => void;
 }
+
+const READ_METHODS = new Set(['GET', 'HEAD']);
 
 /** Mounts route definitions: authentication, authorization, validation, handler, in that order. */
 export function buildRouter<App extends RouterApp>(app: App, routes: readonly AnyRouteOf<App>[], options: RouterOptions<App>): Router {
@@ -136,8 +142,11 @@ export function buildRouter<App extends RouterApp>(app: App, routes: readonly An
       const params = checkParams(ctx.params);
       const query = checkQuery(ctx.query);
       const body = streamed ? undefined : checkBody(received);
-      const result = await route.handler({ ctx, app, params, query, body, principal: principal as Principal });
+      const analyst = typeof route.analystRead === 'function' ? route.analystRead(query as Record<string, unknown>) : route.analystRead === true;
+      const served = analyst && options.analystApp ? options.analystApp(ctx, app, principal) : app;
+      const result = await route.handler({ ctx, app: served, params, query, body, principal: principal as Principal });
       if (result !== undefined) ctx.body = result;
+      if (!READ_METHODS.has(route.method)) options.wrote?.(ctx, app, principal);
       checkResponse?.(ctx);
     });
   }

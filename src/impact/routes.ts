@@ -1,5 +1,5 @@
 import { presentChange } from '../changes/presenter.js';
-import { defineRoute, type AnyRoute } from '../context.js';
+import { defineRoute, type AnyRoute, readsThePast } from '../context.js';
 import { Impact, ImpactParams, ImpactQuery } from './schema.js';
 import { impactOf } from './service.js';
 
@@ -7,6 +7,7 @@ const impact = defineRoute({
   method: 'GET',
   path: '/api/v1/configuration-items/{ci_id}/impact',
   operationId: 'impactOfConfigurationItem',
+  analystRead: readsThePast,
   summary: 'What depends on a CI, and what changed in what it depends on',
   description:
     'The on-call summary of a CI: the CIs that depend on it (`downstream`, see the dependency graph) counted at each depth ' +

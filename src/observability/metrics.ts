@@ -109,6 +109,17 @@ export const subscriptionDeliveryLag = new Histogram<'sink'>({
 
 export const subscriptionDeadLetters = new Counter<'sink'>({
   name: 'cinv_subscription_dead_letters_total',
-  help: 'Subscription batches given up after their retry window (CINV_SUBSCRIPTION_RETRY_WINDOW), by sink type',
+  help: 'Subscription batches given up (their retry window, CINV_SUBSCRIPTION_RETRY_WINDOW, ran out, or retention removed their records first), by sink type',
   labelNames: ['sink'] as const,
+});
+
+export const replicaLag = new Gauge({
+  name: 'cinv_replica_lag_seconds',
+  help: 'How far the read replica (DATABASE_REPLICA_URL) is behind the primary; -1 while it cannot be reached or does not replay',
+});
+
+export const analystReads = new Counter<'served_by'>({
+  name: 'cinv_analyst_reads_total',
+  help: 'Analyst reads (search, statistics, history, exports, the inventory of the past) by the database that served them: replica or primary',
+  labelNames: ['served_by'] as const,
 });

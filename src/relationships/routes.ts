@@ -1,4 +1,4 @@
-import { defineRoute, type AnyRoute } from '../context.js';
+import { defineRoute, type AnyRoute, readsThePast } from '../context.js';
 import { presentRelationship } from './presenter.js';
 import { dependencyGraph } from './graph.js';
 import { Graph, GraphQuery, RelationshipList, RelationshipListQuery, RelationshipParams } from './schema.js';
@@ -8,6 +8,7 @@ const list = defineRoute({
   method: 'GET',
   path: '/api/v1/configuration-items/{ci_id}/relationships',
   operationId: 'listRelationships',
+  analystRead: readsThePast,
   summary: 'List the relationships of a configuration item',
   description:
     'Relationships of one CI in both directions (or one, with `direction`), each seen from this CI: `outgoing` when ' +
@@ -53,6 +54,7 @@ const graph = defineRoute({
   method: 'GET',
   path: '/api/v1/configuration-items/{ci_id}/graph',
   operationId: 'dependencyGraph',
+  analystRead: readsThePast,
   summary: 'The CIs around a configuration item, to a depth',
   description:
     'The blast radius of a CI: the CIs that depend on it (`downstream`), those it depends on (`upstream`), or both, up to ' +

@@ -55,6 +55,20 @@ const RateLimitCheck = Type.Object(
   { description: 'Where request limits are counted: `redis` (shared by replicas; `degraded` while unreachable, when each process counts alone) or `memory`.' },
 );
 
+const ReplicaCheck = Type.Object(
+  {
+    status: Type.Union([Type.Literal('ok'), Type.Literal('lagging'), Type.Literal('unavailable')]),
+    lag_seconds: Nullable(Type.Number({ description: 'How far the replica is behind the primary; null while it cannot be reached or does not replay.' })),
+    max_lag_seconds: Type.Number({ description: 'CINV_REPLICA_MAX_LAG: beyond it the primary serves analyst reads.' }),
+    detail: Type.Optional(Type.String()),
+  },
+  {
+    description:
+      'The read replica (DATABASE_REPLICA_URL), present only when one is set. Analyst reads go to it while it is `ok`; ' +
+      'while it is `lagging` or `unavailable` the primary serves them, so the instance stays healthy.',
+  },
+);
+
 const Days = Nullable(Type.Number({ description: 'Days; null keeps forever.' }));
 
 const HistoryCoverage = Type.Object(
@@ -71,7 +85,7 @@ const HistoryCoverage = Type.Object(
 const Health = Type.Object({
   status: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]),
   timestamp: Timestamp(),
-  checks: Type.Object({ database: DatabaseCheck, rate_limits: RateLimitCheck }),
+  checks: Type.Object({ database: DatabaseCheck, replica: Type.Optional(ReplicaCheck), rate_limits: RateLimitCheck }),
   history: HistoryCoverage,
 });
 
@@ -112,6 +126,12 @@ const Readiness = Type.Object({
   }),
 });
 
+function replicaCheck(app: AppContext): { replica?: Static<typeof ReplicaCheck> } {
+  if (!app.analystReads) return {};
+  const { status, lagSeconds, detail } = app.analystReads.state();
+  return { replica: { status, lag_seconds: lagSeconds, max_lag_seconds: app.config.replicaMaxLagMs / 1000, ...(detail === undefined ? {} : { detail }) } };
+}
+
 async function checkDatabase(app: AppContext): Promise<Static<typeof DatabaseCheck>> {
   const probe = await app.health.probe();
   return probe.up ? { status: 'ok', kind: app.database, latency_ms: probe.latencyMs } : { status: 'unavailable', kind: app.database };
@@ -125,7 +145,7 @@ const health = defineRoute({
   description:
     'Answers 200 while the process runs and the database answers `select 1` on a connection of its own, which never ' +
     'waits behind busy requests: a saturated instance is still live. 503 with the same body when the database cannot ' +
-    'be reached (within CINV_DB_ACQUIRE_TIMEOUT). Never refused by load shedding. Use it as the liveness check.',
+    'be reached (within CINV_DB_ACQUIRE_TIMEOUT). Never refused by load shedding. Use it as the liveness check. With a read replica (DATABASE_REPLICA_URL), `checks.replica` reports its lag; a replica lagging or down leaves the answer 200 (the primary serves its reads).',
   tags,
   access: 'public',
   responses: {
@@ -140,7 +160,7 @@ const health = defineRoute({
     return {
       status: ok ? 'ok' : 'unavailable',
       timestamp: new Date().toISOString(),
-      checks: { database, rate_limits: app.limits.state() },
+      checks: { database, ...replicaCheck(app), rate_limits: app.limits.state() },
       history: historyCoverage(app),
     };
   },

@@ -8,7 +8,8 @@ import { issueApiKey } from '../../src/auth/api-keys.js';
 import type { DataScope, Permission } from '../../src/auth/principal.js';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import type { AppContext } from '../../src/context.js';
-import { admit, type RawDatabase, type Sql } from '../../src/db/database.js';
+import { admit, type Database, type RawDatabase, type Sql } from '../../src/db/database.js';
+import { AnalystReads } from '../../src/analyst-reads.js';
 import { answerClientErrors } from '../../src/http/client-errors.js';
 import { createSearchBackend } from '../../src/search/backends.js';
 import { createLogger } from '../../src/observability/logger.js';
@@ -66,6 +67,8 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
 export interface OwnDatabase {
   raw: RawDatabase;
   probe: Sql;
+  /** A streaming replica of it, for analyst reads (DATABASE_REPLICA_URL); the app closes it. */
+  replica?: Database;
 }
 
 export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDatabase): Promise<TestApp> {
@@ -80,6 +83,9 @@ export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDat
   const config = testConfig(overrides);
   const clock = { now: new Date() };
   const context = testContext(db, own?.probe ?? (await testProbe()), config, createLogger('info', sink), clock);
+  const analystReads = own?.replica ? new AnalystReads(context, own.replica) : undefined;
+  context.analystReads = analystReads;
+  analystReads?.start();
   const server: Server = await new Promise((resolve) => {
     const listening = createApp(context, { checkResponses: true }).listen(0, '127.0.0.1', () => resolve(listening));
     answerClientErrors(listening);
@@ -116,6 +122,7 @@ export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDat
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await context.audit.close();
       await context.limits.close();
+      await analystReads?.stop();
     },
   };
 }

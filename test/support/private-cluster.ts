@@ -38,7 +38,10 @@ export interface PrivateCluster {
   destroy(): Promise<void>;
 }
 
-export async function createPrivateCluster(): Promise<PrivateCluster> {
+type Tool = (tool: string, args: string[]) => Promise<unknown>;
+
+/** A cluster of its own: `init` fills the data directory (initdb, or a base backup of another). */
+async function privateCluster(init: (pg: Tool, dataDir: string) => Promise<void>): Promise<PrivateCluster> {
   const bin = binDir();
   const dir = mkdtempSync(path.join(tmpdir(), 'cinv-pg-'));
   const dataDir = path.join(dir, 'data');
@@ -49,10 +52,9 @@ export async function createPrivateCluster(): Promise<PrivateCluster> {
     const { stdout: gidOut } = await run('id', ['-g', 'postgres']);
     chownSync(dir, uid, Number(gidOut.trim()));
   }
-  const pg = (tool: string, args: string[]) =>
-    asRoot ? run('runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args]) : run(path.join(bin, tool), args);
+  const pg: Tool = (tool, args) => (asRoot ? run('runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args]) : run(path.join(bin, tool), args));
   const port = await freePort();
-  await pg('initdb', ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+  await init(pg, dataDir);
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=40`;
   const logFile = path.join(dir, 'server.log');
   const cluster: PrivateCluster = {
@@ -70,4 +72,21 @@ export async function createPrivateCluster(): Promise<PrivateCluster> {
   };
   await cluster.start();
   return cluster;
+}
+
+export function createPrivateCluster(): Promise<PrivateCluster> {
+  return privateCluster(async (pg, dataDir) => {
+    await pg('initdb', ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+  });
+}
+
+/**
+ * A streaming replica of a running private cluster: a base backup of it (`pg_basebackup -R`, which
+ * writes the standby's connection to it), started as a hot standby that replays its WAL.
+ */
+export function createStandby(primary: PrivateCluster): Promise<PrivateCluster> {
+  const { hostname, port } = new URL(primary.url);
+  return privateCluster(async (pg, dataDir) => {
+    await pg('pg_basebackup', ['-D', dataDir, '-h', hostname, '-p', port, '-U', 'postgres', '-R', '-X', 'stream', '--no-sync']);
+  });
 }
