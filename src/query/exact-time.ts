@@ -7,9 +7,6 @@ import type { Fragment } from '../auth/scope.js';
  */
 export const EXACT_TIME_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"';
 
-/** A time as the API shows it (milliseconds, as Date#toISOString writes it), for JSON the database writes. */
-export const API_TIME_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
-
 const EXACT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
 /** Whether a value read back from a cursor is a position written with EXACT_TIME_FORMAT. */
@@ -17,3 +14,6 @@ export const isExactTime = (value: unknown): value is string => typeof value ===
 
 /** The column as text at microsecond precision, in UTC. */
 export const exactTime = (sql: Sql, column: string): Fragment => sql`to_char(${sql(column)} at time zone 'UTC', ${EXACT_TIME_FORMAT})`;
+
+/** An exact time (EXACT_TIME_FORMAT) as the API shows it (milliseconds, as Date#toISOString writes them), the rest cut as to_char's MS cuts it. */
+export const apiTimeOf = (exact: string): string => `${exact.slice(0, 23)}Z`;

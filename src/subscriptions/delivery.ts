@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { uuidv7 } from 'uuidv7';
-import { can, type Principal } from '../auth/principal.js';
+import { can, dataScopesOf, type Principal } from '../auth/principal.js';
 import { feedCriteria } from '../changes/feed.js';
 import type { AppContext } from '../context.js';
-import { PAST_TRANSACTION, recordsAsJson, scanFeedSelection } from '../history/feed.js';
+import { PAST_TRANSACTION, recordJson, recordsAsJson, scanFeedSelection, type FeedSelection, type RecordContent } from '../history/feed.js';
+import type { HistoryFilter } from '../history/store.js';
 import { subscriptionDeadLetters, subscriptionDeliveries, subscriptionDeliveryLag } from '../observability/metrics.js';
 import { ownerPrincipal, sendOptionsOf, subscriptionOf, targetOf } from './service.js';
 import { NatsConnections, send, type SendResult, type Target } from './sinks.js';
@@ -33,6 +34,8 @@ const TRIM_EVERY_MS = 600_000;
 /** Records' texts kept for the other subscriptions: a few batches of each of them. */
 const KEPT_TEXTS = 50_000;
 const LONGEST_RETRY_MS = 3_600_000;
+/** Full scans kept for subscriptions that read alike: a few for each kind of reader. */
+const KEPT_SCANS = 32;
 
 /** Exponential backoff with jitter: about 1 s, 2 s, 4 s … up to an hour, each between half and all of it. */
 export function retryDelay(attempts: number, random = Math.random): number {
@@ -75,6 +78,8 @@ export class SubscriptionDelivery {
   private ticking = false;
   private stopped = false;
   private trimmedAt = 0;
+  /** Full feed scans lately made, by what decides them (see scanFor). */
+  private readonly scans = new Map<string, Promise<FeedSelection[]>>();
   /** Records' JSON texts lately written out, by record id (see jsonOf). */
   private readonly texts = new Map<string, string>();
   /** Each subscription's decrypted target, as of its row's last seal (a rotation's overlap ending changes it too). */
@@ -177,16 +182,15 @@ export class SubscriptionDelivery {
     // one batch's worth: what is scanned and selected beyond the batch would be written out for nothing
     const scan = most;
     const criteria = feedCriteria({ filter: row.filters, search: row.search ?? undefined });
-    const entries = await scanFeedSelection(this.app.sql, owner, criteria, { position: row.feed_position, id: row.feed_record }, scan);
+    const entries = await this.scanFor(row, owner, criteria, scan);
     if (entries.length === 0) return undefined;
-    const texts = await this.jsonOf(row.tenant_id, entries.filter((entry) => entry.selected).map((entry) => ({ id: entry.place.id, at: entry.at })));
     const records: { id: string; at: string }[] = [];
     let size = 0;
     let next = entries[0]!.place;
     let passed = 0;
     let committedAt: Date | undefined;
     for (const entry of entries) {
-      const json = entry.selected ? texts.get(entry.place.id) : undefined;
+      const json = entry.content ? this.textOf(entry.content) : undefined;
       if (json !== undefined) {
         if (records.length > 0 && (records.length === most || size + json.length > bytes)) break;
         records.push({ id: entry.place.id, at: entry.at });
@@ -212,6 +216,30 @@ export class SubscriptionDelivery {
       next,
       now,
     });
+  }
+
+  /**
+   * The feed from the subscription's place, as its owner reads it. Subscriptions that read alike
+   * (the same tenant, data scopes and criteria, from the same place) share one scan: they move
+   * through the feed in step, cut at the same records. Only a full scan is kept: nothing can come
+   * to lie within it later (positions are handed out in order), whereas a short one ends where the
+   * feed ended at the time.
+   */
+  private scanFor(row: SubscriptionRow, owner: Principal, criteria: HistoryFilter, scan: number): Promise<FeedSelection[]> {
+    const key = JSON.stringify([owner.tenantId, dataScopesOf(owner), row.filters, row.search, row.feed_position, row.feed_record, scan]);
+    const kept = this.scans.get(key);
+    if (kept) return kept;
+    const scanned = scanFeedSelection(this.app.sql, owner, criteria, { position: row.feed_position, id: row.feed_record }, scan);
+    this.scans.set(key, scanned);
+    void scanned.then(
+      (entries) => entries.length < scan && this.scans.delete(key),
+      () => this.scans.delete(key),
+    );
+    for (const oldest of this.scans.keys()) {
+      if (this.scans.size <= KEPT_SCANS) break;
+      this.scans.delete(oldest);
+    }
+    return scanned;
   }
 
   /** Sends a batch once and records how it went; true when the next may follow at once. */
@@ -279,9 +307,16 @@ export class SubscriptionDelivery {
   }
 
   /**
-   * The records' JSON, from the texts kept for the subscriptions that read them before (every
+   * A record's JSON as scanned, from the texts kept for the subscriptions that read it before (every
    * subscription reads the same records near the same time: each is written out once).
    */
+  private textOf(content: RecordContent): string {
+    let text = this.texts.get(content.id);
+    if (text === undefined) this.keep(content.id, (text = recordJson(content)));
+    return text;
+  }
+
+  /** The records' JSON by id and time, from the kept texts, the rest read again (a batch sent again later). */
   private async jsonOf(tenantId: string, records: { id: string; at: string }[]): Promise<Map<string, string>> {
     const found = new Map<string, string>();
     const missing = records.filter((record) => {
@@ -291,14 +326,21 @@ export class SubscriptionDelivery {
     });
     for (const [id, text] of await recordsAsJson(this.app.sql, tenantId, missing)) {
       found.set(id, text);
-      this.texts.set(id, text);
-    }
-    // the oldest go first: Map keeps insertion order
-    for (const id of this.texts.keys()) {
-      if (this.texts.size <= KEPT_TEXTS) break;
-      this.texts.delete(id);
+      this.keep(id, text);
     }
     return found;
+  }
+
+  private keep(id: string, text: string): void {
+    this.texts.set(id, text);
+    if (this.texts.size <= KEPT_TEXTS) return;
+    // the oldest quarter goes at once (a Map keeps insertion order). One at a time, each removal
+    // walked past every earlier one still held as a hole in the Map: a third of a drain's time.
+    let drop = this.texts.size - Math.floor((KEPT_TEXTS * 3) / 4);
+    for (const kept of this.texts.keys()) {
+      if (drop-- <= 0) break;
+      this.texts.delete(kept);
+    }
   }
 
   private targetFor(row: SubscriptionRow): Promise<Target> {

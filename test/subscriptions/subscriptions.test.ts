@@ -190,10 +190,16 @@ describe('change subscriptions: webhooks', function () {
     expect(log[0]).to.deep.include({ status: 'pending', attempts: 1, response_status: 500, error: 'the receiver answered 500' });
     expect(Date.parse(log[0].next_attempt_at) - app.clock.now.getTime()).to.be.within(500, 1000);
 
-    // its time comes; the receiver is back: both batches, in order, the first with its first id
+    // its time comes; the receiver is back: both batches, in order, the first with its first id,
+    // sent again by another process (which writes the body from the stored records, not from a scan)
     await app.sql`update subscription_deliveries set next_attempt_at = now() - interval '1 hour' where subscription_id = ${id}`;
+    await app.sql`update subscriptions set lease_owner = null, lease_until = null where id = ${id}`;
     receiver.answer = 200;
-    await deliver();
+    const other = new SubscriptionDelivery(app.context);
+    await other.tick();
+    await other.settle();
+    await other.stop();
+    await app.sql`update subscriptions set lease_owner = null, lease_until = null where id = ${id}`;
     const sent = receiver.batches();
     expect(sent.map((b) => [b.data.sequence, b.data.records.map((r) => r.ci_name)])).to.deep.equal([
       [1, ['flaky-1']],
@@ -359,6 +365,40 @@ describe('change subscriptions: webhooks', function () {
     await deliver();
     expect(receiver.batches().slice(1).flatMap((b) => b.data.records.map((r) => r.ci_name))).to.deep.equal(['gone-1', 'gone-2']);
     await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
+  });
+
+  it('shares one reading of the feed among subscriptions that read alike, and never among those whose owner or filter differs', async () => {
+    const sourceId = await buildSource(app.sql, 'sub-shared');
+    const scoped = await createKey(app.sql, 'svc', {
+      permissions: ['subscriptions:write', 'subscriptions:read', 'changes:read'],
+      scopes: [{ sourceId, scopeId: 'cluster-a' }],
+    });
+    const sink = { type: 'webhook', url: receiver.url };
+    const made = [
+      await create({ name: 'alike-1', sink }),
+      await create({ name: 'alike-2', sink }),
+      await create({ name: 'filtered', sink, filter: ['ci_name:eq:shared-3'] }),
+      await create({ name: 'scoped', sink }, scoped),
+    ].map((reply) => reply.body.id as string);
+    for (let i = 1; i <= 6; i++) await ingest(app.sql, [buildPod({ name: `shared-${i}` })], { source: 'sub-shared', scopeId: i % 2 ? 'cluster-a' : 'cluster-b' });
+    // batches of two: most readings are full, the ones kept for the others
+    const small = new SubscriptionDelivery({ ...app.context, config: { ...app.context.config, subscriptionBatchRecords: 2 } });
+    try {
+      for (let round = 0; round < 6; round++) {
+        await small.tick();
+        await small.settle();
+      }
+    } finally {
+      await small.stop();
+    }
+    const got = (id: string) => receiver.batches().filter((b) => b.data.subscription_id === id).flatMap((b) => b.data.records.map((r) => r.ci_name));
+    const all = ['shared-1', 'shared-2', 'shared-3', 'shared-4', 'shared-5', 'shared-6'];
+    expect(got(made[0]!)).to.deep.equal(all);
+    expect(got(made[1]!)).to.deep.equal(all);
+    expect(got(made[2]!)).to.deep.equal(['shared-3']);
+    expect(got(made[3]!)).to.deep.equal(['shared-1', 'shared-3', 'shared-5']);
+    for (const id of made) await app.sql`update subscriptions set lease_owner = null, lease_until = null where id = ${id}`;
+    for (const id of made) await app.request('DELETE', `/api/v1/subscriptions/${id}`, { key: admin });
   });
 
   it('delivers only what the owner may read when each batch is cut: scopes narrowed later apply, a revoked owner pauses it', async () => {
