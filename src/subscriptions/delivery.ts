@@ -11,6 +11,7 @@ import { ownerPrincipal, sendOptionsOf, subscriptionOf, targetOf } from './servi
 import { NatsConnections, send, type SendResult, type Target } from './sinks.js';
 import {
   cutBatch,
+  heldSubscription,
   leaseSubscription,
   oldestPending,
   recordAttempt,
@@ -135,10 +136,14 @@ export class SubscriptionDelivery {
     const started = Date.now();
     let owner: Owner | undefined;
     try {
+      const leaseMs = this.app.config.subscriptionLeaseMs;
+      let renewAt = 0;
       for (;;) {
         const now = this.app.now();
-        const row = await leaseSubscription(this.app.sql, id, this.owner, now, new Date(now.getTime() + this.app.config.subscriptionLeaseMs));
+        // the lease is renewed once half of it has gone; meanwhile the row is only read
+        const row = Date.now() < renewAt ? await heldSubscription(this.app.sql, id, this.owner, now) : await leaseSubscription(this.app.sql, id, this.owner, now, new Date(now.getTime() + leaseMs));
         if (!row) return;
+        if (Date.now() >= renewAt) renewAt = Date.now() + leaseMs / 2;
         if (owner?.key !== ownerKey(row)) owner = { key: ownerKey(row), principal: await ownerPrincipal(this.app, row) };
         if (this.stopped || Date.now() - started > TURN_MS || !(await this.step(row, owner.principal))) {
           if (this.stopped) await releaseSubscription(this.app.sql, id, this.owner);
