@@ -70,18 +70,8 @@ export async function scanFeed(sql: Sql, principal: Principal, criteria: History
   }));
 }
 
-/** A record as the API shows it, with its changes as the database's JSON text (see recordJson). */
-export interface RecordContent {
-  id: string;
-  ci_id: string;
-  ci_name: string;
-  ci_namespace: string | null;
-  ci_type: string;
-  /** As the API shows it (apiTimeOf). */
-  changed_at: string;
-  change_type: string;
-  changes_text: string;
-}
+/** A record as the API shows it, its time as text (apiTimeOf) and its changes as the database's JSON text (see recordJson). */
+export type RecordContent = Omit<ChangeRow, 'changed_at' | 'changes'> & { changed_at: string; changes_text: string };
 
 /** A scanned place: whether the record is selected, its time (exact) to find it by, and its content when selected. */
 export interface FeedSelection {
