@@ -7,21 +7,22 @@ import { compileFilters, type ParsedFilter } from '../query/filters.js';
 // Any constant works as long as every cinv process uses the same one.
 const FOLD_LOCK = 0x63696e79;
 
-/** Filters the CI counts can answer: on the status and the CI type, with any operator but text matching. */
+/** The CI columns the counts are kept by (sql/0029): a filter on them is answered from the counts. */
+const COUNTED = new Set(['status', 'ci_type', 'namespace', 'scope_id']);
+
+/** Filters the CI counts can answer: on the columns they are kept by, with any operator but text matching. */
 export function countable(filters: readonly ParsedFilter[]): boolean {
-  return filters.every(
-    (filter) => filter.target === 'column' && (filter.field === 'status' || filter.field === 'ci_type') && !['like', 'ilike', 'startswith'].includes(filter.op),
-  );
+  return filters.every((filter) => filter.target === 'column' && COUNTED.has(filter.field) && !['like', 'ilike', 'startswith'].includes(filter.op));
 }
 
 /**
- * The number of CIs with the given statuses and filters (status and type only, see `countable`)
- * that the principal may see, from the counts and the deltas not folded in yet: exact, and read
- * from a few rows per instance and type whatever the inventory's size.
+ * The number of CIs with the given statuses and filters (see `countable`) that the principal may
+ * see, from the counts and the deltas not folded in yet: exact, and read from a few rows per
+ * instance, type and namespace whatever the inventory's size.
  */
 export async function countCis(sql: Sql, principal: Principal, statuses: readonly string[] | 'any', filters: readonly ParsedFilter[]): Promise<number> {
-  // the counts have the CI's status and type columns under the same names: aliased `ci`, the
-  // scope builder and the filter compiler apply to them as to the CIs themselves
+  // the counts have the CI's status, type, namespace and instance columns under the same names:
+  // aliased `ci`, the scope builder and the filter compiler apply to them as to the CIs themselves
   const where = and(sql, [
     visibleTo(sql, principal, columnsOf('ci')),
     statuses === 'any' ? sql`true` : sql`ci.status = any(${statuses as string[]}::text[])`,
@@ -42,12 +43,12 @@ export async function foldCiCounts(sql: Queryable): Promise<number> {
     await tx`select pg_advisory_xact_lock(${FOLD_LOCK})`;
     const [row] = await tx<{ deltas: number }[]>`
       with folded as (
-        delete from ci_count_deltas returning tenant_id, source_id, scope_id, status, ci_type, delta
+        delete from ci_count_deltas returning tenant_id, source_id, scope_id, status, ci_type, namespace, delta
       ), summed as (
-        insert into ci_counts (tenant_id, source_id, scope_id, status, ci_type, cis)
-        select tenant_id, source_id, scope_id, status, ci_type, sum(delta) from folded
-        group by 1, 2, 3, 4, 5 order by 1, 4, 5, 2, 3
-        on conflict (tenant_id, status, ci_type, source_id, scope_id) do update set cis = ci_counts.cis + excluded.cis
+        insert into ci_counts (tenant_id, source_id, scope_id, status, ci_type, namespace, cis)
+        select tenant_id, source_id, scope_id, status, ci_type, namespace, sum(delta) from folded
+        group by 1, 2, 3, 4, 5, 6 order by 1, 4, 5, 2, 3, 6
+        on conflict (tenant_id, status, ci_type, source_id, scope_id, namespace) do update set cis = ci_counts.cis + excluded.cis
       )
       select count(*)::int as deltas from folded`;
     await tx`delete from ci_counts where cis = 0`;

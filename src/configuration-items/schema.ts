@@ -148,7 +148,7 @@ export const TypeDataItem = Type.Object(
 
 const Total = Type.Integer({
   description:
-    'CIs that match. Exact for lists filtered only by status and `ci_type` (kept as counts by the write path); for ' +
+    'CIs that match. Exact for lists filtered only by status, `ci_type`, `namespace` and `scope_id` (kept as counts by the write path); for ' +
     'other filters exact when it can be counted within CINV_COUNT_TIMEOUT, the planner\'s estimate otherwise.',
 });
 const NextCursor = Nullable(

@@ -61,22 +61,50 @@ describe('CI counts', function () {
     await expectInStep('folded again');
   });
 
-  it('serve list totals for status and type filters exactly, for every key', async () => {
+  it('serve list totals for status, type, namespace and instance filters exactly, for every key', async () => {
     const { sql } = app.current;
     const admin = await createKey(sql, 'adm');
-    const { sourceId } = await ingest(sql, Array.from({ length: 7 }, (_, i) => buildPod({ name: `p${i}` })), { scopeId: 'c1' });
+    const { sourceId } = await ingest(sql, Array.from({ length: 7 }, (_, i) => buildPod({ name: `p${i}`, namespace: i % 3 ? 'default' : i % 2 ? 'kube-system' : null })), { scopeId: 'c1' });
     await ingest(sql, [{ ...buildPod({ name: 'n1' }), external_id: 'node/n1', ci_type: 'k8s.node' }, buildPod({ name: 'p-c2' })], { scopeId: 'c2' });
     await ingest(sql, [], { scopeId: 'c1', mode: 'delta', deletions: ['pod/default/p0'] });
     await foldCiCounts(sql);
     await ingest(sql, [buildPod({ name: 'after-fold' })], { scopeId: 'c1' });
     const scoped = await createKey(sql, 'svc', { permissions: ['configuration_items:read'], scopes: [{ sourceId, scopeId: 'c1' }] });
     for (const key of [admin, scoped]) {
-      for (const query of ['', 'status=all', 'status=archived', 'filter=ci_type:eq:k8s.node', 'filter=ci_type:ne:k8s.node&status=all', 'filter=status:in:active,archived', 'filter=ci_type:in:k8s.pod,k8s.job&include_type_data=true']) {
+      for (const query of [
+        '',
+        'status=all',
+        'status=archived',
+        'filter=ci_type:eq:k8s.node',
+        'filter=ci_type:ne:k8s.node&status=all',
+        'filter=status:in:active,archived',
+        'filter=ci_type:in:k8s.pod,k8s.job&include_type_data=true',
+        'filter=namespace:eq:default',
+        'filter=namespace:eq:kube-system&filter=ci_type:eq:k8s.pod',
+        'filter=namespace:ne:default&status=all',
+        'filter=namespace:in:default,kube-system',
+        'filter=scope_id:eq:c2',
+        'filter=scope_id:eq:c1&filter=namespace:eq:default&filter=status:eq:active',
+      ]) {
         const reply = await app.current.get(`/api/v1/configuration-items?limit=1000&${query}`, key);
         expect(reply.status, reply.text).to.equal(200);
         expect({ total: reply.body.total, exact: reply.body.total_exact }, query).to.deep.equal({ total: reply.body.items.length, exact: true });
       }
     }
+  });
+
+  it('answer namespace and instance filters from the counts, without counting the CIs', async () => {
+    const { sql } = app.current;
+    const admin = await createKey(sql, 'adm');
+    await ingest(sql, [buildPod({ name: 'a', namespace: 'team-a' }), buildPod({ name: 'b', namespace: 'team-a' }), buildPod({ name: 'c', namespace: 'team-b' })], { scopeId: 'c1' });
+    await foldCiCounts(sql);
+    // a count put wrong on purpose shows through where the counts answer, and only there
+    await sql`update ci_counts set cis = cis + 1000 where namespace = 'team-a'`;
+    const total = async (query: string) => (await app.current.get(`/api/v1/configuration-items?${query}`, admin)).body.total;
+    expect(await total('filter=namespace:eq:team-a')).to.equal(1002);
+    expect(await total('filter=namespace:eq:team-a&filter=scope_id:eq:c1')).to.equal(1002);
+    expect(await total('filter=namespace:eq:team-b')).to.equal(1);
+    expect(await total('filter=namespace:eq:team-a&filter=name:eq:a'), 'a name filter is counted on the CIs').to.equal(1);
   });
 
   (onRealPostgres ? describe : describe.skip)('with several sessions (skipped on the embedded database: concurrent reconciles need a PostgreSQL server, PGlite has one session)', () => {

@@ -4,14 +4,14 @@ import type { Sql } from '../../src/db/database.js';
 export async function countsAgainstTable(sql: Sql): Promise<{ kept: unknown; counted: unknown }> {
   const [kept, counted] = await Promise.all([
     sql`
-      select tenant_id, source_id::text, scope_id, status, ci_type, sum(n)::int as cis from (
-        select tenant_id, source_id, scope_id, status, ci_type, cis as n from ci_counts
+      select tenant_id, source_id::text, scope_id, status, ci_type, namespace, sum(n)::int as cis from (
+        select tenant_id, source_id, scope_id, status, ci_type, namespace, cis as n from ci_counts
         union all
-        select tenant_id, source_id, scope_id, status, ci_type, delta from ci_count_deltas
-      ) c group by 1, 2, 3, 4, 5 having sum(n) <> 0 order by 2, 3, 4, 5`,
+        select tenant_id, source_id, scope_id, status, ci_type, namespace, delta from ci_count_deltas
+      ) c group by 1, 2, 3, 4, 5, 6 having sum(n) <> 0 order by 2, 3, 4, 5, 6`,
     sql`
-      select tenant_id, source_id::text, scope_id, status, ci_type, count(*)::int as cis
-      from configuration_items group by 1, 2, 3, 4, 5 order by 2, 3, 4, 5`,
+      select tenant_id, source_id::text, scope_id, status, ci_type, namespace, count(*)::int as cis
+      from configuration_items group by 1, 2, 3, 4, 5, 6 order by 2, 3, 4, 5, 6`,
   ]);
   return { kept: [...kept], counted: [...counted] };
 }
