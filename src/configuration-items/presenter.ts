@@ -1,3 +1,4 @@
+import { isoTime } from '../http/schemas.js';
 import type { CiAsOf } from './service.js';
 import type { CiDetailRow, CiRow } from './store.js';
 
@@ -8,10 +9,10 @@ export function presentCi(row: CiRow) {
     namespace: row.namespace,
     ci_type: row.ci_type,
     status: row.status,
-    status_updated_at: row.status_updated_at,
-    last_seen: row.last_seen,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
+    status_updated_at: isoTime(row.status_updated_at),
+    last_seen: isoTime(row.last_seen),
+    created_at: isoTime(row.created_at),
+    updated_at: isoTime(row.updated_at),
     raw_data: row.raw_data,
   };
 }

