@@ -4,12 +4,8 @@
 -- instance, namespace): a few hundred rows per instance and type at most, still read whole.
 
 -- writers wait while the counts are rebuilt, so that no delta is lost between the recount and the
--- new triggers
+-- new trigger functions (the triggers of sql/0008 call them by name and stay as they are)
 lock table configuration_items in share mode;
-
-drop trigger ci_count_insert on configuration_items;
-drop trigger ci_count_delete on configuration_items;
-drop trigger ci_count_update on configuration_items;
 
 truncate ci_count_deltas, ci_counts;
 alter table ci_count_deltas add column namespace text;
@@ -44,13 +40,6 @@ begin
   group by 1, 2, 3, 4, 5, 6 having sum(delta) <> 0;
   return null;
 end $$;
-
-create trigger ci_count_insert after insert on configuration_items
-  referencing new table as inserted for each statement execute function cinv_count_inserted();
-create trigger ci_count_delete after delete on configuration_items
-  referencing old table as removed for each statement execute function cinv_count_deleted();
-create trigger ci_count_update after update on configuration_items
-  referencing old table as before_update new table as after_update for each statement execute function cinv_count_updated();
 
 insert into ci_counts (tenant_id, source_id, scope_id, status, ci_type, namespace, cis)
 select tenant_id, source_id, scope_id, status, ci_type, namespace, count(*) from configuration_items group by 1, 2, 3, 4, 5, 6;

@@ -50,11 +50,6 @@ export class AnalystReads implements ReadRouting {
     await this.replica.close();
   }
 
-  /** One comparison with the primary at once (tests). */
-  refresh(): Promise<void> {
-    return this.monitor.poll();
-  }
-
   state(): ReplicaState {
     return this.monitor.state();
   }

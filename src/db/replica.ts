@@ -53,8 +53,8 @@ export class ReplicaMonitor {
     if (this.timer) clearInterval(this.timer);
   }
 
-  /** One comparison (tests call it to skip the wait); polls never overlap. */
-  poll(): Promise<void> {
+  /** One comparison; a poll still running when the next is due is not started again. */
+  private poll(): Promise<void> {
     return (this.polling ??= this.compare().finally(() => (this.polling = undefined)));
   }
 

@@ -134,6 +134,9 @@ export async function subscriptionsToDeliver(sql: Sql, owner: string, now: Date)
   return rows.map((row) => row.id);
 }
 
+/** Whether a batch of the subscription waits to be sent (beside COLUMNS of a leased or held row). */
+const HAS_PENDING = `exists (select 1 from subscription_deliveries d where d.subscription_id = subscriptions.id and d.status = 'pending') as pending`;
+
 /**
  * Takes (or renews) a subscription for `owner` until `until`; the row as it is, with whether a batch
  * is pending, or undefined when another holds it.
@@ -142,8 +145,7 @@ export async function leaseSubscription(sql: Sql, id: string, owner: string, now
   const [row] = await sql.unsafe<(SubscriptionRow & { pending: boolean })[]>(
     `update subscriptions set lease_owner = $2, lease_until = $4
      where id = $1 and enabled and (lease_until is null or lease_until < $3 or lease_owner = $2)
-     returning ${COLUMNS},
-       exists (select 1 from subscription_deliveries d where d.subscription_id = subscriptions.id and d.status = 'pending') as pending`,
+     returning ${COLUMNS}, ${HAS_PENDING}`,
     [id, owner, now, until] as never[],
   );
   return row;
@@ -155,8 +157,7 @@ export async function leaseSubscription(sql: Sql, id: string, owner: string, now
  */
 export async function heldSubscription(sql: Sql, id: string, owner: string, now: Date): Promise<(SubscriptionRow & { pending: boolean }) | undefined> {
   const [row] = await sql.unsafe<(SubscriptionRow & { pending: boolean })[]>(
-    `select ${COLUMNS},
-       exists (select 1 from subscription_deliveries d where d.subscription_id = subscriptions.id and d.status = 'pending') as pending
+    `select ${COLUMNS}, ${HAS_PENDING}
      from subscriptions where id = $1 and enabled and lease_owner = $2 and lease_until > $3`,
     [id, owner, now] as never[],
   );
