@@ -27,19 +27,39 @@ export interface PlanWritten {
  * Makes every write of one batch in the caller's transaction, each kind in one set-based
  * statement: the CIs, their `last_seen` rows, the change records (with their outbox and
  * statistics queue rows), then the relationships.
+ *
+ * The statements go out one after another without waiting for each answer. A transaction's
+ * statements run in the order they are sent, so the database inserts the CIs while the process
+ * builds the change records' search documents and the relationships, and `meanwhile` (the next
+ * batch's digests) runs while the database works through the rest: both cores work instead of
+ * taking turns. A failing statement fails the ones after it and the transaction.
  */
-export async function writePlan(tx: Queryable, plan: BatchPlan): Promise<PlanWritten> {
+export async function writePlan(tx: Queryable, plan: BatchPlan, meanwhile?: () => void): Promise<PlanWritten> {
   const { key, now } = plan;
-  await insertCis(tx, key.tenantId, key.sourceId, plan.inserts, now);
-  await updateCis(tx, plan.updates, now);
-  await touchLastSeen(tx, key.tenantId, plan.seen, now);
-  const changes = await recordChanges(tx, plan.changes);
+  const sent: Promise<unknown>[] = [];
+  const send = <T>(statement: Promise<T>): Promise<T> => {
+    // answered only after the last statement is sent; a rejection in between is not unhandled
+    statement.catch(() => {});
+    sent.push(statement);
+    return statement;
+  };
+  send(insertCis(tx, key.tenantId, key.sourceId, plan.inserts, now));
+  send(updateCis(tx, plan.updates, now));
+  send(touchLastSeen(tx, key.tenantId, plan.seen, now));
+  await onTheWire();
+  const changes = send(recordChanges(tx, plan.changes));
   // relationships land with their owners: a crash between batches cannot leave an owner stored
   // (and its digest saying so) without them
-  const relationships = await replaceRelationships(tx, key, plan.owners, plan.relationships, now);
-  const resolvedOwners = await resolvePendingRelationships(tx, key, plan.inserts.map((write) => write.external_id), now);
-  return { changes, relationships, resolvedOwners };
+  const relationships = send(replaceRelationships(tx, key, plan.owners, plan.relationships, now));
+  const resolvedOwners = send(resolvePendingRelationships(tx, key, plan.inserts.map((write) => write.external_id), now));
+  await onTheWire();
+  meanwhile?.();
+  await Promise.all(sent);
+  return { changes: await changes, relationships: await relationships, resolvedOwners: await resolvedOwners };
 }
+
+/** One turn of the event loop: the statements started so far are written to the socket. */
+const onTheWire = () => new Promise((resolve) => setImmediate(resolve));
 
 export interface BatchRun {
   key: InventoryKey;
@@ -52,11 +72,12 @@ export interface BatchRun {
   /** The content digest of each record, by position. */
   hashes: string[];
   /**
-   * Runs while the database works on the batch's lookup (the longest statement of an unchanged
-   * re-collection); the caller hashes the next batch there, so Node and PostgreSQL work at the
-   * same time instead of taking turns.
+   * Work for the next batch (its digests), run while the database works on this one: during the
+   * lookup, or during the writes when `prepareDuring` says so. The lookup is the longest statement
+   * of a re-collection where little changed; the writes are, when most records are new or changed.
    */
-  whileLookingUp: () => void;
+  prepareNext: () => void;
+  prepareDuring: 'lookup' | 'writes';
 }
 
 /**
@@ -71,13 +92,12 @@ export function reconcileBatch(sql: Sql, run: BatchRun): Promise<{ plan: BatchPl
     const metrics = records.map(metricsOf);
     const lookup = loadStates(tx, key, { externalIds: records.map((r) => r.external_id), hashes, metrics }, now);
     lookup.execute();
-    // one turn of the event loop puts the query on the wire before the CPU-bound work starts
-    await new Promise((resolve) => setImmediate(resolve));
-    run.whileLookingUp();
+    await onTheWire();
+    if (run.prepareDuring === 'lookup') run.prepareNext();
     const states = new Map((await lookup).map((s) => [s.external_id, s]));
     const storedIds = records.flatMap((r) => states.get(r.external_id)?.ci_id ?? []);
     const stored = new Map((await loadContents(tx, storedIds)).map((c) => [c.ci_id, c]));
     const plan = classifyBatch({ key, now, records, hashes, metrics, states, stored, typeDataDerived: run.typeDataDerived });
-    return { plan, written: await writePlan(tx, plan) };
+    return { plan, written: await writePlan(tx, plan, run.prepareNext) };
   });
 }

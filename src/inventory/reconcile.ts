@@ -166,14 +166,17 @@ async function upsertAll(
   const { now, statementTimeoutMs, typeDataDerived } = run;
   const owners = new Set<string>();
   let analyzed = false;
-  // digests are computed outside the transactions (the source lock is held only for SQL), each
-  // batch's while the previous batch's lookup runs in the database
+  // digests are computed while the database works on the batch before: during its lookup when
+  // that batch found everything unchanged, during its writes otherwise
   let hashes = batches[0]?.map(contentHash) ?? [];
+  let prepareDuring: 'lookup' | 'writes' = 'lookup';
   for (const [index, records] of batches.entries()) {
     let next: string[] | undefined;
-    const whileLookingUp = () => (next ??= batches[index + 1]?.map(contentHash));
-    const { plan, written } = await reconcileBatch(sql, { key, now, statementTimeoutMs, records, hashes, whileLookingUp, typeDataDerived });
-    hashes = whileLookingUp() ?? [];
+    const prepareNext = () => void (next ??= batches[index + 1]?.map(contentHash));
+    const { plan, written } = await reconcileBatch(sql, { key, now, statementTimeoutMs, records, hashes, prepareNext, prepareDuring, typeDataDerived });
+    prepareNext();
+    hashes = next ?? [];
+    prepareDuring = plan.unchanged === records.length ? 'lookup' : 'writes';
     addBatch(result, owners, plan, written);
     done += records.length;
     run.progress?.(done, total);

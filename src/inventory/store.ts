@@ -165,12 +165,13 @@ export async function replaceRelationships(
 ): Promise<RelationshipOutcome> {
   if (ownerIds.length === 0) return { written: 0, removed: 0, pending: 0 };
   const { tenantId, sourceId } = key;
-  await sql`
+  // both statements go out at once (see writePlan); they run in this order
+  const unparked = sql`
     delete from pending_relationships p
     using unnest(${ownerIds}::uuid[]) as owner(ci_id)
-    where p.from_ci_id = owner.ci_id`;
+    where p.from_ci_id = owner.ci_id`.execute();
   // one statement: its parts see the same snapshot, and the upserted and deleted rows are disjoint
-  const [outcome] = await sql<RelationshipOutcome[]>`
+  const replaced = sql<RelationshipOutcome[]>`
     with wanted as (
       select * from jsonb_to_recordset(${sql.json(asJson(rows))}::jsonb) as r(from_ci_id uuid, to_external_id text, type text)
     ), targets as (
@@ -207,7 +208,10 @@ export async function replaceRelationships(
       from removed
     )
     select (select count(*) from upserted)::int as written, (select count(*) from removed)::int as removed,
-           (select count(*) from parked)::int as pending`;
+           (select count(*) from parked)::int as pending`.execute();
+  replaced.catch(() => {});
+  await unparked;
+  const [outcome] = await replaced;
   return outcome!;
 }
 
