@@ -18,6 +18,7 @@ import { benchList } from './list.js';
 import { benchNdjson } from './ndjson.js';
 import { benchRelationships } from './relationships.js';
 import { benchReconcile } from './reconcile.js';
+import { benchReconcileFloor } from './reconcile-floor.js';
 import { benchOutage, benchOverload } from './resilience.js';
 import { benchSearch, benchStats } from './search.js';
 import { benchSoak } from './soak.js';
@@ -49,6 +50,7 @@ const extra: Record<string, Bench> = {
   'as-of': (size) => benchAsOf(size),
   graph: (size) => benchGraph(size),
   subscriptions: (size) => benchSubscriptions(size),
+  'reconcile-floor': (size) => benchReconcileFloor(size),
 };
 
 const [name, sizeText, secondText] = process.argv.slice(2);
