@@ -5,7 +5,6 @@ import { metricsOf } from './content.js';
 import type { UniversalRecord } from './records.js';
 import {
   insertCis,
-  loadContents,
   loadStates,
   lockSource,
   replaceRelationships,
@@ -82,22 +81,23 @@ export interface BatchRun {
 
 /**
  * Reconciles one batch in one transaction under the source's lock: the lookup (which also moves
- * `last_seen` and metrics of the unchanged records), the stored rows of the others, classifyBatch,
- * writePlan.
+ * `last_seen` and metrics of the unchanged records, and returns the stored rows of the others),
+ * classifyBatch, writePlan.
  */
 export function reconcileBatch(sql: Sql, run: BatchRun): Promise<{ plan: BatchPlan; written: PlanWritten }> {
   const { key, now, records, hashes } = run;
   return sql.begin(async (tx) => {
-    await lockSource(tx, key.tenantId, key.sourceId, run.statementTimeoutMs);
+    // the lookup is sent behind the lock without waiting for it: it runs once the lock is held
+    const locked = lockSource(tx, key.tenantId, key.sourceId, run.statementTimeoutMs);
+    locked.catch(() => {});
     const metrics = records.map(metricsOf);
     const lookup = loadStates(tx, key, { externalIds: records.map((r) => r.external_id), hashes, metrics }, now);
     lookup.execute();
     await onTheWire();
     if (run.prepareDuring === 'lookup') run.prepareNext();
+    await locked;
     const states = new Map((await lookup).map((s) => [s.external_id, s]));
-    const storedIds = records.flatMap((r) => states.get(r.external_id)?.ci_id ?? []);
-    const stored = new Map((await loadContents(tx, storedIds)).map((c) => [c.ci_id, c]));
-    const plan = classifyBatch({ key, now, records, hashes, metrics, states, stored, typeDataDerived: run.typeDataDerived });
+    const plan = classifyBatch({ key, now, records, hashes, metrics, states, typeDataDerived: run.typeDataDerived });
     return { plan, written: await writePlan(tx, plan, run.prepareNext) };
   });
 }

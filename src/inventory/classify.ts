@@ -24,8 +24,6 @@ export interface ClassifyInput {
    * and metrics (all a metrics-only collection needs).
    */
   states: ReadonlyMap<string, StoredState>;
-  /** The stored row of every state that has a `ci_id`, by `ci_id`. */
-  stored: ReadonlyMap<string, StoredContent>;
 }
 
 /** Every write of one batch, decided before the first one is made. */
@@ -127,7 +125,7 @@ export function classifyBatch(input: ClassifyInput): BatchPlan {
       return;
     }
     plan.updates.push(write);
-    const before = input.stored.get(write.ci_id)!;
+    const before = state.stored!;
     if (before.status !== 'active') plan.reactivated++;
     const fields = fieldChanges(before, record, input.typeDataDerived);
     // the digest also covers relationships, which change no recorded field

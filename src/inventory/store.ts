@@ -14,11 +14,14 @@ export interface SeenCi {
   metrics: string | null;
 }
 
-/** A record of the batch that is not merely seen again: new (no `ci_id`) or to be rewritten. */
+/**
+ * A record of the batch that is not merely seen again: new (no `ci_id`, no `stored`) or to be
+ * rewritten, with the stored row it replaces.
+ */
 export interface StoredState {
   external_id: string;
   ci_id: string | null;
-  status: 'active' | 'inactive' | 'archived' | null;
+  stored: StoredContent | null;
 }
 
 export interface StoredContent {
@@ -69,7 +72,8 @@ export function loadStates(
 ): PendingQuery<StoredState[]> {
   // one statement finds the stored rows, compares digests in the database (no bytea travels back),
   // moves last_seen and the metrics of the unchanged ones, which is all an unchanged
-  // re-collection needs, and returns only the records that need more: new or changed
+  // re-collection needs, and returns only the records that need more: new, or changed with the
+  // stored content their changes are found against
   return sql<StoredState[]>`
     with found as (
       select w.external_id, c.ci_id, c.status, w.metrics,
@@ -85,18 +89,13 @@ export function loadStates(
       update ci_last_seen l set last_seen = ${now}, metrics = found.metrics::jsonb
       from found where found.unchanged and l.ci_id = found.ci_id
     )
-    select external_id, ci_id, status from found where not unchanged`;
-}
-
-export function loadContents(sql: Queryable, ciIds: string[]): Promise<StoredContent[]> {
-  if (ciIds.length === 0) return Promise.resolve([]);
-  return sql<StoredContent[]>`
-    select c.*
-    from unnest(${ciIds}::uuid[]) as wanted(ci_id)
-    cross join lateral (
+    select found.external_id, found.ci_id, to_jsonb(stored) as stored
+    from found
+    left join lateral (
       select ci_id, external_id, ci_type, name, namespace, status, raw_data, type_data
-      from configuration_items where ci_id = wanted.ci_id
-    ) as c`;
+      from configuration_items where ci_id = found.ci_id
+    ) as stored on true
+    where not found.unchanged`;
 }
 
 const CI_RECORDSET = `r(ci_id uuid, scope_id text, external_id text, ci_type text, name text, namespace text,

@@ -35,8 +35,8 @@ function storedAs(record: UniversalRecord, ciId: string, status: StoredContent['
   };
 }
 
-/** A batch beside what the lookup answered for it: `states` for the records it returned, `stored` for the rows it found. */
-function classify(records: UniversalRecord[], states: StoredState[], stored: StoredContent[] = []) {
+/** A batch beside what the lookup answered for it: `states` for the records it returned, with the rows it found. */
+function classify(records: UniversalRecord[], states: StoredState[]) {
   const input: ClassifyInput = {
     key: KEY,
     now: NOW,
@@ -44,13 +44,12 @@ function classify(records: UniversalRecord[], states: StoredState[], stored: Sto
     hashes: records.map(contentHash),
     metrics: records.map(metricsOf),
     states: new Map(states.map((s) => [s.external_id, s])),
-    stored: new Map(stored.map((c) => [c.ci_id, c])),
   };
   return classifyBatch(input);
 }
 
-const newState = (record: UniversalRecord): StoredState => ({ external_id: record.external_id, ci_id: null, status: null });
-const storedState = (row: StoredContent): StoredState => ({ external_id: row.external_id, ci_id: row.ci_id, status: row.status });
+const newState = (record: UniversalRecord): StoredState => ({ external_id: record.external_id, ci_id: null, stored: null });
+const storedState = (row: StoredContent): StoredState => ({ external_id: row.external_id, ci_id: row.ci_id, stored: row });
 
 describe('classifyBatch', () => {
   it('plans a new record as an insert with a fresh UUIDv7, its CREATED change and its last_seen row', () => {
@@ -104,7 +103,7 @@ describe('classifyBatch', () => {
       raw_data: { metadata: { name: 'web', resourceVersion: '2' }, spec: { replicas: 3 } },
       type_data: { phase: 'Running', metrics: { cpu: 0.7 } },
     });
-    const plan = classify([after], [storedState(row)], [row]);
+    const plan = classify([after], [storedState(row)]);
     expect(plan.updates.map((w) => w.ci_id)).to.deep.equal([row.ci_id]);
     expect(plan.inserts).to.be.empty;
     expect(plan.seen).to.deep.equal([{ ci_id: row.ci_id, metrics: '{"cpu":0.7}' }]);
@@ -119,7 +118,7 @@ describe('classifyBatch', () => {
     const before = pod('reordered');
     const row = storedAs(before, '0190a000-0000-7000-8000-000000000002');
     const after = pod('reordered', { type_data: { metrics: { cpu: 0.5 }, phase: 'Running' } });
-    const plan = classify([after], [storedState(row)], [row]);
+    const plan = classify([after], [storedState(row)]);
     expect(plan.updates).to.have.lengthOf(1);
     expect(plan.changes).to.be.empty;
     expect(plan.seen).to.deep.equal([{ ci_id: row.ci_id, metrics: '{"cpu":0.5}' }]);
@@ -130,7 +129,7 @@ describe('classifyBatch', () => {
     const inactive = pod('phoenix');
     const archived = pod('ash');
     const rows = [storedAs(inactive, '0190a000-0000-7000-8000-000000000003', 'inactive'), storedAs(archived, '0190a000-0000-7000-8000-000000000004', 'archived')];
-    const plan = classify([inactive, archived], rows.map(storedState), rows);
+    const plan = classify([inactive, archived], rows.map(storedState));
     expect(plan.reactivated).to.equal(2);
     expect(plan.updates).to.have.lengthOf(2);
     expect(plan.changes.map((c) => c.changes)).to.deep.equal([
@@ -143,7 +142,7 @@ describe('classifyBatch', () => {
     const changed = pod('changed');
     const row = storedAs(changed, '0190a000-0000-7000-8000-000000000005');
     const records = [pod('changed', { name: 'renamed' }), pod('unchanged'), pod('new-1'), pod('new-2')];
-    const plan = classify(records, [storedState(row), newState(records[2]!), newState(records[3]!)], [row]);
+    const plan = classify(records, [storedState(row), newState(records[2]!), newState(records[3]!)]);
     expect(plan.changes.map((c) => [c.change_type, c.ci_name])).to.deep.equal([
       ['CREATED', 'new-1'],
       ['CREATED', 'new-2'],
@@ -168,7 +167,7 @@ describe('classifyBatch', () => {
     const quiet = pod('quiet');
     const steady = pod('steady', { relationships: [{ type: 'runs_on', target_external_id: 'node/node-1' }] });
     const row = storedAs(web, '0190a000-0000-7000-8000-000000000006');
-    const plan = classify([node, web, quiet, steady], [newState(node), storedState(row), newState(quiet)], [row]);
+    const plan = classify([node, web, quiet, steady], [newState(node), storedState(row), newState(quiet)]);
     const nodeId = plan.inserts.find((w) => w.name === 'node-1')!.ci_id;
     // a record with `relationships: []` loses its relationships; one without the field keeps them,
     // and an unchanged record (not returned by the lookup) needs no relationship work
@@ -191,7 +190,6 @@ describe('classifyBatch', () => {
       hashes: [contentHash(record)],
       metrics: [metricsOf(record)],
       states: new Map([[record.external_id, storedState(row)]]),
-      stored: new Map([[row.ci_id, row]]),
     });
     expect(plan.updates[0]!.scope_id).to.equal(null);
     expect(plan.changes).to.be.empty;
@@ -243,7 +241,6 @@ describe('fieldChanges: type_data beside raw_data', () => {
       hashes: [contentHash(pushed)],
       metrics: [metricsOf(pushed)],
       states: new Map([[pushed.external_id, storedState(stored)]]),
-      stored: new Map([[stored.ci_id, stored]]),
     });
     expect(classifyBatch(input(true)).changes[0]!.changes.map((c) => c.field)).to.not.include('type_data.owner');
     expect(classifyBatch(input(false)).changes[0]!.changes.map((c) => c.field)).to.include('type_data.owner');
