@@ -103,7 +103,7 @@ export async function recordChanges(sql: Queryable, records: readonly NewChangeR
     ), counted as (
       insert into change_stats_queue (change_id, changed_at) select id, changed_at from written
     )
-    select count(*)::int as written, pg_notify(${OUTBOX_CHANNEL}, '') from queued`;
+    select count(*)::int as written, pg_notify(${OUTBOX_CHANNEL}, '') from queued`.execute();
   const written = row?.written ?? 0;
   changesWritten.inc(written);
   return written;

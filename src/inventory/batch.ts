@@ -27,8 +27,10 @@ export interface PlanWritten {
  * statement: the CIs, their `last_seen` rows, the change records (with their outbox and
  * statistics queue rows), then the relationships.
  *
- * The statements go out one after another without waiting for each answer. A transaction's
- * statements run in the order they are sent, so the database inserts the CIs while the process
+ * The statements go out one after another without waiting for each answer. Each store function
+ * queues its statement on the connection when it is called (`.execute()`, not at the first
+ * `await`), and a transaction's statements run in the order queued, so the database inserts the
+ * CIs while the process
  * builds the change records' search documents and the relationships, and `meanwhile` (the next
  * batch's digests) runs while the database works through the rest: both cores work instead of
  * taking turns. A failing statement fails the ones after it and the transaction.

@@ -56,7 +56,7 @@ const RECONCILE_LOCK = 0x63696e77;
 export async function lockSource(sql: Queryable, tenantId: string, sourceId: string, statementTimeoutMs?: number): Promise<void> {
   await sql`
     select pg_advisory_xact_lock(${RECONCILE_LOCK}, hashtext(${`${tenantId}:${sourceId}`})),
-           ${statementTimeoutMs === undefined ? sql`null` : sql`set_config('statement_timeout', ${String(statementTimeoutMs)}, true)`}`;
+           ${statementTimeoutMs === undefined ? sql`null` : sql`set_config('statement_timeout', ${String(statementTimeoutMs)}, true)`}`.execute();
 }
 
 /*
@@ -109,7 +109,7 @@ export async function insertCis(sql: Queryable, tenantId: string, sourceId: stri
        content_hash, created_at, updated_at)
     select r.ci_id, ${tenantId}, ${sourceId}, r.scope_id, r.external_id, r.ci_type, r.name, r.namespace, 'active',
            r.raw_data, r.type_data, decode(r.content_hash, 'hex'), ${now}, ${now}
-    from jsonb_to_recordset(${sql.json(asJson(rows))}::jsonb) as ${sql.unsafe(CI_RECORDSET)}`;
+    from jsonb_to_recordset(${sql.json(asJson(rows))}::jsonb) as ${sql.unsafe(CI_RECORDSET)}`.execute();
 }
 
 /** Rewrites changed CIs; a CI seen again while inactive or archived becomes active. */
@@ -123,7 +123,7 @@ export async function updateCis(sql: Queryable, rows: CiWrite[], now: Date): Pro
         status_updated_at = case when c.status <> 'active' then ${now} else c.status_updated_at end,
         updated_at = ${now}
     from jsonb_to_recordset(${sql.json(asJson(rows))}::jsonb) as ${sql.unsafe(CI_RECORDSET)}
-    where c.ci_id = r.ci_id`;
+    where c.ci_id = r.ci_id`.execute();
 }
 
 /** Records that CIs were seen now, with the metrics they came with (JSON text, or null). */
@@ -133,7 +133,7 @@ export async function touchLastSeen(sql: Queryable, tenantId: string, seen: Seen
     insert into ci_last_seen (ci_id, tenant_id, last_seen, metrics)
     select s.id, ${tenantId}, ${now}, s.metrics::jsonb
     from unnest(${seen.map((s) => s.ci_id)}::uuid[], ${seen.map((s) => s.metrics)}::text[]) as s(id, metrics)
-    on conflict (ci_id) do update set last_seen = excluded.last_seen, metrics = excluded.metrics`;
+    on conflict (ci_id) do update set last_seen = excluded.last_seen, metrics = excluded.metrics`.execute();
 }
 
 export interface RelationshipWrite {
@@ -241,7 +241,7 @@ export async function resolvePendingRelationships(
     left join configuration_items f on f.ci_id = a.from_ci_id
     on conflict (tenant_id, from_ci_id, to_ci_id, relationship_type) do update
       set last_seen = excluded.last_seen, from_scope_id = excluded.from_scope_id, to_scope_id = excluded.to_scope_id
-    returning from_ci_id`;
+    returning from_ci_id`.execute();
   return rows.map((row) => row.from_ci_id);
 }
 
