@@ -32,10 +32,10 @@ export interface PlanWritten {
  * `await`), and a transaction's statements run in the order queued, so the database inserts the
  * CIs while the process
  * builds the change records' search documents and the relationships, and `meanwhile` (the next
- * batch's digests) runs while the database works through the rest: both cores work instead of
+ * batch's digests) runs until the database has answered the rest: both cores work instead of
  * taking turns. A failing statement fails the ones after it and the transaction.
  */
-export async function writePlan(tx: Queryable, plan: BatchPlan, meanwhile?: () => void): Promise<PlanWritten> {
+export async function writePlan(tx: Queryable, plan: BatchPlan, meanwhile?: (answered: Promise<unknown>) => Promise<void>): Promise<PlanWritten> {
   const { key, now } = plan;
   const sent: Promise<unknown>[] = [];
   const send = <T>(statement: Promise<T>): Promise<T> => {
@@ -53,9 +53,9 @@ export async function writePlan(tx: Queryable, plan: BatchPlan, meanwhile?: () =
   // (and its digest saying so) without them
   const relationships = send(replaceRelationships(tx, key, plan.owners, plan.relationships, now));
   const resolvedOwners = send(resolvePendingRelationships(tx, key, plan.inserts.map((write) => write.external_id), now));
-  await onTheWire();
-  meanwhile?.();
-  await Promise.all(sent);
+  const answered = Promise.all(sent);
+  await meanwhile?.(answered);
+  await answered;
   return { changes: await changes, relationships: await relationships, resolvedOwners: await resolvedOwners };
 }
 
@@ -73,12 +73,10 @@ export interface BatchRun {
   /** The content digest of each record, by position. */
   hashes: string[];
   /**
-   * Work for the next batch (its digests), run while the database works on this one: during the
-   * lookup, or during the writes when `prepareDuring` says so. The lookup is the longest statement
-   * of a re-collection where little changed; the writes are, when most records are new or changed.
+   * Work for the next batch (its digests), done while this batch waits for the database: given
+   * each answer awaited (the lookup's, then the writes'), it works until that answer is in.
    */
-  prepareNext: () => void;
-  prepareDuring: 'lookup' | 'writes';
+  meanwhile: (answered: Promise<unknown>) => Promise<void>;
 }
 
 /**
@@ -95,11 +93,10 @@ export function reconcileBatch(sql: Sql, run: BatchRun): Promise<{ plan: BatchPl
     const metrics = records.map(metricsOf);
     const lookup = loadStates(tx, key, { externalIds: records.map((r) => r.external_id), hashes, metrics }, now);
     lookup.execute();
-    await onTheWire();
-    if (run.prepareDuring === 'lookup') run.prepareNext();
+    await run.meanwhile(Promise.all([locked, lookup]));
     await locked;
     const states = new Map((await lookup).map((s) => [s.external_id, s]));
     const plan = classifyBatch({ key, now, records, hashes, metrics, states, typeDataDerived: run.typeDataDerived });
-    return { plan, written: await writePlan(tx, plan, run.prepareNext) };
+    return { plan, written: await writePlan(tx, plan, run.meanwhile) };
   });
 }

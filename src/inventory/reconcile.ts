@@ -5,7 +5,7 @@ import { cisReconciled } from '../observability/metrics.js';
 import { archiveWithHistory } from './archive.js';
 import { reconcileBatch, type PlanWritten } from './batch.js';
 import { splitBatches, type BatchPlan } from './classify.js';
-import { contentHash } from './content.js';
+import { Digests } from './digests.js';
 import { Snapshot, type UniversalRecord } from './records.js';
 import { analyzeInventory, findIdsByExternalId, lockSource, type InventoryKey } from './store.js';
 import { inTurn } from './turns.js';
@@ -166,18 +166,14 @@ async function upsertAll(
   const { now, statementTimeoutMs, typeDataDerived } = run;
   const owners = new Set<string>();
   let analyzed = false;
-  // digests are computed while the database works on the batch before, during its longer part: a
-  // written record costs the database about 20 times what a looked-up one does, so the writes are
-  // the longer part once more than one record in 20 is written, and the lookup below that
-  let hashes = batches[0]?.map(contentHash) ?? [];
-  let prepareDuring: 'lookup' | 'writes' = 'lookup';
+  // each batch's digests are computed while the batch before waits for the database
+  let digests = new Digests(batches[0] ?? []);
   for (const [index, records] of batches.entries()) {
-    let next: string[] | undefined;
-    const prepareNext = () => void (next ??= batches[index + 1]?.map(contentHash));
-    const { plan, written } = await reconcileBatch(sql, { key, now, statementTimeoutMs, records, hashes, prepareNext, prepareDuring, typeDataDerived });
-    prepareNext();
-    hashes = next ?? [];
-    prepareDuring = (records.length - plan.unchanged) * 20 > records.length ? 'writes' : 'lookup';
+    const hashes = digests.all();
+    const next = new Digests(batches[index + 1] ?? []);
+    const meanwhile = (answered: Promise<unknown>) => next.whileWaiting(answered);
+    const { plan, written } = await reconcileBatch(sql, { key, now, statementTimeoutMs, records, hashes, meanwhile, typeDataDerived });
+    digests = next;
     addBatch(result, owners, plan, written);
     done += records.length;
     run.progress?.(done, total);
