@@ -29,7 +29,7 @@ import { cluster, LARGE_CLUSTER, type Collection } from './cluster.js';
 import { benchDatabase, seconds, type Figure } from './common.js';
 
 const BATCH = 1000;
-const SCOPE = 'prod';
+export const SCOPE = 'prod';
 const TABLES =
   'truncate outbox, relationships, relationship_history, pending_relationships, change_records, change_stats_queue, ci_last_seen, configuration_items, ci_counts, ci_count_deltas restart identity cascade';
 
@@ -40,7 +40,7 @@ interface Known {
 }
 
 /** The floor's side: what it knows about every stored CI, by external id. */
-class Floor {
+export class Floor {
   private readonly known = new Map<string, Known>();
   constructor(
     private readonly sql: Sql,
