@@ -30,10 +30,9 @@ export interface PlanWritten {
  * The statements go out one after another without waiting for each answer. Each store function
  * queues its statement on the connection when it is called (`.execute()`, not at the first
  * `await`), and a transaction's statements run in the order queued, so the database inserts the
- * CIs while the process
- * builds the change records' search documents and the relationships, and `meanwhile` (the next
- * batch's digests) runs until the database has answered the rest: both cores work instead of
- * taking turns. A failing statement fails the ones after it and the transaction.
+ * CIs while the process builds the change records' search documents and the relationships, and
+ * `meanwhile` (the next batch's digests) runs until the database has answered the rest: both cores
+ * work instead of taking turns. A failing statement fails the ones after it and the transaction.
  */
 export async function writePlan(tx: Queryable, plan: BatchPlan, meanwhile?: (answered: Promise<unknown>) => Promise<void>): Promise<PlanWritten> {
   const { key, now } = plan;
