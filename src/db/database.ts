@@ -13,6 +13,15 @@ export type Queryable = Sql | postgres.TransactionSql;
  */
 export const asJson = (value: unknown): postgres.JSONValue => value as postgres.JSONValue;
 
+/**
+ * JSON for a statement sent while others of the same transaction are still running (a pipeline),
+ * bound as `${jsonText(value)}::text::jsonb`: serialised before the statement is queued, so a value
+ * that cannot be serialised throws in the caller. postgres.js serialises `sql.json` values while it
+ * writes the statement, and a failure there, with other statements in flight, leaves it pairing
+ * their answers with the wrong statements (the transaction then never ends).
+ */
+export const jsonText = (value: unknown): string => JSON.stringify(value);
+
 export type DatabaseKind = 'embedded' | 'postgres';
 
 /** A connection pool as opened, before admission control. */

@@ -1,4 +1,4 @@
-import { asJson, type Queryable } from '../db/database.js';
+import { jsonText, type Queryable } from '../db/database.js';
 import type { FieldChange } from './diff.js';
 import { documentTokens, toTsvectorText } from './document.js';
 import { changesWritten } from '../observability/metrics.js';
@@ -90,7 +90,7 @@ export async function recordChanges(sql: Queryable, records: readonly NewChangeR
              r.changed_at, r.changes,
              array(select distinct left(c ->> 'field', ${MAX_INDEXED_FIELD_LENGTH}) from jsonb_array_elements(r.changes) as c order by 1),
              r.search_document::tsvector
-      from jsonb_to_recordset(${sql.json(asJson(records.map(withDocument)))}::jsonb) as r(
+      from jsonb_to_recordset(${jsonText(records.map(withDocument))}::text::jsonb) as r(
         tenant_id uuid, ci_id uuid, source_id bigint, scope_id text, ci_name text, ci_namespace text,
         ci_type text, change_type text, changed_at timestamptz, changes jsonb, search_document text)
       returning id, tenant_id, ci_id, change_type, changed_at

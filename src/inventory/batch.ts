@@ -52,14 +52,22 @@ export async function writePlan(tx: Queryable, plan: BatchPlan, meanwhile?: (ans
   // (and its digest saying so) without them
   const relationships = send(replaceRelationships(tx, key, plan.owners, plan.relationships, now));
   const resolvedOwners = send(resolvePendingRelationships(tx, key, plan.inserts.map((write) => write.external_id), now));
+  // after a failure the later statements fail as aborted; sql.begin reports the first failure
   const answered = Promise.all(sent);
   await meanwhile?.(answered);
   await answered;
   return { changes: await changes, relationships: await relationships, resolvedOwners: await resolvedOwners };
 }
 
-/** One turn of the event loop: the statements started so far are written to the socket. */
-const onTheWire = () => new Promise((resolve) => setImmediate(resolve));
+/**
+ * The statements queued so far written to the socket. The driver queues a statement a microtask
+ * after `.execute()` and writes a short one at the next turn of the event loop: the microtasks go
+ * first, so that its turn comes before ours.
+ */
+async function onTheWire(): Promise<void> {
+  await null;
+  await new Promise((resolve) => setImmediate(resolve));
+}
 
 export interface BatchRun {
   key: InventoryKey;

@@ -137,7 +137,8 @@ export function reconcile(sql: Sql, input: ReconcileInput, options: ReconcileOpt
 
 async function reconcileNow(sql: Sql, input: ReconcileInput, options: ReconcileOptions): Promise<ReconcileResult> {
   const now = options.now ?? new Date();
-  const key: InventoryKey = { tenantId: input.tenantId, sourceId: input.sourceId, scopeId: input.scopeId };
+  // an unset scope is null: an undefined parameter would fail inside the driver, mid-pipeline
+  const key: InventoryKey = { tenantId: input.tenantId, sourceId: input.sourceId, scopeId: input.scopeId ?? null };
   const { upserts, gone } = splitBatches(input.records, input.deletions ?? [], options.batchSize ?? 1000);
   const result: ReconcileResult = { ...emptyReconcileResult(), received: input.records.length };
   const run = { now, statementTimeoutMs: options.statementTimeoutMs, typeDataDerived: input.typeDataDerived === true, progress: options.progress };

@@ -1,5 +1,5 @@
 import type { PendingQuery } from 'postgres';
-import { asJson, type Queryable } from '../db/database.js';
+import { jsonText, type Queryable } from '../db/database.js';
 
 /** The source, and the instance inside it, that a reconcile writes to. */
 export interface InventoryKey {
@@ -109,7 +109,7 @@ export async function insertCis(sql: Queryable, tenantId: string, sourceId: stri
        content_hash, created_at, updated_at)
     select r.ci_id, ${tenantId}, ${sourceId}, r.scope_id, r.external_id, r.ci_type, r.name, r.namespace, 'active',
            r.raw_data, r.type_data, decode(r.content_hash, 'hex'), ${now}, ${now}
-    from jsonb_to_recordset(${sql.json(asJson(rows))}::jsonb) as ${sql.unsafe(CI_RECORDSET)}`.execute();
+    from jsonb_to_recordset(${jsonText(rows)}::text::jsonb) as ${sql.unsafe(CI_RECORDSET)}`.execute();
 }
 
 /** Rewrites changed CIs; a CI seen again while inactive or archived becomes active. */
@@ -122,7 +122,7 @@ export async function updateCis(sql: Queryable, rows: CiWrite[], now: Date): Pro
         status = 'active',
         status_updated_at = case when c.status <> 'active' then ${now} else c.status_updated_at end,
         updated_at = ${now}
-    from jsonb_to_recordset(${sql.json(asJson(rows))}::jsonb) as ${sql.unsafe(CI_RECORDSET)}
+    from jsonb_to_recordset(${jsonText(rows)}::text::jsonb) as ${sql.unsafe(CI_RECORDSET)}
     where c.ci_id = r.ci_id`.execute();
 }
 
@@ -172,7 +172,7 @@ export async function replaceRelationships(
   // one statement: its parts see the same snapshot, and the upserted and deleted rows are disjoint
   const replaced = sql<RelationshipOutcome[]>`
     with wanted as (
-      select * from jsonb_to_recordset(${sql.json(asJson(rows))}::jsonb) as r(from_ci_id uuid, to_external_id text, type text)
+      select * from jsonb_to_recordset(${jsonText(rows)}::text::jsonb) as r(from_ci_id uuid, to_external_id text, type text)
     ), targets as (
       select w.from_ci_id, w.to_external_id, w.type, t.ci_id as to_ci_id, t.scope_id as to_scope_id
       from wanted w
