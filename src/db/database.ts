@@ -9,18 +9,10 @@ export type Queryable = Sql | postgres.TransactionSql;
 
 /**
  * Values bound as jsonb go through `sql.json`: postgres.js serialises a parameter by the type the
- * server infers, so a pre-stringified JSON text would be encoded a second time.
+ * server infers, so a pre-stringified JSON text would be encoded a second time (unless it is cast
+ * through text, as `jsonText` in db/pipeline.ts is for statements sent in a pipeline).
  */
 export const asJson = (value: unknown): postgres.JSONValue => value as postgres.JSONValue;
-
-/**
- * JSON for a statement sent while others of the same transaction are still running (a pipeline),
- * bound as `${jsonText(value)}::text::jsonb`: serialised before the statement is queued, so a value
- * that cannot be serialised throws in the caller. postgres.js serialises `sql.json` values while it
- * writes the statement, and a failure there, with other statements in flight, leaves it pairing
- * their answers with the wrong statements (the transaction then never ends).
- */
-export const jsonText = (value: unknown): string => JSON.stringify(value);
 
 export type DatabaseKind = 'embedded' | 'postgres';
 

@@ -1,4 +1,5 @@
-import { jsonText, type Queryable } from '../db/database.js';
+import type { Queryable } from '../db/database.js';
+import { jsonText } from '../db/pipeline.js';
 import type { FieldChange } from './diff.js';
 import { documentTokens, toTsvectorText } from './document.js';
 import { changesWritten } from '../observability/metrics.js';

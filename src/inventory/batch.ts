@@ -1,5 +1,6 @@
 import { recordChanges } from '../history/writer.js';
 import type { Queryable, Sql } from '../db/database.js';
+import { onTheWire, queued } from '../db/pipeline.js';
 import { classifyBatch, type BatchPlan } from './classify.js';
 import { metricsOf } from './content.js';
 import type { UniversalRecord } from './records.js';
@@ -38,9 +39,7 @@ export async function writePlan(tx: Queryable, plan: BatchPlan, meanwhile?: (ans
   const { key, now } = plan;
   const sent: Promise<unknown>[] = [];
   const send = <T>(statement: Promise<T>): Promise<T> => {
-    // answered only after the last statement is sent; a rejection in between is not unhandled
-    statement.catch(() => {});
-    sent.push(statement);
+    sent.push(queued(statement));
     return statement;
   };
   send(insertCis(tx, key.tenantId, key.sourceId, plan.inserts, now));
@@ -57,16 +56,6 @@ export async function writePlan(tx: Queryable, plan: BatchPlan, meanwhile?: (ans
   await meanwhile?.(answered);
   await answered;
   return { changes: await changes, relationships: await relationships, resolvedOwners: await resolvedOwners };
-}
-
-/**
- * The statements queued so far written to the socket. The driver queues a statement a microtask
- * after `.execute()` and writes a short one at the next turn of the event loop: the microtasks go
- * first, so that its turn comes before ours.
- */
-async function onTheWire(): Promise<void> {
-  await null;
-  await new Promise((resolve) => setImmediate(resolve));
 }
 
 export interface BatchRun {
@@ -95,8 +84,7 @@ export function reconcileBatch(sql: Sql, run: BatchRun): Promise<{ plan: BatchPl
   const { key, now, records, hashes } = run;
   return sql.begin(async (tx) => {
     // the lookup is sent behind the lock without waiting for it: it runs once the lock is held
-    const locked = lockSource(tx, key.tenantId, key.sourceId, run.statementTimeoutMs);
-    locked.catch(() => {});
+    const locked = queued(lockSource(tx, key.tenantId, key.sourceId, run.statementTimeoutMs));
     const metrics = records.map(metricsOf);
     const lookup = loadStates(tx, key, { externalIds: records.map((r) => r.external_id), hashes, metrics }, now);
     lookup.execute();

@@ -1,4 +1,5 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { onTheWire } from '../db/pipeline.js';
 import { contentHash } from './content.js';
 import type { UniversalRecord } from './records.js';
 
@@ -24,10 +25,7 @@ export class Digests {
       settled = true;
     };
     answered.then(settle, settle);
-    // the first turn puts the statements just queued on the wire (the driver queues them a
-    // microtask after they are started, and its write comes at the next turn)
-    await null;
-    await nextTurn();
+    await onTheWire();
     while (!settled && this.hashes.length < this.records.length) {
       this.slice();
       await nextTurn();

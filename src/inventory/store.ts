@@ -1,5 +1,6 @@
 import type { PendingQuery } from 'postgres';
-import { jsonText, type Queryable } from '../db/database.js';
+import type { Queryable } from '../db/database.js';
+import { jsonText, queued } from '../db/pipeline.js';
 
 /** The source, and the instance inside it, that a reconcile writes to. */
 export interface InventoryKey {
@@ -208,7 +209,7 @@ export async function replaceRelationships(
     )
     select (select count(*) from upserted)::int as written, (select count(*) from removed)::int as removed,
            (select count(*) from parked)::int as pending`.execute();
-  replaced.catch(() => {});
+  queued(replaced);
   await unparked;
   const [outcome] = await replaced;
   return outcome!;

@@ -16,6 +16,7 @@
  *   npm run bench -- reconcile-floor [pods]
  */
 import { asJson, type Queryable, type Sql } from '../../src/db/database.js';
+import { onTheWire, queued } from '../../src/db/pipeline.js';
 import { createdRecord, changeRecord, recordChanges, type NewChangeRecord } from '../../src/history/writer.js';
 import { fieldChanges } from '../../src/inventory/classify.js';
 import { contentHash, metricsOf } from '../../src/inventory/content.js';
@@ -65,8 +66,8 @@ export class Floor {
           insertRelationships(tx, this.key, work.relationships, now),
           touchRelationships(tx, this.key.tenantId, work.updates.map((u) => u.ci_id), now),
         ];
-        for (const statement of sent) statement.catch(() => {});
-        await new Promise((resolve) => setImmediate(resolve));
+        sent.forEach(queued);
+        await onTheWire();
         hashes = batches[index + 1]?.map(contentHash) ?? [];
         await Promise.all(sent);
       });
@@ -88,7 +89,6 @@ export class Floor {
     const changes: NewChangeRecord[] = [];
     const updated: NewChangeRecord[] = [];
     const relationships = new Map<string, { from_ci_id: string; to_ci_id: string; type: string }>();
-    const inBatch = new Set<string>();
     records.forEach((record, index) => {
       const hash = hashes[index]!;
       const before = this.known.get(record.external_id);
@@ -116,7 +116,6 @@ export class Floor {
       } else {
         inserts.push(write);
         changes.push(createdRecord(ci, now));
-        inBatch.add(record.external_id);
         for (const rel of record.relationships ?? []) {
           const target = this.known.get(rel.target_external_id);
           if (target) relationships.set(`${rel.type}\u0000${target.ciId}\u0000${ciId}`, { from_ci_id: ciId, to_ci_id: target.ciId, type: rel.type });
