@@ -1,6 +1,6 @@
 import type { RequestOptions } from 'node:https';
 import { isIP } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { guardedAddress } from '../../net/endpoint.js';
 import { WatchExpired, type CollectContext, type CredentialDocument } from '../plugin.js';
 import { guardedGet, type GuardedRequestOptions } from '../../net/guarded-http.js';
@@ -26,12 +26,12 @@ function userOf(credentials: CredentialDocument | undefined, cluster: Json): Jso
  * client connects to the address the guard checked.
  */
 export class KubeApi {
-  readonly kc = new KubeConfig();
   private request: Pick<GuardedRequestOptions, 'headers' | 'tls' | 'verifyTls'> = {};
 
   private constructor(
     readonly base: string,
     private readonly context: CollectContext,
+    readonly kc: KubeConfig,
   ) {}
 
   static async connect(context: CollectContext): Promise<KubeApi> {
@@ -50,7 +50,10 @@ export class KubeApi {
       skipTLSVerify: context.source.config.verify_ssl === false || url.protocol === 'http:',
     };
     const user = userOf(context.credentials, cluster);
-    const api = new KubeApi(endpoint.replace(/\/$/, ''), context);
+    // loaded on first use: the client holds some 70 MB of the process's memory once imported, which
+    // an installation without a kubernetes source never needs
+    const { KubeConfig } = await import('@kubernetes/client-node');
+    const api = new KubeApi(endpoint.replace(/\/$/, ''), context, new KubeConfig());
     api.kc.loadFromOptions({ clusters: [cluster], users: [user], contexts: [{ name: 'cinv', cluster: 'cluster', user: 'cinv' }], currentContext: 'cinv' });
     const options: RequestOptions = { headers: {} };
     await api.kc.applyToHTTPSOptions(options);

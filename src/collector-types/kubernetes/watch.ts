@@ -1,4 +1,3 @@
-import { Watch } from '@kubernetes/client-node';
 import { WatchExpired, type WatchBatch, type WatchContext } from '../plugin.js';
 import { KubeApi } from './api.js';
 import { ClusterIndex, clusterIndexes } from './cluster-index.js';
@@ -80,6 +79,8 @@ export async function* watchKubernetes(context: WatchContext): AsyncGenerator<Wa
   const scopeId = scopeOf(context);
   const index = clusterIndexes.get(context.source.id) ?? new ClusterIndex();
   const queue = new EventQueue();
+  // loaded with the client by KubeApi.connect
+  const { Watch } = await import('@kubernetes/client-node');
   const watcher = new Watch(api.kc);
   const controllers: AbortController[] = [];
   const stopAll = () => {
