@@ -5,6 +5,24 @@ import type { Action, Principal, Resource } from '../auth/principal.js';
 /** The response header that says which database answered an analyst read (see RouteDefinition.analystRead). */
 export const SERVED_BY_HEADER = 'X-Cinv-Served-By';
 
+/**
+ * A JSON body already written as text, for parts the database writes as JSON itself (a page of
+ * thousands of rows): the router sends it as it is, where an object would be serialised.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/**
+ * A JSON object of `parts`, each JSON text written elsewhere (the database's), followed by the
+ * members of `rest`, serialised here.
+ */
+export function jsonWith(parts: Record<string, string>, rest: Record<string, unknown>): JsonText {
+  const written = Object.entries(parts).map(([name, text]) => `${JSON.stringify(name)}:${text}`);
+  const tail = JSON.stringify(rest);
+  return new JsonText(`{${written.join(',')}${tail === '{}' ? '}' : `,${tail.slice(1)}`}`);
+}
+
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface ResponseSpec {

@@ -6,7 +6,7 @@ import type { Context } from 'koa';
 import { can, type Principal } from '../auth/principal.js';
 import { AppError, forbidden, validationFailed, type FieldError } from '../errors.js';
 import type { RateLimits } from './rate-limit.js';
-import { toKoaPath, type AnyRouteOf } from './route.js';
+import { JsonText, toKoaPath, type AnyRouteOf } from './route.js';
 import { parseJsonBody, readBody } from './body.js';
 import { compileBody, compileRequest, compileResponse, toFieldErrors } from '../validation.js';
 
@@ -59,9 +59,9 @@ function responseCheck<App>(route: AnyRouteOf<App>): (ctx: Context) => void {
   }
   return (ctx) => {
     const validate = validators.get(ctx.status);
-    if (!validate || !ctx.response.is('json') || ctx.body === null || typeof ctx.body !== 'object') return;
-    if ('pipe' in ctx.body) return;
-    const body = JSON.parse(JSON.stringify(ctx.body)) as unknown;
+    if (!validate || !ctx.response.is('json') || ctx.body == null) return;
+    if (typeof ctx.body === 'object' && 'pipe' in ctx.body) return;
+    const body = JSON.parse(typeof ctx.body === 'string' ? ctx.body : JSON.stringify(ctx.body)) as unknown;
     if (!validate(body)) {
       throw new Error(`response of ${route.method} ${route.path} does not match its schema: ${JSON.stringify(validate.errors)}`);
     }
@@ -145,7 +145,10 @@ export function buildRouter<App extends RouterApp>(app: App, routes: readonly An
       const analyst = typeof route.analystRead === 'function' ? route.analystRead(query as Record<string, unknown>) : route.analystRead === true;
       const served = analyst && options.analystApp ? options.analystApp(ctx, app, principal) : app;
       const result = await route.handler({ ctx, app: served, params, query, body, principal: principal as Principal });
-      if (result !== undefined) ctx.body = result;
+      if (result instanceof JsonText) {
+        ctx.type = 'application/json; charset=utf-8';
+        ctx.body = result.text;
+      } else if (result !== undefined) ctx.body = result;
       if (!READ_METHODS.has(route.method)) options.wrote?.(ctx, app, principal);
       checkResponse?.(ctx);
     });

@@ -17,3 +17,6 @@ export const exactTime = (sql: Sql, column: string): Fragment => sql`to_char(${s
 
 /** An exact time (EXACT_TIME_FORMAT) as the API shows it (milliseconds, as Date#toISOString writes them), the rest cut as to_char's MS cuts it. */
 export const apiTimeOf = (exact: string): string => `${exact.slice(0, 23)}Z`;
+
+/** The API's form of a time (Date#toISOString's: milliseconds, UTC), written by the database, for JSON it writes itself. */
+export const API_TIME_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';

@@ -11,9 +11,8 @@ import {
   type RelationshipSortField,
 } from './schema.js';
 import { commaList } from './graph.js';
-import { countRelationships, edgesChangedBetween, relationshipPage, type Keyset, type RelationshipCriteria, type RelationshipRow } from './store.js';
+import { countRelationships, edgesChangedBetween, relationshipPage, type Keyset, type RelationshipCriteria } from './store.js';
 
-export type { RelationshipRow } from './store.js';
 
 type ResultShape = Pick<RelationshipCriteria, 'direction' | 'types' | 'includeInactive' | 'sort'>;
 
@@ -81,7 +80,8 @@ function keysetOf(position: unknown[], sorted: boolean): Keyset {
 
 
 export interface RelationshipWalkPage {
-  rows: RelationshipRow[];
+  /** The page's items as the JSON array the API answers with. */
+  itemsJson: string;
   total: number;
   hasMore: boolean;
   nextCursor: string | null;
@@ -109,7 +109,7 @@ export async function relationshipsOf(app: AppContext, principal: Principal, ciI
     relationshipPage(app.sql, principal, criteria),
   ]);
   return {
-    rows: page.rows,
+    itemsJson: page.itemsJson,
     total,
     hasMore: page.hasMore,
     nextCursor: page.last ? encodeCursor(app.config.secret, binding, cursorPosition(page.last), total) : null,
