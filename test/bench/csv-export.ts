@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import type { Sql } from '../../src/db/database.js';
 import { backfillSearchDocuments } from '../../src/search/backfill.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
-import { benchDatabase, benchKey, memoryOf, resetPeakMemory, serveBench, type Figure, type RunningServer } from './common.js';
+import { benchDatabase, benchKey, memoryOf, resetPeakMemory, serveBench, settlePartitions, type Figure, type RunningServer } from './common.js';
 import { SERVE_ENV } from './list.js';
 
 const GENERATOR = 'csv-v1';
@@ -37,6 +37,7 @@ async function seed(sql: Sql, records: number): Promise<void> {
   // records without a search document are filled by the server at start: done here, so that the
   // server does nothing but the export while it is measured
   await backfillSearchDocuments(sql, 5000);
+  await settlePartitions(sql);
   await sql`vacuum analyze change_records`;
   await sql.unsafe(`comment on table change_records is '${marker}'`);
   console.log(`  generated in ${((performance.now() - started) / 1000).toFixed(0)} s`);

@@ -21,7 +21,7 @@ import { ensureSource } from '../../src/sources/store.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { ROOT } from '../support/cli.js';
 import { cluster, LARGE_CLUSTER, type ClusterShape } from './cluster.js';
-import { benchDatabase, benchKey, serveBench, serverUrl, type Figure, type RunningServer } from './common.js';
+import { benchDatabase, benchKey, serveBench, serverUrl, settlePartitions, type Figure, type RunningServer } from './common.js';
 
 const GENERATOR = 'clusters-v1';
 /**
@@ -80,6 +80,9 @@ export async function seedClusters(sql: Sql, shape: ClusterShape, clusters: numb
     );
     console.log(`  cluster ${k + 1}/${clusters}: ${result.created} CIs, ${result.relationships.written} relationships, ${((performance.now() - started) / 1000).toFixed(0)} s`);
   }
+  // the collections' change records went to the default partition: the server would otherwise
+  // start by moving them under its statement timeout
+  await settlePartitions(sql);
   await refreshStatsAggregate(sql, new Date(), 50_000);
   await foldCiCounts(sql);
   await sql.unsafe('vacuum analyze');
