@@ -148,7 +148,7 @@ export async function resolveText(sql: Sql, principal: Principal, text: string):
       )
       select namespace from walk where namespace ilike ${pattern}`,
     sql<{ ci_type: string }[]>`
-      select ci.ci_type from ci_counts ci where ${visible} and ci.ci_type ilike ${pattern}
+      select ci.ci_type from ci_type_counts ci where ${visible} and ci.ci_type ilike ${pattern}
       union
       select ci.ci_type from ci_count_deltas ci where ${visible} and ci.ci_type ilike ${pattern}`,
   ]);

@@ -40,7 +40,7 @@ async function seed(sql: Sql, cis: number): Promise<Date> {
   const step = (what: string) => console.log(`  ${what}: ${((performance.now() - started) / 1000).toFixed(0)} s`);
   await sql.unsafe(
     'truncate outbox, relationships, pending_relationships, change_records, change_stats_queue, ci_last_seen, configuration_items, ' +
-      'ci_counts, ci_count_deltas, ci_undo, ci_tombstones, ci_versions, relationship_history restart identity cascade',
+      'ci_counts, ci_type_counts, ci_count_deltas, ci_undo, ci_tombstones, ci_versions, relationship_history restart identity cascade',
   );
   await sql`update time_machine set exact_since = '-infinity'`;
   const source = await ensureSource(sql, DEFAULT_TENANT_ID, 'bench-as-of', 'kubernetes');

@@ -64,7 +64,7 @@ export async function seedClusters(sql: Sql, shape: ClusterShape, clusters: numb
   if (found !== partial) {
     await sql.unsafe(
       'truncate outbox, relationships, pending_relationships, change_records, change_stats_queue, change_stats_buckets, change_stats_days, change_stats_ci_last, ' +
-        'change_stats_affected, ci_last_seen, configuration_items, ci_counts, ci_count_deltas restart identity cascade',
+        'change_stats_affected, ci_last_seen, configuration_items, ci_counts, ci_type_counts, ci_count_deltas restart identity cascade',
     );
     await sql`update change_stats_state set refreshed_at = '-infinity'`;
     await sql.unsafe(`comment on table configuration_items is '${partial}'`);

@@ -63,7 +63,7 @@ async function startReceivers(count: number): Promise<Receivers> {
 async function empty(sql: Sql): Promise<void> {
   await sql.unsafe(
     'truncate outbox, relationships, pending_relationships, change_records, change_stats_queue, ci_last_seen, configuration_items, ' +
-      'ci_counts, ci_count_deltas, ci_undo, ci_tombstones, ci_versions, relationship_history, change_feed, subscription_deliveries, subscriptions restart identity cascade',
+      'ci_counts, ci_type_counts, ci_count_deltas, ci_undo, ci_tombstones, ci_versions, relationship_history, change_feed, subscription_deliveries, subscriptions restart identity cascade',
   );
 }
 
@@ -95,7 +95,7 @@ export async function benchSubscriptions(pods = LARGE_CLUSTER.pods): Promise<Fig
   try {
     // the first load into an empty source (the subscriptions, when made, are kept)
     const load = async () => {
-      await sql.unsafe('truncate relationships, pending_relationships, change_records, change_stats_queue, ci_last_seen, configuration_items, ci_counts, ci_count_deltas, outbox restart identity cascade');
+      await sql.unsafe('truncate relationships, pending_relationships, change_records, change_stats_queue, ci_last_seen, configuration_items, ci_counts, ci_type_counts, ci_count_deltas, outbox restart identity cascade');
       const source = await ensureSource(sql, DEFAULT_TENANT_ID, 'bench-cluster', 'kubernetes');
       const document: unknown = { items: [...cluster(shape, { collection: 0, generation: 0 })] };
       const started = performance.now();

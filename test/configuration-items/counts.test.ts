@@ -105,6 +105,12 @@ describe('CI counts', function () {
     expect(await total('filter=namespace:eq:team-a&filter=scope_id:eq:c1')).to.equal(1002);
     expect(await total('filter=namespace:eq:team-b')).to.equal(1);
     expect(await total('filter=namespace:eq:team-a&filter=name:eq:a'), 'a name filter is counted on the CIs').to.equal(1);
+    // without a namespace filter the counts by type answer: a few rows, whatever the namespaces
+    expect(await total(''), 'the counts by type are right').to.equal(3);
+    await sql`update ci_type_counts set cis = cis + 500 where scope_id = 'c1'`;
+    expect(await total('')).to.equal(503);
+    expect(await total('filter=ci_type:eq:k8s.pod&filter=status:eq:active')).to.equal(503);
+    expect(await total('filter=namespace:eq:team-b'), 'a namespace filter reads the counts with namespaces').to.equal(1);
   });
 
   (onRealPostgres ? describe : describe.skip)('with several sessions (skipped on the embedded database: concurrent reconciles need a PostgreSQL server, PGlite has one session)', () => {

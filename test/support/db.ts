@@ -80,6 +80,7 @@ const TABLES = [
   'search_reindex',
   'change_stats_snapshots',
   'ci_counts',
+  'ci_type_counts',
   'ci_count_deltas',
   'baselines',
   'ci_versions',
