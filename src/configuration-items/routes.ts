@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { defineRoute, readsThePast } from '../context.js';
+import { jsonWith } from '../http/route.js';
 import { attributePaths, pickAttributes, presentCiAsOf, presentCiDetail, presentListedCi, presentTypeData } from './presenter.js';
 import { CiArchived, CiDetail, CiDetailAsOf, CiDetailQuery, CiList, CiListQuery, CiParams, TypeDataList } from './schema.js';
 import { archiveConfigurationItem, ciDetailAsOf, ciDetailOr404, listConfigurationItems } from './service.js';
@@ -24,11 +25,12 @@ const list = defineRoute({
     200: { description: 'A page of CIs (or of type-data items).', schema: Type.Union([CiList, TypeDataList]) },
   },
   async handler({ app, principal, query }) {
-    const { page, typeData, nextCursor, asOf } = await listConfigurationItems(app, principal, query);
+    const paths = attributePaths(query.include_attributes);
+    const { page, typeData, nextCursor, asOf } = await listConfigurationItems(app, principal, query, { itemsAsJson: paths.length === 0 });
     const totals = { total: page.total, total_exact: page.totalExact, ...(asOf === undefined ? {} : { as_of: asOf }) };
     const walk = { has_more: page.hasMore, next_cursor: nextCursor };
     if (typeData) return { items: page.rows.map(presentTypeData), ...totals, ...walk };
-    const paths = attributePaths(query.include_attributes);
+    if (page.itemsJson !== undefined) return jsonWith({ items: page.itemsJson }, { ...totals, offset: query.offset, limit: query.limit, ...walk });
     const items = page.rows.map((row) =>
       paths.length > 0 ? { ...presentListedCi(row), attributes: pickAttributes(row.raw_data, paths) } : presentListedCi(row),
     );

@@ -40,7 +40,7 @@ export interface CiListing {
  * The list rules: `status` defaults to `active` unless a `status` filter is given, and type data
  * replaces raw_data only when the list is narrowed to CI types.
  */
-export async function listConfigurationItems(app: AppContext, principal: Principal, query: CiListQuery): Promise<CiListing> {
+export async function listConfigurationItems(app: AppContext, principal: Principal, query: CiListQuery, shape: { itemsAsJson?: boolean } = {}): Promise<CiListing> {
   const filters = parseFilters(query.filter, CI_FILTERS);
   const asOf = query.as_of === undefined ? undefined : await listMoment(app, query, filters);
   const statusFiltered = filters.some((f) => f.field === 'status');
@@ -62,6 +62,7 @@ export async function listConfigurationItems(app: AppContext, principal: Princip
       after: cursor ? positionOf(cursor.key, query.sort_by) : undefined,
       total: cursor?.total,
       withTypeData: typeData,
+      asJson: shape.itemsAsJson === true && !typeData,
       text: text ? await resolveText(app.sql, principal, text) : undefined,
       sourceId: query.source_id,
       asOf,

@@ -4,7 +4,7 @@ import { and, columnsOf, or, visibleTo, type Fragment } from '../auth/scope.js';
 import type { Queryable } from '../db/database.js';
 import { cisAt, visibleNow } from '../history/as-of.js';
 import { countWithin, type CountSettings } from '../query/count.js';
-import { exactTime } from '../query/exact-time.js';
+import { API_TIME_FORMAT, exactTime } from '../query/exact-time.js';
 import { compileFilters, escapeLike, type ParsedFilter } from '../query/filters.js';
 import { countable, countCis } from './counts.js';
 import { CI_STATUSES } from './schema.js';
@@ -37,6 +37,12 @@ export interface CiListCriteria {
   /** Continue after this position (a cursor walk) instead of skipping `offset` rows. */
   after?: CiPosition;
   withTypeData: boolean;
+  /**
+   * The page comes back as its items written as JSON by the database (`itemsJson`, the list's
+   * item shape with raw_data) rather than as rows: decoding each CI's raw_data and serialising it
+   * again cost the process more than the page's query.
+   */
+  asJson?: boolean;
   /** The walk's exact total, carried by its cursor: counted once, on the first page. */
   total?: number;
   /** Free text: CIs whose name, namespace or type contains it, in any case (see `resolveText`). */
@@ -156,7 +162,10 @@ export async function resolveText(sql: Sql, principal: Principal, text: string):
 }
 
 export interface CiPage {
+  /** The page's CIs; empty when the criteria asked for `asJson`. */
   rows: CiRow[];
+  /** With `asJson`: the page's items as a JSON array (see listedCiJson). */
+  itemsJson?: string;
   /** The position of the page's last row, for the next page's cursor; absent when no rows follow. */
   last?: CiPosition;
   /** Whether rows follow this page (read as one more row than asked, not from the total). */
@@ -201,7 +210,21 @@ export async function listCis(sql: Sql, principal: Principal, criteria: CiListCr
   const counted = countMatches(sql, principal, criteria, where, counting);
   const known = criteria.text === undefined || criteria.asOf !== undefined ? undefined : await counted;
   const sortMatches = known !== undefined && known.exact && known.total <= SORT_MATCHES_UP_TO;
-  const [rows, count] = await Promise.all([pageRows(sql, principal, criteria, where, sortMatches), counted]);
+  const query = pageRows(sql, principal, criteria, where, sortMatches);
+  if (criteria.asJson) {
+    const [rows, count] = await Promise.all([listedCisJson(sql, query as unknown as Fragment, criteria.sortOrder), counted]);
+    const hasMore = rows.length > criteria.limit;
+    const last = hasMore ? rows[criteria.limit - 1]! : undefined;
+    return {
+      rows: [],
+      itemsJson: `[${(hasMore ? rows.slice(0, criteria.limit) : rows).map((row) => row.item).join(',')}]`,
+      hasMore,
+      last: last ? [last.position, last.ci_id] : undefined,
+      total: count.total,
+      totalExact: count.exact,
+    };
+  }
+  const [rows, count] = await Promise.all([query, counted]);
   const hasMore = rows.length > criteria.limit;
   const page = (hasMore ? rows.slice(0, criteria.limit) : rows).map(({ position: _, ...row }) => row);
   const last = hasMore ? rows[criteria.limit - 1]! : undefined;
@@ -292,6 +315,23 @@ function pageRows(sql: Sql, principal: Principal, criteria: CiListCriteria, wher
     where ${after ? and(sql, [where, after]) : where}
     order by ${sortMatches ? unindexed : sql(sortColumn)} ${direction}, ci.ci_id ${direction}
     limit ${criteria.limit + 1} offset ${after ? 0 : criteria.offset}`;
+}
+
+/**
+ * A page's rows as list items (presentListedCi's shape), each written as JSON text by the database:
+ * raw_data as stored, times in the API's form. The page's order is kept by its position and id.
+ */
+function listedCisJson(sql: Sql, page: Fragment, sortOrder: 'asc' | 'desc') {
+  const time = (column: string) => sql`to_char(${sql(column)} at time zone 'UTC', ${API_TIME_FORMAT})`;
+  const direction = sortOrder === 'asc' ? sql`asc` : sql`desc`;
+  return sql<{ ci_id: string; position: string | null; item: string }[]>`
+    select p.ci_id, p.position, json_build_object(
+             'ci_id', p.ci_id, 'name', p.name, 'namespace', p.namespace, 'ci_type', p.ci_type, 'status', p.status,
+             'status_updated_at', ${time('p.status_updated_at')}, 'last_seen', ${time('p.last_seen')},
+             'created_at', ${time('p.created_at')}, 'updated_at', ${time('p.updated_at')},
+             'raw_data', p.raw_data, 'source_id', p.source_id::bigint, 'scope_id', p.scope_id)::text as item
+    from (${page}) p
+    order by p.position ${direction}, p.ci_id ${direction}`;
 }
 
 /** type_data as stored plus the metrics kept beside last_seen (`ls`), as collectors sent it. */
