@@ -1,5 +1,5 @@
 import { defineRoute, type AnyRoute, readsThePast } from '../context.js';
-import { jsonWith } from '../http/route.js';
+import { presentRelationship } from './presenter.js';
 import { dependencyGraph } from './graph.js';
 import { Graph, GraphQuery, RelationshipList, RelationshipListQuery, RelationshipParams } from './schema.js';
 import { relationshipsOf } from './service.js';
@@ -38,14 +38,15 @@ const list = defineRoute({
   responses: { 200: { description: 'A page of relationships.', schema: RelationshipList } },
   async handler({ app, principal, params, query }) {
     const page = await relationshipsOf(app, principal, params.ci_id, query);
-    return jsonWith({ items: page.itemsJson }, {
+    return {
+      items: page.rows.map(presentRelationship),
       total: page.total,
       offset: query.offset,
       limit: query.limit,
       has_more: page.hasMore,
       next_cursor: page.nextCursor,
       ...(query.as_of === undefined ? {} : { as_of: query.as_of }),
-    });
+    };
   },
 });
 

@@ -11,8 +11,9 @@ import {
   type RelationshipSortField,
 } from './schema.js';
 import { commaList } from './graph.js';
-import { countRelationships, edgesChangedBetween, relationshipPage, type Keyset, type RelationshipCriteria } from './store.js';
+import { countRelationships, edgesChangedBetween, relationshipPage, type Keyset, type RelationshipCriteria, type RelationshipRow } from './store.js';
 
+export type { RelationshipRow } from './store.js';
 
 type ResultShape = Pick<RelationshipCriteria, 'direction' | 'types' | 'includeInactive' | 'sort'>;
 
@@ -80,8 +81,7 @@ function keysetOf(position: unknown[], sorted: boolean): Keyset {
 
 
 export interface RelationshipWalkPage {
-  /** The page's items as the JSON array the API answers with. */
-  itemsJson: string;
+  rows: RelationshipRow[];
   total: number;
   hasMore: boolean;
   nextCursor: string | null;
@@ -109,7 +109,7 @@ export async function relationshipsOf(app: AppContext, principal: Principal, ciI
     relationshipPage(app.sql, principal, criteria),
   ]);
   return {
-    itemsJson: page.itemsJson,
+    rows: page.rows,
     total,
     hasMore: page.hasMore,
     nextCursor: page.last ? encodeCursor(app.config.secret, binding, cursorPosition(page.last), total) : null,

@@ -2,7 +2,6 @@ import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
 import { cisAt } from '../history/as-of.js';
-import { API_TIME_FORMAT } from '../query/exact-time.js';
 import type { Direction, RelationshipSortField } from './schema.js';
 
 /**
@@ -29,19 +28,33 @@ export interface RelationshipCriteria {
   asOf?: string;
 }
 
-/** Where a page row stands in the walk: what its keyset is made of. */
-interface Boundary {
+/** A relationship of a page whose neighbour exists and may be seen. */
+export interface RelationshipRow {
   id: string;
+  relationship_type: string;
   direction_rank: 0 | 1;
-  sort_value: string | null;
+  related_ci_id: string;
+  related_ci_name: string;
+  related_ci_type: string;
+  related_ci_status: 'active' | 'inactive' | 'archived';
+  created_at: Date;
+  last_seen: Date;
 }
 
+/** A row as the page query returns it: the neighbour columns are null when the neighbour is gone. */
+type PageRow = Omit<RelationshipRow, 'related_ci_name' | 'related_ci_type' | 'related_ci_status'> & {
+  related_ci_name: string | null;
+  related_ci_type: string | null;
+  related_ci_status: RelationshipRow['related_ci_status'] | null;
+  sort_value: string | null;
+  live: boolean;
+};
+
+const isLive = (row: PageRow): row is PageRow & RelationshipRow => row.live;
+
 export interface RelationshipPage {
-  /**
-   * The page's relationships with a live neighbour, in walk order, as the JSON array the API
-   * answers with (see RelationshipItem), written by the database.
-   */
-  itemsJson: string;
+  /** The page's rows with a live neighbour, in walk order. */
+  rows: RelationshipRow[];
   hasMore: boolean;
   /** The position of the page's last row (live or not), to continue from. */
   last: Keyset | null;
@@ -186,36 +199,22 @@ export async function countRelationships(sql: Sql, principal: Principal, criteri
 export async function relationshipPage(sql: Sql, principal: Principal, criteria: RelationshipCriteria): Promise<RelationshipPage> {
   const { limit } = criteria;
   const offset = criteria.after ? 0 : criteria.offset;
-  const time = (column: string) => sql`to_char(${sql(column)} at time zone 'UTC', ${API_TIME_FORMAT})`;
-  // one row beyond the page tells whether more follow. The items are written as JSON text here: a
-  // page of thousands of rows otherwise costs more to decode into objects and serialise again in
-  // the process than the query itself
-  const [page] = await sql<{ fetched: number; boundary: Boundary | null; items: string }[]>`
-    with p as (
-      select s.*, row_number() over (order by ${orderKey(sql, criteria, 's')}) as n
-      from (${resultSet(sql, principal, criteria, limit + 1 + offset)}) s
-      where ${afterKeyset(sql, criteria)}
-      order by ${orderKey(sql, criteria, 's')}
-      limit ${limit + 1} offset ${offset})
-    select (select count(*)::int from p) as fetched,
-           (select json_build_object('id', p.id::text, 'direction_rank', p.direction_rank, 'sort_value', p.sort_value) from p where p.n = ${limit + offset}::bigint) as boundary,
-           coalesce((
-             select json_agg(json_build_object(
-                      'id', p.id::text, 'relationship_type', p.relationship_type,
-                      'direction', case p.direction_rank when 0 then 'outgoing' else 'incoming' end,
-                      'related_ci_id', p.related_ci_id, 'related_ci_name', p.related_ci_name,
-                      'related_ci_type', p.related_ci_type, 'related_ci_status', p.related_ci_status,
-                      'created_at', ${time('p.created_at')}, 'last_seen', ${time('p.last_seen')}) order by p.n)
-             from p where p.n <= ${limit + offset}::bigint and p.live), '[]')::text as items`;
-  const hasMore = page!.fetched > limit;
+  // one row beyond the page tells whether more follow
+  const rows = await sql<PageRow[]>`
+    select s.* from (${resultSet(sql, principal, criteria, limit + 1 + offset)}) s
+    where ${afterKeyset(sql, criteria)}
+    order by ${orderKey(sql, criteria, 's')}
+    limit ${limit + 1} offset ${offset}`;
+  const hasMore = rows.length > limit;
+  const boundary = hasMore ? rows[limit - 1] : undefined;
   return {
-    itemsJson: page!.items,
+    rows: rows.slice(0, limit).filter(isLive),
     hasMore,
-    last: hasMore && page!.boundary ? keysetOf(page!.boundary, criteria) : null,
+    last: boundary ? keysetOf(boundary, criteria) : null,
   };
 }
 
-function keysetOf(row: Boundary, criteria: RelationshipCriteria): Keyset {
+function keysetOf(row: PageRow, criteria: RelationshipCriteria): Keyset {
   const position: Keyset = { directionRank: row.direction_rank, id: row.id };
   if (criteria.sort) position.sortValue = row.sort_value ?? '';
   return position;
