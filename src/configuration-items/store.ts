@@ -164,7 +164,7 @@ export async function resolveText(sql: Sql, principal: Principal, text: string):
 export interface CiPage {
   /** The page's CIs; empty when the criteria asked for `asJson`. */
   rows: CiRow[];
-  /** With `asJson`: the page's items as a JSON array (see listedCiJson). */
+  /** With `asJson`: the page's items as a JSON array (see listedCisJson). */
   itemsJson?: string;
   /** The position of the page's last row, for the next page's cursor; absent when no rows follow. */
   last?: CiPosition;

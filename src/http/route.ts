@@ -6,8 +6,8 @@ import type { Action, Principal, Resource } from '../auth/principal.js';
 export const SERVED_BY_HEADER = 'X-Cinv-Served-By';
 
 /**
- * A JSON body already written as text, for parts the database writes as JSON itself (a page of
- * thousands of rows): the router sends it as it is, where an object would be serialised.
+ * A JSON body already written as text, for parts the database writes as JSON itself (the items of
+ * the CI list): the router sends it as it is, where an object would be serialised.
  */
 export class JsonText {
   constructor(readonly text: string) {}
