@@ -211,25 +211,15 @@ export async function listCis(sql: Sql, principal: Principal, criteria: CiListCr
   const known = criteria.text === undefined || criteria.asOf !== undefined ? undefined : await counted;
   const sortMatches = known !== undefined && known.exact && known.total <= SORT_MATCHES_UP_TO;
   const query = pageRows(sql, principal, criteria, where, sortMatches);
-  if (criteria.asJson) {
-    const [rows, count] = await Promise.all([listedCisJson(sql, query as unknown as Fragment, criteria.sortOrder), counted]);
-    const hasMore = rows.length > criteria.limit;
-    const last = hasMore ? rows[criteria.limit - 1]! : undefined;
-    return {
-      rows: [],
-      itemsJson: `[${(hasMore ? rows.slice(0, criteria.limit) : rows).map((row) => row.item).join(',')}]`,
-      hasMore,
-      last: last ? [last.position, last.ci_id] : undefined,
-      total: count.total,
-      totalExact: count.exact,
-    };
-  }
-  const [rows, count] = await Promise.all([query, counted]);
+  const [rows, count] = await Promise.all([criteria.asJson ? listedCisJson(sql, query as unknown as Fragment, criteria.sortOrder) : query, counted]);
   const hasMore = rows.length > criteria.limit;
-  const page = (hasMore ? rows.slice(0, criteria.limit) : rows).map(({ position: _, ...row }) => row);
+  const kept = hasMore ? rows.slice(0, criteria.limit) : rows;
   const last = hasMore ? rows[criteria.limit - 1]! : undefined;
+  const shown = criteria.asJson
+    ? { rows: [], itemsJson: `[${(kept as { item: string }[]).map((row) => row.item).join(',')}]` }
+    : { rows: (kept as (CiRow & { position: string | null })[]).map(({ position: _, ...row }) => row) };
   return {
-    rows: page,
+    ...shown,
     hasMore,
     last: last ? [last.position, last.ci_id] : undefined,
     total: count.total,
