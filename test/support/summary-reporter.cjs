@@ -1,5 +1,6 @@
 // Mocha's spec output, closed by one line the CI reads: `tests: N passed, N failed, N skipped`.
-// Before it, the slowest test files (hooks included), so a suite that grows slow says where.
+// Before it, the slowest test files (hooks included), so a suite that grows slow says where, and
+// one `failed:` line per failure, so the end of a long log names what failed.
 const Mocha = require('mocha');
 const path = require('node:path');
 const process = require('node:process');
@@ -11,6 +12,12 @@ class SummaryReporter extends Mocha.reporters.Spec {
     super(runner, options);
     const started = new Map();
     const spent = new Map();
+    const failed = [];
+    runner.on('fail', (test, err) => {
+      const file = test.file ? path.relative(process.cwd(), test.file) : '?';
+      const reason = String(err?.message ?? err).split('\n')[0].slice(0, 200);
+      failed.push(`failed: ${file}: ${test.fullTitle()}: ${reason}`);
+    });
     runner.on('suite', (suite) => {
       if (suite.file && suite.parent?.root) started.set(suite, process.hrtime.bigint());
     });
@@ -28,6 +35,7 @@ class SummaryReporter extends Mocha.reporters.Spec {
           console.log(`  ${(ms / 1000).toFixed(1).padStart(7)} s  ${path.relative(process.cwd(), file)}`);
         }
       }
+      for (const line of failed) console.log(line);
       const { passes, failures, pending } = runner.stats;
       console.log(`tests: ${passes} passed, ${failures} failed, ${pending} skipped`);
     });
