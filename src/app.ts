@@ -149,6 +149,17 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
       stop({ method: ctx.method, route: (ctx.state.route as string | undefined) ?? 'unmatched', status: String(ctx.status) });
     }
   });
+  // this process's own changes to keys, users, grants or scopes are not left to the notification
+  // (sql/0031), which could arrive after the client's next request: any request that may have
+  // written drops the cached principals before its response goes out (the sign-in callback
+  // updates the user and its teams on a GET)
+  koa.use(async (ctx, next) => {
+    try {
+      await next();
+    } finally {
+      if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.path === '/auth/callback') app.principals?.forget();
+    }
+  });
   koa.use(load.middleware());
   koa.use(errorMiddleware(app.logger, (ctx, error, id) => auditRefusal(app.audit, DEFAULT_TENANT_ID, ctx, error.status, error.details, id)));
   // runs after the router and its method check: turns their bare statuses into the envelope

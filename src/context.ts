@@ -10,6 +10,7 @@ import type { Logger } from './observability/logger.js';
 import type { SearchBackend } from './search/backend.js';
 import type { SingleSignOn } from './auth/sso.js';
 import type { Principal } from './auth/principal.js';
+import type { PrincipalCache } from './auth/principal-cache.js';
 import type { Context } from 'koa';
 
 /** What routes, services and jobs are handed: the database, the settings, a logger and a clock. */
@@ -29,6 +30,8 @@ export interface AppContext {
   limits: RateLimits;
   /** OpenID Connect sign-in; undefined when CINV_OIDC_ISSUER is unset. */
   sso: SingleSignOn | undefined;
+  /** The principals of recently used keys (a PostgreSQL server, CINV_KEY_CACHE); undefined: every request reads its key. */
+  principals?: PrincipalCache;
   /** Where analyst reads go when DATABASE_REPLICA_URL names a read replica; undefined: the primary serves them. */
   analystReads?: ReadRouting;
   config: Config;

@@ -12,6 +12,7 @@ export interface ApiKeyRow {
   scopes: DataScope[];
   narrow_permissions: boolean;
   narrow_scopes: boolean;
+  expires_at: Date | null;
   /** The owner of a usr token, with the rights its grants and teams give it now. */
   user: {
     id: string;
@@ -41,12 +42,13 @@ export interface NewApiKey {
 
 /**
  * Finds the live key with this hash, with its scopes and, for a usr token, its user's current
- * rights (direct grants and those of the user's teams), in one round trip: nothing is cached, so a
- * revoked token, a deactivated user or a withdrawn grant counts from the next request on.
+ * rights (direct grants and those of the user's teams), in one round trip. What callers keep of it
+ * (PrincipalCache) is dropped on every change, so a revoked token, a deactivated user or a
+ * withdrawn grant counts from the next request on.
  */
 export async function findActiveKey(sql: Queryable, match: { keyHash: Buffer } | { id: string }, now: Date): Promise<ApiKeyRow | undefined> {
   const [row] = await sql<ApiKeyRow[]>`
-    select k.id, k.tenant_id, k.name, k.tier, k.permissions, k.narrow_permissions, k.narrow_scopes,
+    select k.id, k.tenant_id, k.name, k.tier, k.permissions, k.narrow_permissions, k.narrow_scopes, k.expires_at,
            coalesce((select json_agg(json_build_object('sourceId', s.source_id::text, 'scopeId', s.scope_id))
                      from api_key_scopes s where s.api_key_id = k.id), '[]') as scopes,
            case when u.id is null then null else ${userJson(sql)} end as user

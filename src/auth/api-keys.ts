@@ -1,5 +1,6 @@
 import type { Queryable, Sql } from '../db/database.js';
 import { generateApiKey, hashApiKey, keyHint, parseApiKey } from './api-key-format.js';
+import type { PrincipalCache } from './principal-cache.js';
 import { findActiveKey, insertApiKey, keyHashExists, userJson, type ApiKeyRow } from './api-key-store.js';
 import {
   everyPermission,
@@ -98,13 +99,23 @@ export async function installBootstrapKey(sql: Sql, secret: string, tenantId: st
   return true;
 }
 
-/** The principal behind a key, or undefined for a malformed, unknown, revoked or expired key. */
-export async function principalForKey(sql: Sql, secret: string, key: string, now: Date): Promise<Principal | undefined> {
+/**
+ * The principal behind a key, or undefined for a malformed, unknown, revoked or expired key; from
+ * `cache` when it holds the key (only keys found are kept).
+ */
+export async function principalForKey(sql: Sql, secret: string, key: string, now: Date, cache?: PrincipalCache): Promise<Principal | undefined> {
   const parsed = parseApiKey(key);
   if (!parsed) return undefined;
-  const row = await findActiveKey(sql, { keyHash: hashApiKey(secret, key) }, now);
+  const keyHash = hashApiKey(secret, key);
+  const cacheKey = cache && keyHash.toString('base64');
+  const cached = cacheKey === undefined ? undefined : cache!.get(cacheKey, now.getTime());
+  if (cached) return cached;
+  const generation = cache?.generation ?? 0;
+  const row = await findActiveKey(sql, { keyHash }, now);
   if (!row || row.tier !== parsed.tier) return undefined;
-  return keyPrincipal(row);
+  const principal = keyPrincipal(row);
+  if (principal && cacheKey !== undefined) cache!.store(cacheKey, principal, row.expires_at, generation, now.getTime());
+  return principal;
 }
 
 /** The principal of a key a web session was opened with, as the key is now (undefined once revoked or expired). */

@@ -61,6 +61,11 @@ export interface Config {
   changeRetention: ChangeRetention;
   /** How long a sign-in session lasts without use; every use moves it on (rolling). */
   sessionTtlMs: number;
+  /**
+   * How long a server keeps a used key's principal at most (CINV_KEY_CACHE); every change to keys,
+   * users, grants or scopes drops it sooner. 0: every request reads its key from the database.
+   */
+  keyCacheMs: number;
   /** Single sign-on; undefined when CINV_OIDC_ISSUER is unset. */
   oidc: OidcConfig | undefined;
   /** Requests per minute per credential (the bucket's refill rate). */
@@ -321,8 +326,8 @@ function redisUrl(env: Env): string | undefined {
   return raw;
 }
 
-/** A shedding bound: unset is undefined (the default applies), `off` or `0` is 0 (never shed on it). */
-function sheddingBound(env: Env, name: string): number | undefined {
+/** A duration that may be switched off: unset is undefined (the default applies), `off` or `0` is 0. */
+function durationOrOff(env: Env, name: string): number | undefined {
   const raw = env[name]?.trim();
   if (!raw) return undefined;
   if (raw === 'off' || raw === '0') return 0;
@@ -359,8 +364,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxInFlight: integer(env, 'CINV_MAX_IN_FLIGHT', 64, 1, 100_000),
     maxExports: integer(env, 'CINV_MAX_EXPORTS', 2, 1, 1000),
     maxNdjsonPushes: integer(env, 'CINV_MAX_NDJSON_PUSHES', 2, 1, 1000),
-    shedEventLoopDelayMs: sheddingBound(env, 'CINV_SHED_EVENT_LOOP_DELAY'),
-    shedDatabaseWaitMs: sheddingBound(env, 'CINV_SHED_DB_WAIT'),
+    shedEventLoopDelayMs: durationOrOff(env, 'CINV_SHED_EVENT_LOOP_DELAY'),
+    shedDatabaseWaitMs: durationOrOff(env, 'CINV_SHED_DB_WAIT'),
     dataDir,
     secret: resolveSecret(env, dataDir, !databaseUrl),
     bootstrapAdminKey,
@@ -384,6 +389,7 @@ export function loadConfig(env: Env = process.env): Config {
     auditRetentionMs: duration(env, 'CINV_AUDIT_RETENTION', '365d'),
     changeRetention: changeRetention(env),
     sessionTtlMs: duration(env, 'CINV_SESSION_TTL', '24h'),
+    keyCacheMs: durationOrOff(env, 'CINV_KEY_CACHE') ?? 5_000,
     oidc: oidcConfig(env),
     rateLimit: integer(env, 'CINV_RATE_LIMIT', 100, 1, 1_000_000),
     rateBurst: integer(env, 'CINV_RATE_BURST', integer(env, 'CINV_RATE_LIMIT', 100, 1, 1_000_000), 1, 1_000_000),

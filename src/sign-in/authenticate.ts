@@ -67,7 +67,7 @@ export async function authenticate(ctx: Context, app: AppContext): Promise<Princ
  * failure recorded for the audit log: the key's public hint only, never the key.
  */
 export async function keyPrincipalOrRefuse(ctx: Context, app: AppContext, key: string): Promise<Principal> {
-  const principal = await principalForKey(app.sql, app.config.secret, key, app.now());
+  const principal = await principalForKey(app.sql, app.config.secret, key, app.now(), app.principals);
   if (principal) return principal;
   ctx.state.authFailure = (parseApiKey(key)
     ? { reason: 'unknown_revoked_or_expired', keyHint: `${key.slice(0, key.indexOf('_', 5) + 1)}…${keyHint(key)}` }

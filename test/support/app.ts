@@ -5,6 +5,7 @@ import { AuditLog } from '../../src/audit/log.js';
 import { RateLimits } from '../../src/http/rate-limit.js';
 import { SingleSignOn } from '../../src/auth/sso.js';
 import { issueApiKey } from '../../src/auth/api-keys.js';
+import { listenedPrincipalCache } from '../../src/auth/principal-cache.js';
 import type { DataScope, Permission } from '../../src/auth/principal.js';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import type { AppContext } from '../../src/context.js';
@@ -59,6 +60,9 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     // fixtures are written at fixed dates while the clock is the real one: a retention would expire
     // them as the calendar moves on. The retention suite sets its own
     changeRetention: { defaultMs: null, byType: new Map() },
+    // suites change keys and grants straight in the database and ask at once: a notification could
+    // come after the request. The key-cache suite turns it on
+    keyCacheMs: 0,
     ...overrides,
   };
 }
@@ -86,6 +90,9 @@ export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDat
   const analystReads = own?.replica ? new AnalystReads(context, own.replica) : undefined;
   context.analystReads = analystReads;
   analystReads?.start();
+  // as `cinv serve` does: a PostgreSQL server only (the embedded database's other sessions are not heard)
+  const principals = db.kind === 'postgres' && config.keyCacheMs > 0 ? await listenedPrincipalCache(context.sql, config.keyCacheMs) : undefined;
+  context.principals = principals?.cache;
   const server: Server = await new Promise((resolve) => {
     const listening = createApp(context, { checkResponses: true }).listen(0, '127.0.0.1', () => resolve(listening));
     answerClientErrors(listening);
@@ -123,6 +130,7 @@ export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDat
       await context.audit.close();
       await context.limits.close();
       await analystReads?.stop();
+      await principals?.stop();
     },
   };
 }
