@@ -1,4 +1,4 @@
-import { isoTime } from '../http/schemas.js';
+import { apiTimeOfUtcText } from '../query/exact-time.js';
 import type { Direction } from './schema.js';
 import type { RelationshipRow } from './store.js';
 
@@ -14,7 +14,7 @@ export function presentRelationship(row: RelationshipRow) {
     related_ci_name: row.related_ci_name,
     related_ci_type: row.related_ci_type,
     related_ci_status: row.related_ci_status,
-    created_at: isoTime(row.created_at),
-    last_seen: isoTime(row.last_seen),
+    created_at: apiTimeOfUtcText(row.created_at),
+    last_seen: apiTimeOfUtcText(row.last_seen),
   };
 }

@@ -2,6 +2,7 @@ import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
 import { columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
 import { cisAt } from '../history/as-of.js';
+import { utcText } from '../query/exact-time.js';
 import type { Direction, RelationshipSortField } from './schema.js';
 
 /**
@@ -37,8 +38,9 @@ export interface RelationshipRow {
   related_ci_name: string;
   related_ci_type: string;
   related_ci_status: 'active' | 'inactive' | 'archived';
-  created_at: Date;
-  last_seen: Date;
+  /** UTC, as `utcText` writes it. */
+  created_at: string;
+  last_seen: string;
 }
 
 /** A row as the page query returns it: the neighbour columns are null when the neighbour is gone. */
@@ -103,7 +105,8 @@ function neighbours(sql: Sql, tenantId: string, asOf: string | undefined): Fragm
   return sql`left join lateral (select b.ci_id, b.tenant_id, b.name, b.ci_type, b.status, b.scope_id, b.source_id from ${then} b) n on true`;
 }
 
-function branches(sql: Sql, tenantId: string, criteria: RelationshipCriteria): Fragment[] {
+/** The edges of each direction the walk covers, outgoing (rank 0) first. */
+function branches(sql: Sql, tenantId: string, criteria: RelationshipCriteria): { rank: 0 | 1; edges: Fragment }[] {
   const { ciId, types } = criteria;
   const from = edges(sql, criteria.asOf);
   const typeFilter = () => (types ? sql`and r.relationship_type = any(${types as string[]}::text[])` : sql``);
@@ -118,9 +121,12 @@ function branches(sql: Sql, tenantId: string, criteria: RelationshipCriteria): F
            r.tenant_id, r.source_id, r.from_scope_id as related_scope_id
     from ${from} r
     where r.tenant_id = ${tenantId} and r.to_ci_id = ${ciId} and r.from_ci_id <> ${ciId} ${typeFilter()} ${beyondInBranch(sql, criteria, 1)}`;
-  if (criteria.direction === 'outgoing') return [outgoing];
-  if (criteria.direction === 'incoming') return [incoming];
-  return [outgoing, incoming];
+  if (criteria.direction === 'outgoing') return [{ rank: 0, edges: outgoing }];
+  if (criteria.direction === 'incoming') return [{ rank: 1, edges: incoming }];
+  return [
+    { rank: 0, edges: outgoing },
+    { rank: 1, edges: incoming },
+  ];
 }
 
 function sortValue(sql: Sql, criteria: RelationshipCriteria): Fragment {
@@ -145,25 +151,28 @@ function sortValue(sql: Sql, criteria: RelationshipCriteria): Fragment {
  * counting it would reveal that it exists.
  */
 function resultSet(sql: Sql, principal: Principal, criteria: RelationshipCriteria, rowsWanted?: number): Fragment {
-  const tenantId = principal.tenantId;
-  const statusRule = criteria.includeInactive ? sql`` : sql`and n.status = 'active'`;
-  const visible = (edgeRows: Fragment) => sql`
-    select e.id, e.relationship_type, e.created_at, e.last_seen, e.direction_rank, e.related_ci_id,
-           n.name as related_ci_name, n.ci_type as related_ci_type, n.status as related_ci_status,
-           n.ci_id is not null as live, ${sortValue(sql, criteria)} as sort_value
-    from (${edgeRows}) e
-    ${neighbours(sql, tenantId, criteria.asOf)}
-    where (n.ci_id is null and ${visibleTo(sql, principal, { tenant: 'e.tenant_id', source: 'e.source_id', scope: 'e.related_scope_id' })})
-       or (${visibleTo(sql, principal, columnsOf('n'))} ${statusRule})`;
-  const parts = branches(sql, tenantId, criteria);
+  const parts = branches(sql, principal.tenantId, criteria).map((branch) => branch.edges);
   if (rowsWanted === undefined || criteria.sort) {
-    return parts.map((part) => visible(part)).reduce((union, part) => sql`${union} union all ${part}`);
+    return parts.map((part) => visibleRows(sql, principal, criteria, part)).reduce((union, part) => sql`${union} union all ${part}`);
   }
   // unsorted, each direction is walked by id on its own and stops after the rows a page can use:
   // over the union, the planner would sort every row of a CI with many neighbours for each page
   return parts
-    .map((part) => sql`(${visible(part)} order by e.id limit ${rowsWanted})`)
+    .map((part) => sql`(${visibleRows(sql, principal, criteria, part)} order by e.id limit ${rowsWanted})`)
     .reduce((union, part) => sql`${union} union all ${part}`);
+}
+
+/** The rows of one branch's edges `edgeRows` the result set keeps (see `resultSet`), with their neighbours. */
+function visibleRows(sql: Sql, principal: Principal, criteria: RelationshipCriteria, edgeRows: Fragment): Fragment {
+  const statusRule = criteria.includeInactive ? sql`` : sql`and n.status = 'active'`;
+  return sql`
+    select e.id, e.relationship_type, ${utcText(sql, 'e.created_at')} as created_at, ${utcText(sql, 'e.last_seen')} as last_seen,
+           e.direction_rank, e.related_ci_id, n.name as related_ci_name, n.ci_type as related_ci_type, n.status as related_ci_status,
+           n.ci_id is not null as live, ${sortValue(sql, criteria)} as sort_value
+    from (${edgeRows}) e
+    ${neighbours(sql, principal.tenantId, criteria.asOf)}
+    where (n.ci_id is null and ${visibleTo(sql, principal, { tenant: 'e.tenant_id', source: 'e.source_id', scope: 'e.related_scope_id' })})
+       or (${visibleTo(sql, principal, columnsOf('n'))} ${statusRule})`;
 }
 
 function orderKey(sql: Sql, criteria: RelationshipCriteria, alias: string): Fragment {
@@ -200,11 +209,14 @@ export async function relationshipPage(sql: Sql, principal: Principal, criteria:
   const { limit } = criteria;
   const offset = criteria.after ? 0 : criteria.offset;
   // one row beyond the page tells whether more follow
-  const rows = await sql<PageRow[]>`
-    select s.* from (${resultSet(sql, principal, criteria, limit + 1 + offset)}) s
-    where ${afterKeyset(sql, criteria)}
-    order by ${orderKey(sql, criteria, 's')}
-    limit ${limit + 1} offset ${offset}`;
+  const rows =
+    criteria.sort || offset > 0
+      ? await sql<PageRow[]>`
+          select s.* from (${resultSet(sql, principal, criteria, limit + 1 + offset)}) s
+          where ${afterKeyset(sql, criteria)}
+          order by ${orderKey(sql, criteria, 's')}
+          limit ${limit + 1} offset ${offset}`
+      : await branchByBranch(sql, principal, criteria, limit + 1);
   const hasMore = rows.length > limit;
   const boundary = hasMore ? rows[limit - 1] : undefined;
   return {
@@ -212,6 +224,23 @@ export async function relationshipPage(sql: Sql, principal: Principal, criteria:
     hasMore,
     last: boundary ? keysetOf(boundary, criteria) : null,
   };
+}
+
+/**
+ * The next `wanted` rows of an unsorted walk, outgoing before incoming, each direction read in id
+ * order on its own, the incoming one only when the outgoing rows run out. In one statement the two
+ * would meet in a sort, which holds every row back until the last is found; read apart, rows reach
+ * the process as the database finds them and are decoded while it looks for the next.
+ */
+async function branchByBranch(sql: Sql, principal: Principal, criteria: RelationshipCriteria, wanted: number): Promise<PageRow[]> {
+  const rows: PageRow[] = [];
+  for (const branch of branches(sql, principal.tenantId, criteria)) {
+    if (criteria.after && criteria.after.directionRank > branch.rank) continue;
+    const found = await sql<PageRow[]>`${visibleRows(sql, principal, criteria, branch.edges)} order by e.id limit ${wanted - rows.length}`;
+    for (const row of found) rows.push(row);
+    if (rows.length >= wanted) break;
+  }
+  return rows;
 }
 
 function keysetOf(row: PageRow, criteria: RelationshipCriteria): Keyset {
