@@ -172,20 +172,20 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     }
   });
   // a sign-in in progress (state, nonce, PKCE verifier, where to return) rides in a short-lived
-  // cookie, encrypted as well as signed: the verifier must not be readable by page scripts or logs
-  koa.use(
-    createSession(
-      {
-        key: 'cinv_login',
-        maxAge: 10 * 60_000,
-        httpOnly: true,
-        sameSite: 'lax',
-        signed: true,
-        ...loginCookieCodec(app.config.secret),
-      },
-      koa,
-    ),
+  // cookie, encrypted as well as signed: the verifier must not be readable by page scripts or logs.
+  // Only the two steps of a sign-in read or write it; other requests do not pay for its bookkeeping
+  const loginSession = createSession(
+    {
+      key: 'cinv_login',
+      maxAge: 10 * 60_000,
+      httpOnly: true,
+      sameSite: 'lax',
+      signed: true,
+      ...loginCookieCodec(app.config.secret),
+    },
+    koa,
   );
+  koa.use((ctx, next) => (ctx.path === '/auth/login' || ctx.path === '/auth/callback' ? loginSession(ctx, next) : next()));
   koa.use(webInterface());
   koa.use(router.routes());
   koa.use(router.allowedMethods());

@@ -44,7 +44,8 @@ function requestCheck(schema: TSchema | undefined, location: FieldError['locatio
   const validate = compileRequest(schema);
   return (input) => {
     // query and path objects are Koa's own and are coerced in place, so they are copied first
-    const value = structuredClone(input ?? {}) as Record<string, unknown>;
+    // (their values are strings and arrays of strings: a copy one level down is a whole copy)
+    const value = Object.fromEntries(Object.entries((input ?? {}) as Record<string, unknown>).map(([name, raw]) => [name, Array.isArray(raw) ? [...(raw as unknown[])] : raw]));
     refuseNul(value, location);
     const errors = validate(value, location);
     if (errors.length > 0) throw validationFailed(errors);

@@ -41,6 +41,8 @@ describe('hostile and odd input', () => {
     '/api/v1/configuration-items?filter=__proto__.x:eq:1',
     '/api/v1/configuration-items?filter=constructor.name:eq:Object',
     '/api/v1/configuration-items?include_attributes=__proto__,constructor,metadata.__proto__',
+    '/api/v1/configuration-items?__proto__=x&__proto__=y&constructor=z&hasOwnProperty=1',
+    '/api/v1/configuration-items/x?__proto__[]=x',
     '/api/v1/changes?end_date=9999-12-31',
     `/api/v1/changes?filter=${encodeURIComponent('changed_at:lt:9999-12-31T23:59:59.999999+14:00')}`,
     '/api/v1/changes/stats?start_date=9999-12-31T23:59:59.999999Z',

@@ -19,7 +19,7 @@ describe('times written by the database as UTC text', () => {
       await tx`set local time zone 'Pacific/Chatham'`;
       for (const moment of moments) {
         const [row] = await tx<{ text: string; date: Date }[]>`
-          select ${utcText(tx, 'm.at')} as text, m.at as date from (select ${moment}::timestamptz as at) m`;
+          select ${utcText(tx as unknown as typeof sql, 'm.at')} as text, m.at as date from (select ${moment}::timestamptz as at) m`;
         expect(apiTimeOfUtcText(row!.text), `${moment} (${row!.text})`).to.equal(row!.date.toISOString());
       }
     });
