@@ -1,6 +1,7 @@
 import type { Sql } from '../db/database.js';
 import { validationFailed, type FieldError } from '../errors.js';
 import { compileBody, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from '../validation.js';
+import { holdHeapTight } from '../observability/heap-growth.js';
 import { cisReconciled } from '../observability/metrics.js';
 import { archiveWithHistory } from './archive.js';
 import { reconcileBatch, type PlanWritten } from './batch.js';
@@ -131,8 +132,13 @@ export function assertSnapshot(document: unknown): asserts document is Snapshot 
  * the next one completes. Reconciles of one source take turns: within a process as a whole,
  * across processes batch by batch (the source's transaction lock).
  */
-export function reconcile(sql: Sql, input: ReconcileInput, options: ReconcileOptions = {}): Promise<ReconcileResult> {
-  return inTurn(`${input.tenantId}:${input.sourceId}`, () => reconcileNow(sql, input, options), options.turnWaitMs);
+export async function reconcile(sql: Sql, input: ReconcileInput, options: ReconcileOptions = {}): Promise<ReconcileResult> {
+  const release = holdHeapTight();
+  try {
+    return await inTurn(`${input.tenantId}:${input.sourceId}`, () => reconcileNow(sql, input, options), options.turnWaitMs);
+  } finally {
+    release();
+  }
 }
 
 async function reconcileNow(sql: Sql, input: ReconcileInput, options: ReconcileOptions): Promise<ReconcileResult> {

@@ -14,6 +14,7 @@ import { addReconcileResult, assertStorable, emptyReconcileResult, reconcile, ty
 import type { Snapshot } from '../inventory/records.js';
 import { destroyCredentials, loadCredentials, MasterKeys, storeCredentials } from './credentials.js';
 import { ndjsonBatches } from './ndjson.js';
+import { holdHeapTight } from '../observability/heap-growth.js';
 import type { HealthBody, NewCollectorSource, NewSource, SourceQuery, SourceUpdate } from './schema.js';
 import { assertSourceSettings, requireCollectorType } from './settings.js';
 import {
@@ -184,8 +185,14 @@ async function reconcilePush(app: AppContext, target: { tenantId: string; source
   }
   const mode = push.mode ?? 'snapshot';
   const total = emptyReconcileResult();
-  for await (const batch of ndjsonBatches(push.open(), { mode, batchSize: app.config.reconcileBatchSize, maxLineBytes: app.config.bodyLimitBytes })) {
-    addReconcileResult(total, await reconcile(app.sql, { ...target, mode, records: batch.records, deletions: batch.deletions }, options));
+  // between batches too: reading the next one allocates as fast as writing the last
+  const release = holdHeapTight();
+  try {
+    for await (const batch of ndjsonBatches(push.open(), { mode, batchSize: app.config.reconcileBatchSize, maxLineBytes: app.config.bodyLimitBytes })) {
+      addReconcileResult(total, await reconcile(app.sql, { ...target, mode, records: batch.records, deletions: batch.deletions }, options));
+    }
+  } finally {
+    release();
   }
   return total;
 }

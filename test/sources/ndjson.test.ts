@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { gzipSync } from 'node:zlib';
+import { heapHeldTight } from '../../src/observability/heap-growth.js';
 import { createKey, useTestApp } from '../support/app.js';
 import { buildPod } from '../support/factories.js';
 
@@ -59,6 +60,7 @@ describe('NDJSON pushes to a universal source', function () {
     expect(broken.body.error.details.errors[0]).to.deep.include({ field: 'items.0', message: 'is not a JSON document' });
     const corrupt = await push(Buffer.from('not gzip at all'), '', { 'content-encoding': 'gzip' });
     expect(corrupt.status).to.equal(400);
+    expect(heapHeldTight(), 'failed pushes give the heap back to the default policy').to.equal(false);
   });
 
   it('tells the source of every push: an accepted one is its last collection, a refused one its last error, until the next succeeds', async () => {
