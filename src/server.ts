@@ -5,7 +5,7 @@ import { CollectionWorker } from './collectors/runs/worker.js';
 import { RateLimits } from './http/rate-limit.js';
 import { SingleSignOn } from './auth/sso.js';
 import { installBootstrapKey } from './auth/api-keys.js';
-import { listenedPrincipalCache } from './auth/principal-cache.js';
+import { principalCacheFor } from './auth/principal-cache.js';
 import type { Config } from './config/config.js';
 import type { AppContext } from './context.js';
 import { connectServer, guardDatabase, poolSettings, type Database } from './db/database.js';
@@ -96,7 +96,7 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
     throw error;
   }
   analystReads?.start();
-  const principals = options.api && database.kind === 'postgres' && config.keyCacheMs > 0 ? await listenedPrincipalCache(database.sql, config.keyCacheMs) : undefined;
+  const principals = options.api ? await principalCacheFor(database, config.keyCacheMs) : undefined;
   app.principals = principals?.cache;
 
   const sweeps = options.scheduler ? scheduleSweeps(app) : undefined;

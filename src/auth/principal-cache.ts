@@ -77,18 +77,41 @@ export class PrincipalCache {
   }
 }
 
+/** What a principal cache needs of the database: where to hear of changes made by other processes. */
+export interface ChangeSource {
+  kind: 'embedded' | 'postgres';
+  sql: Sql;
+  onForeignWrites?(listener: () => void): () => void;
+}
+
 /**
- * A cache that keeps principals from the moment it listens on PRINCIPALS_CHANNEL (a PostgreSQL
- * server: the embedded database's other processes are not heard), and `stop` to close it.
+ * A cache that hears of every change other processes make, and `stop` to close it; undefined where
+ * it could not. On a PostgreSQL server it keeps principals from the moment it listens on
+ * PRINCIPALS_CHANNEL. On the embedded database this process hosts, other processes (`cinv` on the
+ * command line) reach the data only through this process's socket, and whatever they run drops
+ * everything once it is done: it may have written.
  */
-export async function listenedPrincipalCache(sql: Sql, maxAgeMs: number): Promise<{ cache: PrincipalCache; stop(): Promise<void> }> {
+export async function principalCacheFor(database: ChangeSource, maxAgeMs: number): Promise<{ cache: PrincipalCache; stop(): Promise<void> } | undefined> {
+  if (maxAgeMs <= 0) return undefined;
   const cache = new PrincipalCache(maxAgeMs);
-  const listener = await sql.listen(PRINCIPALS_CHANNEL, () => cache.forget(), () => cache.listened());
+  if (database.kind === 'postgres') {
+    const listener = await database.sql.listen(PRINCIPALS_CHANNEL, () => cache.forget(), () => cache.listened());
+    return {
+      cache,
+      async stop() {
+        cache.close();
+        await listener.unlisten();
+      },
+    };
+  }
+  if (!database.onForeignWrites) return undefined;
+  const unsubscribe = database.onForeignWrites(() => cache.forget());
+  cache.listened();
   return {
     cache,
     async stop() {
       cache.close();
-      await listener.unlisten();
+      unsubscribe();
     },
   };
 }

@@ -27,6 +27,8 @@ export interface RawDatabase {
    * `gate` behind this process's waiting queries, rather than past them.
    */
   admitTurnsThrough?(gate: DatabaseGate): void;
+  /** The hosted embedded database only: `listener` runs after each unit of work another process's connection ran there, until the returned stop. */
+  onForeignWrites?(listener: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -36,6 +38,8 @@ export interface Database {
   kind: DatabaseKind;
   gate: DatabaseGate;
   health: DatabaseHealth;
+  /** See RawDatabase.onForeignWrites. */
+  onForeignWrites?(listener: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -120,6 +124,7 @@ export function guardDatabase(raw: RawDatabase, settings: PoolSettings): Databas
     kind: raw.kind,
     gate,
     health,
+    onForeignWrites: raw.onForeignWrites,
     async close() {
       health.stop();
       await Promise.all([raw.close(), probe.end({ timeout: 1 })]);

@@ -91,6 +91,7 @@ export async function hostEmbedded(options: EmbeddedHostOptions): Promise<RawDat
     kind: 'embedded',
     connectOne: () => own('cinv-health'),
     admitTurnsThrough: (gate) => server.admitThrough(gate),
+    onForeignWrites: (listener) => server.onForeignUnit(listener),
     async close() {
       await sql.end({ timeout: 5 });
       await server.stop();

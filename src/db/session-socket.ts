@@ -90,6 +90,7 @@ export class SessionSocketServer {
   private running = false;
   private draining: Promise<void> = Promise.resolve();
   private readonly token = randomBytes(TOKEN_BYTES);
+  private readonly foreignListeners: (() => void)[] = [];
 
   constructor(private readonly options: SessionSocketOptions) {
     this.server = net.createServer((socket) => this.accept(socket));
@@ -108,6 +109,15 @@ export class SessionSocketServer {
   /** From now on, turns of connections from other processes are admitted through `admission`. */
   admitThrough(admission: TurnAdmission): void {
     this.admission = admission;
+  }
+
+  /** Called after each unit another process's connection ran (it may have written), once it is done; returns the way to stop. */
+  onForeignUnit(listener: () => void): () => void {
+    this.foreignListeners.push(listener);
+    return () => {
+      const at = this.foreignListeners.indexOf(listener);
+      if (at !== -1) this.foreignListeners.splice(at, 1);
+    };
   }
 
   /** A connection of the hosting process (for postgres.js's `socket` option). */
@@ -297,6 +307,7 @@ export class SessionSocketServer {
       await this.execute(unit.bytes, (data) => {
         if (!client.closed && client.socket.writable) client.socket.write(Buffer.from(data));
       });
+      if (!client.own) for (const listener of this.foreignListeners) listener();
     } catch {
       // the session is in an unknown state for this client: it goes, and what it left open is rolled back
       client.midSequence = true;

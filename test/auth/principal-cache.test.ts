@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import postgres from 'postgres';
 import { PrincipalCache } from '../../src/auth/principal-cache.js';
 import type { Principal } from '../../src/auth/principal.js';
 import { createKey, useTestApp, type TestApp } from '../support/app.js';
-import { onRealPostgres, REAL_DATABASE_URL } from '../support/db.js';
+import type { Sql } from '../../src/db/database.js';
+import { onRealPostgres, otherProcessConnection } from '../support/db.js';
 
 const LIST = '/api/v1/configuration-items';
 const principal = { id: 'k', tenantId: 't', kind: 'api_key', name: 'k', superadmin: false, permissions: new Set(), scopes: 'all' } as unknown as Principal;
@@ -40,13 +40,14 @@ describe('the key cache (PrincipalCache)', () => {
   });
 });
 
-(onRealPostgres ? describe : describe.skip)('the key cache of a server (skipped on the embedded database: it is kept only where LISTEN/NOTIFY reaches every process)', () => {
+describe('the key cache of a server', () => {
   const app = useTestApp({ keyCacheMs: 3_600_000 });
-  let other: postgres.Sql;
+  let other: Sql;
 
-  before(() => {
-    // another process's session: what it changes reaches the server only by notification
-    other = postgres(REAL_DATABASE_URL!, { max: 1, onnotice: () => {} });
+  before(async () => {
+    // another process's session: what it changes reaches the server only by notification (on the
+    // embedded database, through the hosting process's socket)
+    other = await otherProcessConnection();
   });
   after(async () => {
     await other.end();
@@ -63,16 +64,19 @@ describe('the key cache (PrincipalCache)', () => {
     throw new Error(`still not ${expected} after 2 s`);
   }
 
+  /** Changes made through the server's own pool with the triggers off: announced to nobody. */
+  const unannounced = (current: TestApp, change: (tx: Sql) => Promise<unknown>) =>
+    current.sql.begin(async (tx) => {
+      await tx`set local session_replication_role = replica`;
+      await change(tx as unknown as Sql);
+    });
+
   it('serves a used key from memory: a change nobody is told of shows only after the maximum age', async () => {
     const current = app.current;
     const key = await createKey(current.sql, 'ro');
     expect(await status(current, key)).to.equal(200);
     expect(current.context.principals!.size).to.equal(1);
-    // triggers off: the revocation is not announced, as if the notification were lost
-    await other.begin(async (tx) => {
-      await tx`set local session_replication_role = replica`;
-      await tx`update api_keys set revoked_at = now() where tier = 'ro'`;
-    });
+    await unannounced(current, (tx) => tx`update api_keys set revoked_at = now() where tier = 'ro'`);
     expect(await status(current, key), 'from memory').to.equal(200);
     current.clock.now = new Date(current.clock.now.getTime() + 3_600_000);
     expect(await status(current, key), 'past the maximum age').to.equal(401);
@@ -85,16 +89,16 @@ describe('the key cache (PrincipalCache)', () => {
     expect(await status(current, key)).to.equal(200);
     const [{ id }] = await current.sql<[{ id: string }]>`select id from api_keys where name = 'revoked'`;
     // no notification comes: only the server's own write can drop the key in time
-    await other`alter table api_keys disable trigger api_keys_principals_changed`;
+    await current.sql`alter table api_keys disable trigger api_keys_principals_changed`;
     try {
       expect((await current.request('DELETE', `/api/v1/api-keys/${id}`, { key: admin })).status).to.equal(200);
       expect(await status(current, key)).to.equal(401);
     } finally {
-      await other`alter table api_keys enable trigger api_keys_principals_changed`;
+      await current.sql`alter table api_keys enable trigger api_keys_principals_changed`;
     }
   });
 
-  it('drops a key revoked, or a user deactivated, by another process when told', async () => {
+  it('drops a key revoked, or a user deactivated, by another process', async () => {
     const current = app.current;
     const admin = await createKey(current.sql, 'adm');
     const key = await createKey(current.sql, 'ro', { name: 'elsewhere' });
@@ -114,28 +118,30 @@ describe('the key cache (PrincipalCache)', () => {
     expect(await until(current, token.body.token, 401), 'a deactivated user').to.be.below(200);
   });
 
-  it('is not told of a key\'s use: the bookkeeping write keeps the cache', async () => {
-    const current = app.current;
-    const key = await createKey(current.sql, 'ro');
-    expect(await status(current, key)).to.equal(200);
-    const generation = current.context.principals!.generation;
-    await other`update api_keys set last_used_at = now()`;
-    await other`update users set last_login_at = now()`;
-    // a change that is announced, after the unannounced ones, so that waiting for it is enough
-    await other`update api_keys set name = name || '' where tier = 'adm'`;
-    for (let i = 0; i < 200 && current.context.principals!.generation === generation; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(current.context.principals!.generation, 'one drop: the announced change').to.equal(generation + 1);
-  });
+  (onRealPostgres ? describe : describe.skip)('told by PostgreSQL (skipped on the embedded database: there every unit another process runs drops the cache)', () => {
+    it('is not told of a key\'s use: the bookkeeping write keeps the cache', async () => {
+      const current = app.current;
+      const key = await createKey(current.sql, 'ro');
+      expect(await status(current, key)).to.equal(200);
+      const generation = current.context.principals!.generation;
+      await other`update api_keys set last_used_at = now()`;
+      await other`update users set last_login_at = now()`;
+      // a change that is announced, after the unannounced ones, so that waiting for it is enough
+      await other`update api_keys set name = name || '' where tier = 'adm'`;
+      for (let i = 0; i < 200 && current.context.principals!.generation === generation; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(current.context.principals!.generation, 'one drop: the announced change').to.equal(generation + 1);
+    });
 
-  it('drops everything when its listening connection comes back: what was said meanwhile is lost', async () => {
-    const current = app.current;
-    const key = await createKey(current.sql, 'ro', { name: 'while-away' });
-    expect(await status(current, key)).to.equal(200);
-    const generation = current.context.principals!.generation;
-    await other`select pg_terminate_backend(pid) from pg_stat_activity where query ilike 'listen%' and datname = current_database()`;
-    for (let i = 0; i < 300 && current.context.principals!.generation === generation; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(current.context.principals!.generation, 'listening again').to.be.above(generation);
-    expect(current.context.principals!.size).to.equal(0);
-    expect(await status(current, key)).to.equal(200);
+    it('drops everything when its listening connection comes back: what was said meanwhile is lost', async () => {
+      const current = app.current;
+      const key = await createKey(current.sql, 'ro', { name: 'while-away' });
+      expect(await status(current, key)).to.equal(200);
+      const generation = current.context.principals!.generation;
+      await other`select pg_terminate_backend(pid) from pg_stat_activity where query ilike 'listen%' and datname = current_database()`;
+      for (let i = 0; i < 300 && current.context.principals!.generation === generation; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(current.context.principals!.generation, 'listening again').to.be.above(generation);
+      expect(current.context.principals!.size).to.equal(0);
+      expect(await status(current, key)).to.equal(200);
+    });
   });
 });

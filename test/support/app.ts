@@ -5,7 +5,7 @@ import { AuditLog } from '../../src/audit/log.js';
 import { RateLimits } from '../../src/http/rate-limit.js';
 import { SingleSignOn } from '../../src/auth/sso.js';
 import { issueApiKey } from '../../src/auth/api-keys.js';
-import { listenedPrincipalCache } from '../../src/auth/principal-cache.js';
+import { principalCacheFor } from '../../src/auth/principal-cache.js';
 import type { DataScope, Permission } from '../../src/auth/principal.js';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import type { AppContext } from '../../src/context.js';
@@ -90,8 +90,8 @@ export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDat
   const analystReads = own?.replica ? new AnalystReads(context, own.replica) : undefined;
   context.analystReads = analystReads;
   analystReads?.start();
-  // as `cinv serve` does: a PostgreSQL server only (the embedded database's other sessions are not heard)
-  const principals = db.kind === 'postgres' && config.keyCacheMs > 0 ? await listenedPrincipalCache(context.sql, config.keyCacheMs) : undefined;
+  // as `cinv serve` keeps it (the listener on the admitted pool, as there)
+  const principals = await principalCacheFor({ kind: db.kind, sql: context.sql, onForeignWrites: db.onForeignWrites }, config.keyCacheMs);
   context.principals = principals?.cache;
   const server: Server = await new Promise((resolve) => {
     const listening = createApp(context, { checkResponses: true }).listen(0, '127.0.0.1', () => resolve(listening));

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { connectServer, type RawDatabase, type Sql } from '../../src/db/database.js';
+import postgres from 'postgres';
+import { connectServer, embeddedClientOptions, type RawDatabase, type Sql } from '../../src/db/database.js';
 import { hostEmbedded } from '../../src/db/embedded.js';
 import { migrate } from '../../src/db/migrate.js';
 import { keepAllPartitions } from '../../src/db/partitions.js';
@@ -32,6 +33,17 @@ export async function testDatabase(): Promise<RawDatabase> {
   await keepAllPartitions(opened.sql, new Date());
   database = opened;
   return opened;
+}
+
+/**
+ * A connection to the run's database as another process has one: its own session on the server,
+ * or on the embedded database a connection through the socket that is not the hosting process's.
+ */
+export async function otherProcessConnection(): Promise<Sql> {
+  await testDatabase();
+  return REAL_DATABASE_URL
+    ? postgres(REAL_DATABASE_URL, { max: 1, onnotice: () => {} })
+    : postgres({ ...embeddedClientOptions(path.join(socketDir!, '.s.PGSQL.5432')), max: 1 });
 }
 
 /** One health-probe connection for the whole run, shared by every test app. */
