@@ -137,6 +137,12 @@ describeWith(existsSync(CHROMIUM))(
     const settled = async (page: Page) => {
       await page.locator('[aria-busy="true"], [role="status"].loading').first().waitFor({ state: 'detached' });
     };
+    /** The first page of an inventory difference whose query `matches`, once the browser has it. */
+    const differencesAnswered = (page: Page, matches: (query: URLSearchParams) => boolean) =>
+      page.waitForResponse((response) => {
+        const asked = new URL(response.url());
+        return asked.pathname === '/api/v1/inventory/diff' && !asked.searchParams.has('cursor') && matches(asked.searchParams);
+      });
     const rowNames = async (page: Page) => page.locator('table[aria-label="Configuration items"] tbody tr td:first-child').allInnerTexts();
 
     it('draws /docs and /redoc with nothing loaded from another origin and nothing refused by their policy', async () => {
@@ -389,8 +395,11 @@ describeWith(existsSync(CHROMIUM))(
       const deployments = byType.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'k8s.deployment' }) });
       expect(await deployments.getByRole('cell').allInnerTexts()).to.deep.equal(['0', '0', '2']);
       // one type at a time: the list keeps only the deployments
+      const deploymentsOnly = differencesAnswered(page, (query) => query.getAll('filter').includes('ci_type:eq:k8s.deployment'));
       await byType.getByRole('link', { name: 'k8s.deployment' }).click();
       await page.waitForURL(/ci_type=k8s\.deployment/);
+      // until the new answer is in, the table for the earlier URL may still show, then give way to a loading note
+      await deploymentsOnly;
       const differing = page.getByRole('table', { name: 'Configuration items that differ' });
       await differing.getByRole('row').nth(2).waitFor();
       expect(await differing.getByRole('row').count()).to.equal(3);
@@ -409,8 +418,10 @@ describeWith(existsSync(CHROMIUM))(
       const baselines = await app.get('/api/v1/baselines', admin);
       expect(baselines.body.items.map((b: { name: string }) => b.name)).to.include('after the rollout');
       // the baseline is a moment like any other: chosen as the later side, the difference is the same
+      const toBaseline = differencesAnswered(page, (query) => query.has('to'));
       await page.getByRole('group', { name: 'To' }).getByLabel('Baseline').selectOption('after the rollout');
       await page.waitForURL(/to=after/);
+      await toBaseline;
       await differing.getByRole('row').nth(2).waitFor();
       expect(await differing.getByRole('row').count()).to.equal(3);
       await context.close();
