@@ -22,18 +22,14 @@ create trigger users_principals_changed
   after update of tenant_id, name, email, superadmin, deactivated_at or delete or truncate on users
   for each statement execute function cinv_principals_changed();
 
-create trigger api_key_scopes_principals_changed
-  after insert or update or delete or truncate on api_key_scopes
-  for each statement execute function cinv_principals_changed();
-
-create trigger grants_principals_changed
-  after insert or update or delete or truncate on grants
-  for each statement execute function cinv_principals_changed();
-
-create trigger team_members_principals_changed
-  after insert or update or delete or truncate on team_members
-  for each statement execute function cinv_principals_changed();
-
-create trigger data_scopes_principals_changed
-  after insert or update or delete or truncate on data_scopes
-  for each statement execute function cinv_principals_changed();
+-- every change to these tables is one to rights
+do $$
+declare
+  t text;
+begin
+  foreach t in array array['api_key_scopes', 'grants', 'team_members', 'data_scopes'] loop
+    execute format(
+      'create trigger %I after insert or update or delete or truncate on %I for each statement execute function cinv_principals_changed()',
+      t || '_principals_changed', t);
+  end loop;
+end $$;
