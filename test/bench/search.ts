@@ -114,7 +114,9 @@ export async function load(sql: Sql, count: number): Promise<void> {
   console.log(`  loaded in ${((performance.now() - started) / 1000).toFixed(0)} s; rebuilding ${indexes.length} indexes ...`);
   const indexing = performance.now();
   await sql.unsafe('set maintenance_work_mem = \'512MB\'');
-  for (const index of indexes) await sql.unsafe(index.indexdef);
+  // the definitions read from a partitioned table say ON ONLY, which would leave the partitions
+  // without the index (and the parent's invalid)
+  for (const index of indexes) await sql.unsafe(index.indexdef.replace(' ON ONLY ', ' ON '));
   console.log(`  indexes rebuilt in ${((performance.now() - indexing) / 1000).toFixed(0)} s`);
   await sql`insert into change_stats_queue (change_id, changed_at) select id, changed_at from change_records`;
   await sql.unsafe('vacuum analyze change_records');
