@@ -99,12 +99,13 @@ export function containsNul(node: unknown): boolean {
  * Refuses snapshots that could only fail midway, after earlier batches were committed: text with
  * NUL characters (jsonb and text cannot hold \u0000), and a delta naming one id both as an item and
  * as a deletion, which has no order to apply them in (and would not be idempotent on retry).
+ * `nulItems`, when the caller has already looked, are the positions of the items holding a NUL.
  */
-export function assertStorable(snapshot: Snapshot): void {
+export function assertStorable(snapshot: Snapshot, nulItems?: ReadonlySet<number>): void {
   const errors: FieldError[] = [];
   const refuse = (field: string, message: string) => errors.push({ field, location: 'body', message });
   snapshot.items.forEach((item, index) => {
-    if (containsNul(item)) refuse(`items.${index}`, 'must not contain NUL characters (\\u0000)');
+    if (nulItems ? nulItems.has(index) : containsNul(item)) refuse(`items.${index}`, 'must not contain NUL characters (\\u0000)');
   });
   if (snapshot.scope_id?.includes(NUL)) refuse('scope_id', 'must not contain NUL characters (\\u0000)');
   const itemIds = new Set(snapshot.items.map((item) => item.external_id));
@@ -115,13 +116,60 @@ export function assertStorable(snapshot: Snapshot): void {
   if (errors.length > 0) throw validationFailed(errors);
 }
 
+const TOO_DEEP = 1;
+const HOLDS_NUL = 2;
+
+/** Both of an item's checks in one walk: whether it nests deeper than `limit`, whether it holds a NUL. */
+function scanItem(node: unknown, depth: number, limit: number): number {
+  if (typeof node === 'string') return node.includes(NUL) ? HOLDS_NUL : 0;
+  if (typeof node !== 'object' || node === null) return 0;
+  if (depth > limit) return TOO_DEEP;
+  let found = 0;
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) {
+      found |= scanItem(node[i], depth + 1, limit);
+      if (found & TOO_DEEP) return found;
+    }
+    return found;
+  }
+  for (const key in node) {
+    if (key.includes(NUL)) found |= HOLDS_NUL;
+    found |= scanItem((node as Record<string, unknown>)[key], depth + 1, limit);
+    if (found & TOO_DEEP) return found;
+  }
+  return found;
+}
+
+/**
+ * The depth check over a whole snapshot, which also notes the items holding a NUL on the way: a
+ * bulk document is walked once instead of twice (the walks were a third of its validation).
+ * `nulItems` is undefined when the document has no item list to walk item by item.
+ */
+function scanSnapshot(document: unknown): { tooDeep: boolean; nulItems?: Set<number> } {
+  const items = typeof document === 'object' && document !== null && !Array.isArray(document) ? (document as { items?: unknown }).items : undefined;
+  if (!Array.isArray(items) || MAX_JSON_DEPTH < 2) return { tooDeep: nestsDeeperThan(document, MAX_JSON_DEPTH) };
+  const root = document as Record<string, unknown>;
+  for (const key in root) {
+    // a member of the root sits at depth 2
+    if (key !== 'items' && nestsDeeperThan(root[key], MAX_JSON_DEPTH - 1)) return { tooDeep: true };
+  }
+  const nulItems = new Set<number>();
+  for (let i = 0; i < items.length; i++) {
+    const found = scanItem(items[i], 3, MAX_JSON_DEPTH);
+    if (found & TOO_DEEP) return { tooDeep: true };
+    if (found & HOLDS_NUL) nulItems.add(i);
+  }
+  return { tooDeep: false, nulItems };
+}
+
 /** Validates a snapshot document (depth, schema, then storability) before anything is written. */
 export function assertSnapshot(document: unknown): asserts document is Snapshot {
-  if (nestsDeeperThan(document, MAX_JSON_DEPTH)) {
+  const { tooDeep, nulItems } = scanSnapshot(document);
+  if (tooDeep) {
     throw validationFailed([{ field: '(root)', location: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` }]);
   }
   if (!validateSnapshot(document)) throw validationFailed(toFieldErrors(validateSnapshot.errors, 'body'));
-  assertStorable(document as Snapshot);
+  assertStorable(document as Snapshot, nulItems);
 }
 
 /**

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { Sql } from '../../src/db/database.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
 import { assertSnapshot } from '../../src/inventory/reconcile.js';
+import { MAX_JSON_DEPTH } from '../../src/validation.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 import { buildPod, ciIdOf, ingest } from '../support/factories.js';
 
@@ -327,5 +328,47 @@ describe('reconcile', () => {
     }
     expect(failure?.code).to.equal('VALIDATION_ERROR');
     expect(failure!.details!.errors.map((e) => e.field)).to.include.members(['items.1.ci_type', 'items.2.raw_data']);
+  });
+  describe('checks before anything is written', () => {
+    const refusal = (document: unknown) => {
+      try {
+        assertSnapshot(document);
+        return undefined;
+      } catch (error) {
+        return (error as { details: { errors: { field: string; message: string }[] } }).details.errors;
+      }
+    };
+    /** A value that nests `levels` deep on its own (an object inside an object ...). */
+    const nested = (levels: number, leaf: unknown = 1): unknown => {
+      let value: unknown = leaf;
+      for (let i = 0; i < levels; i++) value = { deeper: value };
+      return value;
+    };
+
+    it('counts nesting from the document: an item may reach the limit, not one level past it', () => {
+      // document 1, items 2, the item 3, raw_data 4: the innermost of raw_data's n objects is at 3 + n
+      const fits = buildPod({ name: 'fits' });
+      fits.raw_data = nested(MAX_JSON_DEPTH - 3) as Record<string, unknown>;
+      expect(refusal({ items: [fits] })).to.equal(undefined);
+      const over = buildPod({ name: 'over' });
+      over.raw_data = nested(MAX_JSON_DEPTH - 2) as Record<string, unknown>;
+      expect(refusal({ items: [buildPod(), over] })).to.deep.equal([
+        { field: '(root)', location: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` },
+      ]);
+      // a member beside the items sits at 2, its innermost object at 1 + n; too deep is said before
+      // the schema names the member unknown
+      expect(refusal({ items: [fits], extra: nested(MAX_JSON_DEPTH) })![0]!.field).to.equal('(root)');
+      expect(refusal({ items: [fits], extra: nested(MAX_JSON_DEPTH - 1) })![0]!.field).to.not.equal('(root)');
+    });
+
+    it('names each item holding a NUL, in a key or a value at any depth, and the scope and deletions', () => {
+      const inKey = buildPod({ name: 'in-key' });
+      inKey.raw_data = { spec: { containers: [{ ['na\u0000me']: 'x' }] } };
+      const inValue = buildPod({ name: 'in-value' });
+      inValue.raw_data = { metadata: { labels: { team: 'a\u0000b' } } };
+      const errors = refusal({ mode: 'delta', scope_id: 'p\u0000rod', items: [buildPod({ name: 'clean' }), inKey, inValue], deletions: ['gone\u0000'] });
+      expect(errors!.map((e) => e.field)).to.deep.equal(['items.1', 'items.2', 'scope_id', 'deletions.0']);
+      expect(refusal({ items: [buildPod({ name: 'clean' })] })).to.equal(undefined);
+    });
   });
 });
