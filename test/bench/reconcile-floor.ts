@@ -32,7 +32,7 @@ import { benchDatabase, seconds, type Figure } from './common.js';
 const BATCH = 1000;
 export const SCOPE = 'prod';
 const TABLES =
-  'truncate outbox, relationships, relationship_history, pending_relationships, change_records, change_stats_queue, ci_last_seen, configuration_items, ci_counts, ci_type_counts, ci_count_deltas restart identity cascade';
+  'truncate outbox, relationships, relationship_history, pending_relationships, change_records, change_stats_queue, change_feed, ci_last_seen, configuration_items, ci_versions, ci_undo, ci_counts, ci_type_counts, ci_count_deltas restart identity cascade';
 
 interface Known {
   ciId: string;

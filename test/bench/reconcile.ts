@@ -20,7 +20,7 @@ export async function benchReconcile(pods = LARGE_CLUSTER.pods): Promise<Figure[
   const figures: Figure[] = [];
   try {
     await sql.unsafe(
-      'truncate outbox, relationships, pending_relationships, change_records, change_stats_queue, ci_last_seen, configuration_items, ci_counts, ci_type_counts, ci_count_deltas restart identity cascade',
+      'truncate outbox, relationships, relationship_history, pending_relationships, change_records, change_stats_queue, change_feed, ci_last_seen, configuration_items, ci_versions, ci_undo, ci_counts, ci_type_counts, ci_count_deltas restart identity cascade',
     );
     const source = await ensureSource(sql, DEFAULT_TENANT_ID, 'bench-cluster', 'kubernetes');
     const run = async (at: Collection) => {
