@@ -27,7 +27,7 @@ interface Entry {
  *   cut without the process noticing (a silent network partition);
  * - a lookup that read the database before a drop does not store what it read after it
  *   (`generation`).
- * Keyed by the key's keyed hash, never the key.
+ * Keyed by a digest of the key, never the key.
  */
 export class PrincipalCache {
   private readonly entries = new Map<string, Entry>();
