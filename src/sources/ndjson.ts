@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import { isBrokenCompression, malformedCompression } from '../http/body.js';
 import { AppError, validationFailed, type FieldError } from '../errors.js';
 import { compileBody, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from '../validation.js';
-import { containsNul } from '../inventory/reconcile.js';
+import { unstorableText } from '../inventory/reconcile.js';
 import { MAX_KEY_LENGTH, UniversalRecord } from '../inventory/records.js';
 
 /**
@@ -101,9 +101,9 @@ export async function* ndjsonBatches(body: Readable, options: { mode: 'snapshot'
       refuse(index, [{ field: '(root)', location: 'body', message: 'is not a JSON document' }]);
     }
     if (nestsDeeperThan(value, MAX_JSON_DEPTH)) refuse(index, [{ field: '(root)', location: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` }]);
-    if (line.includes('\\u0000') && containsNul(value)) {
-      refuse(index, [{ field: '(root)', location: 'body', message: 'must not contain NUL characters (\\u0000)' }]);
-    }
+    // NUL characters and unpaired surrogates reach a parsed line only through \u escapes
+    const unstorable = line.includes('\\u') ? unstorableText(value) : undefined;
+    if (unstorable) refuse(index, [{ field: '(root)', location: 'body', message: unstorable }]);
     if (typeof value === 'object' && value !== null && !Array.isArray(value) && 'delete' in value) {
       const id = (value as { delete: unknown }).delete;
       if (options.mode !== 'delta') refuse(index, [{ field: 'delete', location: 'body', message: 'deletions are accepted in delta mode only (?mode=delta)' }]);

@@ -71,6 +71,20 @@ describe('hostile and odd input', () => {
     ]);
     expect(await app.current.sql`select 1 from configuration_items where source_id = ${sourceId}`).to.have.lengthOf(0);
 
+    // JSON's \u escapes carry unpaired surrogates, which no database text holds; a pair is a character like any other
+    const lone = { ...buildPod({ name: 'lone' }), external_id: 'pod/odd/\ud800x' };
+    const loneKey = { ...buildPod({ name: 'lone-key' }), raw_data: { labels: { ['k\udc00']: 'v' } } };
+    const paired = { ...buildPod({ name: 'paired' }), raw_data: { note: 'rocket \ud83d\ude80' } };
+    const surrogates = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, { key, body: { items: [paired, lone, loneKey] } });
+    expect(surrogates.status, surrogates.text).to.equal(422);
+    expect(surrogates.body.error.details.errors.map((e: { field: string }) => e.field)).to.deep.equal(['items.1', 'items.2']);
+    expect(surrogates.body.error.details.errors[0].message).to.match(/valid Unicode/);
+    expect(await app.current.sql`select 1 from configuration_items where source_id = ${sourceId}`).to.have.lengthOf(0);
+    const stored = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, { key, body: { items: [paired] } });
+    expect(stored.body).to.deep.include({ created: 1 });
+    const [rocket] = await app.current.sql<{ note: string }[]>`select raw_data ->> 'note' as note from configuration_items where source_id = ${sourceId}`;
+    expect(rocket!.note).to.equal('rocket \u{1F680}');
+
     // a bare JSON string is not a JSON document the strict parser accepts: malformed (400)
     const cases: [unknown, number][] = [
       [[], 422],

@@ -370,5 +370,17 @@ describe('reconcile', () => {
       expect(errors!.map((e) => e.field)).to.deep.equal(['items.1', 'items.2', 'scope_id', 'deletions.0']);
       expect(refusal({ items: [buildPod({ name: 'clean' })] })).to.equal(undefined);
     });
+
+    it('refuses unpaired surrogates anywhere an item, the scope or a deletion holds text, and takes pairs', () => {
+      const lone = buildPod({ name: 'lone' });
+      lone.raw_data = { spec: { ['\ud800']: ['fine', 'x\udbff'] } };
+      const errors = refusal({ mode: 'delta', scope_id: 'prod\udc00', items: [buildPod({ name: 'pair \ud83d\ude80' }), lone], deletions: ['\udfff'] });
+      expect(errors!.map((e) => e.field)).to.deep.equal(['items.1', 'scope_id', 'deletions.0']);
+      expect(errors!.every((e) => /valid Unicode/.test(e.message))).to.equal(true);
+      // a NUL is named before a surrogate in the same item
+      const both = buildPod({ name: 'both' });
+      both.raw_data = { a: '\ud800', b: '\u0000' };
+      expect(refusal({ items: [both] })![0]!.message).to.match(/NUL/);
+    });
   });
 });

@@ -58,6 +58,10 @@ describe('NDJSON pushes to a universal source', function () {
     const broken = await push('{"external_id": "x",\n');
     expect(broken.status).to.equal(422);
     expect(broken.body.error.details.errors[0]).to.deep.include({ field: 'items.0', message: 'is not a JSON document' });
+    const surrogate = await push(lines([buildPod({ name: 'lone' }), { ...buildPod({ name: 'lone-2' }), external_id: 'pod/x/\udfffy' }]));
+    expect(surrogate.status).to.equal(422);
+    expect(surrogate.body.error.details.errors[0]).to.deep.include({ field: 'items.1' });
+    expect(surrogate.body.error.details.errors[0].message).to.match(/valid Unicode/);
     const corrupt = await push(Buffer.from('not gzip at all'), '', { 'content-encoding': 'gzip' });
     expect(corrupt.status).to.equal(400);
     expect(heapHeldTight(), 'failed pushes give the heap back to the default policy').to.equal(false);
