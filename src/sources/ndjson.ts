@@ -51,7 +51,6 @@ async function* lines(body: Readable, maxLineBytes: number): AsyncGenerator<Buff
 
 const lineTooLong = (limit: number) => new AppError(413, 'HTTP_413', `An NDJSON line exceeds CINV_BODY_LIMIT_BYTES (${limit} bytes)`, { limit });
 
-const NUL = '\u0000';
 
 /**
  * A line's text. Bytes that are not UTF-8 stop the push like an invalid record does: decoded
@@ -107,7 +106,7 @@ export async function* ndjsonBatches(body: Readable, options: { mode: 'snapshot'
     if (typeof value === 'object' && value !== null && !Array.isArray(value) && 'delete' in value) {
       const id = (value as { delete: unknown }).delete;
       if (options.mode !== 'delta') refuse(index, [{ field: 'delete', location: 'body', message: 'deletions are accepted in delta mode only (?mode=delta)' }]);
-      if (Object.keys(value).length !== 1 || typeof id !== 'string' || id === '' || id.length > MAX_KEY_LENGTH || id.includes(NUL)) {
+      if (Object.keys(value).length !== 1 || typeof id !== 'string' || id === '' || id.length > MAX_KEY_LENGTH) {
         refuse(index, [{ field: 'delete', location: 'body', message: `must be the only key, an external id of 1 to ${MAX_KEY_LENGTH} characters` }]);
       }
       if (upserted.has(id)) refuse(index, [{ field: 'delete', location: 'body', message: 'is also listed as a record; send an id as a record or as a deletion, not both' }]);
