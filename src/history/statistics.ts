@@ -3,7 +3,7 @@ import type { Principal } from '../auth/principal.js';
 import { databaseFailure } from '../db/failures.js';
 import { unprocessable } from '../errors.js';
 import type { ChangeStats, RefreshResult, StatsGrouping, StatsRequest, StatsWindow } from './stats-model.js';
-import { defaultWindowStart, defaultWindowStats, explicitWindow, historyStats, queuedChanges, refreshStatsAggregate } from './stats-store.js';
+import { defaultWindowStart, defaultWindowStats, SnapshotCache, explicitWindow, historyStats, queuedChanges, refreshStatsAggregate } from './stats-store.js';
 
 /**
  * Queued change records a statistics read folds in before it answers: a few seconds of work at
@@ -38,6 +38,7 @@ export class ChangeStatistics {
   ) {}
 
   private folding: Promise<RefreshResult> | undefined;
+  private readonly snapshots = new SnapshotCache();
 
   /**
    * The last 90 days, as the principal may see them. Change records still queued are folded in
@@ -52,7 +53,7 @@ export class ChangeStatistics {
       if (queued <= FOLD_ON_READ) await folding.catch(() => undefined);
       else folding.catch(() => undefined);
     }
-    return defaultWindowStats(this.sql, principal, groupBy, this.options.now());
+    return defaultWindowStats(this.sql, principal, groupBy, this.options.now(), this.snapshots);
   }
 
   /** One refresh at a time in this process: reads arriving meanwhile wait for the running one. */

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Sql } from '../../src/db/database.js';
-import { historyStats, refreshStatsAggregate } from '../../src/history/stats-store.js';
+import { defaultWindowStats, historyStats, refreshStatsAggregate, SnapshotCache } from '../../src/history/stats-store.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { createKey, startTestApp } from '../support/app.js';
 import { onRealPostgres, resetDatabase, testDatabase } from '../support/db.js';
@@ -89,6 +89,28 @@ describe('statistics pre-aggregate', function () {
       expect({ total: figures.total_changes, affected: figures.affected_cis, updated: figures.changes_by_type.updated, created: figures.changes_by_type.created }, label).to.deep.equal(expected);
       expect(figures.series.reduce((sum, b) => sum + b.created + b.updated + b.archived, 0), label).to.equal(expected!.total);
     }
+  });
+
+  it('answers the default window from the snapshot it last decoded, until a refresh writes the snapshot again', async () => {
+    const admin = { tenantId: DEFAULT_TENANT_ID, kind: 'api_key' as const, id: 'x', name: 'x', tier: 'adm' as const, superadmin: false, permissions: new Set<never>(), scopes: 'all' as const };
+    const cache = new SnapshotCache();
+    const hourAgo = () => new Date(Date.now() - HOUR);
+    await ingest(sql, Array.from({ length: 3 }, (_, i) => buildPod({ name: `k${i}` })), { now: hourAgo() });
+    await refreshStatsAggregate(sql, new Date());
+    const first = await defaultWindowStats(sql, admin, 'hour', new Date(), cache);
+    expect(first.total_changes).to.equal(3);
+    const again = await defaultWindowStats(sql, admin, 'hour', new Date(), cache);
+    expect(again).to.deep.equal(first);
+    // the same figures, not decoded a second time
+    expect(again.series).to.equal(first.series);
+    await ingest(sql, [buildPod({ name: 'k9' })], { now: hourAgo() });
+    await refreshStatsAggregate(sql, new Date());
+    const after = await defaultWindowStats(sql, admin, 'hour', new Date(), cache);
+    expect(after.total_changes).to.equal(4);
+    expect(after.series).to.not.equal(first.series);
+    const byDay = await defaultWindowStats(sql, admin, 'day', new Date(), cache);
+    expect(byDay.total_changes).to.equal(4);
+    expect(byDay.series.every((b) => b.bucket_start.endsWith('T00:00:00.000Z'))).to.equal(true);
   });
 
   (onRealPostgres ? describe : describe.skip)('with several sessions (skipped on the embedded database: PGlite has one session)', () => {
