@@ -1,6 +1,6 @@
 import { isoTime } from '../http/schemas.js';
 import type { CiAsOf } from './service.js';
-import type { CiDetailRow, CiRow } from './store.js';
+import type { CiRow } from './store.js';
 
 export function presentCi(row: CiRow) {
   return {
@@ -20,10 +20,6 @@ export function presentCi(row: CiRow) {
 /** A list row: the spec's fields, and where the CI comes from. */
 export function presentListedCi(row: CiRow) {
   return { ...presentCi(row), source_id: Number(row.source_id), scope_id: row.scope_id ?? null };
-}
-
-export function presentCiDetail(row: CiDetailRow) {
-  return { ...presentCi(row), type_data: row.type_data, source: row.source, scope_id: row.scope_id };
 }
 
 /** A CI as it was: the detail's fields, `last_seen` null (not history), and the moment shown. */

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { defineRoute, readsThePast } from '../context.js';
-import { jsonWith } from '../http/route.js';
-import { attributePaths, pickAttributes, presentCiAsOf, presentCiDetail, presentListedCi, presentTypeData } from './presenter.js';
+import { JsonText, jsonWith } from '../http/route.js';
+import { attributePaths, pickAttributes, presentCiAsOf, presentListedCi, presentTypeData } from './presenter.js';
 import { CiArchived, CiDetail, CiDetailAsOf, CiDetailQuery, CiList, CiListQuery, CiParams, TypeDataList } from './schema.js';
 import { archiveConfigurationItem, ciDetailAsOf, ciDetailOr404, listConfigurationItems } from './service.js';
 
@@ -55,7 +55,7 @@ const detail = defineRoute({
   responses: { 200: { description: 'The CI with its nested raw_data.', schema: Type.Union([CiDetail, CiDetailAsOf]) } },
   async handler({ app, principal, params, query }) {
     if (query.as_of !== undefined) return presentCiAsOf(await ciDetailAsOf(app, principal, params.ci_id, query.as_of));
-    return presentCiDetail(await ciDetailOr404(app, principal, params.ci_id));
+    return new JsonText(await ciDetailOr404(app, principal, params.ci_id));
   },
 });
 

@@ -11,20 +11,19 @@ import { CI_FILTERS, type CiListQuery } from './schema.js';
 import {
   diffCounts,
   diffPage,
-  findCiDetail,
+  findCiDetailJson,
   findSource,
   findVisibleCi,
   isCiVisible,
   listCis,
   resolveText,
   TIME_SORTS,
-  type CiDetailRow,
   type CiPage,
   type CiPosition,
   type DiffCriteria,
 } from './store.js';
 
-export type { CiDetailRow, CiDifference, CiPage, CiRow, DiffCount } from './store.js';
+export type { CiDifference, CiPage, CiRow, DiffCount } from './store.js';
 
 export interface CiListing {
   page: CiPage;
@@ -111,11 +110,11 @@ function positionOf(key: unknown[], sortBy: string): CiPosition {
   return [value as string | null, ciId];
 }
 
-/** One CI as its detail shows it; 404 when it does not exist or lies outside the principal's data scopes. */
-export async function ciDetailOr404(app: AppContext, principal: Principal, ciId: string): Promise<CiDetailRow> {
-  const row = await findCiDetail(app.sql, principal, ciId);
-  if (!row) throw notFound('Configuration item not found', { ci_id: ciId });
-  return row;
+/** One CI as its detail shows it, as JSON text; 404 when it does not exist or lies outside the principal's data scopes. */
+export async function ciDetailOr404(app: AppContext, principal: Principal, ciId: string): Promise<string> {
+  const detail = await findCiDetailJson(app.sql, principal, ciId);
+  if (detail === undefined) throw notFound('Configuration item not found', { ci_id: ciId });
+  return detail;
 }
 
 /**

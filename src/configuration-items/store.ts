@@ -340,24 +340,27 @@ export async function findVisibleCi(sql: Queryable, principal: Principal, ciId: 
   return row;
 }
 
-export interface CiDetailRow extends CiRow {
-  type_data: Record<string, unknown>;
-  scope_id: string | null;
-  source: { id: number; name: string; collector_type: string };
-}
-
-/** One CI as the detail shows it: with its type data (metrics included), source and instance. */
-export async function findCiDetail(sql: Sql, principal: Principal, ciId: string): Promise<CiDetailRow | undefined> {
-  const [row] = await sql<CiDetailRow[]>`
-    select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, ls.last_seen,
-           ci.created_at, ci.updated_at, ci.raw_data, ${typeDataWithMetrics(sql)} as type_data, ci.scope_id,
-           json_build_object('id', s.id, 'name', s.name, 'collector_type', c.collector_type) as source
+/**
+ * One CI as its detail shows it (presentCiDetail's shape), written as JSON text by the database:
+ * raw_data and type_data go out as stored instead of being decoded and encoded again. Undefined
+ * when it does not exist or the principal may not see it.
+ */
+export async function findCiDetailJson(sql: Sql, principal: Principal, ciId: string): Promise<string | undefined> {
+  const time = (column: string) => sql`to_char(${sql(column)} at time zone 'UTC', ${API_TIME_FORMAT})`;
+  const [row] = await sql<{ detail: string }[]>`
+    select json_build_object(
+             'ci_id', ci.ci_id, 'name', ci.name, 'namespace', ci.namespace, 'ci_type', ci.ci_type, 'status', ci.status,
+             'status_updated_at', ${time('ci.status_updated_at')}, 'last_seen', ${time('ls.last_seen')},
+             'created_at', ${time('ci.created_at')}, 'updated_at', ${time('ci.updated_at')},
+             'raw_data', ci.raw_data, 'type_data', ${typeDataWithMetrics(sql)},
+             'source', json_build_object('id', s.id, 'name', s.name, 'collector_type', c.collector_type),
+             'scope_id', ci.scope_id)::text as detail
     from configuration_items ci
     join ci_last_seen ls on ls.ci_id = ci.ci_id
     join sources s on s.id = ci.source_id
     join collectors c on c.id = s.collector_id
     where ci.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('ci'))}`;
-  return row;
+  return row?.detail;
 }
 
 /** A source as a CI's detail names it. */
