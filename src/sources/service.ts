@@ -186,7 +186,7 @@ async function reconcilePush(app: AppContext, target: { tenantId: string; source
   const mode = push.mode ?? 'snapshot';
   const total = emptyReconcileResult();
   // between batches too: reading the next one allocates as fast as writing the last
-  const release = holdHeapTight();
+  const release = holdHeapTight({ large: true });
   try {
     for await (const batch of ndjsonBatches(push.open(), { mode, batchSize: app.config.reconcileBatchSize, maxLineBytes: app.config.bodyLimitBytes })) {
       addReconcileResult(total, await reconcile(app.sql, { ...target, mode, records: batch.records, deletions: batch.deletions }, options));
