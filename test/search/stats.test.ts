@@ -113,6 +113,53 @@ describe('statistics pre-aggregate', function () {
     expect(byDay.series.every((b) => b.bucket_start.endsWith('T00:00:00.000Z'))).to.equal(true);
   });
 
+  it('reads a data-scoped default window through the instance indexes, from the instance\'s rows alone', async () => {
+    // seven instances, every hour of the window, as many rows as the default window holds
+    const start = new Date(Date.now() - 89 * 24 * HOUR);
+    await sql`
+      insert into change_stats_buckets (tenant_id, source_id, scope_id, bucket, change_type, ci_type, changes)
+      select ${DEFAULT_TENANT_ID}, 1, 'cluster-' || i, date_trunc('hour', h), 'UPDATED', 'k8s.pod', 3
+      from generate_series(${start}::timestamptz, now(), interval '1 hour') as h, generate_series(0, 6) as i`;
+    await sql`
+      insert into change_stats_affected (tenant_id, source_id, scope_id, bucket, cis)
+      select ${DEFAULT_TENANT_ID}, 1, 'cluster-' || i, date_trunc('hour', h), 2
+      from generate_series(${start}::timestamptz, now(), interval '1 hour') as h, generate_series(0, 6) as i`;
+    await sql`analyze change_stats_buckets`;
+    await sql`analyze change_stats_affected`;
+    const scoped = { tenantId: DEFAULT_TENANT_ID, kind: 'api_key' as const, id: 'x', name: 'x', tier: 'svc' as const, superadmin: false, permissions: new Set<never>(), scopes: [{ sourceId: '1', scopeId: 'cluster-3' }] };
+    const captured: { query: string; parameters: unknown[] }[] = [];
+    const pool = sql as Sql & { options: { debug?: unknown } };
+    pool.options.debug = (_connection: number, query: string, parameters: unknown[]) => captured.push({ query, parameters });
+    let figures;
+    try {
+      figures = await defaultWindowStats(sql, scoped, 'hour', new Date(), new SnapshotCache());
+    } finally {
+      pool.options.debug = false;
+    }
+    const [hours] = await sql<{ n: number }[]>`select count(*)::int as n from change_stats_buckets where scope_id = 'cluster-3'`;
+    expect(figures.total_changes).to.equal(3 * hours!.n);
+    expect(figures.affected_cis).to.equal(2 * hours!.n);
+    const instanceIndexes = new Set(
+      (await sql<{ name: string }[]>`
+        select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+        where i.inhparent in ('change_stats_buckets_by_instance'::regclass, 'change_stats_affected_by_instance'::regclass)`).map((r) => r.name),
+    );
+    interface PlanNode { 'Relation Name'?: string; 'Index Name'?: string; 'Node Type': string; 'Actual Rows'?: number; Plans?: PlanNode[] }
+    const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
+    const reads = captured.filter((c) => /change_stats_(buckets|affected)/.test(c.query));
+    expect(reads).to.have.length(3);
+    for (const { query, parameters } of reads) {
+      const [row] = await sql.unsafe<{ 'QUERY PLAN': [{ Plan: PlanNode }] }[]>(`explain (analyze, format json) ${query}`, parameters as never[]);
+      const plan = nodes(row!['QUERY PLAN'][0].Plan);
+      const indexed = plan.filter((node) => node['Index Name'] !== undefined);
+      expect(indexed, query).to.not.be.empty;
+      for (const node of indexed) expect(instanceIndexes, `${node['Node Type']} for ${query}`).to.include(node['Index Name']);
+      // the rows read from the tables (one scan per monthly partition): the instance's, no more
+      const tableRows = plan.filter((node) => node['Relation Name'] !== undefined).reduce((sum, node) => sum + (node['Actual Rows'] ?? 0), 0);
+      expect(tableRows, query).to.equal(hours!.n);
+    }
+  });
+
   (onRealPostgres ? describe : describe.skip)('with several sessions (skipped on the embedded database: PGlite has one session)', () => {
     it('gives the same figures when several refreshes run at once as one refresh alone', async () => {
       for (let hour = 0; hour < 6; hour++) {
