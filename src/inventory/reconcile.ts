@@ -76,9 +76,6 @@ export interface ReconcileOptions {
 const validateSnapshot = compileBody(Snapshot);
 const ANALYZE_AFTER_CREATED = 10_000;
 
-/** Records from which a reconcile counts as a large write for the heap policy (holdHeapTight). */
-const LARGE_RECONCILE = 10_000;
-
 const NUL = '\u0000';
 const NUL_MESSAGE = 'must not contain NUL characters (\\u0000)';
 const SURROGATE_MESSAGE = 'must be valid Unicode text: a surrogate (\\ud800-\\udfff) must be half of a high-low pair';
@@ -195,7 +192,7 @@ export function assertSnapshot(document: unknown): asserts document is Snapshot 
  * across processes batch by batch (the source's transaction lock).
  */
 export async function reconcile(sql: Sql, input: ReconcileInput, options: ReconcileOptions = {}): Promise<ReconcileResult> {
-  const release = holdHeapTight({ large: input.records.length >= LARGE_RECONCILE });
+  const release = holdHeapTight();
   try {
     return await inTurn(`${input.tenantId}:${input.sourceId}`, () => reconcileNow(sql, input, options), options.turnWaitMs);
   } finally {

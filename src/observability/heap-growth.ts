@@ -35,8 +35,11 @@ function collectNow(): void {
 
 /**
  * Keeps the heap tight until the returned release is called (once); holds nest across concurrent
- * writes. `large`: the write is a large one (an NDJSON stream, a reconcile of many batches), worth a
- * full collection first so that the tight limit applies from its first batch.
+ * writes. `large`: a long write whose live heap stays small (an NDJSON stream, one batch at a time),
+ * worth a full collection first so that the tight limit applies from its first batch. Not for a
+ * reconcile of records already in memory: the limit would start just above them, and each batch's
+ * garbage would then cost a full collection over all of them (an unchanged re-collection of
+ * 143 834 objects took 4.8–5.0 s with it, 3.7 s without).
  */
 export function holdHeapTight(options: { large?: boolean } = {}): () => void {
   if (holders++ === 0) {
