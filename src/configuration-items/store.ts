@@ -307,18 +307,20 @@ function pageRows(sql: Sql, principal: Principal, criteria: CiListCriteria, wher
     limit ${criteria.limit + 1} offset ${after ? 0 : criteria.offset}`;
 }
 
+/** A time column as the API writes times, by the database. */
+const apiTime = (sql: Sql, column: string) => sql`to_char(${sql(column)} at time zone 'UTC', ${API_TIME_FORMAT})`;
+
 /**
  * A page's rows as list items (presentListedCi's shape), each written as JSON text by the database:
  * raw_data as stored, times in the API's form. The page's order is kept by its position and id.
  */
 function listedCisJson(sql: Sql, page: Fragment, sortOrder: 'asc' | 'desc') {
-  const time = (column: string) => sql`to_char(${sql(column)} at time zone 'UTC', ${API_TIME_FORMAT})`;
   const direction = sortOrder === 'asc' ? sql`asc` : sql`desc`;
   return sql<{ ci_id: string; position: string | null; item: string }[]>`
     select p.ci_id, p.position, json_build_object(
              'ci_id', p.ci_id, 'name', p.name, 'namespace', p.namespace, 'ci_type', p.ci_type, 'status', p.status,
-             'status_updated_at', ${time('p.status_updated_at')}, 'last_seen', ${time('p.last_seen')},
-             'created_at', ${time('p.created_at')}, 'updated_at', ${time('p.updated_at')},
+             'status_updated_at', ${apiTime(sql, 'p.status_updated_at')}, 'last_seen', ${apiTime(sql, 'p.last_seen')},
+             'created_at', ${apiTime(sql, 'p.created_at')}, 'updated_at', ${apiTime(sql, 'p.updated_at')},
              'raw_data', p.raw_data, 'source_id', p.source_id::bigint, 'scope_id', p.scope_id)::text as item
     from (${page}) p
     order by p.position ${direction}, p.ci_id ${direction}`;
@@ -346,12 +348,11 @@ export async function findVisibleCi(sql: Queryable, principal: Principal, ciId: 
  * when it does not exist or the principal may not see it.
  */
 export async function findCiDetailJson(sql: Sql, principal: Principal, ciId: string): Promise<string | undefined> {
-  const time = (column: string) => sql`to_char(${sql(column)} at time zone 'UTC', ${API_TIME_FORMAT})`;
   const [row] = await sql<{ detail: string }[]>`
     select json_build_object(
              'ci_id', ci.ci_id, 'name', ci.name, 'namespace', ci.namespace, 'ci_type', ci.ci_type, 'status', ci.status,
-             'status_updated_at', ${time('ci.status_updated_at')}, 'last_seen', ${time('ls.last_seen')},
-             'created_at', ${time('ci.created_at')}, 'updated_at', ${time('ci.updated_at')},
+             'status_updated_at', ${apiTime(sql, 'ci.status_updated_at')}, 'last_seen', ${apiTime(sql, 'ls.last_seen')},
+             'created_at', ${apiTime(sql, 'ci.created_at')}, 'updated_at', ${apiTime(sql, 'ci.updated_at')},
              'raw_data', ci.raw_data, 'type_data', ${typeDataWithMetrics(sql)},
              'source', json_build_object('id', s.id, 'name', s.name, 'collector_type', c.collector_type),
              'scope_id', ci.scope_id)::text as detail
