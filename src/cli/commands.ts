@@ -130,7 +130,12 @@ export async function ingestCommand(flags: Flags): Promise<void> {
         records: snapshot.items,
         deletions: snapshot.deletions,
       },
-      { batchSize: config.reconcileBatchSize, statementTimeoutMs: config.bulkStatementTimeoutMs, progress: (done, total) => progress.update(done, total) },
+      {
+        batchSize: config.reconcileBatchSize,
+        statementTimeoutMs: config.bulkStatementTimeoutMs,
+        lanes: config.reconcileLanes,
+        progress: (done, total) => progress.update(done, total),
+      },
     );
     progress.finish(snapshot.items.length);
     console.log(JSON.stringify({ source: { id: Number(source.id), name: source.name }, ...result }, null, 2));

@@ -41,6 +41,12 @@ export interface Config {
   sweepSchedule: string;
   sweepBatchSize: number;
   reconcileBatchSize: number;
+  /**
+   * Whether a reconcile of more than one batch writes the source's two parts in parallel lanes,
+   * one connection each (CINV_RECONCILE_LANES; a PostgreSQL server only: the embedded database
+   * has one session).
+   */
+  reconcileLanes: boolean;
   /** Exact counts beyond this take the planner's estimate instead (`total_exact: false`). */
   countTimeoutMs: number;
   /** Statistics over an explicit window that take longer answer 422 (narrow the window). */
@@ -378,6 +384,7 @@ export function loadConfig(env: Env = process.env): Config {
     sweepBatchSize: integer(env, 'CINV_SWEEP_BATCH_SIZE', 1000, 1, 100_000),
     // the embedded database is one session shared with the API: smaller transactions keep it responsive
     reconcileBatchSize: integer(env, 'CINV_RECONCILE_BATCH_SIZE', databaseUrl ? 5000 : 1000, 1, 50_000),
+    reconcileLanes: boolean(env, 'CINV_RECONCILE_LANES', true) && Boolean(databaseUrl),
     countTimeoutMs: duration(env, 'CINV_COUNT_TIMEOUT', '250ms'),
     statsTimeoutMs: duration(env, 'CINV_STATS_TIMEOUT', '10s'),
     statsRefreshSchedule: env.CINV_STATS_REFRESH_SCHEDULE || '*/5 * * * *',

@@ -3,6 +3,7 @@ import type { Queryable, Sql } from '../db/database.js';
 import { onTheWire, queued } from '../db/pipeline.js';
 import { classifyBatch, type BatchPlan } from './classify.js';
 import { metricsOf } from './content.js';
+import { ALL_PARTS } from './parts.js';
 import type { UniversalRecord } from './records.js';
 import {
   insertCis,
@@ -35,7 +36,12 @@ export interface PlanWritten {
  * `meanwhile` (the next batch's digests) runs until the database has answered the rest: both cores
  * work instead of taking turns. A failing statement fails the ones after it and the transaction.
  */
-export async function writePlan(tx: Queryable, plan: BatchPlan, meanwhile?: (answered: Promise<unknown>) => Promise<void>): Promise<PlanWritten> {
+export async function writePlan(
+  tx: Queryable,
+  plan: BatchPlan,
+  meanwhile?: (answered: Promise<unknown>) => Promise<void>,
+  lane?: number,
+): Promise<PlanWritten> {
   const { key, now } = plan;
   const sent: Promise<unknown>[] = [];
   const send = <T>(statement: Promise<T>): Promise<T> => {
@@ -50,7 +56,7 @@ export async function writePlan(tx: Queryable, plan: BatchPlan, meanwhile?: (ans
   // relationships land with their owners: a crash between batches cannot leave an owner stored
   // (and its digest saying so) without them
   const relationships = send(replaceRelationships(tx, key, plan.owners, plan.relationships, now));
-  const resolvedOwners = send(resolvePendingRelationships(tx, key, plan.inserts.map((write) => write.external_id), now));
+  const resolvedOwners = send(resolvePendingRelationships(tx, key, plan.inserts.map((write) => write.external_id), now, lane));
   // after a failure the later statements fail as aborted; sql.begin reports the first failure
   const answered = Promise.all(sent);
   await meanwhile?.(answered);
@@ -73,10 +79,15 @@ export interface BatchRun {
    * each answer awaited (the lookup's, then the writes'), it works until that answer is in.
    */
   meanwhile: (answered: Promise<unknown>) => Promise<void>;
+  /**
+   * The part (parts.ts) every record of the batch is in, when the reconcile runs in lanes: the
+   * batch then locks that part only. Undefined: the batch may hold any part and locks them all.
+   */
+  lane?: number;
 }
 
 /**
- * Reconciles one batch in one transaction under the source's lock: the lookup (which also moves
+ * Reconciles one batch in one transaction under the lock of the source's parts it writes: the lookup (which also moves
  * `last_seen` and metrics of the unchanged records, and returns the stored rows of the others),
  * classifyBatch, writePlan.
  */
@@ -84,7 +95,7 @@ export function reconcileBatch(sql: Sql, run: BatchRun): Promise<{ plan: BatchPl
   const { key, now, records, hashes } = run;
   return sql.begin(async (tx) => {
     // the lookup is sent behind the lock without waiting for it: it runs once the lock is held
-    const locked = queued(lockSource(tx, key.tenantId, key.sourceId, run.statementTimeoutMs));
+    const locked = queued(lockSource(tx, key.tenantId, key.sourceId, run.statementTimeoutMs, run.lane === undefined ? ALL_PARTS : [run.lane]));
     const metrics = records.map(metricsOf);
     const lookup = loadStates(tx, key, { externalIds: records.map((r) => r.external_id), hashes, metrics }, now);
     lookup.execute();
@@ -92,6 +103,6 @@ export function reconcileBatch(sql: Sql, run: BatchRun): Promise<{ plan: BatchPl
     await locked;
     const states = new Map((await lookup).map((s) => [s.external_id, s]));
     const plan = classifyBatch({ key, now, records, hashes, metrics, states, typeDataDerived: run.typeDataDerived });
-    return { plan, written: await writePlan(tx, plan, run.meanwhile) };
+    return { plan, written: await writePlan(tx, plan, run.meanwhile, run.lane) };
   });
 }

@@ -3,6 +3,7 @@ import { uuidv7 } from 'uuidv7';
 import { changeRecord, createdRecord, type ChangedCi, type NewChangeRecord } from '../history/writer.js';
 import { contentOf } from './content.js';
 import { diffValues, type FieldChange } from '../history/diff.js';
+import { ALL_PARTS, partOf } from './parts.js';
 import type { UniversalRecord } from './records.js';
 import type { CiWrite, InventoryKey, RelationshipWrite, SeenCi, StoredContent, StoredState } from './store.js';
 
@@ -141,10 +142,23 @@ export function splitBatches(
   records: readonly UniversalRecord[],
   deletions: readonly string[],
   batchSize: number,
-): { upserts: UniversalRecord[][]; gone: string[][] } {
+  inLanes = false,
+): { lanes: Lane[]; gone: string[][] } {
   const byId = new Map<string, UniversalRecord>();
   for (const record of records) byId.set(record.external_id, record);
-  return { upserts: chunks([...byId.values()], batchSize), gone: chunks([...new Set(deletions)], batchSize) };
+  const upserts = [...byId.values()];
+  const gone = chunks([...new Set(deletions)], batchSize);
+  // what fits one batch is one transaction either way: lanes would only add a closing pass
+  if (!inLanes || upserts.length <= batchSize) return { lanes: [{ batches: chunks(upserts, batchSize) }], gone };
+  const parts = ALL_PARTS.map((): UniversalRecord[] => []);
+  for (const record of upserts) parts[partOf(record.external_id)]!.push(record);
+  return { lanes: parts.map((held, part) => ({ part, batches: chunks(held, batchSize) })), gone };
+}
+
+/** The batches one lane writes, in order; `part` is the source's part they hold, or undefined for any part. */
+export interface Lane {
+  part?: number;
+  batches: UniversalRecord[][];
 }
 
 function chunks<T>(items: T[], size: number): T[][] {

@@ -5,10 +5,10 @@ import { holdHeapTight } from '../observability/heap-growth.js';
 import { cisReconciled } from '../observability/metrics.js';
 import { archiveWithHistory } from './archive.js';
 import { reconcileBatch, type PlanWritten } from './batch.js';
-import { splitBatches, type BatchPlan } from './classify.js';
+import { splitBatches, type BatchPlan, type Lane } from './classify.js';
 import { Digests } from './digests.js';
 import { Snapshot, type UniversalRecord } from './records.js';
-import { analyzeInventory, findIdsByExternalId, lockSource, type InventoryKey } from './store.js';
+import { analyzeInventory, findIdsByExternalId, lockSource, resolveArrivedTargets, type InventoryKey } from './store.js';
 import { inTurn } from './turns.js';
 
 export interface ReconcileInput {
@@ -71,6 +71,12 @@ export interface ReconcileOptions {
   statementTimeoutMs?: number;
   /** Called after each batch is committed, with the records reconciled so far and in all. */
   progress?: (done: number, total: number) => void;
+  /**
+   * Whether more than one batch's records are written in parallel lanes, one per part of the
+   * source (parts.ts), each on a connection of its own (CINV_RECONCILE_LANES). The database's
+   * work on a first load is most of its time, and one connection keeps one of its cores busy.
+   */
+  lanes?: boolean;
 }
 
 const validateSnapshot = compileBody(Snapshot);
@@ -204,10 +210,22 @@ async function reconcileNow(sql: Sql, input: ReconcileInput, options: ReconcileO
   const now = options.now ?? new Date();
   // an unset scope is null: an undefined parameter would fail inside the driver, mid-pipeline
   const key: InventoryKey = { tenantId: input.tenantId, sourceId: input.sourceId, scopeId: input.scopeId ?? null };
-  const { upserts, gone } = splitBatches(input.records, input.deletions ?? [], options.batchSize ?? 1000);
+  const { lanes, gone } = splitBatches(input.records, input.deletions ?? [], options.batchSize ?? 1000, options.lanes === true);
   const result: ReconcileResult = { ...emptyReconcileResult(), received: input.records.length };
-  const run = { now, statementTimeoutMs: options.statementTimeoutMs, typeDataDerived: input.typeDataDerived === true, progress: options.progress };
-  await upsertAll(sql, key, upserts, run, result);
+  const run: UpsertRun = {
+    key,
+    now,
+    statementTimeoutMs: options.statementTimeoutMs,
+    typeDataDerived: input.typeDataDerived === true,
+    progress: options.progress,
+    total: lanes.reduce((sum, lane) => sum + lane.batches.reduce((inLane, batch) => inLane + batch.length, 0), 0),
+    done: 0,
+    owners: new Set(),
+    analyzed: false,
+    failed: false,
+  };
+  await inParallel(lanes.map((lane) => () => upsertLane(sql, lane, run, result)));
+  if (lanes.length > 1) await closeLanes(sql, run, result);
   for (const batch of gone) {
     const archived = await archiveGone(sql, key, batch, now, options.statementTimeoutMs);
     result.archived += archived;
@@ -220,36 +238,73 @@ async function reconcileNow(sql: Sql, input: ReconcileInput, options: ReconcileO
   return result;
 }
 
-async function upsertAll(
-  sql: Sql,
-  key: InventoryKey,
-  batches: UniversalRecord[][],
-  run: { now: Date; statementTimeoutMs: number | undefined; typeDataDerived: boolean; progress?: ReconcileOptions['progress'] },
-  result: ReconcileResult,
-): Promise<void> {
-  const total = batches.reduce((sum, batch) => sum + batch.length, 0);
-  let done = 0;
-  const { now, statementTimeoutMs, typeDataDerived } = run;
-  const owners = new Set<string>();
-  let analyzed = false;
+/** What the lanes of one reconcile share. */
+interface UpsertRun {
+  key: InventoryKey;
+  now: Date;
+  statementTimeoutMs: number | undefined;
+  typeDataDerived: boolean;
+  progress: ReconcileOptions['progress'];
+  total: number;
+  done: number;
+  /** The relationship owners of this reconcile so far. */
+  owners: Set<string>;
+  analyzed: boolean;
+  /** A lane failed: the others stop before their next batch. */
+  failed: boolean;
+}
+
+/**
+ * Runs every task at once and waits for all of them, failed or not, before it answers: a lane
+ * still writing must not outlive the reconcile's turn at its source. Rejects with the first failure.
+ */
+async function inParallel(tasks: (() => Promise<void>)[]): Promise<void> {
+  const settled = await Promise.allSettled(tasks.map((task) => task()));
+  const failure = settled.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+  if (failure) throw failure.reason;
+}
+
+async function upsertLane(sql: Sql, lane: Lane, run: UpsertRun, result: ReconcileResult): Promise<void> {
+  const { key, now, statementTimeoutMs, typeDataDerived } = run;
+  const { batches, part } = lane;
   // each batch's digests are computed while the batch before waits for the database
   let digests = new Digests(batches[0] ?? []);
-  for (const [index, records] of batches.entries()) {
-    const hashes = digests.all();
-    const next = new Digests(batches[index + 1] ?? []);
-    const meanwhile = (answered: Promise<unknown>) => next.whileWaiting(answered);
-    const { plan, written } = await reconcileBatch(sql, { key, now, statementTimeoutMs, records, hashes, meanwhile, typeDataDerived });
-    digests = next;
-    addBatch(result, owners, plan, written);
-    done += records.length;
-    run.progress?.(done, total);
-    // a large first load leaves the planner believing the tables are nearly empty until
-    // autovacuum catches up; the batches after this point are planned for the real size
-    if (!analyzed && result.created >= ANALYZE_AFTER_CREATED) {
-      await analyzeInventory(sql);
-      analyzed = true;
+  try {
+    for (const [index, records] of batches.entries()) {
+      if (run.failed) return;
+      const hashes = digests.all();
+      const next = new Digests(batches[index + 1] ?? []);
+      const meanwhile = (answered: Promise<unknown>) => next.whileWaiting(answered);
+      const { plan, written } = await reconcileBatch(sql, { key, now, statementTimeoutMs, records, hashes, meanwhile, typeDataDerived, lane: part });
+      digests = next;
+      addBatch(result, run.owners, plan, written);
+      run.done += records.length;
+      run.progress?.(run.done, run.total);
+      // a large first load leaves the planner believing the tables are nearly empty until
+      // autovacuum catches up; the batches after this point are planned for the real size
+      if (!run.analyzed && result.created >= ANALYZE_AFTER_CREATED) {
+        run.analyzed = true;
+        await analyzeInventory(sql);
+      }
     }
+  } catch (error) {
+    run.failed = true;
+    throw error;
   }
+}
+
+/**
+ * After the lanes: the references from one part to CIs another lane created, which neither lane
+ * could resolve, become relationships (see resolveArrivedTargets). An interrupted reconcile leaves
+ * them pending; the next reconcile in lanes resolves them.
+ */
+async function closeLanes(sql: Sql, run: UpsertRun, result: ReconcileResult): Promise<void> {
+  const resolvedOwners = await sql.begin(async (tx) => {
+    await lockSource(tx, run.key.tenantId, run.key.sourceId, run.statementTimeoutMs);
+    return resolveArrivedTargets(tx, run.key, run.now);
+  });
+  result.relationships.written += resolvedOwners.length;
+  result.relationships.unresolved -= resolvedOwners.filter((owner) => run.owners.has(owner)).length;
 }
 
 /** Adds one batch to the result; `owners` collects the relationship owners of this reconcile so far. */

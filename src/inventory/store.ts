@@ -1,6 +1,7 @@
 import type { PendingQuery } from 'postgres';
 import type { Queryable } from '../db/database.js';
 import { jsonText, queued } from '../db/pipeline.js';
+import { ALL_PARTS, SOURCE_PARTS } from './parts.js';
 
 /** The source, and the instance inside it, that a reconcile writes to. */
 export interface InventoryKey {
@@ -51,14 +52,27 @@ export interface CiWrite {
 const RECONCILE_LOCK = 0x63696e77;
 
 /**
- * Serialises reconciles of one source across processes for the rest of the transaction, and gives
- * the transaction's statements the bulk statement timeout instead of the request one.
+ * Serialises writers of the given parts of one source (parts.ts) across processes for the rest of
+ * the transaction, and gives the transaction's statements the bulk statement timeout instead of
+ * the request one. Parts are locked in ascending order, so a writer of every part and the lanes of
+ * other reconciles cannot deadlock.
  */
-export async function lockSource(sql: Queryable, tenantId: string, sourceId: string, statementTimeoutMs?: number): Promise<void> {
+export async function lockSource(
+  sql: Queryable,
+  tenantId: string,
+  sourceId: string,
+  statementTimeoutMs?: number,
+  parts: readonly number[] = ALL_PARTS,
+): Promise<void> {
+  const keys = [...parts].sort((a, b) => a - b).map((part) => `${tenantId}:${sourceId}:${part}`);
+  // an aggregate over unnest takes the locks one row at a time, in the array's order
   await sql`
-    select pg_advisory_xact_lock(${RECONCILE_LOCK}, hashtext(${`${tenantId}:${sourceId}`})),
+    select (select count(pg_advisory_xact_lock(${RECONCILE_LOCK}, hashtext(part.key))) from unnest(${keys}::text[]) as part(key)),
            ${statementTimeoutMs === undefined ? sql`null` : sql`set_config('statement_timeout', ${String(statementTimeoutMs)}, true)`}`.execute();
 }
+
+/** The part of the external id in `column`, as SQL text: partOf in parts.ts, computed by the database. */
+export const partExpression = (column: string): string => `get_byte(decode(md5(${column}), 'hex'), 0) % ${SOURCE_PARTS}`;
 
 /**
  * The lookup's keys as one JSON text: each record's metrics are JSON already and go in as they are,
@@ -231,23 +245,48 @@ export async function replaceRelationships(
 /**
  * Turns the pending references to CIs that were just created (by external id) into
  * relationships, in the transaction that created them. Returns the owners whose references
- * resolved, one entry per relationship.
+ * resolved, one entry per relationship. A lane (`part` given) resolves only references whose owner
+ * is in its part: the owners of other parts are another lane's to write, and their references to
+ * this lane's CIs wait for the reconcile's closing pass (resolveArrivedTargets).
  */
 export async function resolvePendingRelationships(
   sql: Queryable,
   key: { tenantId: string; sourceId: string },
   createdExternalIds: string[],
   now: Date,
+  part?: number,
 ): Promise<string[]> {
   if (createdExternalIds.length === 0) return [];
   const { tenantId, sourceId } = key;
+  const ownersPart =
+    part === undefined
+      ? sql``
+      : sql`and (select ${sql.unsafe(partExpression('o.external_id'))} from configuration_items o where o.ci_id = p.from_ci_id) = ${part}`;
+  // the pending rows are found by a probe per created CI (a lateral subquery that `offset 0` keeps
+  // from being pulled up into a join the planner may turn around, materialised) and deleted by
+  // their row address: the table's statistics lag behind a load, and plans from them compared
+  // every pending row of the source with every created CI
   const rows = await sql<{ from_ci_id: string }[]>`
-    with arrived as (
+    with waiting as materialized (
+      select w.row
+      from unnest(${createdExternalIds}::text[]) as created(external_id)
+      cross join lateral (
+        select p.ctid as row from pending_relationships p
+        where p.tenant_id = ${tenantId} and p.source_id = ${sourceId} and p.target_external_id = created.external_id ${ownersPart}
+        offset 0
+      ) as w
+    ), arrived as (
       delete from pending_relationships p
-      using unnest(${createdExternalIds}::text[]) as created(external_id)
-      where p.tenant_id = ${tenantId} and p.source_id = ${sourceId} and p.target_external_id = created.external_id
+      using waiting w
+      where p.ctid = w.row
       returning p.from_ci_id, p.target_external_id, p.relationship_type
     )
+    ${relationshipsFromArrived(sql, key, now)}`.execute();
+  return rows.map((row) => row.from_ci_id);
+}
+
+/** Writes the relationships of pending references taken out by the statement's `arrived` part. */
+const relationshipsFromArrived = (sql: Queryable, { tenantId, sourceId }: { tenantId: string; sourceId: string }, now: Date) => sql`
     insert into relationships (tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen, from_scope_id, to_scope_id)
     select ${tenantId}, ${sourceId}, a.from_ci_id, t.ci_id, a.relationship_type, ${now}, ${now}, f.scope_id, t.scope_id
     from arrived a
@@ -255,7 +294,27 @@ export async function resolvePendingRelationships(
     left join configuration_items f on f.ci_id = a.from_ci_id
     on conflict (tenant_id, from_ci_id, to_ci_id, relationship_type) do update
       set last_seen = excluded.last_seen, from_scope_id = excluded.from_scope_id, to_scope_id = excluded.to_scope_id
-    returning from_ci_id`.execute();
+    returning from_ci_id`;
+
+/**
+ * The closing pass of a reconcile written in lanes, under every part's lock: resolves the source's
+ * pending references whose target now exists. Those are the references between parts that no
+ * lane could resolve (the target's lane does not write the owner's relationships, and the owner's
+ * lane did not see the target, created in a transaction of its own). Reads the source's pending
+ * references, which are few: only references to objects the source has not sent stay pending.
+ */
+export async function resolveArrivedTargets(sql: Queryable, key: { tenantId: string; sourceId: string }, now: Date): Promise<string[]> {
+  const { tenantId, sourceId } = key;
+  const rows = await sql<{ from_ci_id: string }[]>`
+    with arrived as (
+      delete from pending_relationships p
+      where p.tenant_id = ${tenantId} and p.source_id = ${sourceId}
+        and exists (
+          select 1 from configuration_items t
+          where t.tenant_id = ${tenantId} and t.source_id = ${sourceId} and t.external_id = p.target_external_id)
+      returning p.from_ci_id, p.target_external_id, p.relationship_type
+    )
+    ${relationshipsFromArrived(sql, key, now)}`;
   return rows.map((row) => row.from_ci_id);
 }
 

@@ -177,7 +177,7 @@ export async function ingest(app: AppContext, principal: Principal, rawId: strin
 }
 
 async function reconcilePush(app: AppContext, target: { tenantId: string; sourceId: string; scopeId: string | null }, push: Push): Promise<ReconcileResult> {
-  const options = { now: app.now(), batchSize: app.config.reconcileBatchSize, statementTimeoutMs: app.config.bulkStatementTimeoutMs };
+  const options = { now: app.now(), batchSize: app.config.reconcileBatchSize, statementTimeoutMs: app.config.bulkStatementTimeoutMs, lanes: app.config.reconcileLanes };
   if ('body' in push) {
     // the route has validated the schema already
     assertStorable(push.body);

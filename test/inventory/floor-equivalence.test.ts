@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Sql } from '../../src/db/database.js';
-import { reconcile } from '../../src/inventory/reconcile.js';
+import { reconcile, type ReconcileResult } from '../../src/inventory/reconcile.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
 import { ensureSource } from '../../src/sources/store.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
@@ -42,12 +42,16 @@ describe('the reconcile beside an independent writer of the same rows (the floor
   let sql: Sql;
   let cinvSource: string;
   let floorSource: string;
+  let lanesSource: string;
+  const oneLaneResults: ReconcileResult[] = [];
+  const lanesResults: ReconcileResult[] = [];
 
   before(async () => {
     sql = (await testDatabase()).sql;
     await resetDatabase(sql);
     cinvSource = (await ensureSource(sql, DEFAULT_TENANT_ID, 'through-cinv', 'kubernetes')).id;
     floorSource = (await ensureSource(sql, DEFAULT_TENANT_ID, 'through-floor', 'kubernetes')).id;
+    lanesSource = (await ensureSource(sql, DEFAULT_TENANT_ID, 'in-lanes', 'kubernetes')).id;
     const floor = new Floor(sql, { tenantId: DEFAULT_TENANT_ID, sourceId: floorSource, scopeId: SCOPE });
     // batches of 100: relationships to objects of later batches wait as pending references
     const collections: Collection[] = [
@@ -58,8 +62,11 @@ describe('the reconcile beside an independent writer of the same rows (the floor
     for (const [minute, at] of collections.entries()) {
       const now = new Date(T0 + minute * 60_000);
       const records = [...cluster(SHAPE, at)];
-      await reconcile(sql, { tenantId: DEFAULT_TENANT_ID, sourceId: cinvSource, scopeId: SCOPE, mode: 'snapshot', records }, { now, batchSize: 100 });
+      oneLaneResults.push(await reconcile(sql, { tenantId: DEFAULT_TENANT_ID, sourceId: cinvSource, scopeId: SCOPE, mode: 'snapshot', records }, { now, batchSize: 100 }));
       await floor.collect({ items: [...cluster(SHAPE, at)] as UniversalRecord[] }, now);
+      lanesResults.push(
+        await reconcile(sql, { tenantId: DEFAULT_TENANT_ID, sourceId: lanesSource, scopeId: SCOPE, mode: 'snapshot', records }, { now, batchSize: 100, lanes: true }),
+      );
     }
   });
 
@@ -96,5 +103,22 @@ describe('the reconcile beside an independent writer of the same rows (the floor
     expect(cinv).to.have.length.greaterThan(5);
     expect(cinv).to.deep.equal(await stored(cinvSource));
     expect(await counters(floorSource)).to.deep.equal(cinv);
+  });
+
+  // on the embedded database (one session) the lanes take turns at it, batch by batch: the split,
+  // the locks and the closing pass are the same, the overlap is the server's alone
+  it('in two lanes, holds row for row what one lane holds, and reports the same outcome', async () => {
+    const [oneLane, inLanes] = await Promise.all([holdings(sql, cinvSource), holdings(sql, lanesSource)]);
+    expect(inLanes.cis).to.deep.equal(oneLane.cis);
+    expect(inLanes.changes).to.deep.equal(oneLane.changes);
+    expect(inLanes.relationships).to.deep.equal(oneLane.relationships);
+    expect(inLanes.versions).to.deep.equal(oneLane.versions);
+    const pending = (sourceId: string) => sql`
+      select p.target_external_id, f.external_id as from_external_id, p.relationship_type
+      from pending_relationships p join configuration_items f on f.ci_id = p.from_ci_id
+      where p.source_id = ${sourceId} order by 1, 2, 3`;
+    expect(await pending(lanesSource)).to.deep.equal(await pending(cinvSource));
+    expect(lanesResults).to.deep.equal(oneLaneResults);
+    expect(lanesResults[0]!.relationships.written).to.be.greaterThan(600);
   });
 });

@@ -1,7 +1,9 @@
 import { expect } from 'chai';
 import type { Sql } from '../../src/db/database.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
+import { ALL_PARTS, partOf } from '../../src/inventory/parts.js';
 import { assertSnapshot } from '../../src/inventory/reconcile.js';
+import { partExpression } from '../../src/inventory/store.js';
 import { MAX_JSON_DEPTH } from '../../src/validation.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 import { buildPod, ciIdOf, ingest } from '../support/factories.js';
@@ -329,6 +331,16 @@ describe('reconcile', () => {
     expect(failure?.code).to.equal('VALIDATION_ERROR');
     expect(failure!.details!.errors.map((e) => e.field)).to.include.members(['items.1.ci_type', 'items.2.raw_data']);
   });
+  it('splits a source into parts the same way in the process and in the database', async () => {
+    const ids = ['pod/default/a', 'node/worker-1', 'Pod/kube-system/coredns-7d8b', 'pod/naïve/é', 'svc/日本/名前', '🙂/x', ''];
+    for (let i = 0; i < 200; i++) ids.push(`pod/ns-${i % 7}/web-${i}`);
+    const rows = await sql<{ id: string; part: number }[]>`
+      select id, ${sql.unsafe(partExpression('id'))} as part from unnest(${ids}::text[]) as t(id)`;
+    expect(rows.map((row) => row.part)).to.deep.equal(ids.map(partOf));
+    const counts = ALL_PARTS.map((part) => ids.filter((id) => partOf(id) === part).length);
+    expect(Math.min(...counts)).to.be.greaterThan(70);
+  });
+
   describe('checks before anything is written', () => {
     const refusal = (document: unknown) => {
       try {

@@ -22,7 +22,8 @@ async function apply(step: Step, batchSize: number): Promise<void> {
   await reconcile(
     db.sql,
     { tenantId: DEFAULT_TENANT_ID, sourceId: source.id, scopeId: step.scopeId, mode: step.mode, records: step.records, deletions: step.deletions },
-    { batchSize },
+    // a PostgreSQL server's default: batches of a source's two parts in parallel lanes
+    { batchSize, lanes: true },
   );
 }
 

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { classifyBatch, fieldChanges, splitBatches, type ClassifyInput } from '../../src/inventory/classify.js';
 import { contentHash, metricsOf } from '../../src/inventory/content.js';
+import { partOf } from '../../src/inventory/parts.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
 import type { StoredContent, StoredState } from '../../src/inventory/store.js';
 
@@ -251,16 +252,39 @@ describe('splitBatches', () => {
   it('keeps the last record of an external id, in the place of its first, and batches them', () => {
     const first = pod('a', { name: 'first' });
     const records = [first, pod('b'), pod('c'), { ...first, name: 'last' }, pod('d')];
-    const { upserts } = splitBatches(records, [], 2);
-    expect(upserts.map((batch) => batch.map((r) => r.name))).to.deep.equal([
+    const { lanes } = splitBatches(records, [], 2);
+    expect(lanes).to.have.length(1);
+    expect(lanes[0]!.part).to.equal(undefined);
+    expect(lanes[0]!.batches.map((batch) => batch.map((r) => r.name))).to.deep.equal([
       ['last', 'b'],
       ['c', 'd'],
     ]);
   });
 
   it('archives each gone external id once, in batches of the same size', () => {
-    const { upserts, gone } = splitBatches([], ['x', 'y', 'x', 'z'], 2);
-    expect(upserts).to.deep.equal([]);
+    const { lanes, gone } = splitBatches([], ['x', 'y', 'x', 'z'], 2);
+    expect(lanes).to.deep.equal([{ batches: [] }]);
     expect(gone).to.deep.equal([['x', 'y'], ['z']]);
+  });
+
+  it('in lanes, splits more than one batch by part, each record in the lane of its external id\'s part', () => {
+    const records = Array.from({ length: 40 }, (_, i) => pod(`pod-${i}`));
+    const { lanes } = splitBatches([...records, { ...records[0]!, name: 'again' }], [], 8, true);
+    expect(lanes.map((lane) => lane.part)).to.deep.equal([0, 1]);
+    for (const lane of lanes) {
+      expect(lane.batches.every((batch) => batch.length <= 8)).to.equal(true);
+      expect(lane.batches.flat().every((record) => partOf(record.external_id) === lane.part)).to.equal(true);
+    }
+    const written = lanes.flatMap((lane) => lane.batches.flat());
+    expect(written.map((record) => record.external_id).sort()).to.deep.equal(records.map((record) => record.external_id).sort());
+    expect(written.find((record) => record.external_id === records[0]!.external_id)!.name).to.equal('again');
+    expect(Math.min(...lanes.map((lane) => lane.batches.flat().length))).to.be.greaterThan(5);
+  });
+
+  it('in lanes, keeps what fits one batch in one lane of every part', () => {
+    const { lanes } = splitBatches([pod('a'), pod('b'), pod('c')], [], 8, true);
+    expect(lanes).to.have.length(1);
+    expect(lanes[0]!.part).to.equal(undefined);
+    expect(lanes[0]!.batches.flat()).to.have.length(3);
   });
 });

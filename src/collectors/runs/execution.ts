@@ -260,7 +260,7 @@ export class RunExecution {
       this.app.sql,
       // every collector type computes type_data from raw_data
       { tenantId: this.run.tenant_id, sourceId: collection.source.id, scopeId, mode, records, deletions, typeDataDerived: true },
-      { now: this.app.now(), batchSize: config.reconcileBatchSize, statementTimeoutMs: config.bulkStatementTimeoutMs },
+      { now: this.app.now(), batchSize: config.reconcileBatchSize, statementTimeoutMs: config.bulkStatementTimeoutMs, lanes: config.reconcileLanes },
     );
     addReconcileResult(this.counts, result);
     this.counts.batches++;
