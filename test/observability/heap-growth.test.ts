@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
-import { heapHeldTight, holdHeapTight } from '../../src/observability/heap-growth.js';
+import { heapHeldTight, heldGrowingPercent, holdHeapTight } from '../../src/observability/heap-growth.js';
 
 describe('the heap policy of bulk writes', () => {
   it('holds while any write holds it, and a release counts once', () => {
@@ -12,6 +12,21 @@ describe('the heap policy of bulk writes', () => {
     expect(heapHeldTight(), 'the second write still runs').to.equal(true);
     second();
     expect(heapHeldTight()).to.equal(false);
+  });
+
+  it('holds a stream at a tenth and records in memory at 30 %, the tightest while both run, the default after', () => {
+    expect(heldGrowingPercent()).to.equal(0);
+    const inMemory = holdHeapTight();
+    expect(heldGrowingPercent()).to.equal(30);
+    const stream = holdHeapTight({ large: true });
+    expect(heldGrowingPercent()).to.equal(10);
+    inMemory();
+    expect(heldGrowingPercent(), 'the stream still runs').to.equal(10);
+    const another = holdHeapTight();
+    stream();
+    expect(heldGrowingPercent()).to.equal(30);
+    another();
+    expect(heldGrowingPercent()).to.equal(0);
   });
 });
 
