@@ -43,8 +43,8 @@ export interface Config {
   reconcileBatchSize: number;
   /**
    * Whether a reconcile of more than one batch writes the source's two parts in parallel lanes,
-   * one connection each (CINV_RECONCILE_LANES; a PostgreSQL server only: the embedded database
-   * has one session).
+   * one connection each (CINV_RECONCILE_LANES; a PostgreSQL server with a pool of three
+   * connections or more only: the embedded database has one session).
    */
   reconcileLanes: boolean;
   /** Exact counts beyond this take the planner's estimate instead (`total_exact: false`). */
@@ -357,11 +357,12 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const dataDir = path.resolve(env.CINV_DATA_DIR || './data');
   const bootstrapAdminKey = env.CINV_BOOTSTRAP_ADMIN_KEY || undefined;
+  const databasePoolSize = integer(env, 'CINV_DB_POOL_SIZE', 10, 1, 200);
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host: env.HOST || '0.0.0.0',
     databaseUrl,
-    databasePoolSize: integer(env, 'CINV_DB_POOL_SIZE', 10, 1, 200),
+    databasePoolSize,
     databaseReplicaUrl: replicaUrl(env, databaseUrl),
     replicaMaxLagMs: duration(env, 'CINV_REPLICA_MAX_LAG', '30s'),
     dbAcquireTimeoutMs: duration(env, 'CINV_DB_ACQUIRE_TIMEOUT', '2s'),
@@ -384,7 +385,9 @@ export function loadConfig(env: Env = process.env): Config {
     sweepBatchSize: integer(env, 'CINV_SWEEP_BATCH_SIZE', 1000, 1, 100_000),
     // the embedded database is one session shared with the API: smaller transactions keep it responsive
     reconcileBatchSize: integer(env, 'CINV_RECONCILE_BATCH_SIZE', databaseUrl ? 5000 : 1000, 1, 50_000),
-    reconcileLanes: boolean(env, 'CINV_RECONCILE_LANES', true) && Boolean(databaseUrl),
+    // a lane waits for a pooled connection like a request (CINV_DB_ACQUIRE_TIMEOUT): with fewer than
+    // three, the second lane would queue behind the first's batch and requests behind both
+    reconcileLanes: boolean(env, 'CINV_RECONCILE_LANES', true) && Boolean(databaseUrl) && databasePoolSize >= 3,
     countTimeoutMs: duration(env, 'CINV_COUNT_TIMEOUT', '250ms'),
     statsTimeoutMs: duration(env, 'CINV_STATS_TIMEOUT', '10s'),
     statsRefreshSchedule: env.CINV_STATS_REFRESH_SCHEDULE || '*/5 * * * *',

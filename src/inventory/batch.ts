@@ -3,7 +3,6 @@ import type { Queryable, Sql } from '../db/database.js';
 import { onTheWire, queued } from '../db/pipeline.js';
 import { classifyBatch, type BatchPlan } from './classify.js';
 import { metricsOf } from './content.js';
-import { ALL_PARTS } from './parts.js';
 import type { UniversalRecord } from './records.js';
 import {
   insertCis,
@@ -81,13 +80,14 @@ export interface BatchRun {
   meanwhile: (answered: Promise<unknown>) => Promise<void>;
   /**
    * The part (parts.ts) every record of the batch is in, when the reconcile runs in lanes: the
-   * batch then locks that part only. Undefined: the batch may hold any part and locks them all.
+   * batch then locks that part only (lockSource). Undefined: the batch may hold any part and locks
+   * the whole source.
    */
   lane?: number;
 }
 
 /**
- * Reconciles one batch in one transaction under the lock of the source's parts it writes: the lookup (which also moves
+ * Reconciles one batch in one transaction under the source's lock (or its part's, in a lane): the lookup (which also moves
  * `last_seen` and metrics of the unchanged records, and returns the stored rows of the others),
  * classifyBatch, writePlan.
  */
@@ -95,7 +95,7 @@ export function reconcileBatch(sql: Sql, run: BatchRun): Promise<{ plan: BatchPl
   const { key, now, records, hashes } = run;
   return sql.begin(async (tx) => {
     // the lookup is sent behind the lock without waiting for it: it runs once the lock is held
-    const locked = queued(lockSource(tx, key.tenantId, key.sourceId, run.statementTimeoutMs, run.lane === undefined ? ALL_PARTS : [run.lane]));
+    const locked = queued(lockSource(tx, key.tenantId, key.sourceId, run.statementTimeoutMs, run.lane));
     const metrics = records.map(metricsOf);
     const lookup = loadStates(tx, key, { externalIds: records.map((r) => r.external_id), hashes, metrics }, now);
     lookup.execute();

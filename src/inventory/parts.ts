@@ -9,12 +9,12 @@ import { createHash } from 'node:crypto';
  */
 export const SOURCE_PARTS = 2;
 
-/** Every part: what a writer that is not a lane (a small batch, deletions, the closing pass) locks. */
+/** Every part, in order. */
 export const ALL_PARTS: readonly number[] = Array.from({ length: SOURCE_PARTS }, (_, part) => part);
 
 /**
  * The part of an external id: the first byte of its MD5 digest (of the UTF-8 text), modulo the
- * parts. The database computes the same (`partSql` in store.ts).
+ * parts. The database computes the same (`partExpression` in store.ts).
  */
 export function partOf(externalId: string): number {
   return createHash('md5').update(externalId).digest()[0]! % SOURCE_PARTS;

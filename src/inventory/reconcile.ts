@@ -195,7 +195,8 @@ export function assertSnapshot(document: unknown): asserts document is Snapshot 
  * and relationships; unchanged objects (equal content digest) only get `last_seen` moved. Every
  * batch is complete on its own, so an interrupted reconcile leaves a consistent inventory that
  * the next one completes. Reconciles of one source take turns: within a process as a whole,
- * across processes batch by batch (the source's transaction lock).
+ * across processes batch by batch (the source's transaction lock). On a PostgreSQL server a
+ * reconcile of more than one batch may write in lanes (ReconcileOptions.lanes).
  */
 export async function reconcile(sql: Sql, input: ReconcileInput, options: ReconcileOptions = {}): Promise<ReconcileResult> {
   const release = holdHeapTight();
@@ -224,7 +225,14 @@ async function reconcileNow(sql: Sql, input: ReconcileInput, options: ReconcileO
     analyzed: false,
     failed: false,
   };
-  await inParallel(lanes.map((lane) => () => upsertLane(sql, lane, run, result)));
+  try {
+    await inParallel(lanes.map((lane) => () => upsertLane(sql, lane, run, result)));
+  } catch (error) {
+    // what the lanes committed holds references between the parts: resolve them if the database
+    // still answers, and report the lane's failure either way
+    if (lanes.length > 1) await closeLanes(sql, run, result).catch(() => {});
+    throw error;
+  }
   if (lanes.length > 1) await closeLanes(sql, run, result);
   for (const batch of gone) {
     const archived = await archiveGone(sql, key, batch, now, options.statementTimeoutMs);
@@ -295,8 +303,9 @@ async function upsertLane(sql: Sql, lane: Lane, run: UpsertRun, result: Reconcil
 
 /**
  * After the lanes: the references from one part to CIs another lane created, which neither lane
- * could resolve, become relationships (see resolveArrivedTargets). An interrupted reconcile leaves
- * them pending; the next reconcile in lanes resolves them.
+ * could resolve, become relationships (see resolveArrivedTargets), also after a lane failed. A
+ * reconcile that stops before this pass (the process killed, the database gone) leaves them
+ * pending; the next reconcile in lanes resolves them.
  */
 async function closeLanes(sql: Sql, run: UpsertRun, result: ReconcileResult): Promise<void> {
   const resolvedOwners = await sql.begin(async (tx) => {

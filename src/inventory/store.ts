@@ -1,7 +1,7 @@
 import type { PendingQuery } from 'postgres';
 import type { Queryable } from '../db/database.js';
 import { jsonText, queued } from '../db/pipeline.js';
-import { ALL_PARTS, SOURCE_PARTS } from './parts.js';
+import { SOURCE_PARTS } from './parts.js';
 
 /** The source, and the instance inside it, that a reconcile writes to. */
 export interface InventoryKey {
@@ -52,22 +52,21 @@ export interface CiWrite {
 const RECONCILE_LOCK = 0x63696e77;
 
 /**
- * Serialises writers of the given parts of one source (parts.ts) across processes for the rest of
- * the transaction, and gives the transaction's statements the bulk statement timeout instead of
- * the request one. Parts are locked in ascending order, so a writer of every part and the lanes of
- * other reconciles cannot deadlock.
+ * Serialises writers of one source across processes for the rest of the transaction, and gives the
+ * transaction's statements the bulk statement timeout instead of the request one. A writer of any
+ * part (`lane` undefined) holds the source's lock alone; a lane (parts.ts) shares the source's lock
+ * with the other lanes and holds its part's, so lanes of different parts run side by side and
+ * nothing else runs beside them. Each waits for at most one lock of the other kind, so none can
+ * wait in a circle.
  */
-export async function lockSource(
-  sql: Queryable,
-  tenantId: string,
-  sourceId: string,
-  statementTimeoutMs?: number,
-  parts: readonly number[] = ALL_PARTS,
-): Promise<void> {
-  const keys = [...parts].sort((a, b) => a - b).map((part) => `${tenantId}:${sourceId}:${part}`);
-  // an aggregate over unnest takes the locks one row at a time, in the array's order
+export async function lockSource(sql: Queryable, tenantId: string, sourceId: string, statementTimeoutMs?: number, lane?: number): Promise<void> {
+  const source = `${tenantId}:${sourceId}`;
+  const locks =
+    lane === undefined
+      ? sql`pg_advisory_xact_lock(${RECONCILE_LOCK}, hashtext(${source}))`
+      : sql`pg_advisory_xact_lock_shared(${RECONCILE_LOCK}, hashtext(${source})), pg_advisory_xact_lock(${RECONCILE_LOCK}, hashtext(${`${source}:${lane}`}))`;
   await sql`
-    select (select count(pg_advisory_xact_lock(${RECONCILE_LOCK}, hashtext(part.key))) from unnest(${keys}::text[]) as part(key)),
+    select ${locks},
            ${statementTimeoutMs === undefined ? sql`null` : sql`set_config('statement_timeout', ${String(statementTimeoutMs)}, true)`}`.execute();
 }
 
@@ -297,7 +296,7 @@ const relationshipsFromArrived = (sql: Queryable, { tenantId, sourceId }: { tena
     returning from_ci_id`;
 
 /**
- * The closing pass of a reconcile written in lanes, under every part's lock: resolves the source's
+ * The closing pass of a reconcile written in lanes, under the source's lock: resolves the source's
  * pending references whose target now exists. Those are the references between parts that no
  * lane could resolve (the target's lane does not write the owner's relationships, and the owner's
  * lane did not see the target, created in a transaction of its own). Reads the source's pending

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { Sql } from '../../src/db/database.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
-import { resetDatabase, testDatabase } from '../support/db.js';
+import { onRealPostgres, otherProcessConnection, resetDatabase, testDatabase } from '../support/db.js';
 import { buildPod, ciIdOf, ingest } from '../support/factories.js';
 
 const NO_TENANT = '00000000-0000-4000-8000-0000000000ff';
@@ -73,5 +73,41 @@ describe('the inventory tables\' references, checked per statement', () => {
     expect(await failureOf(sql`delete from sources where id = ${sourceId}`)).to.equal('23503');
     expect(await failureOf(sql`delete from tenants where id = ${DEFAULT_TENANT_ID}`)).to.equal('23503');
     expect(await sql`select 1 from sources where id = ${sourceId}`).to.have.length(1);
+  });
+
+  it('lets the other columns of a referenced tenant or source change', async () => {
+    await sql`update sources set name = 'renamed' where id = ${sourceId}`;
+    expect((await sql`select name from sources where id = ${sourceId}`)[0]!.name).to.equal('renamed');
+    await sql`update tenants set name = 'renamed tenant' where id = ${DEFAULT_TENANT_ID}`;
+    expect((await sql`select name from tenants where id = ${DEFAULT_TENANT_ID}`)[0]!.name).to.equal('renamed tenant');
+  });
+
+  (onRealPostgres ? describe : describe.skip)('beside a concurrent writer (skipped on the embedded database: PGlite has one session)', () => {
+    it('makes a delete of a source wait for an insert that refers to it, then refuses it', async () => {
+      const { sourceId: other } = await ingest(sql, [], { source: 'deleted-while-written' });
+      const deleter = await otherProcessConnection();
+      try {
+        let deleted: Promise<string | undefined> | undefined;
+        await sql.begin(async (tx) => {
+          await tx`
+            insert into configuration_items (ci_id, tenant_id, source_id, external_id, ci_type, name, status, raw_data, type_data, content_hash, created_at, updated_at)
+            values (gen_random_uuid(), ${DEFAULT_TENANT_ID}, ${other}, 'pod/x/late', 'k8s.pod', 'late', 'active', '{}', '{}', '\\x00', now(), now())`;
+          deleted = failureOf(deleter`delete from sources where id = ${other}`);
+          // the delete waits on the insert's lock of the source (a new connection first connects)
+          let seen = 0;
+          for (let tries = 0; tries < 50 && seen === 0; tries++) {
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            // the activity view is read once per transaction unless its snapshot is cleared
+            await tx`select pg_stat_clear_snapshot()`;
+            seen = (await tx`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like 'delete from sources%'`)[0]!.n as number;
+          }
+          expect(seen).to.equal(1);
+        });
+        expect(await deleted).to.equal('23503');
+        expect(await sql`select 1 from configuration_items where source_id = ${other}`).to.have.length(1);
+      } finally {
+        await deleter.end();
+      }
+    });
   });
 });
