@@ -15,65 +15,83 @@
 -- whatever the statistics said when PL/pgSQL cached the plan (a join may be planned as a scan of a
 -- table that was nearly empty then).
 
-alter table configuration_items drop constraint configuration_items_tenant_id_fkey;
 alter table configuration_items drop constraint configuration_items_source_id_fkey;
 alter table ci_last_seen drop constraint ci_last_seen_ci_id_fkey;
-alter table relationships drop constraint relationships_tenant_id_fkey;
 
-create function cinv_missing_reference(what text) returns void language plpgsql as $$
-begin
-  raise exception 'insert or update violates a reference: %', what using errcode = 'foreign_key_violation';
-end $$;
-
--- Locks the given tenants (key share, as a foreign key does) and says whether all of them exist.
-create function cinv_tenants_held(ids uuid[]) returns boolean language plpgsql as $$
+-- Lock the tenants or sources a statement names (key share, as a foreign key does) and refuse the
+-- statement when one of them does not exist.
+create function cinv_hold_tenants(ids uuid[], referrer text) returns void language plpgsql as $$
 declare held int;
 begin
   select count(*) into held from (select 1 from tenants where id = any(ids) for key share) as t;
-  return held = cardinality(ids);
+  if held < cardinality(ids) then
+    raise exception '%.tenant_id names a tenant that does not exist', referrer using errcode = 'foreign_key_violation';
+  end if;
 end $$;
 
-create function cinv_sources_held(ids bigint[]) returns boolean language plpgsql as $$
+create function cinv_hold_sources(ids bigint[], referrer text) returns void language plpgsql as $$
 declare held int;
 begin
   select count(*) into held from (select 1 from sources where id = any(ids) for key share) as s;
-  return held = cardinality(ids);
+  if held < cardinality(ids) then
+    raise exception '%.source_id names a source that does not exist', referrer using errcode = 'foreign_key_violation';
+  end if;
 end $$;
 
-create function cinv_ci_references() returns trigger language plpgsql as $$
+create function cinv_tenant_references() returns trigger language plpgsql as $$
 begin
-  if not cinv_tenants_held(array(select distinct tenant_id from ci_references_new)) then
-    perform cinv_missing_reference('configuration_items.tenant_id is not a tenant');
-  end if;
-  if not cinv_sources_held(array(select distinct source_id from ci_references_new)) then
-    perform cinv_missing_reference('configuration_items.source_id is not a source');
-  end if;
+  perform cinv_hold_tenants(array(select distinct tenant_id from tenant_references_new), tg_table_name);
   return null;
 end $$;
 
-create trigger cinv_ci_references after insert on configuration_items
-  referencing new table as ci_references_new for each statement execute function cinv_ci_references();
-
-create function cinv_ci_references_moved() returns trigger language plpgsql as $$
+create function cinv_tenant_moved() returns trigger language plpgsql as $$
 begin
-  if not cinv_tenants_held(array[new.tenant_id]) then
-    perform cinv_missing_reference('configuration_items.tenant_id is not a tenant');
-  end if;
-  if not cinv_sources_held(array[new.source_id]) then
-    perform cinv_missing_reference('configuration_items.source_id is not a source');
-  end if;
+  perform cinv_hold_tenants(array[new.tenant_id], tg_table_name);
   return new;
 end $$;
 
-create trigger cinv_ci_references_moved before update of tenant_id, source_id on configuration_items
-  for each row when (old.tenant_id is distinct from new.tenant_id or old.source_id is distinct from new.source_id)
-  execute function cinv_ci_references_moved();
+create function cinv_source_references() returns trigger language plpgsql as $$
+begin
+  perform cinv_hold_sources(array(select distinct source_id from source_references_new), tg_table_name);
+  return null;
+end $$;
+
+create function cinv_source_moved() returns trigger language plpgsql as $$
+begin
+  perform cinv_hold_sources(array[new.source_id], tg_table_name);
+  return new;
+end $$;
+
+create trigger cinv_source_references after insert on configuration_items
+  referencing new table as source_references_new for each statement execute function cinv_source_references();
+create trigger cinv_source_moved before update of source_id on configuration_items
+  for each row when (old.source_id is distinct from new.source_id) execute function cinv_source_moved();
+
+-- The tenant's reference on every table that had one; change_records_next too while an
+-- installation's records are still being moved into partitions (sql/0016).
+do $$
+declare
+  t text;
+  fk record;
+begin
+  foreach t in array array['configuration_items', 'relationships', 'change_records', 'change_records_next'] loop
+    if exists (select 1 from pg_class where relname = t and relnamespace = current_schema()::regnamespace) then
+      for fk in select conname from pg_constraint where conrelid = t::regclass and contype = 'f' and confrelid = 'tenants'::regclass loop
+        execute format('alter table %I drop constraint %I', t, fk.conname);
+      end loop;
+      execute format('create trigger cinv_tenant_references after insert on %I
+        referencing new table as tenant_references_new for each statement execute function cinv_tenant_references()', t);
+      execute format('create trigger cinv_tenant_moved before update of tenant_id on %I
+        for each row when (old.tenant_id is distinct from new.tenant_id) execute function cinv_tenant_moved()', t);
+    end if;
+  end loop;
+end $$;
 
 create function cinv_last_seen_references() returns trigger language plpgsql as $$
 begin
   if exists (select 1 from last_seen_references_new n
              where (select 1 from configuration_items c where c.ci_id = n.ci_id) is null) then
-    perform cinv_missing_reference('ci_last_seen.ci_id is not a configuration item');
+    raise exception 'ci_last_seen.ci_id names a configuration item that does not exist' using errcode = 'foreign_key_violation';
   end if;
   return null;
 end $$;
@@ -89,46 +107,6 @@ end $$;
 
 create trigger cinv_last_seen_removed after delete on configuration_items
   referencing old table as last_seen_removed for each statement execute function cinv_last_seen_removed();
-
-create function cinv_tenant_references() returns trigger language plpgsql as $$
-begin
-  if not cinv_tenants_held(array(select distinct tenant_id from tenant_references_new)) then
-    perform cinv_missing_reference(tg_table_name || '.tenant_id is not a tenant');
-  end if;
-  return null;
-end $$;
-
-create function cinv_tenant_moved() returns trigger language plpgsql as $$
-begin
-  if not cinv_tenants_held(array[new.tenant_id]) then
-    perform cinv_missing_reference(tg_table_name || '.tenant_id is not a tenant');
-  end if;
-  return new;
-end $$;
-
-create trigger cinv_tenant_references after insert on relationships
-  referencing new table as tenant_references_new for each statement execute function cinv_tenant_references();
-create trigger cinv_tenant_moved before update of tenant_id on relationships
-  for each row when (old.tenant_id is distinct from new.tenant_id) execute function cinv_tenant_moved();
-
--- Both tables while an installation's records are still being moved into partitions (sql/0016).
-do $$
-declare
-  t text;
-  fk record;
-begin
-  foreach t in array array['change_records', 'change_records_next'] loop
-    if exists (select 1 from pg_class where relname = t and relnamespace = current_schema()::regnamespace) then
-      for fk in select conname from pg_constraint where conrelid = t::regclass and contype = 'f' and confrelid = 'tenants'::regclass loop
-        execute format('alter table %I drop constraint %I', t, fk.conname);
-      end loop;
-      execute format('create trigger cinv_tenant_references after insert on %I
-        referencing new table as tenant_references_new for each statement execute function cinv_tenant_references()', t);
-      execute format('create trigger cinv_tenant_moved before update of tenant_id on %I
-        for each row when (old.tenant_id is distinct from new.tenant_id) execute function cinv_tenant_moved()', t);
-    end if;
-  end loop;
-end $$;
 
 -- The referenced side: what the foreign keys refused (no action) is refused still. The row's lock,
 -- taken before these run, waits for the inserts that hold it (key share) to end.
