@@ -10,7 +10,7 @@ import type { Queryable } from '../db/database.js';
 import { AppError, conflict, forbidden, notFound } from '../errors.js';
 import { bigintId } from '../http/schemas.js';
 import { allowedHostsOf } from '../net/endpoint.js';
-import { addReconcileResult, assertStorable, emptyReconcileResult, reconcile, type ReconcileResult } from '../inventory/reconcile.js';
+import { addReconcileResult, assertStorable, emptyReconcileResult, newBulkLoad, reconcile, type ReconcileResult } from '../inventory/reconcile.js';
 import type { Snapshot } from '../inventory/records.js';
 import { destroyCredentials, loadCredentials, MasterKeys, storeCredentials } from './credentials.js';
 import { ndjsonBatches } from './ndjson.js';
@@ -185,11 +185,12 @@ async function reconcilePush(app: AppContext, target: { tenantId: string; source
   }
   const mode = push.mode ?? 'snapshot';
   const total = emptyReconcileResult();
+  const load = newBulkLoad();
   // between batches too: reading the next one allocates as fast as writing the last
   const release = holdHeapTight({ large: true });
   try {
     for await (const batch of ndjsonBatches(push.open(), { mode, batchSize: app.config.reconcileBatchSize, maxLineBytes: app.config.bodyLimitBytes })) {
-      addReconcileResult(total, await reconcile(app.sql, { ...target, mode, records: batch.records, deletions: batch.deletions }, options));
+      addReconcileResult(total, await reconcile(app.sql, { ...target, mode, records: batch.records, deletions: batch.deletions }, { ...options, load }));
     }
   } finally {
     release();

@@ -2,11 +2,12 @@ import { expect } from 'chai';
 import type { Sql } from '../../src/db/database.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
 import { ALL_PARTS, partOf } from '../../src/inventory/parts.js';
-import { assertSnapshot } from '../../src/inventory/reconcile.js';
+import { assertSnapshot, newBulkLoad, reconcile } from '../../src/inventory/reconcile.js';
 import { partExpression } from '../../src/inventory/store.js';
 import { MAX_JSON_DEPTH } from '../../src/validation.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
-import { buildPod, ciIdOf, ingest } from '../support/factories.js';
+import { buildPod, buildSource, ciIdOf, ingest } from '../support/factories.js';
+import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 
 interface ChangeRow {
   id: string;
@@ -331,6 +332,27 @@ describe('reconcile', () => {
     expect(failure?.code).to.equal('VALIDATION_ERROR');
     expect(failure!.details!.errors.map((e) => e.field)).to.include.members(['items.1.ci_type', 'items.2.raw_data']);
   });
+  it('refreshes the planner statistics once for a write reconciled in parts, when its parts together created enough', async () => {
+    const sourceId = await buildSource(sql, 'paged');
+    const analyses = async () => {
+      // the statistics views answer from a snapshot taken at their first read in a transaction
+      await sql`select pg_stat_clear_snapshot()`;
+      const [row] = await sql<{ n: string }[]>`select analyze_count::text as n from pg_stat_user_tables where relname = 'configuration_items'`;
+      return Number(row!.n);
+    };
+    const load = newBulkLoad(5);
+    const page = (n: number) => [0, 1, 2].map((i) => buildPod({ name: `paged-${n}-${i}` }));
+    const before = await analyses();
+    const pages = [];
+    for (const n of [1, 2, 3, 4]) {
+      await reconcile(sql, { tenantId: DEFAULT_TENANT_ID, sourceId, scopeId: null, mode: 'snapshot', records: page(n) }, { load });
+      pages.push(await analyses());
+    }
+    // three creations per page: the second page reaches five, and the refresh is not repeated
+    expect(pages.map((n) => n - before)).to.deep.equal([0, 1, 1, 1]);
+    expect(load).to.include({ created: 12, analyzed: true });
+  });
+
   it('splits a source into parts the same way in the process and in the database', async () => {
     const ids = ['pod/default/a', 'node/worker-1', 'Pod/kube-system/coredns-7d8b', 'pod/naïve/é', 'svc/日本/名前', '🙂/x', ''];
     for (let i = 0; i < 200; i++) ids.push(`pod/ns-${i % 7}/web-${i}`);

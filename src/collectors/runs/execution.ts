@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { WatchExpired, type CollectContext, type CollectorType, type CredentialDocument } from '../../collector-types/plugin.js';
 import { collectorType } from '../../collector-types/registry.js';
 import type { AppContext } from '../../context.js';
-import { addReconcileResult, emptyReconcileResult, reconcile, type ReconcileResult } from '../../inventory/reconcile.js';
+import { addReconcileResult, emptyReconcileResult, newBulkLoad, reconcile, type BulkLoad, type ReconcileResult } from '../../inventory/reconcile.js';
 import type { UniversalRecord } from '../../inventory/records.js';
 import type { AllowedHosts } from '../../net/endpoint.js';
 import { collectionDuration, collectionRuns, recordsCollected, watchesActive, watchEvents } from '../../observability/metrics.js';
@@ -59,6 +59,8 @@ interface Collection {
   resume: Map<string, string>;
   /** How each part of the latest list went, as the type reported it. */
   components: Components;
+  /** What the reconciles of the latest list (page by page) and of the watch after it share. */
+  load: BulkLoad;
 }
 
 const collectedSource = (source: SourceRow) => ({ id: source.id, name: source.name, endpoint: source.endpoint, config: source.config });
@@ -129,7 +131,7 @@ export class RunExecution {
   private async collect(source: SourceRow, type: CollectorType, watchUntil: number): Promise<void> {
     const { sql, logger } = this.app;
     this.credentials = await collectionCredentials(this.app, this.run.tenant_id, source);
-    const collection: Collection = { source, type, credentials: this.credentials, signal: this.controller.signal, resume: new Map(), components: {} };
+    const collection: Collection = { source, type, credentials: this.credentials, signal: this.controller.signal, resume: new Map(), components: {}, load: newBulkLoad() };
     await this.list(collection);
     this.components = collection.components;
     const failedParts = Object.entries(this.components).filter(([, c]) => c.status === 'unhealthy');
@@ -154,6 +156,7 @@ export class RunExecution {
     const signal = timeoutSeconds ? AbortSignal.any([collection.signal, AbortSignal.timeout(timeoutSeconds * 1000)]) : collection.signal;
     const resume = new Map<string, string>();
     const components: Components = {};
+    collection.load = newBulkLoad();
     const component = (name: string, error?: unknown) => {
       components[name] =
         error === undefined
@@ -260,7 +263,13 @@ export class RunExecution {
       this.app.sql,
       // every collector type computes type_data from raw_data
       { tenantId: this.run.tenant_id, sourceId: collection.source.id, scopeId, mode, records, deletions, typeDataDerived: true },
-      { now: this.app.now(), batchSize: config.reconcileBatchSize, statementTimeoutMs: config.bulkStatementTimeoutMs, lanes: config.reconcileLanes },
+      {
+        now: this.app.now(),
+        batchSize: config.reconcileBatchSize,
+        statementTimeoutMs: config.bulkStatementTimeoutMs,
+        lanes: config.reconcileLanes,
+        load: collection.load,
+      },
     );
     addReconcileResult(this.counts, result);
     this.counts.batches++;
