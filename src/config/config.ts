@@ -383,8 +383,10 @@ export function loadConfig(env: Env = process.env): Config {
     archiveRetentionMs: duration(env, 'CINV_ARCHIVE_RETENTION', '7d'),
     sweepSchedule: env.CINV_SWEEP_SCHEDULE || '*/5 * * * *',
     sweepBatchSize: integer(env, 'CINV_SWEEP_BATCH_SIZE', 1000, 1, 100_000),
-    // the embedded database is one session shared with the API: smaller transactions keep it responsive
-    reconcileBatchSize: integer(env, 'CINV_RECONCILE_BATCH_SIZE', databaseUrl ? 5000 : 1000, 1, 50_000),
+    // smaller transactions keep the embedded database (one session shared with the API) responsive;
+    // on a server, batches of 1000 let each lane prepare its next batch while the database writes
+    // one (a first load of 143 834 objects: 32.5 s against 45.5 s in batches of 5000)
+    reconcileBatchSize: integer(env, 'CINV_RECONCILE_BATCH_SIZE', 1000, 1, 50_000),
     // a lane waits for a pooled connection like a request (CINV_DB_ACQUIRE_TIMEOUT): with fewer than
     // three, the second lane would queue behind the first's batch and requests behind both
     reconcileLanes: boolean(env, 'CINV_RECONCILE_LANES', true) && Boolean(databaseUrl) && databasePoolSize >= 3,

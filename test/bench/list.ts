@@ -75,7 +75,7 @@ export async function seedClusters(sql: Sql, shape: ClusterShape, clusters: numb
     const result = await reconcile(
       sql,
       { tenantId: DEFAULT_TENANT_ID, sourceId: source.id, scopeId: `cluster-${k}`, mode: 'snapshot', records },
-      // CINV_RECONCILE_BATCH_SIZE's default on PostgreSQL, as an ingest through the API would run
+      // a one-time seed in few, large transactions; the seeded rows do not depend on the batch size
       { batchSize: options.batchSize ?? 5000 },
     );
     console.log(`  cluster ${k + 1}/${clusters}: ${result.created} CIs, ${result.relationships.written} relationships, ${((performance.now() - started) / 1000).toFixed(0)} s`);

@@ -18,6 +18,13 @@ type Counts = ReconcileResult & { batches: number; lists: number; watch_events: 
 
 const MAX_WATCH_RETRY_MS = 30_000;
 
+/**
+ * Reconcile batches per part of a list (ListWriter): enough for each of the two lanes to send a
+ * batch while it prepares the next. Measured on a collection of 185 200 objects (batches of 1000):
+ * parts of two batches 49 s, of ten 44.7 s, of twenty 43.0 s, for twice the records held.
+ */
+const LIST_PART_BATCHES = 10;
+
 /** Why a watch was stopped from outside: a trigger asked for a new list, or the run's interval is over. */
 type WatchStop = 'resync' | 'due';
 
@@ -163,12 +170,20 @@ export class RunExecution {
           ? { status: 'healthy' }
           : { status: 'unhealthy', message: this.failureText(error, { run: this.run.id, source: source.name, component: name }) };
     };
-    for await (const batch of type.collect!(this.contextFor(collection, signal, component))) {
+    const writer = new ListWriter((scopeId, records) => this.reconcile(collection, scopeId, 'snapshot', records, []), LIST_PART_BATCHES * this.app.config.reconcileBatchSize);
+    try {
+      for await (const batch of type.collect!(this.contextFor(collection, signal, component))) {
+        signal.throwIfAborted();
+        await writer.add(batch.scopeId, batch.records);
+        this.counts.batches++;
+        if (batch.resume) resume.set(batch.resume.key, batch.resume.version);
+      }
       signal.throwIfAborted();
-      await this.reconcile(collection, batch.scopeId, 'snapshot', batch.records, []);
-      if (batch.resume) resume.set(batch.resume.key, batch.resume.version);
+      await writer.flush();
+    } finally {
+      // a failed list still waits for the write in flight: the run must not end while it writes
+      await writer.settled();
     }
-    signal.throwIfAborted();
     this.counts.lists++;
     collection.resume = resume;
     collection.components = components;
@@ -239,7 +254,10 @@ export class RunExecution {
   private async writeDeltas(collection: Collection, deltas: Deltas): Promise<void> {
     for (const scope of deltas.scopes) {
       // a bookmark moves the start point and writes nothing
-      if (scope.upserts.length + scope.deletions.length > 0) await this.reconcile(collection, scope.scopeId, 'delta', scope.upserts, scope.deletions);
+      if (scope.upserts.length + scope.deletions.length > 0) {
+        await this.reconcile(collection, scope.scopeId, 'delta', scope.upserts, scope.deletions);
+        this.counts.batches++;
+      }
     }
     for (const [key, version] of deltas.resume) collection.resume.set(key, version);
     this.counts.watch_events += deltas.events;
@@ -272,7 +290,6 @@ export class RunExecution {
       },
     );
     addReconcileResult(this.counts, result);
-    this.counts.batches++;
     this.counts.reconcile_ms += Math.round(performance.now() - started);
   }
 
@@ -305,5 +322,51 @@ export class RunExecution {
     if (this.watching === watching) return;
     this.watching = watching;
     watchesActive.inc(watching ? 1 : -1);
+  }
+}
+
+/**
+ * Writes a list's pages in parts of about `size` records of one scope, one part at a time, while
+ * the pages of the next part are fetched. A part larger than a reconcile batch is written in
+ * lanes (ReconcileOptions.lanes), so a list of a large source keeps the database's cores busy
+ * and its fetching overlaps its writing; page by page, each page was one small transaction on one
+ * connection, fetched only once the page before it was written.
+ */
+export class ListWriter {
+  private scopeId: string | null = null;
+  private held: UniversalRecord[] = [];
+  private writing: Promise<void> | undefined;
+
+  constructor(
+    private readonly write: (scopeId: string | null, records: UniversalRecord[]) => Promise<void>,
+    private readonly size: number,
+  ) {}
+
+  /** Takes a page; waits only when the part it fills must wait for the write before it. */
+  async add(scopeId: string | null, records: readonly UniversalRecord[]): Promise<void> {
+    if (this.held.length > 0 && (scopeId !== this.scopeId || this.held.length + records.length > this.size)) await this.send();
+    this.scopeId = scopeId;
+    for (const record of records) this.held.push(record);
+  }
+
+  /** Writes what is held and waits for every write. */
+  async flush(): Promise<void> {
+    if (this.held.length > 0) await this.send();
+    await this.writing;
+  }
+
+  /** Waits for the write in flight, failed or not. */
+  async settled(): Promise<void> {
+    await this.writing?.catch(() => {});
+  }
+
+  /** Starts writing what is held, once the write before it has ended (its failure is thrown here). */
+  private async send(): Promise<void> {
+    await this.writing;
+    const writing = this.write(this.scopeId, this.held);
+    // a failure is reported by the next add, flush or settled; until then it is not unhandled
+    writing.catch(() => {});
+    this.writing = writing;
+    this.held = [];
   }
 }
