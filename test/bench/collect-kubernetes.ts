@@ -2,9 +2,9 @@
  * Kubernetes collection benchmark: a fake API server (no real one runs here) holding a cluster of
  * N pods (default 10 000) with their nodes, namespaces, deployments, replica sets, services and
  * endpoint slices, collected by the `kubernetes` type into the machine's PostgreSQL through the
- * worker, as `cinv serve` runs it. Reports the full collection's time and the share the reconcile
- * took of it (the rest is listing, parsing and building records), for a first collection and an
- * unchanged one.
+ * worker, as `cinv serve` runs it. Reports the full collection's time and the share of it a
+ * reconcile was writing (the list's next pages are fetched, parsed and turned into records
+ * meanwhile, so the rest is what fetching added), for a first collection and an unchanged one.
  *
  *   npm run bench -- collect-kubernetes [pods]
  */
