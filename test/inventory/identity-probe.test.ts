@@ -3,18 +3,11 @@ import type { Sql } from '../../src/db/database.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 import { buildPod, buildSource, ingest } from '../support/factories.js';
+import { planNodes } from '../support/plans.js';
 
 /** The indexes a statement's plan reads. */
-async function indexesOf(sql: Sql, statement: string, parameters: string[]): Promise<string[]> {
-  const [row] = await sql.unsafe<{ 'QUERY PLAN': unknown }[]>(`explain (format json) ${statement}`, parameters);
-  const found: string[] = [];
-  const walk = (node: Record<string, unknown>) => {
-    if (typeof node['Index Name'] === 'string') found.push(node['Index Name']);
-    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-  };
-  walk((row!['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0]!.Plan);
-  return found;
-}
+const indexesOf = async (sql: Sql, statement: string, parameters: string[]): Promise<string[]> =>
+  (await planNodes(sql, statement, parameters)).flatMap((node) => (node['Index Name'] === undefined ? [] : [node['Index Name']]));
 
 describe('finding a source\'s CIs by external id', () => {
   let sql: Sql;

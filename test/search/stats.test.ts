@@ -5,6 +5,7 @@ import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { createKey, startTestApp } from '../support/app.js';
 import { onRealPostgres, resetDatabase, testDatabase } from '../support/db.js';
 import { buildPod, ingest } from '../support/factories.js';
+import { planNodes } from '../support/plans.js';
 
 const HOUR = 3_600_000;
 const T0 = new Date('2026-06-01T00:00:00Z');
@@ -144,13 +145,10 @@ describe('statistics pre-aggregate', function () {
         select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
         where i.inhparent in ('change_stats_buckets_by_instance'::regclass, 'change_stats_affected_by_instance'::regclass)`).map((r) => r.name),
     );
-    interface PlanNode { 'Relation Name'?: string; 'Index Name'?: string; 'Node Type': string; 'Actual Rows'?: number; Plans?: PlanNode[] }
-    const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
     const reads = captured.filter((c) => /change_stats_(buckets|affected)/.test(c.query));
     expect(reads).to.have.length(3);
     for (const { query, parameters } of reads) {
-      const [row] = await sql.unsafe<{ 'QUERY PLAN': [{ Plan: PlanNode }] }[]>(`explain (analyze, format json) ${query}`, parameters as never[]);
-      const plan = nodes(row!['QUERY PLAN'][0].Plan);
+      const plan = await planNodes(sql, query, parameters, { analyze: true });
       const indexed = plan.filter((node) => node['Index Name'] !== undefined);
       expect(indexed, query).to.not.be.empty;
       for (const node of indexed) expect(instanceIndexes, `${node['Node Type']} for ${query}`).to.include(node['Index Name']);
