@@ -207,11 +207,67 @@ function countMatches(sql: Sql, principal: Principal, criteria: CiListCriteria, 
  */
 export async function listCis(sql: Sql, principal: Principal, criteria: CiListCriteria, counting: CountSettings): Promise<CiPage> {
   const where = conditions(sql, principal, criteria);
+  if (findsFewFirst(criteria)) {
+    const first = await firstMatches(sql, criteria, where);
+    const ids = first.slice(criteria.offset, criteria.offset + criteria.limit + 1);
+    // the page's CIs read again by id, with the conditions: one changed since drops out rather than shows
+    const byId = and(sql, [where, sql`ci.ci_id = any(${ids}::uuid[])`]);
+    const counted = first.length > FEW_MATCHES ? countMatches(sql, principal, criteria, where, counting) : { total: first.length, exact: true };
+    const [rows, count] = await Promise.all([readPage(sql, principal, { ...criteria, offset: 0 }, byId, false), counted]);
+    return pageOf(criteria, rows, count);
+  }
   const counted = countMatches(sql, principal, criteria, where, counting);
   const known = criteria.text === undefined || criteria.asOf !== undefined ? undefined : await counted;
   const sortMatches = known !== undefined && known.exact && known.total <= SORT_MATCHES_UP_TO;
+  const [rows, count] = await Promise.all([readPage(sql, principal, criteria, where, sortMatches), counted]);
+  return pageOf(criteria, rows, count);
+}
+
+/** A first page of a JSON filter reads the ids of up to this many matches (see firstMatches). */
+const FEW_MATCHES = 1_000;
+
+/**
+ * Whether a first page is better served by reading the first FEW_MATCHES matches' ids before the
+ * page: a filter on a raw_data or type_data path is answered through the JSON index, which is
+ * lossy, so each match is read and tested again, once for the page and once more for its total
+ * (the counts cannot answer it).
+ */
+function findsFewFirst(criteria: CiListCriteria): boolean {
+  return (
+    criteria.filters.some((f) => f.target === 'json') &&
+    criteria.offset + criteria.limit < FEW_MATCHES &&
+    criteria.total === undefined &&
+    criteria.after === undefined &&
+    criteria.asOf === undefined &&
+    criteria.text === undefined &&
+    criteria.sortBy !== 'last_seen' &&
+    !criteria.filters.some((f) => f.field === 'last_seen')
+  );
+}
+
+/**
+ * The ids of the list's first FEW_MATCHES + 1 matches, in its order: the page is among them, and
+ * when they are all, their number is the exact total, with no count. A node's pods at 1M CIs (700
+ * matches) were read and tested twice, 3 ms each time, with last_seen joined to every match; now
+ * once, and the page's 51 rows are fetched by key. More matches are counted as before.
+ */
+async function firstMatches(sql: Sql, criteria: CiListCriteria, where: Fragment): Promise<string[]> {
+  const direction = criteria.sortOrder === 'asc' ? sql`asc` : sql`desc`;
+  const rows = await sql<{ ci_id: string }[]>`
+    select ci.ci_id from configuration_items ci where ${where}
+    order by ${sql(SORT_COLUMNS[criteria.sortBy] ?? 'ci.created_at')} ${direction}, ci.ci_id ${direction}
+    limit ${FEW_MATCHES + 1}`;
+  return rows.map((row) => row.ci_id);
+}
+
+type PageRow = (CiRow & { position: string | null }) | { ci_id: string; position: string | null; item: string };
+
+function readPage(sql: Sql, principal: Principal, criteria: CiListCriteria, where: Fragment, sortMatches: boolean): Promise<PageRow[]> {
   const query = pageRows(sql, principal, criteria, where, sortMatches);
-  const [rows, count] = await Promise.all([criteria.asJson ? listedCisJson(sql, query as unknown as Fragment, criteria.sortOrder) : query, counted]);
+  return criteria.asJson ? listedCisJson(sql, query as unknown as Fragment, criteria.sortOrder) : query;
+}
+
+function pageOf(criteria: CiListCriteria, rows: PageRow[], count: { total: number; exact: boolean }): CiPage {
   const hasMore = rows.length > criteria.limit;
   const kept = hasMore ? rows.slice(0, criteria.limit) : rows;
   const last = hasMore ? rows[criteria.limit - 1]! : undefined;
@@ -296,15 +352,28 @@ function pageRows(sql: Sql, principal: Principal, criteria: CiListCriteria, wher
       order by ${sql(sortColumn)} ${direction}, ci.ci_id ${direction}
       limit ${criteria.limit + 1} offset ${after ? 0 : criteria.offset}`;
   }
-  return sql<(CiRow & { position: string | null })[]>`
-    select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, ls.last_seen,
+  const columns = sql`ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, ls.last_seen,
            ci.created_at, ci.updated_at, ci.source_id::text as source_id, ci.scope_id,
-           ${criteria.withTypeData ? sql`${typeDataWithMetrics(sql)} as type_data` : sql`ci.raw_data`},
-           ${position} as position
-    from configuration_items ci join ci_last_seen ls on ls.ci_id = ci.ci_id
-    where ${after ? and(sql, [where, after]) : where}
-    order by ${sortMatches ? unindexed : sql(sortColumn)} ${direction}, ci.ci_id ${direction}
-    limit ${criteria.limit + 1} offset ${after ? 0 : criteria.offset}`;
+           ${criteria.withTypeData ? sql`${typeDataWithMetrics(sql)} as type_data` : sql`ci.raw_data`}`;
+  const order = sql`order by ${sortMatches ? unindexed : sql(sortColumn)} ${direction}, ci.ci_id ${direction}`;
+  const window = sql`limit ${criteria.limit + 1} offset ${after ? 0 : criteria.offset}`;
+  if (criteria.sortBy === 'last_seen' || criteria.filters.some((f) => f.field === 'last_seen')) {
+    return sql<(CiRow & { position: string | null })[]>`
+      select ${columns}, ${position} as position
+      from configuration_items ci join ci_last_seen ls on ls.ci_id = ci.ci_id
+      where ${after ? and(sql, [where, after]) : where}
+      ${order} ${window}`;
+  }
+  // last_seen joined, and the position written, for the page's rows only: a filter answered
+  // through a bitmap (a raw_data containment, a few hundred matches to sort) would otherwise probe
+  // last_seen and format a time for every match (13 of the 22 ms of a node's pods at 1M CIs)
+  return sql<(CiRow & { position: string | null })[]>`
+    select ${columns}, ${position} as position
+    from (select ci.* from configuration_items ci
+          where ${after ? and(sql, [where, after]) : where}
+          ${order} ${window}) ci
+    join ci_last_seen ls on ls.ci_id = ci.ci_id
+    ${order}`;
 }
 
 /** A time column as the API writes times, by the database. */

@@ -4,7 +4,9 @@ import { sweepLifecycle } from '../../src/lifecycle/sweep.js';
 import { createKey, useTestApp } from '../support/app.js';
 import { countsAgainstTable } from '../support/counts.js';
 import { onRealPostgres } from '../support/db.js';
-import { buildPod, ciIdOf, ingest } from '../support/factories.js';
+import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { buildPod, buildSource, ciIdOf, ingest } from '../support/factories.js';
+import { planNodes } from '../support/plans.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -111,6 +113,25 @@ describe('CI counts', function () {
     expect(await total('')).to.equal(503);
     expect(await total('filter=ci_type:eq:k8s.pod&filter=status:eq:active')).to.equal(503);
     expect(await total('filter=namespace:eq:team-b'), 'a namespace filter reads the counts with namespaces').to.equal(1);
+  });
+
+  it("read one namespace's counts through an index led by the namespace, not every count of the type", async () => {
+    const { sql } = app.current;
+    // seven instances of 400 namespaces, as the list benchmark's inventory
+    await sql`
+      insert into ci_counts (tenant_id, source_id, scope_id, status, ci_type, namespace, cis)
+      select ${DEFAULT_TENANT_ID}, ${await buildSource(sql, 'many')}, 'c' || i, 'active', 'k8s.pod', 'team-' || n, 1
+      from generate_series(1, 7) as i, generate_series(1, 400) as n`;
+    await sql`analyze ci_counts`;
+    const nodes = await planNodes(
+      sql,
+      'select sum(cis) from ci_counts where tenant_id = $1 and status = any($2::text[]) and ci_type = $3 and namespace = $4',
+      [DEFAULT_TENANT_ID, '{active}', 'k8s.pod', 'team-7'],
+      { analyze: true },
+    );
+    const read = nodes.find((node) => node['Relation Name'] === 'ci_counts');
+    expect(read?.['Index Name']).to.equal('ci_counts_by_namespace');
+    expect(read?.['Actual Rows']).to.equal(7);
   });
 
   (onRealPostgres ? describe : describe.skip)('with several sessions (skipped on the embedded database: concurrent reconciles need a PostgreSQL server, PGlite has one session)', () => {
