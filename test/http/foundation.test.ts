@@ -47,6 +47,21 @@ describe('HTTP foundation', () => {
     expectEnvelope(reply.body, { code: 'HTTP_404', path: '/api/v1/nothing-here', method: 'GET' });
   });
 
+  it('reaches a route through a path in another case or with a trailing slash, and a path that only starts like one is a 404', async () => {
+    for (const path of ['/API/V1/Configuration-Items', '/api/v1/configuration-items/', '/api/v1/SOURCES']) {
+      const reply = await app.current.get(path, admin);
+      expect(reply.status, path).to.equal(200);
+      expect(reply.body, path).to.have.property('items');
+    }
+    for (const path of ['/api/v1/', '/api/v1/configuration-items-x', '/api/v1/configuration-items%2F', '/api/v2/configuration-items']) {
+      const reply = await app.current.get(path, admin);
+      expect(reply.status, path).to.equal(404);
+      expectEnvelope(reply.body, { code: 'HTTP_404', path, method: 'GET' });
+    }
+    const health = await app.current.get('/health');
+    expect(health.status).to.equal(200);
+  });
+
   it('answers a known path with the wrong method with 405 and Allow', async () => {
     const reply = await app.current.request('PUT', '/api/v1/configuration-items', { key: admin });
     expect(reply.status).to.equal(405);
