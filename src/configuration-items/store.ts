@@ -252,10 +252,9 @@ function findsFewFirst(criteria: CiListCriteria): boolean {
  * once, and the page's 51 rows are fetched by key. More matches are counted as before.
  */
 async function firstMatches(sql: Sql, criteria: CiListCriteria, where: Fragment): Promise<string[]> {
-  const direction = criteria.sortOrder === 'asc' ? sql`asc` : sql`desc`;
   const rows = await sql<{ ci_id: string }[]>`
     select ci.ci_id from configuration_items ci where ${where}
-    order by ${sql(SORT_COLUMNS[criteria.sortBy] ?? 'ci.created_at')} ${direction}, ci.ci_id ${direction}
+    ${listOrder(sql, criteria)}
     limit ${FEW_MATCHES + 1}`;
   return rows.map((row) => row.ci_id);
 }
@@ -320,11 +319,19 @@ function thenRows(sql: Sql, principal: Principal, criteria: CiListCriteria, afte
   });
 }
 
+/** The list's sort column, as `ci.<column>`. */
+const sortColumnOf = (criteria: CiListCriteria): string => SORT_COLUMNS[criteria.sortBy] ?? 'ci.created_at';
+
+/** The list's order: its sort column (or `key`, an expression of it), then the id, in the request's direction. */
+function listOrder(sql: Sql, criteria: CiListCriteria, key?: Fragment): Fragment {
+  const direction = criteria.sortOrder === 'asc' ? sql`asc` : sql`desc`;
+  return sql`order by ${key ?? sql(sortColumnOf(criteria))} ${direction}, ci.ci_id ${direction}`;
+}
+
 /** The page's rows, with one more to tell whether more follow, each with its keyset position. */
 function pageRows(sql: Sql, principal: Principal, criteria: CiListCriteria, where: Fragment, sortMatches: boolean) {
   const after = criteria.after ? following(sql, criteria.sortBy, criteria.sortOrder, criteria.after) : undefined;
-  const direction = criteria.sortOrder === 'asc' ? sql`asc` : sql`desc`;
-  const sortColumn = SORT_COLUMNS[criteria.sortBy] ?? 'ci.created_at';
+  const sortColumn = sortColumnOf(criteria);
   const position = TIME_SORTS.has(criteria.sortBy) ? exactTime(sql, sortColumn) : sql`${sql(sortColumn)}::text`;
   // the same order, in a form no index has: `|| ''` and `+ interval '0'` change no value
   const unindexed = TIME_SORTS.has(criteria.sortBy) ? sql`(${sql(sortColumn)} + interval '0')` : sql`(${sql(sortColumn)} || '')`;
@@ -334,14 +341,14 @@ function pageRows(sql: Sql, principal: Principal, criteria: CiListCriteria, wher
       select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, null::timestamptz as last_seen,
              ci.created_at, ci.updated_at, ci.source_id::text as source_id, ci.scope_id,
              ${criteria.withTypeData ? sql`ci.type_data` : sql`ci.raw_data`}, ${position} as position
-      from (${versionsAt(sql, principal, criteria, after)} order by ${sql(sortColumn)} ${direction}, ci.ci_id ${direction}
+      from (${versionsAt(sql, principal, criteria, after)} ${listOrder(sql, criteria)}
             limit ${criteria.limit + 1} offset ${after ? 0 : criteria.offset}) v
       cross join lateral (
         select ci.* from ${cisAt(sql, criteria.asOf, 'ci', {
           visible: (row) => visibleTo(sql, principal, columnsOf(row)),
           key: (row) => sql`${sql(row)}.ci_id = v.ci_id`,
         })} ci) ci
-      order by ${sql(sortColumn)} ${direction}, ci.ci_id ${direction}`;
+      ${listOrder(sql, criteria)}`;
   }
   if (criteria.asOf !== undefined) {
     return sql<(CiRow & { position: string | null })[]>`
@@ -349,13 +356,13 @@ function pageRows(sql: Sql, principal: Principal, criteria: CiListCriteria, wher
              ci.created_at, ci.updated_at, ci.source_id::text as source_id, ci.scope_id,
              ${criteria.withTypeData ? sql`ci.type_data` : sql`ci.raw_data`}, ${position} as position
       from ${thenRows(sql, principal, criteria, after)} ci
-      order by ${sql(sortColumn)} ${direction}, ci.ci_id ${direction}
+      ${listOrder(sql, criteria)}
       limit ${criteria.limit + 1} offset ${after ? 0 : criteria.offset}`;
   }
   const columns = sql`ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, ls.last_seen,
            ci.created_at, ci.updated_at, ci.source_id::text as source_id, ci.scope_id,
            ${criteria.withTypeData ? sql`${typeDataWithMetrics(sql)} as type_data` : sql`ci.raw_data`}`;
-  const order = sql`order by ${sortMatches ? unindexed : sql(sortColumn)} ${direction}, ci.ci_id ${direction}`;
+  const order = sortMatches ? listOrder(sql, criteria, unindexed) : listOrder(sql, criteria);
   const window = sql`limit ${criteria.limit + 1} offset ${after ? 0 : criteria.offset}`;
   if (criteria.sortBy === 'last_seen' || criteria.filters.some((f) => f.field === 'last_seen')) {
     return sql<(CiRow & { position: string | null })[]>`

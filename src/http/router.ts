@@ -132,7 +132,9 @@ export function buildRouter<App extends RouterApp>(app: App, routes: readonly An
   const groups = new Map<string | undefined, AnyRouteOf<App>[]>([[undefined, []]]);
   for (const route of routes) {
     const resource = apart ? resourceOf(route.path) : undefined;
-    groups.set(resource, [...(groups.get(resource) ?? []), route]);
+    const group = groups.get(resource);
+    if (group) group.push(route);
+    else groups.set(resource, [route]);
   }
   const routers = [...groups].map(([resource, held]) => [resource, mountRoutes(app, held, options)] as const);
   const served = new Map(routers.map(([resource, router]) => [resource, router.routes()]));

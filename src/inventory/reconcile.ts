@@ -170,8 +170,10 @@ export function assertStorable(snapshot: Snapshot, unstorableItems?: ReadonlyMap
   });
   const scopeMessage = snapshot.scope_id == null ? undefined : messageOf(textFlags(snapshot.scope_id));
   if (scopeMessage) refuse('scope_id', scopeMessage);
-  const itemIds = new Set(snapshot.items.map((item) => item.external_id));
-  (snapshot.deletions ?? []).forEach((id, index) => {
+  const deletions = snapshot.deletions ?? [];
+  // only a delta with deletions needs the items' ids: a full collection skips a set of every id
+  const itemIds = new Set(deletions.length > 0 ? snapshot.items.map((item) => item.external_id) : []);
+  deletions.forEach((id, index) => {
     const message = messageOf(textFlags(id));
     if (message) refuse(`deletions.${index}`, message);
     else if (itemIds.has(id)) refuse(`deletions.${index}`, 'is also listed in items; send an id as an item or as a deletion, not both');
