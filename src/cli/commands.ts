@@ -42,7 +42,8 @@ export async function migrateCommand(flags: Flags): Promise<void> {
       import('../db/partitions.js'),
       import('../progress.js'),
     ]);
-    await keepAllPartitions(db.sql, new Date());
+    // the operator's own command: months of rows left in the default partitions move however long it takes
+    await keepAllPartitions(db.sql, new Date(), { moveTimeoutMs: 0 });
     // an interrupt stops after the batch in flight, which is committed with its position: run again to resume
     const stop = new AbortController();
     const interrupted = () => stop.abort();

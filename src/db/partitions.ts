@@ -69,14 +69,17 @@ export async function monthPartitions(sql: Queryable, parent: string, table: Tim
 /**
  * Makes the partition of `month` unless it exists, taking over whatever rows of that month the
  * default partition holds. Reads go on meanwhile; writes wait the few milliseconds it takes when
- * the month is empty. Returns the rows moved out of the default.
+ * the month is empty, and for the move when it is not. `moveTimeoutMs` bounds each statement
+ * (0: no bound); without it the connection's statement timeout applies. Returns the rows moved out
+ * of the default.
  */
-export async function createMonthPartition(sql: Sql, table: TimePartitioned, parent: string, month: Date): Promise<number> {
+export async function createMonthPartition(sql: Sql, table: TimePartitioned, parent: string, month: Date, moveTimeoutMs?: number): Promise<number> {
   const name = partitionName(table, month);
   const from = monthOf(month);
   const to = addMonths(from, 1);
   return sql.begin(async (tx) => {
     await tx`set local lock_timeout = '10s'`;
+    if (moveTimeoutMs !== undefined) await tx.unsafe(`set local statement_timeout = ${Math.max(0, Math.round(moveTimeoutMs))}`);
     const exists = async () => (await tx`select 1 from pg_class where relname = ${name} and relnamespace = current_schema()::regnamespace`).length > 0;
     if (await exists()) return 0;
     // writers wait for this short transaction (readers do not): a write routed to the default
@@ -98,26 +101,57 @@ export async function createMonthPartition(sql: Sql, table: TimePartitioned, par
 export interface PartitionUpkeep {
   created: string[];
   movedFromDefault: number;
+  /**
+   * Months left for later: moving their rows out of the default partition ran past the statement
+   * timeout, or the table's lock was not had in time. Their rows stay where they are, readable and
+   * whole; `cinv migrate` moves them without a time bound.
+   */
+  deferred: string[];
   /** Rows the default partition still holds after the upkeep (the sweep reports them). */
   defaultRows: number;
 }
 
+export interface UpkeepOptions {
+  /** Each statement's bound while a month's rows move out of the default partition (0: none); the connection's by default. */
+  moveTimeoutMs?: number;
+  /** Only the current month and those ahead: older months found in the default partition are left to the sweep. */
+  aheadOnly?: boolean;
+}
+
+/** The errors that leave a month for later: a statement or lock timeout, which rolls the month's transaction back whole. */
+const isTimeout = (error: unknown): boolean => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '57014' || code === '55P03';
+};
+
 /**
  * The sweep's partition upkeep for one table: the current month and MONTHS_AHEAD after it exist,
  * and months found in the default partition get their own (oldest first, a bounded number a time).
+ * A month whose rows cannot move in time is deferred, and the other months are still made: writes
+ * to a month without a partition land in the default one, so nothing waits for it.
  */
-export async function keepPartitions(sql: Sql, table: TimePartitioned, now: Date): Promise<PartitionUpkeep> {
-  const upkeep: PartitionUpkeep = { created: [], movedFromDefault: 0, defaultRows: 0 };
+export async function keepPartitions(sql: Sql, table: TimePartitioned, now: Date, options: UpkeepOptions = {}): Promise<PartitionUpkeep> {
+  const upkeep: PartitionUpkeep = { created: [], movedFromDefault: 0, deferred: [], defaultRows: 0 };
   const parent = await partitionedTable(sql, table);
   if (!parent) return upkeep;
   const existing = new Set((await monthPartitions(sql, parent, table)).map((p) => p.from.getTime()));
   const wanted = Array.from({ length: MONTHS_AHEAD + 1 }, (_, i) => addMonths(monthOf(now), i));
-  const stray = await sql.unsafe<{ month: Date }[]>(
-    `select distinct date_trunc('month', ${table.column}, 'UTC') as month from ${defaultPartition(table)} order by 1 limit ${MONTHS_MOVED_PER_SWEEP}`,
-  );
+  const stray = options.aheadOnly
+    ? []
+    : await sql.unsafe<{ month: Date }[]>(
+        `select distinct date_trunc('month', ${table.column}, 'UTC') as month from ${defaultPartition(table)} order by 1 limit ${MONTHS_MOVED_PER_SWEEP}`,
+      );
   for (const month of [...wanted, ...stray.map((row) => new Date(row.month))]) {
     if (existing.has(month.getTime())) continue;
-    upkeep.movedFromDefault += await createMonthPartition(sql, table, parent, month);
+    try {
+      upkeep.movedFromDefault += await createMonthPartition(sql, table, parent, month, options.moveTimeoutMs);
+    } catch (error) {
+      if (!isTimeout(error)) throw error;
+      upkeep.deferred.push(partitionName(table, month));
+      // tried once per upkeep: a month both due ahead and found in the default is not tried again
+      existing.add(month.getTime());
+      continue;
+    }
     upkeep.created.push(partitionName(table, month));
     existing.add(month.getTime());
   }
@@ -165,8 +199,8 @@ export async function dropPartitionsBefore(
 }
 
 /** keepPartitions for every time-partitioned table. */
-export async function keepAllPartitions(sql: Sql, now: Date): Promise<Record<TimePartitioned['name'], PartitionUpkeep>> {
+export async function keepAllPartitions(sql: Sql, now: Date, options: UpkeepOptions = {}): Promise<Record<TimePartitioned['name'], PartitionUpkeep>> {
   const upkeep = {} as Record<TimePartitioned['name'], PartitionUpkeep>;
-  for (const table of TIME_PARTITIONED) upkeep[table.name] = await keepPartitions(sql, table, now);
+  for (const table of TIME_PARTITIONED) upkeep[table.name] = await keepPartitions(sql, table, now, options);
   return upkeep;
 }

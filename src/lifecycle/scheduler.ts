@@ -24,6 +24,12 @@ export async function runSweep(app: AppContext): Promise<void> {
     for (const [table, upkeep] of Object.entries(partitions)) {
       partitionDefaultRows.set({ table }, upkeep.defaultRows);
       if (upkeep.created.length > 0) logger.info({ table, partitions: upkeep.created }, 'partitions created');
+      if (upkeep.deferred.length > 0) {
+        logger.warn(
+          { table, partitions: upkeep.deferred },
+          'rows of these months are too many to move out of the default partition within CINV_STATEMENT_TIMEOUT: run `cinv migrate` to move them',
+        );
+      }
       if (upkeep.movedFromDefault > 0 || upkeep.defaultRows > 0) {
         logger.warn(
           { table, moved: upkeep.movedFromDefault, left: upkeep.defaultRows },

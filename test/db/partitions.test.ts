@@ -176,6 +176,54 @@ describe('change history partitions', () => {
     expect(months).to.include('audit_events_y2031m04').and.not.include('audit_events_y2031m02');
   });
 
+  (onRealPostgres ? it : it.skip)(
+    'leaves a month whose rows cannot move within the bound in the default partition, whole, tries every other month, and moves it without one (skipped on the embedded database: PGlite does not enforce statement timeouts)',
+    async function () {
+      this.timeout(60_000);
+      const { sql } = app.current;
+      await sql`
+        insert into change_records (tenant_id, ci_id, ci_name, ci_type, change_type, changed_at, changes, changed_fields)
+        select ${DEFAULT_TENANT_ID}, gen_random_uuid(), 'bulk-' || g, 'k8s.pod', 'UPDATED', timestamptz '2099-05-01' + g * interval '10 seconds',
+               '[{"field": "status", "old_value": "a", "new_value": "b"}]', '{status}'
+        from generate_series(1, 50000) g`;
+      const inDefault = async () =>
+        (await sql<{ n: number }[]>`select count(*)::int as n from change_records_default where changed_at >= '2099-05-01' and changed_at < '2099-06-01'`)[0]!.n;
+      expect(await inDefault()).to.equal(50_000);
+
+      const bounded = await keepPartitions(sql, CHANGE_RECORDS, new Date('2099-05-10T00:00:00Z'), { moveTimeoutMs: 1 });
+      expect(bounded.deferred).to.include('change_records_y2099m05');
+      expect(bounded.created).not.to.include('change_records_y2099m05');
+      // the months after it were each tried, made or left for later too, not skipped for the failure
+      const ahead = [6, 7, 8].map((m) => `change_records_y2099m0${m}`);
+      expect([...bounded.created, ...bounded.deferred]).to.include.members(ahead);
+      expect(await names(sql)).not.to.include('change_records_y2099m05');
+      expect(await inDefault()).to.equal(50_000);
+      const [{ n }] = await sql<{ n: number }[]>`select count(distinct ci_name)::int as n from change_records where ci_name like 'bulk-%'`;
+      expect(n).to.equal(50_000);
+
+      const unbounded = await keepPartitions(sql, CHANGE_RECORDS, new Date('2099-05-10T00:00:00Z'), { moveTimeoutMs: 0 });
+      expect(unbounded.deferred).to.deep.equal([]);
+      expect(unbounded.movedFromDefault).to.equal(50_000);
+      expect(await inDefault()).to.equal(0);
+      const [home] = await sql<{ home: string; n: number }[]>`
+        select tableoid::regclass::text as home, count(*)::int as n from change_records where ci_name like 'bulk-%' group by 1`;
+      expect(home).to.deep.equal({ home: 'change_records_y2099m05', n: 50_000 });
+      await sql`delete from change_records where ci_name like 'bulk-%'`;
+    },
+  );
+
+  it('makes only the months writes go to when asked, leaving older months in the default partition to the sweep', async () => {
+    const { sql } = app.current;
+    await record(sql, 'stray', '2031-01-10T00:00:00Z');
+    const upkeep = await keepPartitions(sql, CHANGE_RECORDS, new Date('2031-06-10T00:00:00Z'), { aheadOnly: true });
+    expect(upkeep.created).to.deep.equal(['change_records_y2031m06', 'change_records_y2031m07', 'change_records_y2031m08', 'change_records_y2031m09']);
+    expect(await homes(sql)).to.include({ stray: 'change_records_default' });
+    const swept = await keepPartitions(sql, CHANGE_RECORDS, new Date('2031-06-10T00:00:00Z'));
+    expect(swept.created).to.deep.equal(['change_records_y2031m01']);
+    expect(await homes(sql)).to.include({ stray: 'change_records_y2031m01' });
+    await sql`delete from change_records where ci_name = 'stray'`;
+  });
+
   (onRealPostgres ? describe : describe.skip)('beside concurrent writers (skipped on the embedded database: PGlite has one session)', () => {
     it('creates months and drops expired ones while other sessions keep writing, losing no write', async function () {
       this.timeout(60_000);
