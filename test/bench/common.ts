@@ -134,6 +134,9 @@ export async function settlePartitions(sql: Sql): Promise<void> {
     const upkeep = await keepAllPartitions(sql, new Date());
     const moved = Object.values(upkeep).reduce((sum, table) => sum + table.movedFromDefault, 0);
     if (moved > 0) console.log(`  partitions: ${moved} rows moved out of the default partitions`);
+    // rows just moved have no visibility map and no statistics yet: measured before autovacuum
+    // comes by, a 7-day statistics window took 820 ms at p95 instead of 320
+    for (const [table, kept] of Object.entries(upkeep)) if (kept.movedFromDefault > 0) await sql.unsafe(`vacuum analyze ${table}`);
     if (Object.values(upkeep).every((table) => table.defaultRows === 0)) return;
   }
 }

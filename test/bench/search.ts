@@ -17,6 +17,8 @@ import { issueApiKey } from '../../src/auth/api-keys.js';
 import { loadConfig } from '../../src/config/config.js';
 import { admit, type Sql } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
+import { addMonths, keepAllPartitions, monthOf } from '../../src/db/partitions.js';
+import { settlePartitions } from './common.js';
 import { recordChanges, type NewChangeRecord } from '../../src/history/writer.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { createSearchBackend } from '../../src/search/backends.js';
@@ -94,6 +96,8 @@ export async function load(sql: Sql, count: number): Promise<void> {
   console.log(`generating ${count} change records (kept for later runs) ...`);
   await sql.unsafe('truncate change_records, change_stats_queue, change_stats_buckets, change_stats_days, change_stats_ci_last, change_stats_affected, outbox restart identity');
   await sql`update change_stats_state set refreshed_at = '-infinity'`;
+  // every month of the generated history has its partitions, as the sweep keeps them in service
+  for (let month = monthOf(new Date(NOW.getTime() - 121 * DAY)); month <= NOW; month = addMonths(month, 1)) await keepAllPartitions(sql, month);
   const indexes = await sql<{ indexname: string; indexdef: string }[]>`
     select indexname, indexdef from pg_indexes where tablename = 'change_records' and indexname <> 'change_records_pkey'`;
   for (const index of indexes) await sql.unsafe(`drop index ${index.indexname}`);
@@ -141,6 +145,8 @@ async function start(count: number): Promise<Bench> {
   const sql = postgres(url(), { max: 8, onnotice: () => {} });
   await migrate(sql);
   await load(sql, count);
+  // a database generated before the load made its months: their rows move out of the default partitions
+  await settlePartitions(sql);
   const { key } = await issueApiKey(sql, SECRET, { tenantId: DEFAULT_TENANT_ID, name: 'bench', tier: 'adm' });
   await sql`insert into collectors (tenant_id, name, collector_type) values (${DEFAULT_TENANT_ID}, 'bench', 'universal') on conflict do nothing`;
   await sql`
