@@ -127,8 +127,9 @@ const isTimeout = (error: unknown): boolean => {
 /**
  * The sweep's partition upkeep for one table: the current month and MONTHS_AHEAD after it exist,
  * and months found in the default partition get their own (oldest first, a bounded number a time).
- * A month whose rows cannot move in time is deferred, and the other months are still made: writes
- * to a month without a partition land in the default one, so nothing waits for it.
+ * A month that cannot be made in time is deferred with every month after it, untried: attaching
+ * any month scans the default partition, which is what took too long, and writers wait for each
+ * try. Writes to a month without a partition land in the default one, so nothing waits for it.
  */
 export async function keepPartitions(sql: Sql, table: TimePartitioned, now: Date, options: UpkeepOptions = {}): Promise<PartitionUpkeep> {
   const upkeep: PartitionUpkeep = { created: [], movedFromDefault: 0, deferred: [], defaultRows: 0 };
@@ -143,12 +144,17 @@ export async function keepPartitions(sql: Sql, table: TimePartitioned, now: Date
       );
   for (const month of [...wanted, ...stray.map((row) => new Date(row.month))]) {
     if (existing.has(month.getTime())) continue;
+    if (upkeep.deferred.length > 0) {
+      upkeep.deferred.push(partitionName(table, month));
+      existing.add(month.getTime());
+      continue;
+    }
     try {
       upkeep.movedFromDefault += await createMonthPartition(sql, table, parent, month, options.moveTimeoutMs);
     } catch (error) {
       if (!isTimeout(error)) throw error;
       upkeep.deferred.push(partitionName(table, month));
-      // tried once per upkeep: a month both due ahead and found in the default is not tried again
+      // a month both due ahead and found in the default is named once
       existing.add(month.getTime());
       continue;
     }
