@@ -15,7 +15,7 @@ import { migrate } from './db/migrate.js';
 import { pendingPartitionMigrations } from './db/partition-migration.js';
 import { keepAllPartitions } from './db/partitions.js';
 import { answerClientErrors } from './http/client-errors.js';
-import { scheduleSweeps } from './lifecycle/scheduler.js';
+import { reportPartitionUpkeep, scheduleSweeps } from './lifecycle/scheduler.js';
 import { createSearchBackend } from './search/backends.js';
 import { scheduleSearchJobs } from './changes/scheduler.js';
 import { SubscriptionDelivery } from './subscriptions/delivery.js';
@@ -79,14 +79,7 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
     const applied = await migrate(database.sql);
     if (applied.length > 0) logger.info({ versions: applied }, 'migrations applied');
     // the months writes go to exist before serving; older months in the default partitions are the sweep's
-    const upkeep = await keepAllPartitions(database.sql, app.now(), { aheadOnly: true });
-    const deferred = Object.values(upkeep).flatMap((table) => table.deferred);
-    if (deferred.length > 0) {
-      logger.warn(
-        { partitions: deferred },
-        'rows of these months wait in the default partitions, too many to move within CINV_STATEMENT_TIMEOUT: run `cinv migrate` to move them (the service keeps serving and writing meanwhile)',
-      );
-    }
+    reportPartitionUpkeep(logger, await keepAllPartitions(database.sql, app.now(), { aheadOnly: true }));
     const moving = await pendingPartitionMigrations(database.sql);
     if (moving.length > 0) {
       logger.warn(

@@ -118,11 +118,19 @@ export interface UpkeepOptions {
   aheadOnly?: boolean;
 }
 
-/** The errors that leave a month for later: a statement or lock timeout, which rolls the month's transaction back whole. */
-const isTimeout = (error: unknown): boolean => {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === '57014' || code === '55P03';
-};
+/**
+ * The work's result, or undefined when it ran into a statement or lock timeout, which rolls its
+ * transaction back whole; any other failure is thrown.
+ */
+async function inTime<T>(work: Promise<T>): Promise<T | undefined> {
+  try {
+    return await work;
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (code === '57014' || code === '55P03') return undefined;
+    throw error;
+  }
+}
 
 /**
  * The sweep's partition upkeep for one table: the current month and MONTHS_AHEAD after it exist,
@@ -144,22 +152,16 @@ export async function keepPartitions(sql: Sql, table: TimePartitioned, now: Date
       );
   for (const month of [...wanted, ...stray.map((row) => new Date(row.month))]) {
     if (existing.has(month.getTime())) continue;
-    if (upkeep.deferred.length > 0) {
-      upkeep.deferred.push(partitionName(table, month));
-      existing.add(month.getTime());
-      continue;
-    }
-    try {
-      upkeep.movedFromDefault += await createMonthPartition(sql, table, parent, month, options.moveTimeoutMs);
-    } catch (error) {
-      if (!isTimeout(error)) throw error;
-      upkeep.deferred.push(partitionName(table, month));
-      // a month both due ahead and found in the default is named once
-      existing.add(month.getTime());
-      continue;
-    }
-    upkeep.created.push(partitionName(table, month));
     existing.add(month.getTime());
+    const name = partitionName(table, month);
+    // after one month ran out of time the others wait untried (see above)
+    const moved = upkeep.deferred.length === 0 ? await inTime(createMonthPartition(sql, table, parent, month, options.moveTimeoutMs)) : undefined;
+    if (moved === undefined) {
+      upkeep.deferred.push(name);
+    } else {
+      upkeep.movedFromDefault += moved;
+      upkeep.created.push(name);
+    }
   }
   upkeep.defaultRows = await defaultRows(sql, table);
   return upkeep;

@@ -3,12 +3,36 @@ import { trimAuditEvents } from '../audit/store.js';
 import { trimExpiredSessions } from '../auth/sessions.js';
 import { foldCiCounts } from '../configuration-items/counts.js';
 import type { AppContext } from '../context.js';
-import { keepAllPartitions } from '../db/partitions.js';
+import { keepAllPartitions, type PartitionUpkeep } from '../db/partitions.js';
+import type { Logger } from '../observability/logger.js';
 import { partitionDefaultRows, partitionsDropped } from '../observability/metrics.js';
 import { horizonsAt, trimChangeHistory } from '../history/retention.js';
 import { lifecycleSettings, sweepLifecycle, trimOutbox } from './sweep.js';
 
 const OUTBOX_MAX_AGE_MS = 24 * 3_600_000;
+
+/**
+ * What a partition upkeep did, in the log and in `cinv_partition_default_rows`: at start-up and at
+ * every sweep.
+ */
+export function reportPartitionUpkeep(logger: Logger, partitions: Record<string, PartitionUpkeep>): void {
+  for (const [table, upkeep] of Object.entries(partitions)) {
+    partitionDefaultRows.set({ table }, upkeep.defaultRows);
+    if (upkeep.created.length > 0) logger.info({ table, partitions: upkeep.created }, 'partitions created');
+    if (upkeep.deferred.length > 0) {
+      logger.warn(
+        { table, partitions: upkeep.deferred },
+        'rows of these months are too many to move out of the default partition within CINV_STATEMENT_TIMEOUT: run `cinv migrate` to move them (the service keeps serving and writing meanwhile)',
+      );
+    }
+    if (upkeep.movedFromDefault > 0 || upkeep.defaultRows > 0) {
+      logger.warn(
+        { table, moved: upkeep.movedFromDefault, left: upkeep.defaultRows },
+        'rows were written outside the monthly partitions (a clock far off?): moved into their months, any left go with later sweeps',
+      );
+    }
+  }
+}
 
 /**
  * One sweep: the months of partitioned history made ahead, lifecycle moves, outbox trimming, folding the CI count deltas, expiring audit events and
@@ -20,23 +44,7 @@ export async function runSweep(app: AppContext): Promise<void> {
   try {
     const now = app.now();
     // the months ahead exist before anything is written into them; rows that found no month are reported
-    const partitions = await keepAllPartitions(app.sql, now);
-    for (const [table, upkeep] of Object.entries(partitions)) {
-      partitionDefaultRows.set({ table }, upkeep.defaultRows);
-      if (upkeep.created.length > 0) logger.info({ table, partitions: upkeep.created }, 'partitions created');
-      if (upkeep.deferred.length > 0) {
-        logger.warn(
-          { table, partitions: upkeep.deferred },
-          'rows of these months are too many to move out of the default partition within CINV_STATEMENT_TIMEOUT: run `cinv migrate` to move them',
-        );
-      }
-      if (upkeep.movedFromDefault > 0 || upkeep.defaultRows > 0) {
-        logger.warn(
-          { table, moved: upkeep.movedFromDefault, left: upkeep.defaultRows },
-          'rows were written outside the monthly partitions (a clock far off?): moved into their months, any left go with later sweeps',
-        );
-      }
-    }
+    reportPartitionUpkeep(logger, await keepAllPartitions(app.sql, now));
     const result = await sweepLifecycle(app.sql, lifecycleSettings(config), now);
     // with OpenSearch configured the indexer consumes the outbox; otherwise nothing would
     const trimmed = config.opensearchUrl ? 0 : await trimOutbox(app.sql, OUTBOX_MAX_AGE_MS, config.sweepBatchSize, now);

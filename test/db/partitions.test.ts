@@ -243,7 +243,8 @@ describe('change history partitions', () => {
           }
         });
         // the writers are under way before the first month is made
-        while (written < 20) await new Promise((resolve) => setTimeout(resolve, 5));
+        // (a writer's failure ends the wait with its error)
+        while (written < 20) await Promise.race([new Promise((resolve) => setTimeout(resolve, 5)), Promise.all(writing)]);
         const before = written;
         for (let step = 0; step < 14; step++) {
           await keepPartitions(sql, CHANGE_RECORDS, new Date(Date.UTC(2034, 1 + step, 1)));
