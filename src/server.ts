@@ -13,7 +13,7 @@ import { AnalystReads } from './analyst-reads.js';
 import { openDatabase } from './db/open.js';
 import { migrate } from './db/migrate.js';
 import { pendingPartitionMigrations } from './db/partition-migration.js';
-import { keepAllPartitions } from './db/partitions.js';
+import { keepAllPartitions, PartitionRetries } from './db/partitions.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { reportPartitionUpkeep, scheduleSweeps } from './lifecycle/scheduler.js';
 import { createSearchBackend } from './search/backends.js';
@@ -75,11 +75,12 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
   };
   const analystReads = replica ? new AnalystReads(app, replica) : undefined;
   app.analystReads = analystReads;
+  const partitionRetries = new PartitionRetries();
   try {
     const applied = await migrate(database.sql);
     if (applied.length > 0) logger.info({ versions: applied }, 'migrations applied');
     // the months writes go to exist before serving; older months in the default partitions are the sweep's
-    reportPartitionUpkeep(logger, await keepAllPartitions(database.sql, app.now(), { aheadOnly: true }));
+    reportPartitionUpkeep(logger, await keepAllPartitions(database.sql, app.now(), { aheadOnly: true, retries: partitionRetries }));
     const moving = await pendingPartitionMigrations(database.sql);
     if (moving.length > 0) {
       logger.warn(
@@ -100,7 +101,7 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
   const principals = options.api ? await principalCacheFor(database, config.keyCacheMs) : undefined;
   app.principals = principals?.cache;
 
-  const sweeps = options.scheduler ? scheduleSweeps(app) : undefined;
+  const sweeps = options.scheduler ? scheduleSweeps(app, partitionRetries) : undefined;
   const worker = options.scheduler
     ? new CollectionWorker(app, { concurrency: config.workerConcurrency, leaseMs: config.workerLeaseMs, pollMs: config.workerPollMs, watches: config.workerWatches })
     : undefined;

@@ -116,6 +116,37 @@ export interface UpkeepOptions {
   moveTimeoutMs?: number;
   /** Only the current month and those ahead: older months found in the default partition are left to the sweep. */
   aheadOnly?: boolean;
+  /** When months deferred before are tried again; without it every upkeep tries them. */
+  retries?: PartitionRetries;
+}
+
+/** The first wait before a deferred month is tried again, and the longest. */
+export const RETRY_FIRST_WAIT_MS = 3_600_000;
+export const RETRY_MAX_WAIT_MS = 24 * 3_600_000;
+
+/**
+ * When each deferred month is tried again: an hour after the try that ran out of time, then twice
+ * as long after each further one, up to a day. Every try holds back the table's writers for as long
+ * as the statement timeout, so a month that is too large to move in time must not cost them that
+ * at every sweep until someone runs `cinv migrate`. Kept by one process for its own upkeeps.
+ */
+export class PartitionRetries {
+  private readonly waits = new Map<string, { at: number; waitMs: number }>();
+
+  due(name: string, now: Date): boolean {
+    const wait = this.waits.get(name);
+    return wait === undefined || now.getTime() >= wait.at;
+  }
+
+  /** Called with each month after its try: `made` ends its waiting, otherwise the wait doubles. */
+  tried(name: string, made: boolean, now: Date): void {
+    if (made) {
+      this.waits.delete(name);
+      return;
+    }
+    const waitMs = Math.min(RETRY_MAX_WAIT_MS, (this.waits.get(name)?.waitMs ?? RETRY_FIRST_WAIT_MS / 2) * 2);
+    this.waits.set(name, { at: now.getTime() + waitMs, waitMs });
+  }
 }
 
 /**
@@ -137,7 +168,8 @@ async function inTime<T>(work: Promise<T>): Promise<T | undefined> {
  * and months found in the default partition get their own (oldest first, a bounded number a time).
  * A month that cannot be made in time is deferred with every month after it, untried: attaching
  * any month scans the default partition, which is what took too long, and writers wait for each
- * try. Writes to a month without a partition land in the default one, so nothing waits for it.
+ * try; with `retries`, a deferred month is tried again only when its retry is due. Writes to a
+ * month without a partition land in the default one, so nothing waits for it.
  */
 export async function keepPartitions(sql: Sql, table: TimePartitioned, now: Date, options: UpkeepOptions = {}): Promise<PartitionUpkeep> {
   const upkeep: PartitionUpkeep = { created: [], movedFromDefault: 0, deferred: [], defaultRows: 0 };
@@ -154,8 +186,10 @@ export async function keepPartitions(sql: Sql, table: TimePartitioned, now: Date
     if (existing.has(month.getTime())) continue;
     existing.add(month.getTime());
     const name = partitionName(table, month);
-    // after one month ran out of time the others wait untried (see above)
-    const moved = upkeep.deferred.length === 0 ? await inTime(createMonthPartition(sql, table, parent, month, options.moveTimeoutMs)) : undefined;
+    // after one month ran out of time the others wait untried (see above), as do all while its retry is not due
+    const due = upkeep.deferred.length === 0 && (options.retries?.due(name, now) ?? true);
+    const moved = due ? await inTime(createMonthPartition(sql, table, parent, month, options.moveTimeoutMs)) : undefined;
+    if (due) options.retries?.tried(name, moved !== undefined, now);
     if (moved === undefined) {
       upkeep.deferred.push(name);
     } else {

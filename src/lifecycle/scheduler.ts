@@ -3,7 +3,7 @@ import { trimAuditEvents } from '../audit/store.js';
 import { trimExpiredSessions } from '../auth/sessions.js';
 import { foldCiCounts } from '../configuration-items/counts.js';
 import type { AppContext } from '../context.js';
-import { keepAllPartitions, type PartitionUpkeep } from '../db/partitions.js';
+import { keepAllPartitions, PartitionRetries, type PartitionUpkeep } from '../db/partitions.js';
 import type { Logger } from '../observability/logger.js';
 import { partitionDefaultRows, partitionsDropped } from '../observability/metrics.js';
 import { horizonsAt, trimChangeHistory } from '../history/retention.js';
@@ -36,15 +36,16 @@ export function reportPartitionUpkeep(logger: Logger, partitions: Record<string,
 
 /**
  * One sweep: the months of partitioned history made ahead, lifecycle moves, outbox trimming, folding the CI count deltas, expiring audit events and
- * change history past their retention. Errors are logged, never thrown.
+ * change history past their retention. Errors are logged, never thrown. `retries` carries the
+ * months deferred by earlier upkeeps from one sweep to the next.
  */
-export async function runSweep(app: AppContext): Promise<void> {
+export async function runSweep(app: AppContext, retries?: PartitionRetries): Promise<void> {
   const { config, logger } = app;
   const started = Date.now();
   try {
     const now = app.now();
     // the months ahead exist before anything is written into them; rows that found no month are reported
-    reportPartitionUpkeep(logger, await keepAllPartitions(app.sql, now));
+    reportPartitionUpkeep(logger, await keepAllPartitions(app.sql, now, { retries }));
     const result = await sweepLifecycle(app.sql, lifecycleSettings(config), now);
     // with OpenSearch configured the indexer consumes the outbox; otherwise nothing would
     const trimmed = config.opensearchUrl ? 0 : await trimOutbox(app.sql, OUTBOX_MAX_AGE_MS, config.sweepBatchSize, now);
@@ -79,12 +80,15 @@ export async function runSweep(app: AppContext): Promise<void> {
   }
 }
 
-/** Schedules the sweep (CINV_SWEEP_SCHEDULE, cron syntax); overlapping runs are skipped. */
-export function scheduleSweeps(app: AppContext): { stop(): Promise<void> } {
+/**
+ * Schedules the sweep (CINV_SWEEP_SCHEDULE, cron syntax); overlapping runs are skipped. `retries`
+ * holds the months the start-up upkeep deferred.
+ */
+export function scheduleSweeps(app: AppContext, retries = new PartitionRetries()): { stop(): Promise<void> } {
   let running: Promise<void> | undefined;
   const job = schedule.scheduleJob('cinv-lifecycle-sweep', app.config.sweepSchedule, () => {
     if (running) return;
-    running = runSweep(app).finally(() => {
+    running = runSweep(app, retries).finally(() => {
       running = undefined;
     });
   });

@@ -11,6 +11,9 @@ import {
   monthPartitions,
   MONTHS_AHEAD,
   partitionName,
+  PartitionRetries,
+  RETRY_FIRST_WAIT_MS,
+  RETRY_MAX_WAIT_MS,
 } from '../../src/db/partitions.js';
 import { trimAuditEvents } from '../../src/audit/store.js';
 import { trimChangeHistory } from '../../src/history/retention.js';
@@ -190,7 +193,9 @@ describe('change history partitions', () => {
         (await sql<{ n: number }[]>`select count(*)::int as n from change_records_default where changed_at >= '2099-05-01' and changed_at < '2099-06-01'`)[0]!.n;
       expect(await inDefault()).to.equal(50_000);
 
-      const bounded = await keepPartitions(sql, CHANGE_RECORDS, new Date('2099-05-10T00:00:00Z'), { moveTimeoutMs: 1 });
+      const now = new Date('2099-05-10T00:00:00Z');
+      const retries = new PartitionRetries();
+      const bounded = await keepPartitions(sql, CHANGE_RECORDS, now, { moveTimeoutMs: 1, retries });
       // one try: each month after it would scan the same default partition, with writers waiting
       const ahead = [6, 7, 8].map((m) => `change_records_y2099m0${m}`);
       expect(bounded.deferred).to.deep.equal(['change_records_y2099m05', ...ahead]);
@@ -200,7 +205,12 @@ describe('change history partitions', () => {
       const [all] = await sql<{ n: number }[]>`select count(distinct ci_name)::int as n from change_records where ci_name like 'bulk-%'`;
       expect(all?.n).to.equal(50_000);
 
-      const unbounded = await keepPartitions(sql, CHANGE_RECORDS, new Date('2099-05-10T00:00:00Z'), { moveTimeoutMs: 0 });
+      // the next sweeps leave it untried until its retry is due, though they could move it now
+      const waiting = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS - 1000), { moveTimeoutMs: 0, retries });
+      expect(waiting.deferred).to.deep.equal(['change_records_y2099m05', ...ahead]);
+      expect(await inDefault()).to.equal(50_000);
+
+      const unbounded = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS), { moveTimeoutMs: 0, retries });
       expect(unbounded.deferred).to.deep.equal([]);
       expect(unbounded.created).to.deep.equal(['change_records_y2099m05', ...ahead]);
       expect(unbounded.movedFromDefault).to.equal(50_000);
@@ -211,6 +221,44 @@ describe('change history partitions', () => {
       await sql`delete from change_records where ci_name like 'bulk-%'`;
     },
   );
+
+  it('tries a deferred month again only when its retry is due, the months after it with it, and forgets it once made', async () => {
+    const { sql } = app.current;
+    await record(sql, 'late', '2031-01-10T00:00:00Z');
+    await record(sql, 'later', '2031-02-10T00:00:00Z');
+    const now = new Date('2031-06-10T00:00:00Z');
+    const retries = new PartitionRetries();
+    // as a try of January that ran out of time leaves it
+    retries.tried('change_records_y2031m01', false, now);
+    const early = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS - 1), { retries });
+    expect(early.created).to.deep.equal(['change_records_y2031m06', 'change_records_y2031m07', 'change_records_y2031m08', 'change_records_y2031m09']);
+    expect(early.deferred).to.deep.equal(['change_records_y2031m01', 'change_records_y2031m02']);
+    expect(await homes(sql)).to.include({ late: 'change_records_default', later: 'change_records_default' });
+    const due = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS), { retries });
+    expect(due.created).to.deep.equal(['change_records_y2031m01', 'change_records_y2031m02']);
+    expect(due.deferred).to.deep.equal([]);
+    expect(retries.due('change_records_y2031m01', now)).to.equal(true);
+    expect(await homes(sql)).to.include({ late: 'change_records_y2031m01', later: 'change_records_y2031m02' });
+    await sql`delete from change_records where ci_name in ('late', 'later')`;
+  });
+
+  it('waits an hour before the second try of a month, then twice as long after each further one, never more than a day', () => {
+    const retries = new PartitionRetries();
+    const name = 'change_records_y2031m01';
+    let at = Date.parse('2031-06-10T00:00:00Z');
+    const waits: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      retries.tried(name, false, new Date(at));
+      let wait = 0;
+      while (!retries.due(name, new Date(at + wait))) wait += 60_000;
+      waits.push(wait / 3_600_000);
+      at += wait;
+    }
+    expect(waits).to.deep.equal([1, 2, 4, 8, 16, 24, 24, 24]);
+    expect(RETRY_FIRST_WAIT_MS).to.equal(3_600_000);
+    expect(RETRY_MAX_WAIT_MS).to.equal(24 * 3_600_000);
+    expect(retries.due('change_records_y2031m02', new Date(at))).to.equal(true);
+  });
 
   it('makes only the months writes go to when asked, leaving older months in the default partition to the sweep', async () => {
     const { sql } = app.current;
