@@ -140,7 +140,8 @@ export function embeddedClientOptions(socketPath: string): Options {
     username: 'postgres',
     database: 'postgres',
     // PGlite is a single backend session shared by every socket client: one connection per
-    // process, and no named prepared statements that another client could collide with.
+    // process. A command beside the server runs each statement about once, so preparing them
+    // would only leave statements in the shared session; the hosting process prepares its own.
     max: 1,
     prepare: false,
     connect_timeout: 10,

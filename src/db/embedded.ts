@@ -78,11 +78,14 @@ export async function hostEmbedded(options: EmbeddedHostOptions): Promise<RawDat
   const server = new SessionSocketServer({ db, path: options.socketPath, maxConnections: 16 });
   await server.start();
   // postgres.js takes a `socket` factory that its type declarations do not list
+  // The pool prepares its statements, as on a server: PGlite plans in WebAssembly, and planning
+  // every query again (sizing each index of its tables from their files on the way) was more than
+  // half the time of a CI detail. The socket server closes what a departed connection prepared.
   const own = (name?: string) =>
     postgres(
       Object.assign(embeddedClientOptions(options.socketPath), {
         socket: () => server.connectOwn(),
-        ...(name ? { connection: { application_name: name } } : {}),
+        ...(name ? { connection: { application_name: name } } : { prepare: true }),
       }),
     );
   const sql = own();

@@ -15,6 +15,9 @@ const SYNC = 0x53;
 const QUERY = 0x51;
 const FLUSH = 0x48;
 const TERMINATE = 0x58;
+// Messages that name a prepared statement: made by Parse, forgotten by Close ('S').
+const PARSE = 0x50;
+const CLOSE = 0x43;
 
 function typedMessage(type: number, body: Buffer): Buffer {
   const message = Buffer.alloc(5 + body.length);
@@ -52,6 +55,8 @@ interface Client {
   /** Its last unit ended in Flush: the backend holds its unnamed statement or portal until Sync. */
   midSequence: boolean;
   closed: boolean;
+  /** Its named prepared statements: they outlive the client in the shared session unless closed. */
+  statements: Set<string>;
 }
 
 /** Where turns of other processes queue together with the hosting process's own queries. */
@@ -91,6 +96,8 @@ export class SessionSocketServer {
   private draining: Promise<void> = Promise.resolve();
   private readonly token = randomBytes(TOKEN_BYTES);
   private readonly foreignListeners: (() => void)[] = [];
+  /** Prepared statements of departed clients, closed before the next turn. */
+  private orphans: string[] = [];
 
   constructor(private readonly options: SessionSocketOptions) {
     this.server = net.createServer((socket) => this.accept(socket));
@@ -163,6 +170,7 @@ export class SessionSocketServer {
       admitted: false,
       midSequence: false,
       closed: false,
+      statements: new Set(),
     };
     this.clients.add(client);
     socket.setNoDelay(true);
@@ -193,12 +201,22 @@ export class SessionSocketServer {
       this.disconnect(client);
       return false;
     }
+    if (type === PARSE || type === CLOSE) this.noteStatement(client, type, inbound.subarray(5, length));
     client.partial.push(inbound.subarray(0, length));
     if (type === SYNC || type === QUERY || type === FLUSH) {
       client.units.push({ bytes: Buffer.concat(client.partial), last: type });
       client.partial = [];
     }
     return true;
+  }
+
+  private noteStatement(client: Client, type: number, body: Buffer): void {
+    const named = type === PARSE ? body : body[0] === 0x53 ? body.subarray(1) : undefined;
+    const end = named?.indexOf(0) ?? -1;
+    if (!named || end <= 0) return;
+    const name = named.toString('utf8', 0, end);
+    if (type === PARSE) client.statements.add(name);
+    else client.statements.delete(name);
   }
 
   /** The untyped messages before the startup message is through, and the startup message itself. */
@@ -261,11 +279,16 @@ export class SessionSocketServer {
     client.units = [];
     client.partial = [];
     this.clients.delete(client);
+    this.orphans.push(...client.statements);
+    client.statements.clear();
     const waiting = this.ready.indexOf(client);
     if (waiting !== -1) this.ready.splice(waiting, 1);
-    // the owner's rollback runs in the drain, between two units
+    // the owner's rollback runs in the drain, between two units, as does closing orphaned statements
     if (client === this.owner) this.pump();
-    else this.endTurn(client);
+    else {
+      this.endTurn(client);
+      if (this.orphans.length > 0) this.pump();
+    }
   }
 
   private pump(): void {
@@ -283,6 +306,7 @@ export class SessionSocketServer {
           this.endTurn(owner);
           continue;
         }
+        if (!owner && this.orphans.length > 0) await this.closeOrphans();
         const client = owner ?? this.ready.shift();
         if (!client) return;
         client.queued = false;
@@ -331,6 +355,18 @@ export class SessionSocketServer {
     try {
       if (client.midSequence) await this.execute(Buffer.concat([ROLLBACK, SYNC_MESSAGE]), discard);
       if (this.options.db.isInTransaction()) await this.execute(ROLLBACK, discard);
+    } catch {
+      // PGlite refuses to run anything more: it is closing
+    }
+  }
+
+  /** Closes the prepared statements departed clients left in the session, between two turns. */
+  private async closeOrphans(): Promise<void> {
+    const names = this.orphans;
+    this.orphans = [];
+    const closes = names.map((name) => typedMessage(CLOSE, Buffer.concat([Buffer.from('S'), Buffer.from(name), Buffer.alloc(1)])));
+    try {
+      await this.execute(Buffer.concat([...closes, SYNC_MESSAGE]), () => undefined);
     } catch {
       // PGlite refuses to run anything more: it is closing
     }

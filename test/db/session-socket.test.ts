@@ -203,4 +203,31 @@ describe('embedded database socket: one session shared by several clients', func
     expect(await host.sql`select * from marks`).to.deep.equal([]);
     expect((await other()`select 1 as one`)[0]).to.deep.equal({ one: 1 });
   });
+
+  it('closes the statements a departed client prepared, and keeps those of the clients still there', async () => {
+    const prepared = async (text: string) =>
+      (await host.sql<{ n: number }[]>`select count(*)::int as n from pg_prepared_statements where statement = ${text}`)[0]!.n;
+    const hostQuery = (n: number) => host.sql<{ n: number }[]>`select ${n}::int + 1 as n`;
+    expect((await hostQuery(1))[0]!.n).to.equal(2);
+    expect(await prepared('select $1::int + 1 as n')).to.equal(1);
+
+    const leaving = postgres({ ...embeddedClientOptions(socketPath), prepare: true });
+    expect((await leaving<{ n: number }[]>`select ${2}::int * 3 as n`)[0]!.n).to.equal(6);
+    expect(await prepared('select $1::int * 3 as n')).to.equal(1);
+    const raw = await RawClient.connect(socketPath);
+    const named = (name: string, sql: string): [string, Buffer] => ['P', Buffer.concat([text(name), text(sql), Buffer.from([0, 0])])];
+    raw.send(named('raw_kept', 'select 7'), named('raw_closed', 'select 8'), ['C', Buffer.concat([Buffer.from('S'), text('raw_closed')])], ['S', Buffer.alloc(0)]);
+    await raw.readyForQuery();
+    expect(await prepared('select 7')).to.equal(1);
+    expect(await prepared('select 8')).to.equal(0);
+
+    await leaving.end();
+    raw.socket.destroy();
+    // the closes run before the next turn
+    await other()`select 1`;
+    expect(await prepared('select $1::int * 3 as n')).to.equal(0);
+    expect(await prepared('select 7')).to.equal(0);
+    expect(await prepared('select $1::int + 1 as n')).to.equal(1);
+    expect((await hostQuery(4))[0]!.n).to.equal(5);
+  });
 });
