@@ -79,7 +79,9 @@ export interface SessionSocketOptions {
  * whole transaction (BEGIN until COMMIT or ROLLBACK) therefore run without another client's
  * messages in between, as on a backend of their own: nobody replaces another client's unnamed
  * portal, skips its messages after an error, or sees its open transaction. A client that goes
- * away during its turn has what it left open rolled back, so nobody waits for it forever.
+ * away during its turn has what it left open rolled back, so nobody waits for it forever, and the
+ * statements it prepared are closed (postgres.js names them with a prefix of its connection, so
+ * clients' names do not meet).
  *
  * The hosting process queues its queries in its gate. Other processes' turns queue there too
  * (see `admitThrough`), so a `cinv` command beside the server waits its turn behind the requests
