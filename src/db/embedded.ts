@@ -77,10 +77,10 @@ export async function hostEmbedded(options: EmbeddedHostOptions): Promise<RawDat
   rmSync(options.socketPath, { force: true });
   const server = new SessionSocketServer({ db, path: options.socketPath, maxConnections: 16 });
   await server.start();
-  // postgres.js takes a `socket` factory that its type declarations do not list
   // The pool prepares its statements, as on a server: PGlite plans in WebAssembly, and planning
   // every query again (sizing each index of its tables from their files on the way) was more than
   // half the time of a CI detail. The socket server closes what a departed connection prepared.
+  // postgres.js takes a `socket` factory that its type declarations do not list.
   const own = (name?: string) =>
     postgres(
       Object.assign(embeddedClientOptions(options.socketPath), {

@@ -82,7 +82,7 @@ export async function runSweep(app: AppContext, retries?: PartitionRetries): Pro
 
 /**
  * Schedules the sweep (CINV_SWEEP_SCHEDULE, cron syntax); overlapping runs are skipped. `retries`
- * holds the months the start-up upkeep deferred.
+ * is shared with the start-up upkeep, so a month it deferred waits for its retry like any other.
  */
 export function scheduleSweeps(app: AppContext, retries = new PartitionRetries()): { stop(): Promise<void> } {
   let running: Promise<void> | undefined;
