@@ -76,10 +76,16 @@ export async function openForCommand(config: Config, flags: Flags): Promise<{ db
   }
 }
 
-/** Opens the database (see openForCommand), runs `work`, and closes again. */
+/**
+ * Opens the database (see openForCommand), runs `work`, and closes again. The months the command
+ * writes into are made first, as a server's start makes them: a key created before any server ran
+ * would otherwise leave its audit event in the default partition for the first server to move.
+ */
 export async function withDatabase<T>(config: Config, flags: Flags, work: (db: Database) => Promise<T>): Promise<T> {
   const { db } = await openForCommand(config, flags);
   try {
+    const { keepAllPartitions } = await import('../db/partitions.js');
+    await keepAllPartitions(db.sql, new Date(), { aheadOnly: true });
     return await work(db);
   } finally {
     await db.close();

@@ -51,6 +51,8 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
       expect((await get(live.stdout.trim())).status).to.equal(200);
       expect(server.output()).to.not.include(adminKey);
       expect(server.output()).to.not.include(bootstrap);
+      // the commands made the months they wrote into, so the server found nothing out of place
+      expect(server.output()).to.not.include('outside the monthly partitions');
     } finally {
       expect(await stopServer(server.child)).to.equal(0);
     }
