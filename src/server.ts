@@ -75,12 +75,11 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
   };
   const analystReads = replica ? new AnalystReads(app, replica) : undefined;
   app.analystReads = analystReads;
-  const partitionRetries = new PartitionRetries();
   try {
     const applied = await migrate(database.sql);
     if (applied.length > 0) logger.info({ versions: applied }, 'migrations applied');
     // the months writes go to exist before serving; older months in the default partitions are the sweep's
-    reportPartitionUpkeep(logger, await keepAllPartitions(database.sql, app.now(), { aheadOnly: true, retries: partitionRetries }));
+    reportPartitionUpkeep(logger, await keepAllPartitions(database.sql, app.now(), { aheadOnly: true, retries: new PartitionRetries(database.sql) }));
     const moving = await pendingPartitionMigrations(database.sql);
     if (moving.length > 0) {
       logger.warn(
@@ -101,7 +100,7 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
   const principals = options.api ? await principalCacheFor(database, config.keyCacheMs) : undefined;
   app.principals = principals?.cache;
 
-  const sweeps = options.scheduler ? scheduleSweeps(app, partitionRetries) : undefined;
+  const sweeps = options.scheduler ? scheduleSweeps(app) : undefined;
   const worker = options.scheduler
     ? new CollectionWorker(app, { concurrency: config.workerConcurrency, leaseMs: config.workerLeaseMs, pollMs: config.workerPollMs, watches: config.workerWatches })
     : undefined;

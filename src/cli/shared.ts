@@ -84,8 +84,8 @@ export async function openForCommand(config: Config, flags: Flags): Promise<{ db
 export async function withDatabase<T>(config: Config, flags: Flags, work: (db: Database) => Promise<T>): Promise<T> {
   const { db } = await openForCommand(config, flags);
   try {
-    const { keepAllPartitions } = await import('../db/partitions.js');
-    await keepAllPartitions(db.sql, new Date(), { aheadOnly: true });
+    const { keepAllPartitions, PartitionRetries } = await import('../db/partitions.js');
+    await keepAllPartitions(db.sql, new Date(), { aheadOnly: true, retries: new PartitionRetries(db.sql) });
     return await work(db);
   } finally {
     await db.close();

@@ -116,7 +116,7 @@ export interface UpkeepOptions {
   moveTimeoutMs?: number;
   /** Only the current month and those ahead: older months found in the default partition are left to the sweep. */
   aheadOnly?: boolean;
-  /** When months deferred before are tried again; without it every upkeep tries them. */
+  /** When months deferred before are tried again; without it every upkeep tries them (`cinv migrate`). */
   retries?: PartitionRetries;
 }
 
@@ -128,24 +128,34 @@ export const RETRY_MAX_WAIT_MS = 24 * 3_600_000;
  * When each deferred month is tried again: an hour after the try that ran out of time, then twice
  * as long after each further one, up to a day. Every try holds back the table's writers for as long
  * as the statement timeout, so a month that is too large to move in time must not cost them that
- * at every sweep until someone runs `cinv migrate`. Kept by one process for its own upkeeps.
+ * at every sweep until someone runs `cinv migrate`. The schedule is kept in the database
+ * (`partition_retries`): every process on it follows the same one, across restarts.
  */
 export class PartitionRetries {
-  private readonly waits = new Map<string, { at: number; waitMs: number }>();
+  constructor(private readonly sql: Queryable) {}
 
-  due(name: string, now: Date): boolean {
-    const wait = this.waits.get(name);
-    return wait === undefined || now.getTime() >= wait.at;
+  async due(name: string, now: Date): Promise<boolean> {
+    const [row] = await this.sql<{ due: boolean }[]>`
+      select next_try_at <= ${now}::timestamptz as due from partition_retries where partition_name = ${name}`;
+    return row?.due ?? true;
   }
 
-  /** Called with each month after its try: `made` ends its waiting, otherwise the wait doubles. */
-  tried(name: string, made: boolean, now: Date): void {
+  /**
+   * Called with each month after its try: `made` ends its waiting, otherwise the wait doubles. A
+   * try that was not due (another process's, made at the same time) leaves the schedule as it is.
+   */
+  async tried(name: string, made: boolean, now: Date): Promise<void> {
     if (made) {
-      this.waits.delete(name);
+      await this.sql`delete from partition_retries where partition_name = ${name}`;
       return;
     }
-    const waitMs = Math.min(RETRY_MAX_WAIT_MS, (this.waits.get(name)?.waitMs ?? RETRY_FIRST_WAIT_MS / 2) * 2);
-    this.waits.set(name, { at: now.getTime() + waitMs, waitMs });
+    await this.sql`
+      insert into partition_retries as r (partition_name, wait_ms, next_try_at)
+      values (${name}, ${RETRY_FIRST_WAIT_MS}, ${now}::timestamptz + ${RETRY_FIRST_WAIT_MS}::float8 * interval '1 millisecond')
+      on conflict (partition_name) do update
+      set wait_ms = least(${RETRY_MAX_WAIT_MS}, r.wait_ms * 2),
+          next_try_at = ${now}::timestamptz + least(${RETRY_MAX_WAIT_MS}, r.wait_ms * 2)::float8 * interval '1 millisecond'
+      where r.next_try_at <= ${now}::timestamptz`;
   }
 }
 
@@ -187,9 +197,11 @@ export async function keepPartitions(sql: Sql, table: TimePartitioned, now: Date
     existing.add(month.getTime());
     const name = partitionName(table, month);
     // after one month ran out of time the others wait untried (see above), as do all while its retry is not due
-    const due = upkeep.deferred.length === 0 && (options.retries?.due(name, now) ?? true);
+    const due = upkeep.deferred.length === 0 && ((await options.retries?.due(name, now)) ?? true);
     const moved = due ? await inTime(createMonthPartition(sql, table, parent, month, options.moveTimeoutMs)) : undefined;
-    if (due) options.retries?.tried(name, moved !== undefined, now);
+    if (due && moved === undefined) await options.retries?.tried(name, false, now);
+    // whoever made the month, its waiting is over (`cinv migrate` makes months without a schedule)
+    if (moved !== undefined) await new PartitionRetries(sql).tried(name, true, now);
     if (moved === undefined) {
       upkeep.deferred.push(name);
     } else {

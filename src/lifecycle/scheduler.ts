@@ -36,8 +36,8 @@ export function reportPartitionUpkeep(logger: Logger, partitions: Record<string,
 
 /**
  * One sweep: the months of partitioned history made ahead, lifecycle moves, outbox trimming, folding the CI count deltas, expiring audit events and
- * change history past their retention. Errors are logged, never thrown. `retries` carries the
- * months deferred by earlier upkeeps from one sweep to the next.
+ * change history past their retention. Errors are logged, never thrown. With `retries`, a month
+ * deferred by an earlier upkeep is tried again only when its retry is due.
  */
 export async function runSweep(app: AppContext, retries?: PartitionRetries): Promise<void> {
   const { config, logger } = app;
@@ -81,10 +81,11 @@ export async function runSweep(app: AppContext, retries?: PartitionRetries): Pro
 }
 
 /**
- * Schedules the sweep (CINV_SWEEP_SCHEDULE, cron syntax); overlapping runs are skipped. `retries`
- * is shared with the start-up upkeep, so a month it deferred waits for its retry like any other.
+ * Schedules the sweep (CINV_SWEEP_SCHEDULE, cron syntax); overlapping runs are skipped. A deferred
+ * month is tried again when the database's retry schedule says so, whoever deferred it.
  */
-export function scheduleSweeps(app: AppContext, retries = new PartitionRetries()): { stop(): Promise<void> } {
+export function scheduleSweeps(app: AppContext): { stop(): Promise<void> } {
+  const retries = new PartitionRetries(app.sql);
   let running: Promise<void> | undefined;
   const job = schedule.scheduleJob('cinv-lifecycle-sweep', app.config.sweepSchedule, () => {
     if (running) return;

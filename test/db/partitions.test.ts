@@ -194,7 +194,7 @@ describe('change history partitions', () => {
       expect(await inDefault()).to.equal(50_000);
 
       const now = new Date('2099-05-10T00:00:00Z');
-      const retries = new PartitionRetries();
+      const retries = new PartitionRetries(sql);
       const bounded = await keepPartitions(sql, CHANGE_RECORDS, now, { moveTimeoutMs: 1, retries });
       // one try: each month after it would scan the same default partition, with writers waiting
       const ahead = [6, 7, 8].map((m) => `change_records_y2099m0${m}`);
@@ -227,9 +227,9 @@ describe('change history partitions', () => {
     await record(sql, 'late', '2031-01-10T00:00:00Z');
     await record(sql, 'later', '2031-02-10T00:00:00Z');
     const now = new Date('2031-06-10T00:00:00Z');
-    const retries = new PartitionRetries();
-    // as a try of January that ran out of time leaves it
-    retries.tried('change_records_y2031m01', false, now);
+    // as a try of January that ran out of time leaves it, in another process
+    await new PartitionRetries(sql).tried('change_records_y2031m01', false, now);
+    const retries = new PartitionRetries(sql);
     const early = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS - 1), { retries });
     expect(early.created).to.deep.equal(['change_records_y2031m06', 'change_records_y2031m07', 'change_records_y2031m08', 'change_records_y2031m09']);
     expect(early.deferred).to.deep.equal(['change_records_y2031m01', 'change_records_y2031m02']);
@@ -237,27 +237,48 @@ describe('change history partitions', () => {
     const due = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS), { retries });
     expect(due.created).to.deep.equal(['change_records_y2031m01', 'change_records_y2031m02']);
     expect(due.deferred).to.deep.equal([]);
-    expect(retries.due('change_records_y2031m01', now)).to.equal(true);
+    expect(await sql`select partition_name from partition_retries`).to.deep.equal([]);
     expect(await homes(sql)).to.include({ late: 'change_records_y2031m01', later: 'change_records_y2031m02' });
     await sql`delete from change_records where ci_name in ('late', 'later')`;
   });
 
-  it('waits an hour before the second try of a month, then twice as long after each further one, never more than a day', () => {
-    const retries = new PartitionRetries();
+  it('forgets the retry of a month that an upkeep without a schedule made (cinv migrate)', async () => {
+    const { sql } = app.current;
+    await record(sql, 'forced', '2032-01-10T00:00:00Z');
+    const now = new Date('2032-06-10T00:00:00Z');
+    await new PartitionRetries(sql).tried('change_records_y2032m01', false, now);
+    const made = await keepPartitions(sql, CHANGE_RECORDS, now, { moveTimeoutMs: 0 });
+    expect(made.created).to.include('change_records_y2032m01');
+    expect(await sql`select partition_name from partition_retries`).to.deep.equal([]);
+    await sql`delete from change_records where ci_name = 'forced'`;
+  });
+
+  it('waits an hour before the second try of a month, then twice as long after each further one, never more than a day, whichever process asks', async () => {
+    const { sql } = app.current;
     const name = 'change_records_y2031m01';
     let at = Date.parse('2031-06-10T00:00:00Z');
     const waits: number[] = [];
     for (let i = 0; i < 8; i++) {
-      retries.tried(name, false, new Date(at));
+      // each try from a process of its own: the schedule is the database's
+      await new PartitionRetries(sql).tried(name, false, new Date(at));
+      const retries = new PartitionRetries(sql);
       let wait = 0;
-      while (!retries.due(name, new Date(at + wait))) wait += 60_000;
+      while (!(await retries.due(name, new Date(at + wait)))) wait += 15 * 60_000;
       waits.push(wait / 3_600_000);
       at += wait;
     }
     expect(waits).to.deep.equal([1, 2, 4, 8, 16, 24, 24, 24]);
     expect(RETRY_FIRST_WAIT_MS).to.equal(3_600_000);
     expect(RETRY_MAX_WAIT_MS).to.equal(24 * 3_600_000);
-    expect(retries.due('change_records_y2031m02', new Date(at))).to.equal(true);
+    // a second process that tried at the same moment, not due by then, does not double the wait again
+    const retries = new PartitionRetries(sql);
+    await retries.tried(name, false, new Date(at));
+    await retries.tried(name, false, new Date(at + 60_000));
+    expect(await retries.due(name, new Date(at + 24 * 3_600_000 - 1))).to.equal(false);
+    expect(await retries.due(name, new Date(at + 24 * 3_600_000))).to.equal(true);
+    expect(await retries.due('change_records_y2031m02', new Date(at))).to.equal(true);
+    await retries.tried(name, true, new Date(at));
+    expect(await retries.due(name, new Date(at))).to.equal(true);
   });
 
   it('makes only the months writes go to when asked, leaving older months in the default partition to the sweep', async () => {

@@ -85,6 +85,7 @@ const TABLES = [
   'sources',
   'collectors',
   'change_stats_queue',
+  'partition_retries',
   'change_stats_buckets',
   'change_stats_days',
   'change_stats_ci_last',
