@@ -141,14 +141,10 @@ export class PartitionRetries {
   }
 
   /**
-   * Called with each month after its try: `made` ends its waiting, otherwise the wait doubles. A
-   * try that was not due (another process's, made at the same time) leaves the schedule as it is.
+   * After a try that ran out of time: the wait doubles. A try that was not due (another process's,
+   * made at the same moment) leaves the schedule as it is.
    */
-  async tried(name: string, made: boolean, now: Date): Promise<void> {
-    if (made) {
-      await this.sql`delete from partition_retries where partition_name = ${name}`;
-      return;
-    }
+  async deferred(name: string, now: Date): Promise<void> {
     await this.sql`
       insert into partition_retries as r (partition_name, wait_ms, next_try_at)
       values (${name}, ${RETRY_FIRST_WAIT_MS}, ${now}::timestamptz + ${RETRY_FIRST_WAIT_MS}::float8 * interval '1 millisecond')
@@ -157,6 +153,11 @@ export class PartitionRetries {
           next_try_at = ${now}::timestamptz + least(${RETRY_MAX_WAIT_MS}, r.wait_ms * 2)::float8 * interval '1 millisecond'
       where r.next_try_at <= ${now}::timestamptz`;
   }
+}
+
+/** A month is made, by whichever upkeep (`cinv migrate` makes months without a schedule): its waiting is over. */
+export async function retryOver(sql: Queryable, name: string): Promise<void> {
+  await sql`delete from partition_retries where partition_name = ${name}`;
 }
 
 /**
@@ -199,12 +200,11 @@ export async function keepPartitions(sql: Sql, table: TimePartitioned, now: Date
     // after one month ran out of time the others wait untried (see above), as do all while its retry is not due
     const due = upkeep.deferred.length === 0 && ((await options.retries?.due(name, now)) ?? true);
     const moved = due ? await inTime(createMonthPartition(sql, table, parent, month, options.moveTimeoutMs)) : undefined;
-    if (due && moved === undefined) await options.retries?.tried(name, false, now);
-    // whoever made the month, its waiting is over (`cinv migrate` makes months without a schedule)
-    if (moved !== undefined) await new PartitionRetries(sql).tried(name, true, now);
     if (moved === undefined) {
+      if (due) await options.retries?.deferred(name, now);
       upkeep.deferred.push(name);
     } else {
+      await retryOver(sql, name);
       upkeep.movedFromDefault += moved;
       upkeep.created.push(name);
     }

@@ -12,6 +12,7 @@ import {
   MONTHS_AHEAD,
   partitionName,
   PartitionRetries,
+  retryOver,
   RETRY_FIRST_WAIT_MS,
   RETRY_MAX_WAIT_MS,
 } from '../../src/db/partitions.js';
@@ -228,7 +229,7 @@ describe('change history partitions', () => {
     await record(sql, 'later', '2031-02-10T00:00:00Z');
     const now = new Date('2031-06-10T00:00:00Z');
     // as a try of January that ran out of time leaves it, in another process
-    await new PartitionRetries(sql).tried('change_records_y2031m01', false, now);
+    await new PartitionRetries(sql).deferred('change_records_y2031m01', now);
     const retries = new PartitionRetries(sql);
     const early = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS - 1), { retries });
     expect(early.created).to.deep.equal(['change_records_y2031m06', 'change_records_y2031m07', 'change_records_y2031m08', 'change_records_y2031m09']);
@@ -246,7 +247,7 @@ describe('change history partitions', () => {
     const { sql } = app.current;
     await record(sql, 'forced', '2032-01-10T00:00:00Z');
     const now = new Date('2032-06-10T00:00:00Z');
-    await new PartitionRetries(sql).tried('change_records_y2032m01', false, now);
+    await new PartitionRetries(sql).deferred('change_records_y2032m01', now);
     const made = await keepPartitions(sql, CHANGE_RECORDS, now, { moveTimeoutMs: 0 });
     expect(made.created).to.include('change_records_y2032m01');
     expect(await sql`select partition_name from partition_retries`).to.deep.equal([]);
@@ -260,7 +261,7 @@ describe('change history partitions', () => {
     const waits: number[] = [];
     for (let i = 0; i < 8; i++) {
       // each try from a process of its own: the schedule is the database's
-      await new PartitionRetries(sql).tried(name, false, new Date(at));
+      await new PartitionRetries(sql).deferred(name, new Date(at));
       const retries = new PartitionRetries(sql);
       let wait = 0;
       while (!(await retries.due(name, new Date(at + wait)))) wait += 15 * 60_000;
@@ -272,12 +273,12 @@ describe('change history partitions', () => {
     expect(RETRY_MAX_WAIT_MS).to.equal(24 * 3_600_000);
     // a second process that tried at the same moment, not due by then, does not double the wait again
     const retries = new PartitionRetries(sql);
-    await retries.tried(name, false, new Date(at));
-    await retries.tried(name, false, new Date(at + 60_000));
+    await retries.deferred(name, new Date(at));
+    await retries.deferred(name, new Date(at + 60_000));
     expect(await retries.due(name, new Date(at + 24 * 3_600_000 - 1))).to.equal(false);
     expect(await retries.due(name, new Date(at + 24 * 3_600_000))).to.equal(true);
     expect(await retries.due('change_records_y2031m02', new Date(at))).to.equal(true);
-    await retries.tried(name, true, new Date(at));
+    await retryOver(sql, name);
     expect(await retries.due(name, new Date(at))).to.equal(true);
   });
 
