@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { setParams } from '../lib/router';
 
 /** An option as `[value, label]`, or a value that is its own label. */
@@ -38,9 +38,14 @@ export function TextField(props: { label: string; value: string; onValue: (value
  * changes (back, forward, a link), the draft gives way to it.
  */
 export function useDraft(current: string): [string, (value: string) => void] {
-  const [draft, setDraft] = useState<string>();
-  useEffect(() => setDraft(undefined), [current]);
-  return [draft ?? current, setDraft];
+  // A draft belongs to the URL value it was typed over and is dropped in the same render that value
+  // changes. Resetting it from an effect instead ran after the first paint, and so swallowed the
+  // keys typed into a box in the moment after it appeared.
+  const over = useRef({ value: current, changes: 0 });
+  if (over.current.value !== current) over.current = { value: current, changes: over.current.changes + 1 };
+  const changes = over.current.changes;
+  const [draft, setDraft] = useState<{ value: string; changes: number }>();
+  return [draft !== undefined && draft.changes === changes ? draft.value : current, (value) => setDraft({ value, changes })];
 }
 
 /**
