@@ -116,7 +116,7 @@ export function loadStates(
       select w.external_id, c.ci_id, c.status, w.metrics,
              coalesce(c.content_hash = decode(w.hash, 'hex') and c.status = 'active'
                       and c.scope_id is not distinct from ${key.scopeId}::text, false) as unchanged
-      from json_to_recordset(${wantedText(wanted)}::text::json) as w(external_id text, hash text, metrics jsonb)
+      from jsonb_to_recordset(${wantedText(wanted)}::text::jsonb) as w(external_id text, hash text, metrics jsonb)
       left join lateral (
         select ci_id, content_hash, status, scope_id from configuration_items
         where tenant_id = ${key.tenantId} and source_id = ${key.sourceId} and external_id = w.external_id
