@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * A source's CIs fall into this many parts by a hash of their external id, each part with a lock
@@ -14,8 +14,9 @@ export const ALL_PARTS: readonly number[] = Array.from({ length: SOURCE_PARTS },
 
 /**
  * The part of an external id: the first byte of its MD5 digest (of the UTF-8 text), modulo the
- * parts. The database computes the same (`partExpression` in store.ts).
+ * parts. The database computes the same (`partExpression` in store.ts). The one-shot digest costs
+ * a third of a Hash object's, which a reconcile in lanes makes for every record.
  */
 export function partOf(externalId: string): number {
-  return createHash('md5').update(externalId).digest()[0]! % SOURCE_PARTS;
+  return hash('md5', externalId, 'buffer')[0]! % SOURCE_PARTS;
 }
