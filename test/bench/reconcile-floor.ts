@@ -192,6 +192,7 @@ export async function benchReconcileFloor(pods = LARGE_CLUSTER.pods): Promise<Fi
         const now = new Date(Date.UTC(2026, 10, 1, 0, ++minute));
         const order = round % 2 === 0 ? (['cinv', 'floor'] as const) : (['floor', 'cinv'] as const);
         for (const side of order) times[side].push(await collect(side, at(round), now));
+        console.log(`${path}, round ${round + 1}: cinv ${times.cinv.at(-1)} s, floor ${times.floor.at(-1)} s`);
       }
       const cinv = median(times.cinv);
       const floorSeconds = median(times.floor);
