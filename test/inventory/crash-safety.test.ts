@@ -89,15 +89,22 @@ async function cleanRun(url: string): Promise<{ state: unknown; stepMs: number[]
       // every step is killed KILLS_PER_STEP times at random points, then run to its end
       for (let step = 0; step < steps; step++) {
         let kills = 0;
+        let window = reference.stepMs[step]! * 1.2;
         while (kills < KILLS_PER_STEP) {
           const run = startChild(crashed.url, step, step);
           await Promise.race([run.begun, run.exited.then(({ output }) => Promise.reject(new Error(output)))]);
-          // anywhere in the step: inside a batch's statements, between batches, in the deletions
-          const afterMs = rand() * reference.stepMs[step]! * 1.2;
+          // anywhere in the step (inside a batch's statements, between batches, in the deletions),
+          // each kill in its own share of the step: random times alone often put two kills of a
+          // step before its first commit
+          const afterMs = ((kills + rand()) / KILLS_PER_STEP) * window;
           await new Promise((resolve) => setTimeout(resolve, afterMs));
           run.child.kill('SIGKILL');
           const result = await run.exited;
-          if (result.signal !== 'SIGKILL' || result.lastDone >= step) continue;
+          if (result.signal !== 'SIGKILL' || result.lastDone >= step) {
+            // the step was over before the kill: a narrower window, so that the shares fit the step
+            window *= 0.8;
+            continue;
+          }
           const [counted] = await probe<{ n: number }[]>`select count(*)::int as n from change_records`;
           killedAt.push({ step, afterMs: Math.round(afterMs), records: counted!.n });
           kills++;
