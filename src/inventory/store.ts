@@ -60,7 +60,9 @@ const RECONCILE_LOCK = 0x63696e77;
  * connection's life, and the plans a load settles on are made while its tables are nearly empty:
  * they read a whole source's rows per batch once it is large (measured on a collection of 185 200
  * objects without autovacuum: 0.28 s per page of 500, 125 s for an unchanged re-collection). A plan
- * made at each run sees the tables' present size, whatever their statistics say. A writer of any
+ * made at each run sees the tables' present size, whatever their statistics say. The per-row
+ * triggers of the write path set their own mode (sql/0038_trigger_plans.sql): they would otherwise
+ * plan their statements again for every row they fire on. A writer of any
  * part (`lane` undefined) holds the source's lock alone; a lane (parts.ts) shares the source's lock
  * with the other lanes and holds its part's, so lanes of different parts run side by side and
  * nothing else runs beside them. Each waits for at most one lock of the other kind, so none can
