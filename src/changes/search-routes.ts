@@ -1,6 +1,6 @@
 import { defineRoute, type AnyRoute } from '../context.js';
 import { ErrorEnvelope } from '../http/schemas.js';
-import { presentChange } from './presenter.js';
+import { presentChange, presentStats } from './presenter.js';
 import { RefreshResponse, SEARCH_SYNTAX, SearchQuery, SearchResponse, Stats, StatsQuery } from './search-schema.js';
 import { changeStatistics, refreshChangeStatistics, searchChanges } from './service.js';
 
@@ -58,7 +58,7 @@ const stats = defineRoute({
     404: { description: '`related_to` names no CI the key may see (`HTTP_404`).', schema: ErrorEnvelope },
   },
   async handler({ app, principal, query }) {
-    return changeStatistics(app, principal, query);
+    return presentStats(await changeStatistics(app, principal, query));
   },
 });
 
