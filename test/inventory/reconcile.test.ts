@@ -354,7 +354,7 @@ describe('reconcile', () => {
   });
 
   it('splits a source into parts the same way in the process and in the database', async () => {
-    const ids = ['pod/default/a', 'node/worker-1', 'Pod/kube-system/coredns-7d8b', 'pod/naïve/é', 'svc/日本/名前', '🙂/x', ''];
+    const ids = ['pod/default/a', 'node/worker-1', 'Pod/kube-system/coredns-7d8b', 'pod/naïve/é', 'svc/日本/名前', '🙂/x', '', 'e\u0301/𝔘𝔫𝔦𝔠𝔬𝔡𝔢', 'ß/Ω/€/\u{10FFFF}', 'x'.repeat(300)];
     for (let i = 0; i < 200; i++) ids.push(`pod/ns-${i % 7}/web-${i}`);
     const rows = await sql<{ id: string; part: number }[]>`
       select id, ${sql.unsafe(partExpression('id'))} as part from unnest(${ids}::text[]) as t(id)`;
