@@ -1,6 +1,6 @@
 import type { ChangeStats, StatsBucket } from '../history/stats-model.js';
 import type { ChangeRow } from '../history/store.js';
-import { JsonText } from '../http/route.js';
+import { jsonWith, type JsonText } from '../http/route.js';
 import { isoTime } from '../http/schemas.js';
 
 /** A change record as spec §2.2 shows it; field changes keep their real JSON values. */
@@ -30,5 +30,5 @@ export function presentStats(stats: ChangeStats): JsonText {
   const { series, ...rest } = stats;
   let text = seriesText.get(series);
   if (text === undefined) seriesText.set(series, (text = JSON.stringify(series)));
-  return new JsonText(`${JSON.stringify(rest).slice(0, -1)},"series":${text}}`);
+  return jsonWith({ series: text }, rest);
 }

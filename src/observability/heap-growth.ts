@@ -42,7 +42,7 @@ let collect: (() => void) | undefined;
  * a bulk write's first seconds filled it (a 500 MB push peaked at 200 MB in its first three seconds,
  * then stayed near 150 MB). V8 offers a collection only to contexts created with `--expose-gc`.
  */
-function collectNow(): void {
+export function collectNow(): void {
   if (!collect) {
     setFlagsFromString('--expose-gc');
     collect = runInNewContext('gc') as () => void;

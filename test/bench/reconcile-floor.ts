@@ -25,10 +25,9 @@ import { contentHash, metricsOf } from '../../src/inventory/content.js';
 import { assertSnapshot, reconcile } from '../../src/inventory/reconcile.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
 import { insertCis, touchLastSeen, updateCis, type CiWrite, type InventoryKey, type StoredContent } from '../../src/inventory/store.js';
+import { collectNow } from '../../src/observability/heap-growth.js';
 import { ensureSource } from '../../src/sources/store.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { uuidv7 } from 'uuidv7';
 import { cluster, LARGE_CLUSTER, type Collection } from './cluster.js';
 import { benchDatabase, seconds, type Figure } from './common.js';
@@ -156,18 +155,6 @@ function touchRelationships(sql: Queryable, tenantId: string, owners: string[], 
   return sql`update relationships set last_seen = ${now} from unnest(${owners}::uuid[]) as o(id) where tenant_id = ${tenantId} and from_ci_id = o.id`.execute();
 }
 
-/**
- * A full collection of this process's heap. Both sides run here, and the floor keeps every stored
- * object in memory: the heap holds over a gigabyte live, and a full collection's marking takes a
- * core for a second or more from whichever side runs while it goes on. Left to V8, it fell on the
- * same rounds in every run (the floor's fifth metrics round, cinv's second 1 % round), each then
- * 1.4-2 times the other side's.
- */
-function collectGarbage(): void {
-  setFlagsFromString('--expose-gc');
-  (runInNewContext('gc') as () => void)();
-}
-
 export async function benchReconcileFloor(pods = LARGE_CLUSTER.pods): Promise<Figure[]> {
   const shape = { ...LARGE_CLUSTER, pods, deployments: Math.max(1, Math.round((LARGE_CLUSTER.deployments * pods) / LARGE_CLUSTER.pods)) };
   const ours = await benchDatabase('cinv_bench_reconcile');
@@ -185,7 +172,10 @@ export async function benchReconcileFloor(pods = LARGE_CLUSTER.pods): Promise<Fi
     const collect = async (side: 'cinv' | 'floor', at: Collection, now: Date) => {
       // each side gets a fresh document: validation and digests are part of both figures
       const document: unknown = { items: [...cluster(shape, at)] };
-      collectGarbage();
+      // both sides run in this process and the floor keeps every stored object, so the heap holds
+      // over a gigabyte live; left to V8, a full collection's marking took a core for seconds from
+      // the same rounds of every run (the floor's fifth metrics round, cinv's second 1 % round)
+      collectNow();
       const started = performance.now();
       if (side === 'floor') {
         await floor.collect(document as { items: UniversalRecord[] }, now);
