@@ -1,158 +1,58 @@
 /**
  * The reconcile beside its floor. The same collections of the generated cluster are reconciled by
  * cinv in one database and, in a second database with the same schema, by the least work that
- * leaves the same rows behind, phase by phase and interleaved, so that every figure is a ratio
- * taken in one run on one machine state.
- *
- * The floor knows in advance what every record is (new, unchanged or changed, with its stored
- * content), so it skips what a reconcile needs to find that out in the database: the lookup by
- * external id, the stored rows of changed CIs, the source lock, pending references and the
- * removal of relationships no longer named. It still validates the document and computes the
- * digests (no collection can skip them), writes the same rows (CIs, last-seen rows, change records
- * with their search documents, outbox and statistics queue rows, relationships; the schema's
- * triggers write versions, undo entries and counters for both), one transaction per batch with
- * its statements pipelined, through the multi-row statement forms that measured cheapest here.
- * cinv runs as on a PostgreSQL server, its batches in two lanes; the floor writes on one
- * connection, so a ratio below 1 on the first load is the lanes' overlap.
+ * leaves the same rows behind (floor.ts), phase by phase and interleaved, so that every figure is
+ * a ratio taken in one run on one machine state. cinv runs as on a PostgreSQL server, its batches
+ * in two lanes; the floor writes on one connection, so a ratio below 1 on the first load is the
+ * lanes' overlap. The floor runs in a thread of its own (floor-thread.ts), so that each side's
+ * garbage collections mark its own heap only.
  *
  *   npm run bench -- reconcile-floor [pods]
  */
-import { asJson, type Queryable, type Sql } from '../../src/db/database.js';
-import { onTheWire, queued } from '../../src/db/pipeline.js';
-import { createdRecord, changeRecord, recordChanges, type NewChangeRecord } from '../../src/history/writer.js';
-import { fieldChanges } from '../../src/inventory/classify.js';
-import { contentHash, metricsOf } from '../../src/inventory/content.js';
+import type { Sql } from '../../src/db/database.js';
 import { assertSnapshot, reconcile } from '../../src/inventory/reconcile.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
-import { insertCis, touchLastSeen, updateCis, type CiWrite, type InventoryKey, type StoredContent } from '../../src/inventory/store.js';
+import { Worker } from 'node:worker_threads';
 import { collectNow } from '../../src/observability/heap-growth.js';
 import { ensureSource } from '../../src/sources/store.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
-import { uuidv7 } from 'uuidv7';
 import { cluster, LARGE_CLUSTER, type Collection } from './cluster.js';
 import { benchDatabase, seconds, type Figure } from './common.js';
+import { BATCH, SCOPE } from './floor.js';
+import type { FloorAnswer, FloorRequest, FloorThreadData } from './floor-thread.js';
 
-const BATCH = 1000;
-export const SCOPE = 'prod';
 const TABLES =
   'truncate outbox, relationships, relationship_history, pending_relationships, change_records, change_stats_queue, change_feed, ci_last_seen, configuration_items, ci_versions, ci_undo, ci_counts, ci_type_counts, ci_count_deltas restart identity cascade';
 
-interface Known {
-  ciId: string;
-  hash: string;
-  stored: StoredContent;
-}
-
-/** The floor's side: what it knows about every stored CI, by external id. */
-export class Floor {
-  private readonly known = new Map<string, Known>();
-  constructor(
-    private readonly sql: Sql,
-    private readonly key: InventoryKey,
-  ) {}
-
-  async collect(document: { items: UniversalRecord[] }, now: Date): Promise<void> {
-    assertSnapshot(document);
-    const batches: UniversalRecord[][] = [];
-    for (let i = 0; i < document.items.length; i += BATCH) batches.push(document.items.slice(i, i + BATCH));
-    let hashes = batches[0]?.map(contentHash) ?? [];
-    const deferred: { from_ci_id: string; to_external_id: string; type: string }[] = [];
-    for (const [index, records] of batches.entries()) {
-      const work = this.plan(records, hashes, now, deferred);
-      await this.sql.begin(async (tx) => {
-        const sent: Promise<unknown>[] = [
-          insertCis(tx, this.key.tenantId, this.key.sourceId, work.inserts, now),
-          updateCis(tx, work.updates, now),
-          touchLastSeen(tx, this.key.tenantId, work.firstSeen, now),
-          seenAgain(tx, work.seen, now),
-          recordChanges(tx, work.changes),
-          insertRelationships(tx, this.key, work.relationships, now),
-          touchRelationships(tx, this.key.tenantId, work.updates.map((u) => u.ci_id), now),
-        ];
-        sent.forEach(queued);
-        await onTheWire();
-        hashes = batches[index + 1]?.map(contentHash) ?? [];
-        await Promise.all(sent);
-      });
-    }
-    // references to objects of later batches, once all of them exist
-    const resolvable = deferred.flatMap((r) => {
-      const target = this.known.get(r.to_external_id);
-      return target ? [{ from_ci_id: r.from_ci_id, to_ci_id: target.ciId, type: r.type }] : [];
-    });
-    if (resolvable.length > 0) await insertRelationships(this.sql, this.key, resolvable, now);
+/** The floor's thread: one collection at a time, answered with its time in seconds. */
+class FloorThread {
+  private readonly worker: Worker;
+  constructor(data: FloorThreadData) {
+    // a thread does not inherit the process's TypeScript loader (tsx): it registers it itself first
+    const loader = import.meta.resolve('tsx/esm/api');
+    const thread = new URL('./floor-thread.ts', import.meta.url).href;
+    const start = `import(${JSON.stringify(loader)}).then(({ register }) => { register(); return import(${JSON.stringify(thread)}); })`;
+    this.worker = new Worker(start, { eval: true, workerData: data });
   }
 
-  private plan(records: UniversalRecord[], hashes: string[], now: Date, deferred: { from_ci_id: string; to_external_id: string; type: string }[]) {
-    const { tenantId, sourceId } = this.key;
-    const inserts: CiWrite[] = [];
-    const updates: CiWrite[] = [];
-    const seen: { ci_id: string; metrics: string | null }[] = [];
-    const firstSeen: { ci_id: string; metrics: string | null }[] = [];
-    const changes: NewChangeRecord[] = [];
-    const updated: NewChangeRecord[] = [];
-    const relationships = new Map<string, { from_ci_id: string; to_ci_id: string; type: string }>();
-    records.forEach((record, index) => {
-      const hash = hashes[index]!;
-      const before = this.known.get(record.external_id);
-      const ciId = before?.ciId ?? uuidv7();
-      (before ? seen : firstSeen).push({ ci_id: ciId, metrics: metricsOf(record) });
-      if (before && before.hash === hash) return;
-      const { metrics: _metrics, ...typeData } = record.type_data ?? {};
-      const write: CiWrite = {
-        ci_id: ciId,
-        scope_id: SCOPE,
-        external_id: record.external_id,
-        ci_type: record.ci_type,
-        name: record.name,
-        namespace: record.namespace ?? null,
-        raw_data: record.raw_data,
-        type_data: typeData,
-        content_hash: hash,
+  collect(at: Collection, now: Date): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const answered = (answer: FloorAnswer) => {
+        this.worker.off('error', reject);
+        if ('error' in answer) reject(new Error(`the floor's thread failed: ${answer.error}`));
+        else resolve(answer.seconds);
       };
-      const ci = { ...write, tenant_id: tenantId, source_id: sourceId };
-      const stored: StoredContent = { ci_id: ciId, external_id: record.external_id, ci_type: record.ci_type, name: record.name, namespace: write.namespace, status: 'active', raw_data: record.raw_data, type_data: typeData };
-      if (before) {
-        updates.push(write);
-        const fields = fieldChanges(before.stored, record);
-        if (fields.length > 0) updated.push(changeRecord(ci, 'UPDATED', fields, now));
-      } else {
-        inserts.push(write);
-        changes.push(createdRecord(ci, now));
-        for (const rel of record.relationships ?? []) {
-          const target = this.known.get(rel.target_external_id);
-          if (target) relationships.set(`${rel.type}\u0000${target.ciId}\u0000${ciId}`, { from_ci_id: ciId, to_ci_id: target.ciId, type: rel.type });
-          else deferred.push({ from_ci_id: ciId, to_external_id: rel.target_external_id, type: rel.type });
-        }
-      }
-      this.known.set(record.external_id, { ciId, hash, stored });
+      this.worker.once('message', answered);
+      this.worker.once('error', reject);
+      this.worker.postMessage({ at, now: now.getTime() } satisfies FloorRequest);
     });
-    changes.push(...updated);
-    return { inserts, updates, seen, firstSeen, changes, relationships: [...relationships.values()] };
   }
-}
 
-function insertRelationships(sql: Queryable, key: InventoryKey, rows: { from_ci_id: string; to_ci_id: string; type: string }[], now: Date): Promise<unknown> {
-  if (rows.length === 0) return Promise.resolve();
-  return sql`
-    insert into relationships (tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen, from_scope_id, to_scope_id)
-    select ${key.tenantId}, ${key.sourceId}, r.from_ci_id, r.to_ci_id, r.type, ${now}, ${now}, ${SCOPE}::text, ${SCOPE}::text
-    from jsonb_to_recordset(${sql.json(asJson(rows))}::jsonb) as r(from_ci_id uuid, to_ci_id uuid, type text)`.execute();
-}
-
-/** Moves last_seen and the metrics of stored CIs (their rows exist: a plain update, HOT). */
-function seenAgain(sql: Queryable, seen: { ci_id: string; metrics: string | null }[], now: Date): Promise<unknown> {
-  if (seen.length === 0) return Promise.resolve();
-  return sql`
-    update ci_last_seen l set last_seen = ${now}, metrics = s.metrics::jsonb
-    from unnest(${seen.map((s) => s.ci_id)}::uuid[], ${seen.map((s) => s.metrics)}::text[]) as s(id, metrics)
-    where l.ci_id = s.id`.execute();
-}
-
-/** A rewritten owner's relationships are seen again (the reconcile names them anew). */
-function touchRelationships(sql: Queryable, tenantId: string, owners: string[], now: Date): Promise<unknown> {
-  if (owners.length === 0) return Promise.resolve();
-  return sql`update relationships set last_seen = ${now} from unnest(${owners}::uuid[]) as o(id) where tenant_id = ${tenantId} and from_ci_id = o.id`.execute();
+  async end(): Promise<void> {
+    const exited = new Promise((resolve) => this.worker.once('exit', resolve));
+    this.worker.postMessage({ end: true } satisfies FloorRequest);
+    await exited;
+  }
 }
 
 export async function benchReconcileFloor(pods = LARGE_CLUSTER.pods): Promise<Figure[]> {
@@ -160,6 +60,7 @@ export async function benchReconcileFloor(pods = LARGE_CLUSTER.pods): Promise<Fi
   const ours = await benchDatabase('cinv_bench_reconcile');
   const floorSql = await benchDatabase('cinv_bench_reconcile_floor');
   const figures: Figure[] = [];
+  const ends: (() => Promise<void>)[] = [];
   try {
     const prepare = async (sql: Sql) => {
       await sql.unsafe(TABLES);
@@ -167,23 +68,19 @@ export async function benchReconcileFloor(pods = LARGE_CLUSTER.pods): Promise<Fi
     };
     const source = await prepare(ours);
     const floorSource = await prepare(floorSql);
-    const floor = new Floor(floorSql, { tenantId: DEFAULT_TENANT_ID, sourceId: floorSource.id, scopeId: SCOPE });
+    const floor = new FloorThread({ database: 'cinv_bench_reconcile_floor', tenantId: DEFAULT_TENANT_ID, sourceId: floorSource.id, scopeId: SCOPE, shape });
+    ends.push(() => floor.end());
     let minute = 0;
     const collect = async (side: 'cinv' | 'floor', at: Collection, now: Date) => {
-      // each side gets a fresh document: validation and digests are part of both figures
+      if (side === 'floor') return floor.collect(at, now);
+      // each side gets a fresh document: validation and digests are part of both figures; the
+      // collection before the timer starts each side from a heap without the last one's garbage
       const document: unknown = { items: [...cluster(shape, at)] };
-      // both sides run in this process and the floor keeps every stored object, so the heap holds
-      // over a gigabyte live; left to V8, a full collection's marking took a core for seconds from
-      // the same rounds of every run (the floor's fifth metrics round, cinv's second 1 % round)
       collectNow();
       const started = performance.now();
-      if (side === 'floor') {
-        await floor.collect(document as { items: UniversalRecord[] }, now);
-      } else {
-        assertSnapshot(document);
-        const records = (document as { items: UniversalRecord[] }).items;
-        await reconcile(ours, { tenantId: DEFAULT_TENANT_ID, sourceId: source.id, scopeId: SCOPE, mode: 'snapshot', records }, { now, batchSize: BATCH, lanes: true });
-      }
+      assertSnapshot(document);
+      const records = (document as { items: UniversalRecord[] }).items;
+      await reconcile(ours, { tenantId: DEFAULT_TENANT_ID, sourceId: source.id, scopeId: SCOPE, mode: 'snapshot', records }, { now, batchSize: BATCH, lanes: true });
       return seconds(started);
     };
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -225,6 +122,7 @@ export async function benchReconcileFloor(pods = LARGE_CLUSTER.pods): Promise<Fi
     await phase('1 % changed', ROUNDS, (round) => ({ collection: ROUNDS, generation: round + 1, changeEvery: 100 }), { seconds: large ? 3.0 : undefined, ratio: 1.2 });
     return figures;
   } finally {
+    for (const end of ends) await end();
     await ours.end();
     await floorSql.end();
   }

@@ -5,7 +5,7 @@ import type { UniversalRecord } from '../../src/inventory/records.js';
 import { ensureSource } from '../../src/sources/store.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { cluster, type Collection } from '../bench/cluster.js';
-import { Floor, SCOPE } from '../bench/reconcile-floor.js';
+import { Floor, SCOPE } from '../bench/floor.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 
 const SHAPE = { pods: 600, nodes: 12, namespaces: 5, deployments: 48 };
