@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { defineRoute, type AnyRoute } from '../context.js';
+import { conflictResponse } from '../http/schemas.js';
 import { presentBaseline } from './presenter.js';
 import { Baseline, BaselineParams, MAX_BASELINES_PER_TENANT, NewBaseline } from './schema.js';
 import { baselinesOf, createBaseline, removeBaseline } from './service.js';
@@ -34,7 +35,10 @@ const create = defineRoute({
   tags,
   access: { resource: 'configuration_items', action: 'write' },
   body: NewBaseline,
-  responses: { 201: { description: 'The baseline.', schema: Baseline } },
+  responses: {
+    201: { description: 'The baseline.', schema: Baseline },
+    ...conflictResponse(`The tenant has a baseline of this name, or ${MAX_BASELINES_PER_TENANT} baselines already`),
+  },
   async handler({ ctx, app, principal, body }) {
     const row = await createBaseline(app, principal, body);
     ctx.status = 201;

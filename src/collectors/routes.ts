@@ -2,9 +2,9 @@ import { Type } from '@sinclair/typebox';
 import { AppError } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../context.js';
 import { type Method } from '../http/route.js';
-import { ErrorEnvelope, Limit } from '../http/schemas.js';
+import { conflictResponse, ErrorEnvelope, Limit } from '../http/schemas.js';
 import { presentDetail, presentSource } from '../sources/presenter.js';
-import { conflictResponse, NewCollectorSource, SourceDetail, SourceView } from '../sources/schema.js';
+import { NewCollectorSource, SourceDetail, SourceView } from '../sources/schema.js';
 import { presentCollector, presentRun } from './presenter.js';
 import { AllCollectorsHealth, CollectorHealth, CollectorPage, CollectorParams, CollectorQuery, CollectorView, RunParams, RunView, Triggered, TriggerQuery } from './schema.js';
 import {

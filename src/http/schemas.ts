@@ -32,6 +32,9 @@ export const ErrorEnvelope = Type.Object(
   { $id: 'ErrorEnvelope', title: 'ErrorEnvelope' },
 );
 
+/** A 409 answer a route documents, with what causes it. */
+export const conflictResponse = (description: string) => ({ 409: { description: `${description} (\`HTTP_409\`).`, schema: ErrorEnvelope } });
+
 /**
  * A numeric identifier in a path (sources, collectors): digits, validated as text so that no
  * precision is lost beyond 2^53. Use `bigintId` to read it; ids out of the database's range match

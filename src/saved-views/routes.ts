@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { defineRoute, type AnyRoute } from '../context.js';
+import { conflictResponse } from '../http/schemas.js';
 import { presentSavedView } from './presenter.js';
 import { MAX_VIEWS_PER_OWNER, NewSavedView, SavedView, SavedViewParams, SavedViewQuery } from './schema.js';
 import { removeView, saveView, savedViewsOf } from './service.js';
@@ -35,7 +36,10 @@ const create = defineRoute({
   tags,
   access: 'authenticated',
   body: NewSavedView,
-  responses: { 201: { description: 'The saved view.', schema: SavedView } },
+  responses: {
+    201: { description: 'The saved view.', schema: SavedView },
+    ...conflictResponse(`The caller has a view of this kind and name, or ${MAX_VIEWS_PER_OWNER} views already`),
+  },
   async handler({ ctx, app, principal, body }) {
     const row = await saveView(app, principal, body);
     ctx.status = 201;

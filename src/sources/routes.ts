@@ -4,8 +4,8 @@ import { defineRoute, type AnyRoute } from '../context.js';
 import { Snapshot } from '../inventory/records.js';
 import { decodedBody } from './ndjson.js';
 import { presentDetail, presentSource } from './presenter.js';
+import { conflictResponse } from '../http/schemas.js';
 import {
-  conflictResponse,
   Counts,
   CredentialsBody,
   HealthBody,

@@ -1,8 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { ErrorEnvelope, JsonObject, Limit, Nullable, NumericId, Offset, Timestamp } from '../http/schemas.js';
-
-/** A 409 answer a route documents, with what causes it. */
-export const conflictResponse = (description: string) => ({ 409: { description: `${description} (\`HTTP_409\`).`, schema: ErrorEnvelope } });
+import { JsonObject, Limit, Nullable, NumericId, Offset, Timestamp } from '../http/schemas.js';
 
 export const SourceParams = Type.Object({ source_id: NumericId('The source identifier') });
 

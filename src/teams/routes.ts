@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { setPermissions, setScopes } from '../grants/service.js';
 import { PermissionsBody, Rights, ScopesBody } from '../grants/schema.js';
 import { defineRoute, type AnyRoute } from '../context.js';
-import { Limit, Nullable, Offset, Timestamp, Uuid } from '../http/schemas.js';
+import { conflictResponse, Limit, Nullable, Offset, Timestamp, Uuid } from '../http/schemas.js';
 import { addTeamMember, createTeam, presentTeam, removeTeam, removeTeamMember, renameTeam, teamDetail, teamOr404, listTeamPage } from './service.js';
 
 const Team = Type.Object({ id: Uuid(), name: Type.String(), description: Type.String(), created_at: Timestamp(), members: Type.Integer() });
@@ -52,7 +52,7 @@ const create = defineRoute({
   tags: TAGS,
   access: write,
   body: Type.Object({ name: TeamName, description: Type.Optional(Description) }, { additionalProperties: false }),
-  responses: { 201: { description: 'The team.', schema: Team } },
+  responses: { 201: { description: 'The team.', schema: Team }, ...conflictResponse('The tenant has a team of this name') },
   async handler({ ctx, app, principal, body }) {
     const team = await createTeam(app, principal, { name: body.name, description: body.description ?? '' });
     ctx.status = 201;
@@ -84,7 +84,7 @@ const update = defineRoute({
   access: write,
   params: TeamParams,
   body: Type.Object({ name: Type.Optional(TeamName), description: Type.Optional(Description) }, { additionalProperties: false }),
-  responses: { 200: { description: 'The team.', schema: Team } },
+  responses: { 200: { description: 'The team.', schema: Team }, ...conflictResponse('The tenant has another team of this name') },
   async handler({ app, principal, params, body }) {
     return presentTeam(await renameTeam(app, principal, params.team_id, body));
   },

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { defineRoute, type AnyRoute } from '../context.js';
 import { conflict } from '../errors.js';
+import { conflictResponse } from '../http/schemas.js';
 import { UserParams } from '../users/schema.js';
 import { CreatedToken, MAX_LIVE_TOKENS, NewToken, Token, TokenParams, UserTokenParams } from './schema.js';
 import { mintToken, ownUser, presentToken, revokeWithAudit, userOr404, tokensOf } from './service.js';
@@ -37,7 +38,10 @@ const createOwn = defineRoute({
   tags: TAGS,
   access: 'authenticated',
   body: NewToken,
-  responses: { 201: { description: 'The token, with its secret.', schema: CreatedToken } },
+  responses: {
+    201: { description: 'The token, with its secret.', schema: CreatedToken },
+    ...conflictResponse(`You hold ${MAX_LIVE_TOKENS} live tokens already, or your user is deactivated`),
+  },
   async handler({ ctx, app, principal, body }) {
     const user = await userOr404(app, principal, ownUser(principal));
     const created = await mintToken(app, ctx, principal, user, body);
@@ -88,7 +92,10 @@ const createForUser = defineRoute({
   access: { resource: 'users', action: 'write' },
   params: UserParams,
   body: NewToken,
-  responses: { 201: { description: 'The token, with its secret.', schema: CreatedToken } },
+  responses: {
+    201: { description: 'The token, with its secret.', schema: CreatedToken },
+    ...conflictResponse(`The user signs in through single sign-on, is deactivated, or holds ${MAX_LIVE_TOKENS} live tokens already`),
+  },
   async handler({ ctx, app, principal, params, body }) {
     const user = await userOr404(app, principal, params.user_id);
     if (user.issuer !== null) throw conflict('This user signs in through single sign-on and creates its own tokens', { user_id: user.id });

@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { setPermissions, setScopes } from '../grants/service.js';
 import { PermissionsBody, Rights, ScopesBody } from '../grants/schema.js';
 import { defineRoute, type AnyRoute } from '../context.js';
+import { conflictResponse } from '../http/schemas.js';
 import { presentUser, presentUserDetail } from './presenter.js';
 import { NewUser, User, UserDetail, UserList, UserListQuery, UserParams } from './schema.js';
 import { createUser, listUserPage, rightsOfUser, setActive, setSuperadminFlag, userOr404 } from './service.js';
@@ -33,7 +34,7 @@ const create = defineRoute({
   tags: ['Users'],
   access: { resource: 'users', action: 'write' },
   body: NewUser,
-  responses: { 201: { description: 'The user.', schema: User } },
+  responses: { 201: { description: 'The user.', schema: User }, ...conflictResponse('A user of the tenant has this email') },
   async handler({ ctx, app, principal, body }) {
     const user = await createUser(app, ctx, principal, { name: body.name, email: body.email ?? null });
     ctx.status = 201;
