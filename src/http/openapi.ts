@@ -54,7 +54,7 @@ const ERROR_STATUSES: Record<number, string> = {
 };
 
 /** The error statuses a route can answer, from what it declares: auth, parameters, body, filters. */
-function errorStatuses(route: AnyRoute): number[] {
+export function errorStatuses(route: AnyRoute): number[] {
   const statuses = [500];
   if (!isAlwaysServed(route.path)) statuses.push(503);
   if (route.access !== 'public') statuses.push(401, 403, 429);

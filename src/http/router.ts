@@ -6,6 +6,7 @@ import type { Context } from 'koa';
 import { can, type Principal } from '../auth/principal.js';
 import { AppError, forbidden, validationFailed, type FieldError } from '../errors.js';
 import type { RateLimits } from './rate-limit.js';
+import { errorStatuses } from './openapi.js';
 import { JsonText, toKoaPath, type AnyRouteOf } from './route.js';
 import { parseJsonBody, readBody } from './body.js';
 import { compileBody, compileRequest, compileResponse, toFieldErrors } from '../validation.js';
@@ -65,6 +66,20 @@ function responseCheck<App>(route: AnyRouteOf<App>): (ctx: Context) => void {
     const body = JSON.parse(typeof ctx.body === 'string' ? ctx.body : JSON.stringify(ctx.body)) as unknown;
     if (!validate(body)) {
       throw new Error(`response of ${route.method} ${route.path} does not match its schema: ${JSON.stringify(validate.errors)}`);
+    }
+  };
+}
+
+/**
+ * With checkResponses: a handler's error answer must be one its OpenAPI operation declares, so that
+ * every test reaching an answer the document leaves out fails (as a 500) rather than a client
+ * meeting it first.
+ */
+function statusCheck<App>(route: AnyRouteOf<App>): (error: unknown) => void {
+  const declared = new Set([...Object.keys(route.responses).map(Number), ...errorStatuses(route)]);
+  return (error) => {
+    if (error instanceof AppError && !declared.has(error.status)) {
+      throw new Error(`${route.method} ${route.path} answered ${error.status} (${error.message}), which its OpenAPI operation does not declare`);
     }
   };
 }
@@ -153,6 +168,7 @@ function mountRoutes<App extends RouterApp>(app: App, routes: readonly AnyRouteO
     const checkQuery = requestCheck(route.query, 'query');
     const checkBody = requestCheck(route.body, 'body');
     const checkResponse = options.checkResponses ? responseCheck(route) : undefined;
+    const checkStatus = options.checkResponses ? statusCheck(route) : undefined;
     router.register(toKoaPath(route.path), [route.method], async (ctx: Context) => {
       ctx.state.route = route.path;
       if (route.deniedEvent) ctx.state.deniedEvent = route.deniedEvent;
@@ -189,7 +205,12 @@ function mountRoutes<App extends RouterApp>(app: App, routes: readonly AnyRouteO
       const body = streamed ? undefined : checkBody(received);
       const analyst = typeof route.analystRead === 'function' ? route.analystRead(query as Record<string, unknown>) : route.analystRead === true;
       const served = analyst && options.analystApp ? options.analystApp(ctx, app, principal) : app;
-      const result = await route.handler({ ctx, app: served, params, query, body, principal: principal as Principal });
+      const result = await route
+        .handler({ ctx, app: served, params, query, body, principal: principal as Principal })
+        .catch((error: unknown) => {
+          checkStatus?.(error);
+          throw error;
+        });
       if (result instanceof JsonText) {
         ctx.type = 'application/json; charset=utf-8';
         ctx.body = result.text;
