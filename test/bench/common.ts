@@ -42,9 +42,14 @@ export async function benchDatabase(database: string, max = 4): Promise<Sql> {
   } finally {
     await admin.end();
   }
-  const sql = postgres(serverUrl(database), { max, onnotice: () => {}, connection: { statement_timeout: 0 } });
+  const sql = benchConnection(database, max);
   await migrate(sql);
   return sql;
+}
+
+/** Connections to a benchmark's database that exists and is migrated already (from another thread, say). */
+export function benchConnection(database: string, max = 4): Sql {
+  return postgres(serverUrl(database), { max, onnotice: () => {}, connection: { statement_timeout: 0 } });
 }
 
 /** A key for the default tenant, with the given tier. */

@@ -7,12 +7,10 @@
  * collection with its time.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import postgres from 'postgres';
-import type { Sql } from '../../src/db/database.js';
 import type { UniversalRecord } from '../../src/inventory/records.js';
 import { collectNow } from '../../src/observability/heap-growth.js';
 import { cluster, type ClusterShape, type Collection } from './cluster.js';
-import { seconds, serverUrl } from './common.js';
+import { benchConnection, seconds } from './common.js';
 import { Floor } from './floor.js';
 
 export interface FloorThreadData {
@@ -27,7 +25,7 @@ export type FloorRequest = { at: Collection; now: number } | { end: true };
 export type FloorAnswer = { seconds: number } | { error: string };
 
 const data = workerData as FloorThreadData;
-const sql = postgres(serverUrl(data.database), { max: 1, onnotice: () => {}, connection: { statement_timeout: 0 } }) as unknown as Sql;
+const sql = benchConnection(data.database, 1);
 const floor = new Floor(sql, { tenantId: data.tenantId, sourceId: data.sourceId, scopeId: data.scopeId });
 
 parentPort!.on('message', (request: FloorRequest) => {
