@@ -95,10 +95,36 @@ export function coversScope(principal: Principal, sourceId: string, scopeId: str
   return scopes === 'all' || scopes.some((s) => s.sourceId === sourceId && (s.scopeId === null || s.scopeId === scopeId));
 }
 
+/**
+ * The write rule's one question: which instances of a source the principal may write into. 'all'
+ * when its scopes hold the whole source (or all data); otherwise the instance ids its scopes name,
+ * possibly none. Every write that touches CIs, their relationships or a source's shared state is
+ * judged from this, as every read is judged from visibleTo.
+ */
+export function writableInstances(principal: Principal, sourceId: string): 'all' | string[] {
+  const scopes = dataScopesOf(principal);
+  if (scopes === 'all') return 'all';
+  const held = scopes.filter((s) => s.sourceId === sourceId);
+  if (held.some((s) => s.scopeId === null)) return 'all';
+  return held.map((s) => s.scopeId!);
+}
+
+/** Whether the principal holds every instance of the source: what state shared by all of them (credentials, runs, health) needs. */
+export const coversWholeSource = (principal: Principal, sourceId: string): boolean => writableInstances(principal, sourceId) === 'all';
+
 /** Whether any of the principal's data scopes touches the source. */
 export function coversSource(principal: Principal, sourceId: string): boolean {
   const scopes = dataScopesOf(principal);
   return scopes === 'all' || scopes.some((s) => s.sourceId === sourceId);
+}
+
+/**
+ * Whether the principal's data scopes cover every instance of the source, now and later: all data,
+ * or the source with a null instance. What serves the whole source (its credentials) needs this.
+ */
+export function coversWholeSource(principal: Principal, sourceId: string): boolean {
+  const scopes = dataScopesOf(principal);
+  return scopes === 'all' || normalizeScopes(scopes) === 'all' || scopes.some((s) => s.sourceId === sourceId && s.scopeId === null);
 }
 
 /**
