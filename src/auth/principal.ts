@@ -119,15 +119,6 @@ export function coversSource(principal: Principal, sourceId: string): boolean {
 }
 
 /**
- * Whether the principal's data scopes cover every instance of the source, now and later: all data,
- * or the source with a null instance. What serves the whole source (its credentials) needs this.
- */
-export function coversWholeSource(principal: Principal, sourceId: string): boolean {
-  const scopes = dataScopesOf(principal);
-  return scopes === 'all' || normalizeScopes(scopes) === 'all' || scopes.some((s) => s.sourceId === sourceId && s.scopeId === null);
-}
-
-/**
  * The scopes both sets cover: what a narrowed token names, within what its user holds now. An
  * instance is covered when one side covers it and the other covers it too (whole source or all).
  */
