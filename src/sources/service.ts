@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import type { Readable } from 'node:stream';
 import { auditChange } from '../audit/log.js';
 import { requireMasterKeys, undecryptable } from '../auth/envelope.js';
-import { coversScope, coversSource, type Principal } from '../auth/principal.js';
+import { coversScope, coversSource, coversWholeSource, writableInstances, type Principal } from '../auth/principal.js';
 import type { CredentialDocument } from '../collector-types/plugin.js';
 import { collectorType, knownCollectorTypes } from '../collector-types/registry.js';
 import type { AppContext } from '../context.js';
@@ -165,7 +165,9 @@ export async function ingest(app: AppContext, principal: Principal, rawId: strin
   const outcome = (told: { result?: ReconcileResult; error?: string }) =>
     recordPush(app.sql, principal.tenantId, source.id, app.now(), { ...told, durationMs: Math.round(performance.now() - started) });
   try {
-    const result = await reconcilePush(app, { tenantId: principal.tenantId, sourceId: source.id, scopeId }, push);
+    const held = writableInstances(principal, source.id);
+    const target = { tenantId: principal.tenantId, sourceId: source.id, scopeId, writable: held === 'all' ? undefined : held };
+    const result = await reconcilePush(app, target, push);
     await outcome({ result });
     return result;
   } catch (error) {
@@ -176,7 +178,11 @@ export async function ingest(app: AppContext, principal: Principal, rawId: strin
   }
 }
 
-async function reconcilePush(app: AppContext, target: { tenantId: string; sourceId: string; scopeId: string | null }, push: Push): Promise<ReconcileResult> {
+async function reconcilePush(
+  app: AppContext,
+  target: { tenantId: string; sourceId: string; scopeId: string | null; writable: readonly string[] | undefined },
+  push: Push,
+): Promise<ReconcileResult> {
   const options = { now: app.now(), batchSize: app.config.reconcileBatchSize, statementTimeoutMs: app.config.bulkStatementTimeoutMs, lanes: app.config.reconcileLanes };
   if ('body' in push) {
     // the route has validated the schema already
@@ -210,16 +216,32 @@ export async function collectionCredentials(app: AppContext, tenantId: string, s
   return loadCredentials(app.sql, new MasterKeys(config.masterKey, config.previousMasterKey), tenantId, source.id);
 }
 
+/**
+ * The source whose credentials the principal sets, removes or reveals: they serve every instance
+ * of the source, so only a principal whose data scopes cover the whole source may handle them
+ * (403 `whole_source_required`, audited as the other refusals are); a source it cannot see is a 404.
+ */
+async function credentialSourceOr403(app: AppContext, principal: Principal, rawId: string): Promise<SourceRow> {
+  const source = await sourceOr404(app, principal, rawId);
+  if (!coversWholeSource(principal, source.id)) {
+    throw forbidden('Credentials serve every instance of the source: only a principal holding the whole source may handle them', {
+      reason: 'whole_source_required',
+      source_id: source.id,
+    });
+  }
+  return source;
+}
+
 /** Encrypts and stores a source's credentials; the tenant's first data key is created in the same transaction. */
 export async function setCredentials(app: AppContext, principal: Principal, rawId: string, document: CredentialDocument): Promise<void> {
-  const source = await sourceOr404(app, principal, rawId);
+  const source = await credentialSourceOr403(app, principal, rawId);
   const keys = masterKeys(app);
   await app.sql.begin((tx) => storeCredentials(tx, keys, principal.tenantId, source.id, document, app.now()));
 }
 
 /** Removes a source's credentials; a 404 when it has none. */
 export async function removeCredentials(app: AppContext, principal: Principal, rawId: string): Promise<void> {
-  const source = await sourceOr404(app, principal, rawId);
+  const source = await credentialSourceOr403(app, principal, rawId);
   if (!(await destroyCredentials(app.sql, principal.tenantId, source.id))) throw notFound('This source has no credentials', { source_id: rawId });
 }
 
@@ -228,7 +250,7 @@ export async function removeCredentials(app: AppContext, principal: Principal, r
  * same transaction before they leave: a reveal that cannot be recorded does not happen.
  */
 export async function revealCredentials(app: AppContext, ctx: Context, principal: Principal, rawId: string): Promise<CredentialDocument> {
-  const source = await sourceOr404(app, principal, rawId);
+  const source = await credentialSourceOr403(app, principal, rawId);
   const keys = masterKeys(app);
   return app.sql.begin(async (tx) => {
     const document = await loadCredentials(tx, keys, principal.tenantId, source.id).catch(undecryptable('The credentials'));

@@ -61,6 +61,38 @@ describe('source credentials', () => {
     expect((await reveal()).status).to.equal(404);
   });
 
+  it('are handled only by principals holding the whole source: a key of one instance gets an audited 403 and changes nothing', async () => {
+    await put({ type: 'token', token: 'serves-every-instance' });
+    const every = ['credentials:read', 'credentials:write', 'credentials:delete', 'sources:read'] as const;
+    const instance = await createKey(app.current.sql, 'svc', { name: 'one-instance', permissions: [...every], scopes: [{ sourceId, scopeId: 'pa' }] });
+    const stored = () => app.current.sql<{ ciphertext: Buffer }[]>`select ciphertext from source_credentials where source_id = ${sourceId}`;
+    const before = (await stored())[0]!.ciphertext;
+
+    const replaced = await put({ type: 'token', token: 'taken-over' }, instance);
+    expect(replaced.status).to.equal(403);
+    expect(replaced.body.error.details).to.deep.include({ reason: 'whole_source_required', source_id: sourceId });
+    const revealed = await reveal(instance);
+    expect(revealed.status).to.equal(403);
+    expect(revealed.text).to.not.include('serves-every-instance');
+    const removed = await app.current.request('DELETE', `${SOURCES}/${sourceId}/credentials`, { key: instance });
+    expect(removed.status).to.equal(403);
+    expect((await stored())[0]!.ciphertext.equals(before)).to.equal(true);
+    expect((await reveal()).body).to.deep.equal({ type: 'token', token: 'serves-every-instance' });
+
+    await app.current.context.audit.flush();
+    const refusals = await app.current.sql<{ event_type: string; details: { reason?: string } }[]>`
+      select event_type, details from audit_events where actor_name = 'one-instance' and outcome = 'failure' order by id`;
+    expect(refusals.map((e) => [e.event_type, e.details.reason])).to.deep.equal([
+      ['permission.denied', 'whole_source_required'],
+      ['credentials.reveal_denied', 'whole_source_required'],
+      ['permission.denied', 'whole_source_required'],
+    ]);
+
+    const whole = await createKey(app.current.sql, 'svc', { name: 'whole-source', permissions: [...every], scopes: [{ sourceId, scopeId: null }] });
+    expect((await put({ type: 'token', token: 'by-the-whole-source' }, whole)).status).to.equal(204);
+    expect((await reveal(whole)).body).to.deep.equal({ type: 'token', token: 'by-the-whole-source' });
+  });
+
   it('refuses malformed credentials with a 422 and keeps the stored ones', async () => {
     await put({ type: 'token', token: 'keep-me' });
     expect((await put({ type: 'basic', username: 'x' })).status).to.equal(422);
