@@ -105,6 +105,8 @@ function loadLimits(app: AppContext): LoadLimits {
     maxInFlight: config.maxInFlight,
     maxExports: config.maxExports,
     maxNdjsonPushes: config.maxNdjsonPushes,
+    maxLongPolls: config.maxLongPolls,
+    maxLongPollsPerPrincipal: config.maxLongPollsPerPrincipal,
     maxEventLoopDelayMs: config.shedEventLoopDelayMs ?? (onServer ? 50 : 0),
     maxDatabaseWaitMs: config.shedDatabaseWaitMs ?? (onServer ? config.dbAcquireTimeoutMs / 2 : 0),
   };

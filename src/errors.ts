@@ -50,6 +50,13 @@ export const notAcceptable = (available: string[]) =>
   new AppError(406, 'HTTP_406', `Not acceptable; this route serves ${available.join(', ')}`, { available });
 
 /**
+ * A 429: this credential asks for more than its allowance at once; `retryAfterSeconds` becomes
+ * `Retry-After`.
+ */
+export const tooManyRequests = (message: string, details: Record<string, unknown>, retryAfterSeconds: number) =>
+  new AppError(429, 'HTTP_429', message, details, { 'Retry-After': String(retryAfterSeconds) });
+
+/**
  * A 503 the client may retry: the database is unreachable or saturated, or the work it asked for
  * has to wait its turn. `reason` is machine-readable, `retryAfterSeconds` becomes `Retry-After`.
  */

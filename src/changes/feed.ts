@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
 import { validationFailed } from '../errors.js';
+import type { Aside } from '../http/load.js';
 import { feedEnd, scanFeed, type FeedPlace } from '../history/feed.js';
 import type { ChangeRow, HistoryFilter } from '../history/store.js';
 import { parseFilters } from '../query/filters.js';
@@ -47,9 +48,16 @@ export interface FeedRead {
 /**
  * The change records after a place in commit order (sql/0025), those the principal may see and the
  * criteria select, at most `limit`. With `wait`, a read that finds nothing looks again until a
- * record arrives, the wait ends or `signal` aborts (the client went away).
+ * record arrives, the wait ends or `signal` aborts (the client went away); it waits between its
+ * reads through `aside` (outside the in-flight count of the load shedder).
  */
-export async function readFeed(app: AppContext, principal: Principal, query: FeedQuery, signal?: AbortSignal): Promise<FeedRead> {
+export async function readFeed(
+  app: AppContext,
+  principal: Principal,
+  query: FeedQuery,
+  signal?: AbortSignal,
+  aside: Aside = (waiting) => waiting(),
+): Promise<FeedRead> {
   const criteria = feedCriteria(query);
   const start = placeOf(query.after);
   let place = start === 'now' ? await feedEnd(app.sql) : start;
@@ -66,6 +74,6 @@ export async function readFeed(app: AppContext, principal: Principal, query: Fee
     const caughtUp = entries.length < scan && (items.length < query.limit || place === entries[entries.length - 1]?.place);
     if (items.length > 0 || Date.now() >= deadline || signal?.aborted) return { items, next: place, caughtUp };
     // a full scan that matched nothing goes on at once; at the end of the feed, wait for more
-    if (caughtUp) await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())), undefined, { signal }).catch(() => undefined);
+    if (caughtUp) await aside(() => sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())), undefined, { signal }).catch(() => undefined));
   }
 }

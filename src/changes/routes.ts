@@ -1,6 +1,8 @@
 import type { Context } from 'koa';
+import type { Principal } from '../auth/principal.js';
 import { notAcceptable } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../context.js';
+import { asLongPoll } from '../http/load.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import { presentChange } from './presenter.js';
 import { ChangeList, ChangeListQuery, CiChangePage, CiChangesParams, CiChangesQuery, FeedPage, FeedQuery } from './schema.js';
@@ -100,6 +102,12 @@ const globalHistory = defineRoute({
   },
 });
 
+/** Whose long polls count together: a user's tokens and sessions are one person's. */
+const longPollHolder = (principal: Principal): string =>
+  `${principal.tenantId}:${principal.user ? `user:${principal.user.id}` : `${principal.kind}:${principal.id}`}`;
+
+const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
+
 const feed = defineRoute({
   method: 'GET',
   path: '/api/v1/changes/feed',
@@ -113,17 +121,33 @@ const feed = defineRoute({
     'so a page can be empty while `caught_up` is false: read on at once. With `wait`, a read at the end of the feed ' +
     'waits up to that many seconds for the next record. Records without field changes are left out, as on ' +
     '`GET /changes`. Records written before the feed existed (an upgraded installation) are not in it; records dropped ' +
-    'by retention leave it with them. A malformed `after` is a 422.',
+    'by retention leave it with them. A malformed `after` is a 422. A read with `wait` is a long poll: while it waits it ' +
+    'does not count against CINV_MAX_IN_FLIGHT, but one principal keeps at most CINV_MAX_LONG_POLLS_PER_PRINCIPAL (4) ' +
+    'waiting at once (more are a 429, `details.reason` `long_polls`) and the process at most CINV_MAX_LONG_POLLS (64; more ' +
+    'are a 503 `long_polls_busy`).',
   tags,
   access,
   query: FeedQuery,
-  responses: { 200: { description: 'The records after the cursor, and where to continue.', schema: FeedPage } },
+  responses: {
+    200: { description: 'The records after the cursor, and where to continue.', schema: FeedPage },
+    429: {
+      description:
+        'Too many requests from this credential (`HTTP_429`, with `Retry-After`): over its rate limit (`X-RateLimit-*` headers), ' +
+        'or a read with `wait` while the principal already keeps CINV_MAX_LONG_POLLS_PER_PRINCIPAL reads waiting ' +
+        '(`details.reason`: `long_polls`, `details.limit`).',
+      schema: ErrorEnvelope,
+      headers: RETRY_AFTER,
+    },
+  },
   async handler({ ctx, app, principal, query }) {
     const gone = new AbortController();
     const abort = () => gone.abort();
     ctx.res.once('close', abort);
     try {
-      const read = await readFeed(app, principal, query, gone.signal);
+      const read =
+        query.wait > 0
+          ? await asLongPoll(ctx, longPollHolder(principal), (aside) => readFeed(app, principal, query, gone.signal, aside))
+          : await readFeed(app, principal, query, gone.signal);
       return { items: read.items.map(presentChange), next_cursor: feedCursor(read.next), caught_up: read.caughtUp };
     } finally {
       ctx.res.off('close', abort);

@@ -26,6 +26,10 @@ export interface Config {
   maxExports: number;
   /** NDJSON pushes taken at once by this process; more are answered 503 at once. */
   maxNdjsonPushes: number;
+  /** Change-feed long polls this process keeps waiting at once; more are answered 503 at once. */
+  maxLongPolls: number;
+  /** Change-feed long polls one principal keeps waiting at once; more are answered 429 at once. */
+  maxLongPollsPerPrincipal: number;
   /** Mean event-loop delay beyond which requests are shed; 0: never; undefined: the default for the database. */
   shedEventLoopDelayMs: number | undefined;
   /** Wait for a database connection beyond which requests are shed; 0: never; undefined: the default for the database. */
@@ -371,6 +375,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxInFlight: integer(env, 'CINV_MAX_IN_FLIGHT', 64, 1, 100_000),
     maxExports: integer(env, 'CINV_MAX_EXPORTS', 2, 1, 1000),
     maxNdjsonPushes: integer(env, 'CINV_MAX_NDJSON_PUSHES', 2, 1, 1000),
+    maxLongPolls: integer(env, 'CINV_MAX_LONG_POLLS', 64, 1, 100_000),
+    maxLongPollsPerPrincipal: integer(env, 'CINV_MAX_LONG_POLLS_PER_PRINCIPAL', 4, 1, 1000),
     shedEventLoopDelayMs: durationOrOff(env, 'CINV_SHED_EVENT_LOOP_DELAY'),
     shedDatabaseWaitMs: durationOrOff(env, 'CINV_SHED_DB_WAIT'),
     dataDir,

@@ -2,7 +2,7 @@ import type { Context, Next } from 'koa';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pipeline, Readable, Transform } from 'node:stream';
 import { eventLoopDelaySeen, requestsShed, type ShedReason } from '../observability/metrics.js';
-import { AppError, unavailable } from '../errors.js';
+import { AppError, tooManyRequests, unavailable } from '../errors.js';
 import { renderError } from './error-middleware.js';
 
 /** Paths a load balancer and Prometheus must reach however busy the process is. */
@@ -21,6 +21,70 @@ export interface LoadLimits {
   maxEventLoopDelayMs: number;
   /** How long the oldest caller may have waited for a database connection before requests are shed; 0: never. */
   maxDatabaseWaitMs: number;
+  /** Long polls of the change feed waiting at once (CINV_MAX_LONG_POLLS). */
+  maxLongPolls: number;
+  /** Long polls of the change feed one principal keeps waiting at once (CINV_MAX_LONG_POLLS_PER_PRINCIPAL). */
+  maxLongPollsPerPrincipal: number;
+}
+
+/** Runs `waiting` (a long poll's pause between two reads) outside the interactive in-flight count. */
+export type Aside = <T>(waiting: () => Promise<T>) => Promise<T>;
+
+/**
+ * A request's place in the in-flight count, from its admission until its response is sent. A long
+ * poll steps aside while it waits between reads: a request that only waits holds no database
+ * connection and no CPU, and must not keep others out.
+ */
+class Admission {
+  private counted = true;
+  private ended = false;
+
+  constructor(
+    private readonly leave: () => void,
+    private readonly enter: () => void,
+  ) {}
+
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.counted) this.leave();
+  }
+
+  readonly aside: Aside = async (waiting) => {
+    if (this.ended || !this.counted) return waiting();
+    this.counted = false;
+    this.leave();
+    try {
+      return await waiting();
+    } finally {
+      // back in the count for its next read, even beyond the limit: it was admitted
+      if (!this.ended) {
+        this.counted = true;
+        this.enter();
+      }
+    }
+  };
+}
+
+/** The shedder and the admission of each request it admitted. */
+const admissions = new WeakMap<Context['req'], { shedder: LoadShedder; admission: Admission }>();
+
+/**
+ * Serves a long poll (a change-feed read with `wait`) for `holder` (the principal asking): refused
+ * with a 429 when the holder already keeps CINV_MAX_LONG_POLLS_PER_PRINCIPAL waiting, with a 503
+ * `long_polls_busy` when the process keeps CINV_MAX_LONG_POLLS. `poll` is handed the way to wait
+ * outside the in-flight count. A request the shedder did not admit (none in front of the routes)
+ * is served without either bound.
+ */
+export async function asLongPoll<T>(ctx: Context, holder: string, poll: (aside: Aside) => Promise<T>): Promise<T> {
+  const admitted = admissions.get(ctx.req);
+  if (!admitted) return poll((waiting) => waiting());
+  const release = admitted.shedder.holdLongPoll(holder);
+  try {
+    return await poll(admitted.admission.aside);
+  } finally {
+    release();
+  }
 }
 
 /** How long the first caller in the database gate's queue has waited, in ms. */
@@ -106,18 +170,22 @@ const overloaded = (why: string) => unavailable(`The server is at capacity (${wh
  * it), or when requests have waited too long for a database connection. Bulk transfers (CSV
  * exports, NDJSON pushes) hold the CPU, the loop and a connection for seconds to minutes each:
  * each kind has a small limit of its own. A request counts until its response is fully sent
- * (streamed exports included).
+ * (streamed exports included), but for the pauses of a long poll between its reads (`asLongPoll`):
+ * waiting, it holds neither a connection nor the loop. Long polls have bounds of their own instead,
+ * per principal and per process.
  */
 export class LoadShedder {
   private current = 0;
   private readonly bulk = new Map<BulkClass['reason'], number>();
+  private longPolls = 0;
+  private readonly longPollsBy = new Map<string, number>();
 
   constructor(
     readonly limits: LoadLimits,
     private readonly databaseWait: DatabaseWait,
   ) {
     if (limits.maxEventLoopDelayMs > 0) eventLoop();
-    for (const reason of ['in_flight', 'event_loop_delay', 'database_wait', 'exports', 'ndjson_pushes'] as const) requestsShed.inc({ reason }, 0);
+    for (const reason of ['in_flight', 'event_loop_delay', 'database_wait', 'exports', 'ndjson_pushes', 'long_polls'] as const) requestsShed.inc({ reason }, 0);
   }
 
   get maxInFlight(): number {
@@ -126,6 +194,42 @@ export class LoadShedder {
 
   get inFlight(): number {
     return this.current;
+  }
+
+  /** Long polls being served, waiting or reading. */
+  get longPollsHeld(): number {
+    return this.longPolls;
+  }
+
+  /**
+   * Takes one of the long polls `holder` may keep, and one of the process's; the function given
+   * back returns them. Throws the refusal when either is used up.
+   */
+  holdLongPoll(holder: string): () => void {
+    const held = this.longPollsBy.get(holder) ?? 0;
+    const perPrincipal = this.limits.maxLongPollsPerPrincipal;
+    if (held >= perPrincipal) {
+      throw tooManyRequests(
+        `This credential already keeps ${perPrincipal} change-feed reads waiting, as many as it may at once; retry when one has answered`,
+        { reason: 'long_polls', limit: perPrincipal, retry_after: 1 },
+        1,
+      );
+    }
+    if (this.longPolls >= this.limits.maxLongPolls) {
+      requestsShed.inc({ reason: 'long_polls' });
+      throw unavailable('The server keeps as many change-feed reads waiting as it allows at once; retry shortly', 'long_polls_busy', 1);
+    }
+    this.longPolls++;
+    this.longPollsBy.set(holder, held + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.longPolls--;
+      const left = this.longPollsBy.get(holder)! - 1;
+      if (left === 0) this.longPollsBy.delete(holder);
+      else this.longPollsBy.set(holder, left);
+    };
   }
 
   private loopLagging(): boolean {
@@ -195,13 +299,18 @@ export class LoadShedder {
       const bulk = kind?.reason;
       this.current++;
       if (bulk) this.bulk.set(bulk, (this.bulk.get(bulk) ?? 0) + 1);
-      let counted = true;
-      const done = () => {
-        if (!counted) return;
-        counted = false;
-        this.current--;
-        if (bulk) this.bulk.set(bulk, this.bulk.get(bulk)! - 1);
-      };
+      const admission = new Admission(
+        () => {
+          this.current--;
+          if (bulk) this.bulk.set(bulk, this.bulk.get(bulk)! - 1);
+        },
+        () => {
+          this.current++;
+          if (bulk) this.bulk.set(bulk, (this.bulk.get(bulk) ?? 0) + 1);
+        },
+      );
+      admissions.set(ctx.req, { shedder: this, admission });
+      const done = () => admission.end();
       ctx.res.once('close', done);
       try {
         await next();

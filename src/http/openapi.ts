@@ -48,7 +48,7 @@ const ERROR_STATUSES: Record<number, string> = {
     'Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves ' +
     'CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — ' +
     'CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being ' +
-    'taken —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, ' +
+    'taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, ' +
     '`database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or ' +
     '`search_unavailable` when OpenSearch cannot answer).',
 };

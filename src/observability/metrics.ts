@@ -44,13 +44,14 @@ export const metricsRegistry = register;
 /**
  * Why a request was answered 503 at once: `in_flight` (CINV_MAX_IN_FLIGHT reached),
  * `event_loop_delay` (CINV_SHED_EVENT_LOOP_DELAY exceeded), `database_wait` (CINV_SHED_DB_WAIT
- * exceeded), `exports` (CINV_MAX_EXPORTS reached), `ndjson_pushes` (CINV_MAX_NDJSON_PUSHES reached).
+ * exceeded), `exports` (CINV_MAX_EXPORTS reached), `ndjson_pushes` (CINV_MAX_NDJSON_PUSHES reached),
+ * `long_polls` (CINV_MAX_LONG_POLLS change-feed reads waiting).
  */
-export type ShedReason = 'in_flight' | 'event_loop_delay' | 'database_wait' | 'exports' | 'ndjson_pushes';
+export type ShedReason = 'in_flight' | 'event_loop_delay' | 'database_wait' | 'exports' | 'ndjson_pushes' | 'long_polls';
 
 export const requestsShed = new Counter<'reason'>({
   name: 'cinv_http_requests_shed_total',
-  help: 'Requests answered 503 at once instead of being queued, by reason: in_flight, event_loop_delay, database_wait, exports, ndjson_pushes',
+  help: 'Requests answered 503 at once instead of being queued, by reason: in_flight, event_loop_delay, database_wait, exports, ndjson_pushes, long_polls',
   labelNames: ['reason'] as const,
 });
 

@@ -173,3 +173,55 @@ describe('the change feed', function () {
     expect([...received].sort()).to.deep.equal([...written].sort());
   });
 });
+
+describe('long polls of the change feed', function () {
+  this.timeout(30_000);
+  let app: TestApp;
+  before(async () => {
+    await resetDatabase((await testDatabase()).sql);
+    // fewer requests in flight than one principal's long polls: waiting ones must not count
+    app = await startTestApp({ maxInFlight: 2, maxLongPollsPerPrincipal: 3, maxLongPolls: 5 });
+  });
+  after(() => app.close());
+
+  const poll = (key: string, wait = 4) => app.get<FeedPage>(`/api/v1/changes/feed?after=now&wait=${wait}`, key);
+  /** `n` long polls, each sent once the one before has had time to reach its wait. */
+  async function open(key: string, n: number): Promise<Promise<Awaited<ReturnType<typeof poll>>>[]> {
+    const polls = [];
+    for (let i = 0; i < n; i++) {
+      polls.push(poll(key));
+      await sleep(150);
+    }
+    return polls;
+  }
+
+  it('do not hold the in-flight limit while they wait, and one principal keeps only so many waiting', async () => {
+    const poller = await createKey(app.sql, 'ro');
+    const other = await createKey(app.sql, 'adm');
+    const waiting = await open(poller, 3);
+    // another key's ordinary request, and the poller's own, are served meanwhile
+    const list = await app.get('/api/v1/configuration-items', other);
+    expect(list.status, list.text).to.equal(200);
+    expect((await app.get('/api/v1/changes/feed?after=now', poller)).status).to.equal(200);
+    // the fourth waiting read of the same key is refused at once, clearly
+    const started = Date.now();
+    const refused = await poll(poller);
+    expect(Date.now() - started, 'refused at once').to.be.below(1000);
+    expect(refused.status, refused.text).to.equal(429);
+    expect(refused.body.error).to.include({ code: 'HTTP_429' });
+    expect(refused.body.error.details).to.include({ reason: 'long_polls', limit: 3 });
+    expect(refused.headers.get('retry-after')).to.equal('1');
+    // the process's own bound: two more from another key fill it, the next is a 503
+    const more = await open(other, 2);
+    const busy = await poll(other);
+    expect(busy.status, busy.text).to.equal(503);
+    expect(busy.body.error.details.reason).to.equal('long_polls_busy');
+    expect(busy.headers.get('retry-after')).to.equal('1');
+    for (const reply of await Promise.all([...waiting, ...more])) {
+      expect(reply.status, reply.text).to.equal(200);
+      expect(reply.body.items).to.deep.equal([]);
+    }
+    // answered, they hand their places back
+    expect((await poll(poller, 1)).status).to.equal(200);
+  });
+});
