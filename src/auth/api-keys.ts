@@ -121,13 +121,13 @@ export async function principalForKey(sql: Sql, secret: string, key: string, now
 }
 
 /** The principal of a key a web session was opened with, as the key is now (undefined once revoked or expired). */
-export async function principalForKeyId(sql: Sql, keyId: string, now: Date): Promise<Principal | undefined> {
+export async function principalForKeyId(sql: Queryable, keyId: string, now: Date): Promise<Principal | undefined> {
   const row = await findActiveKey(sql, { id: keyId }, now);
   return row ? keyPrincipal(row) : undefined;
 }
 
 /** A user as signed in, with its rights as they are now (own and team grants); undefined when unknown or deactivated. */
-export async function principalForUserId(sql: Sql, tenantId: string, userId: string): Promise<Principal | undefined> {
+export async function principalForUserId(sql: Queryable, tenantId: string, userId: string): Promise<Principal | undefined> {
   const [row] = await sql<{ user: NonNullable<ApiKeyRow['user']> }[]>`
     select ${userJson(sql)} as user
     from users u where u.id = ${userId} and u.tenant_id = ${tenantId}`;

@@ -29,7 +29,15 @@ import {
 const tags = ['Change subscriptions'];
 const read = { resource: 'subscriptions', action: 'read' } as const;
 const write = { resource: 'subscriptions', action: 'write' } as const;
-const notFound = { 404: { description: 'No such subscription in the tenant (`HTTP_404`).', schema: ErrorEnvelope } };
+const notFound = {
+  404: { description: 'No such subscription in the tenant, or one the caller may not see (`HTTP_404`, as if absent: see the access rule above).', schema: ErrorEnvelope },
+};
+
+const ACCESS =
+  'A subscription is seen and acted on (read, listed, its deliveries read, changed, tested, its secret rotated, a batch ' +
+  'redelivered, deleted) only by its owner, or by a principal whose rights cover the owner\'s as they are now: a ' +
+  'superadmin, or one holding every permission and data scope the owner holds (the grant ceiling\'s measure). An owner ' +
+  'revoked, expired or deactivated is taken to hold everything. To anybody else it answers 404, as if absent.';
 const conflicts = {
   409: { description: 'The name is taken in the tenant, or the server holds no CINV_MASTER_KEY to seal the secret (`HTTP_409`).', schema: ErrorEnvelope },
 };
@@ -57,7 +65,7 @@ const list = defineRoute({
   path: '/api/v1/subscriptions',
   operationId: 'listSubscriptions',
   summary: 'List change subscriptions',
-  description: 'The tenant\'s subscriptions by name. Secrets and header values are never shown.',
+  description: `The tenant's subscriptions the caller may see, by name. Secrets and header values are never shown.\n\n${ACCESS}`,
   tags,
   access: read,
   responses: { 200: { description: 'The subscriptions.', schema: SubscriptionList } },
@@ -93,7 +101,7 @@ const show = defineRoute({
   path: '/api/v1/subscriptions/{id}',
   operationId: 'getSubscription',
   summary: 'One change subscription',
-  description: 'Secrets and header values are never shown.',
+  description: `Secrets and header values are never shown.\n\n${ACCESS}`,
   tags,
   access: read,
   params: SubscriptionParams,
@@ -114,7 +122,7 @@ const replace = defineRoute({
     'When the owner changes, batches cut for the previous owner and not yet delivered are set aside (`dead`, never sent) ' +
     'and their records cut again with the new owner\'s rights under new sequence numbers. ' +
     'The signing secret and the place in the feed stay; enabling a `gone` or `paused` subscription makes it `active` and ' +
-    'sends its pending batch first.',
+    `sends its pending batch first.\n\n${ACCESS}`,
   tags,
   access: write,
   params: SubscriptionParams,
@@ -130,7 +138,7 @@ const remove = defineRoute({
   path: '/api/v1/subscriptions/{id}',
   operationId: 'deleteSubscription',
   summary: 'Delete a subscription',
-  description: 'With its deliveries and their log.',
+  description: `With its deliveries and their log.\n\n${ACCESS}`,
   tags,
   access: write,
   params: SubscriptionParams,
@@ -149,7 +157,7 @@ const rotate = defineRoute({
   summary: 'Rotate the signing secret',
   description:
     'A new secret, returned in this answer only. For `overlap_seconds` (default a day) every delivery is signed with both ' +
-    'secrets, so the receiver can switch without losing a batch.',
+    `secrets, so the receiver can switch without losing a batch.\n\n${ACCESS}`,
   tags,
   access: write,
   params: SubscriptionParams,
@@ -166,7 +174,9 @@ const deliveries = defineRoute({
   path: '/api/v1/subscriptions/{id}/deliveries',
   operationId: 'listSubscriptionDeliveries',
   summary: 'The delivery log of a subscription',
-  description: 'Newest batch first: its status, attempts, the last answer (status and time) or error, and the next attempt.',
+  description:
+    'Newest batch first: its status, attempts, the last answer (status and time) or error, and the next attempt. Errors are ' +
+    `as coarse as the test's (see \`POST .../test\`).\n\n${ACCESS}`,
   tags,
   access: read,
   params: SubscriptionParams,
@@ -186,13 +196,13 @@ const again = defineRoute({
   description:
     'Puts a delivered or dead-lettered batch back in line, with the same body and `webhook-id` and a new retry window; ' +
     'it goes out before any later pending batch. Only a batch cut for the subscription\'s present owner: one cut with ' +
-    'a previous owner\'s rights is refused (409, reason `other_owner`).',
+    `a previous owner's rights is refused (409, reason \`other_owner\`).\n\n${ACCESS}`,
   tags,
   access: write,
   params: DeliveryParams,
   responses: {
     200: { description: 'The delivery, pending.', schema: Delivery },
-    404: { description: 'No such subscription or delivery (`HTTP_404`).', schema: ErrorEnvelope },
+    404: { description: 'No such subscription or delivery, or a subscription the caller may not see (`HTTP_404`, as if absent).', schema: ErrorEnvelope },
     409: { description: 'The batch was cut for a previous owner (`reason: other_owner`).', schema: ErrorEnvelope },
   },
   async handler({ app, principal, params }) {
@@ -207,7 +217,12 @@ const test = defineRoute({
   summary: 'Send a signed sample message',
   description:
     'Sends `{type: "cinv.test", timestamp, data: {subscription_id, sequence: 0, records: []}}`, signed like every batch, ' +
-    'now, and answers how the receiver took it. Nothing is recorded in the deliveries.',
+    'now, and answers how the receiver took it. Nothing is recorded in the deliveries.\n\n' +
+    'The answer is coarse: `delivered`, and otherwise one error for a refused or reset connection, a timeout, an answer ' +
+    'that is not HTTP and a withheld status alike (the server log has the detail). `response_status` is given only when ' +
+    'the receiver answered from a public address or from a host or network CINV_SOURCE_ALLOWED_HOSTS lists; a loopback or ' +
+    'private receiver keeps its status to the server log, so that webhooks cannot map which internal ports listen.\n\n' +
+    ACCESS,
   tags,
   access: write,
   params: SubscriptionParams,

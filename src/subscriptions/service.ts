@@ -2,7 +2,8 @@ import type { Context } from 'koa';
 import { uuidv7 } from 'uuidv7';
 import { principalForKeyId, principalForUserId } from '../auth/api-keys.js';
 import { MasterKeys, openForTenant, requireMasterKeys, sealForTenant, undecryptable, type Sealed } from '../auth/envelope.js';
-import { can, type Principal } from '../auth/principal.js';
+import { beyond, rightsOf, type Rights } from '../auth/grant-ceiling.js';
+import { can, everyPermission, type Principal } from '../auth/principal.js';
 import { auditChange } from '../audit/log.js';
 import { feedCriteria } from '../changes/feed.js';
 import type { AppContext } from '../context.js';
@@ -64,10 +65,39 @@ function ownerOf(principal: Principal): { kind: 'api_key' | 'user'; id: string; 
 }
 
 /** The owner's rights as they are now; undefined once it may not read (revoked, expired, deactivated, another tenant). */
-export async function ownerPrincipal(app: AppContext, row: SubscriptionRow): Promise<Principal | undefined> {
+export async function ownerPrincipal(app: AppContext, row: SubscriptionRow, sql: Queryable = app.sql): Promise<Principal | undefined> {
   const now = app.now();
-  const principal = row.owner_kind === 'api_key' ? await principalForKeyId(app.sql, row.owner_id, now) : await principalForUserId(app.sql, row.tenant_id, row.owner_id);
+  const principal = row.owner_kind === 'api_key' ? await principalForKeyId(sql, row.owner_id, now) : await principalForUserId(sql, row.tenant_id, row.owner_id);
   return principal && principal.tenantId === row.tenant_id ? principal : undefined;
+}
+
+/** Taken as the rights of an owner who can no longer act: only a principal holding everything covers them. */
+const EVERYTHING: Rights = { permissions: everyPermission(), scopes: 'all' };
+
+/** The owners' rights read during one request, by owner (a list reads each owner once). */
+export type OwnerRights = Map<string, Promise<Rights>>;
+
+/**
+ * The one rule of who sees and acts on a subscription (reads it, its deliveries; changes, tests,
+ * rotates, redelivers or deletes it): its owner (the same key, token or sign-in), or a principal
+ * whose rights cover the owner's as they are now, by the grant ceiling's measure (a superadmin, or
+ * one holding every permission and data scope the owner holds). An owner who can no longer act
+ * (revoked, expired, deactivated) is taken to hold everything. A subscription shows its sink, its
+ * filters and the counts of what its owner's rights selected, and its secret signs what the
+ * receiver trusts: nobody with less than the owner may see or touch it.
+ */
+export async function maySeeSubscription(app: AppContext, principal: Principal, row: SubscriptionRow, sql: Queryable = app.sql, owners: OwnerRights = new Map()): Promise<boolean> {
+  if (principal.tenantId !== row.tenant_id) return false;
+  const self = ownerOf(principal);
+  if (self.kind === row.owner_kind && self.id === row.owner_id) return true;
+  if (principal.superadmin) return true;
+  const key = `${row.owner_kind}:${row.owner_id}`;
+  let rights = owners.get(key);
+  if (!rights) {
+    rights = ownerPrincipal(app, row, sql).then((owner) => (owner ? rightsOf(owner) : EVERYTHING));
+    owners.set(key, rights);
+  }
+  return beyond(rightsOf(principal), await rights) === undefined;
 }
 
 /** Where a subscription's batches go, with the secrets valid now (the previous one during a rotation's overlap). */
@@ -127,10 +157,15 @@ function settingsOf(
 
 const nameTaken = (name: string) => conflict(`A subscription named "${name}" exists already`, { name });
 
-/** The subscription, locked for the transaction's change; a 404 when the tenant has none with this id. */
-async function lockedSubscription(tx: Queryable, principal: Principal, id: string): Promise<SubscriptionRow> {
+const noSuchSubscription = (id: string) => notFound('Subscription not found', { subscription_id: id });
+
+/**
+ * The subscription, locked for the transaction's change; a 404 when the tenant has none with this
+ * id or the principal may not see it (maySeeSubscription), as if absent.
+ */
+async function lockedSubscription(app: AppContext, tx: Queryable, principal: Principal, id: string): Promise<SubscriptionRow> {
   const row = await findSubscription(tx, principal.tenantId, id, true);
-  if (!row) throw notFound('Subscription not found', { subscription_id: id });
+  if (!row || !(await maySeeSubscription(app, principal, row, tx))) throw noSuchSubscription(id);
   return row;
 }
 
@@ -140,13 +175,18 @@ function mayRead(principal: Principal): void {
   }
 }
 
-export function subscriptionsOf(app: AppContext, principal: Principal): Promise<SubscriptionRow[]> {
-  return listSubscriptions(app.sql, principal.tenantId);
+/** The tenant's subscriptions the principal may see (maySeeSubscription), by name. */
+export async function subscriptionsOf(app: AppContext, principal: Principal): Promise<SubscriptionRow[]> {
+  const rows = await listSubscriptions(app.sql, principal.tenantId);
+  const owners: OwnerRights = new Map();
+  const visible = await Promise.all(rows.map((row) => maySeeSubscription(app, principal, row, app.sql, owners)));
+  return rows.filter((_, i) => visible[i]);
 }
 
+/** The subscription; a 404 when the tenant has none with this id or the principal may not see it, as if absent. */
 export async function subscriptionOf(app: AppContext, principal: Principal, id: string): Promise<SubscriptionRow> {
   const row = await findSubscription(app.sql, principal.tenantId, id);
-  if (!row) throw notFound('Subscription not found', { subscription_id: id });
+  if (!row || !(await maySeeSubscription(app, principal, row))) throw noSuchSubscription(id);
   return row;
 }
 
@@ -188,7 +228,7 @@ export async function replaceSubscription(app: AppContext, ctx: Context, princip
   const sink = await checkedSink(app, input.sink);
   const keys = masterKeys(app);
   return app.sql.begin(async (tx) => {
-    const existing = await lockedSubscription(tx, principal, id);
+    const existing = await lockedSubscription(app, tx, principal, id);
     const { secret } = await unseal(tx, keys, existing, 'current');
     const sealed = await seal(tx, keys, principal.tenantId, id, 'current', { secret, headers: sink.headers });
     let row: SubscriptionRow | undefined;
@@ -206,8 +246,9 @@ export async function replaceSubscription(app: AppContext, ctx: Context, princip
 
 export async function removeSubscription(app: AppContext, ctx: Context, principal: Principal, id: string): Promise<void> {
   await app.sql.begin(async (tx) => {
+    await lockedSubscription(app, tx, principal, id);
     const name = await deleteSubscription(tx, principal.tenantId, id);
-    if (name === undefined) throw notFound('Subscription not found', { subscription_id: id });
+    if (name === undefined) throw noSuchSubscription(id);
     await auditChange(tx, app.audit, ctx, principal, 'subscription.deleted', { type: 'subscription', id, name });
   });
 }
@@ -217,7 +258,7 @@ export async function rotateSigningSecret(app: AppContext, ctx: Context, princip
   const keys = masterKeys(app);
   const secret = newSigningSecret();
   return app.sql.begin(async (tx) => {
-    const existing = await lockedSubscription(tx, principal, id);
+    const existing = await lockedSubscription(app, tx, principal, id);
     const current = await unseal(tx, keys, existing, 'current');
     const now = app.now();
     const sealed = await seal(tx, keys, principal.tenantId, id, 'current', { secret, headers: current.headers });
