@@ -162,6 +162,19 @@ export function refusedAddress(address: string, policy: AllowedHosts): string | 
   return undefined;
 }
 
+/**
+ * Whether an address is a public unicast one: neither loopback, private, link-local nor otherwise
+ * non-public (what CINV_SOURCE_ALLOW_PRIVATE governs), embedded IPv4 addresses included.
+ */
+export function isPublicAddress(address: string): boolean {
+  const plain = withoutZone(bare(address)).toLowerCase();
+  const family = isIP(plain);
+  if (family === 0) return false;
+  const v4 = family === 4 ? plain : embeddedIPv4(plain);
+  const listed = (list: BlockList) => list.check(plain, family === 6 ? 'ipv6' : 'ipv4') || (v4 !== undefined && list.check(v4, 'ipv4'));
+  return !listed(neverReachable) && !listed(nonPublic);
+}
+
 /** Why a (normalised) host name may not be connected to, before it is resolved. */
 function refusedName(host: string, policy: AllowedHosts): string | undefined {
   if (METADATA_NAMES.has(host) || host.endsWith('.metadata.google.internal')) return `${host} is a cloud metadata host`;

@@ -9,6 +9,8 @@ export interface GuardedResponse {
   body: Buffer;
   /** The URL that answered, after redirects. */
   url: string;
+  /** The address of the peer that answered, as connected to. */
+  address: string | undefined;
 }
 
 export interface GuardedRequestOptions {
@@ -78,6 +80,7 @@ function once(url: URL, options: GuardedRequestOptions & { method?: string; body
         ca: options.tls?.ca,
       },
       (incoming) => {
+        const address = incoming.socket?.remoteAddress;
         const chunks: Buffer[] = [];
         let size = 0;
         incoming.on('data', (chunk: Buffer) => {
@@ -89,7 +92,9 @@ function once(url: URL, options: GuardedRequestOptions & { method?: string; body
           chunks.push(chunk);
         });
         incoming.on('error', reject);
-        incoming.on('end', () => resolve({ status: incoming.statusCode ?? 0, headers: incoming.headers, body: Buffer.concat(chunks), url: url.href }));
+        incoming.on('end', () =>
+          resolve({ status: incoming.statusCode ?? 0, headers: incoming.headers, body: Buffer.concat(chunks), url: url.href, address }),
+        );
       },
     );
     outgoing.on('error', reject);

@@ -261,8 +261,10 @@ export class SubscriptionDelivery {
       const target = await this.targetFor(row);
       result = await send(target, { messageId: delivery.message_id, body }, sendOptionsOf(this.app), this.nats);
     } catch (error) {
-      result = { ok: false, status: null, ms: 0, error: (error as Error).message, gone: false };
+      // the server's own trouble (a secret that does not decrypt, no master key): no network detail in it
+      result = { ok: false, status: null, ms: 0, error: (error as Error).message, detail: (error as Error).message, gone: false };
     }
+    if (!result.ok) logFailure(this.app, row, result, { delivery_id: delivery.id, sequence: delivery.sequence });
     const now = this.app.now();
     const outcome = { responseStatus: result.status, responseMs: result.ms, error: result.error, at: now };
     if (result.ok) {
@@ -361,13 +363,26 @@ export class SubscriptionDelivery {
   }
 }
 
-/** Sends a signed sample message (`cinv.test`, no records) at once and says how the receiver answered. */
+/**
+ * What a failed send did exactly, for the server log: clients see only the coarse `error` (see
+ * NOT_TAKEN in sinks.ts). Neither the URL (its query may hold a token) nor a header or secret.
+ */
+function logFailure(app: AppContext, row: SubscriptionRow, result: SendResult, about: Record<string, string>): void {
+  app.logger.warn({ subscription_id: row.id, sink: row.sink.type, ...about, detail: result.detail, response_ms: result.ms }, 'subscription message not delivered');
+}
+
+/**
+ * Sends a signed sample message (`cinv.test`, no records) at once and says how the receiver answered,
+ * as coarsely as the deliveries log does.
+ */
 export async function sendTestMessage(app: AppContext, principal: Principal, id: string): Promise<SendResult> {
   const row = await subscriptionOf(app, principal, id);
   const body = messageBody('cinv.test', app.now(), row.id, '0', []);
   const nats = new NatsConnections();
   try {
-    return await send(await targetOf(app, row), { messageId: `msg_test_${uuidv7().replace(/-/g, '')}`, body }, sendOptionsOf(app), nats);
+    const result = await send(await targetOf(app, row), { messageId: `msg_test_${uuidv7().replace(/-/g, '')}`, body }, sendOptionsOf(app), nats);
+    if (!result.ok) logFailure(app, row, result, { test: 'true' });
+    return result;
   } finally {
     await nats.close();
   }

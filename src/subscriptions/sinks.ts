@@ -1,6 +1,6 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
-import { AllowedHosts, EndpointRefused, guardedAddress } from '../net/endpoint.js';
+import { AllowedHosts, EndpointRefused, guardedAddress, isPublicAddress } from '../net/endpoint.js';
 import { guardedRequest } from '../net/guarded-http.js';
 import { webhookHeaders } from './signing.js';
 
@@ -28,11 +28,16 @@ export type Target = WebhookTarget | NatsTarget;
 
 export interface SendResult {
   ok: boolean;
-  /** The HTTP status, when a webhook answered. */
+  /** The HTTP status, when a webhook answered from an address whose answers are shown (see shownStatus). */
   status: number | null;
   ms: number;
-  /** For people: what went wrong. Never holds a header value or the signing secret. */
+  /**
+   * For the subscription's clients: what went wrong, coarsely (see NOT_TAKEN). Never holds a
+   * header value or the signing secret.
+   */
   error: string | null;
+  /** For the server log only: what happened exactly (the error code, the address, the status). Never holds a secret. */
+  detail: string | null;
   /** The receiver answered 410 Gone: it wants no more. */
   gone: boolean;
 }
@@ -43,6 +48,7 @@ export interface SendOptions {
   now: Date;
 }
 
+/** What went wrong exactly, for the server log. */
 const describe = (error: unknown): string => {
   if (error instanceof EndpointRefused) return error.message;
   const e = error as NodeJS.ErrnoException & { name?: string };
@@ -50,6 +56,28 @@ const describe = (error: unknown): string => {
   if (e?.code) return `${e.code}${e.message ? `: ${e.message}` : ''}`;
   return e?.message ?? String(error);
 };
+
+/**
+ * What clients (the test route, the deliveries log) are told of every failure but an HTTP answer
+ * whose status is shown. A refused connection, a reset, an answer that is not HTTP, a timeout and a
+ * status withheld all read the same: told apart, they would map which ports of which internal hosts
+ * listen and what speaks there, to anyone allowed to point a webhook. The detail goes to the server log.
+ */
+export const NOT_TAKEN = 'the receiver could not be reached or did not accept the message (the server log has the details)';
+const GUARD_REFUSED = 'the endpoint guard refused the receiver\'s address (the server log has the details)';
+export const NATS_NOT_TAKEN = 'NATS: the message was not acknowledged: the server could not be reached, or no stream took it (the server log has the details)';
+
+/**
+ * Whether a receiver's HTTP status may be shown: when it answered from a public address, or from a
+ * host or network the operator lists in CINV_SOURCE_ALLOWED_HOSTS. A loopback or private address
+ * reachable only because CINV_SOURCE_ALLOW_PRIVATE lets it be keeps its status to the server log:
+ * a status says that something speaks HTTP on that port, and what.
+ */
+function shownStatus(url: string, address: string | undefined, allowed: AllowedHosts): boolean {
+  if (address === undefined) return false;
+  if (isPublicAddress(address)) return true;
+  return allowed.allowsAddress(address) || allowed.allowsName(new URL(url).hostname);
+}
 
 async function sendWebhook(target: WebhookTarget, out: Outgoing, options: SendOptions): Promise<SendResult> {
   const started = performance.now();
@@ -69,15 +97,18 @@ async function sendWebhook(target: WebhookTarget, out: Outgoing, options: SendOp
     });
     const ms = Math.round(performance.now() - started);
     const ok = response.status >= 200 && response.status < 300;
+    const shown = shownStatus(target.url, response.address, options.allowedHosts);
     return {
       ok,
-      status: response.status,
+      status: shown ? response.status : null,
       ms,
-      error: ok ? null : `the receiver answered ${response.status}`,
+      error: ok ? null : shown ? `the receiver answered ${response.status}` : NOT_TAKEN,
+      detail: ok ? null : `the receiver at ${response.address ?? 'an unknown address'} answered ${response.status}`,
       gone: response.status === 410,
     };
   } catch (error) {
-    return { ok: false, status: null, ms: Math.round(performance.now() - started), error: describe(error), gone: false };
+    const told = error instanceof EndpointRefused ? GUARD_REFUSED : NOT_TAKEN;
+    return { ok: false, status: null, ms: Math.round(performance.now() - started), error: told, detail: describe(error), gone: false };
   }
 }
 
@@ -95,9 +126,10 @@ export class NatsConnections {
       const js = jetstream(nc, { timeout: options.timeoutMs });
       // JetStream drops a message whose id it saw within the stream's duplicate window: a retry is never stored twice
       await js.publish(target.subject, out.body, { msgID: out.messageId, timeout: options.timeoutMs });
-      return { ok: true, status: null, ms: Math.round(performance.now() - started), error: null, gone: false };
+      return { ok: true, status: null, ms: Math.round(performance.now() - started), error: null, detail: null, gone: false };
     } catch (error) {
-      return { ok: false, status: null, ms: Math.round(performance.now() - started), error: `NATS: ${describe(error)}`, gone: false };
+      const told = error instanceof EndpointRefused ? `NATS: ${GUARD_REFUSED}` : NATS_NOT_TAKEN;
+      return { ok: false, status: null, ms: Math.round(performance.now() - started), error: told, detail: `NATS: ${describe(error)}`, gone: false };
     }
   }
 
