@@ -114,7 +114,9 @@ async function sendWebhook(target: WebhookTarget, out: Outgoing, options: SendOp
 
 /**
  * NATS connections by server URL, kept open between batches. A connection goes to the address the
- * endpoint guard resolved, and is checked again whenever it is made anew.
+ * endpoint guard resolved, and is checked again whenever it is made anew. The servers a NATS server
+ * advertises (`connect_urls` in its INFO, its cluster's other members) are never added: the client
+ * connects, and reconnects, only to the address that was checked.
  */
 export class NatsConnections {
   private readonly open = new Map<string, Promise<NatsConnection>>();
@@ -140,7 +142,7 @@ export class NatsConnections {
         const parsed = new URL(url);
         const address = await guardedAddress(parsed.hostname, options.allowedHosts);
         const host = address.includes(':') ? `[${address}]` : address;
-        const nc = await connect({ servers: `${host}:${parsed.port || '4222'}`, timeout: options.timeoutMs, maxReconnectAttempts: -1 });
+        const nc = await connect({ servers: `${host}:${parsed.port || '4222'}`, timeout: options.timeoutMs, maxReconnectAttempts: -1, ignoreClusterUpdates: true });
         void nc.closed().then(() => this.open.delete(url));
         return nc;
       })();
