@@ -19,6 +19,11 @@ export interface ScopedColumns {
   tenant: string;
   source: string;
   scope: string;
+  /**
+   * Change records only: the instance a CI moved out of (sql/0039). Such a record carries that
+   * instance's values, so it is visible only when the principal may see that instance too.
+   */
+  movedFrom?: string;
 }
 
 export const columnsOf = (alias: string): ScopedColumns => ({
@@ -26,6 +31,9 @@ export const columnsOf = (alias: string): ScopedColumns => ({
   source: `${alias}.source_id`,
   scope: `${alias}.scope_id`,
 });
+
+/** The columns of a change record (`change_records` under `alias`), with the instance a move left. */
+export const changeColumnsOf = (alias: string): ScopedColumns => ({ ...columnsOf(alias), movedFrom: `${alias}.moved_from_scope_id` });
 
 /**
  * The scope-aware query builder: the `WHERE` fragment that limits a table holding CI-owned rows
@@ -36,12 +44,18 @@ export function visibleTo(sql: Sql, principal: Principal, columns: ScopedColumns
   const tenant = sql`${sql(columns.tenant)} = ${principal.tenantId}`;
   const scopes = dataScopesOf(principal);
   if (scopes === 'all') return tenant;
-  const scopeParts = scopes.map((scope) =>
-    scope.scopeId === null
-      ? sql`${sql(columns.source)} = ${scope.sourceId}`
-      : sql`(${sql(columns.source)} = ${scope.sourceId} and ${sql(columns.scope)} = ${scope.scopeId})`,
-  );
-  return sql`${tenant} and ${or(sql, scopeParts)}`;
+  const inScopes = (column: string) =>
+    or(
+      sql,
+      scopes.map((scope) =>
+        scope.scopeId === null
+          ? sql`${sql(columns.source)} = ${scope.sourceId}`
+          : sql`(${sql(columns.source)} = ${scope.sourceId} and ${sql(column)} = ${scope.scopeId})`,
+      ),
+    );
+  const visible = sql`${tenant} and ${inScopes(columns.scope)}`;
+  if (columns.movedFrom === undefined) return visible;
+  return sql`${visible} and (${sql(columns.movedFrom)} is null or ${inScopes(columns.movedFrom)})`;
 }
 
 /**
@@ -69,10 +83,13 @@ export function visibleToOpenSearch(principal: Principal): SearchClause[] {
   const held = dataScopesOf(principal);
   if (held === 'all') return [tenant];
   if (held.length === 0) return [tenant, { bool: { must_not: [{ match_all: {} }] } }];
-  const scopes = held.map((scope) =>
-    scope.scopeId === null
-      ? { term: { source_id: scope.sourceId } }
-      : { bool: { filter: [{ term: { source_id: scope.sourceId } }, { term: { scope_id: scope.scopeId } }] } },
-  );
-  return [tenant, { bool: { should: scopes, minimum_should_match: 1 } }];
+  const inScopes = (field: 'scope_id' | 'moved_from_scope_id') =>
+    held.map((scope) =>
+      scope.scopeId === null
+        ? { term: { source_id: scope.sourceId } }
+        : { bool: { filter: [{ term: { source_id: scope.sourceId } }, { term: { [field]: scope.scopeId } }] } },
+    );
+  // a move's record also needs the instance the CI left (see ScopedColumns.movedFrom)
+  const moveSeen = [{ bool: { must_not: [{ exists: { field: 'moved_from_scope_id' } }] } }, ...inScopes('moved_from_scope_id')];
+  return [tenant, { bool: { should: inScopes('scope_id'), minimum_should_match: 1 } }, { bool: { should: moveSeen, minimum_should_match: 1 } }];
 }

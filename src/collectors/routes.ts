@@ -125,7 +125,8 @@ const trigger = defineRoute({
   description:
     'Queues a run of each enabled source of the collector (or only `source_id`), whether or not its schedule is on; a ' +
     'source with a run queued or running keeps that one. 202 with `run_id` (the first source\'s run) and each source\'s ' +
-    'run. A hybrid source whose run is watching lists everything again within that run, then watches on. A push-only type (such as `universal`) is a 409: its data arrives through `POST /api/v1/sources/{id}/ingest`.',
+    'run. A hybrid source whose run is watching lists everything again within that run, then watches on. A push-only type (such as `universal`) is a 409: its data arrives through `POST /api/v1/sources/{id}/ingest`. ' +
+    'A collection writes every instance of its source, so a caller whose data scopes hold only some instances of a source it would run is refused (403, `details.reason` `whole_source_required`).',
   tags: TAGS,
   access: { resource: 'collectors', action: 'write' },
   params: CollectorParams,

@@ -1,7 +1,7 @@
-import type { Principal } from '../auth/principal.js';
+import { coversWholeSource, type Principal } from '../auth/principal.js';
 import { capabilitiesOf, collectorType } from '../collector-types/registry.js';
 import type { AppContext } from '../context.js';
-import { conflict, notFound } from '../errors.js';
+import { conflict, forbidden, notFound } from '../errors.js';
 import { bigintId } from '../http/schemas.js';
 import type { NewCollectorSource } from '../sources/schema.js';
 import { addSourceTo, assertUnscoped, sourcesOfCollector } from '../sources/service.js';
@@ -113,13 +113,21 @@ export async function allCollectorsHealth(app: AppContext, principal: Principal)
  */
 export async function triggerCollection(app: AppContext, principal: Principal, rawId: string, sourceId: string | undefined): Promise<Triggered> {
   const collector = await collectorOr404(app, principal, rawId);
+  const rows = await sourcesOfCollector(app, principal, collector.id, 'enabled');
+  const wanted = sourceId === undefined ? rows : rows.filter((s) => s.id === sourceId);
+  // a collection writes every instance of its source
+  const partial = wanted.filter((source) => !coversWholeSource(principal, source.id));
+  if (partial.length > 0) {
+    throw forbidden('A collection writes every instance of its source: triggering it needs data scopes that hold the whole source', {
+      reason: 'whole_source_required',
+      source_ids: partial.map((source) => source.id),
+    });
+  }
   if (!collectorType(collector.collector_type)?.collect) {
     throw conflict(`The ${collector.collector_type} type does not collect by itself: push its data to POST /api/v1/sources/{id}/ingest`, {
       collector_type: collector.collector_type,
     });
   }
-  const rows = await sourcesOfCollector(app, principal, collector.id, 'enabled');
-  const wanted = sourceId === undefined ? rows : rows.filter((s) => s.id === sourceId);
   if (sourceId !== undefined && wanted.length === 0) throw notFound('No enabled source with this id in the collector', { source_id: sourceId });
   const now = app.now();
   const sources = await app.sql.begin(async (tx) => {

@@ -45,7 +45,7 @@ function scanned(sql: Sql, principal: Principal, criteria: HistoryFilter, after:
     from (select position, txid, committed_at from change_feed where position >= ${after.position}::bigint order by position limit ${scan}) f
     cross join lateral (
       select cr.id, cr.tenant_id, cr.source_id, cr.scope_id, cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.change_type,
-             cr.changed_at, cr.changes, cr.changed_fields, cr.search_vector
+             cr.changed_at, cr.changes, cr.changed_fields, cr.search_vector, cr.moved_from_scope_id
       from change_records cr
       -- one bound per place, so that a transaction of many records is read from the cursor on along the (txid, id) index
       where cr.txid = f.txid and cr.id > (case when f.position = ${after.position}::bigint then ${after.id}::bigint else 0 end)

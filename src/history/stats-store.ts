@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
 import { seesAllData, type Principal } from '../auth/principal.js';
-import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
+import { and, changeColumnsOf, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
 import { compileFilters, type ParsedFilter } from '../query/filters.js';
 import { validationFailed } from '../errors.js';
 import { DEFAULT_STATS_WINDOW_MS, STATS_TYPE, type ChangeStats, type StatsGrouping, type StatsRequest, type StatsWindow } from './stats-model.js';
@@ -335,7 +335,7 @@ export function windowCounts(
   if (firstHour !== undefined && lastHour !== undefined && firstHour > lastHour) firstHour = lastHour;
   const at = (ms: number) => new Date(ms);
   const records = and(sql, [
-    visibleTo(sql, principal, columnsOf('cr')),
+    visibleTo(sql, principal, changeColumnsOf('cr')),
     sql`cr.changes <> '[]'::jsonb`,
     ...compileFilters(sql, filters),
     ...(lower ? [lower.inclusive ? sql`cr.changed_at >= ${lower.at}::text::timestamptz` : sql`cr.changed_at > ${lower.at}::text::timestamptz`] : []),
@@ -391,7 +391,7 @@ export async function historyStats(
   timeoutMs: number,
   ciIds?: readonly string[],
 ): Promise<Figures> {
-  const visible = (alias: string) => visibleTo(sql, principal, columnsOf(alias));
+  const visible = (alias: string) => visibleTo(sql, principal, changeColumnsOf(alias));
   const upper = window.untilExclusive ? sql`cr.changed_at < ${window.until}::text::timestamptz` : sql`cr.changed_at <= ${window.until}::text::timestamptz`;
   const inWindow = sql`cr.changed_at >= ${window.from}::text::timestamptz and ${upper}`;
   // a set of CIs is a dimension the pre-aggregate does not have: its few records are counted as they are

@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
 import type { Principal } from '../auth/principal.js';
-import { and, columnsOf, visibleTo, type Fragment } from '../auth/scope.js';
+import { and, changeColumnsOf, visibleTo, type Fragment } from '../auth/scope.js';
 import { compileFilters, type ParsedFilter } from '../query/filters.js';
 import type { FieldChange } from './diff.js';
 import type { ChangeType } from './writer.js';
@@ -65,7 +65,7 @@ export async function pageCiHistory(
   ciId: string,
   page: { limit: number; offset: number; after: Position | undefined; total?: number },
 ): Promise<CiHistoryPage> {
-  const where = sql`cr.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('cr'))}`;
+  const where = sql`cr.ci_id = ${ciId} and ${visibleTo(sql, principal, changeColumnsOf('cr'))}`;
   const keyset = page.after ? sql`and (cr.changed_at, cr.id) < (${exactTime(sql, page.after[0])}, ${page.after[1]}::bigint)` : sql``;
   const [rows, [count]] = await Promise.all([
     sql<CiHistoryRow[]>`
@@ -125,7 +125,7 @@ export interface ChangeCriteria extends HistoryFilter {
  */
 export function historyConditions(sql: Sql, principal: Principal, criteria: HistoryFilter): Fragment {
   const parts = [
-    visibleTo(sql, principal, columnsOf('cr')),
+    visibleTo(sql, principal, changeColumnsOf('cr')),
     // records without field changes carry nothing to list or export
     sql`cr.changes <> '[]'::jsonb`,
     ...compileFilters(sql, criteria.filters),
@@ -283,7 +283,7 @@ export async function exportBatch(
 export async function countCiChangesBetween(sql: Sql, principal: Principal, ciId: string, from: string, to: string): Promise<number> {
   const [row] = await sql<{ total: number }[]>`
     select count(*)::int as total from change_records cr
-    where cr.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('cr'))} and cr.changes <> '[]'::jsonb
+    where cr.ci_id = ${ciId} and ${visibleTo(sql, principal, changeColumnsOf('cr'))} and cr.changes <> '[]'::jsonb
       and cr.changed_at > ${from}::text::timestamptz and cr.changed_at <= ${to}::text::timestamptz`;
   return row?.total ?? 0;
 }

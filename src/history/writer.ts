@@ -17,6 +17,11 @@ export interface NewChangeRecord {
   change_type: ChangeType;
   changed_at: Date;
   changes: FieldChange[];
+  /**
+   * The instance a CI moved out of, on the record of the move: the record carries that instance's
+   * values and is shown only to principals that may see it too (null or absent: no move).
+   */
+  moved_from_scope_id?: string | null;
 }
 
 /** What a change record keeps of its CI: enough to read the history after the CI itself is removed. */
@@ -86,14 +91,14 @@ export async function recordChanges(sql: Queryable, records: readonly NewChangeR
     with written as (
       insert into change_records
         (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields,
-         search_vector)
+         search_vector, moved_from_scope_id)
       select r.tenant_id, r.ci_id, r.source_id, r.scope_id, r.ci_name, r.ci_namespace, r.ci_type, r.change_type,
              r.changed_at, r.changes,
              array(select distinct left(c ->> 'field', ${MAX_INDEXED_FIELD_LENGTH}) from jsonb_array_elements(r.changes) as c order by 1),
-             r.search_document::tsvector
+             r.search_document::tsvector, r.moved_from_scope_id
       from jsonb_to_recordset(${jsonText(records.map(withDocument))}::text::jsonb) as r(
         tenant_id uuid, ci_id uuid, source_id bigint, scope_id text, ci_name text, ci_namespace text,
-        ci_type text, change_type text, changed_at timestamptz, changes jsonb, search_document text)
+        ci_type text, change_type text, changed_at timestamptz, changes jsonb, search_document text, moved_from_scope_id text)
       returning id, tenant_id, ci_id, change_type, changed_at
     ), queued as (
       insert into outbox (tenant_id, topic, aggregate_id, payload)

@@ -1,5 +1,6 @@
 import { recordChanges } from '../history/writer.js';
 import type { Queryable, Sql } from '../db/database.js';
+import { forbidden } from '../errors.js';
 import { onTheWire, queued } from '../db/pipeline.js';
 import { classifyBatch, type BatchPlan } from './classify.js';
 import { metricsOf } from './content.js';
@@ -102,7 +103,36 @@ export function reconcileBatch(sql: Sql, run: BatchRun): Promise<{ plan: BatchPl
     await run.meanwhile(Promise.all([locked, lookup]));
     await locked;
     const states = new Map((await lookup).map((s) => [s.external_id, s]));
+    assertWritable(key, states.values());
     const plan = classifyBatch({ key, now, records, hashes, metrics, states, typeDataDerived: run.typeDataDerived });
     return { plan, written: await writePlan(tx, plan, run.meanwhile, run.lane) };
   });
+}
+
+/** How many of the refused external ids a refusal names. */
+export const NAMED_REFUSALS = 20;
+
+/**
+ * The refusal of a write that names CIs stored in instances the writer may not write (the write
+ * rule, auth/principal.ts writableInstances). Named by external id, which the writer sent itself.
+ */
+export const crossesInstances = (externalIds: readonly string[]) =>
+  forbidden('These records name CIs stored in instances of the source this principal may not write into; nothing was written', {
+    reason: 'outside_data_scope',
+    external_ids: externalIds.slice(0, NAMED_REFUSALS),
+  });
+
+/**
+ * Inside the batch's transaction, under the source's lock: no stored CI of the batch lies outside
+ * the instances the writer may write, so no write moves or rewrites one. Whatever a caller checked
+ * beforehand, this check is the one that holds against a concurrent move.
+ */
+function assertWritable(key: InventoryKey, states: Iterable<{ external_id: string; stored: { scope_id: string | null } | null }>): void {
+  const writable = key.writable;
+  if (writable === undefined) return;
+  const outside: string[] = [];
+  for (const state of states) {
+    if (state.stored && (state.stored.scope_id === null || !writable.includes(state.stored.scope_id))) outside.push(state.external_id);
+  }
+  if (outside.length > 0) throw crossesInstances(outside);
 }

@@ -129,8 +129,15 @@ export function classifyBatch(input: ClassifyInput): BatchPlan {
     const before = state.stored!;
     if (before.status !== 'active') plan.reactivated++;
     const fields = fieldChanges(before, record, input.typeDataDerived);
+    const movedFrom = before.scope_id !== key.scopeId;
+    if (movedFrom) fields.unshift({ field: 'scope_id', old_value: before.scope_id, new_value: key.scopeId });
     // the digest also covers relationships, which change no recorded field
-    if (fields.length > 0) updated.push(changeRecord(ci, 'UPDATED', fields, now));
+    if (fields.length > 0) {
+      const change = changeRecord(ci, 'UPDATED', fields, now);
+      // its old values are the other instance's: only readers of both see it (sql/0039)
+      if (movedFrom) change.moved_from_scope_id = before.scope_id;
+      updated.push(change);
+    }
   });
   plan.changes.push(...updated);
   plan.relationships = [...relationships.values()];

@@ -4,11 +4,11 @@ import { compileBody, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from '../
 import { holdHeapTight } from '../observability/heap-growth.js';
 import { cisReconciled } from '../observability/metrics.js';
 import { archiveWithHistory } from './archive.js';
-import { reconcileBatch, type PlanWritten } from './batch.js';
+import { crossesInstances, NAMED_REFUSALS, reconcileBatch, type PlanWritten } from './batch.js';
 import { splitBatches, type BatchPlan, type Lane } from './classify.js';
 import { Digests } from './digests.js';
 import { Snapshot, type UniversalRecord } from './records.js';
-import { analyzeInventory, findIdsByExternalId, lockSource, resolveArrivedTargets, type InventoryKey } from './store.js';
+import { analyzeInventory, findIdsByExternalId, findOutsideWritable, lockSource, resolveArrivedTargets, type InventoryKey } from './store.js';
 import { inTurn } from './turns.js';
 
 export interface ReconcileInput {
@@ -30,6 +30,12 @@ export interface ReconcileInput {
    * the pusher's own and is recorded, but for a value that mirrors a raw_data change of the record.
    */
   typeDataDerived?: boolean;
+  /**
+   * The instances of the source the writer may write into (writableInstances), or undefined for
+   * all of them: a collection, or a principal holding the whole source. A record or deletion naming
+   * a CI stored in another instance is refused (403), and references resolve only inside them.
+   */
+  writable?: readonly string[];
 }
 
 export interface ReconcileResult {
@@ -236,7 +242,7 @@ export async function reconcile(sql: Sql, input: ReconcileInput, options: Reconc
 async function reconcileNow(sql: Sql, input: ReconcileInput, options: ReconcileOptions): Promise<ReconcileResult> {
   const now = options.now ?? new Date();
   // an unset scope is null: an undefined parameter would fail inside the driver, mid-pipeline
-  const key: InventoryKey = { tenantId: input.tenantId, sourceId: input.sourceId, scopeId: input.scopeId ?? null };
+  const key: InventoryKey = { tenantId: input.tenantId, sourceId: input.sourceId, scopeId: input.scopeId ?? null, writable: input.writable };
   const { lanes, gone } = splitBatches(input.records, input.deletions ?? [], options.batchSize ?? 1000, options.lanes === true);
   const result: ReconcileResult = { ...emptyReconcileResult(), received: input.records.length };
   const run: UpsertRun = {
@@ -251,6 +257,12 @@ async function reconcileNow(sql: Sql, input: ReconcileInput, options: ReconcileO
     load: options.load ?? newBulkLoad(),
     failed: false,
   };
+  if (key.writable !== undefined) {
+    // refused whole before anything is written; each batch checks again under its lock
+    const named = [...input.records.map((record) => record.external_id), ...(input.deletions ?? [])];
+    const outside = await findOutsideWritable(sql, key, named, NAMED_REFUSALS);
+    if (outside.length > 0) throw crossesInstances(outside.map((ci) => ci.external_id));
+  }
   try {
     await inParallel(lanes.map((lane) => () => upsertLane(sql, lane, run, result)));
   } catch (error) {
@@ -360,7 +372,9 @@ function addBatch(result: ReconcileResult, owners: Set<string>, plan: BatchPlan,
 async function archiveGone(sql: Sql, key: InventoryKey, externalIds: string[], now: Date, statementTimeoutMs: number | undefined): Promise<number> {
   const archived = await sql.begin(async (tx) => {
     await lockSource(tx, key.tenantId, key.sourceId, statementTimeoutMs);
-    const ids = (await findIdsByExternalId(tx, key.tenantId, key.sourceId, externalIds)).map((r) => r.ci_id);
+    const outside = await findOutsideWritable(tx, key, externalIds, NAMED_REFUSALS);
+    if (outside.length > 0) throw crossesInstances(outside.map((ci) => ci.external_id));
+    const ids = (await findIdsByExternalId(tx, key, externalIds)).map((r) => r.ci_id);
     return archiveWithHistory(tx, key.tenantId, ids, now);
   });
   return archived.length;

@@ -8,7 +8,16 @@ export interface InventoryKey {
   tenantId: string;
   sourceId: string;
   scopeId: string | null;
+  /**
+   * The instances of the source the writer may write into (writableInstances in auth/principal.ts),
+   * or undefined for all of them. A stored CI of another instance is neither moved, archived nor
+   * made the target of a reference by this writer.
+   */
+  writable?: readonly string[];
 }
+
+/** The instances a write may touch as an SQL text array, or null for every instance of the source. */
+const writableArray = (key: InventoryKey): string[] | null => (key.writable === undefined ? null : [...key.writable]);
 
 /** A CI seen by a collection, with the metrics it came with (JSON text, or null). */
 export interface SeenCi {
@@ -29,6 +38,8 @@ export interface StoredState {
 export interface StoredContent {
   ci_id: string;
   external_id: string;
+  /** The instance the CI is stored in, which this write may move it out of. */
+  scope_id: string | null;
   ci_type: string;
   name: string;
   namespace: string | null;
@@ -134,7 +145,7 @@ export function loadStates(
     select found.external_id, found.ci_id, to_jsonb(stored) as stored
     from found
     left join lateral (
-      select ci_id, external_id, ci_type, name, namespace, status, raw_data, type_data
+      select ci_id, external_id, scope_id, ci_type, name, namespace, status, raw_data, type_data
       from configuration_items where ci_id = found.ci_id
       offset 0
     ) as stored on true
@@ -207,6 +218,7 @@ export async function replaceRelationships(
 ): Promise<RelationshipOutcome> {
   if (ownerIds.length === 0) return { written: 0, removed: 0, pending: 0 };
   const { tenantId, sourceId } = key;
+  const writable = writableArray(key);
   // both statements go out at once (see writePlan); they run in this order
   const unparked = sql`
     delete from pending_relationships p
@@ -222,6 +234,7 @@ export async function replaceRelationships(
       left join lateral (
         select ci_id, scope_id from configuration_items
         where tenant_id = ${tenantId} and source_id = ${sourceId} and external_id = w.to_external_id
+          and (${writable}::text[] is null or scope_id = any(${writable}::text[]))
         offset 0
       ) as t on true
     ), upserted as (
@@ -232,8 +245,8 @@ export async function replaceRelationships(
         set last_seen = excluded.last_seen, from_scope_id = excluded.from_scope_id, to_scope_id = excluded.to_scope_id
       returning 1
     ), parked as (
-      insert into pending_relationships (tenant_id, source_id, target_external_id, from_ci_id, relationship_type, created_at)
-      select ${tenantId}, ${sourceId}, to_external_id, from_ci_id, type, ${now} from targets where to_ci_id is null
+      insert into pending_relationships (tenant_id, source_id, target_external_id, from_ci_id, relationship_type, created_at, target_scopes)
+      select ${tenantId}, ${sourceId}, to_external_id, from_ci_id, type, ${now}, ${writable}::text[] from targets where to_ci_id is null
       on conflict do nothing
       returning 1
     ), unnamed as (
@@ -278,7 +291,7 @@ export async function replaceRelationships(
  */
 export async function resolvePendingRelationships(
   sql: Queryable,
-  key: { tenantId: string; sourceId: string },
+  key: { tenantId: string; sourceId: string; scopeId: string | null },
   createdExternalIds: string[],
   now: Date,
   part?: number,
@@ -300,6 +313,8 @@ export async function resolvePendingRelationships(
       cross join lateral (
         select p.ctid as row from pending_relationships p
         where p.tenant_id = ${tenantId} and p.source_id = ${sourceId} and p.target_external_id = created.external_id ${ownersPart}
+          -- the CIs were created in the batch's instance
+          and (p.target_scopes is null or ${key.scopeId}::text = any(p.target_scopes))
         offset 0
       ) as w
     ), arrived as (
@@ -342,7 +357,8 @@ export async function resolveArrivedTargets(sql: Queryable, key: { tenantId: str
       where p.tenant_id = ${tenantId} and p.source_id = ${sourceId}
         and exists (
           select 1 from configuration_items t
-          where t.tenant_id = ${tenantId} and t.source_id = ${sourceId} and t.external_id = p.target_external_id)
+          where t.tenant_id = ${tenantId} and t.source_id = ${sourceId} and t.external_id = p.target_external_id
+            and (p.target_scopes is null or t.scope_id = any(p.target_scopes)))
       returning p.from_ci_id, p.target_external_id, p.relationship_type
     )
     ${relationshipsFromArrived(sql, key, now)}`;
@@ -376,15 +392,42 @@ export function archiveCis(sql: Queryable, tenantId: string, ciIds: string[], no
               before.status as previous_status, c.status_updated_at`;
 }
 
-export function findIdsByExternalId(sql: Queryable, tenantId: string, sourceId: string, externalIds: string[]): Promise<{ ci_id: string }[]> {
+/** The CIs of the source with these external ids, in the instances the key's writer may write. */
+export function findIdsByExternalId(sql: Queryable, key: InventoryKey, externalIds: string[]): Promise<{ ci_id: string }[]> {
+  const writable = writableArray(key);
   return sql<{ ci_id: string }[]>`
     select c.ci_id
     from unnest(${externalIds}::text[]) as wanted(external_id)
     cross join lateral (
       select ci_id from configuration_items
-      where tenant_id = ${tenantId} and source_id = ${sourceId} and external_id = wanted.external_id
+      where tenant_id = ${key.tenantId} and source_id = ${key.sourceId} and external_id = wanted.external_id
+        and (${writable}::text[] is null or scope_id = any(${writable}::text[]))
       offset 0
     ) as c`;
+}
+
+/** A stored CI of the source that a write names but may not touch: it lives in another instance. */
+export interface OutsideCi {
+  external_id: string;
+}
+
+/**
+ * Which of the external ids name CIs of the source stored outside the instances the writer may
+ * write (none when it may write them all): one index probe per id, at most `limit` answers.
+ */
+export async function findOutsideWritable(sql: Queryable, key: InventoryKey, externalIds: readonly string[], limit: number): Promise<OutsideCi[]> {
+  const writable = writableArray(key);
+  if (writable === null || externalIds.length === 0) return [];
+  return sql<OutsideCi[]>`
+    select wanted.external_id
+    from unnest(${externalIds as string[]}::text[]) as wanted(external_id)
+    cross join lateral (
+      select 1 from configuration_items
+      where tenant_id = ${key.tenantId} and source_id = ${key.sourceId} and external_id = wanted.external_id
+        and (scope_id is null or scope_id <> all(${writable}::text[]))
+      offset 0
+    ) as c
+    limit ${limit}`;
 }
 
 /** Refreshes planner statistics after a bulk load, so that later queries are planned for its size. */

@@ -9,6 +9,7 @@ import { documentTokens, type DocumentTokens } from '../history/document.js';
 interface IndexTemplate {
   index_patterns: string[];
   _meta: { mapping_version: number };
+  template: { mappings: { properties: Record<string, unknown> } };
   [key: string]: unknown;
 }
 
@@ -58,7 +59,13 @@ export async function aliasIndices(client: Client, alias: string): Promise<strin
 export async function ensureIndex(client: Client, alias: string): Promise<string> {
   await installTemplate(client, alias);
   const existing = await aliasIndices(client, alias);
-  if (existing.length > 0) return existing[0]!;
+  if (existing.length > 0) {
+    // fields added to the template since the index was made; a strict mapping refuses documents
+    // that carry them, and adding a field changes nothing stored
+    const { properties } = loadTemplate().template.mappings;
+    await client.indices.putMapping({ index: existing.join(','), body: { properties } as never });
+    return existing[0]!;
+  }
   const index = `${alias}-v${loadTemplate()._meta.mapping_version}-initial`;
   try {
     await client.indices.create({ index, body: { aliases: { [alias]: {} } } });
@@ -76,6 +83,8 @@ export interface ChangeDocument {
   tenant_id: string;
   source_id: string | null;
   scope_id: string | null;
+  /** Only on the record of a move between instances (sql/0039): the instance the CI left. */
+  moved_from_scope_id?: string;
   ci_id: string;
   ci_name: string;
   ci_namespace: string | null;
@@ -88,7 +97,7 @@ export interface ChangeDocument {
   tokens: DocumentTokens;
 }
 
-type StoredRecord = Omit<ChangeDocument, 'has_changes' | 'tokens'>;
+type StoredRecord = Omit<ChangeDocument, 'has_changes' | 'tokens' | 'moved_from_scope_id'> & { moved_from_scope_id: string | null };
 
 /** The documents of the given change records, read from PostgreSQL (missing ids are left out). */
 export async function loadChangeDocuments(sql: Sql, ids: readonly string[]): Promise<ChangeDocument[]> {
@@ -96,11 +105,13 @@ export async function loadChangeDocuments(sql: Sql, ids: readonly string[]): Pro
   const records = await sql<StoredRecord[]>`
     select cr.id::text, cr.tenant_id, cr.source_id::text, cr.scope_id, cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type,
            cr.change_type, to_char(cr.changed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as changed_at,
-           cr.changed_fields, cr.changes
+           cr.changed_fields, cr.changes, cr.moved_from_scope_id
     from unnest(${ids as string[]}::bigint[]) as wanted(id)
     join change_records cr on cr.id = wanted.id`;
-  return records.map((record) => ({
+  return records.map(({ moved_from_scope_id: movedFrom, ...record }) => ({
     ...record,
+    // absent rather than null on every other record: the field is searched for existence
+    ...(movedFrom === null ? {} : { moved_from_scope_id: movedFrom }),
     has_changes: record.changes.length > 0,
     tokens: documentTokens(record),
   }));

@@ -110,7 +110,7 @@ export class Floor {
         content_hash: hash,
       };
       const ci = { ...write, tenant_id: tenantId, source_id: sourceId };
-      const stored: StoredContent = { ci_id: ciId, external_id: record.external_id, ci_type: record.ci_type, name: record.name, namespace: write.namespace, status: 'active', raw_data: record.raw_data, type_data: typeData };
+      const stored: StoredContent = { ci_id: ciId, external_id: record.external_id, scope_id: SCOPE, ci_type: record.ci_type, name: record.name, namespace: write.namespace, status: 'active', raw_data: record.raw_data, type_data: typeData };
       if (before) {
         updates.push(write);
         const prior = typeof before.stored === 'string' ? (JSON.parse(before.stored) as StoredContent) : before.stored;

@@ -1186,6 +1186,30 @@ class Cluster {
     return ok(Object.fromEntries(described));
   }
 
+  /**
+   * PUT /{index}/_mapping: adds properties to the mappings of existing indices. As in OpenSearch,
+   * a property mapped already may not change its type (400 illegal_argument_exception).
+   */
+  putMapping(expression: string, body: unknown): Reply {
+    const properties = isObject(body) && isObject(body.properties) ? body.properties : undefined;
+    if (!properties) return { status: 400, body: { error: { type: 'action_request_validation_exception', reason: 'Validation Failed: 1: mapping source is empty;' }, status: 400 } };
+    const indices = this.resolveIndices(expression);
+    for (const index of indices) {
+      const held = isObject(index.mappings.properties) ? index.mappings.properties : {};
+      for (const [field, mapping] of Object.entries(properties)) {
+        const before = held[field];
+        if (isObject(before) && isObject(mapping) && before.type !== mapping.type) {
+          const reason = `mapper [${field}] cannot be changed from type [${String(before.type)}] to [${String(mapping.type)}]`;
+          return { status: 400, body: { error: { type: 'illegal_argument_exception', reason }, status: 400 } };
+        }
+      }
+    }
+    for (const index of indices) {
+      index.mappings.properties = { ...(isObject(index.mappings.properties) ? index.mappings.properties : {}), ...structuredClone(properties) };
+    }
+    return acknowledged();
+  }
+
   deleteIndex(expression: string): Reply {
     for (const index of concreteIndices(this.indices, expression.split(','))) this.indices.delete(index.name);
     return acknowledged();
@@ -1484,6 +1508,7 @@ const ROUTES = [
   route('/_search', { POST: search, GET: search }),
   route('/{index}/_search', { POST: search, GET: search }),
   route('/{index}/_delete_by_query', { POST: deleteByQuery }),
+  route('/{index}/_mapping', { PUT: (cluster, request, index) => cluster.putMapping(index, request.body), POST: (cluster, request, index) => cluster.putMapping(index, request.body) }),
   route('/{index}', {
     PUT: (cluster, request, index) => cluster.createIndex(index, request.body),
     HEAD: (cluster, _request, index) => cluster.indexExists(index),

@@ -27,6 +27,7 @@ function storedAs(record: UniversalRecord, ciId: string, status: StoredContent['
   return {
     ci_id: ciId,
     external_id: record.external_id,
+    scope_id: KEY.scopeId,
     ci_type: record.ci_type,
     name: record.name,
     namespace: record.namespace ?? null,
@@ -181,7 +182,7 @@ describe('classifyBatch', () => {
     expect(plan.changes.filter((c) => c.change_type === 'UPDATED')).to.be.empty;
   });
 
-  it('writes a stored row into the scope of the batch, which is no recorded change', () => {
+  it('writes a stored row into the scope of the batch, recorded as a move that names the instance it left', () => {
     const record = pod('moved');
     const row = storedAs(record, '0190a000-0000-7000-8000-000000000007');
     const plan = classifyBatch({
@@ -193,7 +194,10 @@ describe('classifyBatch', () => {
       states: new Map([[record.external_id, storedState(row)]]),
     });
     expect(plan.updates[0]!.scope_id).to.equal(null);
-    expect(plan.changes).to.be.empty;
+    expect(plan.changes).to.have.length(1);
+    expect(plan.changes[0]!.change_type).to.equal('UPDATED');
+    expect(plan.changes[0]!.changes).to.deep.equal([{ field: 'scope_id', old_value: 'cluster-1', new_value: null }]);
+    expect(plan.changes[0]!.moved_from_scope_id).to.equal('cluster-1');
   });
 });
 
