@@ -164,7 +164,8 @@ const health = defineRoute({
   summary: 'Report a source\'s health (called by collectors)',
   description:
     'Sets `health_status` to `{status, last_check, details: {message, duration, consecutive_errors}}` (`last_check` from ' +
-    '`timestamp`), which the collector health routes reflect.',
+    '`timestamp`), which the collector health routes reflect. The health is every instance\'s, so a caller whose data ' +
+    'scopes hold only some instances of the source is refused (403, `details.reason` `whole_source_required`).',
   tags: TAGS,
   access: { resource: 'sources', action: 'write' },
   params: SourceParams,

@@ -131,6 +131,10 @@ export async function removeSource(app: AppContext, principal: Principal, rawId:
 /** Records the health a collector reports for a source (one statement). */
 export async function reportHealth(app: AppContext, principal: Principal, rawId: string, body: HealthBody): Promise<SourceRow> {
   const source = await sourceOr404(app, principal, rawId);
+  // the health of a source is every instance's: a reporter of some instances would speak for the others
+  if (!coversWholeSource(principal, source.id)) {
+    throw forbidden('A source\'s health is reported by a principal holding the whole source', { reason: 'whole_source_required', source_id: source.id });
+  }
   const details: Record<string, string> = { message: body.message };
   if (body.duration !== undefined) details.duration = String(body.duration);
   if (body.consecutive_errors !== undefined) details.consecutive_errors = String(body.consecutive_errors);
