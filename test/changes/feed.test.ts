@@ -184,7 +184,7 @@ describe('long polls of the change feed', function () {
   });
   after(() => app.close());
 
-  const poll = (key: string, wait = 4) => app.get<FeedPage>(`/api/v1/changes/feed?after=now&wait=${wait}`, key);
+  const poll = (key: string, wait = 4) => app.get(`/api/v1/changes/feed?after=now&wait=${wait}`, key);
   /** `n` long polls, each sent once the one before has had time to reach its wait. */
   async function open(key: string, n: number): Promise<Promise<Awaited<ReturnType<typeof poll>>>[]> {
     const polls = [];
