@@ -1,15 +1,28 @@
 import type { TSchema } from '@sinclair/typebox';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type FormatDefinition, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FieldError } from './errors.js';
 
 // ajv-formats is published as CommonJS with a default export
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
+/**
+ * `date-time` as RFC 3339 writes it (ajv-formats' check) and as a JavaScript Date reads it: a leap
+ * second (`23:59:60`) is valid RFC 3339, but no Date holds it, and every time a request gives is
+ * read as one (date windows, keyset bounds, expiry). Refused naming the field, like any other
+ * malformed time, rather than failing where it is read.
+ */
+function readableDateTimes(ajv: Ajv): Ajv {
+  const rfc3339 = ajv.formats['date-time'] as FormatDefinition<string>;
+  const valid = rfc3339.validate as (text: string) => boolean;
+  ajv.addFormat('date-time', { ...rfc3339, validate: (text: string) => valid(text) && !Number.isNaN(Date.parse(text)) });
+  return ajv;
+}
+
 /** Coerces query and path strings into the declared types and fills declared defaults. */
-const requestAjv = addFormats(new Ajv({ coerceTypes: 'array', useDefaults: true, allErrors: true, strict: false }));
+const requestAjv = readableDateTimes(addFormats(new Ajv({ coerceTypes: 'array', useDefaults: true, allErrors: true, strict: false })));
 /** Bodies are JSON already: types are checked as sent, never coerced. */
-const bodyAjv = addFormats(new Ajv({ useDefaults: true, allErrors: true, strict: false }));
+const bodyAjv = readableDateTimes(addFormats(new Ajv({ useDefaults: true, allErrors: true, strict: false })));
 /** Response checks (tests) must not coerce: a mismatch is a bug. */
 const responseAjv = addFormats(new Ajv({ allErrors: true, strict: false }));
 

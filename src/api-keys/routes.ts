@@ -45,7 +45,8 @@ const create = defineRoute({
     'given (all data otherwise); `svc` keys hold the `permissions` and `scopes` given here (none given: nothing). ' +
     'The grant ceiling applies: the new key may hold nothing the caller does not hold itself, permissions and data ' +
     'scopes alike, so a caller with scoped data can create only scoped keys (403 naming what exceeds, audited as ' +
-    '`permission.denied`). `expires_at` is optional. The secret is in this response only.',
+    '`permission.denied`). A scope listed twice is held once. `expires_at` is optional (a leap second, `23:59:60`, is a ' +
+    '422). The secret is in this response only.',
   tags: TAGS,
   access: { resource: 'api_keys', action: 'write' },
   body: NewApiKey,

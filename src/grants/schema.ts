@@ -31,14 +31,20 @@ export const ScopesBody = Type.Object({ scopes: Type.Array(ScopeBody, { maxItems
 
 export const scopeView = (scope: DataScope) => ({ source_id: scope.sourceId, scope_id: scope.scopeId });
 
-/** Scopes as the API takes them, checked: a scope of one instance names its source. */
+/**
+ * Scopes as the API takes them, checked: a scope of one instance names its source. A scope given
+ * twice (`"7"` and `"07"` are one source) is taken once, as a set of rights is.
+ */
 export function readScopes(scopes: readonly ScopeBody[]): DataScope[] {
-  return scopes.map((scope, index) => {
+  const read = new Map<string, DataScope>();
+  scopes.forEach((scope, index) => {
     if (scope.source_id === null && scope.scope_id !== null) {
       throw validationFailed([{ field: `scopes/${index}/source_id`, location: 'body', message: 'a scope_id needs its source_id' }]);
     }
     const sourceId = scope.source_id === null ? null : bigintId(scope.source_id);
     if (sourceId === undefined) throw validationFailed([{ field: `scopes/${index}/source_id`, location: 'body', message: 'no such source' }]);
-    return { sourceId, scopeId: scope.scope_id };
+    const key = JSON.stringify([sourceId, scope.scope_id]);
+    if (!read.has(key)) read.set(key, { sourceId, scopeId: scope.scope_id });
   });
+  return [...read.values()];
 }

@@ -258,4 +258,39 @@ describe('hostile and odd input', () => {
     const notANumber = await app.current.request('POST', '/api/v1/sources/12abc/ingest', { key, body: { items: [] } });
     expect(notANumber.status).to.equal(422);
   });
+
+  it('refuses a leap second (23:59:60, valid RFC 3339 that no Date holds) with a 422 naming the parameter, wherever a time is taken', async () => {
+    const takesTimes = (schema: unknown): string[] =>
+      Object.entries(((schema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {}) as Record<string, unknown>)
+        .filter(([, property]) => JSON.stringify(property).includes('"date-time"'))
+        .map(([name]) => name);
+    const routes = apiRoutes.filter((route) => route.method === 'GET' && takesTimes(route.query).length > 0);
+    expect(routes.map((r) => r.path)).to.include.members(['/api/v1/changes', '/api/v1/changes/search', '/api/v1/changes/stats', '/api/v1/audit-events', '/api/v1/configuration-items']);
+    const leaps = ['2016-12-31T23:59:60Z', '2016-12-31T18:59:60-05:00', '2016-12-31T23:59:60.5Z'];
+    const refusedNaming = (reply: { status: number; text: string; body: any }, field: string, what: string) => {
+      expect(reply.status, `${what}: ${reply.text.slice(0, 300)}`).to.equal(422);
+      expect(reply.body.error.code, what).to.equal('VALIDATION_ERROR');
+      expect(reply.body.error.details.errors.map((e: { field: string }) => e.field), what).to.include(field);
+    };
+    for (const route of routes) {
+      const path = route.path.replace('{ci_id}', ciId);
+      for (const name of takesTimes(route.query)) {
+        for (const leap of leaps) {
+          const query = `${path}?${name}=${encodeURIComponent(leap)}`;
+          refusedNaming(await app.current.get(query, key), name, query);
+        }
+      }
+    }
+    // the diffs take a time or a baseline's name, read apart
+    for (const query of [`/api/v1/inventory/diff?from=${encodeURIComponent(leaps[0]!)}`, `/api/v1/configuration-items/${ciId}/diff?from=${encodeURIComponent(leaps[1]!)}`]) {
+      refusedNaming(await app.current.get(query, key), 'from', query);
+    }
+    const inventoryTo = `/api/v1/inventory/diff?from=2016-01-01T00:00:00Z&to=${encodeURIComponent(leaps[0]!)}`;
+    refusedNaming(await app.current.get(inventoryTo, key), 'to', inventoryTo);
+    // and bodies: a baseline's moment, a key's expiry
+    refusedNaming(await app.current.request('POST', '/api/v1/baselines', { key, body: { name: 'leap', at: leaps[0] } }), 'at', 'baseline');
+    refusedNaming(await app.current.request('POST', '/api/v1/api-keys', { key, body: { name: 'leap', tier: 'ro', expires_at: '2999-12-31T23:59:60Z' } }), 'expires_at', 'api key');
+    // the second before and the one after are ordinary times
+    expect((await app.current.get(`/api/v1/changes?start_date=${encodeURIComponent('2016-12-31T23:59:59.999Z')}&end_date=2017-01-01T00:00:00Z`, key)).status).to.equal(200);
+  });
 });

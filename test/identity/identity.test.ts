@@ -199,4 +199,29 @@ describe('API key management', () => {
     expect((await app.current.get(LIST, created.body.key)).status).to.equal(401);
     expect((await app.current.get(`/api/v1/api-keys/${created.body.id}`, admin)).body.revoked_at).to.be.a('string');
   });
+
+  it('takes a scope given twice once, for keys and user tokens alike', async () => {
+    const admin = await createKey(app.current.sql, 'adm');
+    const { sourceId } = await ingest(app.current.sql, [buildPod({ name: 'a' })], { scopeId: 'cluster-1' });
+    const one = { source_id: sourceId, scope_id: 'cluster-1' };
+    const repeated = [one, { ...one }, { source_id: `0${sourceId}`, scope_id: 'cluster-1' }, { source_id: sourceId, scope_id: null }, { source_id: sourceId, scope_id: null }];
+    const key = await app.current.request('POST', '/api/v1/api-keys', {
+      key: admin,
+      body: { name: 'twice', tier: 'svc', permissions: ['configuration_items:read'], scopes: repeated },
+    });
+    expect(key.status, key.text).to.equal(201);
+    expect(key.body.scopes).to.have.deep.members([one, { source_id: sourceId, scope_id: null }]);
+    expect(key.body.scopes).to.have.length(2);
+    const ro = await app.current.request('POST', '/api/v1/api-keys', { key: admin, body: { name: 'ro twice', tier: 'ro', scopes: [one, one] } });
+    expect(ro.status, ro.text).to.equal(201);
+    expect(ro.body.scopes).to.deep.equal([one]);
+
+    const user = await app.current.request('POST', '/api/v1/users', { key: admin, body: { name: 'twice', email: null } });
+    const token = await app.current.request('POST', `/api/v1/users/${user.body.id}/tokens`, {
+      key: admin,
+      body: { name: 'twice', expires_at: inDays(app.current, 30), scopes: [one, one] },
+    });
+    expect(token.status, token.text).to.equal(201);
+    expect(token.body.scopes).to.deep.equal([one]);
+  });
 });
