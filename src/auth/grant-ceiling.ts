@@ -76,6 +76,37 @@ const isAll = (scopes: 'all' | readonly DataScope[]) => scopes === 'all' || norm
 /** Whether a change gives a principal anything it did not hold before. */
 export const grows = (before: Rights, after: Rights): boolean => beyond(before, after) !== undefined;
 
+/** Whether `held` covers all of `wanted`: every permission and data scope, and superadmin only if `held` is superadmin. */
+export const covers = (held: Rights, wanted: Rights): boolean => beyond(held, wanted) === undefined;
+
+function refusal(message: string, subject: string, excess: Excess) {
+  return forbidden(message, {
+    reason: 'exceeds_own_rights',
+    subject,
+    exceeding: {
+      permissions: excess.permissions,
+      scopes: excess.scopes.map((s) => ({ source_id: s.sourceId, scope_id: s.scopeId })),
+      superadmin: excess.superadmin,
+    },
+  });
+}
+
+/**
+ * Acting on a principal requires holding what it holds: minting a user's tokens, listing or
+ * revoking them, changing its grants, scopes, memberships or activation, and changing or
+ * removing what it owns. Refuses (403 `exceeds_own_rights`, audited as `permission.denied`) when
+ * any principal named holds something the caller does not; superadmins cover everyone, and a
+ * superadmin is covered only by a superadmin. `rights` are what the principal is granted, active
+ * or not (a deactivated user's rights come back with it).
+ */
+export function assertCovers(caller: Principal, held: readonly { subject: string; rights: Rights }[]): void {
+  const ceiling = rightsOf(caller);
+  for (const { subject, rights } of held) {
+    const excess = beyond(ceiling, rights);
+    if (excess) throw refusal(`Refused: ${subject} holds rights you do not hold yourself`, subject, excess);
+  }
+}
+
 /**
  * Refuses (403, audited as `permission.denied` by the error middleware) a change that gives any
  * principal it touches something new while that principal would then hold more than the caller.
@@ -88,15 +119,6 @@ export function assertWithinCeiling(caller: Principal, affected: readonly Affect
   for (const principal of affected) {
     if (principal.before && !grows(principal.before, principal.after)) continue;
     const excess = beyond(ceiling, principal.after);
-    if (!excess) continue;
-    throw forbidden(`Refused: ${principal.subject} would hold rights you do not hold yourself`, {
-      reason: 'exceeds_own_rights',
-      subject: principal.subject,
-      exceeding: {
-        permissions: excess.permissions,
-        scopes: excess.scopes.map((s) => ({ source_id: s.sourceId, scope_id: s.scopeId })),
-        superadmin: excess.superadmin,
-      },
-    });
+    if (excess) throw refusal(`Refused: ${principal.subject} would hold rights you do not hold yourself`, principal.subject, excess);
   }
 }

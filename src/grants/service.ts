@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { auditChange, type AuditEventType } from '../audit/log.js';
-import { assertWithinCeiling, NO_RIGHTS, type AffectedPrincipal, type Rights } from '../auth/grant-ceiling.js';
+import { assertCovers, assertWithinCeiling, NO_RIGHTS, type AffectedPrincipal, type Rights } from '../auth/grant-ceiling.js';
 import type { Principal, Permission } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
 import type { Queryable } from '../db/database.js';
@@ -36,17 +36,39 @@ export async function presentDirectRights(app: AppContext, holder: Holder) {
 export const rightsOfUser = (user: Pick<HeldRights, 'superadmin' | 'active' | 'permissions' | 'scopes'>): Rights =>
   user.active ? { superadmin: user.superadmin, permissions: user.permissions, scopes: user.scopes } : NO_RIGHTS;
 
+/** What a user is granted, whether active or not: what acting on it requires holding. */
+const grantedTo = (user: HeldRights): Rights => ({ superadmin: user.superadmin, permissions: user.permissions, scopes: user.scopes });
+
+const userSubject = (user: HeldRights) => `user ${user.name} (${user.id})`;
+
+/** What one principal a change touches holds: what it acts with now, and what it is granted. */
+interface Holding {
+  rights: Rights;
+  granted: Rights;
+}
+
 /** The principals whose rights follow from a user or team: the user, or the team and each member. */
-async function affectedBy(tx: Queryable, tenantId: string, target: RightsTarget, lock: boolean): Promise<Map<string, Rights>> {
-  const rights = new Map<string, Rights>();
+async function affectedBy(tx: Queryable, tenantId: string, target: RightsTarget, lock: boolean): Promise<Map<string, Holding>> {
+  const held = new Map<string, Holding>();
   if ('teamId' in target.holder) {
     if (lock && !(await lockTeam(tx, tenantId, target.holder.teamId))) throw notFound('Team not found', { team_id: target.id });
     const own = await directRights(tx, target.holder);
-    rights.set(`team ${target.name}`, own);
+    held.set(`team ${target.name}`, { rights: own, granted: own });
   }
   const who = 'teamId' in target.holder ? { teamId: target.holder.teamId } : { userIds: [target.holder.userId] };
-  for (const user of await heldRights(tx, tenantId, who, lock)) rights.set(`user ${user.name} (${user.id})`, rightsOfUser(user));
-  return rights;
+  for (const user of await heldRights(tx, tenantId, who, lock)) held.set(userSubject(user), { rights: rightsOfUser(user), granted: grantedTo(user) });
+  return held;
+}
+
+const coverageOf = (held: Map<string, Holding>) => [...held].map(([subject, { granted }]) => ({ subject, rights: granted }));
+
+/**
+ * Refuses (403) to act on a user or team unless the caller covers what it and each principal whose
+ * rights follow from it hold (the team's members), locking them for the transaction: removing a
+ * member or a team, and everything `changeRights` does, act on them.
+ */
+export async function assertActsOn(tx: Queryable, principal: Principal, target: RightsTarget): Promise<void> {
+  assertCovers(principal, coverageOf(await affectedBy(tx, principal.tenantId, target, true)));
 }
 
 export interface RightsChange {
@@ -61,20 +83,30 @@ export interface RightsChange {
 }
 
 /**
- * Makes a change to rights inside one transaction: the rows it touches are locked, the change is
- * applied, the grant ceiling compares what each affected principal holds before and after with
- * the caller's rights, and the audit event is written with the change. A refusal rolls it all back.
+ * Makes a change to rights inside one transaction: the rows it touches are locked, the caller must
+ * cover what each principal it touches holds beforehand (nobody acts on a principal holding more
+ * than they do, not even to narrow it), the change is applied, the grant ceiling compares what each
+ * affected principal holds before and after with the caller's rights, and the audit event is
+ * written with the change. A refusal rolls it all back.
  */
 export async function changeRights(app: AppContext, ctx: Context, principal: Principal, change: RightsChange): Promise<void> {
   await app.sql.begin(async (tx) => {
-    const before = await affectedBy(tx, principal.tenantId, change.target, true);
-    if (change.handsOutTeam) before.set(`team ${change.target.name}`, NO_RIGHTS);
+    const held = await affectedBy(tx, principal.tenantId, change.target, true);
     const extra = change.alsoUsers?.length ? await heldRights(tx, principal.tenantId, { userIds: change.alsoUsers }, true) : [];
-    for (const user of extra) before.set(`user ${user.name} (${user.id})`, rightsOfUser(user));
+    // a member added is acted on with the team; the other members' rights do not move
+    const actedOn = extra.length > 0 ? new Map([...held].filter(([subject]) => subject === `team ${change.target.name}`)) : new Map(held);
+    for (const user of extra) {
+      const holding = { rights: rightsOfUser(user), granted: grantedTo(user) };
+      held.set(userSubject(user), holding);
+      actedOn.set(userSubject(user), holding);
+    }
+    assertCovers(principal, coverageOf(actedOn));
+    const before = new Map([...held].map(([subject, { rights }]) => [subject, rights]));
+    if (change.handsOutTeam) before.set(`team ${change.target.name}`, NO_RIGHTS);
     await change.apply(tx);
-    const after = await affectedBy(tx, principal.tenantId, change.target, false);
+    const after = new Map([...(await affectedBy(tx, principal.tenantId, change.target, false))].map(([subject, { rights }]) => [subject, rights]));
     for (const user of change.alsoUsers?.length ? await heldRights(tx, principal.tenantId, { userIds: change.alsoUsers }) : []) {
-      after.set(`user ${user.name} (${user.id})`, rightsOfUser(user));
+      after.set(userSubject(user), rightsOfUser(user));
     }
     const affected: AffectedPrincipal[] = [...after].map(([subject, rights]) => ({ subject, before: before.get(subject) ?? NO_RIGHTS, after: rights }));
     assertWithinCeiling(principal, affected);

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { auditChange } from '../audit/log.js';
 import type { Principal } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
-import { changeRights } from '../grants/service.js';
+import { assertActsOn, changeRights } from '../grants/service.js';
 import { scopeView } from '../grants/schema.js';
 import { directRights } from '../grants/store.js';
 import { conflict, notFound } from '../errors.js';
@@ -43,9 +43,11 @@ export async function renameTeam(app: AppContext, principal: Principal, id: stri
   return teamOr404(app, principal, id);
 }
 
-/** Deletes a team with its audit event; its members lose what it gave them. */
+/** Deletes a team with its audit event; its members lose what it gave them, so the caller must cover the team and each member. */
 export async function removeTeam(app: AppContext, ctx: Context, principal: Principal, id: string): Promise<void> {
+  const team = await teamOr404(app, principal, id);
   await app.sql.begin(async (tx) => {
+    await assertActsOn(tx, principal, { holder: { teamId: team.id }, type: 'team', id: team.id, name: team.name });
     if (!(await deleteTeam(tx, principal.tenantId, id))) throw notFound('Team not found', { team_id: id });
     await auditChange(tx, app.audit, ctx, principal, 'membership.changed', { type: 'team', id }, { deleted: true });
   });
@@ -67,9 +69,12 @@ export async function addTeamMember(app: AppContext, ctx: Context, principal: Pr
   return teamDetail(app, await teamOr404(app, principal, team.id));
 }
 
+/** Removes a member: the member loses what the team gave it, so the caller must cover what the member holds. */
 export async function removeTeamMember(app: AppContext, ctx: Context, principal: Principal, teamId: string, userId: string) {
   const team = await teamOr404(app, principal, teamId);
+  const user = await findUser(app.sql, principal.tenantId, userId);
   await app.sql.begin(async (tx) => {
+    if (user) await assertActsOn(tx, principal, { holder: { userId: user.id }, type: 'user', id: user.id, name: user.name });
     if (!(await removeMember(tx, team.id, userId))) throw notFound('Not a member of this team', { user_id: userId });
     await auditChange(tx, app.audit, ctx, principal, 'membership.changed', { type: 'team', id: team.id, name: team.name }, { removed: userId });
   });

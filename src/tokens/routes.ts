@@ -4,7 +4,7 @@ import { conflict } from '../errors.js';
 import { conflictResponse } from '../http/schemas.js';
 import { UserParams } from '../users/schema.js';
 import { CreatedToken, MAX_LIVE_TOKENS, NewToken, Token, TokenParams, UserTokenParams } from './schema.js';
-import { mintToken, ownUser, presentToken, revokeWithAudit, userOr404, tokensOf } from './service.js';
+import { administeredUser, mintToken, ownUser, presentToken, revokeWithAudit, userOr404, tokensOf } from './service.js';
 
 const TAGS = ['Tokens'];
 const TOKEN_RULES =
@@ -76,7 +76,7 @@ const listForUser = defineRoute({
   params: UserParams,
   responses: { 200: { description: "The user's tokens.", schema: Type.Array(Token) } },
   async handler({ app, principal, params }) {
-    const user = await userOr404(app, principal, params.user_id);
+    const user = await administeredUser(app, principal, params.user_id);
     const now = app.now();
     return (await tokensOf(app, user.id)).map((t) => presentToken(t, now));
   },
@@ -97,7 +97,7 @@ const createForUser = defineRoute({
     ...conflictResponse(`The user signs in through single sign-on, is deactivated, or holds ${MAX_LIVE_TOKENS} live tokens already`),
   },
   async handler({ ctx, app, principal, params, body }) {
-    const user = await userOr404(app, principal, params.user_id);
+    const user = await administeredUser(app, principal, params.user_id);
     if (user.issuer !== null) throw conflict('This user signs in through single sign-on and creates its own tokens', { user_id: user.id });
     const created = await mintToken(app, ctx, principal, user, body);
     ctx.status = 201;
@@ -116,7 +116,7 @@ const revokeForUser = defineRoute({
   params: UserTokenParams,
   responses: { 200: { description: 'Revoked.', schema: Type.Object({ message: Type.String() }) } },
   async handler({ ctx, app, principal, params }) {
-    const user = await userOr404(app, principal, params.user_id);
+    const user = await administeredUser(app, principal, params.user_id);
     await revokeWithAudit(app, ctx, principal, user.id, params.token_id);
     return { message: 'Token revoked' };
   },

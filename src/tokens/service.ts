@@ -4,7 +4,7 @@ import { insertUserToken } from '../auth/api-keys.js';
 import { assertWithinCeiling } from '../auth/grant-ceiling.js';
 import { everyPermission, normalizeScopes, type DataScope, type Permission, type Principal } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
-import { checkedScopes } from '../grants/service.js';
+import { assertActsOn, checkedScopes } from '../grants/service.js';
 import { scopeView } from '../grants/schema.js';
 import { effectiveRights } from '../grants/store.js';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.js';
@@ -96,6 +96,17 @@ export function ownUser(principal: Principal): string {
 export async function userOr404(app: AppContext, principal: Principal, id: string): Promise<UserRow> {
   const user = await findUser(app.sql, principal.tenantId, id);
   if (!user) throw notFound('User not found', { user_id: id });
+  return user;
+}
+
+/**
+ * A user whose tokens the caller mints, lists or revokes: a token acts as its user (its saved
+ * views, its own tokens), so the caller must hold everything the user holds (403 otherwise),
+ * whatever the token would be narrowed to.
+ */
+export async function administeredUser(app: AppContext, principal: Principal, id: string): Promise<UserRow> {
+  const user = await userOr404(app, principal, id);
+  await assertActsOn(app.sql, principal, { holder: { userId: user.id }, type: 'user', id: user.id, name: user.name });
   return user;
 }
 

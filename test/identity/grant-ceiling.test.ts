@@ -384,14 +384,80 @@ describe('grant ceiling: nobody hands out rights they do not hold', () => {
     expect((await meOf(target.token)).permissions).to.deep.equal([]);
   });
 
-  it('lets a caller narrow what exceeds it, and a narrowed token mint only within its own narrowing', async () => {
+  it('lets a caller narrow a user it covers, but not one holding more than it; a narrowed token mints only within its own narrowing', async () => {
     const member = callers.find((c) => c.name === 'team member')!;
+    const covered = await userWith({ permissions: [...READS, 'users:write'], scopes: [{ source_id: s1, scope_id: 'cluster-a' }] });
+    expect((await call('PUT', `/api/v1/users/${covered.id}/permissions`, member.key, { permissions: ['configuration_items:read'] })).status).to.equal(200);
+    expect((await effectiveOf(covered.id)).permissions).to.deep.equal(['configuration_items:read']);
     const wide = await userWith({ permissions: ALL_PERMISSIONS, scopes: 'all' });
-    expect((await call('PUT', `/api/v1/users/${wide.id}/permissions`, member.key, { permissions: ['configuration_items:read'] })).status).to.equal(200);
+    const refused = await call('PUT', `/api/v1/users/${wide.id}/permissions`, member.key, { permissions: ['configuration_items:read'] });
+    expect(refused.status, refused.text).to.equal(403);
+    expect(refused.body.error.details).to.deep.include({ reason: 'exceeds_own_rights', subject: `user user ${serial} (${wide.id})` });
+    expect((await effectiveOf(wide.id)).permissions).to.deep.equal(ALL_PERMISSIONS);
     const narrowed = callers.find((c) => c.name === 'narrowed token of an unrestricted user')!;
     const unnarrowed = await call('POST', '/api/v1/tokens', narrowed.key, { name: 'wider', expires_at: inDays(1) });
     expect(unnarrowed.status).to.equal(403);
     expect(unnarrowed.body.error.details.exceeding.scopes).to.deep.equal([{ source_id: null, scope_id: null }]);
+  });
+
+  it('acts on a user only for callers holding all it holds: tokens minted, listed and revoked, deactivation, memberships', async () => {
+    // a key scoped to one instance with users:write, and a user who holds every source
+    const scoped = { key: await createKey(app.sql, 'svc', { permissions: [...READS, 'users:read', 'users:write'], scopes: [{ sourceId: s1, scopeId: 'cluster-a' }] }) };
+    const wide = await userWith({ permissions: [...READS, 'users:read'], scopes: 'all' });
+    await ok('POST', '/api/v1/saved-views', { name: 'private', view: 'inventory', query: 'q=secret' }, wide.token);
+    const tokensOf = async (userId: string) =>
+      (await app.sql<{ n: number }[]>`select count(*)::int as n from api_keys where user_id = ${userId} and revoked_at is null`)[0]!.n;
+    const live = await tokensOf(wide.id);
+
+    // narrowed to what the key holds, the token would still act as the wider user
+    const minted = await call('POST', `/api/v1/users/${wide.id}/tokens`, scoped.key, {
+      name: 'borrowed', expires_at: inDays(1), permissions: ['configuration_items:read'], scopes: [{ source_id: s1, scope_id: 'cluster-a' }],
+    });
+    expect(minted.status, minted.text).to.equal(403);
+    expect(minted.body.error.details.reason).to.equal('exceeds_own_rights');
+    expect(minted.body.error.details.exceeding.scopes).to.deep.equal([{ source_id: null, scope_id: null }]);
+    expect(await tokensOf(wide.id), 'no token minted').to.equal(live);
+
+    expect((await call('GET', `/api/v1/users/${wide.id}/tokens`, scoped.key)).status).to.equal(403);
+    const [token] = await app.sql<{ id: string }[]>`select id from api_keys where user_id = ${wide.id} and revoked_at is null`;
+    expect((await call('DELETE', `/api/v1/users/${wide.id}/tokens/${token!.id}`, scoped.key)).status).to.equal(403);
+    expect(await tokensOf(wide.id), 'no token revoked').to.equal(live);
+
+    expect((await call('POST', `/api/v1/users/${wide.id}/deactivate`, scoped.key, {})).status).to.equal(403);
+    expect((await app.sql`select 1 from users where id = ${wide.id} and deactivated_at is null`).length, 'still active').to.equal(1);
+    expect((await call('PUT', `/api/v1/users/${wide.id}/scopes`, scoped.key, { scopes: [] })).status).to.equal(403);
+    expect((await effectiveOf(wide.id)).scopes).to.equal('all');
+
+    const team = await ok('POST', '/api/v1/teams', { name: `wide members ${++serial}` });
+    await ok('PUT', `/api/v1/teams/${team.id}/permissions`, { permissions: ['configuration_items:read'] });
+    await ok('PUT', `/api/v1/teams/${team.id}/members/${wide.id}`, {});
+    expect((await call('DELETE', `/api/v1/teams/${team.id}/members/${wide.id}`, scoped.key)).status).to.equal(403);
+    expect((await call('DELETE', `/api/v1/teams/${team.id}`, scoped.key)).status).to.equal(403);
+    expect((await app.sql`select 1 from team_members where team_id = ${team.id} and user_id = ${wide.id}`).length, 'still a member').to.equal(1);
+    expect((await call('PUT', `/api/v1/teams/${team.id}/permissions`, scoped.key, { permissions: [] })).status).to.equal(403);
+    expect((await app.sql`select 1 from grants where team_id = ${team.id}`).length, 'team grant kept').to.equal(1);
+
+    // a user within the key's rights is acted on as before
+    const small = await userWith({ permissions: ['configuration_items:read'], scopes: [{ source_id: s1, scope_id: 'cluster-a' }] });
+    const mintedSmall = await call('POST', `/api/v1/users/${small.id}/tokens`, scoped.key, { name: 'ok', expires_at: inDays(1) });
+    expect(mintedSmall.status, mintedSmall.text).to.equal(201);
+    expect((await call('GET', `/api/v1/users/${small.id}/tokens`, scoped.key)).body).to.have.length(2);
+    expect((await call('DELETE', `/api/v1/users/${small.id}/tokens/${mintedSmall.body.id}`, scoped.key)).status).to.equal(200);
+    expect((await call('POST', `/api/v1/users/${small.id}/deactivate`, scoped.key, {})).status).to.equal(200);
+    expect((await app.sql`select 1 from users where id = ${small.id} and deactivated_at is not null`).length).to.equal(1);
+  });
+
+  it('covers a superadmin user only by a superadmin: an adm key neither mints its tokens nor deactivates it', async () => {
+    const boss = callers.find((c) => c.name === 'superadmin')!;
+    const minted = await call('POST', `/api/v1/users/${boss.userId}/tokens`, admin, { name: 'x', expires_at: inDays(1), permissions: ['configuration_items:read'] });
+    expect(minted.status, minted.text).to.equal(403);
+    expect(minted.body.error.details.exceeding.superadmin).to.equal(true);
+    expect((await call('POST', `/api/v1/users/${boss.userId}/deactivate`, admin, {})).status).to.equal(403);
+    expect((await app.sql`select 1 from users where id = ${boss.userId!} and deactivated_at is null`).length).to.equal(1);
+    const other = await userWith({ permissions: [], scopes: [] });
+    await setSuperadmin(app.sql, DEFAULT_TENANT_ID, other.id, true);
+    const bySuperadmin = await call('POST', `/api/v1/users/${other.id}/tokens`, boss.key, { name: 'x', expires_at: inDays(1) });
+    expect(bySuperadmin.status, bySuperadmin.text).to.equal(201);
   });
 
   it('writes each change of rights with its audit event, and none for a refused one', async () => {
