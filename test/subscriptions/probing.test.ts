@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AllowedHosts } from '../../src/net/endpoint.js';
+import { AllowedHosts, isPublicAddress } from '../../src/net/endpoint.js';
 import { SubscriptionDelivery } from '../../src/subscriptions/delivery.js';
 import { NATS_NOT_TAKEN, NatsConnections, NOT_TAKEN } from '../../src/subscriptions/sinks.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
@@ -130,6 +130,33 @@ describe('change subscriptions: webhook answers do not map internal ports', func
       expect(failing.state_reason).to.equal(`batch 1 dead-lettered: ${NOT_TAKEN}`);
     } finally {
       await delivery.stop();
+    }
+  });
+});
+
+describe('change subscriptions: whose HTTP status is shown', () => {
+  it('takes as public only public unicast addresses, whatever way a non-public one is written', () => {
+    for (const address of ['8.8.8.8', '93.184.216.34', '2606:4700:4700::1111', '[2a00:1450:4001:80b::200e]']) expect(isPublicAddress(address), address).to.equal(true);
+    for (const address of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.16.0.9',
+      '192.168.1.1',
+      '100.64.0.1',
+      '0.0.0.0',
+      '169.254.169.254',
+      '::1',
+      '[::1]',
+      'fd12::1',
+      'fe80::1%eth0',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+      '64:ff9b::a00:1',
+      '2002:c0a8:101::1',
+      'localhost',
+      '',
+    ]) {
+      expect(isPublicAddress(address), address).to.equal(false);
     }
   });
 });
