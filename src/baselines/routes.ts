@@ -51,7 +51,10 @@ const remove = defineRoute({
   path: '/api/v1/baselines/{baseline_id}',
   operationId: 'deleteBaseline',
   summary: 'Delete a baseline',
-  description: 'The moment stays readable by its timestamp; only its name goes.',
+  description:
+    'The moment stays readable by its timestamp; only its name goes. Only by its owner (the principal that named it) or ' +
+    'a principal whose rights cover the owner\'s; a baseline named before owners were recorded, only by a principal with ' +
+    'all data. Others get 403 (`details.reason: "not_owner"`).',
   tags,
   access: { resource: 'configuration_items', action: 'write' },
   params: BaselineParams,

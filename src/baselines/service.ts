@@ -1,10 +1,11 @@
 import { uuidv7 } from 'uuidv7';
+import { mayActOnOwned, ownerOf, type Owner } from '../auth/owners.js';
 import type { Principal } from '../auth/principal.js';
 import { checkedAsOf } from '../configuration-items/service.js';
 import type { AppContext } from '../context.js';
-import { conflict, notFound, validationFailed } from '../errors.js';
+import { conflict, forbidden, notFound, validationFailed } from '../errors.js';
 import { MAX_BASELINES_PER_TENANT, type NewBaseline } from './schema.js';
-import { deleteBaseline, findBaselineByName, insertBaseline, listBaselines, lockAndCountBaselines, type BaselineRow } from './store.js';
+import { deleteBaseline, findBaseline, findBaselineByName, insertBaseline, listBaselines, lockAndCountBaselines, type BaselineRow } from './store.js';
 
 export type { BaselineRow } from './store.js';
 
@@ -33,13 +34,26 @@ export async function createBaseline(app: AppContext, principal: Principal, body
     if ((await lockAndCountBaselines(tx, principal.tenantId)) >= MAX_BASELINES_PER_TENANT) {
       throw conflict(`At most ${MAX_BASELINES_PER_TENANT} baselines per tenant: delete one first`, { limit: MAX_BASELINES_PER_TENANT });
     }
-    const row = await insertBaseline(tx, principal.tenantId, { id: uuidv7(), name: body.name, at, createdAt: now, createdBy: nameOf(principal) });
+    const row = await insertBaseline(tx, principal.tenantId, { id: uuidv7(), name: body.name, at, createdAt: now, createdBy: nameOf(principal), owner: ownerOf(principal) });
     if (!row) throw conflict(`A baseline named "${body.name}" exists already`, { name: body.name });
     return row;
   });
 }
 
+const ownerOfRow = (row: BaselineRow): Owner | null =>
+  row.user_id !== null ? { userId: row.user_id, apiKeyId: null } : row.api_key_id !== null ? { userId: null, apiKeyId: row.api_key_id } : null;
+
+/**
+ * Deletes a baseline. Every reader of the inventory lists baselines and diffs against them, but
+ * only the principal that named one, or a principal whose rights cover its owner's, deletes it
+ * (403 otherwise); one named before owners were recorded belongs to principals with all data.
+ */
 export async function removeBaseline(app: AppContext, principal: Principal, id: string): Promise<void> {
+  const row = await findBaseline(app.sql, principal.tenantId, id);
+  if (!row) throw notFound('Baseline not found', { baseline_id: id });
+  if (!(await mayActOnOwned(app.sql, principal, ownerOfRow(row)))) {
+    throw forbidden('Only the owner of a baseline, or a principal holding all its owner holds, may delete it', { reason: 'not_owner', baseline_id: id });
+  }
   if (!(await deleteBaseline(app.sql, principal.tenantId, id))) throw notFound('Baseline not found', { baseline_id: id });
 }
 

@@ -8,14 +8,23 @@ export interface BaselineRow {
   at_exact: string;
   created_at: Date;
   created_by: string;
+  /** Its owner (see sql/0040); null for baselines named before owners were recorded. */
+  user_id: string | null;
+  api_key_id: string | null;
 }
 
 const COLUMNS = (sql: Sql) =>
-  sql`id, name, at, to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at_exact, created_at, created_by`;
+  sql`id, name, at, to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at_exact, created_at, created_by,
+       user_id::text, api_key_id::text`;
 
 /** The tenant's baselines, newest moment first. */
 export function listBaselines(sql: Sql, tenantId: string): Promise<BaselineRow[]> {
   return sql<BaselineRow[]>`select ${COLUMNS(sql)} from baselines where tenant_id = ${tenantId} order by at desc, id desc`;
+}
+
+export async function findBaseline(sql: Sql, tenantId: string, id: string): Promise<BaselineRow | undefined> {
+  const [row] = await sql<BaselineRow[]>`select ${COLUMNS(sql)} from baselines where tenant_id = ${tenantId} and id = ${id}`;
+  return row;
 }
 
 export async function findBaselineByName(sql: Sql, tenantId: string, name: string): Promise<BaselineRow | undefined> {
@@ -35,12 +44,13 @@ export async function lockAndCountBaselines(sql: Queryable, tenantId: string): P
 export async function insertBaseline(
   sql: Queryable,
   tenantId: string,
-  baseline: { id: string; name: string; at: string; createdAt: Date; createdBy: string },
+  baseline: { id: string; name: string; at: string; createdAt: Date; createdBy: string; owner: { userId: string | null; apiKeyId: string | null } },
 ): Promise<BaselineRow | undefined> {
   const db = sql as Sql;
   const [row] = await db<BaselineRow[]>`
-    insert into baselines (id, tenant_id, name, at, created_at, created_by)
-    values (${baseline.id}, ${tenantId}, ${baseline.name}, ${baseline.at}::text::timestamptz, ${baseline.createdAt}, ${baseline.createdBy})
+    insert into baselines (id, tenant_id, name, at, created_at, created_by, user_id, api_key_id)
+    values (${baseline.id}, ${tenantId}, ${baseline.name}, ${baseline.at}::text::timestamptz, ${baseline.createdAt}, ${baseline.createdBy},
+            ${baseline.owner.userId}, ${baseline.owner.apiKeyId})
     on conflict (tenant_id, name) do nothing
     returning ${COLUMNS(db)}`;
   return row;
