@@ -57,7 +57,8 @@ export function normalHost(hostname: string): string {
   const host = bare(hostname);
   const address = withoutZone(host);
   if (isIP(address) === 6) return address.toLowerCase();
-  return domainToASCII(host.replace(/\.+$/, ''));
+  // decoded first: `metadata%2e` is `metadata.`, whose trailing dot goes with the others
+  return domainToASCII(host).replace(/\.+$/, '');
 }
 
 /** `host` or `host/prefix` entries; hosts match exactly or, written `*.example.com`, by suffix. */
@@ -136,13 +137,15 @@ function ipv6Groups(address: string): number[] {
 /**
  * The IPv4 address an IPv6 address stands for, where it embeds one that traffic reaches:
  * IPv4-mapped (`::ffff:a.b.c.d`, which Node connects to over IPv4), IPv4-compatible (`::a.b.c.d`),
- * NAT64 (`64:ff9b::/96`, `64:ff9b:1::/48`) and 6to4 (`2002::/16`).
+ * IPv4-translated (SIIT, `::ffff:0:a.b.c.d`), NAT64 (`64:ff9b::/96`, `64:ff9b:1::/48`) and 6to4
+ * (`2002::/16`).
  */
 function embeddedIPv4(address: string): string | undefined {
   const g = ipv6Groups(address);
   const dotted = (high: number, low: number) => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
   const zeros = (from: number, to: number) => g.slice(from, to).every((group) => group === 0);
   if (zeros(0, 5) && (g[5] === 0xffff || g[5] === 0)) return dotted(g[6]!, g[7]!);
+  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return dotted(g[6]!, g[7]!);
   if (g[0] === 0x64 && g[1] === 0xff9b && (zeros(2, 6) || g[2] === 1)) return dotted(g[6]!, g[7]!);
   if (g[0] === 0x2002) return dotted(g[1]!, g[2]!);
   return undefined;

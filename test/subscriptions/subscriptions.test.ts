@@ -120,6 +120,13 @@ describe('change subscriptions: webhooks', function () {
     await refused({ sink: { type: 'webhook', url: 'http://169.254.169.254/latest/meta-data' } }, 'sink.url');
     await refused({ sink: { type: 'webhook', url: 'ftp://example.com/x' } }, 'sink.url');
     await refused({ sink: { type: 'nats', url: 'http://127.0.0.1:4222', subject: 'a.b' } }, 'sink.url');
+    // a metadata name or address however it is spelled, in a NATS URL as in any other
+    for (const url of ['nats://metadata.google.internal%2e:4222', 'nats://metadata%2E:4222', 'nats://[::ffff:0:a9fe:a9fe]:4222']) {
+      const reply = await create({ name: `metadata-${Math.random()}`, sink: { type: 'nats', url, subject: 'a.b' } });
+      expect(reply.status, reply.text).to.equal(422);
+      expect(reply.body.error.details.errors[0], url).to.deep.include({ field: 'sink.url' });
+      expect(reply.body.error.details.errors[0].message, url).to.match(/cloud metadata|link-local/);
+    }
     await refused({ sink: { type: 'webhook', url: receiver.url, headers: { 'webhook-id': 'x' } } }, 'sink.headers.webhook-id');
     await refused({ sink: { type: 'webhook', url: receiver.url.replace('http://', 'http://robot:pa55word@') } }, 'sink.url');
     await refused({ sink: { type: 'nats', url: 'nats://user:pa55word@127.0.0.1:4222', subject: 'a.b' } }, 'sink.url');
