@@ -110,6 +110,61 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
       expect(gone.meta.statusCode).to.equal(404);
       expect(gone.meta.body.error.type).to.equal('index_not_found_exception');
     });
+
+    const mappingOf = async (index = INDEX): Promise<any> => ((await client.indices.getMapping({ index })).body as any)[index].mappings;
+
+    it('the fake adds fields to an existing index with PUT _mapping, at any depth and through an alias, and indexes them', async () => {
+      const { properties } = template.template.mappings;
+      const { moved_from_scope_id: _added, ...before } = properties;
+      await client.indices.create({ index: INDEX, body: { mappings: { ...template.template.mappings, properties: before }, aliases: { 'cinv-changes': {} } } });
+      expect(Object.keys((await mappingOf()).properties)).to.not.include('moved_from_scope_id');
+      const strict = await client.bulk({ body: indexLines(INDEX, [changeRecord(1, { moved_from_scope_id: 'scope-0' })]) });
+      expect((strict.body as any).items[0].index.error.type).to.equal('strict_dynamic_mapping_exception');
+
+      const put = await client.indices.putMapping({ index: 'cinv-changes', body: { properties: { moved_from_scope_id: { type: 'keyword' }, tokens: { properties: { extra: { type: 'keyword' } } } } } });
+      expect(put.body).to.deep.equal({ acknowledged: true });
+      const after = await mappingOf();
+      expect(after.properties.moved_from_scope_id).to.deep.equal({ type: 'keyword' });
+      // an object's fields are merged, not replaced
+      expect(after.properties.tokens.properties).to.deep.equal({ ...properties.tokens.properties, extra: { type: 'keyword' } });
+      expect(after.dynamic).to.equal('strict');
+      expect(after._routing).to.deep.equal({ required: true });
+      // the same properties again (a second start) change nothing
+      await client.indices.putMapping({ index: INDEX, body: { properties: { moved_from_scope_id: { type: 'keyword' } } } });
+      expect(await mappingOf()).to.deep.equal(after);
+
+      const { body }: any = await client.bulk({ body: indexLines(INDEX, [changeRecord(1, { moved_from_scope_id: 'scope-0' }), changeRecord(2)]), refresh: 'wait_for' });
+      expect(body.errors, JSON.stringify(body.items)).to.equal(false);
+      expect(await searchIds({ query: { term: { moved_from_scope_id: 'scope-0' } } })).to.deep.equal(['1']);
+      expect(await searchIds({ query: { bool: { must_not: [{ exists: { field: 'moved_from_scope_id' } }] } } })).to.deep.equal(['2']);
+    });
+
+    it('the fake refuses to change a mapped field\'s type with a 400 illegal_argument_exception, and changes nothing', async () => {
+      await client.indices.putIndexTemplate({ name: 'cinv-changes', body: template });
+      await client.indices.create({ index: INDEX });
+      const mapped = await mappingOf();
+      const refusals: [Record<string, unknown>, RegExp][] = [
+        [{ scope_id: { type: 'long' } }, /^mapper \[scope_id\] cannot be changed from type \[keyword\] to \[long\]$/],
+        [{ tokens: { properties: { name: { type: 'text' } } } }, /^mapper \[tokens\.name\] cannot be changed from type \[keyword\] to \[text\]$/],
+        [{ tokens: { type: 'keyword' } }, /tokens/],
+        // a field to add beside a refused one is not added either
+        [{ added: { type: 'keyword' }, changed_at: { type: 'keyword' } }, /^mapper \[changed_at\] cannot be changed from type \[date\] to \[keyword\]$/],
+      ];
+      for (const [properties, reason] of refusals) {
+        const refused = await expectResponseError(client.indices.putMapping({ index: INDEX, body: { properties } as never }));
+        expect(refused.meta.statusCode).to.equal(400);
+        expect(refused.meta.body.error.type).to.equal('illegal_argument_exception');
+        expect(refused.meta.body.error.reason).to.match(reason);
+        expect(refused.meta.body.error.root_cause[0].type).to.equal('illegal_argument_exception');
+        expect(await mappingOf()).to.deep.equal(mapped);
+      }
+      // a type written out where the index has none: an object is an object
+      expect((await client.indices.putMapping({ index: INDEX, body: { properties: { tokens: { type: 'object', properties: {} } } } })).body).to.deep.include({ acknowledged: true });
+      const empty = await expectResponseError(client.indices.putMapping({ index: INDEX, body: {} }));
+      expect(empty.meta.body.error.type).to.equal('action_request_validation_exception');
+      const missing = await expectResponseError(client.indices.putMapping({ index: 'cinv-changes-missing', body: { properties: { a: { type: 'keyword' } } } }));
+      expect(missing.meta.statusCode).to.equal(404);
+    });
   });
 
   describe('the fake _bulk endpoint', () => {

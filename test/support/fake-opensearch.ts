@@ -214,6 +214,24 @@ type FieldMapping = { kind: FieldKind | 'dynamic' | 'object' | 'unsearchable' };
 const isObjectMapping = (definition: Json) =>
   definition.properties !== undefined || definition.type === undefined || definition.type === 'object';
 
+/** The type of a field's mapping as OpenSearch names it: objects are `object` whether or not they say so. */
+const mappedType = (definition: Json): string => String(definition.type ?? 'object');
+
+/** Why `added` cannot be merged into the properties `held` (a field whose type would change), or undefined. */
+function mappingConflict(held: Json, added: Json, prefix: string): string | undefined {
+  for (const [name, mapping] of Object.entries(added)) {
+    const before = held[name];
+    if (!isObject(before) || !isObject(mapping)) continue;
+    const field = `${prefix}${name}`;
+    if (mappedType(before) !== mappedType(mapping)) return `mapper [${field}] cannot be changed from type [${mappedType(before)}] to [${mappedType(mapping)}]`;
+    if (isObject(before.properties) && isObject(mapping.properties)) {
+      const inner = mappingConflict(before.properties, mapping.properties, `${field}.`);
+      if (inner) return inner;
+    }
+  }
+  return undefined;
+}
+
 function fieldMapping(mappings: Json, field: string): FieldMapping {
   let node = mappings;
   let dynamic = String(mappings.dynamic ?? true);
@@ -1187,27 +1205,28 @@ class Cluster {
   }
 
   /**
-   * PUT /{index}/_mapping: adds properties to the mappings of existing indices. As in OpenSearch,
-   * a property mapped already may not change its type (400 illegal_argument_exception).
+   * PUT /{index}/_mapping: adds properties to the mappings of existing indices, merged into object
+   * fields at any depth. As in OpenSearch, a field mapped already keeps its type (an object field
+   * is of type `object` whether or not it says so): a change is a 400 illegal_argument_exception,
+   * and no index is changed.
    */
   putMapping(expression: string, body: unknown): Reply {
     const properties = isObject(body) && isObject(body.properties) ? body.properties : undefined;
-    if (!properties) return { status: 400, body: { error: { type: 'action_request_validation_exception', reason: 'Validation Failed: 1: mapping source is empty;' }, status: 400 } };
+    if (!properties) throw validationFailed('mapping source is empty');
     const indices = this.resolveIndices(expression);
     for (const index of indices) {
-      const held = isObject(index.mappings.properties) ? index.mappings.properties : {};
-      for (const [field, mapping] of Object.entries(properties)) {
-        const before = held[field];
-        if (isObject(before) && isObject(mapping) && before.type !== mapping.type) {
-          const reason = `mapper [${field}] cannot be changed from type [${String(before.type)}] to [${String(mapping.type)}]`;
-          return { status: 400, body: { error: { type: 'illegal_argument_exception', reason }, status: 400 } };
-        }
-      }
+      const conflict = mappingConflict(isObject(index.mappings.properties) ? index.mappings.properties : {}, properties, '');
+      if (conflict) throw badRequest('illegal_argument_exception', conflict);
     }
     for (const index of indices) {
-      index.mappings.properties = { ...(isObject(index.mappings.properties) ? index.mappings.properties : {}), ...structuredClone(properties) };
+      index.mappings.properties = deepMerge(isObject(index.mappings.properties) ? index.mappings.properties : {}, structuredClone(properties));
     }
     return acknowledged();
+  }
+
+  /** GET /{index}/_mapping: each index's mappings under its name. */
+  getMapping(expression: string): Reply {
+    return ok(Object.fromEntries(this.resolveIndices(expression).map((index) => [index.name, { mappings: index.mappings }])));
   }
 
   deleteIndex(expression: string): Reply {
@@ -1508,7 +1527,11 @@ const ROUTES = [
   route('/_search', { POST: search, GET: search }),
   route('/{index}/_search', { POST: search, GET: search }),
   route('/{index}/_delete_by_query', { POST: deleteByQuery }),
-  route('/{index}/_mapping', { PUT: (cluster, request, index) => cluster.putMapping(index, request.body), POST: (cluster, request, index) => cluster.putMapping(index, request.body) }),
+  route('/{index}/_mapping', {
+    PUT: (cluster, request, index) => cluster.putMapping(index, request.body),
+    POST: (cluster, request, index) => cluster.putMapping(index, request.body),
+    GET: (cluster, _request, index) => cluster.getMapping(index),
+  }),
   route('/{index}', {
     PUT: (cluster, request, index) => cluster.createIndex(index, request.body),
     HEAD: (cluster, _request, index) => cluster.indexExists(index),
