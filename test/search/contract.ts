@@ -1,8 +1,11 @@
+import { readFileSync } from 'node:fs';
+import type { Client } from '@opensearch-project/opensearch';
 import { expect } from 'chai';
 import type { Config } from '../../src/config/config.js';
+import { aliasIndices, ensureIndex, loadChangeDocuments } from '../../src/search/opensearch-index.js';
 import { createKey, type TestApp } from '../support/app.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
-import { buildPod, buildSource, ingest } from '../support/factories.js';
+import { buildPod, buildSource, ciIdOf, ingest } from '../support/factories.js';
 
 /** A backend under test: an app whose search backend it is, and how to let writes reach it. */
 export interface ContractTarget {
@@ -10,6 +13,15 @@ export interface ContractTarget {
   /** Makes everything written so far searchable (OpenSearch: index the outbox, refresh). */
   sync(): Promise<void>;
   close(): Promise<void>;
+  /** On the OpenSearch backend: a client of its cluster and the alias the app searches. */
+  opensearch?: { client: Client; alias: string };
+}
+
+/** The project's index template as it was before moved_from_scope_id (mapping version 1, dynamic strict). */
+function previousTemplate(): Record<string, any> {
+  const template = JSON.parse(readFileSync(new URL('../../mappings/change-records.json', import.meta.url), 'utf8'));
+  delete template.template.mappings.properties.moved_from_scope_id;
+  return template;
 }
 
 export type TargetFactory = (overrides: Partial<Config>) => Promise<ContractTarget>;
@@ -250,6 +262,127 @@ export function searchContract(title: string, target: TargetFactory): void {
       expect(open.status, open.text).to.equal(200);
       expect(open.body.total_changes).to.be.greaterThan(0);
       expect((await search('k8s', admin, '&end_date=9999-12-31')).total).to.be.greaterThan(0);
+    });
+
+    // after the cases above, which count the records written in `before`
+    describe('a CI moved between instances of its source', () => {
+      let sourceEstate: string;
+      let onlyA: string;
+      let both: string;
+      let moverId: string;
+
+      before(async () => {
+        const { sql } = t.app;
+        sourceEstate = await buildSource(sql, 'estate');
+        const mover = (name: string, label: string) =>
+          buildPod({ name, namespace: 'shop', external_id: 'pod/mover', raw_data: { metadata: { name, namespace: 'shop', labels: { tier: label } } } });
+        await ingest(sql, [mover('mover-of-pb', 'pb-only-label')], { source: 'estate', scopeId: 'pb', now: ago(4) });
+        await ingest(sql, [mover('mover-now-in-pa', 'pa-label')], { source: 'estate', scopeId: 'pa', mode: 'delta', now: ago(3) });
+        await t.sync();
+        moverId = await ciIdOf(sql, 'pod/mover');
+        const reader = (scopes: { sourceId: string; scopeId: string }[]) => createKey(sql, 'svc', { permissions: ['changes:read', 'configuration_items:read'], scopes });
+        onlyA = await reader([{ sourceId: sourceEstate, scopeId: 'pa' }]);
+        both = await reader([
+          { sourceId: sourceEstate, scopeId: 'pa' },
+          { sourceId: sourceEstate, scopeId: 'pb' },
+        ]);
+      });
+
+      it('finds the move\'s record, old values and all, only for readers of both instances', async () => {
+        for (const key of [admin, both]) {
+          expect(names(await search('mover-now-in-pa', key))).to.deep.equal(['mover-now-in-pa:UPDATED']);
+          expect(names(await search('pb-only-label', key))).to.deep.equal(['mover-now-in-pa:UPDATED']);
+        }
+        for (const query of ['mover-now-in-pa', 'pb-only-label', 'mover-of-pb', 'shop']) {
+          const seen = await search(query, onlyA);
+          expect(seen.total, query).to.equal(0);
+          expect(seen.items, query).to.deep.equal([]);
+        }
+      });
+
+      it('leaves the move\'s record out of the moved CI\'s statistics for a reader of one instance', async () => {
+        const window = `start_date=${encodeURIComponent(ago(5).toISOString())}&end_date=${encodeURIComponent(ago(1).toISOString())}`;
+        const stats = async (key: string) => {
+          const reply = await t.app.get(`/api/v1/changes/stats?related_to=${moverId}&${window}`, key);
+          expect(reply.status, reply.text).to.equal(200);
+          return reply.body;
+        };
+        expect(await stats(both)).to.deep.include({ total_changes: 2, affected_cis: 1, changes_by_type: { created: 1, updated: 1, archived: 0 } });
+        expect(await stats(onlyA)).to.deep.include({ total_changes: 0, affected_cis: 0, changes_by_type: { created: 0, updated: 0, archived: 0 } });
+      });
+    });
+
+    describe('the index mapping (OpenSearch only)', () => {
+      /** An alias of its own beside the app's, whose indices the app's template does not match. */
+      const scratch = () => `prev-${t.opensearch!.alias}`;
+      const mappingOf = async (index: string): Promise<any> => ((await t.opensearch!.client.indices.getMapping({ index })).body as any)[index].mappings;
+      const cleanUp = async () => {
+        const { client } = t.opensearch!;
+        for (const index of await aliasIndices(client, scratch())) await client.indices.delete({ index });
+        await client.indices.deleteIndexTemplate({ name: scratch() }).catch(() => undefined);
+      };
+
+      beforeEach(async function () {
+        if (!t.opensearch) this.skip();
+        await cleanUp();
+        const { client } = t.opensearch;
+        await client.indices.putIndexTemplate({ name: scratch(), body: { ...previousTemplate(), index_patterns: [`${scratch()}-*`] } as never });
+        await client.indices.create({ index: `${scratch()}-v1-initial`, body: { aliases: { [scratch()]: {} } } as never });
+      });
+
+      afterEach(async () => {
+        if (t.opensearch) await cleanUp();
+      });
+
+      it('gives an index made from the previous template the new field at ensureIndex, and then takes a move\'s document', async () => {
+        const { client } = t.opensearch!;
+        const index = `${scratch()}-v1-initial`;
+        const [move] = await t.app.sql<{ id: string }[]>`select id::text from change_records where moved_from_scope_id is not null limit 1`;
+        const [document] = await loadChangeDocuments(t.app.sql, [move!.id]);
+        expect(document!.moved_from_scope_id).to.equal('pb');
+        // as the indexer writes: one bulk request, the item's result telling
+        const put = async () => {
+          const { body } = await client.bulk({ refresh: true, body: [{ index: { _index: scratch(), _id: move!.id, routing: document!.tenant_id } }, document] as never });
+          return (body as { items: { index: { status: number; error?: { type: string } } }[] }).items[0]!.index;
+        };
+        const refused = await put();
+        expect(refused.status).to.equal(400);
+        expect(refused.error?.type).to.equal('strict_dynamic_mapping_exception');
+
+        const before = await mappingOf(index);
+        expect(await ensureIndex(client, scratch())).to.equal(index);
+        const after = await mappingOf(index);
+        expect(after.properties.moved_from_scope_id).to.deep.equal({ type: 'keyword' });
+        expect({ ...after.properties, moved_from_scope_id: undefined }).to.deep.equal({ ...before.properties, moved_from_scope_id: undefined });
+        expect(after.dynamic).to.equal('strict');
+        // a second start changes nothing
+        await ensureIndex(client, scratch());
+        expect(await mappingOf(index)).to.deep.equal(after);
+
+        expect(await put()).to.deep.include({ status: 201 });
+        const found = await client.search({ index: scratch(), routing: document!.tenant_id, body: { query: { term: { moved_from_scope_id: 'pb' } } } as never });
+        expect((found.body.hits.hits as { _id: string }[]).map((hit) => hit._id)).to.deep.equal([move!.id]);
+      });
+
+      it('adds a field with PUT _mapping, and refuses to change a mapped field\'s type (400 illegal_argument_exception)', async () => {
+        const { client } = t.opensearch!;
+        const index = `${scratch()}-v1-initial`;
+        const added = await client.indices.putMapping({ index: scratch(), body: { properties: { moved_from_scope_id: { type: 'keyword' }, tokens: { properties: { extra: { type: 'keyword' } } } } } as never });
+        expect(added.body).to.deep.include({ acknowledged: true });
+        const mapped = await mappingOf(index);
+        expect(mapped.properties.moved_from_scope_id).to.deep.equal({ type: 'keyword' });
+        expect(mapped.properties.tokens.properties).to.deep.include({ extra: { type: 'keyword' }, name: { type: 'keyword' } });
+        for (const properties of [{ scope_id: { type: 'long' } }, { tokens: { properties: { name: { type: 'text' } } } }]) {
+          const refused = await client.indices.putMapping({ index, body: { properties } as never }).then(
+            () => undefined,
+            (error: { meta: { statusCode: number; body: { error: { type: string; reason: string } } } }) => error.meta,
+          );
+          expect(refused?.statusCode, JSON.stringify(properties)).to.equal(400);
+          expect(refused?.body.error.type).to.equal('illegal_argument_exception');
+          expect(refused?.body.error.reason).to.match(/cannot be changed from type \[keyword\] to \[(long|text)\]/);
+          expect(await mappingOf(index)).to.deep.equal(mapped);
+        }
+      });
     });
   });
 }

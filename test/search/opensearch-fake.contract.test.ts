@@ -15,6 +15,7 @@ searchContract('change search and statistics on the OpenSearch backend, against 
   const indexer = new OutboxIndexer(app.context.sql, client, { alias: ALIAS, batchSize: 100, maxAttempts: 3, pollMs: 1000, listen: false, retryDelayMs: () => 0 }, app.context.logger);
   return {
     app,
+    opensearch: { client, alias: ALIAS },
     async sync() {
       await indexer.drain();
     },

@@ -17,6 +17,7 @@ if (url) {
     const indexer = new OutboxIndexer(app.context.sql, client, { alias, batchSize: 200, maxAttempts: 3, pollMs: 1000, listen: false }, app.context.logger);
     return {
       app,
+      opensearch: { client, alias },
       async sync() {
         await indexer.drain();
         await client.indices.refresh({ index: alias });
