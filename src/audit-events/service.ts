@@ -34,6 +34,7 @@ function criteriaOf(query: AuditQuery): AuditCriteria {
 /** A cursor is bound to the tenant and the filters it was issued for. */
 const bindingOf = (principal: Principal, criteria: AuditCriteria): CursorBinding => ({
   tenantId: principal.tenantId,
+  reader: principal,
   scope: 'audit-events',
   sort: null,
   filters: { ...criteria },

@@ -20,6 +20,7 @@ export type { ChangeRow } from '../history/store.js';
 
 const historyBinding = (principal: Principal, ciId: string): CursorBinding => ({
   tenantId: principal.tenantId,
+  reader: principal,
   scope: `ci-changes:${ciId}`,
   sort: null,
   filters: {},

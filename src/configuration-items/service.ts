@@ -88,6 +88,7 @@ async function listMoment(app: AppContext, query: CiListQuery, filters: readonly
 function listBinding(principal: Principal, query: CiListQuery, status: string): CursorBinding {
   return {
     tenantId: principal.tenantId,
+    reader: principal,
     scope: 'configuration-items',
     sort: `${query.sort_by}:${query.sort_order}`,
     filters: {

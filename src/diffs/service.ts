@@ -60,6 +60,7 @@ export async function inventoryDiff(app: AppContext, principal: Principal, query
   const { from, to } = await momentsOf(app, principal, query);
   const binding: CursorBinding = {
     tenantId: principal.tenantId,
+    reader: principal,
     scope: 'inventory-diff',
     sort: 'ci_id:asc',
     filters: { from, to, status: query.status ?? 'all', filter: query.filter ?? [], q: query.q?.trim() ?? '', source_id: query.source_id ?? '' },

@@ -1,14 +1,20 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
+import { normalizeScopes, type Principal } from '../auth/principal.js';
 import { derivedKey } from '../config/derived-key.js';
 import { unprocessable } from '../errors.js';
 
 /**
- * What a cursor is bound to. A cursor replayed against anything else (another tenant, route,
- * resource, sort or filter set) is refused with a route 422.
+ * What a cursor is bound to. A cursor replayed against anything else (another tenant, principal,
+ * route, resource, sort or filter set) is refused with a route 422.
  */
 export interface CursorBinding {
   tenantId: string;
+  /**
+   * Who walks: a page, and a total carried from the first one, are what this principal may see, so
+   * a cursor issued to another principal (or to this one before its data scopes changed) is refused.
+   */
+  reader: Principal;
   /** The route and the resource it walks, e.g. `relationships:<ci_id>`. */
   scope: string;
   /** `<field>:<asc|desc>` for a sorted walk, null for the natural order. */
@@ -23,6 +29,8 @@ interface CursorBody {
   s: string;
   o: string | null;
   f: string;
+  /** A digest of the reader: the principal and the data scopes it reads with. */
+  p: string;
   /** The keyset position: the sort values of the last row handed out. */
   k: unknown[];
   /** The walk's total, counted on its first page and carried along, so no page counts again. */
@@ -42,9 +50,27 @@ const signingKey = (secret: string): Buffer => derivedKey(secret, 'cinv cursor s
 const filterHash = (filters: Record<string, unknown>): string =>
   createHash('sha256').update(stringify(filters) ?? '').digest('base64url').slice(0, 22);
 
+/** The principal a walk reads as, and what bounds what it sees: its identity, superadmin flag and data scopes. */
+function readerHash(principal: Principal): string {
+  const scopes = principal.superadmin || principal.scopes === 'all' ? 'all' : normalizeScopes(principal.scopes);
+  const sorted = scopes === 'all' ? 'all' : scopes.map((s) => `${s.sourceId}\u0000${s.scopeId ?? ''}`).sort();
+  return createHash('sha256')
+    .update(stringify([principal.tenantId, principal.kind, principal.id, principal.superadmin, sorted]) ?? '')
+    .digest('base64url')
+    .slice(0, 22);
+}
+
 /** An opaque cursor: base64url(JSON body) "." base64url(HMAC-SHA256 of the body). */
 export function encodeCursor(secret: string, binding: CursorBinding, position: unknown[], total?: number): string {
-  const body: CursorBody = { v: VERSION, t: binding.tenantId, s: binding.scope, o: binding.sort, f: filterHash(binding.filters), k: position };
+  const body: CursorBody = {
+    v: VERSION,
+    t: binding.tenantId,
+    s: binding.scope,
+    o: binding.sort,
+    f: filterHash(binding.filters),
+    p: readerHash(binding.reader),
+    k: position,
+  };
   if (total !== undefined) body.n = total;
   const encoded = Buffer.from(JSON.stringify(body)).toString('base64url');
   const signature = createHmac('sha256', signingKey(secret)).update(encoded).digest('base64url');
@@ -72,6 +98,12 @@ export function decodeCursor(secret: string, cursor: string, binding: CursorBind
     throw unprocessable('Malformed cursor');
   }
   if (body.t !== binding.tenantId || body.s !== binding.scope) throw unprocessable('Cursor belongs to a different resource');
+  // after the resource: a cursor of another tenant says so first, and tells nothing of its issuer
+  if (body.p !== readerHash(binding.reader)) {
+    throw unprocessable('Invalid cursor: it was issued to another principal, or before your data scopes changed; start the walk again', {
+      reason: 'foreign_cursor',
+    });
+  }
   if (body.o !== binding.sort) {
     throw unprocessable(`Cursor was issued with ${sortText(body.o)}; replay it with the same sorting (got ${sortText(binding.sort)})`);
   }

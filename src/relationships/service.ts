@@ -54,9 +54,10 @@ function readShape(query: RelationshipListQuery): ResultShape {
   };
 }
 
-function bindingOf(tenantId: string, ciId: string, shape: ResultShape, asOf: string | undefined): CursorBinding {
+function bindingOf(principal: Principal, ciId: string, shape: ResultShape, asOf: string | undefined): CursorBinding {
   return {
-    tenantId,
+    tenantId: principal.tenantId,
+    reader: principal,
     scope: `relationships:${ciId}`,
     sort: shape.sort ? `${shape.sort.field}:${shape.sort.order}` : null,
     filters: { direction: shape.direction, relationship_types: shape.types, include_inactive: shape.includeInactive, ...(asOf ? { as_of: asOf } : {}) },
@@ -95,7 +96,7 @@ export interface RelationshipWalkPage {
 export async function relationshipsOf(app: AppContext, principal: Principal, ciId: string, query: RelationshipListQuery): Promise<RelationshipWalkPage> {
   const shape = readShape(query);
   const asOf = query.as_of === undefined ? undefined : await checkedAsOf(app, query.as_of);
-  const binding = bindingOf(principal.tenantId, ciId, shape, asOf);
+  const binding = bindingOf(principal, ciId, shape, asOf);
   const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
   const after = cursor ? keysetOf(cursor.key, shape.sort !== null) : null;
   if (asOf !== undefined) {

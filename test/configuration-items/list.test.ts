@@ -261,6 +261,27 @@ describe('GET /api/v1/configuration-items', () => {
     }
   });
 
+  it('refuses another principal\'s cursor with a route 422: a scoped key never gets the total of a wider walk', async () => {
+    const { sql } = app.current;
+    await ingest(sql, ['e1', 'e2', 'e3'].map((name) => buildPod({ name, external_id: `x/${name}` })), { source: 'other', scopeId: 'cluster-9', now: at(6) });
+    const [other] = await sql<{ id: string }[]>`select id::text from sources where name = 'other'`;
+    const scoped = await createKey(sql, 'svc', { permissions: ['configuration_items:read'], scopes: [{ sourceId: other!.id, scopeId: 'cluster-9' }] });
+    const wide = await app.current.get('/api/v1/configuration-items?status=all&sort_by=name&limit=1', key);
+    const own = await app.current.get('/api/v1/configuration-items?status=all&sort_by=name&limit=1', scoped);
+    expect([wide.body.total, own.body.total]).to.deep.equal([7, 3]);
+
+    const replayed = await app.current.get(`/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(wide.body.next_cursor)}`, scoped);
+    expect(replayed.status, replayed.text).to.equal(422);
+    expect(replayed.body.error).to.deep.include({ code: 'HTTP_422', details: { reason: 'foreign_cursor' } });
+    expect(replayed.body.error.message).to.match(/^Invalid cursor: it was issued to another principal/);
+    expect(replayed.body).to.not.have.property('total');
+    const back = await app.current.get(`/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(own.body.next_cursor)}`, key);
+    expect(back.status).to.equal(422);
+    // each walks on with its own cursor and its own total
+    const next = await app.current.get(`/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(own.body.next_cursor)}`, scoped);
+    expect([next.status, next.body.total, next.body.items.map((i: { name: string }) => i.name)]).to.deep.equal([200, 3, ['e2']]);
+  });
+
   it('sorts by every whitelisted field in both orders', async () => {
     const byCreated = (await app.current.get('/api/v1/configuration-items?status=all&sort_by=created_at&sort_order=asc', key)).body.items as { created_at: string }[];
     expect(byCreated.map((i) => i.created_at)).to.deep.equal([...byCreated.map((i) => i.created_at)].sort());

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
+import { principalForKey } from '../../src/auth/api-keys.js';
 import { encodeCursor } from '../../src/http/cursor.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
 import { createKey, useTestApp, type Reply } from '../support/app.js';
@@ -380,7 +381,8 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
       const decoded = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
       const moved = Buffer.from(JSON.stringify({ ...decoded, k: [0, '1'] })).toString('base64url');
       const flipped = signature.slice(0, -2) + (signature.endsWith('AA') ? 'BB' : 'AA');
-      const foreignBinding = { tenantId: DEFAULT_TENANT_ID, scope: `relationships:${seed.hub}`, sort: null, filters: { direction: null, relationship_types: null, include_inactive: false } };
+      const reader = (await principalForKey(app.current.sql, TEST_SECRET, admin, new Date()))!;
+      const foreignBinding = { tenantId: DEFAULT_TENANT_ID, reader, scope: `relationships:${seed.hub}`, sort: null, filters: { direction: null, relationship_types: null, include_inactive: false } };
       const otherSecret = encodeCursor('another-secret-another-secret-0000000000', foreignBinding, [0, '1']);
       const attempts: [string, RegExp][] = [
         [`${moved}.${signature}`, /altered/],
@@ -474,6 +476,23 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
       expect(fromB.items).to.deep.equal([]);
       const fromProm = await ok(outside.prom, {}, prom);
       expect(fromProm.total).to.equal(0);
+    });
+
+    it('refuses another principal\'s cursor (422), so a scoped key never gets an unrestricted walk\'s page or total', async () => {
+      const key = await scopedKey([{ sourceId: seed.sourceId, scopeId: 'cluster-a' }]);
+      const unrestricted = await ok(seed.hub, { limit: 2 });
+      const own = await ok(seed.hub, { limit: 2 }, key);
+      expect(own.total).to.be.lessThan(unrestricted.total);
+      const replayed = await get(seed.hub, { limit: 2, cursor: unrestricted.next_cursor! }, key);
+      expectRoute422(replayed, seed.hub, /^Invalid cursor: it was issued to another principal/);
+      expect(replayed.body.error.details.reason).to.equal('foreign_cursor');
+      expect(replayed.text).to.not.include(`"total":${unrestricted.total}`);
+      // and the other way round, and between two keys of the same rights
+      expectRoute422(await get(seed.hub, { limit: 2, cursor: own.next_cursor! }), seed.hub, /another principal/);
+      const twin = await scopedKey([{ sourceId: seed.sourceId, scopeId: 'cluster-a' }]);
+      expectRoute422(await get(seed.hub, { limit: 2, cursor: own.next_cursor! }, twin), seed.hub, /another principal/);
+      // its own cursor walks on, with its own total
+      expect((await ok(seed.hub, { limit: 2, cursor: own.next_cursor! }, key)).total).to.equal(own.total);
     });
 
     it('lets a key scoped to the whole source see both instances', async () => {

@@ -1,8 +1,19 @@
 import { expect } from 'chai';
+import type { Principal } from '../../src/auth/principal.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../../src/http/cursor.js';
 
 const SECRET = 'unit-secret-unit-secret-unit-secret-0000';
-const binding: CursorBinding = { tenantId: 't1', scope: 'relationships:abc', sort: 'related_ci_name:asc', filters: { direction: null, types: ['runs_on'] } };
+const reader: Principal = {
+  tenantId: 't1',
+  kind: 'api_key',
+  id: 'key-1',
+  name: 'scoped',
+  tier: 'svc',
+  superadmin: false,
+  permissions: new Set(['relationships:read']),
+  scopes: [{ sourceId: '5', scopeId: 'pa' }, { sourceId: '6', scopeId: null }],
+};
+const binding: CursorBinding = { tenantId: 't1', reader, scope: 'relationships:abc', sort: 'related_ci_name:asc', filters: { direction: null, types: ['runs_on'] } };
 
 function reason(fn: () => unknown): string {
   try {
@@ -44,5 +55,18 @@ describe('cursor', () => {
     const unsorted = encodeCursor(SECRET, { ...binding, sort: null }, ['x']);
     expect(reason(() => decodeCursor(SECRET, unsorted, binding))).to.match(/no sort_by/);
     expect(reason(() => decodeCursor(SECRET, cursor, { ...binding, filters: { direction: 'outgoing', types: ['runs_on'] } }))).to.match(/filter/);
+  });
+
+  it('is bound to its reader: another principal, or the same one with other data scopes, gets a 422', () => {
+    const cursor = encodeCursor(SECRET, binding, ['x', 1], 14);
+    const foreign = (other: Partial<Principal>) => reason(() => decodeCursor(SECRET, cursor, { ...binding, reader: { ...reader, ...other } }));
+    expect(foreign({ id: 'key-2' })).to.match(/^Invalid cursor: it was issued to another principal/);
+    expect(foreign({ kind: 'user' })).to.match(/another principal/);
+    expect(foreign({ scopes: [{ sourceId: '5', scopeId: 'pa' }] })).to.match(/another principal/);
+    expect(foreign({ scopes: 'all' })).to.match(/another principal/);
+    expect(foreign({ superadmin: true })).to.match(/another principal/);
+    // the same rights, told in another order or with a row the others contain, are the same reader
+    const same = { ...binding, reader: { ...reader, permissions: new Set<never>(), scopes: [{ sourceId: '6', scopeId: null }, { sourceId: '6', scopeId: 'x' }, { sourceId: '5', scopeId: 'pa' }] } };
+    expect(decodeCursor(SECRET, cursor, same)).to.deep.equal({ key: ['x', 1], total: 14 });
   });
 });
