@@ -68,10 +68,15 @@ export class AllowedHosts {
   private readonly hasNetworks: boolean;
   /** CINV_SOURCE_ALLOW_PRIVATE: loopback, private and other non-public addresses may be connected to. */
   readonly allowPrivate: boolean;
+  /**
+   * Whether a non-public address that a listed network holds may be connected to even when
+   * `allowPrivate` is off: a receiver the operator named is theirs, whoever points at it.
+   */
+  readonly listedPrivate: boolean;
 
   constructor(
     readonly entries: readonly string[],
-    options: { allowPrivate?: boolean } = {},
+    options: { allowPrivate?: boolean; listedPrivate?: boolean } = {},
   ) {
     let networks = false;
     for (const entry of entries) {
@@ -89,6 +94,7 @@ export class AllowedHosts {
     }
     this.hasNetworks = networks;
     this.allowPrivate = options.allowPrivate ?? true;
+    this.listedPrivate = options.listedPrivate ?? false;
   }
 
   get restricts(): boolean {
@@ -159,7 +165,7 @@ export function refusedAddress(address: string, policy: AllowedHosts): string | 
   const v4 = family === 4 ? plain : embeddedIPv4(plain);
   const listed = (list: BlockList) => list.check(plain, family === 6 ? 'ipv6' : 'ipv4') || (v4 !== undefined && list.check(v4, 'ipv4'));
   if (listed(neverReachable)) return `${plain} is a link-local or cloud metadata address`;
-  if (!policy.allowPrivate && listed(nonPublic)) {
+  if (!policy.allowPrivate && listed(nonPublic) && !(policy.listedPrivate && policy.allowsAddress(plain))) {
     return `${plain} is a loopback, private or otherwise non-public address (CINV_SOURCE_ALLOW_PRIVATE is false)`;
   }
   return undefined;

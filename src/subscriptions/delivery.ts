@@ -173,12 +173,12 @@ export class SubscriptionDelivery {
     if (pending) {
       if (pending.owner_kind !== row.owner_kind || pending.owner_id !== row.owner_id) return (await recutForOwner(this.app.sql, row.id)) > 0;
       if (pending.next_attempt_at && pending.next_attempt_at > this.app.now()) return false;
-      return this.attempt(row, pending);
+      return this.attempt(row, pending, owner);
     }
     const batch = await this.nextBatch(row, owner);
     if (!batch) return false;
     if (batch === 'skipped') return true;
-    return this.attempt(row, batch);
+    return this.attempt(row, batch, owner);
   }
 
   /** Cuts the next batch from the feed, as the owner reads it now. */
@@ -248,7 +248,7 @@ export class SubscriptionDelivery {
   }
 
   /** Sends a batch once and records how it went; true when the next may follow at once. */
-  private async attempt(row: SubscriptionRow, delivery: DeliveryRow): Promise<boolean> {
+  private async attempt(row: SubscriptionRow, delivery: DeliveryRow, owner: Principal): Promise<boolean> {
     const sink = row.sink.type;
     let result: SendResult;
     try {
@@ -259,7 +259,7 @@ export class SubscriptionDelivery {
         return true;
       }
       const target = await this.targetFor(row);
-      result = await send(target, { messageId: delivery.message_id, body }, sendOptionsOf(this.app), this.nats);
+      result = await send(target, { messageId: delivery.message_id, body }, sendOptionsOf(this.app, owner), this.nats);
     } catch (error) {
       // the server's own trouble (a secret that does not decrypt, no master key): no network detail in it
       result = { ok: false, status: null, ms: 0, error: (error as Error).message, detail: (error as Error).message, gone: false };
@@ -380,7 +380,8 @@ export async function sendTestMessage(app: AppContext, principal: Principal, id:
   const body = messageBody('cinv.test', app.now(), row.id, '0', []);
   const nats = new NatsConnections();
   try {
-    const result = await send(await targetOf(app, row), { messageId: `msg_test_${uuidv7().replace(/-/g, '')}`, body }, sendOptionsOf(app), nats);
+    const options = sendOptionsOf(app, await ownerPrincipal(app, row));
+    const result = await send(await targetOf(app, row), { messageId: `msg_test_${uuidv7().replace(/-/g, '')}`, body }, options, nats);
     if (!result.ok) logFailure(app, row, result, { test: 'true' });
     return result;
   } finally {

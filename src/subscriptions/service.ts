@@ -3,7 +3,7 @@ import { uuidv7 } from 'uuidv7';
 import { principalForKeyId, principalForUserId } from '../auth/api-keys.js';
 import { MasterKeys, openForTenant, requireMasterKeys, sealForTenant, undecryptable, type Sealed } from '../auth/envelope.js';
 import { beyond, rightsOf, type Rights } from '../auth/grant-ceiling.js';
-import { can, everyPermission, type Principal } from '../auth/principal.js';
+import { can, everyPermission, seesAllData, type Principal } from '../auth/principal.js';
 import { auditChange } from '../audit/log.js';
 import { feedCriteria } from '../changes/feed.js';
 import type { AppContext } from '../context.js';
@@ -11,7 +11,7 @@ import type { Queryable } from '../db/database.js';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.js';
 import { feedEnd } from '../history/feed.js';
 import { bigintId } from '../http/schemas.js';
-import { allowedHostsOf, refusedEndpoint } from '../net/endpoint.js';
+import { AllowedHosts, allowedHostsOf, refusedEndpoint } from '../net/endpoint.js';
 import type { DeliveryQuery, SubscriptionInput } from './schema.js';
 import { newSigningSecret } from './signing.js';
 import type { Target } from './sinks.js';
@@ -110,9 +110,24 @@ export async function targetOf(app: AppContext, row: SubscriptionRow): Promise<T
 }
 
 /** How this server sends: the endpoint policy, the receivers' time limit, the clock. */
-export const sendOptionsOf = (app: AppContext) => ({ allowedHosts: allowedHostsOf(app.config), timeoutMs: app.config.webhookTimeoutMs, now: app.now() });
+/**
+ * The receivers a subscription of this owner may reach: the endpoint policy of sources, where a
+ * loopback, private or otherwise non-public receiver needs what a source needs, access to all data.
+ * A webhook needs one permission; without this rule anyone holding it could make the server speak
+ * to its internal listeners with headers of their choosing. Networks listed in
+ * CINV_SOURCE_ALLOWED_HOSTS are reachable for every owner, as long as CINV_SOURCE_ALLOW_PRIVATE
+ * lets anything private be reached. A departed owner (undefined) reaches no other private receiver.
+ */
+export function receiverPolicy(app: AppContext, owner: Principal | undefined): AllowedHosts {
+  const { sourceAllowedHosts, sourceAllowPrivate } = app.config;
+  if (owner !== undefined && seesAllData(owner)) return allowedHostsOf(app.config);
+  // networks the operator listed in CINV_SOURCE_ALLOWED_HOSTS stay reachable: those receivers are named
+  return new AllowedHosts(sourceAllowedHosts, { allowPrivate: false, listedPrivate: sourceAllowPrivate });
+}
 
-async function checkedSink(app: AppContext, input: SubscriptionInput['sink']): Promise<{ stored: StoredSink; headers: Record<string, string> }> {
+export const sendOptionsOf = (app: AppContext, owner: Principal | undefined) => ({ allowedHosts: receiverPolicy(app, owner), timeoutMs: app.config.webhookTimeoutMs, now: app.now() });
+
+async function checkedSink(app: AppContext, principal: Principal, input: SubscriptionInput['sink']): Promise<{ stored: StoredSink; headers: Record<string, string> }> {
   let url: URL;
   try {
     url = new URL(input.url);
@@ -129,6 +144,12 @@ async function checkedSink(app: AppContext, input: SubscriptionInput['sink']): P
   }
   const refused = await refusedEndpoint(url, allowedHostsOf(app.config));
   if (refused) throw validationFailed([{ field: 'sink.url', location: 'body', message: `endpoint refused: ${refused}` }]);
+  if (await refusedEndpoint(url, receiverPolicy(app, principal))) {
+    throw forbidden('A receiver on a loopback, private or otherwise non-public address needs access to all data, as a source there does', {
+      reason: 'private_receiver',
+      field: 'sink.url',
+    });
+  }
   if (input.type === 'nats') return { stored: { type: 'nats', url: input.url, subject: input.subject }, headers: {} };
   const headers = input.headers ?? {};
   const reserved = Object.keys(headers).find((name) => /^(webhook-|content-type$|content-length$|host$|transfer-encoding$|connection$)/i.test(name));
@@ -197,7 +218,7 @@ export async function subscriptionOf(app: AppContext, principal: Principal, id: 
 export async function createSubscription(app: AppContext, ctx: Context, principal: Principal, input: SubscriptionInput): Promise<{ row: SubscriptionRow; secret: string }> {
   mayRead(principal);
   const criteria = checkedCriteria(input);
-  const sink = await checkedSink(app, input.sink);
+  const sink = await checkedSink(app, principal, input.sink);
   const keys = masterKeys(app);
   const id = uuidv7();
   const secret = newSigningSecret();
@@ -225,7 +246,7 @@ export async function createSubscription(app: AppContext, ctx: Context, principa
 export async function replaceSubscription(app: AppContext, ctx: Context, principal: Principal, id: string, input: SubscriptionInput): Promise<SubscriptionRow> {
   mayRead(principal);
   const criteria = checkedCriteria(input);
-  const sink = await checkedSink(app, input.sink);
+  const sink = await checkedSink(app, principal, input.sink);
   const keys = masterKeys(app);
   return app.sql.begin(async (tx) => {
     const existing = await lockedSubscription(app, tx, principal, id);

@@ -68,7 +68,7 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
 
   before(async () => {
     await resetDatabase((await testDatabase()).sql);
-    app = await startTestApp();
+    app = await startTestApp({ sourceAllowedHosts: ['127.0.0.1'] });
     admin = await createKey(app.sql, 'adm');
     sourceA = await buildSource(app.sql, 'sub-access-a');
     sourceB = await buildSource(app.sql, 'sub-access-b');

@@ -134,6 +134,55 @@ describe('change subscriptions: webhook answers do not map internal ports', func
   });
 });
 
+describe('change subscriptions: a receiver on a non-public address needs access to all data', function () {
+  this.timeout(60_000);
+
+  for (const listed of [false, true]) {
+    it(`refuses a scoped owner's loopback receiver${listed ? ' unless its network is listed in CINV_SOURCE_ALLOWED_HOSTS' : ''}, on saving and on sending, and stores nothing`, async () => {
+      const { sql } = await testDatabase();
+      await resetDatabase(sql);
+      const app = await startTestApp(listed ? { sourceAllowedHosts: ['127.0.0.0/8'] } : {});
+      let received = 0;
+      const receiver = createHttpServer((req, res) => {
+        received++;
+        req.resume();
+        res.end();
+      });
+      try {
+        const port = await listen(receiver);
+        const { sourceId } = await ingest(app.sql, [buildPod({ name: 'seen' })], { scopeId: 'c1' });
+        const scoped = await createKey(app.sql, 'svc', { permissions: ['subscriptions:write', 'subscriptions:read', 'changes:read'], scopes: [{ sourceId, scopeId: 'c1' }] });
+        const admin = await createKey(app.sql, 'adm');
+        const body = (name: string) => ({ name, sink: { type: 'webhook', url: `http://127.0.0.1:${port}/hook` } });
+        const byScoped = await app.request('POST', '/api/v1/subscriptions', { key: scoped, body: body('scoped') });
+        const stored = async () => (await app.sql<{ name: string }[]>`select name from subscriptions order by name`).map((row) => row.name);
+        if (listed) {
+          expect(byScoped.status, byScoped.text).to.equal(201);
+          const tested = await app.request('POST', `/api/v1/subscriptions/${byScoped.body.id}/test`, { key: scoped });
+          expect(tested.body.delivered, tested.text).to.equal(true);
+          expect(received).to.equal(1);
+          return;
+        }
+        expect(byScoped.status, byScoped.text).to.equal(403);
+        expect(byScoped.body.error.details).to.deep.include({ reason: 'private_receiver' });
+        expect(await stored()).to.deep.equal([]);
+        // an administrator may; once it is the scoped key's (its owner narrowed later), sending refuses the receiver
+        const byAdmin = await app.request('POST', '/api/v1/subscriptions', { key: admin, body: body('admin') });
+        expect(byAdmin.status, byAdmin.text).to.equal(201);
+        const [keyRow] = await app.sql<{ id: string }[]>`select id::text from api_keys where tier = 'svc'`;
+        await app.sql`update subscriptions set owner_kind = 'api_key', owner_id = ${keyRow!.id}`;
+        const tested = await app.request('POST', `/api/v1/subscriptions/${byAdmin.body.id}/test`, { key: admin });
+        expect(tested.status, tested.text).to.equal(200);
+        expect(tested.body.delivered).to.equal(false);
+        expect(received).to.equal(0);
+      } finally {
+        await closeServer(receiver);
+        await app.close();
+      }
+    });
+  }
+});
+
 describe('change subscriptions: whose HTTP status is shown', () => {
   it('takes as public only public unicast addresses, whatever way a non-public one is written', () => {
     for (const address of ['8.8.8.8', '93.184.216.34', '2606:4700:4700::1111', '[2a00:1450:4001:80b::200e]']) expect(isPublicAddress(address), address).to.equal(true);
