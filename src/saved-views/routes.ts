@@ -52,7 +52,9 @@ const remove = defineRoute({
   path: '/api/v1/saved-views/{view_id}',
   operationId: 'deleteSavedView',
   summary: 'Delete a saved view',
-  description: 'Only by its owner (403 for another\'s shared view; 404 for a view the caller cannot see).',
+  description:
+    'A private view only by its owner (404 for anyone else: they cannot see it); a shared one by its owner or by a principal ' +
+    'whose rights cover the owner\'s (403 for others, `details.reason: "not_owner"`).',
   tags,
   access: 'authenticated',
   params: SavedViewParams,

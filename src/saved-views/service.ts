@@ -1,4 +1,5 @@
 import { uuidv7 } from 'uuidv7';
+import { mayActOnOwned } from '../auth/owners.js';
 import type { Principal } from '../auth/principal.js';
 import type { AppContext } from '../context.js';
 import { conflict, forbidden, notFound } from '../errors.js';
@@ -32,10 +33,16 @@ export function saveView(app: AppContext, principal: Principal, body: NewSavedVi
   });
 }
 
-/** Deletes a view its owner saved; another's shared view is a 403, a view the principal cannot see a 404. */
+/**
+ * Deletes a view. A private view is its owner's alone (a 404 to anyone else); a shared one is
+ * deleted by its owner or by a principal whose rights cover the owner's (a 403 to others).
+ */
 export async function removeView(app: AppContext, principal: Principal, id: string): Promise<void> {
   const row = await findSavedView(app.sql, principal.tenantId, id);
   if (!row || (!row.shared && !isOwner(principal, row))) throw notFound('Saved view not found', { view_id: id });
-  if (!isOwner(principal, row)) throw forbidden('Only the owner of a saved view can delete it', { view_id: id });
+  const owner = row.owner_kind === 'user' ? { userId: row.owner_id, apiKeyId: null } : { userId: null, apiKeyId: row.owner_id };
+  if (!isOwner(principal, row) && !(await mayActOnOwned(app.sql, principal, owner))) {
+    throw forbidden('Only the owner of a saved view, or a principal holding all its owner holds, can delete it', { view_id: id, reason: 'not_owner' });
+  }
   await deleteSavedView(app.sql, principal.tenantId, id);
 }

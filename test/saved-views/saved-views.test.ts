@@ -39,6 +39,33 @@ describe('saved views', function () {
     expect((await list(admin)).map((v) => v.name)).to.deep.equal(['Checkout changes']);
   });
 
+  it('lets a principal covering the owner of a shared view delete it, and nobody narrower; a private view stays the owner\'s', async () => {
+    const inDay = new Date(Date.now() + 86_400_000).toISOString();
+    const ok = async (method: string, path: string, body: unknown) => {
+      const reply = await app.current.request<any>(method, path, { key: admin, body });
+      expect(reply.status, reply.text).to.be.oneOf([200, 201]);
+      return reply.body;
+    };
+    const user = await ok('POST', '/api/v1/users', { name: 'analyst' });
+    await ok('PUT', `/api/v1/users/${user.id}/permissions`, { permissions: ['configuration_items:read', 'changes:read'] });
+    await ok('PUT', `/api/v1/users/${user.id}/scopes`, { scopes: [{ source_id: null, scope_id: null }] });
+    const token = (await ok('POST', `/api/v1/users/${user.id}/tokens`, { name: 't', expires_at: inDay })).token as string;
+    const shared = await save(token, { name: 'Team board', view: 'changes', query: 'range=24h', shared: true });
+    const secret = await save(token, { name: 'Mine only', view: 'changes', query: 'q=me' });
+    const exists = async (id: string) => (await app.current.sql`select 1 from saved_views where id = ${id}`).length === 1;
+
+    // the same permissions without the analyst's data do not cover it
+    const narrow = await createKey(app.current.sql, 'svc', { permissions: ['configuration_items:read', 'changes:read'], scopes: [] });
+    const refused = await app.current.request<any>('DELETE', `/api/v1/saved-views/${shared.body.id}`, { key: narrow });
+    expect(refused.status).to.equal(403);
+    expect(refused.body.error.details).to.deep.include({ reason: 'not_owner' });
+    expect(await exists(shared.body.id)).to.equal(true);
+    expect((await app.current.request('DELETE', `/api/v1/saved-views/${secret.body.id}`, { key: admin })).status, 'private: not even an admin sees it').to.equal(404);
+    expect(await exists(secret.body.id)).to.equal(true);
+    expect((await app.current.request('DELETE', `/api/v1/saved-views/${shared.body.id}`, { key: reader })).status, 'the ro key covers the analyst').to.equal(204);
+    expect(await exists(shared.body.id)).to.equal(false);
+  });
+
   it('uses a name once per view and owner, and at most 200 views each', async () => {
     expect((await save(admin, { name: 'Pods', view: 'inventory', query: '' })).status).to.equal(201);
     const again = await save(admin, { name: 'Pods', view: 'inventory', query: 'status=all' });
