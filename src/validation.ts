@@ -26,6 +26,39 @@ const bodyAjv = readableDateTimes(addFormats(new Ajv({ useDefaults: true, allErr
 /** Response checks (tests) must not coerce: a mismatch is a bug. */
 const responseAjv = addFormats(new Ajv({ allErrors: true, strict: false }));
 
+/**
+ * What a name people give (a source's, a key's, a user's, a team's …) and an instance id may not
+ * hold: control characters, bidirectional controls (U+202E turns the text after it around wherever
+ * the name is shown: the web interface, the audit log, a terminal) and invisible format characters
+ * (U+200B, U+2060, U+FEFF …), with which two names that look alike differ. Zero-width joiners and
+ * non-joiners (U+200C, U+200D) are allowed: scripts and emoji sequences need them. Written as a
+ * character class of the Basic Multilingual Plane, so that any JSON Schema validator reads it.
+ */
+const UNSHOWN = '\\u0000-\\u001F\\u007F-\\u009F\\u00AD\\u061C\\u180E\\u200B\\u200E\\u200F\\u202A-\\u202E\\u2060-\\u2064\\u2066-\\u206F\\uFEFF\\uFFF9-\\uFFFB';
+const UNSHOWN_MESSAGE = 'control, bidirectional or invisible format characters (such as U+202E or U+200B)';
+
+/** How a name may hold spaces: anywhere, not only spaces, or none at its start and end. */
+export type NameSpaces = 'any' | 'not_blank' | 'trimmed';
+
+/** The failure message of each name pattern, in place of ajv's "must match pattern" and the pattern. */
+const patternMessages = new Map<string, string>();
+
+/** The `pattern` of a name (or an instance id) that refuses the characters of UNSHOWN. */
+export function namePattern(spaces: NameSpaces): string {
+  const pattern = {
+    any: `^[^${UNSHOWN}]*$`,
+    not_blank: `^[^${UNSHOWN}]*[^\\s${UNSHOWN}][^${UNSHOWN}]*$`,
+    trimmed: `^[^\\s${UNSHOWN}]([^${UNSHOWN}]*[^\\s${UNSHOWN}])?$`,
+  }[spaces];
+  const message = {
+    any: `must not contain ${UNSHOWN_MESSAGE}`,
+    not_blank: `must not be blank, nor contain ${UNSHOWN_MESSAGE}`,
+    trimmed: `must neither start nor end with spaces, nor contain ${UNSHOWN_MESSAGE}`,
+  }[spaces];
+  patternMessages.set(pattern, message);
+  return pattern;
+}
+
 /** Checks query or path parameters, coercing them in place; returns the failures, field by field. */
 export type RequestValidator = (value: Record<string, unknown>, location: FieldError['location']) => FieldError[];
 
@@ -116,7 +149,8 @@ export function toFieldErrors(errors: ErrorObject[] | null | undefined, location
     const key = `${field}:${error.keyword}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    const message = error.keyword === 'additionalProperties' ? 'is not allowed' : (error.message ?? 'is invalid');
+    const named = error.keyword === 'pattern' ? patternMessages.get((error.params as { pattern: string }).pattern) : undefined;
+    const message = error.keyword === 'additionalProperties' ? 'is not allowed' : (named ?? error.message ?? 'is invalid');
     out.push({ field, location, message });
   }
   return out;

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { PermissionName, ScopeBody, ScopeView } from '../grants/schema.js';
-import { Nullable, Timestamp, Uuid } from '../http/schemas.js';
+import { HumanName, Nullable, Timestamp, Uuid } from '../http/schemas.js';
 
 export const MAX_LIFETIME_MS = 10 * 366 * 24 * 3600 * 1000;
 
@@ -20,7 +20,7 @@ export const KeyParams = Type.Object({ key_id: Uuid('The API key identifier') })
 
 export const NewApiKey = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: HumanName(),
     tier: Type.Union([Type.Literal('adm'), Type.Literal('svc'), Type.Literal('ro')]),
     permissions: Type.Optional(Type.Array(PermissionName, { uniqueItems: true })),
     scopes: Type.Optional(Type.Array(ScopeBody, { maxItems: 1000 })),

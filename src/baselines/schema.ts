@@ -1,15 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Timestamp, Uuid } from '../http/schemas.js';
+import { HumanName, Timestamp, Uuid } from '../http/schemas.js';
 
 export const MAX_BASELINES_PER_TENANT = 1000;
 
 /** A name cannot be read as a moment: `from`/`to` take either, and a timestamp-like name would be ambiguous. */
-export const BaselineName = Type.String({
-  minLength: 1,
-  maxLength: 200,
-  pattern: '^\\S(.*\\S)?$',
-  description: 'Unique in the tenant; not starting like a date (YYYY-MM-DD), nor with spaces around it.',
-});
+export const BaselineName = HumanName({ spaces: 'trimmed', description: 'Unique in the tenant; not starting like a date (YYYY-MM-DD), nor with spaces around it.' });
 
 export const NewBaseline = Type.Object(
   {

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ACTIONS, RESOURCES, type DataScope, type Permission } from '../auth/principal.js';
 import { validationFailed } from '../errors.js';
-import { bigintId, Nullable } from '../http/schemas.js';
+import { bigintId, Nullable, ScopeId } from '../http/schemas.js';
 
 export const PERMISSIONS = RESOURCES.flatMap((r) => ACTIONS.map((a) => `${r}:${a}` as Permission));
 
@@ -13,7 +13,7 @@ export const PermissionName = Type.Union(
 export const ScopeBody = Type.Object(
   {
     source_id: Nullable(Type.String({ pattern: '^[0-9]+$', description: 'A source id; null (with a null scope_id) is all data.' })),
-    scope_id: Nullable(Type.String({ minLength: 1, maxLength: 255, description: 'One instance of the source; null is every instance.' })),
+    scope_id: Nullable(ScopeId(255, 'One instance of the source; null is every instance.')),
   },
   { additionalProperties: false },
 );

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
+import { namePattern, type NameSpaces } from '../validation.js';
 
 export const Uuid = (description?: string) => Type.String({ format: 'uuid', description });
 export const Timestamp = (description?: string) => Type.String({ format: 'date-time', description });
@@ -14,6 +15,17 @@ export function isoTime(value: Date | string | null): string | null {
 }
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/**
+ * A name people give (of a source, a collector, an API key or token, a user, a team, a
+ * subscription, a saved view, a baseline): 1 to 200 characters, none of them a control,
+ * bidirectional or invisible format character (`namePattern`), with spaces as `spaces` says.
+ */
+export const HumanName = (options: { spaces?: NameSpaces; description?: string } = {}) =>
+  Type.String({ minLength: 1, maxLength: 200, pattern: namePattern(options.spaces ?? 'any'), description: options.description });
+
+/** An instance of a source (a cluster, a server), as pushes and data scopes name it: the same characters as a HumanName. */
+export const ScopeId = (maxLength: number, description?: string) => Type.String({ minLength: 1, maxLength, pattern: namePattern('any'), description });
 export const JsonObject = (description?: string) => Type.Record(Type.String(), Type.Unknown(), { description });
 
 export const ErrorEnvelope = Type.Object(

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { ScopeId } from '../http/schemas.js';
 
 /**
  * Identities and names are index keys, and a B-tree key holds at most 2704 bytes: 512 characters
@@ -36,7 +37,7 @@ export type UniversalRecord = Static<typeof UniversalRecord>;
 export const Snapshot = Type.Object(
   {
     mode: Type.Optional(Type.Union([Type.Literal('snapshot'), Type.Literal('delta')], { default: 'snapshot' })),
-    scope_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Null()])),
+    scope_id: Type.Optional(Type.Union([ScopeId(256), Type.Null()])),
     items: Type.Array(UniversalRecord),
     deletions: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH }), {

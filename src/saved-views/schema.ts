@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Timestamp, Uuid } from '../http/schemas.js';
+import { HumanName, Timestamp, Uuid } from '../http/schemas.js';
 
 export const VIEWS = ['inventory', 'changes', 'stats'] as const;
 export const MAX_VIEWS_PER_OWNER = 200;
@@ -8,7 +8,7 @@ const ViewName = Type.Union(VIEWS.map((view) => Type.Literal(view)), { descripti
 
 export const NewSavedView = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }),
+    name: HumanName({ spaces: 'not_blank' }),
     view: ViewName,
     query: Type.String({
       maxLength: 4000,

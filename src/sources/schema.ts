@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { JsonObject, Limit, Nullable, NumericId, Offset, Timestamp } from '../http/schemas.js';
+import { HumanName, JsonObject, Limit, Nullable, NumericId, Offset, ScopeId, Timestamp } from '../http/schemas.js';
 
 export const SourceParams = Type.Object({ source_id: NumericId('The source identifier') });
 
@@ -22,7 +22,7 @@ export const NDJSON = 'application/x-ndjson';
 
 export const IngestQuery = Type.Object({
   mode: Type.Optional(Type.Union([Type.Literal('snapshot'), Type.Literal('delta')], { description: 'NDJSON pushes only (JSON bodies carry it).' })),
-  scope_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'NDJSON pushes only (JSON bodies carry it).' })),
+  scope_id: Type.Optional(ScopeId(256, 'NDJSON pushes only (JSON bodies carry it).')),
 });
 
 const ScheduleConfig = Type.Object(
@@ -63,7 +63,7 @@ export const SourceDetail = Type.Composite([
 
 export const SourceList = Type.Object({ items: Type.Array(SourceView), total: Type.Integer(), offset: Type.Integer(), limit: Type.Integer() });
 
-const NAME = Type.String({ minLength: 1, maxLength: 200, pattern: '^\\S(.*\\S)?$', description: 'Unique among the tenant\'s sources.' });
+const NAME = HumanName({ spaces: 'trimmed', description: 'Unique among the tenant\'s sources.' });
 const ENDPOINT = Nullable(Type.String({ minLength: 1, maxLength: 2048, description: 'Where the collector connects: an http(s) URL (or the type\'s own scheme).' }));
 
 const SourceFields = {
@@ -83,7 +83,7 @@ export const NewSource = Type.Object(
   {
     ...SourceFields,
     collector_type: Type.String({ minLength: 1, maxLength: 100, description: 'The type of the collector; it is provisioned with its first source.' }),
-    collector_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Default: the type. Collectors may share a name when their types differ.' })),
+    collector_name: Type.Optional(HumanName({ description: 'Default: the type. Collectors may share a name when their types differ.' })),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Filters, Limit, Nullable, NumericId, Timestamp, Uuid } from '../http/schemas.js';
+import { Filters, HumanName, Limit, Nullable, NumericId, Timestamp, Uuid } from '../http/schemas.js';
 import { ChangeRecord } from '../changes/schema.js';
 
 const HeaderName = Type.String({ pattern: '^[A-Za-z0-9!#$%&\'*+.^_`|~-]{1,100}$' });
@@ -40,7 +40,7 @@ export const NatsSink = Type.Object(
 
 export const SubscriptionInput = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: HumanName(),
     sink: Type.Union([WebhookSink, NatsSink]),
     filter: Type.Optional(Filters('As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.')),
     search: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'The change search language, as on `GET /changes`.' })),

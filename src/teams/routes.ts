@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { setPermissions, setScopes } from '../grants/service.js';
 import { PermissionsBody, Rights, ScopesBody } from '../grants/schema.js';
 import { defineRoute, type AnyRoute } from '../context.js';
-import { conflictResponse, Limit, Nullable, Offset, Timestamp, Uuid } from '../http/schemas.js';
+import { conflictResponse, HumanName, Limit, Nullable, Offset, Timestamp, Uuid } from '../http/schemas.js';
 import { addTeamMember, createTeam, presentTeam, removeTeam, removeTeamMember, renameTeam, teamDetail, teamOr404, listTeamPage } from './service.js';
 
 const Team = Type.Object({ id: Uuid(), name: Type.String(), description: Type.String(), created_at: Timestamp(), members: Type.Integer() });
@@ -15,7 +15,7 @@ const TeamDetail = Type.Composite([
 ]);
 const TeamParams = Type.Object({ team_id: Uuid('The team identifier') });
 const MemberParams = Type.Object({ team_id: Uuid('The team identifier'), user_id: Uuid('The user identifier') });
-const TeamName = Type.String({ minLength: 1, maxLength: 200 });
+const TeamName = HumanName();
 const Description = Type.String({ maxLength: 2000 });
 
 const TAGS = ['Teams'];

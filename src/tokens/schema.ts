@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { PermissionName, ScopeBody, ScopeView } from '../grants/schema.js';
-import { Nullable, Timestamp, Uuid } from '../http/schemas.js';
+import { HumanName, Nullable, Timestamp, Uuid } from '../http/schemas.js';
 import { UserParams } from '../users/schema.js';
 
 export const MAX_LIVE_TOKENS = 10;
@@ -20,7 +20,7 @@ export const Token = Type.Object({
 export const CreatedToken = Type.Composite([Token, Type.Object({ token: Type.String({ description: 'The secret, shown this once. Send it as `X-API-Key`.' }) })]);
 export const NewToken = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: HumanName(),
     expires_at: Timestamp('Required; in the future and at most one year ahead.'),
     permissions: Type.Optional(Type.Array(PermissionName, { uniqueItems: true, description: 'Narrow the token to these of your permissions.' })),
     scopes: Type.Optional(Type.Array(ScopeBody, { maxItems: 1000, description: 'Narrow the token to these of your data scopes.' })),

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Rights, ScopeView } from '../grants/schema.js';
-import { Limit, Nullable, Offset, Timestamp, Uuid } from '../http/schemas.js';
+import { HumanName, Limit, Nullable, Offset, Timestamp, Uuid } from '../http/schemas.js';
 
 export const User = Type.Object({
   id: Uuid(),
@@ -41,7 +41,7 @@ export const UserListQuery = Type.Object({
 
 export const NewUser = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: HumanName(),
     email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 320 }))),
   },
   { additionalProperties: false },
