@@ -2,7 +2,7 @@ import type { Client } from '@opensearch-project/opensearch';
 import type { Sql } from 'postgres';
 import { OUTBOX_CHANNEL } from '../src/history/writer.js';
 import type { Logger } from '../src/observability/logger.js';
-import { bulkBody, ensureIndex, loadChangeDocuments, type ChangeDocument } from '../src/search/opensearch-index.js';
+import { addTemplateFields, bulkBody, ensureIndex, loadChangeDocuments, type ChangeDocument } from '../src/search/opensearch-index.js';
 import { indexerFailures, documentsIndexed, outboxLag, outboxParked, outboxPending } from './metrics.js';
 import { claimBatch, completeRows, outboxState, parkRows, retryRows, type ClaimedRow } from './outbox.js';
 import { runningReindex } from './reindex-state.js';
@@ -66,6 +66,8 @@ export class OutboxIndexer {
   private unlisten: (() => Promise<void>) | undefined;
   private stateAt = 0;
   private indexReady = false;
+  /** The index of a running reindex given the template's fields already. */
+  private reindexReady: string | undefined;
 
   constructor(
     private readonly sql: Sql,
@@ -99,6 +101,7 @@ export class OutboxIndexer {
     if (reindex) targets.push(reindex.index_name);
     let results: Map<string, ItemResult>;
     try {
+      if (reindex) await this.prepareReindexIndex(reindex.index_name);
       results = await this.bulk(targets, live.map((row) => byId.get(row.change_id)!));
     } catch (error) {
       indexerFailures.inc({ kind: 'request' }, live.length);
@@ -110,6 +113,21 @@ export class OutboxIndexer {
     }
     await this.settle(live, results, outcome);
     return outcome;
+  }
+
+  /**
+   * The index of a reindex begun by an earlier version may lack fields the template has gained
+   * since; its strict mapping would refuse the documents that carry them. Once per index.
+   */
+  private async prepareReindexIndex(index: string): Promise<void> {
+    if (this.reindexReady === index) return;
+    try {
+      await addTemplateFields(this.client, [index]);
+    } catch (error) {
+      // gone: the bulk request makes it again, from the template
+      if ((error as { meta?: { statusCode?: number } }).meta?.statusCode !== 404) throw error;
+    }
+    this.reindexReady = index;
   }
 
   /** One bulk request for all targets; per change id, the worst item result across them. */

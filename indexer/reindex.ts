@@ -1,7 +1,7 @@
 import type { Client } from '@opensearch-project/opensearch';
 import type { Sql } from 'postgres';
 import type { Logger } from '../src/observability/logger.js';
-import { aliasIndices, bulkBody, installTemplate, loadChangeDocuments, newIndexName } from '../src/search/opensearch-index.js';
+import { addTemplateFields, aliasIndices, bulkBody, installTemplate, loadChangeDocuments, newIndexName } from '../src/search/opensearch-index.js';
 import { backoffMs, OutboxIndexer, type IndexerOptions } from './indexer.js';
 import { Progress, type ProgressOutput } from '../src/progress.js';
 import { finishReindexRun, recordProgress, runningReindex, startReindexRun, type ReindexRun } from './reindex-state.js';
@@ -89,6 +89,8 @@ export async function reindex(sql: Sql, client: Client, options: ReindexOptions,
     if (!(await client.indices.exists({ index: running.index_name })).body) {
       throw new ReindexError(`the index ${running.index_name} of the interrupted reindex is gone; start a new reindex`);
     }
+    // begun by an earlier version, its index may lack fields of the template
+    await addTemplateFields(client, [running.index_name]);
     run = running;
   } else {
     if (running) throw new ReindexError(`a reindex of ${options.alias} into ${running.index_name} is already running (since ${running.started_at.toISOString()}); use --resume to continue it`);

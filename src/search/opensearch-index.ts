@@ -52,6 +52,17 @@ export async function aliasIndices(client: Client, alias: string): Promise<strin
 }
 
 /**
+ * Gives existing indices the fields added to the template since they were made: their mapping is
+ * strict, so it refuses documents that carry such a field, and adding a field changes nothing
+ * stored. The indices behind the alias, and the index of a reindex begun before the template changed.
+ */
+export async function addTemplateFields(client: Client, indices: readonly string[]): Promise<void> {
+  if (indices.length === 0) return;
+  const { properties } = loadTemplate().template.mappings;
+  await client.indices.putMapping({ index: indices.join(','), body: { properties } as never });
+}
+
+/**
  * Makes sure the template is installed and the alias points at an index, creating the first one
  * when there is none. The first index has a fixed name, so that indexers starting together do not
  * create one each: all but one find it exists, and use it. Returns the index the alias points at.
@@ -60,10 +71,7 @@ export async function ensureIndex(client: Client, alias: string): Promise<string
   await installTemplate(client, alias);
   const existing = await aliasIndices(client, alias);
   if (existing.length > 0) {
-    // fields added to the template since the index was made; a strict mapping refuses documents
-    // that carry them, and adding a field changes nothing stored
-    const { properties } = loadTemplate().template.mappings;
-    await client.indices.putMapping({ index: existing.join(','), body: { properties } as never });
+    await addTemplateFields(client, existing);
     return existing[0]!;
   }
   const index = `${alias}-v${loadTemplate()._meta.mapping_version}-initial`;

@@ -3,6 +3,8 @@ import type { Client } from '@opensearch-project/opensearch';
 import { expect } from 'chai';
 import { OutboxIndexer } from '../../indexer/indexer.js';
 import { outboxState } from '../../indexer/outbox.js';
+import { reindex } from '../../indexer/reindex.js';
+import { startReindexRun } from '../../indexer/reindex-state.js';
 import { createSearchBackend } from '../../src/search/backends.js';
 import { aliasIndices, createOpenSearchClient, ensureIndex, loadChangeDocuments } from '../../src/search/opensearch-index.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
@@ -216,6 +218,41 @@ describe('a moved CI\'s record on the OpenSearch backend, against the fake OpenS
       expect(index).to.equal(`${ALIAS}-v1-initial`);
       const moved = [...fake.documents(index!).values()].filter((document) => document.source.moved_from_scope_id !== undefined);
       expect(moved.map((document) => document.source.moved_from_scope_id)).to.deep.equal(['pb']);
+    });
+
+    /** A reindex begun before the upgrade: its index was made from the previous template. */
+    const reindexBegunBefore = async () => {
+      const next = `${ALIAS}-v1-next`;
+      await client.indices.create({ index: next });
+      await startReindexRun(app.sql, ALIAS, next);
+      return next;
+    };
+    const moveId = async () => (await app.sql<{ id: string }[]>`select id::text from change_records where moved_from_scope_id is not null`)[0]!.id;
+
+    it('indexes a move\'s document live into the index of a reindex begun before the upgrade (fake OpenSearch)', async () => {
+      const next = await reindexBegunBefore();
+      await writeMove();
+      // live indexing writes to both indices
+      expect(await indexer.drain()).to.include({ indexed: 3, retried: 0, parked: 0 });
+      expect(fake.documents(next).get(await moveId())?.source).to.include({ moved_from_scope_id: 'pb' });
+      expect(fake.documents(`${ALIAS}-v1-initial`).get(await moveId())?.source).to.include({ moved_from_scope_id: 'pb' });
+    });
+
+    it('resumes a reindex begun before the upgrade with a move\'s document to copy, and moves the alias (fake OpenSearch)', async () => {
+      const next = await reindexBegunBefore();
+      await writeMove();
+      const report = await reindex(
+        app.sql,
+        client,
+        { alias: ALIAS, batchSize: 10, resume: true, deleteOld: false, now: () => NOW, indexer: { batchSize: 10, maxAttempts: 3, pollMs: 1000, retryDelayMs: () => 0 } },
+        { isTTY: false, columns: 120, write: () => undefined },
+      );
+      expect(report).to.include({ index: next, indexed: 3, verified: 3 });
+      expect(await aliasIndices(client, ALIAS)).to.deep.equal([next]);
+      const mapping = ((await client.indices.getMapping({ index: next })).body as Record<string, any>)[next].mappings;
+      expect(mapping.properties.moved_from_scope_id).to.deep.equal({ type: 'keyword' });
+      expect(fake.documents(next).get(await moveId())?.source).to.include({ moved_from_scope_id: 'pb' });
+      expect(await outboxState(app.sql)).to.include({ pending: 0, parked: 0 });
     });
   });
 });
