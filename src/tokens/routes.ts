@@ -7,6 +7,9 @@ import { CreatedToken, MAX_LIVE_TOKENS, NewToken, Token, TokenParams, UserTokenP
 import { administeredUser, mintToken, ownUser, presentToken, revokeWithAudit, userOr404, tokensOf } from './service.js';
 
 const TAGS = ['Tokens'];
+const ACTS_ON_USER =
+  'A token acts as its user, so the caller must hold everything the user holds (every permission and data scope; a ' +
+  'superadmin user, only a superadmin): 403 `exceeds_own_rights` otherwise.';
 const TOKEN_RULES =
   `At most ${MAX_LIVE_TOKENS} live tokens per user (the next is a 409); \`expires_at\` is required, at most one year ahead. ` +
   'The secret is in the creation response only. A token acts as its user with the user\'s rights at each request; with ' +
@@ -71,6 +74,7 @@ const listForUser = defineRoute({
   path: '/api/v1/users/{user_id}/tokens',
   operationId: 'listUserTokens',
   summary: "List a user's tokens",
+  description: ACTS_ON_USER,
   tags: TAGS,
   access: { resource: 'users', action: 'read' },
   params: UserParams,
@@ -87,7 +91,7 @@ const createForUser = defineRoute({
   path: '/api/v1/users/{user_id}/tokens',
   operationId: 'createUserToken',
   summary: 'Mint a token for a user that only holds tokens',
-  description: `${TOKEN_RULES} Users who sign in through single sign-on mint their own (409 here).`,
+  description: `${TOKEN_RULES} ${ACTS_ON_USER} Users who sign in through single sign-on mint their own (409 here).`,
   tags: TAGS,
   access: { resource: 'users', action: 'write' },
   params: UserParams,
@@ -110,7 +114,7 @@ const revokeForUser = defineRoute({
   path: '/api/v1/users/{user_id}/tokens/{token_id}',
   operationId: 'revokeUserToken',
   summary: "Revoke a user's token",
-  description: 'Any user\'s, including those who sign in through single sign-on. Refused from the next request on.',
+  description: `Of any user, including those who sign in through single sign-on. ${ACTS_ON_USER} Refused from the next request on.`,
   tags: TAGS,
   access: { resource: 'users', action: 'write' },
   params: UserTokenParams,
