@@ -269,6 +269,7 @@ export function searchContract(title: string, target: TargetFactory): void {
       let sourceEstate: string;
       let onlyA: string;
       let both: string;
+      let paAndPbElsewhere: string;
       let moverId: string;
 
       before(async () => {
@@ -286,6 +287,11 @@ export function searchContract(title: string, target: TargetFactory): void {
           { sourceId: sourceEstate, scopeId: 'pa' },
           { sourceId: sourceEstate, scopeId: 'pb' },
         ]);
+        // pb of another source is not the instance the CI left
+        paAndPbElsewhere = await reader([
+          { sourceId: sourceEstate, scopeId: 'pa' },
+          { sourceId: sourceA, scopeId: 'pb' },
+        ]);
       });
 
       it('finds the move\'s record, old values and all, only for readers of both instances', async () => {
@@ -293,10 +299,12 @@ export function searchContract(title: string, target: TargetFactory): void {
           expect(names(await search('mover-now-in-pa', key))).to.deep.equal(['mover-now-in-pa:UPDATED']);
           expect(names(await search('pb-only-label', key))).to.deep.equal(['mover-now-in-pa:UPDATED']);
         }
-        for (const query of ['mover-now-in-pa', 'pb-only-label', 'mover-of-pb', 'shop']) {
-          const seen = await search(query, onlyA);
-          expect(seen.total, query).to.equal(0);
-          expect(seen.items, query).to.deep.equal([]);
+        for (const key of [onlyA, paAndPbElsewhere]) {
+          for (const query of ['mover-now-in-pa', 'pb-only-label', 'mover-of-pb', 'shop']) {
+            const seen = await search(query, key);
+            expect(seen.total, query).to.equal(0);
+            expect(seen.items, query).to.deep.equal([]);
+          }
         }
       });
 

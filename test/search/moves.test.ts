@@ -129,7 +129,16 @@ describe('a moved CI\'s record on the OpenSearch backend, against the fake OpenS
         expect(await found('mover-in-pb', key)).to.deep.equal(['moved-into-pa:UPDATED', 'mover-in-pb:CREATED']);
         expect(await found('pb-secret', key)).to.deep.equal(['moved-into-pa:UPDATED']);
       }
-      for (const key of [onlyA, onlyB]) {
+      // pb of another source is not the instance the CI left
+      const otherSource = await buildSource(app.sql, 'elsewhere');
+      const paAndPbElsewhere = await createKey(app.sql, 'svc', {
+        permissions: ['changes:read'],
+        scopes: [
+          { sourceId, scopeId: 'pa' },
+          { sourceId: otherSource, scopeId: 'pb' },
+        ],
+      });
+      for (const key of [onlyA, onlyB, paAndPbElsewhere]) {
         for (const query of ['moved-into-pa', 'pb-secret']) {
           const reply = await search(query, key);
           expect(reply.body.total, query).to.equal(0);
