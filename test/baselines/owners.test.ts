@@ -63,6 +63,32 @@ describe('baselines: listed by every reader of the inventory, deleted only by th
     expect(await exists(byAdmin)).to.equal(true);
   });
 
+  it('records the person behind a user token as the owner: the user\'s other tokens delete it, a covering key too, a narrower one not', async () => {
+    const inDay = new Date(Date.now() + 86_400_000).toISOString();
+    const ok = async (method: string, path: string, body: unknown) => {
+      const reply = await app.current.request<any>(method, path, { key: admin, body });
+      expect(reply.status, reply.text).to.be.oneOf([200, 201]);
+      return reply.body;
+    };
+    const user = await ok('POST', '/api/v1/users', { name: 'release manager' });
+    await ok('PUT', `/api/v1/users/${user.id}/permissions`, { permissions: [...WRITE] });
+    await ok('PUT', `/api/v1/users/${user.id}/scopes`, { scopes: [{ source_id: source, scope_id: null }] });
+    const first = (await ok('POST', `/api/v1/users/${user.id}/tokens`, { name: 'a', expires_at: inDay })).token as string;
+    const second = (await ok('POST', `/api/v1/users/${user.id}/tokens`, { name: 'b', expires_at: inDay })).token as string;
+
+    const a = await create(first, 'release a');
+    const [row] = await app.current.sql<{ api_key_id: string | null; user_id: string | null }[]>`select api_key_id::text, user_id::text from baselines where id = ${a}`;
+    expect(row).to.deep.equal({ api_key_id: null, user_id: user.id });
+    expect((await remove(east, a)).status, 'one instance does not cover the whole source').to.equal(403);
+    expect(await exists(a)).to.equal(true);
+    expect((await remove(second, a)).status, 'the same user through another token').to.equal(204);
+
+    const b = await create(first, 'release b');
+    const whole = await createKey(app.current.sql, 'svc', { name: 'whole', permissions: [...WRITE], scopes: [{ sourceId: source, scopeId: null }] });
+    expect((await remove(whole, b)).status, 'the same rights cover the user').to.equal(204);
+    expect(await exists(b)).to.equal(false);
+  });
+
   it('leaves a baseline without an owner (named before owners were recorded) to principals with all data', async () => {
     const [row] = await app.current.sql<{ id: string }[]>`
       insert into baselines (id, tenant_id, name, at, created_at, created_by)
