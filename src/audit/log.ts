@@ -218,6 +218,7 @@ export function auditRefusal(audit: AuditLog, defaultTenantId: string, ctx: Cont
       type: (ctx.state.deniedEvent as AuditEventType | undefined) ?? 'permission.denied',
       outcome: 'failure',
       actor: actorOf(principal),
+      target: ctx.state.deniedTarget as AuditEvent['target'],
       details: { route, ...pick(details, ['resource', 'action', 'reason', 'subject', 'exceeding']) },
       ...facts,
     });

@@ -37,6 +37,13 @@ export interface ResponseSpec {
 /** `public`: no credentials; `authenticated`: any valid credentials (the route decides the rest); else a permission. */
 export type Access = 'public' | 'authenticated' | { resource: Resource; action: Action };
 
+/** The target an audit event names (`target_type`, `target_id`, `target_name`). */
+export interface DeniedTarget {
+  type: string;
+  id: string;
+  name?: string | null;
+}
+
 type Maybe<T extends TSchema | undefined> = T extends TSchema ? Static<T> : Record<string, never>;
 
 export interface RouteRequest<App, P extends TSchema | undefined, Q extends TSchema | undefined, B extends TSchema | undefined> {
@@ -76,6 +83,12 @@ export interface RouteDefinition<
   streamTypes?: string[];
   /** The audit event a refused permission writes instead of `permission.denied` (credential reveals). */
   deniedEvent?: 'credentials.reveal_denied';
+  /**
+   * What the audit event of a refused request (403) names as its target: the source of a refused
+   * credential reveal. Looked up once the request is refused, whether by the route's permission or
+   * by the handler; a lookup that fails leaves the target out rather than the event.
+   */
+  deniedTarget?: (request: { ctx: Context; app: App; principal: Principal }) => Promise<DeniedTarget | undefined>;
   /**
    * An analyst read (search, statistics, history, exports, the past): it may be served by a read
    * replica. A function decides from the request's query (the inventory only when it asks for the past).

@@ -174,6 +174,12 @@ function mountRoutes<App extends RouterApp>(app: App, routes: readonly AnyRouteO
       if (route.deniedEvent) ctx.state.deniedEvent = route.deniedEvent;
       if (route.streamTypes) ctx.state.streamTypes = route.streamTypes.join(', ');
       let principal: Principal | undefined;
+      // a refusal's audit event names what was refused, when the route says how to find it
+      const naming = async (error: unknown): Promise<void> => {
+        if (!route.deniedTarget || !principal || !(error instanceof AppError) || error.status !== 403) return;
+        const asking = principal;
+        ctx.state.deniedTarget = await route.deniedTarget({ ctx, app, principal: asking }).catch(() => undefined);
+      };
       if (route.access !== 'public') {
         // requests without valid credentials count against their client address (guessing keys
         // costs the guesser), the others against their credential
@@ -193,7 +199,9 @@ function mountRoutes<App extends RouterApp>(app: App, routes: readonly AnyRouteO
         if (route.access !== 'authenticated') {
           const { resource, action } = route.access;
           if (!can(principal, resource, action)) {
-            throw forbidden(`This key may not ${action} ${resource.replace(/_/g, ' ')}`, { resource, action });
+            const refusal = forbidden(`This key may not ${action} ${resource.replace(/_/g, ' ')}`, { resource, action });
+            await naming(refusal);
+            throw refusal;
           }
         }
       }
@@ -207,8 +215,9 @@ function mountRoutes<App extends RouterApp>(app: App, routes: readonly AnyRouteO
       const served = analyst && options.analystApp ? options.analystApp(ctx, app, principal) : app;
       const result = await route
         .handler({ ctx, app: served, params, query, body, principal: principal as Principal })
-        .catch((error: unknown) => {
+        .catch(async (error: unknown) => {
           checkStatus?.(error);
+          await naming(error);
           throw error;
         });
       if (result instanceof JsonText) {

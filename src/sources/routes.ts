@@ -26,6 +26,7 @@ import {
   removeCredentials,
   removeSource,
   reportHealth,
+  refusedSourceTarget,
   revealCredentials,
   setCredentials,
   sourceOr404,
@@ -225,6 +226,7 @@ const reveal = defineRoute({
   tags: TAGS,
   access: { resource: 'credentials', action: 'read' },
   deniedEvent: 'credentials.reveal_denied',
+  deniedTarget: ({ ctx, app, principal }) => refusedSourceTarget(app, principal, String(ctx.params.source_id)),
   params: SourceParams,
   responses: {
     200: { description: 'The credentials as they were set.', schema: CredentialsBody },

@@ -39,6 +39,17 @@ export async function sourceOr404(app: AppContext, principal: Principal, rawId: 
   return source;
 }
 
+/**
+ * The source a refused request on it (a credential reveal) names in the audit log: the id as asked,
+ * with the source's name when the tenant has it. The log is read by auditors, not by the refused
+ * principal, so the name is given even when that principal may not see the source.
+ */
+export async function refusedSourceTarget(app: AppContext, principal: Principal, rawId: string): Promise<{ type: 'source'; id: string; name: string | null }> {
+  const id = /^[0-9]+$/.test(rawId) ? bigintId(rawId) : undefined;
+  const source = id === undefined ? undefined : await findSourceById(app.sql, principal.tenantId, id);
+  return { type: 'source', id: source?.id ?? rawId, name: source?.name ?? null };
+}
+
 /** Creating or changing a source needs a principal whose scopes cover it: a scoped key could not see it afterwards. */
 export function assertUnscoped(principal: Principal): void {
   if (!principal.superadmin && principal.scopes !== 'all') throw forbidden('Only a principal with access to all data may add sources', { reason: 'scoped' });

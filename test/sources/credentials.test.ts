@@ -50,10 +50,19 @@ describe('source credentials', () => {
     expect(denied.status).to.equal(403);
 
     await app.current.context.audit.flush();
-    const events = await app.current.sql<{ event_type: string; actor_name: string; request_id: string | null }[]>`
-      select event_type, actor_name, request_id from audit_events where event_type like 'credentials.%' order by id`;
+    const events = await app.current.sql<{ event_type: string; actor_name: string; request_id: string | null; target_type: string | null; target_id: string | null; target_name: string | null }[]>`
+      select event_type, actor_name, request_id, target_type, target_id, target_name from audit_events where event_type like 'credentials.%' order by id`;
     expect(events.map((e) => e.event_type)).to.deep.equal(['credentials.revealed', 'credentials.reveal_denied']);
     expect(events[1]).to.deep.include({ actor_name: 'dashboards', request_id: denied.body.error.id });
+    // the refusal names the source whose credentials were asked for, as the reveal does
+    expect(events[1]).to.deep.include({ target_type: 'source', target_id: sourceId, target_name: 'prod' });
+    expect(events[0]).to.deep.include({ target_type: 'source', target_id: sourceId });
+    // a source that does not exist is named as asked
+    expect((await app.current.get(`${SOURCES}/999999/credentials/reveal`, readOnly)).status).to.equal(403);
+    await app.current.context.audit.flush();
+    const [unknown] = await app.current.sql<{ target_type: string | null; target_id: string | null; target_name: string | null }[]>`
+      select target_type, target_id, target_name from audit_events where event_type = 'credentials.reveal_denied' order by id desc limit 1`;
+    expect(unknown).to.deep.equal({ target_type: 'source', target_id: '999999', target_name: null });
 
     expect((await put({ type: 'token', token: 'replacement' })).status).to.equal(204);
     expect((await reveal()).body).to.deep.equal({ type: 'token', token: 'replacement' });
@@ -80,13 +89,14 @@ describe('source credentials', () => {
     expect((await reveal()).body).to.deep.equal({ type: 'token', token: 'serves-every-instance' });
 
     await app.current.context.audit.flush();
-    const refusals = await app.current.sql<{ event_type: string; details: { reason?: string } }[]>`
-      select event_type, details from audit_events where actor_name = 'one-instance' and outcome = 'failure' order by id`;
+    const refusals = await app.current.sql<{ event_type: string; details: { reason?: string }; target_id: string | null; target_name: string | null }[]>`
+      select event_type, details, target_id, target_name from audit_events where actor_name = 'one-instance' and outcome = 'failure' order by id`;
     expect(refusals.map((e) => [e.event_type, e.details.reason])).to.deep.equal([
       ['permission.denied', 'whole_source_required'],
       ['credentials.reveal_denied', 'whole_source_required'],
       ['permission.denied', 'whole_source_required'],
     ]);
+    expect(refusals[1]).to.deep.include({ target_id: sourceId, target_name: 'prod' });
 
     const whole = await createKey(app.current.sql, 'svc', { name: 'whole-source', permissions: [...every], scopes: [{ sourceId, scopeId: null }] });
     expect((await put({ type: 'token', token: 'by-the-whole-source' }, whole)).status).to.equal(204);
