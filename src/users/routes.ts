@@ -7,6 +7,10 @@ import { presentUser, presentUserDetail } from './presenter.js';
 import { NewUser, User, UserDetail, UserList, UserListQuery, UserParams } from './schema.js';
 import { createUser, listUserPage, rightsOfUser, setActive, setSuperadminFlag, userOr404 } from './service.js';
 
+const ACTS_ON_USER =
+  ' The caller must hold everything the user holds (every permission and data scope, its teams\' included; a superadmin ' +
+  'user, only a superadmin): 403 `exceeds_own_rights` otherwise, even to narrow it.';
+
 const list = defineRoute({
   method: 'GET',
   path: '/api/v1/users',
@@ -65,9 +69,10 @@ function activation(active: boolean) {
     path: `/api/v1/users/{user_id}/${active ? 'reactivate' : 'deactivate'}`,
     operationId: active ? 'reactivateUser' : 'deactivateUser',
     summary: active ? 'Reactivate a user' : 'Deactivate a user',
-    description: active
-      ? 'The user may sign in again and its tokens that are neither revoked nor expired work again.'
-      : 'From the next request on, the user can no longer sign in and its tokens and sessions are refused (401).',
+    description:
+      (active
+        ? 'The user may sign in again and its tokens that are neither revoked nor expired work again.'
+        : 'From the next request on, the user can no longer sign in and its tokens and sessions are refused (401).') + ACTS_ON_USER,
     tags: ['Users'],
     access: { resource: 'users', action: 'write' },
     params: UserParams,
@@ -101,7 +106,7 @@ const permissions = defineRoute({
   path: '/api/v1/users/{user_id}/permissions',
   operationId: 'setUserPermissions',
   summary: "Replace a user's own permission grants",
-  description: 'The list replaces the direct grants; team grants are untouched. Takes effect on the next request.',
+  description: 'The list replaces the direct grants; team grants are untouched. Takes effect on the next request.' + ACTS_ON_USER,
   tags: ['Users'],
   access: { resource: 'users', action: 'write' },
   params: UserParams,
@@ -120,7 +125,8 @@ const scopes = defineRoute({
   summary: "Replace a user's own data scopes",
   description:
     'Each scope is `{source_id, scope_id}`: one instance of a source, every instance (`scope_id: null`), or all data ' +
-    '(both null). The list replaces the direct scopes; team scopes are untouched. A user with no scopes at all sees no data.',
+    '(both null). The list replaces the direct scopes; team scopes are untouched. A user with no scopes at all sees no data.' +
+    ACTS_ON_USER,
   tags: ['Users'],
   access: { resource: 'users', action: 'write' },
   params: UserParams,
