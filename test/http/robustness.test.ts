@@ -47,6 +47,9 @@ describe('hostile and odd input', () => {
     `/api/v1/changes?filter=${encodeURIComponent('changed_at:lt:9999-12-31T23:59:59.999999+14:00')}`,
     '/api/v1/changes/stats?start_date=9999-12-31T23:59:59.999999Z',
     '/api/v1/changes/stats?end_date=9999-12-31&start_date=0001-01-01',
+    '/api/v1/changes?filter=changed_at:gt:2016-12-31T23:59:60Z',
+    '/api/v1/configuration-items?filter=created_at:gt:2016-12-31T23:59:60Z',
+    '/api/v1/audit-events?start_date=2016-12-31T23:59:60Z',
   ];
 
   it('answers every odd query with a 4xx envelope or a 200, never a 500', async () => {
