@@ -557,6 +557,31 @@ describeWith(existsSync(CHROMIUM))(
       await context.close();
     });
 
+    it('makes no request while idle, relative windows included: every view side by side for 30 s once its data is in', async () => {
+      const { context, page } = await signedIn(admin, '/inventory');
+      const ciId = (await app.get('/api/v1/configuration-items?limit=1&sort_by=name', admin)).body.items[0].ci_id as string;
+      const views = ['/inventory', '/changes?range=24h', '/changes?q=web&range=24h', '/stats?range=7d', '/stats', `/ci/${ciId}?range=24h`, `/ci/${ciId}?range=7d`, '/sources', '/compare'];
+      const counted = new Map<string, number>();
+      const pages: Page[] = [];
+      for (const view of views) {
+        const opened = view === '/inventory' ? page : await context.newPage();
+        if (opened !== page) await opened.goto(url(view));
+        await settled(opened);
+        // a view may load in steps (the compare view's baselines, then its difference)
+        await opened.waitForLoadState('networkidle');
+        // what the page asks from here on: an idle view asks nothing
+        counted.set(view, 0);
+        opened.on('request', (request) => {
+          const asked = new URL(request.url());
+          if (asked.pathname.startsWith('/api/') || asked.pathname.startsWith('/auth/')) counted.set(view, counted.get(view)! + 1);
+        });
+        pages.push(opened);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 30_000));
+      expect(Object.fromEntries(counted)).to.deep.equal(Object.fromEntries(views.map((view) => [view, 0])));
+      await context.close();
+    });
+
     it('changes the statistics window and clicks a bar through to the change search of that bucket', async () => {
       const { context, page } = await signedIn(admin, '/stats');
       // the default window is a preset of its own, and the chart spans the window the answer covers

@@ -8,7 +8,8 @@ import { fromLocalInput, PRESETS, toLocalInput, windowOf } from '../lib/window';
  */
 export function WindowPicker({ params, allowAll = true, defaultLabel }: { params: URLSearchParams; allowAll?: boolean; defaultLabel?: string }) {
   const range = params.get('range') ?? '';
-  const window = windowOf(params);
+  // only explicit bounds are shown, which need no moment
+  const window = windowOf(params, 0);
   const explicit = !PRESETS.some(([name]) => name === range);
   const unset = explicit && !params.get('from') && !params.get('to');
   return (

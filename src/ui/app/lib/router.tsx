@@ -12,11 +12,16 @@ const CHANGED = 'cinv:navigate';
 export interface Place {
   path: string;
   params: URLSearchParams;
+  /**
+   * When the navigation that made this place happened (epoch ms): a relative window (`range=24h`)
+   * is resolved against it, so that it moves with the user's actions and not with every render.
+   */
+  at: number;
 }
 
 function here(): Place {
   const path = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) || '/' : '/';
-  return { path, params: new URLSearchParams(location.search) };
+  return { path, params: new URLSearchParams(location.search), at: Date.now() };
 }
 
 export function useLocation(): Place {

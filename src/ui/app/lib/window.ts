@@ -11,8 +11,13 @@ export interface Window {
   end?: string;
 }
 
-/** `range` wins when it names a preset; otherwise `from` / `to` as given (ISO date-times or dates). */
-export function windowOf(params: URLSearchParams, now = Date.now()): Window {
+/**
+ * `range` wins when it names a preset; otherwise `from` / `to` as given (ISO date-times or dates).
+ * A preset is resolved against `now`: a view passes its place's `at`, the moment of the navigation
+ * that made it, since a start computed at each render would change the view's load key at each
+ * render and load again without end.
+ */
+export function windowOf(params: URLSearchParams, now: number): Window {
   const preset = PRESETS.find(([name]) => name === params.get('range'));
   if (preset) return { start: new Date(now - preset[2]).toISOString() };
   return { start: params.get('from') ?? undefined, end: params.get('to') ?? undefined };

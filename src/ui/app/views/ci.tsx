@@ -51,13 +51,13 @@ export default function CiView({ place }: ViewProps) {
       {asOf ? <PastNotice asOf={asOf} what="this configuration item" now={`/ci/${id}`} compare={`/compare?from=${encodeURIComponent(asOf)}&ci=${encodeURIComponent(id)}`} /> : null}
       <MomentPicker asOf={asOf} />
       <Show loaded={loaded} what="the configuration item">
-        {(ci) => <Detail ci={ci} asOf={asOf} params={place.params} />}
+        {(ci) => <Detail ci={ci} asOf={asOf} params={place.params} at={place.at} />}
       </Show>
     </>
   );
 }
 
-function Detail({ ci, asOf, params }: { ci: CiDetail; asOf?: string; params: URLSearchParams }) {
+function Detail({ ci, asOf, params, at }: { ci: CiDetail; asOf?: string; params: URLSearchParams; at: number }) {
   const { metrics, ...typeData } = ci.type_data as { metrics?: Record<string, unknown> };
   const [radius, setRadius] = useState<Radius>({ depth: 2, direction: 'both' });
   return (
@@ -127,7 +127,7 @@ function Detail({ ci, asOf, params }: { ci: CiDetail; asOf?: string; params: URL
           </section>
           <Relationships ci={ci} asOf={asOf} />
           <GraphView ciId={ci.ci_id} asOf={asOf} radius={radius} onRadius={setRadius} />
-          <ChangesAround ciId={ci.ci_id} radius={radius} params={params} />
+          <ChangesAround ciId={ci.ci_id} radius={radius} params={params} at={at} />
         </div>
         <Timeline ci={ci} />
       </div>
@@ -221,9 +221,9 @@ interface ChangePage {
 }
 
 /** What changed around the CI (its radius, as the graph above walks it) in the window the URL holds, newest first. */
-function ChangesAround({ ciId, radius, params }: { ciId: string; radius: Radius; params: URLSearchParams }) {
+function ChangesAround({ ciId, radius, params, at }: { ciId: string; radius: Radius; params: URLSearchParams; at: number }) {
   const [mode, setMode] = useState<'inline' | 'split'>('inline');
-  const window = windowOf(params);
+  const window = windowOf(params, at);
   const query = { related_to: ciId, depth: radius.depth, direction: radius.direction, start_date: window.start, end_date: window.end, limit: 100 };
   const loaded = useLoad(JSON.stringify(query), (signal) => api<ChangePage>('/api/v1/changes', { query, signal }));
   return (

@@ -40,7 +40,7 @@ function searchLink(start: string, length: number, changeType?: string, ciType?:
 export default function StatsView({ place }: ViewProps) {
   const { params } = place;
   const groupBy = params.get('group_by') ?? 'day';
-  const window = windowOf(params);
+  const window = windowOf(params, place.at);
   const query = { start_date: window.start, end_date: window.end, group_by: groupBy };
   const loaded = useLoad(JSON.stringify(query), (signal) => api<Stats>('/api/v1/changes/stats', { query, signal }));
   const bucket = GROUPS.find(([name]) => name === groupBy)?.[2] ?? 86_400_000;

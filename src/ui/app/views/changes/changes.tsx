@@ -10,7 +10,7 @@ import { ChangeFilters, SearchForm, SearchHelp } from './search';
 
 export default function Changes({ place }: ViewProps) {
   const { params } = place;
-  const view = useChangeQuery(params);
+  const view = useChangeQuery(params, place.at);
   const { q, searching, limit, offset } = view;
   const [mode, setMode] = useState<'inline' | 'split'>('inline');
   const csv = useChangeExport(view);

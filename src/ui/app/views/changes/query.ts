@@ -30,18 +30,18 @@ function filtersOf(params: URLSearchParams): string[] {
 }
 
 /** The view as its URL holds it: a query searches (ranked), no query lists the window newest first. */
-function changeQuery(params: URLSearchParams) {
+function changeQuery(params: URLSearchParams, at: number) {
   const q = (params.get('q') ?? '').trim();
   const { limit, offset } = pageOf(params);
-  const window = windowOf(params);
+  const window = windowOf(params, at);
   const searching = q.length > 0;
   const query = { query: searching ? q : undefined, filter: filtersOf(params), start_date: window.start, end_date: window.end, limit, offset };
   const path = searching ? '/api/v1/changes/search' : '/api/v1/changes';
   return { q, limit, offset, searching, query, path };
 }
 
-export function useChangeQuery(params: URLSearchParams) {
-  const view = changeQuery(params);
+export function useChangeQuery(params: URLSearchParams, at: number) {
+  const view = changeQuery(params, at);
   const { path, query } = view;
   const loaded = useLoad(path + JSON.stringify(query), (signal) => api<ChangePage>(path, { query, signal }));
   return { ...view, loaded };
