@@ -400,9 +400,13 @@ describe('reconcile', () => {
       inKey.raw_data = { spec: { containers: [{ ['na\u0000me']: 'x' }] } };
       const inValue = buildPod({ name: 'in-value' });
       inValue.raw_data = { metadata: { labels: { team: 'a\u0000b' } } };
-      const errors = refusal({ mode: 'delta', scope_id: 'p\u0000rod', items: [buildPod({ name: 'clean' }), inKey, inValue], deletions: ['gone\u0000'] });
-      expect(errors!.map((e) => e.field)).to.deep.equal(['items.1', 'items.2', 'scope_id', 'deletions.0']);
+      const errors = refusal({ mode: 'delta', scope_id: 'prod', items: [buildPod({ name: 'clean' }), inKey, inValue], deletions: ['gone\u0000'] });
+      expect(errors!.map((e) => e.field)).to.deep.equal(['items.1', 'items.2', 'deletions.0']);
       expect(refusal({ items: [buildPod({ name: 'clean' })] })).to.equal(undefined);
+      // an instance id is refused by its schema already: it may hold no control character at all
+      const scope = refusal({ mode: 'delta', scope_id: 'p\u0000rod', items: [inKey] });
+      expect(scope!.map((e) => e.field)).to.include('scope_id');
+      expect(scope!.every((e) => e.field === 'scope_id')).to.equal(true);
     });
 
     it('refuses unpaired surrogates anywhere an item, the scope or a deletion holds text, and takes pairs', () => {
