@@ -93,14 +93,15 @@ export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, no
       const gone = await sql`
         with gone as (
           delete from change_stats_buckets where tenant_id = ${tenantId} and bucket <= ${lastHour} and ${types}
-          returning source_id, scope_id, bucket, change_type, ci_type, changes
+          returning source_id, scope_id, bucket, change_type, ci_type, moved_from_scope_id, changes
         ), partial as (
-          select source_id, scope_id, change_type, ci_type, sum(changes) as changes from gone
-          where bucket >= ${dayOfHorizon} group by 1, 2, 3, 4
+          select source_id, scope_id, change_type, ci_type, moved_from_scope_id, sum(changes) as changes from gone
+          where bucket >= ${dayOfHorizon} group by 1, 2, 3, 4, 5
         ), given_back as (
           update change_stats_days d set changes = d.changes - p.changes from partial p
           where d.tenant_id = ${tenantId} and d.day = ${dayOfHorizon} and d.ci_type = p.ci_type and d.change_type = p.change_type
             and d.source_id is not distinct from p.source_id and d.scope_id is not distinct from p.scope_id
+            and d.moved_from_scope_id is not distinct from p.moved_from_scope_id
         )
         select 1 from gone`;
       trimmed.buckets += gone.count;

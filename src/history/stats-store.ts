@@ -27,20 +27,20 @@ async function refreshBatch(sql: Sql, batchSize: number): Promise<{ consumed: nu
         returning q.change_id, q.changed_at
       ), recs as (
         select cr.tenant_id, cr.source_id, cr.scope_id, date_trunc('hour', cr.changed_at, 'UTC') as bucket,
-               cr.change_type, cr.ci_type, cr.ci_id
+               cr.change_type, cr.ci_type, cr.ci_id, cr.moved_from_scope_id
         from claimed join change_records cr on cr.id = claimed.change_id and cr.changed_at = claimed.changed_at
         where cr.changes <> '[]'::jsonb
       ), counted as (
-        insert into change_stats_buckets (tenant_id, source_id, scope_id, bucket, change_type, ci_type, changes)
-        select tenant_id, source_id, scope_id, bucket, change_type, ci_type, count(*)
-        from recs group by 1, 2, 3, 4, 5, 6 order by 1, 4, 2, 3, 5, 6
-        on conflict (tenant_id, bucket, source_id, scope_id, change_type, ci_type)
+        insert into change_stats_buckets (tenant_id, source_id, scope_id, bucket, change_type, ci_type, moved_from_scope_id, changes)
+        select tenant_id, source_id, scope_id, bucket, change_type, ci_type, moved_from_scope_id, count(*)
+        from recs group by 1, 2, 3, 4, 5, 6, 7 order by 1, 4, 2, 3, 5, 6, 7
+        on conflict (tenant_id, bucket, source_id, scope_id, change_type, ci_type, moved_from_scope_id)
           do update set changes = change_stats_buckets.changes + excluded.changes
       ), days as (
-        insert into change_stats_days (tenant_id, source_id, scope_id, day, change_type, ci_type, changes)
-        select tenant_id, source_id, scope_id, date_trunc('day', bucket, 'UTC'), change_type, ci_type, count(*)
-        from recs group by 1, 2, 3, 4, 5, 6 order by 1, 4, 2, 3, 5, 6
-        on conflict (tenant_id, day, source_id, scope_id, change_type, ci_type)
+        insert into change_stats_days (tenant_id, source_id, scope_id, day, change_type, ci_type, moved_from_scope_id, changes)
+        select tenant_id, source_id, scope_id, date_trunc('day', bucket, 'UTC'), change_type, ci_type, moved_from_scope_id, count(*)
+        from recs group by 1, 2, 3, 4, 5, 6, 7 order by 1, 4, 2, 3, 5, 6, 7
+        on conflict (tenant_id, day, source_id, scope_id, change_type, ci_type, moved_from_scope_id)
           do update set changes = change_stats_days.changes + excluded.changes
       ), latest as (
         select tenant_id, source_id, scope_id, ci_id, max(bucket) as bucket from recs group by 1, 2, 3, 4
@@ -261,12 +261,14 @@ export async function defaultWindowStats(sql: Sql, principal: Principal, groupBy
   // never refreshed: the aggregate covers nothing yet, and says so
   const refreshedAt = await statsRefreshedAt(sql);
   const end = refreshedAt && refreshedAt > start ? refreshedAt : start;
-  const where = (alias: string): Fragment => and(sql, [visibleTo(sql, principal, columnsOf(alias)), sql`${sql(`${alias}.bucket`)} >= ${start}`]);
+  // the buckets keep the instance a move left (sql/0041); the distinct-CI rows count CIs, which the reader sees where they are
+  const where = (alias: string, columns = columnsOf(alias)): Fragment => and(sql, [visibleTo(sql, principal, columns), sql`${sql(`${alias}.bucket`)} >= ${start}`]);
+  const buckets = where('b', changeColumnsOf('b'));
   const [hourly, topTypes, [affected]] = await Promise.all([
     sql<{ hour: string; change_type: string; count: number }[]>`
-      select b.bucket as hour, b.change_type, sum(b.changes)::bigint as count from change_stats_buckets b where ${where('b')} group by 1, 2`,
+      select b.bucket as hour, b.change_type, sum(b.changes)::bigint as count from change_stats_buckets b where ${buckets} group by 1, 2`,
     sql<{ ci_type: string; count: number }[]>`
-      select b.ci_type, sum(b.changes)::bigint as count from change_stats_buckets b where ${where('b')}
+      select b.ci_type, sum(b.changes)::bigint as count from change_stats_buckets b where ${buckets}
       group by 1 order by 2 desc, 1 limit ${TOP_CI_TYPES}`,
     sql<{ cis: number }[]>`select coalesce(sum(a.cis), 0)::bigint as cis from change_stats_affected a where ${where('a')}`,
   ]);
@@ -347,7 +349,7 @@ export function windowCounts(
   const hours = (column: string) => within(column, firstHour, lastHour);
   const aggregated = (table: string, column: string, range: Fragment) =>
     sql`select cr.${sql(column)} as hour, cr.change_type, cr.ci_type, cr.changes as n from ${sql(table)} cr
-        where ${and(sql, [visibleTo(sql, principal, columnsOf('cr')), ...compileFilters(sql, filters), range])}`;
+        where ${and(sql, [visibleTo(sql, principal, changeColumnsOf('cr')), ...compileFilters(sql, filters), range])}`;
   const parts: Fragment[] = [];
   // [firstDay, lastDay): the whole days among the whole hours
   const firstDay = firstHour === undefined ? undefined : Math.ceil(firstHour / DAY_MS) * DAY_MS;

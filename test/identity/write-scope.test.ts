@@ -156,6 +156,26 @@ describe('write scopes: a scoped writer writes only inside its instances', () =>
     }
     const csv = await app.current.request('GET', `/api/v1/changes?filter=ci_id:eq:${ciId}`, { key: readerA, headers: { accept: 'text/csv' } });
     expect(csv.text).to.not.include('b-moved');
+    // the counts agree with what each reader can list: the statistics' default window (the
+    // pre-aggregate), an explicit window, and the list's totals
+    await app.current.request('POST', '/api/v1/changes/refresh-stats', { key: admin });
+    const day = 86_400_000;
+    const window = `start_date=${encodeURIComponent(new Date(Date.now() - day).toISOString())}&end_date=${encodeURIComponent(new Date(Date.now() + day).toISOString())}`;
+    for (const [reader, movesSeen] of [
+      [readerA, 0],
+      [readerBoth, 1],
+    ] as const) {
+      const listed = await app.current.get(`/api/v1/changes?limit=1000&${window}`, reader);
+      const updates = listed.body.items.filter((item: { change_type: string }) => item.change_type === 'UPDATED').length;
+      expect(updates).to.equal(movesSeen);
+      expect(listed.body.total).to.equal(listed.body.items.length);
+      for (const path of ['/api/v1/changes/stats', `/api/v1/changes/stats?${window}`]) {
+        const stats = await app.current.get(path, reader);
+        expect(stats.status, stats.text).to.equal(200);
+        expect(stats.body.changes_by_type.updated, path).to.equal(movesSeen);
+        expect(stats.body.total_changes, path).to.equal(listed.body.items.length);
+      }
+    }
     const moveSeen = await app.current.get(`/api/v1/ci-changes/${ciId}`, readerBoth);
     const update = moveSeen.body.items.find((item: { change_type: string }) => item.change_type === 'UPDATED');
     expect(update.changes).to.deep.include({ field: 'scope_id', old_value: 'pb', new_value: 'pa' });
