@@ -312,6 +312,10 @@ describeWith(existsSync(CHROMIUM))(
       expect(added.join('\n')).to.not.include('"name":"app"');
       expect(await containers.locator('.diff-same').allInnerTexts()).to.satisfy((rows: string[]) => rows.some((row) => row.includes('shop/web:1.0')));
       await checkView(page, 'ci-detail');
+      // each diff-layout picker of the page (the timeline's, the changes around it) is a group of its own: each shows its choice
+      const pickers = page.getByRole('group', { name: 'Diff layout' });
+      expect(await pickers.count()).to.be.at.least(2);
+      for (const picker of await pickers.all()) expect(await picker.getByRole('radio', { name: 'Inline' }).isChecked()).to.equal(true);
       await page.getByRole('radio', { name: 'Side by side' }).first().check();
       const split = page.getByRole('table', { name: 'Changes of raw_data.spec.template.spec.containers, old and new side by side' });
       // the timeline is a virtual list that draws its rows again as further pages arrive: a change

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useId, useState } from 'preact/hooks';
 import { Link } from '../lib/router';
 import { dateTime } from '../lib/format';
 import { DiffView } from './diff-view';
@@ -99,12 +99,14 @@ export function ChangeItem({ record, showCi, mode, asOf }: { record: ChangeRecor
 }
 
 export function DiffModePicker({ mode, setMode }: { mode: 'inline' | 'split'; setMode: (mode: 'inline' | 'split') => void }) {
+  // a page may hold several pickers (a CI's timeline and the changes around it): radios of one name are one group
+  const name = `diff-mode-${useId()}`;
   return (
     <fieldset class="segmented">
       <legend class="sr-only">Diff layout</legend>
       {(['inline', 'split'] as const).map((value) => (
         <label key={value}>
-          <input type="radio" name="diff-mode" value={value} checked={mode === value} onChange={() => setMode(value)} />
+          <input type="radio" name={name} value={value} checked={mode === value} onChange={() => setMode(value)} />
           {value === 'inline' ? 'Inline' : 'Side by side'}
         </label>
       ))}

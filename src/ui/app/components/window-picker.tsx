@@ -1,3 +1,4 @@
+import { useId } from 'preact/hooks';
 import { setParams } from '../lib/router';
 import { fromLocalInput, PRESETS, toLocalInput, windowOf } from '../lib/window';
 
@@ -8,6 +9,8 @@ import { fromLocalInput, PRESETS, toLocalInput, windowOf } from '../lib/window';
  */
 export function WindowPicker({ params, allowAll = true, defaultLabel }: { params: URLSearchParams; allowAll?: boolean; defaultLabel?: string }) {
   const range = params.get('range') ?? '';
+  // two pickers on one page are two radio groups
+  const group = `range-${useId()}`;
   // only explicit bounds are shown, which need no moment
   const window = windowOf(params, 0);
   const explicit = !PRESETS.some(([name]) => name === range);
@@ -18,13 +21,13 @@ export function WindowPicker({ params, allowAll = true, defaultLabel }: { params
       <div class="segmented">
         {allowAll || defaultLabel ? (
           <label>
-            <input type="radio" name="range" checked={unset} onChange={() => setParams({ range: undefined, from: undefined, to: undefined, offset: undefined })} />
+            <input type="radio" name={group} checked={unset} onChange={() => setParams({ range: undefined, from: undefined, to: undefined, offset: undefined })} />
             {defaultLabel ?? 'Any time'}
           </label>
         ) : null}
         {PRESETS.map(([name, label]) => (
           <label key={name}>
-            <input type="radio" name="range" checked={range === name} onChange={() => setParams({ range: name, from: undefined, to: undefined, offset: undefined })} />
+            <input type="radio" name={group} checked={range === name} onChange={() => setParams({ range: name, from: undefined, to: undefined, offset: undefined })} />
             {label}
           </label>
         ))}
