@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { uuidv7 } from 'uuidv7';
 import { principalForKeyId, principalForUserId } from '../auth/api-keys.js';
 import { MasterKeys, openForTenant, requireMasterKeys, sealForTenant, undecryptable, type Sealed } from '../auth/envelope.js';
-import { beyond, rightsOf, type Rights } from '../auth/grant-ceiling.js';
+import { covers, rightsOf, type Rights } from '../auth/grant-ceiling.js';
 import { can, everyPermission, seesAllData, type Principal } from '../auth/principal.js';
 import { auditChange } from '../audit/log.js';
 import { feedCriteria } from '../changes/feed.js';
@@ -97,7 +97,7 @@ export async function maySeeSubscription(app: AppContext, principal: Principal, 
     rights = ownerPrincipal(app, row, sql).then((owner) => (owner ? rightsOf(owner) : EVERYTHING));
     owners.set(key, rights);
   }
-  return beyond(rightsOf(principal), await rights) === undefined;
+  return covers(rightsOf(principal), await rights);
 }
 
 /** Where a subscription's batches go, with the secrets valid now (the previous one during a rotation's overlap). */
