@@ -202,6 +202,8 @@ export function auditRefusal(audit: AuditLog, defaultTenantId: string, ctx: Cont
   const refusedSignIn = ctx.state.authFailure as AuthFailure | undefined;
   if (status === 401 || refusedSignIn) {
     const failure = refusedSignIn ?? { reason: 'missing_credentials' };
+    // a browser asking whether it is signed in, without presenting anything (see RouteDefinition.probe)
+    if (failure.reason === 'missing_credentials' && ctx.state.probe === true) return;
     audit.record({
       tenantId: failure.tenantId ?? defaultTenantId,
       type: 'auth.failed',

@@ -84,6 +84,12 @@ export interface RouteDefinition<
   /** The audit event a refused permission writes instead of `permission.denied` (credential reveals). */
   deniedEvent?: 'credentials.reveal_denied';
   /**
+   * A request that presents no credential at all asks whether it is signed in (a browser checking
+   * its session): its 401 is an answer, not a failed authentication, and is not audited. One that
+   * presents a key or an ended session is audited as on every route.
+   */
+  probe?: true;
+  /**
    * What the audit event of a refused request (403) names as its target: the source of a refused
    * credential reveal. Looked up once the request is refused, whether by the route's permission or
    * by the handler; a lookup that fails leaves the target out rather than the event.

@@ -172,6 +172,7 @@ function mountRoutes<App extends RouterApp>(app: App, routes: readonly AnyRouteO
     router.register(toKoaPath(route.path), [route.method], async (ctx: Context) => {
       ctx.state.route = route.path;
       if (route.deniedEvent) ctx.state.deniedEvent = route.deniedEvent;
+      if (route.probe) ctx.state.probe = true;
       if (route.streamTypes) ctx.state.streamTypes = route.streamTypes.join(', ');
       let principal: Principal | undefined;
       // a refusal's audit event names what was refused, when the route says how to find it

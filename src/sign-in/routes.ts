@@ -209,9 +209,13 @@ const authMe = defineRoute({
   path: '/auth/me',
   operationId: 'getSignedIn',
   summary: 'Who is signed in',
-  description: 'The same answer as `GET /api/v1/me`, under `/auth` for browser code that checks its session.',
+  description:
+    'The same answer as `GET /api/v1/me`, under `/auth` for browser code that checks its session. A request that ' +
+    'presents no credential at all gets its 401 without an `auth.failed` audit event: the web interface asks this at ' +
+    'every page load before anyone signs in. A key or session that is refused is audited as on every route.',
   tags: TAGS,
   access: 'authenticated',
+  probe: true,
   responses: { 200: { description: 'The caller.', schema: Me } },
   async handler({ principal }) {
     return presentMe(principal);

@@ -50,6 +50,18 @@ describe('security audit log', () => {
     expect(stored!.dump).to.not.include('not-a-key-at-all-secret-ish');
   });
 
+  it('takes a browser\'s session check without any credential as an answer, not a failed authentication', async () => {
+    for (let i = 0; i < 3; i++) expect((await app.current.get('/auth/me')).status).to.equal(401);
+    expect(await events('?event_type=auth.failed')).to.deep.equal([]);
+    // a check that presents something refused is audited as anywhere else
+    expect((await app.current.get('/auth/me', 'not-a-key-at-all')).status).to.equal(401);
+    const failures = await events('?event_type=auth.failed');
+    expect(failures.map((e) => e.details.reason)).to.deep.equal(['malformed_key']);
+    // the same request elsewhere is a failed authentication
+    expect((await app.current.get('/api/v1/me')).status).to.equal(401);
+    expect((await events('?event_type=auth.failed')).map((e) => e.details.reason)).to.include('missing_credentials');
+  });
+
   it('writes one auth.succeeded per credential and client address in five minutes, not one per request', async () => {
     const key = await createKey(app.current.sql, 'ro', { name: 'busy' });
     for (let i = 0; i < 4; i++) expect((await app.current.get('/api/v1/configuration-items', key)).status).to.equal(200);

@@ -108,7 +108,8 @@ function useSignedIn() {
   }, []);
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    api<Me>('/api/v1/me', { quiet401: true }).then(
+    // the session check: a page load before sign-in is not a failed authentication (not audited)
+    api<Me>('/auth/me', { quiet401: true }).then(
       (found) => {
         setFailure(undefined);
         setMe(found);
