@@ -189,6 +189,8 @@ describeWith(existsSync(CHROMIUM))(
       // the envelope's message, status, code and error id
       await page.getByRole('alert').filter({ hasText: '401 HTTP_401' }).waitFor();
       expect(await page.getByRole('alert').innerText()).to.match(/error id [0-9a-f-]{36}/);
+      // and how to get a key that works
+      expect(await page.getByRole('note', { name: 'How to get a key' }).innerText()).to.include('npm run cinv -- keys create --tier adm');
       await checkView(page, 'sign-in');
       await page.getByLabel('API key or token').fill(admin);
       await page.getByRole('button', { name: 'Sign in' }).click();

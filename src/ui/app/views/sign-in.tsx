@@ -64,6 +64,21 @@ export function SignIn({ place, onSignedIn }: { place: Place; onSignedIn: (me: M
         </button>
       </form>
       {error ? <ErrorBox error={error} /> : null}
+      {error?.status === 401 ? (
+        <div class="hint" role="note" aria-label="How to get a key">
+          <p>
+            That key is unknown, revoked or expired. An administrator makes one on the server's command line (it is shown
+            once), or in the web interface under Administration:
+          </p>
+          <pre>
+            <code>npm run cinv -- keys create --tier adm --name admin</code>
+          </pre>
+          <p class="meta">
+            <code>--tier ro</code> reads everything but secrets; <code>--tier svc</code> with <code>--permission</code> and{' '}
+            <code>--scope</code> holds only what it names. <code>cinv keys create --help</code> lists the options.
+          </p>
+        </div>
+      ) : null}
       <p class="meta">The key is exchanged for a session cookie and is not kept in the browser.</p>
     </section>
   );
