@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,6 +48,27 @@ describe('npm start builds only what changed since the last build (src/build.mjs
     expect(changed.status, changed.stderr).to.equal(0);
     expect(changed.stdout).to.match(/sources changed/);
     expect(builds(root)).to.equal(2);
+  });
+
+  it('ends a build with the package\'s bin executable, starting with its interpreter', () => {
+    const built = miniCheckout();
+    try {
+      const bin = path.join(built, 'dist', 'src', 'cli.js');
+      mkdirSync(path.dirname(bin));
+      // as tsc writes it: the mode of a new file, and here without the line naming node
+      writeFileSync(bin, "console.log('cinv');\n", { mode: 0o644 });
+      const stamped = spawnSync(process.execPath, ['src/build.mjs', '--stamp'], { cwd: built, encoding: 'utf8' });
+      expect(stamped.status, stamped.stderr).to.equal(0);
+      expect(statSync(bin).mode & 0o777).to.equal(0o755);
+      expect(readFileSync(bin, 'utf8')).to.equal("#!/usr/bin/env node\nconsole.log('cinv');\n");
+      const run = spawnSync(bin, [], { encoding: 'utf8' });
+      expect(run.stdout).to.equal('cinv\n');
+      // a line naming the interpreter already there is kept, not doubled
+      spawnSync(process.execPath, ['src/build.mjs', '--stamp'], { cwd: built });
+      expect(readFileSync(bin, 'utf8')).to.equal("#!/usr/bin/env node\nconsole.log('cinv');\n");
+    } finally {
+      rmSync(built, { recursive: true, force: true });
+    }
   });
 
   it('fails the start when the build fails, and leaves the stamp as it was', () => {
