@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
   ingestCommand,
@@ -18,8 +19,10 @@ import {
   UsageError,
   type Flags,
 } from './cli/commands.js';
-import { commandHelp, findCommand, findFamily, globalHelp, unknownOption } from './cli/usage.js';
-import { ConfigError } from './config/config.js';
+import { commandHelp, familyHelp, findCommand, findFamily, globalHelp, unknownOption, unknownOptionMessage, type CommandUsage } from './cli/usage.js';
+import { refuseStrayDatabase } from './cli/shared.js';
+import { ConfigError, databaseTarget } from './config/config.js';
+import { packagePath } from './paths.js';
 
 type Run = (flags: Flags, argument: string | undefined) => Promise<void> | void;
 
@@ -47,6 +50,8 @@ const RUN: Record<string, Run> = {
 
 const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
+  json: { type: 'boolean' },
   tier: { type: 'string' },
   name: { type: 'string' },
   scope: { type: 'string', multiple: true },
@@ -64,18 +69,64 @@ const OPTIONS = {
   remove: { type: 'boolean' },
 } as const;
 
+/**
+ * The usage error of an option the parser does not know at all (`--nme`): parsed again leniently to
+ * find the command it was given to and the option, so that the error names both.
+ */
+function unknownOptionError(argv: string[]): UsageError {
+  const { positionals, tokens } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: false, tokens: true });
+  const usage = findCommand(positionals.filter((word) => word !== 'help'));
+  const stray = tokens.find((token) => token.kind === 'option' && !(token.name in OPTIONS));
+  const given = stray?.kind === 'option' ? stray.rawName : argv.find((arg) => arg.startsWith('-')) ?? '';
+  return new UsageError(unknownOptionMessage(usage, given), usage?.name);
+}
+
+/** `cinv help [command]`: the general help, a command group's or a command's. */
+function help(words: string[]): string {
+  if (words.length === 0) return globalHelp();
+  const usage = findCommand(words);
+  if (usage && words.length === usage.name.split(' ').length) return commandHelp(usage);
+  if (words.length === 1 && findFamily(words[0]!).length > 0) return familyHelp(words[0]!);
+  throw new UsageError(`unknown command "${words.join(' ')}"`);
+}
+
+const version = (): string => (JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string }).version;
+
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw unknownOptionError(argv);
+    throw error;
+  }
+  const { values, positionals } = parsed;
   const flags = values as Flags;
   const [command] = positionals;
   if (!command) {
+    const stray = Object.keys(values).find((option) => option !== 'help' && option !== 'version');
+    if (stray) throw new UsageError(unknownOptionMessage(undefined, `--${stray}`));
+    if (values.version) {
+      console.log(`cinv ${version()}`);
+      return 0;
+    }
     if (values.help) console.log(globalHelp());
     else console.error(globalHelp());
     return values.help ? 0 : 1;
   }
+  if (command === 'help') {
+    const stray = Object.keys(values).find((option) => option !== 'help');
+    if (stray) throw new UsageError(unknownOptionMessage(undefined, `--${stray}`));
+    console.log(help(positionals.slice(1)));
+    return 0;
+  }
   const usage = findCommand(positionals);
   if (!usage) {
     const family = findFamily(command);
+    if (family.length > 0 && positionals.length === 1 && values.help) {
+      console.log(familyHelp(command));
+      return 0;
+    }
     throw new UsageError(family.length > 0 ? `"cinv ${command}" needs one of: ${family.join(', ')}` : `unknown command "${positionals.join(' ')}"`);
   }
   if (values.help) {
@@ -83,11 +134,21 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const stray = unknownOption(usage, Object.keys(values));
-  if (stray) throw new UsageError(`"cinv ${usage.name}" takes no option --${stray}`, usage.name);
+  if (stray) throw new UsageError(unknownOptionMessage(usage, `--${stray}`), usage.name);
   const words = usage.name.split(' ').length + (usage.args ? 1 : 0);
   if (positionals.length > words) throw new UsageError(`"cinv ${usage.name}" takes no argument "${positionals[words]}"`, usage.name);
+  await refuseBeforeConfig(usage, flags);
   await RUN[usage.name]!(flags, positionals[usage.name.split(' ').length]);
   return 0;
+}
+
+/**
+ * A command that opens the database is refused before anything is read or written when it would
+ * create a stray embedded database (see refuseStrayDatabase): the configuration it loads next
+ * writes the data directory's secret and master key.
+ */
+async function refuseBeforeConfig(usage: CommandUsage, flags: Flags): Promise<void> {
+  if (usage.database) await refuseStrayDatabase(databaseTarget(process.env), flags);
 }
 
 main(process.argv.slice(2)).then(

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { loadConfig, type Config } from '../config/config.js';
 import type { Snapshot } from '../inventory/records.js';
+import type { ReconcileResult } from '../inventory/reconcile.js';
 import { DEFAULT_TENANT_ID } from '../tenants.js';
 import { openForCommand, single, UsageError, withDatabase, type Flags } from './shared.js';
 
@@ -139,8 +140,22 @@ export async function ingestCommand(flags: Flags): Promise<void> {
       },
     );
     progress.finish(snapshot.items.length);
-    console.log(JSON.stringify({ source: { id: Number(source.id), name: source.name }, ...result }, null, 2));
+    const outcome = { source: { id: Number(source.id), name: source.name }, ...result };
+    // JSON for programs (--json, or a pipe), a summary for a person at a terminal
+    if (flags.json === true || !process.stdout.isTTY) console.log(JSON.stringify(outcome, null, 2));
+    else console.log(ingestSummary(outcome));
   });
+}
+
+/** What `cinv ingest` says it did, on a terminal. */
+function ingestSummary(outcome: { source: { id: number; name: string } } & ReconcileResult): string {
+  const { source, relationships: r } = outcome;
+  const counts = (['created', 'updated', 'unchanged', 'reactivated', 'archived'] as const).map((key) => `${outcome[key]} ${key}`).join(', ');
+  return [
+    `ingested ${outcome.received} item${outcome.received === 1 ? '' : 's'} into source ${source.name} (id ${source.id}): ${counts}`,
+    `change records: ${outcome.changes}`,
+    `relationships: ${r.written} written, ${r.removed} removed, ${r.unresolved} unresolved (their target is not in the inventory)`,
+  ].join('\n');
 }
 
 /** `cinv demo`: loads the demo inventory (or removes it with --remove), showing its progress. */

@@ -40,9 +40,10 @@ async function cinvServerAnswers(port: number): Promise<boolean> {
 /**
  * Refuses to create a new embedded database when a cinv server answers on PORT: that server uses
  * another database (one it serves is joined through its socket), so a key or an ingest here would
- * land where the server never looks.
+ * land where the server never looks. The command line asks before it loads the configuration,
+ * which would write a secret and a master key into the data directory.
  */
-async function refuseStrayDatabase(config: Config, flags: Flags): Promise<void> {
+export async function refuseStrayDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'port'>, flags: Flags): Promise<void> {
   if (config.databaseUrl || flags['new-database'] === true || config.port === 0) return;
   if (existsSync(path.join(config.dataDir, 'pgdata'))) return;
   if (!(await cinvServerAnswers(config.port))) return;

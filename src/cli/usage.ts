@@ -98,13 +98,17 @@ export const COMMANDS: readonly CommandUsage[] = [
   },
   {
     name: 'ingest',
-    summary: 'reconcile a universal-format snapshot file into the inventory, and print what changed',
+    summary: 'reconcile a universal-format snapshot file into the inventory, and print what changed (a summary on a terminal, else JSON)',
     options: {
       source: { value: 'NAME', required: true, text: 'the source to ingest into (created as a push-only source when it does not exist)' },
       file: { value: 'FILE', required: true, text: 'a JSON snapshot {scope_id, mode, items, deletions} or a JSON array of items' },
       scope: { value: 'INSTANCE', text: 'the instance (scope_id) the items belong to; overrides the file' },
       mode: { value: 'snapshot|delta', text: 'snapshot (items not in the file become inactive) or delta; overrides the file' },
       'collector-type': { value: 'TYPE', text: 'the collector type of a source this creates (default universal)' },
+      json: {
+        text: 'print the outcome as JSON (source, received, created, updated, unchanged, reactivated, archived, changes, relationships); ' +
+          'it is printed as JSON too when standard output is not a terminal, and as a summary when it is',
+      },
     },
     example: 'cinv ingest --source k8s-prod --scope cluster-a --file snapshot.json',
     database: true,
@@ -149,7 +153,8 @@ export function globalHelp(): string {
   const lines = COMMANDS.map((command) => `  ${synopsis(command)}\n      ${command.summary}`);
   return `cinv: Configuration Inventory Service
 
-Usage: cinv <command> [options]       cinv <command> --help shows one command's options and an example
+Usage: cinv <command> [options]       cinv <command> --help (or cinv help <command>) shows one command's options and an example
+       cinv --version                  prints the version
 
 Commands:
 ${lines.join('\n')}
@@ -182,6 +187,13 @@ export function commandHelp(command: CommandUsage): string {
   ].join('\n');
 }
 
+/** `cinv keys --help`: the subcommands of a command group, each with its synopsis and what it does. */
+export function familyHelp(word: string): string {
+  const members = COMMANDS.filter((command) => command.name.startsWith(`${word} `));
+  const lines = members.map((command) => `  ${synopsis(command)}\n      ${command.summary}`);
+  return [`Usage: cinv ${word} <command> [options]`, '', 'Commands:', ...lines, '', `cinv ${word} <command> --help shows one command's options and an example.`].join('\n');
+}
+
 /** The command the positional words name (longest match first), if any. */
 export function findCommand(words: readonly string[]): CommandUsage | undefined {
   const two = words.slice(0, 2).join(' ');
@@ -193,7 +205,53 @@ export function findFamily(word: string): string[] {
   return COMMANDS.filter((command) => command.name.startsWith(`${word} `)).map((command) => command.name.slice(word.length + 1));
 }
 
+/** The options a command takes, as its help lists them. */
+export function optionsOf(command: CommandUsage): string[] {
+  return [...Object.keys(command.options), ...(command.database ? ['new-database'] : []), 'help'];
+}
+
 /** Refuses an option the command does not take, naming it. */
 export function unknownOption(command: CommandUsage, given: readonly string[]): string | undefined {
-  return given.find((option) => option !== 'help' && !(option in command.options) && !(option === 'new-database' && command.database));
+  const taken = optionsOf(command);
+  return given.find((option) => !taken.includes(option));
+}
+
+/** The edit distance between two words (insertions, deletions, substitutions and swaps of neighbours). */
+export function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** The known word nearest to `word`, when it is near enough to be a slip (at most a third of it, and 2, apart), or one it begins. */
+export function nearest(word: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of known) {
+    const distance = editDistance(word, candidate);
+    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
+  }
+  if (best !== undefined && bestDistance <= Math.min(2, Math.max(1, Math.floor(best.length / 3)))) return best;
+  return word.length >= 3 ? known.find((candidate) => candidate.startsWith(word)) : undefined;
+}
+
+/**
+ * What is said of an option the command does not take (`given` as written: `--nme`, `-x`): which
+ * one, what the command takes, and the nearest one it takes when the given one looks like a slip.
+ * `command` undefined: the options of `cinv` itself.
+ */
+export function unknownOptionMessage(command: CommandUsage | undefined, given: string): string {
+  const taken = command ? optionsOf(command) : ['help', 'version'];
+  const name = command ? `cinv ${command.name}` : 'cinv';
+  const near = given.startsWith('--') ? nearest(given.slice(2), taken) : undefined;
+  return (
+    `"${name}" takes no option ${given}${near ? ` (did you mean --${near}?)` : ''}; ` +
+    `it takes ${taken.map((o) => `--${o}`).join(', ')}`
+  );
 }

@@ -353,17 +353,25 @@ function replicaUrl(env: Env, databaseUrl: string | undefined): string | undefin
   return url;
 }
 
-/** Reads and validates the whole configuration; a bad variable is named in the thrown error. */
-export function loadConfig(env: Env = process.env): Config {
+/**
+ * Which database the configuration names and the port its server listens on, read without touching
+ * the data directory (loadConfig writes its secret and master key there when they are missing).
+ */
+export function databaseTarget(env: Env = process.env): Pick<Config, 'databaseUrl' | 'dataDir' | 'port'> {
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must start with postgres:// or postgresql://');
   }
-  const dataDir = path.resolve(env.CINV_DATA_DIR || './data');
+  return { databaseUrl, dataDir: path.resolve(env.CINV_DATA_DIR || './data'), port: integer(env, 'PORT', 8080, 0, 65535) };
+}
+
+/** Reads and validates the whole configuration; a bad variable is named in the thrown error. */
+export function loadConfig(env: Env = process.env): Config {
+  const { databaseUrl, dataDir, port } = databaseTarget(env);
   const bootstrapAdminKey = env.CINV_BOOTSTRAP_ADMIN_KEY || undefined;
   const databasePoolSize = integer(env, 'CINV_DB_POOL_SIZE', 10, 1, 200);
   return {
-    port: integer(env, 'PORT', 8080, 0, 65535),
+    port,
     host: env.HOST || '0.0.0.0',
     databaseUrl,
     databasePoolSize,

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { generateApiKey } from '../../src/auth/api-key-format.js';
-import { runCli, startServer, stopServer, useCliEnvironment } from '../support/cli.js';
+import { runCli, runCliOnTerminal, startServer, stopServer, useCliEnvironment } from '../support/cli.js';
 import { onRealPostgres } from '../support/db.js';
 import { buildPod } from '../support/factories.js';
 import { startFakeOpenSearch } from '../support/fake-opensearch.js';
@@ -27,6 +27,19 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
     expect(JSON.parse(ingested.stdout).source.id).to.be.a('number');
     // not a terminal: the progress ends with a plain line
     expect(ingested.stderr).to.match(/ingest \S*snapshot\.json 2\/2 \(100\.0%\)/);
+    // the JSON is the one JSON.stringify writes, nothing spaced otherwise
+    expect(ingested.stdout).to.equal(`${JSON.stringify(JSON.parse(ingested.stdout), null, 2)}\n`);
+
+    // on a terminal, a summary for a person; --json there gives the JSON
+    const summary = await runCliOnTerminal(['ingest', '--source', 'demo', '--file', snapshot], env());
+    expect(summary.code, summary.stdout).to.equal(0);
+    expect(summary.stdout).to.match(/^ingested 2 items into source demo \(id \d+\): 0 created, 0 updated, 2 unchanged, 0 reactivated, 0 archived\nchange records: 0\nrelationships: 0 written, 0 removed, 0 unresolved/m);
+    expect(summary.stdout).to.not.include('"received"');
+    const json = await runCliOnTerminal(['ingest', '--source', 'demo', '--file', snapshot, '--json'], env());
+    expect(json.code, json.stdout).to.equal(0);
+    const printed = json.stdout.slice(json.stdout.indexOf('{\n  "source"'), json.stdout.lastIndexOf('}') + 1);
+    expect(JSON.parse(printed)).to.deep.include({ received: 2, created: 0, unchanged: 2 });
+    expect(printed).to.equal(JSON.stringify(JSON.parse(printed), null, 2));
 
     const scoped = await runCli(
       ['keys', 'create', '--tier', 'svc', '--name', 'scoped', '--scope', 'demo:cluster-2', '--permission', 'configuration_items:read'],

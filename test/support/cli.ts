@@ -32,7 +32,28 @@ export function runCli(args: string[], env: Record<string, string | undefined>):
   });
 }
 
-/** Starts `cinv serve` and resolves with its port once it logs that it listens. */
+/**
+ * Runs `cinv` from source with its standard output and error on a terminal: a pseudo-terminal of
+ * util-linux's `script`. What the terminal showed comes back as `stdout`, with plain line ends.
+ */
+export function runCliOnTerminal(args: string[], env: Record<string, string | undefined>): Promise<CliResult> {
+  const quote = (word: string) => `'${word.replace(/'/g, "'\\''")}'`;
+  const command = [process.execPath, '--import', 'tsx', CLI, ...args].map(quote).join(' ');
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['--quiet', '--return', '--command', command, '/dev/null'], {
+      cwd: ROOT,
+      env: { ...process.env, CINV_TEST_DATABASE_URL: undefined, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout: stdout.replace(/\r\n/g, '\n'), stderr }));
+  });
+}
+
 /**
  * Starts `cinv serve` on a free port. `built` runs the compiled server (dist/, as `npm start` does)
  * instead of the sources through tsx, which holds some 80 MB more and compiles on the fly.
