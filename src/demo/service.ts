@@ -4,7 +4,7 @@ import { reconcile } from '../inventory/reconcile.js';
 import type { UniversalRecord } from '../inventory/records.js';
 import { insertSource, provisionCollector, updateSource } from '../sources/store.js';
 import { postgresqlRecords, prometheusRecords } from './fleet.js';
-import { demoSources, removeSources } from './store.js';
+import { demoSources, markCollected, removeSources } from './store.js';
 import { buildDemo, DEMO_DAYS, type Touched } from './timeline.js';
 
 const HOUR = 3_600_000;
@@ -41,6 +41,7 @@ export async function loadDemo(sql: Sql, options: DemoOptions): Promise<DemoOutc
   let cis = 0;
   let changes = 0;
   const emitted = new Map<Touched, Set<string>>();
+  const lastCollected = new Map<Touched, { at: Date; created: number; updated: number; changes: number }>();
   for (const [index, step] of demo.steps.entries()) {
     demo.clock.now = step.at;
     const touched = step.apply();
@@ -54,9 +55,12 @@ export async function loadDemo(sql: Sql, options: DemoOptions): Promise<DemoOutc
       );
       cis += result.created;
       changes += result.changes;
+      lastCollected.set(name, { at: step.at, created: result.created, updated: result.updated, changes: result.changes });
     }
     options.progress(index + 1, demo.steps.length, `${step.at.toISOString().slice(0, 16).replace('T', ' ')} ${step.what}`);
   }
+  // each source says when it was last collected, as a collection would: not 'not collected yet' beside its CIs
+  for (const [name, last] of lastCollected) await markCollected(sql, options.tenantId, sourceIds[name], last);
   await refreshStatsAggregate(sql, options.now);
   return { loaded: true, sources: Object.values(SOURCES).map((s) => s.name), steps: demo.steps.length, cis, changes, from: demo.start, to: demo.end };
 }

@@ -14,6 +14,21 @@ export function demoSources(sql: Queryable, tenantId: string): Promise<DemoSourc
 }
 
 /**
+ * Records a demo source's last collection as a collection records it (its time, a healthy
+ * status with what it wrote): the demo's sources are disabled, and nothing else would.
+ */
+export async function markCollected(sql: Queryable, tenantId: string, sourceId: string, last: { at: Date; created: number; updated: number; changes: number }): Promise<void> {
+  const health = {
+    status: 'healthy',
+    last_check: last.at.toISOString(),
+    details: { message: `demo collection: ${last.created} created, ${last.updated} updated, ${last.changes} changes` },
+  };
+  await sql`
+    update sources set last_collection = ${last.at}, last_error = null, health_status = ${sql.json(health)}
+    where tenant_id = ${tenantId} and id = ${sourceId}`;
+}
+
+/**
  * Removes every trace of the given sources: their CIs, relationships, change records with their
  * queue, outbox and statistics rows, collection runs and scopes granted on them, the sources, and
  * their collectors once those have no source left. One transaction: the demo is there or gone.

@@ -47,6 +47,11 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     expect(sources.map((s: { name: string; status: string }) => `${s.name}:${s.status}`).sort()).to.deep.equal(
       ['demo-east:disabled', 'demo-postgresql:disabled', 'demo-prometheus:disabled', 'demo-west:disabled'],
     );
+    // each says when it was last collected, and that it was healthy then: a source holding CIs is not 'not collected yet'
+    for (const source of sources as { name: string; last_collection: string | null; health_status: { status: string } | null }[]) {
+      expect(source.last_collection, source.name).to.match(/^2026-11-20T1[45]:00:00/);
+      expect(source.health_status?.status, source.name).to.equal('healthy');
+    }
     const types = await sql<{ ci_type: string; n: number }[]>`
       select ci_type, count(*)::int as n from configuration_items where status = 'active' group by 1 order by 1`;
     const count = Object.fromEntries(types.map((t) => [t.ci_type, t.n]));

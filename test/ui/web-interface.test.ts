@@ -628,8 +628,8 @@ describeWith(existsSync(CHROMIUM))(
       const { context, page } = await signedIn(admin, '/sources');
       const table = page.getByRole('table', { name: 'Sources of kubernetes' });
       await table.waitFor();
-      // a push-only source nothing has pushed to yet is not shown as healthy
-      await page.getByText('healthy · 0/1 sources healthy, 1 awaiting first data').waitFor();
+      // a push-only source nothing has pushed to yet is not shown as healthy, nor is its collector
+      await page.getByText('no data yet · 0/1 sources healthy, 1 awaiting first data').waitFor();
       await page.getByRole('table', { name: 'Sources of universal' }).getByText('no push yet').waitFor();
       await checkView(page, 'sources');
       await page.getByRole('button', { name: 'Collect now east' }).click();

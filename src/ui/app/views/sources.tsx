@@ -126,11 +126,17 @@ function useCollector(collector: Collector) {
   return { loaded, message, error: action.error, trigger };
 }
 
-/** A source awaiting its first data is not failing, but nor has it shown itself healthy: it is counted apart. */
-function healthLine(health: CollectorHealth): string {
+/**
+ * A source awaiting its first data is not failing, but nor has it shown itself healthy: it is
+ * counted apart, and a collector none of whose sources has shown itself healthy yet is not called
+ * healthy (the badge would contradict the count beside it).
+ */
+function healthOf(health: CollectorHealth): { state: string; line: string } {
   const awaiting = health.sources_awaiting_data;
-  const shown = `${health.status} · ${health.sources_healthy - awaiting}/${health.sources_total} sources healthy`;
-  return awaiting ? `${shown}, ${awaiting} awaiting first data` : shown;
+  const healthy = health.sources_healthy - awaiting;
+  const state = health.status === 'healthy' && awaiting > 0 && healthy === 0 ? 'no data yet' : health.status;
+  const shown = `${state} · ${healthy}/${health.sources_total} sources healthy`;
+  return { state, line: awaiting ? `${shown}, ${awaiting} awaiting first data` : shown };
 }
 
 function CollectorPanel({ collector, health, mayTrigger }: { collector: Collector; health?: CollectorHealth; mayTrigger: boolean }) {
@@ -141,8 +147,8 @@ function CollectorPanel({ collector, health, mayTrigger }: { collector: Collecto
         <h2 id={`collector-${collector.id}`}>
           {collector.name} <span class="meta">{collector.collector_type}</span>
         </h2>
-        <span class={`health ${health?.status ?? 'unknown'}`}>
-          {health ? healthLine(health) : 'health unknown'}
+        <span class={`health ${health ? healthOf(health).state.replace(/ /g, '-') : 'unknown'}`}>
+          {health ? healthOf(health).line : 'health unknown'}
         </span>
         <button type="button" onClick={loaded.reload}>
           Refresh
