@@ -328,6 +328,14 @@ describeWith(existsSync(CHROMIUM))(
       });
       await split.waitFor();
       expect(await split.locator('tr.diff-added td:last-child').allInnerTexts()).to.satisfy((cells: string[]) => cells.some((cell) => cell.includes('sidecar')));
+      // a new CI's fields show as added, with no removed null before them
+      await page.getByRole('radio', { name: 'Inline' }).first().check();
+      const creation = page.getByRole('button', { name: /Show the diff of CREATED/ }).first();
+      await creation.click();
+      const created = page.locator('.change-created .diffs').first();
+      await created.waitFor();
+      expect(await created.locator('.diff-removed').count()).to.equal(0);
+      expect(await created.locator('.diff-added').count()).to.be.at.least(1);
       await page.getByRole('heading', { name: /Relationships/ }).waitFor();
       // the deployment belongs to its namespace: one step upstream in the graph around it
       await page.getByRole('list', { name: '1 step away' }).getByRole('link', { name: 'shop' }).first().waitFor();

@@ -89,7 +89,8 @@ export function ChangeItem({ record, showCi, mode, asOf }: { record: ChangeRecor
               <h4>
                 <code>{change.field}</code>
               </h4>
-              <DiffView field={change.field} before={change.old_value} after={change.new_value} mode={mode} />
+              {/* a new CI's fields had no value before, not a null one */}
+              <DiffView field={change.field} before={record.change_type === 'CREATED' ? undefined : change.old_value} after={change.new_value} mode={mode} />
             </section>
           ))}
         </div>
