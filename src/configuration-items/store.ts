@@ -386,6 +386,22 @@ function pageRows(sql: Sql, principal: Principal, criteria: CiListCriteria, wher
 /** A time column as the API writes times, by the database. */
 const apiTime = (sql: Sql, column: string) => sql`to_char(${sql(column)} at time zone 'UTC', ${API_TIME_FORMAT})`;
 
+/** A value as JSON text written by the database (`null` for SQL null); jsonb as stored. */
+const toJson = (sql: Sql, value: Fragment): Fragment => sql`coalesce(to_json(${value})::text, 'null')`;
+
+/**
+ * A JSON object of members already written as JSON text, in this order, with nothing between a
+ * key and its colon: json_build_object writes `{"ci_id" : …, "name" : …}`, which every client
+ * reads but nobody expects to see. The keys are this module's own constants.
+ */
+function jsonObject(sql: Sql, members: [string, Fragment][]): Fragment {
+  const written = members.reduce<Fragment>(
+    (text, [key, value], i) => sql`${text} || ${sql.unsafe(`'${i === 0 ? '{' : ','}${JSON.stringify(key)}:'`)} || ${value}`,
+    sql`''`,
+  );
+  return sql`(${written} || '}')` as Fragment;
+}
+
 /**
  * A page's rows as list items (presentListedCi's shape), each written as JSON text by the database:
  * raw_data as stored, times in the API's form. The page's order is kept by its position and id.
@@ -393,11 +409,13 @@ const apiTime = (sql: Sql, column: string) => sql`to_char(${sql(column)} at time
 function listedCisJson(sql: Sql, page: Fragment, sortOrder: 'asc' | 'desc') {
   const direction = sortOrder === 'asc' ? sql`asc` : sql`desc`;
   return sql<{ ci_id: string; position: string | null; item: string }[]>`
-    select p.ci_id, p.position, json_build_object(
-             'ci_id', p.ci_id, 'name', p.name, 'namespace', p.namespace, 'ci_type', p.ci_type, 'status', p.status,
-             'status_updated_at', ${apiTime(sql, 'p.status_updated_at')}, 'last_seen', ${apiTime(sql, 'p.last_seen')},
-             'created_at', ${apiTime(sql, 'p.created_at')}, 'updated_at', ${apiTime(sql, 'p.updated_at')},
-             'raw_data', p.raw_data, 'source_id', p.source_id::bigint, 'scope_id', p.scope_id)::text as item
+    select p.ci_id, p.position, ${jsonObject(sql, [
+      ['ci_id', toJson(sql, sql`p.ci_id`)], ['name', toJson(sql, sql`p.name`)], ['namespace', toJson(sql, sql`p.namespace`)],
+      ['ci_type', toJson(sql, sql`p.ci_type`)], ['status', toJson(sql, sql`p.status`)],
+      ['status_updated_at', toJson(sql, apiTime(sql, 'p.status_updated_at'))], ['last_seen', toJson(sql, apiTime(sql, 'p.last_seen'))],
+      ['created_at', toJson(sql, apiTime(sql, 'p.created_at'))], ['updated_at', toJson(sql, apiTime(sql, 'p.updated_at'))],
+      ['raw_data', toJson(sql, sql`p.raw_data`)], ['source_id', toJson(sql, sql`p.source_id::bigint`)], ['scope_id', toJson(sql, sql`p.scope_id`)],
+    ])} as item
     from (${page}) p
     order by p.position ${direction}, p.ci_id ${direction}`;
 }
@@ -425,13 +443,15 @@ export async function findVisibleCi(sql: Queryable, principal: Principal, ciId: 
  */
 export async function findCiDetailJson(sql: Sql, principal: Principal, ciId: string): Promise<string | undefined> {
   const [row] = await sql<{ detail: string }[]>`
-    select json_build_object(
-             'ci_id', ci.ci_id, 'name', ci.name, 'namespace', ci.namespace, 'ci_type', ci.ci_type, 'status', ci.status,
-             'status_updated_at', ${apiTime(sql, 'ci.status_updated_at')}, 'last_seen', ${apiTime(sql, 'ls.last_seen')},
-             'created_at', ${apiTime(sql, 'ci.created_at')}, 'updated_at', ${apiTime(sql, 'ci.updated_at')},
-             'raw_data', ci.raw_data, 'type_data', ${typeDataWithMetrics(sql)},
-             'source', json_build_object('id', s.id, 'name', s.name, 'collector_type', c.collector_type),
-             'scope_id', ci.scope_id)::text as detail
+    select ${jsonObject(sql, [
+      ['ci_id', toJson(sql, sql`ci.ci_id`)], ['name', toJson(sql, sql`ci.name`)], ['namespace', toJson(sql, sql`ci.namespace`)],
+      ['ci_type', toJson(sql, sql`ci.ci_type`)], ['status', toJson(sql, sql`ci.status`)],
+      ['status_updated_at', toJson(sql, apiTime(sql, 'ci.status_updated_at'))], ['last_seen', toJson(sql, apiTime(sql, 'ls.last_seen'))],
+      ['created_at', toJson(sql, apiTime(sql, 'ci.created_at'))], ['updated_at', toJson(sql, apiTime(sql, 'ci.updated_at'))],
+      ['raw_data', toJson(sql, sql`ci.raw_data`)], ['type_data', toJson(sql, typeDataWithMetrics(sql))],
+      ['source', jsonObject(sql, [['id', toJson(sql, sql`s.id`)], ['name', toJson(sql, sql`s.name`)], ['collector_type', toJson(sql, sql`c.collector_type`)]])],
+      ['scope_id', toJson(sql, sql`ci.scope_id`)],
+    ])} as detail
     from configuration_items ci
     join ci_last_seen ls on ls.ci_id = ci.ci_id
     join sources s on s.id = ci.source_id

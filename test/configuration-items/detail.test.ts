@@ -36,6 +36,19 @@ describe('GET and DELETE /api/v1/configuration-items/{ci_id}', () => {
     expect(reply.body.raw_data.spec.containers[0]).to.deep.equal({ name: 'app', image: 'nginx:1.25' });
   });
 
+  it('writes the detail and the list as JSON with no space before a colon', async () => {
+    const detail = await app.current.get(`/api/v1/configuration-items/${ciId}`, admin);
+    const list = await app.current.get('/api/v1/configuration-items', admin);
+    for (const reply of [detail, list]) {
+      expect(reply.status).to.equal(200);
+      expect(reply.text).to.not.match(/" :/);
+    }
+    expect(detail.text).to.match(new RegExp(`^\\{"ci_id":"${ciId}","name":"detail-pod","namespace":"default","ci_type":"k8s.pod",`));
+    expect(detail.text).to.match(/,"source":\{"id":\d+,"name":"k8s-prod","collector_type":"kubernetes"\},"scope_id":null\}$/);
+    expect(list.text).to.match(new RegExp(`^\\{"items":\\[\\{"ci_id":"${ciId}","name":"detail-pod",`));
+    expect(list.body.items[0]).to.deep.include({ ci_id: ciId, namespace: 'default', status_updated_at: null, scope_id: null });
+  });
+
   it('answers an unknown CI with 404 HTTP_404 and a malformed id with 422 VALIDATION_ERROR', async () => {
     const missing = await app.current.get('/api/v1/configuration-items/0190a8e0-0000-7000-8000-000000000000', admin);
     expect(missing.status).to.equal(404);
