@@ -579,10 +579,17 @@ describeWith(existsSync(CHROMIUM))(
       const pages: Page[] = [];
       for (const view of views) {
         const opened = view === '/inventory' ? page : await context.newPage();
+        // and while it loads, it asks each thing once
+        const asked: string[] = [];
+        opened.on('request', (request) => {
+          const at = new URL(request.url());
+          if (at.pathname.startsWith('/api/')) asked.push(at.pathname + at.search);
+        });
         if (opened !== page) await opened.goto(url(view));
         await settled(opened);
         // a view may load in steps (the compare view's baselines, then its difference)
         await opened.waitForLoadState('networkidle');
+        if (opened !== page) expect(asked.filter((path, index) => asked.indexOf(path) !== index), `${view} asked twice`).to.deep.equal([]);
         // what the page asks from here on: an idle view asks nothing
         counted.set(view, 0);
         opened.on('request', (request) => {
@@ -822,6 +829,30 @@ describeWith(existsSync(CHROMIUM))(
       await page.goto(url('/sources'));
       await page.getByRole('table', { name: 'Sources of kubernetes' }).waitFor();
       expect(await page.getByRole('table', { name: 'Sources of kubernetes' }).locator('tbody tr').allInnerTexts()).to.satisfy((rows: string[]) => rows.length === 1 && rows[0]!.startsWith('east'));
+      await context.close();
+    });
+
+    it('shows an empty object or array as its value, and an open object\'s copy button on its summary\'s line (last: it adds a source of its own)', async () => {
+      const created = await app.request('POST', '/api/v1/sources', { key: admin, body: { name: 'trees', collector_type: 'universal' } });
+      expect(created.status, created.text).to.equal(201);
+      const pushed = await app.request('POST', `/api/v1/sources/${created.body.id}/ingest`, {
+        key: admin,
+        body: { items: [{ external_id: 'tree/1', ci_type: 'custom.tree', name: 'tree-1', raw_data: { labels: {}, ports: [], spec: { replicas: 1 } } }] },
+      });
+      expect(pushed.status, pushed.text).to.equal(200);
+      const ciId = (await app.get('/api/v1/configuration-items?filter=name%3Aeq%3Atree-1', admin)).body.items[0].ci_id as string;
+      const { context, page } = await signedIn(admin, `/ci/${ciId}`);
+      const tree = page.getByRole('list', { name: 'raw_data' });
+      await tree.waitFor();
+      // nothing to open: no `{0}` or `[0]` to click
+      await tree.locator('li:has(> button[aria-label="Copy path raw_data.labels"])').filter({ hasText: 'labels: {}' }).waitFor();
+      await tree.locator('li:has(> button[aria-label="Copy path raw_data.ports"])').filter({ hasText: 'ports: []' }).waitFor();
+      expect(await tree.locator('.json-size').allInnerTexts()).to.not.include.members(['{0}', '[0]']);
+      // the open root's button shares its summary's line
+      const summary = (await tree.locator('summary').first().boundingBox())!;
+      const button = (await tree.getByRole('button', { name: 'Copy path raw_data', exact: true }).boundingBox())!;
+      expect(button.y).to.be.below(summary.y + summary.height);
+      expect(button.y + button.height).to.be.above(summary.y);
       await context.close();
     });
   },

@@ -17,6 +17,8 @@ export function useCursorWalk<T, P extends CursorPage<T> = CursorPage<T>>(key: s
   const [state, setState] = useState<{ items: T[]; first?: P; next?: string | null; busy: boolean; error?: ReturnType<typeof asApiError> }>({ items: [], busy: true });
   const [request, setRequest] = useState<{ key: string; cursor?: string }>({ key });
   useEffect(() => {
+    // the first page of the key the walk began with is asked already: asking again would load it twice
+    if (request.key === key && request.cursor === undefined) return;
     setState({ items: [], busy: true });
     setRequest({ key });
   }, [key]);

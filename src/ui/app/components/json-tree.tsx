@@ -27,6 +27,7 @@ function CopyPath({ path }: { path: string }) {
 }
 
 function Leaf({ value }: { value: unknown }) {
+  if (isContainer(value)) return <span class="json-empty">{Array.isArray(value) ? '[]' : '{}'}</span>;
   const kind = value === null ? 'null' : typeof value;
   return <span class={`json-${kind}`}>{typeof value === 'string' ? JSON.stringify(value) : String(value)}</span>;
 }
@@ -34,7 +35,8 @@ function Leaf({ value }: { value: unknown }) {
 /** One key of an object or element of an array; containers open on demand (their children render only when open). */
 function Node({ name, value, path, depth }: { name: string; value: unknown; path: string; depth: number }) {
   const [open, setOpen] = useState(depth < 1);
-  if (!isContainer(value)) {
+  // an empty object or array has nothing to open: it reads as its value, `{}` or `[]`
+  if (!isContainer(value) || (Array.isArray(value) ? value.length === 0 : Object.keys(value).length === 0)) {
     return (
       <li>
         <span class="json-key">{name}</span>: <Leaf value={value} /> <CopyPath path={path} />
