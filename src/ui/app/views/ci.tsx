@@ -126,11 +126,12 @@ function Detail({ ci, asOf, params, at }: { ci: CiDetail; asOf?: string; params:
             ) : null}
           </section>
           <Relationships ci={ci} asOf={asOf} />
-          <GraphView ciId={ci.ci_id} asOf={asOf} radius={radius} onRadius={setRadius} />
-          <ChangesAround ciId={ci.ci_id} radius={radius} params={params} at={at} />
         </div>
         <Timeline ci={ci} />
       </div>
+      {/* a dependency graph is read like a map: across the page */}
+      <GraphView ciId={ci.ci_id} asOf={asOf} radius={radius} onRadius={setRadius} />
+      <ChangesAround ciId={ci.ci_id} radius={radius} params={params} at={at} />
     </article>
   );
 }
