@@ -102,7 +102,7 @@ export async function ingestCommand(flags: Flags): Promise<void> {
   if (override) (document as Record<string, unknown>).mode = override;
   const scope = single(flags, 'scope', false);
   if (scope) (document as Record<string, unknown>).scope_id = scope;
-  const [{ assertSnapshot, reconcile }, { AppError }, { ensureSource }] = await Promise.all([
+  const [{ assertSnapshot, reconcile }, { AppError }, { ensureSource, recordPush }] = await Promise.all([
     import('../inventory/reconcile.js'),
     import('../errors.js'),
     import('../sources/store.js'),
@@ -122,6 +122,7 @@ export async function ingestCommand(flags: Flags): Promise<void> {
   const progress = new Progress(`ingest ${file}`, snapshot.items.length, process.stderr);
   await withDatabase(config, flags, async (db) => {
     const source = await ensureSource(db.sql, DEFAULT_TENANT_ID, sourceName, collectorType);
+    const started = performance.now();
     const result = await reconcile(
       db.sql,
       {
@@ -140,6 +141,8 @@ export async function ingestCommand(flags: Flags): Promise<void> {
       },
     );
     progress.finish(snapshot.items.length);
+    // the source shows this push as it shows one through the API: its last collection and health
+    await recordPush(db.sql, DEFAULT_TENANT_ID, source.id, new Date(), { result, durationMs: Math.round(performance.now() - started) });
     const outcome = { source: { id: Number(source.id), name: source.name }, ...result };
     // JSON for programs (--json, or a pipe), a summary for a person at a terminal
     if (flags.json === true || !process.stdout.isTTY) console.log(JSON.stringify(outcome, null, 2));

@@ -57,6 +57,14 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
         }));
       expect((await get(adminKey)).body.total).to.equal(2);
       expect((await get(bootstrap)).body.total).to.equal(2);
+      // the source shows the command line's pushes as it shows the API's: not 'no push yet'
+      const sources = (await (await fetch(`http://127.0.0.1:${server.port}/api/v1/sources`, { headers: { 'x-api-key': adminKey } })).json()) as {
+        items: { name: string; last_collection: string | null; health_status: { status: string; details: { message: string } } | null }[];
+      };
+      const demo = sources.items.find((source) => source.name === 'demo')!;
+      expect(demo.last_collection).to.be.a('string');
+      expect(demo.health_status?.status).to.equal('healthy');
+      expect(demo.health_status?.details.message).to.match(/^push accepted: 2 received/);
       expect(await get(scoped.stdout.trim())).to.deep.equal({ status: 200, body: { items: [], total: 0, total_exact: true, offset: 0, limit: 50, has_more: false, next_cursor: null } });
 
       const live = await runCli(['keys', 'create', '--tier', 'ro', '--name', 'while-serving'], env());
