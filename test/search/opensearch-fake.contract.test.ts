@@ -24,4 +24,4 @@ searchContract('change search and statistics on the OpenSearch backend, against 
       await fake.close();
     },
   };
-});
+}, 'opensearch');

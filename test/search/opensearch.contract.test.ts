@@ -28,7 +28,7 @@ if (url) {
         await client.indices.deleteIndexTemplate({ name: alias }).catch(() => undefined);
       },
     };
-  });
+  }, 'opensearch');
 } else {
   describe.skip('change search and statistics against a real OpenSearch (skipped: OPENSEARCH_URL is not set; `docker compose up opensearch` starts one)', () => {
     it('runs the search and statistics contract suite against OPENSEARCH_URL', () => undefined);
