@@ -5,17 +5,8 @@ import { onTheWire, queued } from '../db/pipeline.js';
 import { classifyBatch, type BatchPlan } from './classify.js';
 import { metricsOf } from './content.js';
 import type { UniversalRecord } from './records.js';
-import {
-  insertCis,
-  loadStates,
-  lockSource,
-  replaceRelationships,
-  resolvePendingRelationships,
-  touchLastSeen,
-  updateCis,
-  type InventoryKey,
-  type RelationshipOutcome,
-} from './store.js';
+import { replaceRelationships, resolvePendingRelationships, type RelationshipOutcome } from './relationship-store.js';
+import { insertCis, loadStates, lockSource, touchLastSeen, updateCis, type InventoryKey } from './store.js';
 
 export interface PlanWritten {
   changes: number;

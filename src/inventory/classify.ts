@@ -5,7 +5,8 @@ import { contentOf } from './content.js';
 import { diffValues, type FieldChange } from '../history/diff.js';
 import { ALL_PARTS, partOf } from './parts.js';
 import type { UniversalRecord } from './records.js';
-import type { CiWrite, InventoryKey, RelationshipWrite, SeenCi, StoredContent, StoredState } from './store.js';
+import type { RelationshipWrite } from './relationship-store.js';
+import type { CiWrite, InventoryKey, SeenCi, StoredContent, StoredState } from './store.js';
 
 /** One batch of records beside what the database holds for them. */
 export interface ClassifyInput {

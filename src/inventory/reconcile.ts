@@ -8,7 +8,8 @@ import { crossesInstances, NAMED_REFUSALS, reconcileBatch, type PlanWritten } fr
 import { splitBatches, type BatchPlan, type Lane } from './classify.js';
 import { Digests } from './digests.js';
 import { Snapshot, type UniversalRecord } from './records.js';
-import { analyzeInventory, findIdsByExternalId, findOutsideWritable, lockSource, resolveArrivedTargets, type InventoryKey } from './store.js';
+import { resolveArrivedTargets } from './relationship-store.js';
+import { analyzeInventory, findIdsByExternalId, findOutsideWritable, lockSource, type InventoryKey } from './store.js';
 import { inTurn } from './turns.js';
 
 export interface ReconcileInput {
