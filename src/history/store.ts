@@ -6,7 +6,7 @@ import type { FieldChange } from './diff.js';
 import type { ChangeType } from './writer.js';
 import { countWithin, type CountSettings } from '../query/count.js';
 import { toTsquery, type ParsedQuery } from '../query/text-query.js';
-import { microsOf, windowCounts, type Bound } from './stats-store.js';
+import { microsOf, windowCounts, type Bound } from './window-counts.js';
 import { EXACT_TIME_FORMAT } from '../query/exact-time.js';
 
 /** The columns a change listing can be sorted by. */
