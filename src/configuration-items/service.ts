@@ -9,21 +9,17 @@ import { archiveWithHistory } from '../inventory/archive.js';
 import { isUuid, parseFilters, type ParsedFilter } from '../query/filters.js';
 import { CI_FILTERS, type CiListQuery } from './schema.js';
 import {
-  diffCounts,
-  diffPage,
-  findCiDetailJson,
-  findSource,
-  findVisibleCi,
-  isCiVisible,
   listCis,
   resolveText,
   TIME_SORTS,
   type CiPage,
   type CiPosition,
-  type DiffCriteria,
 } from './store.js';
+import { diffCounts, diffPage, type DiffCriteria } from './diff-store.js';
+import { findCiDetailJson, findSource, findVisibleCi, isCiVisible } from './detail-store.js';
 
-export type { CiDifference, CiPage, CiRow, DiffCount } from './store.js';
+export type { CiPage, CiRow } from './store.js';
+export type { CiDifference, DiffCount } from './diff-store.js';
 
 export interface CiListing {
   page: CiPage;
