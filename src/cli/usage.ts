@@ -162,7 +162,7 @@ ${lines.join('\n')}
 Without DATABASE_URL every command uses the embedded database in CINV_DATA_DIR (default ./data);
 while a server runs on it, commands reach it through the server's socket. Commands that open the
 database say which one on standard error.
-Environment variables are listed in the README.`;
+Environment variables are listed in docs/configuration.md.`;
 }
 
 /** `cinv <command> --help`. */
