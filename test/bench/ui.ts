@@ -12,13 +12,13 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../support/browser.js';
 import { ROOT } from '../support/cli.js';
 import { benchDatabase, benchKey, serveBench, type Figure, type RunningServer } from './common.js';
 import { clusterShape, SERVE_ENV, seedClusters } from './list.js';
 import { LARGE_CLUSTER } from './cluster.js';
 
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const LOADS = 5;
 
 /** Gzipped bytes of the scripts index.html loads, of its stylesheet, and of every chunk. */
@@ -69,7 +69,7 @@ export async function benchUi(pods = LARGE_CLUSTER.pods, clusters = 7): Promise<
     const key = await benchKey(sql, 'adm');
     server = await serveBench(database, SERVE_ENV);
     const sizes = bundleSizes();
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_FLAGS });
+    browser = await launchChromium();
     const views: [string, string][] = [
       ['default view', '/inventory'],
       ['raw_data filter, sorted by name', '/inventory?filter=raw_data.spec.nodeName%3Aeq%3Anode-1&sort_by=name&sort_order=asc'],

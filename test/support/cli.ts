@@ -17,8 +17,23 @@ export interface CliResult {
 
 /** Runs `cinv` from source, as a separate process, with the given environment additions. */
 export function runCli(args: string[], env: Record<string, string | undefined>): Promise<CliResult> {
+  return collect(process.execPath, ['--import', 'tsx', CLI, ...args], env);
+}
+
+/**
+ * Runs `cinv` from source with its standard output and error on a terminal: a pseudo-terminal of
+ * util-linux's `script`. What the terminal showed comes back as `stdout`, with plain line ends.
+ */
+export async function runCliOnTerminal(args: string[], env: Record<string, string | undefined>): Promise<CliResult> {
+  const quote = (word: string) => `'${word.replace(/'/g, "'\\''")}'`;
+  const command = [process.execPath, '--import', 'tsx', CLI, ...args].map(quote).join(' ');
+  const result = await collect('script', ['--quiet', '--return', '--command', command, '/dev/null'], env);
+  return { ...result, stdout: result.stdout.replace(/\r\n/g, '\n') };
+}
+
+function collect(command: string, args: string[], env: Record<string, string | undefined>): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    const child = spawn(command, args, {
       cwd: ROOT,
       env: { ...process.env, CINV_TEST_DATABASE_URL: undefined, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -29,28 +44,6 @@ export function runCli(args: string[], env: Record<string, string | undefined>):
     child.stderr.on('data', (chunk) => (stderr += chunk));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/**
- * Runs `cinv` from source with its standard output and error on a terminal: a pseudo-terminal of
- * util-linux's `script`. What the terminal showed comes back as `stdout`, with plain line ends.
- */
-export function runCliOnTerminal(args: string[], env: Record<string, string | undefined>): Promise<CliResult> {
-  const quote = (word: string) => `'${word.replace(/'/g, "'\\''")}'`;
-  const command = [process.execPath, '--import', 'tsx', CLI, ...args].map(quote).join(' ');
-  return new Promise((resolve, reject) => {
-    const child = spawn('script', ['--quiet', '--return', '--command', command, '/dev/null'], {
-      cwd: ROOT,
-      env: { ...process.env, CINV_TEST_DATABASE_URL: undefined, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout: stdout.replace(/\r\n/g, '\n'), stderr }));
   });
 }
 

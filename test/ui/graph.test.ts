@@ -1,16 +1,13 @@
 import { expect } from 'chai';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { packagePath } from '../../src/paths.js';
 import { buildWebInterface } from '../../src/ui/build.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
+import { ARTIFACTS, hasChromium, launchChromium, signedIn } from '../support/browser.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 import { describeWith } from '../support/dependencies.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const ARTIFACTS = packagePath('test', 'artifacts', 'ui');
 
 interface Drawn {
   id: string;
@@ -60,7 +57,7 @@ function contrast(one: string, two: string): number {
   return (light! + 0.05) / (dark! + 0.05);
 }
 
-describeWith(existsSync(CHROMIUM))(
+describeWith(hasChromium)(
   'the dependency graph in a real Chromium, in both colour schemes (skipped outside CI when /usr/bin/chromium is missing; under CI=true a missing one fails)',
   function () {
     this.timeout(120_000);
@@ -96,8 +93,7 @@ describeWith(existsSync(CHROMIUM))(
       const pushed = await app.request('POST', `/api/v1/sources/${(source.body as { id: number }).id}/ingest`, { key: admin, body: { scope_id: 'east', items } });
       expect(pushed.status, pushed.text).to.equal(200);
       for (const row of await app.sql<{ ci_id: string; name: string }[]>`select ci_id, name from configuration_items where name in ('node-hub', 'node-small')`) ids.set(row.name, row.ci_id);
-      const { chromium } = await import('playwright-core');
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
+      browser = await launchChromium();
     });
 
     after(async () => {
@@ -107,21 +103,19 @@ describeWith(existsSync(CHROMIUM))(
 
     /** The graph around a node, what depends on it two steps out, drawn in a fresh signed-in browser; every console warning and error is kept. */
     async function opened(node: string, colorScheme: 'light' | 'dark') {
-      const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme });
-      // the flag hands the drawing's cytoscape instance to the test
-      await context.addInitScript('window.__cinvTestHooks = true');
-      const page = await context.newPage();
       const complaints: string[] = [];
-      page.on('console', (message) => {
-        if (message.type() === 'warning' || message.type() === 'error') complaints.push(`${message.type()}: ${message.text()}`);
+      const { context, page } = await signedIn(browser, app.baseUrl, admin, {
+        landing: `/ci/${ids.get(node)!}`,
+        colorScheme,
+        prepare: async (context, page) => {
+          // the flag hands the drawing's cytoscape instance to the test
+          await context.addInitScript('window.__cinvTestHooks = true');
+          page.on('console', (message) => {
+            if (message.type() === 'warning' || message.type() === 'error') complaints.push(`${message.type()}: ${message.text()}`);
+          });
+          page.on('pageerror', (error) => complaints.push(`pageerror: ${error.message}`));
+        },
       });
-      page.on('pageerror', (error) => complaints.push(`pageerror: ${error.message}`));
-      const landing = `/ci/${ids.get(node)!}`;
-      await page.goto(`${app.baseUrl}/ui${landing}`);
-      await page.waitForURL(/\/ui\/sign-in\?return_to=/);
-      await page.getByLabel('API key or token').fill(admin);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.waitForURL((target) => target.pathname === `/ui${landing}`);
       // the first visit's 401 is how the page learns it must sign in
       complaints.length = 0;
       const around = page.getByRole('region', { name: 'Around this item' });

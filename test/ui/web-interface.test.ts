@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -8,18 +8,15 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { CollectionWorker } from '../../src/collectors/runs/worker.js';
 import { SubscriptionDelivery } from '../../src/subscriptions/delivery.js';
-import { packagePath } from '../../src/paths.js';
 import { buildWebInterface } from '../../src/ui/build.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
+import { ARTIFACTS, hasChromium, launchChromium, signedIn as signedInWith } from '../support/browser.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 import { describeWith } from '../support/dependencies.js';
 import { FakeKubeApiServer } from '../support/fake-kube-apiserver.js';
 import { populateCluster } from '../support/kube-fixtures.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const TOKEN = 'kube-token-for-the-web-interface';
-const ARTIFACTS = packagePath('test', 'artifacts', 'ui');
 const axeSource = () => readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 interface AxeViolation {
@@ -29,7 +26,7 @@ interface AxeViolation {
   nodes: { target: string[] }[];
 }
 
-describeWith(existsSync(CHROMIUM))(
+describeWith(hasChromium)(
   'the web interface in a real Chromium against a real cinv with two collected clusters (skipped outside CI when /usr/bin/chromium is missing; under CI=true a missing one fails)',
   function () {
     this.timeout(120_000);
@@ -97,9 +94,7 @@ describeWith(existsSync(CHROMIUM))(
         permissions: ['configuration_items:read', 'changes:read', 'relationships:read', 'sources:read', 'collectors:read'],
         scopes: [{ sourceId: String(sources[0]!.id), scopeId: 'east' }],
       });
-      // loaded here, not with the test files: its module graph is large and most suites never need it
-      const { chromium } = await import('playwright-core');
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
+      browser = await launchChromium();
     });
 
     after(async () => {
@@ -112,14 +107,7 @@ describeWith(existsSync(CHROMIUM))(
 
     /** A fresh browser signed in with a key through the sign-in form, landing where it was going. */
     async function signedIn(key: string, landing = '/inventory', colorScheme: 'light' | 'dark' = 'light'): Promise<{ context: BrowserContext; page: Page }> {
-      const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme });
-      const page = await context.newPage();
-      await page.goto(url(landing));
-      await page.waitForURL(/\/ui\/sign-in\?return_to=/);
-      await page.getByLabel('API key or token').fill(key);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.waitForURL((target) => target.pathname + target.search === `/ui${landing}`);
-      return { context, page };
+      return signedInWith(browser, app.baseUrl, key, { landing, colorScheme });
     }
 
     /** No serious or critical axe-core violations on the page as it is, and a screenshot of it. */
