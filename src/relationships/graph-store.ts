@@ -15,6 +15,8 @@ export interface WalkedEdge {
   far: string;
   /** `down`: far depends on near; `up`: near depends on far. */
   way: 'down' | 'up';
+  /** Set on a relationship a CI left behind when it left the active inventory. */
+  ended_at: Date | null;
 }
 
 /** A CI as a walk sees it; `visible` whether the principal may see it (now and, at a moment, then). */
@@ -34,6 +36,8 @@ export interface Frontier {
   up: readonly string[];
   types: readonly string[] | null;
   asOf?: string;
+  /** Also walk the relationships CIs left behind when they left the active inventory (see `edges`). */
+  leftBehind?: boolean;
 }
 
 /**
@@ -42,7 +46,7 @@ export interface Frontier {
  */
 export function edgesFrom(sql: Sql, principal: Principal, frontier: Frontier): Promise<WalkedEdge[]> {
   const tenant = principal.tenantId;
-  const rows = edges(sql, frontier.asOf);
+  const rows = edges(sql, frontier.asOf, { leftBehind: frontier.leftBehind });
   const reversed = DEPENDENCY_REVERSED as string[];
   const typed = frontier.types ? sql`and r.relationship_type = any(${frontier.types as string[]}::text[])` : sql``;
   const arm = (way: 'down' | 'up', nearEnd: 'from' | 'to', dependentIsFrom: boolean, ids: readonly string[]) => {
@@ -50,7 +54,7 @@ export function edgesFrom(sql: Sql, principal: Principal, frontier: Frontier): P
     const far = nearEnd === 'from' ? sql`r.to_ci_id` : sql`r.from_ci_id`;
     const kind = dependentIsFrom ? sql`r.relationship_type <> all(${reversed}::text[])` : sql`r.relationship_type = any(${reversed}::text[])`;
     return sql`
-      select r.id::text as id, r.from_ci_id, r.to_ci_id, r.relationship_type, ${near} as near, ${far} as far, ${way}::text as way
+      select r.id::text as id, r.from_ci_id, r.to_ci_id, r.relationship_type, ${near} as near, ${far} as far, ${way}::text as way, r.ended_at
       from ${rows} r where r.tenant_id = ${tenant} and ${near} = any(${ids as string[]}::uuid[]) and ${kind} ${typed}`;
   };
   const arms = [];

@@ -17,7 +17,8 @@ export interface GraphNode {
 
 export interface DependencyGraph {
   nodes: GraphNode[];
-  edges: { from: string; to: string; relationship_type: string }[];
+  /** `ended_at` only on a relationship a CI left behind when it left the active inventory. */
+  edges: { from: string; to: string; relationship_type: string; ended_at?: string }[];
   truncated: boolean;
   hidden: number;
   as_of?: string;
@@ -67,7 +68,7 @@ export async function dependencyGraph(app: AppContext, principal: Principal, ciI
   let truncated = false;
 
   for (let depth = 1; depth <= query.depth && frontier.down.length + frontier.up.length > 0 && !truncated; depth++) {
-    const met = await edgesFrom(app.sql, principal, { ...frontier, types, asOf });
+    const met = await edgesFrom(app.sql, principal, { ...frontier, types, asOf, leftBehind: query.include_inactive && asOf === undefined });
     const unknown = [...new Set(met.map((edge) => edge.far))].filter((id) => !known.has(id));
     for (const ci of await cisForWalk(app.sql, principal, unknown, asOf)) known.set(ci.ci_id, ci);
 
@@ -118,7 +119,12 @@ export async function dependencyGraph(app: AppContext, principal: Principal, ciI
   const edgeSet = new Map<string, DependencyGraph['edges'][number]>();
   for (const edge of walkedEdges) {
     if (returned.has(edge.from_ci_id) && returned.has(edge.to_ci_id)) {
-      edgeSet.set(edge.id, { from: edge.from_ci_id, to: edge.to_ci_id, relationship_type: edge.relationship_type });
+      edgeSet.set(edge.id, {
+        from: edge.from_ci_id,
+        to: edge.to_ci_id,
+        relationship_type: edge.relationship_type,
+        ...(edge.ended_at ? { ended_at: edge.ended_at.toISOString() } : {}),
+      });
     }
   }
   const nodes = [...returned.values()].sort((a, b) => a.depth - b.depth || compare(a.ci_type, b.ci_type) || compare(a.name, b.name) || compare(a.ci_id, b.ci_id));

@@ -16,5 +16,6 @@ export function presentRelationship(row: RelationshipRow) {
     related_ci_status: row.related_ci_status,
     created_at: apiTimeOfUtcText(row.created_at),
     last_seen: apiTimeOfUtcText(row.last_seen),
+    ended_at: row.ended_at === null ? null : apiTimeOfUtcText(row.ended_at),
   };
 }

@@ -18,7 +18,9 @@ export const RelationshipListQuery = Type.Object({
   cursor: Type.Optional(Type.String({ minLength: 1, description: 'Opaque keyset cursor from a prior `next_cursor`.' })),
   include_inactive: Type.Boolean({
     default: false,
-    description: 'Also list relationships to `inactive` and `archived` neighbours.',
+    description:
+      'Also list relationships to `inactive` and `archived` neighbours, and those a CI had when it left the active inventory ' +
+      '(marked by `ended_at`).',
   }),
   relationship_types: Type.Optional(Type.String({ description: 'Comma-separated relationship types, e.g. `runs_on,manages`.' })),
   direction: Type.Optional(Type.String({ description: '`outgoing` or `incoming`; omitted means both. Any other value is a 422.' })),
@@ -54,6 +56,13 @@ export const RelationshipItem = Type.Object(
     related_ci_status: Type.Union(CI_STATUSES.map((s) => Type.Literal(s))),
     created_at: Timestamp('When the relationship was first collected.'),
     last_seen: Timestamp('When a collector last reported the relationship.'),
+    ended_at: Nullable(
+      Timestamp(
+        'Null for a relationship that exists. With `include_inactive=true`, the list also holds the relationships a CI had ' +
+          'when it left the active inventory (a pod deleted from its replica set), until it is removed for good: ' +
+          '`ended_at` says when such a one ended.',
+      ),
+    ),
   },
   { title: 'Relationship' },
 );
@@ -122,7 +131,12 @@ export const GraphQuery = Type.Object({
       'With `ci_types`: `matching` walks only through CIs of those types; `all` walks through every CI and returns those of the ' +
       'types (edges are those between returned CIs).',
   }),
-  include_inactive: Type.Boolean({ default: false, description: 'Also walk through and return `inactive` and `archived` CIs.' }),
+  include_inactive: Type.Boolean({
+    default: false,
+    description:
+      'Also walk through and return `inactive` and `archived` CIs, along the relationships they had when they left the active ' +
+      'inventory (edges with `ended_at`), so the radius of a deployment holds the pods it owned before a rollout.',
+  }),
   max_nodes: Type.Integer({
     minimum: 1,
     maximum: 5000,
@@ -149,7 +163,22 @@ export const Graph = Type.Object(
   {
     nodes: Type.Array(GraphNode, { description: 'By depth, then type, name and id.' }),
     edges: Type.Array(
-      Type.Object({ from: Uuid(), to: Uuid(), relationship_type: Type.String() }, { description: 'As stored: `from` points at `to`.' }),
+      Type.Object(
+        {
+          from: Uuid(),
+          to: Uuid(),
+          relationship_type: Type.String(),
+          ended_at: Type.Optional(
+            Type.String({
+              format: 'date-time',
+              description:
+                'Only with `include_inactive=true`, on a relationship a CI had when it left the active inventory (a pod deleted ' +
+                'from its replica set): when it ended. Such relationships are walked until the CI is removed for good.',
+            }),
+          ),
+        },
+        { description: 'As stored: `from` points at `to`.' },
+      ),
       { description: 'The relationships walked between returned CIs.' },
     ),
     truncated: Type.Boolean({ description: 'True when `max_nodes` cut the walk: what is returned is the nearest part.' }),

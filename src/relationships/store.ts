@@ -41,6 +41,8 @@ export interface RelationshipRow {
   /** UTC, as `utcText` writes it. */
   created_at: string;
   last_seen: string;
+  /** When a relationship left behind by a CI that left the active inventory ended (see `edges`). */
+  ended_at: string | null;
 }
 
 /** A row as the page query returns it: the neighbour columns are null when the neighbour is gone. */
@@ -76,18 +78,46 @@ function beyondInBranch(sql: Sql, criteria: RelationshipCriteria, rank: 0 | 1): 
 /**
  * The relationship rows: those that exist, or at a moment those that existed then (the ones that
  * still exist and had been collected by then, and the ended ones that spanned it, under the id
- * they had). `last_seen` is capped at the moment.
+ * they had). `last_seen` is capped at the moment; `ended_at` is null on every row of those.
+ *
+ * `leftBehind` (now only) adds the relationships a CI had when it left the active inventory: the
+ * last ended row of a pair that has no live row, when one of its ends is now inactive or archived
+ * and was last seen no later than the relationship ended. A replica set collected without the pods
+ * it just lost still leads to them; a pod that merely changed owners while it was running does not.
  */
-export function edges(sql: Sql, asOf: string | undefined): Fragment {
-  if (asOf === undefined) return sql`relationships`;
+export function edges(sql: Sql, asOf: string | undefined, options: { leftBehind?: boolean } = {}): Fragment {
+  if (asOf === undefined) {
+    const live = sql`
+      select id, tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen,
+             from_scope_id, to_scope_id, null::timestamptz as ended_at
+      from relationships`;
+    if (!options.leftBehind) return sql`(${live})`;
+    return sql`(${live}
+    union all
+    select h.relationship_id, h.tenant_id, h.source_id, h.from_ci_id, h.to_ci_id, h.relationship_type, h.valid_from, h.valid_to,
+           h.from_scope_id, h.to_scope_id, h.valid_to
+    from relationship_history h
+    where not exists (
+        select 1 from relationships l
+        where l.tenant_id = h.tenant_id and l.from_ci_id = h.from_ci_id and l.to_ci_id = h.to_ci_id and l.relationship_type = h.relationship_type)
+      and not exists (
+        select 1 from relationship_history later
+        where later.tenant_id = h.tenant_id and later.from_ci_id = h.from_ci_id and later.valid_to > h.valid_to
+          and later.to_ci_id = h.to_ci_id and later.relationship_type = h.relationship_type)
+      and exists (
+        select 1 from configuration_items gone
+        join ci_last_seen seen on seen.ci_id = gone.ci_id
+        where gone.tenant_id = h.tenant_id and gone.ci_id in (h.from_ci_id, h.to_ci_id)
+          and gone.status <> 'active' and seen.last_seen <= h.valid_to))`;
+  }
   const at = sql`${asOf}::text::timestamptz`;
   return sql`(
     select id, tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, least(last_seen, ${at}) as last_seen,
-           from_scope_id, to_scope_id
+           from_scope_id, to_scope_id, null::timestamptz as ended_at
     from relationships where created_at <= ${at}
     union all
     select relationship_id, tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, valid_from, least(valid_to, ${at}),
-           from_scope_id, to_scope_id
+           from_scope_id, to_scope_id, null::timestamptz
     from relationship_history where valid_from <= ${at} and valid_to > ${at})`;
 }
 
@@ -108,16 +138,16 @@ function neighbours(sql: Sql, tenantId: string, asOf: string | undefined): Fragm
 /** The edges of each direction the walk covers, outgoing (rank 0) first. */
 function branches(sql: Sql, tenantId: string, criteria: RelationshipCriteria): { rank: 0 | 1; edges: Fragment }[] {
   const { ciId, types } = criteria;
-  const from = edges(sql, criteria.asOf);
+  const from = edges(sql, criteria.asOf, { leftBehind: criteria.includeInactive });
   const typeFilter = () => (types ? sql`and r.relationship_type = any(${types as string[]}::text[])` : sql``);
   const outgoing = sql`
-    select r.id, r.relationship_type, r.created_at, r.last_seen, 0 as direction_rank, r.to_ci_id as related_ci_id,
+    select r.id, r.relationship_type, r.created_at, r.last_seen, r.ended_at, 0 as direction_rank, r.to_ci_id as related_ci_id,
            r.tenant_id, r.source_id, r.to_scope_id as related_scope_id
     from ${from} r
     where r.tenant_id = ${tenantId} and r.from_ci_id = ${ciId} ${typeFilter()} ${beyondInBranch(sql, criteria, 0)}`;
   // a relationship of a CI to itself is one row: it is listed once, as outgoing
   const incoming = sql`
-    select r.id, r.relationship_type, r.created_at, r.last_seen, 1 as direction_rank, r.from_ci_id as related_ci_id,
+    select r.id, r.relationship_type, r.created_at, r.last_seen, r.ended_at, 1 as direction_rank, r.from_ci_id as related_ci_id,
            r.tenant_id, r.source_id, r.from_scope_id as related_scope_id
     from ${from} r
     where r.tenant_id = ${tenantId} and r.to_ci_id = ${ciId} and r.from_ci_id <> ${ciId} ${typeFilter()} ${beyondInBranch(sql, criteria, 1)}`;
@@ -167,6 +197,7 @@ function visibleRows(sql: Sql, principal: Principal, criteria: RelationshipCrite
   const statusRule = criteria.includeInactive ? sql`` : sql`and n.status = 'active'`;
   return sql`
     select e.id, e.relationship_type, ${utcText(sql, 'e.created_at')} as created_at, ${utcText(sql, 'e.last_seen')} as last_seen,
+           case when e.ended_at is not null then ${utcText(sql, 'e.ended_at')} end as ended_at,
            e.direction_rank, e.related_ci_id, n.name as related_ci_name, n.ci_type as related_ci_type, n.status as related_ci_status,
            n.ci_id is not null as live, ${sortValue(sql, criteria)} as sort_value
     from (${edgeRows}) e

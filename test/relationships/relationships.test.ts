@@ -135,7 +135,7 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
       const runsOn = page.items.find((i) => i.relationship_type === 'runs_on' && i.related_ci_name === podName(1))!;
       expect(runsOn).to.include({ direction: 'incoming', related_ci_id: seed.ids[podName(1)] });
       expect(Object.keys(runsOn).sort()).to.deep.equal(
-        ['created_at', 'direction', 'id', 'last_seen', 'related_ci_id', 'related_ci_name', 'related_ci_status', 'related_ci_type', 'relationship_type'],
+        ['created_at', 'direction', 'ended_at', 'id', 'last_seen', 'related_ci_id', 'related_ci_name', 'related_ci_status', 'related_ci_type', 'relationship_type'],
       );
       expect(new Date(runsOn.created_at).getTime()).to.be.a('number').and.not.NaN;
       expect(new Date(runsOn.last_seen).getTime()).to.be.at.least(new Date(runsOn.created_at).getTime());
