@@ -91,6 +91,34 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     expect(nodes.body.items.map((n: { name: string }) => n.name)).to.deep.equal(['west-node-03']);
   });
 
+  it('leads from checkout\'s deployment to yesterday\'s crash loop: the pods it ran then, their restarts and their archiving', async () => {
+    const [deployment] = await sql<{ ci_id: string }[]>`
+      select ci_id from configuration_items where ci_type = 'k8s.deployment' and namespace = 'shop' and name = 'checkout' and scope_id = 'east'`;
+    const graph = await app.get(`/api/v1/configuration-items/${deployment!.ci_id}/graph?direction=downstream&depth=2&include_inactive=true&max_nodes=200`, admin);
+    expect(graph.status).to.equal(200);
+    const nodes = graph.body.nodes as { name: string; ci_type: string; status: string; depth: number }[];
+    // the replica sets of earlier rollouts stay, scaled to 0; the pods they ran are archived, and still reached
+    const archivedPods = nodes.filter((node) => node.ci_type === 'k8s.pod' && node.status === 'archived');
+    expect(archivedPods.length).to.be.at.least(3);
+    expect(archivedPods.every((pod) => pod.depth === 2)).to.equal(true);
+    expect(nodes.filter((node) => node.ci_type === 'k8s.replicaset').length).to.be.at.least(3);
+    expect((graph.body.edges as { ended_at?: string }[]).some((edge) => edge.ended_at)).to.equal(true);
+    const activeOnly = await app.get(`/api/v1/configuration-items/${deployment!.ci_id}/graph?direction=downstream&depth=2&max_nodes=200`, admin);
+    expect((activeOnly.body.nodes as { status: string }[]).every((node) => node.status === 'active')).to.equal(true);
+
+    // one timeline around the deployment: the cause, the crash loop on the pods, the rollback
+    const around = await app.get(
+      `/api/v1/changes?related_to=${deployment!.ci_id}&direction=downstream&start_date=2026-11-19T13:30:00Z&end_date=2026-11-19T14:30:00Z&limit=500`,
+      admin,
+    );
+    expect(around.status).to.equal(200);
+    const records = around.body.items as { ci_type: string; ci_name: string; change_type: string; changed_at: string; changes: { field: string }[] }[];
+    const restarts = records.filter((r) => r.ci_type === 'k8s.pod' && r.changes.some((c) => c.field === 'raw_data.status.containerStatuses' && /"restartCount":[1-9]/.test(JSON.stringify(c))));
+    expect(new Set(restarts.map((r) => r.ci_name)).size, 'pods whose restart count rose').to.be.at.least(3);
+    expect(records.some((r) => r.ci_type === 'k8s.deployment' && JSON.stringify(r).includes('PAYMENT_TIMEOUT_MS'))).to.equal(true);
+    expect(records.filter((r) => r.ci_type === 'k8s.pod' && r.change_type === 'DELETED' && r.changed_at.startsWith('2026-11-19T14:20')).length).to.be.at.least(3);
+  });
+
   it('changes nothing when loaded again, and is removed whole with everything it brought', async () => {
     const [before] = await sql<{ n: number }[]>`select count(*)::int as n from change_records`;
     const again = await loadDemo(sql, { tenantId: DEFAULT_TENANT_ID, now: new Date(NOW.getTime() + DAY), batchSize: 1000, progress: () => undefined });

@@ -1,5 +1,6 @@
 import { render, type FunctionComponent } from 'preact';
 import { applyTheme, ThemeToggle } from './components/theme';
+import { timeZone, TimeZoneToggle } from './components/time-zone';
 import { Shortcuts } from './components/shortcuts';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, can, whenUnauthorized, type Me } from './lib/api';
@@ -131,6 +132,7 @@ function useSignedIn() {
 function App() {
   const place = useLocation();
   const { me, setMe, failure, retry } = useSignedIn();
+  const [zone, setZone] = useState(timeZone);
 
   const name = place.path.split('/')[1] || 'inventory';
   useEffect(() => {
@@ -183,13 +185,15 @@ function App() {
             {me.user?.name ?? me.name}
             {me.tier ? <span class="meta"> ({me.tier} key)</span> : null}
           </span>
+          <TimeZoneToggle zone={zone} onChange={setZone} />
           <ThemeToggle />
           <button type="button" onClick={() => void signOut()}>
             Sign out
           </button>
         </div>
       </header>
-      <main id="main" tabIndex={-1}>
+      {/* keyed by the zone: every time on the page is drawn again in the new one */}
+      <main id="main" tabIndex={-1} key={zone}>
         {VIEWS[name] ? <LazyView name={name} props={{ me, place }} /> : <NotFound />}
       </main>
       <Shortcuts />

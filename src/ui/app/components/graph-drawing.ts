@@ -117,6 +117,8 @@ export function stylesheet(colours: Colours): cytoscape.StylesheetJson {
       selector: 'edge',
       style: { width: 1, 'line-color': colours.muted, 'target-arrow-color': colours.muted, 'target-arrow-shape': 'triangle', 'arrow-scale': 0.7, 'curve-style': 'straight', opacity: 0.7 },
     },
+    // what a CI had when it left the active inventory: walkable, and drawn as past
+    { selector: 'edge.ended', style: { 'line-style': 'dashed', opacity: 0.5 } },
     { selector: 'edge.hover', style: { width: 2, 'line-color': colours.accent, 'target-arrow-color': colours.accent, opacity: 1, 'z-index': 10 } },
   ];
 }

@@ -2,7 +2,7 @@ import cytoscape from 'cytoscape';
 import dagre from 'cytoscape-dagre';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from '../lib/api';
-import { count } from '../lib/format';
+import { count, dateTime } from '../lib/format';
 import { Link, navigate } from '../lib/router';
 import { SelectField } from './fields';
 import { Empty, Show, useLoad } from './states';
@@ -12,7 +12,7 @@ cytoscape.use(dagre);
 
 interface Graph {
   nodes: GraphNode[];
-  edges: { from: string; to: string; relationship_type: string }[];
+  edges: { from: string; to: string; relationship_type: string; ended_at?: string }[];
   truncated: boolean;
   hidden: number;
 }
@@ -127,7 +127,7 @@ function Drawing({ graph, centre, moment, styles }: { graph: Graph; centre: stri
         // each relationship from the CI that depends to the one it depends on: the layers follow the dependencies
         ...graph.edges.map((edge, index) => {
           const [source, target] = TO_DEPENDS.has(edge.relationship_type) ? [edge.to, edge.from] : [edge.from, edge.to];
-          return { data: { id: `e${index}`, source, target, type: edge.relationship_type, from: edge.from, to: edge.to } };
+          return { data: { id: `e${index}`, source, target, type: edge.relationship_type, from: edge.from, to: edge.to, ended: edge.ended_at ?? '' }, classes: edge.ended_at ? 'ended' : '' };
         }),
       ],
       style: stylesheet(colours),
@@ -190,7 +190,13 @@ function Drawing({ graph, centre, moment, styles }: { graph: Graph; centre: stri
       const at = edge.renderedMidpoint();
       const from = names.get(edge.data('from') as string)?.name ?? '';
       const to = names.get(edge.data('to') as string)?.name ?? '';
-      setHovered({ x: at.x, y: at.y, title: `${from} ${edge.data('type') as string} ${to}`, detail: `${names.get(edge.source().id())?.name ?? ''} depends on ${names.get(edge.target().id())?.name ?? ''}` });
+      const ended = edge.data('ended') as string;
+      setHovered({
+        x: at.x,
+        y: at.y,
+        title: `${from} ${edge.data('type') as string} ${to}`,
+        detail: `${names.get(edge.source().id())?.name ?? ''} depends on ${names.get(edge.target().id())?.name ?? ''}${ended ? `; ended ${dateTime(ended)}, when one of them left the active inventory` : ''}`,
+      });
     });
     view.on('mouseout', 'edge', (event) => {
       (event.target as cytoscape.EdgeSingular).removeClass('hover');
@@ -273,6 +279,7 @@ function Legend({ graph, styles }: { graph: Graph; styles: Map<string, TypeStyle
             <span class="swatch shape-ellipse archived" aria-hidden="true" /> grey and faded: archived
           </li>
         ) : null}
+        {graph.edges.some((edge) => edge.ended_at) ? <li>dashed lines: what an item had when it left the active inventory</li> : null}
         <li>left depends on right; an arrow points at what is depended on</li>
         <li>names that would overlap are left out: zoom in (wheel, +) or hover an item; drag to pan</li>
       </ul>

@@ -1,6 +1,6 @@
 import { dateTime } from '../lib/format';
 import { Link, setParams } from '../lib/router';
-import { fromLocalInput, toLocalInput } from '../lib/window';
+import { TimeInput } from './time-input';
 
 const HOUR = 3_600_000;
 /** Moments a person reaches for after an incident; each becomes a fixed timestamp in the URL, so a link shows the same past later. */
@@ -29,12 +29,7 @@ export function MomentPicker({ asOf }: { asOf: string | undefined }) {
       </div>
       <label>
         Moment{' '}
-        <input
-          type="datetime-local"
-          step={1}
-          value={toLocalInput(asOf)}
-          onChange={(event) => go(fromLocalInput((event.currentTarget as HTMLInputElement).value))}
-        />
+        <TimeInput seconds value={asOf} onValue={go} />
       </label>
     </fieldset>
   );

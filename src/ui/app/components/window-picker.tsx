@@ -1,6 +1,7 @@
 import { useId } from 'preact/hooks';
 import { setParams } from '../lib/router';
-import { fromLocalInput, PRESETS, toLocalInput, windowOf } from '../lib/window';
+import { PRESETS, windowOf } from '../lib/window';
+import { TimeInput } from './time-input';
 
 /** Presets and explicit bounds, kept in the URL (`range`, or `from` and `to`). */
 /**
@@ -34,19 +35,11 @@ export function WindowPicker({ params, allowAll = true, defaultLabel }: { params
       </div>
       <label>
         From{' '}
-        <input
-          type="datetime-local"
-          value={explicit ? toLocalInput(window.start) : ''}
-          onChange={(event) => setParams({ range: undefined, from: fromLocalInput((event.currentTarget as HTMLInputElement).value), offset: undefined })}
-        />
+        <TimeInput value={explicit ? window.start : undefined} onValue={(from) => setParams({ range: undefined, from, offset: undefined })} />
       </label>
       <label>
         To{' '}
-        <input
-          type="datetime-local"
-          value={explicit ? toLocalInput(window.end) : ''}
-          onChange={(event) => setParams({ range: undefined, to: fromLocalInput((event.currentTarget as HTMLInputElement).value), offset: undefined })}
-        />
+        <TimeInput value={explicit ? window.end : undefined} onValue={(to) => setParams({ range: undefined, to, offset: undefined })} />
       </label>
     </fieldset>
   );

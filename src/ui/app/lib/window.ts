@@ -22,18 +22,3 @@ export function windowOf(params: URLSearchParams, now: number): Window {
   if (preset) return { start: new Date(now - preset[2]).toISOString() };
   return { start: params.get('from') ?? undefined, end: params.get('to') ?? undefined };
 }
-
-/** A datetime-local input's value (local time, minutes) from an ISO instant, and back. */
-export function toLocalInput(iso: string | undefined): string {
-  if (!iso) return '';
-  const date = new Date(iso);
-  if (Number.isNaN(date.getTime())) return '';
-  const pad = (n: number) => String(n).padStart(2, '0');
-  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
-}
-
-export function fromLocalInput(value: string): string | undefined {
-  if (!value) return undefined;
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? undefined : date.toISOString();
-}

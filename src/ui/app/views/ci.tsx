@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import type { ViewProps } from './view';
 import { api } from '../lib/api';
-import { dateTime, relative } from '../lib/format';
+import { dateTime, relative, timeOfDay } from '../lib/format';
 import { Link } from '../lib/router';
 import { ChangeItem, DiffModePicker, type ChangeRecord } from '../components/change';
 import { JsonTree } from '../components/json-tree';
@@ -11,6 +11,7 @@ import { VirtualList } from '../components/virtual-list';
 import { GraphView, type Radius } from '../components/graph-view';
 import { WindowPicker } from '../components/window-picker';
 import { windowOf } from '../lib/window';
+import { bursts, describeBurst, type Burst } from '../lib/bursts';
 import { useCursorWalk, type CursorPage } from '../components/cursor-walk';
 
 interface CiDetail {
@@ -38,6 +39,7 @@ interface Relationship {
   related_ci_name: string;
   related_ci_type: string;
   related_ci_status: string;
+  ended_at: string | null;
 }
 
 export default function CiView({ place }: ViewProps) {
@@ -137,8 +139,10 @@ function Detail({ ci, asOf, params, at }: { ci: CiDetail; asOf?: string; params:
 }
 
 function Relationships({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
-  const moment = asOf ? { as_of: asOf } : {};
-  const walk = useCursorWalk<Relationship>(`${ci.ci_id} ${asOf ?? ''}`, (cursor, signal) =>
+  // an archived CI's neighbours are mostly gone too: show them at once
+  const [inactive, setInactive] = useState(ci.status !== 'active');
+  const moment = { ...(asOf ? { as_of: asOf } : {}), ...(inactive ? { include_inactive: true } : {}) };
+  const walk = useCursorWalk<Relationship>(`${ci.ci_id} ${asOf ?? ''} ${inactive}`, (cursor, signal) =>
     api<CursorPage<Relationship>>(`/api/v1/configuration-items/${ci.ci_id}/relationships`, { query: cursor ? { cursor, ...moment } : { limit: 200, ...moment }, signal }),
   );
   const groups = useMemo(() => {
@@ -154,6 +158,9 @@ function Relationships({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
       <h2 id="relationships-heading">
         Relationships {walk.total !== undefined ? <span class="meta">({walk.total.toLocaleString('en')})</span> : null}
       </h2>
+      <label class="meta">
+        <input type="checkbox" checked={inactive} onChange={() => setInactive(!inactive)} /> Inactive and archived too
+      </label>
       {walk.error ? <ErrorBox error={walk.error} /> : null}
       {walk.items.length === 0 && walk.busy ? <Loading what="relationships" /> : null}
       {walk.items.length === 0 && !walk.busy && !walk.error ? <Empty>No relationships.</Empty> : null}
@@ -168,6 +175,7 @@ function Relationships({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
                 <Link href={`/ci/${relationship.related_ci_id}${asOf ? `?as_of=${encodeURIComponent(asOf)}` : ''}`}>{relationship.related_ci_name}</Link>{' '}
                 <span class="meta">
                   {relationship.related_ci_type} · {relationship.related_ci_status}
+                  {relationship.ended_at ? ` · ended ${dateTime(relationship.ended_at)}` : ''}
                 </span>
               </li>
             ))}
@@ -246,16 +254,42 @@ function ChangesAround({ ciId, radius, params, at }: { ciId: string; radius: Rad
                 {page.total > page.items.length ? `, the newest ${page.items.length} shown: narrow the window to see the rest` : ''}.
               </p>
               <ul class="changes" aria-label="Changes around this item">
-                {page.items.map((record) => (
-                  <li key={record.id}>
-                    <ChangeItem record={record} showCi mode={mode} />
-                  </li>
-                ))}
+                {bursts(page.items).map((entry) =>
+                  entry.kind === 'one' ? (
+                    <li key={entry.record.id}>
+                      <ChangeItem record={entry.record} showCi mode={mode} />
+                    </li>
+                  ) : (
+                    <li key={entry.burst.records[0]!.id}>
+                      <BurstItem burst={entry.burst} mode={mode} />
+                    </li>
+                  ),
+                )}
               </ul>
             </>
           )
         }
       </Show>
     </section>
+  );
+}
+
+/** Repeats of one change on sibling CIs (a rollout, a crash loop) as one line that opens into its records. */
+function BurstItem({ burst, mode }: { burst: Burst<ChangeRecord>; mode: 'inline' | 'split' }) {
+  const span = burst.newest === burst.oldest ? dateTime(burst.newest) : `${dateTime(burst.oldest)} – ${timeOfDay(burst.newest)}`;
+  return (
+    <details class={`burst change-${burst.change_type.toLowerCase()}`}>
+      <summary>
+        <span class={`badge ${burst.change_type.toLowerCase()}`}>{burst.change_type}</span> <time dateTime={burst.newest}>{span}</time>{' '}
+        <span class="burst-what">{describeBurst(burst)}</span>
+      </summary>
+      <ul class="changes" aria-label={describeBurst(burst)}>
+        {burst.records.map((record) => (
+          <li key={record.id}>
+            <ChangeItem record={record} showCi mode={mode} />
+          </li>
+        ))}
+      </ul>
+    </details>
   );
 }

@@ -3,7 +3,7 @@ import type { ViewProps } from './view';
 import { api, can } from '../lib/api';
 import { count, dateTime, scalar } from '../lib/format';
 import { Link, setParams, withParams } from '../lib/router';
-import { fromLocalInput, toLocalInput } from '../lib/window';
+import { TimeInput } from '../components/time-input';
 import { DiffModePicker } from '../components/change';
 import { useCursorWalk, type CursorPage } from '../components/cursor-walk';
 import { DiffView } from '../components/diff-view';
@@ -114,12 +114,7 @@ function MomentField({ label, value, baselines, allowNow, onValue }: { label: st
       </label>
       <label>
         Moment{' '}
-        <input
-          type="datetime-local"
-          step={1}
-          value={named ? '' : toLocalInput(value)}
-          onChange={(event) => onValue(fromLocalInput((event.currentTarget as HTMLInputElement).value))}
-        />
+        <TimeInput seconds value={named ? undefined : value} onValue={onValue} />
       </label>
       {allowNow && value === undefined ? <span class="meta">now</span> : null}
     </fieldset>
