@@ -22,16 +22,27 @@ export async function signedIn(
   browser: Browser,
   baseUrl: string,
   key: string,
-  options: { landing?: string; colorScheme?: 'light' | 'dark'; prepare?: (context: BrowserContext, page: Page) => Promise<void> | void } = {},
+  options: {
+    landing?: string;
+    colorScheme?: 'light' | 'dark';
+    viewport?: { width: number; height: number };
+    timezoneId?: string;
+    prepare?: (context: BrowserContext, page: Page) => Promise<void> | void;
+  } = {},
 ): Promise<{ context: BrowserContext; page: Page }> {
   const landing = options.landing ?? '/inventory';
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme: options.colorScheme ?? 'light' });
+  const context = await browser.newContext({
+    viewport: options.viewport ?? { width: 1400, height: 900 },
+    colorScheme: options.colorScheme ?? 'light',
+    ...(options.timezoneId ? { timezoneId: options.timezoneId } : {}),
+  });
   const page = await context.newPage();
   await options.prepare?.(context, page);
   await page.goto(`${baseUrl}/ui${landing}`);
   await page.waitForURL(/\/ui\/sign-in\?return_to=/);
   await page.getByLabel('API key or token').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL((target) => target.pathname + target.search === `/ui${landing}`);
+  // the return address comes back percent-encoded as the router writes it
+  await page.waitForURL((target) => decodeURIComponent(target.pathname + target.search) === decodeURIComponent(`/ui${landing}`));
   return { context, page };
 }

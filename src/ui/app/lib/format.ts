@@ -5,15 +5,23 @@ export const count = (value: number): string => number.format(value);
 export type TimeZone = 'local' | 'utc';
 const ZONE_KEY = 'cinv-time-zone';
 
+interface Storage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+// read through globalThis: the pure parts of this module also run (and are tested) outside a browser
+const storage = (): Storage | undefined => (globalThis as { localStorage?: Storage }).localStorage;
+
 function storedZone(): TimeZone {
   try {
-    return localStorage.getItem(ZONE_KEY) === 'utc' ? 'utc' : 'local';
+    return storage()?.getItem(ZONE_KEY) === 'utc' ? 'utc' : 'local';
   } catch {
     return 'local';
   }
 }
 
-let zone: TimeZone = typeof localStorage === 'undefined' ? 'local' : storedZone();
+let zone: TimeZone = storedZone();
 
 /** The zone every time is shown and typed in: the browser's, or UTC; remembered in this browser. */
 export const timeZone = (): TimeZone => zone;
@@ -21,8 +29,8 @@ export const timeZone = (): TimeZone => zone;
 export function setTimeZone(next: TimeZone): void {
   zone = next;
   try {
-    if (next === 'utc') localStorage.setItem(ZONE_KEY, 'utc');
-    else localStorage.removeItem(ZONE_KEY);
+    if (next === 'utc') storage()?.setItem(ZONE_KEY, 'utc');
+    else storage()?.removeItem(ZONE_KEY);
   } catch {
     // storage refused (private mode): the choice lasts for this page
   }

@@ -1,0 +1,113 @@
+import { expect } from 'chai';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import type { Sql } from '../../src/db/database.js';
+import { loadDemo } from '../../src/demo/service.js';
+import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { buildWebInterface } from '../../src/ui/build.js';
+import { createKey, startTestApp, type TestApp } from '../support/app.js';
+import { ARTIFACTS, hasChromium, launchChromium, signedIn } from '../support/browser.js';
+import { resetDatabase, testDatabase } from '../support/db.js';
+import { describeWith } from '../support/dependencies.js';
+
+// the demo's week ends at 15:00 on the 20th; its incident was the afternoon before
+const NOW = new Date('2026-11-20T15:27:00Z');
+const INCIDENT = 'from=2026-11-19T13:30:00Z&to=2026-11-19T14:30:00Z';
+
+describeWith(hasChromium)(
+  "the demo's incident walked from checkout's deployment in a real Chromium, at 1400 px and at 390 px (skipped outside CI when /usr/bin/chromium is missing; under CI=true a missing one fails)",
+  function () {
+    this.timeout(300_000);
+    let sql: Sql;
+    let app: TestApp;
+    let browser: Browser;
+    let admin: string;
+    let deployment: string;
+
+    before(async () => {
+      await buildWebInterface();
+      mkdirSync(ARTIFACTS, { recursive: true });
+      sql = (await testDatabase()).sql;
+      await resetDatabase(sql);
+      await loadDemo(sql, { tenantId: DEFAULT_TENANT_ID, now: NOW, batchSize: 1000, progress: () => undefined });
+      app = await startTestApp();
+      admin = await createKey(sql, 'adm');
+      const [row] = await sql<{ ci_id: string }[]>`
+        select ci_id from configuration_items where ci_type = 'k8s.deployment' and namespace = 'shop' and name = 'checkout' and scope_id = 'east'`;
+      deployment = row!.ci_id;
+      browser = await launchChromium();
+    });
+
+    after(async () => {
+      await browser?.close();
+      await app?.close();
+    });
+
+    it('shows the cause, the crash loop on the pods and their archiving as one timeline of grouped bursts', async () => {
+      const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing: `/ci/${deployment}?${INCIDENT}`, timezoneId: 'UTC' });
+      const around = page.getByRole('list', { name: 'Changes around this item' });
+      await around.waitFor();
+      // the configuration change is a record of its own, on the deployment
+      expect(await around.locator(':scope > li').filter({ hasText: 'raw_data.spec.template' }).first().isVisible()).to.equal(true);
+      const summaries = await around.locator(':scope > li > details.burst > summary').allInnerTexts();
+      expect(summaries.some((text) => /\d+ k8s\.pod archived/.test(text)), summaries.join('\n')).to.equal(true);
+      expect(summaries.some((text) => /raw_data\.status\.containerStatuses.* changed on \d+ k8s\.pod/.test(text)), summaries.join('\n')).to.equal(true);
+      // a burst opens into its members, each a change record of a pod
+      const archived = around.locator(':scope > li > details.burst').filter({ hasText: 'k8s.pod archived' }).first();
+      const [, members] = /(\d+) k8s\.pod archived/.exec(await archived.locator('summary').innerText())!;
+      await archived.locator('summary').click();
+      expect(await archived.locator('ul.changes > li').count()).to.equal(Number(members));
+      await page.screenshot({ path: path.join(ARTIFACTS, 'incident.png'), fullPage: true });
+      await context.close();
+    });
+
+    it("lists the archived pods of checkout's replica sets once inactive and archived ones are asked for", async () => {
+      const [replicaSet] = await sql<{ ci_id: string }[]>`
+        select c.ci_id from configuration_items c
+        join relationship_history h on h.from_ci_id = c.ci_id and h.relationship_type = 'manages'
+        join configuration_items pod on pod.ci_id = h.to_ci_id and pod.status = 'archived'
+        where c.ci_type = 'k8s.replicaset' and c.namespace = 'shop' and c.name like 'checkout-%' and c.scope_id = 'east'
+        limit 1`;
+      const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing: `/ci/${replicaSet!.ci_id}` });
+      const section = page.getByRole('region', { name: /^Relationships/ });
+      await section.getByText('No relationships.').or(section.locator('details').first()).waitFor();
+      const before = await section.locator('ul.neighbours li').count();
+      await section.getByLabel('Inactive and archived too').check();
+      await section.getByText(/· archived · ended /).first().waitFor();
+      expect(await section.locator('ul.neighbours li').count()).to.be.above(before);
+      await context.close();
+    });
+
+    it('names the time zone in the header and shows every time in UTC when asked', async () => {
+      const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing: `/ci/${deployment}?${INCIDENT}`, timezoneId: 'America/New_York' });
+      const zone = page.getByRole('button', { name: /^Times: / });
+      expect(await zone.innerText()).to.match(/^Times: America\/New_York \(UTC−05:00\)$/);
+      const around = page.getByRole('list', { name: 'Changes around this item' });
+      await around.waitFor();
+      const first = () => around.locator('time').first().innerText();
+      // 14:20 UTC is 09:20 in New York
+      expect(await first()).to.match(/^2026-11-19 09:/);
+      await zone.click();
+      expect(await zone.innerText()).to.equal('Times: UTC');
+      await around.waitFor();
+      expect(await first()).to.match(/^2026-11-19 14:/);
+      // the window's inputs speak the same zone, as ISO reads
+      expect(await page.getByLabel('From').inputValue()).to.equal('2026-11-19 13:30');
+      await context.close();
+    });
+
+    it('fits a phone: the header wraps inside the page, nothing widens it, sign out stays reachable', async () => {
+      for (const landing of ['/inventory', `/ci/${deployment}?${INCIDENT}`, '/changes?q=PAYMENT_TIMEOUT_MS']) {
+        const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing, viewport: { width: 390, height: 844 } });
+        await page.locator('main h1, main table, main [role="list"]').first().waitFor();
+        const width = await page.evaluate('document.documentElement.scrollWidth');
+        expect(width, landing).to.be.at.most(390);
+        const signOut = await page.getByRole('button', { name: 'Sign out' }).boundingBox();
+        expect(signOut!.x + signOut!.width, landing).to.be.at.most(390);
+        await page.screenshot({ path: path.join(ARTIFACTS, `narrow-${landing.split(/[/?]/)[1]}.png`), fullPage: true });
+        await context.close();
+      }
+    });
+  },
+);
