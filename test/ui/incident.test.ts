@@ -79,6 +79,28 @@ describeWith(hasChromium)(
       await context.close();
     });
 
+    it('compares before and after the incident: the crashed pods left the active inventory, and over every status they changed status', async () => {
+      const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing: `/compare?${INCIDENT}&ci_type=k8s.pod` });
+      const byType = page.getByRole('table', { name: 'By type' });
+      await byType.waitFor();
+      expect(await byType.getByRole('columnheader').allInnerTexts()).to.deep.equal(['Type', 'Entered', 'Left', 'Changed']);
+      const pods = byType.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'k8s.pod' }) });
+      const [entered, left] = (await pods.getByRole('cell').allInnerTexts()).map(Number);
+      expect(left, 'pods that left').to.be.at.least(3);
+      expect(entered, 'pods that entered').to.be.at.least(3);
+      const differing = page.getByRole('table', { name: 'Configuration items that differ' });
+      await differing.getByText('left', { exact: true }).first().waitFor();
+
+      await page.getByLabel('Every status (archiving is a change of status)').check();
+      await page.waitForURL(/status=all/);
+      await byType.getByRole('columnheader', { name: 'Disappeared' }).waitFor();
+      const [, gone, changed] = (await byType.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'k8s.pod' }) }).getByRole('cell').allInnerTexts()).map(Number);
+      // archived, not removed: over every status they are still there, with another status
+      expect(gone).to.equal(0);
+      expect(changed).to.be.at.least(left!);
+      await context.close();
+    });
+
     it('names the time zone in the header and shows every time in UTC when asked', async () => {
       const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing: `/ci/${deployment}?${INCIDENT}`, timezoneId: 'America/New_York' });
       const zone = page.getByRole('button', { name: /^Times: / });

@@ -154,8 +154,19 @@ function NameBaseline({ at, onNamed }: { at?: string; onNamed: () => void }) {
   );
 }
 
+/**
+ * The words for a difference. Over the active inventory (the default), an archived pod is one that
+ * left it, not one whose status changed; over every status, archiving is a change of `status`.
+ */
+const WORDS = {
+  active: { appeared: 'entered', disappeared: 'left', changed: 'changed' },
+  all: { appeared: 'appeared', disappeared: 'disappeared', changed: 'changed' },
+} as const;
+
 function Differences({ from, to, ciType, selected, params }: { from: string; to?: string; ciType?: string; selected?: string; params: URLSearchParams }) {
-  const query = { from, to, filter: ciType ? [`ci_type:eq:${ciType}`] : undefined };
+  const over = params.get('status') === 'all' ? 'all' : 'active';
+  const words = WORDS[over];
+  const query = { from, to, status: over, filter: ciType ? [`ci_type:eq:${ciType}`] : undefined };
   const walk = useCursorWalk<Difference, InventoryDiffPage>(JSON.stringify(query), (cursor, signal) =>
     api<InventoryDiffPage>('/api/v1/inventory/diff', { query: cursor ? { ...query, cursor } : { ...query, limit: 100 }, signal }),
   );
@@ -166,9 +177,29 @@ function Differences({ from, to, ciType, selected, params }: { from: string; to?
   const momentOf = (kind: Difference['kind']) => (kind === 'disappeared' ? first.from : first.to);
   return (
     <div class="compare-result" aria-busy={walk.busy}>
+      <fieldset class="segmented">
+        <legend class="sr-only">Compare</legend>
+        <label>
+          <input type="radio" name="compare-over" checked={over === 'active'} onChange={() => setParams({ status: undefined, ci: undefined })} />
+          The active inventory
+        </label>
+        <label>
+          <input type="radio" name="compare-over" checked={over === 'all'} onChange={() => setParams({ status: 'all', ci: undefined })} />
+          Every status (archiving is a change of status)
+        </label>
+      </fieldset>
       <p role="status">
-        From <strong>{dateTime(first.from)}</strong> to <strong>{dateTime(first.to)}</strong>: {count(counts.appeared)} appeared,{' '}
-        {count(counts.disappeared)} disappeared, {count(counts.changed)} changed{ciType ? ` among ${ciType}` : ''}.
+        From <strong>{dateTime(first.from)}</strong> to <strong>{dateTime(first.to)}</strong>
+        {over === 'active' ? (
+          <>
+            : {count(counts.appeared)} entered the active inventory, {count(counts.disappeared)} left it (archived, inactive or removed), {count(counts.changed)} changed
+          </>
+        ) : (
+          <>
+            : {count(counts.appeared)} appeared, {count(counts.disappeared)} disappeared, {count(counts.changed)} changed
+          </>
+        )}
+        {ciType ? ` among ${ciType}` : ''}.
       </p>
       {counts.by_type.length > 0 ? (
         <table class="grid counts">
@@ -176,8 +207,8 @@ function Differences({ from, to, ciType, selected, params }: { from: string; to?
           <thead>
             <tr>
               <th scope="col">Type</th>
-              <th scope="col">Appeared</th>
-              <th scope="col">Disappeared</th>
+              <th scope="col">{over === 'active' ? 'Entered' : 'Appeared'}</th>
+              <th scope="col">{over === 'active' ? 'Left' : 'Disappeared'}</th>
               <th scope="col">Changed</th>
             </tr>
           </thead>
@@ -225,7 +256,7 @@ function Differences({ from, to, ciType, selected, params }: { from: string; to?
                   <td>{item.ci_type}</td>
                   <td>{item.namespace ?? '—'}</td>
                   <td>
-                    <span class={`badge ${item.kind}`}>{item.kind}</span>{' '}
+                    <span class={`badge ${item.kind}`}>{words[item.kind]}</span>{' '}
                     {item.kind === 'changed' ? (
                       <span class="meta">
                         {item.changed_fields.slice(0, 3).join(', ')}
