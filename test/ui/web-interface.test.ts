@@ -215,9 +215,13 @@ describeWith(hasChromium)(
       // the CSV holds the whole view, with the added column
       const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
       const csv = readFileSync((await download.path())!, 'utf8').trimEnd().split('\r\n');
-      expect(csv[0]).to.equal('ci_id,name,namespace,ci_type,status,last_seen,created_at,updated_at,spec.nodeName');
+      // the columns the table shows, Source and Instance among them, then the added one
+      expect(csv[0]).to.equal('ci_id,name,namespace,ci_type,status,source_id,source,instance,last_seen,created_at,updated_at,spec.nodeName');
       expect(csv).to.have.length((expected.body.total as number) + 1);
       expect(new Set(csv.slice(1).map((line) => line.split(',').at(-1)))).to.deep.equal(new Set(['node-1']));
+      const shown = await page.locator('table[aria-label="Configuration items"] tbody tr').first().locator('td').nth(4).innerText();
+      const [, , , , , , source, instance] = csv[1]!.split(',');
+      expect(shown.split('\n')).to.deep.equal([source, instance]);
 
       await page.getByRole('link', { name: 'Name', exact: true }).click();
       await page.waitForURL(/sort_by=name&sort_order=desc/);

@@ -20,8 +20,8 @@ export default function Inventory({ place }: ViewProps) {
   const { params } = place;
   const view = useInventoryQuery(params);
   const { filters, columns, limit, offset } = view;
-  const csv = useInventoryExport(view.query, columns);
   const sources = useSourceNames();
+  const csv = useInventoryExport(view.query, columns, sources);
   return (
     <section class="inventory">
       <h1>Inventory</h1>

@@ -87,7 +87,7 @@ export function useInventoryQuery(params: URLSearchParams) {
 }
 
 /** The whole view (every page, not only the one shown) as a CSV download, with its added columns; `progress` counts the rows fetched. */
-export function useInventoryExport(query: CiQuery, columns: string[]) {
+export function useInventoryExport(query: CiQuery, columns: string[], sources: ReadonlyMap<number, string>) {
   const action = useAction();
   const [progress, setProgress] = useState<string>();
   const start = () =>
@@ -101,8 +101,22 @@ export function useInventoryExport(query: CiQuery, columns: string[]) {
         setProgress(`${cis.length.toLocaleString('en')} rows…`);
         cursor = page.next_cursor ?? undefined;
       } while (cursor && cis.length < CSV_ROWS);
-      const header = ['ci_id', 'name', 'namespace', 'ci_type', 'status', 'last_seen', 'created_at', 'updated_at', ...columns];
-      const rows = cis.map((ci) => [ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.last_seen, ci.created_at, ci.updated_at, ...columns.map((path) => ci.attributes?.[path])]);
+      // the columns the table shows, Source and Instance included, then the added ones
+      const header = ['ci_id', 'name', 'namespace', 'ci_type', 'status', 'source_id', 'source', 'instance', 'last_seen', 'created_at', 'updated_at', ...columns];
+      const rows = cis.map((ci) => [
+        ci.ci_id,
+        ci.name,
+        ci.namespace,
+        ci.ci_type,
+        ci.status,
+        ci.source_id,
+        sources.get(ci.source_id) ?? null,
+        ci.scope_id,
+        ci.last_seen,
+        ci.created_at,
+        ci.updated_at,
+        ...columns.map((path) => ci.attributes?.[path]),
+      ]);
       saveCsv(csvText(header, rows), exportName('inventory'));
     });
   return { progress: action.busy ? progress : undefined, error: action.error, start };
