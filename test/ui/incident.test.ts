@@ -101,6 +101,27 @@ describeWith(hasChromium)(
       await context.close();
     });
 
+    it('labels the statistics\' time axis at round steps, and a logarithmic scale keeps the week readable beside the first load', async () => {
+      const week = 'from=2026-11-13T15:00:00Z&to=2026-11-20T15:00:00Z';
+      const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing: `/stats?${week}`, timezoneId: 'UTC' });
+      const chart = page.getByRole('group', { name: /^Changes per bucket/ });
+      await chart.waitFor();
+      expect(await chart.locator('g.tick.time text').allTextContents()).to.deep.equal(['11-14', '11-15', '11-16', '11-17', '11-18', '11-19', '11-20']);
+      const heights = async () => (await chart.locator('rect.bar').evaluateAll((bars) => bars.map((bar) => Number(bar.getAttribute('height')))));
+      const linear = await heights();
+      await page.getByLabel('Logarithmic').check();
+      await page.waitForURL(/scale=log/);
+      await page.getByRole('group', { name: /logarithmic scale/ }).waitFor();
+      const log = await heights();
+      // the first day's load stays the tallest, while the quiet days' bars grow from slivers to readable marks
+      const minimal = (values: number[]) => values.filter((value) => value <= 4).length;
+      expect(minimal(log)).to.be.below(minimal(linear));
+      expect(Math.max(...log)).to.be.at.most(240);
+      const tip = await chart.locator('rect.bar title').first().textContent();
+      expect(tip).to.match(/^2026-11-1\d \d\d:00:00: [\d,]+ created, [\d,]+ updated, [\d,]+ archived/);
+      await context.close();
+    });
+
     it('names the time zone in the header and shows every time in UTC when asked', async () => {
       const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing: `/ci/${deployment}?${INCIDENT}`, timezoneId: 'America/New_York' });
       const zone = page.getByRole('button', { name: /^Times: / });

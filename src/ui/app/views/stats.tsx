@@ -2,6 +2,7 @@ import type { ViewProps } from './view';
 import { SavedViews } from '../components/saved-views';
 import { api } from '../lib/api';
 import { count, dateTime } from '../lib/format';
+import { timeTicks } from '../lib/time-axis';
 import { Link, navigate, setParams } from '../lib/router';
 import { windowOf } from '../lib/window';
 import { Empty, Show, useLoad } from '../components/states';
@@ -44,6 +45,7 @@ export default function StatsView({ place }: ViewProps) {
   const query = { start_date: window.start, end_date: window.end, group_by: groupBy };
   const loaded = useLoad(JSON.stringify(query), (signal) => api<Stats>('/api/v1/changes/stats', { query, signal }));
   const bucket = GROUPS.find(([name]) => name === groupBy)?.[2] ?? 86_400_000;
+  const scale: Scale = params.get('scale') === 'log' ? 'log' : 'linear';
   return (
     <section class="stats">
       <h1>Statistics</h1>
@@ -58,6 +60,17 @@ export default function StatsView({ place }: ViewProps) {
               {label}
             </label>
           ))}
+        </fieldset>
+        <fieldset class="segmented">
+          <legend>Scale</legend>
+          <label>
+            <input type="radio" name="scale" checked={scale === 'linear'} onChange={() => setParams({ scale: undefined })} />
+            Linear
+          </label>
+          <label title="One large load (a first collection) leaves the rest of the window readable">
+            <input type="radio" name="scale" checked={scale === 'log'} onChange={() => setParams({ scale: 'log' })} />
+            Logarithmic
+          </label>
         </fieldset>
       </div>
       <Show loaded={loaded} what="statistics">
@@ -74,7 +87,7 @@ export default function StatsView({ place }: ViewProps) {
               <Tile label="Archived" value={stats.changes_by_type.archived} kind="archived" />
             </div>
             <h2>Changes over time</h2>
-            {stats.series.length === 0 || stats.total_changes === 0 ? <Empty>No changes in this window.</Empty> : <SeriesChart series={stats.series} bucket={bucket} range={stats.time_range} />}
+            {stats.series.length === 0 || stats.total_changes === 0 ? <Empty>No changes in this window.</Empty> : <SeriesChart series={stats.series} bucket={bucket} range={stats.time_range} scale={scale} />}
             <h2>Most changed CI types</h2>
             {stats.top_changed_ci_types.length === 0 ? <Empty>No changes in this window.</Empty> : <TopTypes stats={stats} />}
           </>
@@ -99,26 +112,31 @@ function niceCeiling(value: number): number {
   return [1, 2, 5, 10].map((step) => step * power).find((candidate) => candidate >= value) ?? value;
 }
 
-const CHART = { width: 900, height: 240, left: 56, bottom: 24 };
+type Scale = 'linear' | 'log';
 
+const CHART = { width: 900, height: 240, left: 56, bottom: 24 };
 /**
  * Stacked bars placed by time across the whole window (empty buckets are gaps, not missing), a
- * y-axis with round ticks, and the window's own start and end under the x-axis; each part of a bar
- * is a link to the change search for that bucket and kind.
+ * y-axis with round ticks (powers of ten on the logarithmic scale, which stacks the running
+ * totals), and a time axis labelled at round steps; each part of a bar is a link to the change
+ * search for that bucket and kind, and names the whole bucket when pointed at.
  */
-function SeriesChart({ series, bucket, range }: { series: Stats['series']; bucket: number; range: Stats['time_range'] }) {
+function SeriesChart({ series, bucket, range, scale }: { series: Stats['series']; bucket: number; range: Stats['time_range']; scale: Scale }) {
   const { width, height, left, bottom } = CHART;
   const from = new Date(range.start).getTime();
-  const span = Math.max(bucket, new Date(range.end).getTime() - from);
+  const to = new Date(range.end).getTime();
+  const span = Math.max(bucket, to - from);
   const plot = width - left;
   const xOf = (time: number) => left + Math.min(1, Math.max(0, (time - from) / span)) * plot;
-  const top = niceCeiling(Math.max(1, ...series.map((point) => point.created + point.updated + point.archived)));
+  const largest = Math.max(1, ...series.map((point) => point.created + point.updated + point.archived));
+  const top = scale === 'log' ? 10 ** Math.ceil(Math.log10(largest)) : niceCeiling(largest);
   const barWidth = Math.max(2, Math.min(48, (bucket / span) * plot * 0.8));
-  const yOf = (value: number) => height - (value / top) * (height - 8);
+  const yOf = scale === 'log' ? (value: number) => height - (Math.log10(1 + value) / Math.log10(1 + top)) * (height - 8) : (value: number) => height - (value / top) * (height - 8);
+  const valueTicks = scale === 'log' ? Array.from({ length: Math.log10(top) + 1 }, (_, power) => 10 ** power) : [0, top / 2, top];
   return (
     <figure class="chart">
-      <svg viewBox={`0 0 ${width} ${height + bottom}`} role="group" aria-label="Changes per bucket: created, updated, archived">
-        {[0, top / 2, top].map((tick) => (
+      <svg viewBox={`0 0 ${width} ${height + bottom}`} role="group" aria-label={`Changes per bucket: created, updated, archived (${scale === 'log' ? 'logarithmic' : 'linear'} scale)`}>
+        {valueTicks.map((tick) => (
           <g key={tick} class="tick">
             <line x1={left} x2={width} y1={yOf(tick)} y2={yOf(tick)} class={tick === 0 ? 'axis' : 'grid'} />
             <text x={left - 6} y={yOf(tick) + 4} class="label" text-anchor="end">
@@ -127,17 +145,29 @@ function SeriesChart({ series, bucket, range }: { series: Stats['series']; bucke
           </g>
         ))}
         <line x1={left} x2={left} y1={0} y2={height} class="axis" />
+        <line x1={left} x2={width} y1={height} y2={height} class="axis" />
+        {timeTicks(from, to).map((tick) => (
+          <g key={tick.at} class="tick time">
+            <line x1={xOf(tick.at)} x2={xOf(tick.at)} y1={height} y2={height + 5} class="axis" />
+            <text x={xOf(tick.at)} y={height + 18} class="label" text-anchor="middle">
+              {tick.label}
+            </text>
+          </g>
+        ))}
         {series.map((point) => {
+          let below = 0;
           let y = height;
           const start = new Date(point.bucket_start).getTime();
           const x = Math.min(width - barWidth, Math.max(left, xOf(start + bucket / 2) - barWidth / 2));
+          const whole = `${dateTime(point.bucket_start)}: ${count(point.created)} created, ${count(point.updated)} updated, ${count(point.archived)} archived`;
           return (
             <g key={point.bucket_start}>
               {KINDS.map(([kind, changeType]) => {
                 const value = point[kind];
                 if (value === 0) return null;
                 // a bucket with a few changes beside one with thousands still gets a bar one can point at
-                const barHeight = Math.max(4, height - yOf(value));
+                const barHeight = Math.max(4, yOf(below) - yOf(below + value));
+                below += value;
                 y -= barHeight;
                 return (
                   <a
@@ -150,7 +180,7 @@ function SeriesChart({ series, bucket, range }: { series: Stats['series']; bucke
                     }}
                   >
                     <rect x={x} y={y} width={barWidth} height={barHeight} class={`bar ${kind}`}>
-                      <title>{`${dateTime(point.bucket_start)}: ${value} ${kind}`}</title>
+                      <title>{`${whole} (select to search the ${kind})`}</title>
                     </rect>
                   </a>
                 );
@@ -158,12 +188,6 @@ function SeriesChart({ series, bucket, range }: { series: Stats['series']; bucke
             </g>
           );
         })}
-        <text x={left} y={height + 18} class="label">
-          {dateTime(range.start)}
-        </text>
-        <text x={width} y={height + 18} class="label" text-anchor="end">
-          {dateTime(range.end)}
-        </text>
       </svg>
       <figcaption class="legend">
         {KINDS.map(([kind]) => (
