@@ -62,6 +62,18 @@ describe('security audit log', () => {
     expect((await events('?event_type=auth.failed')).map((e) => e.details.reason)).to.include('missing_credentials');
   });
 
+  it('records a sign-in through the web page, refused or not, with the client address and agent it came from', async () => {
+    const key = await createKey(app.current.sql, 'ro', { name: 'web reader' });
+    const headers = { origin: app.current.baseUrl, 'user-agent': 'Mozilla/5.0 (cinv test)' };
+    expect((await app.current.request('POST', '/auth/session', { body: { api_key: 'cinv_ro_wrong' }, headers })).status).to.equal(401);
+    expect((await app.current.request('POST', '/auth/session', { body: { api_key: key }, headers })).status).to.equal(200);
+    const signIns = (await events()).filter((e) => e.details.method === 'session' || e.details.route === 'POST /auth/session');
+    expect(signIns.map((e) => [e.event_type, e.client_address, e.user_agent]).sort()).to.deep.equal([
+      ['auth.failed', '127.0.0.1', 'Mozilla/5.0 (cinv test)'],
+      ['auth.succeeded', '127.0.0.1', 'Mozilla/5.0 (cinv test)'],
+    ]);
+  });
+
   it('writes one auth.succeeded per credential and client address in five minutes, not one per request', async () => {
     const key = await createKey(app.current.sql, 'ro', { name: 'busy' });
     for (let i = 0; i < 4; i++) expect((await app.current.get('/api/v1/configuration-items', key)).status).to.equal(200);
