@@ -108,6 +108,9 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
   const searchJobs = options.scheduler ? scheduleSearchJobs(app) : undefined;
   const deliveries = options.scheduler ? new SubscriptionDelivery(app) : undefined;
   deliveries?.start();
+  // Node.js 20 is past its end of life: cinv still runs there, but says so once at start
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major < 22) logger.warn({ node: process.versions.node }, `Node.js ${major} is not supported (past its end of life): run cinv on Node.js 22 or 24`);
   const indexer = options.indexer && config.opensearchUrl ? await startIndexer(app, config.opensearchUrl) : undefined;
   let server: Server | undefined;
   if (options.api) {

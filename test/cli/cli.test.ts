@@ -74,6 +74,9 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
       expect(server.output()).to.not.include(bootstrap);
       // the commands made the months they wrote into, so the server found nothing out of place
       expect(server.output()).to.not.include('outside the monthly partitions');
+      // a Node.js past its end of life is named at start; a supported one is not
+      const supported = Number(process.versions.node.split('.')[0]) >= 22;
+      expect(server.output().includes('is not supported (past its end of life)'), process.versions.node).to.equal(!supported);
     } finally {
       expect(await stopServer(server.child)).to.equal(0);
     }
