@@ -141,14 +141,18 @@ describeWith(hasChromium)(
     });
 
     it('fits a phone: the header wraps inside the page, nothing widens it, sign out stays reachable', async () => {
-      for (const landing of ['/inventory', `/ci/${deployment}?${INCIDENT}`, '/changes?q=PAYMENT_TIMEOUT_MS']) {
-        const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing, viewport: { width: 390, height: 844 } });
+      for (const [landing, colorScheme] of [['/inventory', 'light'], [`/ci/${deployment}?${INCIDENT}`, 'dark'], ['/changes?q=PAYMENT_TIMEOUT_MS', 'light'], ['/changes?q=PAYMENT_TIMEOUT_MS', 'dark']] as const) {
+        const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing, colorScheme, viewport: { width: 390, height: 844 } });
         await page.locator('main h1, main table, main [role="list"]').first().waitFor();
         const width = await page.evaluate('document.documentElement.scrollWidth');
         expect(width, landing).to.be.at.most(390);
         const signOut = await page.getByRole('button', { name: 'Sign out' }).boundingBox();
         expect(signOut!.x + signOut!.width, landing).to.be.at.most(390);
-        await page.screenshot({ path: path.join(ARTIFACTS, `narrow-${landing.split(/[/?]/)[1]}.png`), fullPage: true });
+        // the header's buttons read on its dark background in either scheme
+        const colours = await page.getByRole('button', { name: 'Sign out' }).evaluate((button) => [getComputedStyle(button).color, getComputedStyle(button.closest('header')!).backgroundColor]);
+        expect(colours[0], landing).to.equal('rgb(255, 255, 255)');
+        expect(colours[1], landing).to.not.equal('rgb(255, 255, 255)');
+        await page.screenshot({ path: path.join(ARTIFACTS, `narrow-${landing.split(/[/?]/)[1]}-${colorScheme}.png`), fullPage: true });
         await context.close();
       }
     });
