@@ -149,7 +149,10 @@ describeWith(hasChromium)(
         const signOut = await page.getByRole('button', { name: 'Sign out' }).boundingBox();
         expect(signOut!.x + signOut!.width, landing).to.be.at.most(390);
         // the header's buttons read on its dark background in either scheme
-        const colours = await page.getByRole('button', { name: 'Sign out' }).evaluate((button) => [getComputedStyle(button).color, getComputedStyle(button.closest('header')!).backgroundColor]);
+        const colours = (await page.evaluate(`(() => {
+          const button = [...document.querySelectorAll('header.top button')].find((b) => b.textContent.trim() === 'Sign out');
+          return [getComputedStyle(button).color, getComputedStyle(button.closest('header')).backgroundColor];
+        })()`)) as [string, string];
         expect(colours[0], landing).to.equal('rgb(255, 255, 255)');
         expect(colours[1], landing).to.not.equal('rgb(255, 255, 255)');
         await page.screenshot({ path: path.join(ARTIFACTS, `narrow-${landing.split(/[/?]/)[1]}-${colorScheme}.png`), fullPage: true });
