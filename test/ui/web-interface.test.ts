@@ -605,7 +605,7 @@ describeWith(hasChromium)(
       const shown = (iso: string) => page.evaluate(`new Date(${JSON.stringify(iso)}).toLocaleString('sv-SE').slice(0, 16)`) as Promise<string>;
       expect(labels[0], 'the y-axis starts at 0').to.equal('0');
       expect(Number(labels[2]!.replace(/,/g, '')), 'the y-axis reaches the tallest bar').to.be.at.least(stats.total_changes > 0 ? 1 : 0);
-      // the window's bounds stand above the chart; its time axis is labelled at round steps, by day over 90 days
+      // the window's bounds stand above the chart; its time axis is labelled at round steps, dates over 90 days
       expect(await page.locator('section.stats p.meta').filter({ hasText: ' – ' }).first().innerText()).to.include(await shown(stats.time_range.start));
       const days = await page.locator('.chart g.tick.time text').allTextContents();
       expect(days.length, days.join(' ')).to.be.within(4, 8);
