@@ -31,6 +31,6 @@ if (url) {
   }, 'opensearch');
 } else {
   describe.skip('change search and statistics against a real OpenSearch (skipped: OPENSEARCH_URL is not set; `docker compose up opensearch` starts one)', () => {
-    it('runs the search and statistics contract suite against OPENSEARCH_URL', () => undefined);
+    it('runs the search and statistics contract suite against OPENSEARCH_URL (skipped while OPENSEARCH_URL is unset)', () => undefined);
   });
 }
