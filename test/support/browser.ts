@@ -1,12 +1,22 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { packagePath } from '../../src/paths.js';
+import { buildWebInterface } from '../../src/ui/build.js';
 
 /** Debian's Chromium, which `.ci/run` installs; headless with nothing reaching for the network. */
 export const CHROMIUM = '/usr/bin/chromium';
 export const hasChromium = existsSync(CHROMIUM);
 export const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 export const ARTIFACTS = packagePath('test', 'artifacts', 'ui');
+
+/**
+ * The web interface built from these sources (before the app under test starts: it serves the
+ * build from memory) and the folder its screenshots land in.
+ */
+export async function prepareWebInterface(): Promise<void> {
+  await buildWebInterface();
+  mkdirSync(ARTIFACTS, { recursive: true });
+}
 
 /** Loaded on demand, not with the test files: its module graph is large and most suites never need it. */
 export async function launchChromium(): Promise<Browser> {

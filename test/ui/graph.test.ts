@@ -1,10 +1,8 @@
 import { expect } from 'chai';
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { buildWebInterface } from '../../src/ui/build.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
-import { ARTIFACTS, hasChromium, launchChromium, signedIn } from '../support/browser.js';
+import { ARTIFACTS, hasChromium, launchChromium, prepareWebInterface, signedIn } from '../support/browser.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 import { describeWith } from '../support/dependencies.js';
 
@@ -67,8 +65,7 @@ describeWith(hasChromium)(
     const ids = new Map<string, string>();
 
     before(async () => {
-      await buildWebInterface();
-      mkdirSync(ARTIFACTS, { recursive: true });
+      await prepareWebInterface();
       await resetDatabase((await testDatabase()).sql);
       app = await startTestApp();
       admin = await createKey(app.sql, 'adm');

@@ -1,13 +1,11 @@
 import { expect } from 'chai';
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import type { Sql } from '../../src/db/database.js';
 import { loadDemo } from '../../src/demo/service.js';
 import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
-import { buildWebInterface } from '../../src/ui/build.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
-import { ARTIFACTS, hasChromium, launchChromium, signedIn } from '../support/browser.js';
+import { ARTIFACTS, hasChromium, launchChromium, prepareWebInterface, signedIn } from '../support/browser.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 import { describeWith } from '../support/dependencies.js';
 
@@ -26,8 +24,7 @@ describeWith(hasChromium)(
     let deployment: string;
 
     before(async () => {
-      await buildWebInterface();
-      mkdirSync(ARTIFACTS, { recursive: true });
+      await prepareWebInterface();
       sql = (await testDatabase()).sql;
       await resetDatabase(sql);
       await loadDemo(sql, { tenantId: DEFAULT_TENANT_ID, now: NOW, batchSize: 1000, progress: () => undefined });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -8,9 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { CollectionWorker } from '../../src/collectors/runs/worker.js';
 import { SubscriptionDelivery } from '../../src/subscriptions/delivery.js';
-import { buildWebInterface } from '../../src/ui/build.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
-import { ARTIFACTS, hasChromium, launchChromium, signedIn as signedInWith } from '../support/browser.js';
+import { ARTIFACTS, hasChromium, launchChromium, prepareWebInterface, signedIn as signedInWith } from '../support/browser.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 import { describeWith } from '../support/dependencies.js';
 import { FakeKubeApiServer } from '../support/fake-kube-apiserver.js';
@@ -51,9 +50,7 @@ describeWith(hasChromium)(
     };
 
     before(async () => {
-      // the app under test is the one built from these sources
-      await buildWebInterface();
-      mkdirSync(ARTIFACTS, { recursive: true });
+      await prepareWebInterface();
       await resetDatabase((await testDatabase()).sql);
       app = await startTestApp();
       admin = await createKey(app.sql, 'adm');
