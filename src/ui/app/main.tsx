@@ -1,6 +1,7 @@
 import { render, type FunctionComponent } from 'preact';
 import { applyTheme, ThemeToggle } from './components/theme';
-import { timeZone, TimeZoneToggle } from './components/time-zone';
+import { TimeZoneToggle } from './components/time-zone';
+import { timeZone } from './lib/format';
 import { Shortcuts } from './components/shortcuts';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, can, whenUnauthorized, type Me } from './lib/api';

@@ -1,4 +1,4 @@
-import { setTimeZone, timeZone, zoneLabel, type TimeZone } from '../lib/format';
+import { setTimeZone, zoneLabel, type TimeZone } from '../lib/format';
 
 /**
  * Which zone times are shown and typed in, named in the header: the browser's (by name and
@@ -20,5 +20,3 @@ export function TimeZoneToggle({ zone, onChange }: { zone: TimeZone; onChange: (
     </button>
   );
 }
-
-export { timeZone };

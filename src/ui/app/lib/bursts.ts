@@ -27,14 +27,16 @@ export type TimelineEntry<R extends BurstRecord> = { kind: 'one'; record: R } | 
 /** How far apart the members of one burst may lie: a rollout or a crash loop, not a week of restarts. */
 export const BURST_SPAN_MS = 15 * 60_000;
 
-const foldedPath = (field: string) => field.replace(/\.\d+(?=\.|$)/g, '[]');
+/** The fields a record changed, array positions folded, sorted. */
+const foldedFields = (record: BurstRecord): string[] =>
+  [...new Set(record.changes.map((change) => change.field.replace(/\.\d+(?=\.|$)/g, '[]')))].sort();
 
 /**
  * What makes two records "the same change": kind, CI type and namespace, the fields changed (array
  * positions aside) and, for a status move, where it went.
  */
 function signature(record: BurstRecord): string {
-  const fields = [...new Set(record.changes.map((change) => foldedPath(change.field)))].sort();
+  const fields = foldedFields(record);
   const status = record.changes.find((change) => change.field === 'status');
   return JSON.stringify([record.change_type, record.ci_type, record.ci_namespace, fields, status ? status.new_value : null]);
 }
@@ -69,7 +71,7 @@ export function bursts<R extends BurstRecord>(records: readonly R[], spanMs = BU
           cis: new Set(group.map((member) => member.ci_id)).size,
           change_type: record.change_type,
           ci_type: record.ci_type,
-          fields: [...new Set(record.changes.map((change) => foldedPath(change.field)))].sort(),
+          fields: foldedFields(record),
           newest: record.changed_at,
           oldest: group[group.length - 1]!.changed_at,
         },

@@ -277,13 +277,14 @@ function ChangesAround({ ciId, radius, params, at }: { ciId: string; radius: Rad
 /** Repeats of one change on sibling CIs (a rollout, a crash loop) as one line that opens into its records. */
 function BurstItem({ burst, mode }: { burst: Burst<ChangeRecord>; mode: 'inline' | 'split' }) {
   const span = burst.newest === burst.oldest ? dateTime(burst.newest) : `${dateTime(burst.oldest)} – ${timeOfDay(burst.newest)}`;
+  const what = describeBurst(burst);
   return (
     <details class={`burst change-${burst.change_type.toLowerCase()}`}>
       <summary>
         <span class={`badge ${burst.change_type.toLowerCase()}`}>{burst.change_type}</span> <time dateTime={burst.newest}>{span}</time>{' '}
-        <span class="burst-what">{describeBurst(burst)}</span>
+        <span class="burst-what">{what}</span>
       </summary>
-      <ul class="changes" aria-label={describeBurst(burst)}>
+      <ul class="changes" aria-label={what}>
         {burst.records.map((record) => (
           <li key={record.id}>
             <ChangeItem record={record} showCi mode={mode} />
