@@ -1,8 +1,8 @@
 import type { Client } from '@opensearch-project/opensearch';
 import type { Sql } from 'postgres';
-import { OUTBOX_CHANNEL } from '../src/history/writer.js';
-import type { Logger } from '../src/observability/logger.js';
-import { addTemplateFields, bulkBody, ensureIndex, loadChangeDocuments, type ChangeDocument } from '../src/search/opensearch-index.js';
+import { OUTBOX_CHANNEL } from '../src/history/records/writer.js';
+import type { Logger } from '../src/platform/observability/logger.js';
+import { addTemplateFields, bulkBody, ensureIndex, loadChangeDocuments, type ChangeDocument } from '../src/history/search/opensearch-index.js';
 import { indexerFailures, documentsIndexed, outboxLag, outboxParked, outboxPending } from './metrics.js';
 import { claimBatch, completeRows, outboxState, parkRows, retryRows, type ClaimedRow } from './outbox.js';
 import { runningReindex } from './reindex-state.js';

@@ -1,5 +1,5 @@
 import type { Sql } from 'postgres';
-import { OUTBOX_TOPIC_CHANGE } from '../src/history/writer.js';
+import { OUTBOX_TOPIC_CHANGE } from '../src/history/records/writer.js';
 
 /** An outbox row a consumer holds: the change record it names, and how often it was tried. */
 export interface ClaimedRow {

@@ -1,9 +1,9 @@
 import type { Client } from '@opensearch-project/opensearch';
 import type { Sql } from 'postgres';
-import type { Logger } from '../src/observability/logger.js';
-import { addTemplateFields, aliasIndices, bulkBody, installTemplate, loadChangeDocuments, newIndexName } from '../src/search/opensearch-index.js';
+import type { Logger } from '../src/platform/observability/logger.js';
+import { addTemplateFields, aliasIndices, bulkBody, installTemplate, loadChangeDocuments, newIndexName } from '../src/history/search/opensearch-index.js';
 import { backoffMs, OutboxIndexer, type IndexerOptions } from './indexer.js';
-import { Progress, type ProgressOutput } from '../src/progress.js';
+import { Progress, type ProgressOutput } from '../src/platform/progress.js';
 import { finishReindexRun, recordProgress, runningReindex, startReindexRun, type ReindexRun } from './reindex-state.js';
 
 export interface ReindexOptions {

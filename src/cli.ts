@@ -21,8 +21,8 @@ import {
 } from './cli/commands.js';
 import { commandHelp, familyHelp, findCommand, findFamily, globalHelp, unknownOption, unknownOptionMessage, type CommandUsage } from './cli/usage.js';
 import { refuseStrayDatabase } from './cli/shared.js';
-import { ConfigError, databaseTarget } from './config/config.js';
-import { packagePath } from './paths.js';
+import { ConfigError, databaseTarget } from './platform/config/config.js';
+import { packagePath } from './platform/paths.js';
 
 type Run = (flags: Flags, argument: string | undefined) => Promise<void> | void;
 

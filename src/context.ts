@@ -1,16 +1,16 @@
-import type { AuditLog } from './audit/log.js';
-import type { Config } from './config/config.js';
-import type { DatabaseKind, Sql } from './db/database.js';
-import type { DatabaseGate } from './db/gate.js';
-import type { DatabaseHealth } from './db/health.js';
-import type { ReplicaState } from './db/replica.js';
-import type { RateLimits } from './http/rate-limit.js';
-import { routeDefiner, type AnyRouteOf } from './http/route.js';
-import type { Logger } from './observability/logger.js';
-import type { SearchBackend } from './search/backend.js';
-import type { SingleSignOn } from './auth/sso.js';
-import type { Principal } from './auth/principal.js';
-import type { PrincipalCache } from './auth/principal-cache.js';
+import type { AuditLog } from './platform/audit/log.js';
+import type { Config } from './platform/config/config.js';
+import type { DatabaseKind, Sql } from './platform/db/database.js';
+import type { DatabaseGate } from './platform/db/gate.js';
+import type { DatabaseHealth } from './platform/db/health.js';
+import type { ReplicaState } from './platform/db/replica.js';
+import type { RateLimits } from './platform/http/rate-limit.js';
+import { routeDefiner, type AnyRouteOf } from './platform/http/route.js';
+import type { Logger } from './platform/observability/logger.js';
+import type { SearchBackend } from './history/search/backend.js';
+import type { SingleSignOn } from './platform/auth/sso.js';
+import type { Principal } from './platform/auth/principal.js';
+import type { PrincipalCache } from './platform/auth/principal-cache.js';
 import type { Context } from 'koa';
 
 /** What routes, services and jobs are handed: the database, the settings, a logger and a clock. */

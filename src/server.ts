@@ -1,26 +1,26 @@
 import type { Server } from 'node:http';
 import { createApp } from './app.js';
-import { AuditLog } from './audit/log.js';
-import { CollectionWorker } from './collectors/runs/worker.js';
-import { RateLimits } from './http/rate-limit.js';
-import { SingleSignOn } from './auth/sso.js';
-import { installBootstrapKey } from './auth/api-keys.js';
-import { principalCacheFor } from './auth/principal-cache.js';
-import type { Config } from './config/config.js';
+import { AuditLog } from './platform/audit/log.js';
+import { CollectionWorker } from './collection/collectors/runs/worker.js';
+import { RateLimits } from './platform/http/rate-limit.js';
+import { SingleSignOn } from './platform/auth/sso.js';
+import { installBootstrapKey } from './platform/auth/api-keys.js';
+import { principalCacheFor } from './platform/auth/principal-cache.js';
+import type { Config } from './platform/config/config.js';
 import type { AppContext } from './context.js';
-import { connectServer, guardDatabase, poolSettings, type Database } from './db/database.js';
-import { AnalystReads } from './analyst-reads.js';
-import { openDatabase } from './db/open.js';
-import { migrate } from './db/migrate.js';
-import { pendingPartitionMigrations } from './db/partition-migration.js';
-import { keepAllPartitions, PartitionRetries } from './db/partitions.js';
-import { answerClientErrors } from './http/client-errors.js';
-import { reportPartitionUpkeep, scheduleSweeps } from './lifecycle/scheduler.js';
-import { createSearchBackend } from './search/backends.js';
-import { scheduleSearchJobs } from './changes/scheduler.js';
-import { SubscriptionDelivery } from './subscriptions/delivery.js';
-import type { Logger } from './observability/logger.js';
-import { DEFAULT_TENANT_ID } from './tenants.js';
+import { connectServer, guardDatabase, poolSettings, type Database } from './platform/db/database.js';
+import { AnalystReads } from './operations/read-routing/analyst-reads.js';
+import { openDatabase } from './platform/db/open.js';
+import { migrate } from './platform/db/migrate.js';
+import { pendingPartitionMigrations } from './platform/db/partition-migration.js';
+import { keepAllPartitions, PartitionRetries } from './platform/db/partitions.js';
+import { answerClientErrors } from './platform/http/client-errors.js';
+import { reportPartitionUpkeep, scheduleSweeps } from './inventory/lifecycle/scheduler.js';
+import { createSearchBackend } from './history/search/backends.js';
+import { scheduleSearchJobs } from './history/changes/scheduler.js';
+import { SubscriptionDelivery } from './history/subscriptions/delivery.js';
+import type { Logger } from './platform/observability/logger.js';
+import { DEFAULT_TENANT_ID } from './platform/tenants.js';
 
 export interface RunOptions {
   api: boolean;
@@ -36,7 +36,7 @@ export interface Running {
 
 /** Starts the outbox indexer of this process; it wakes on NOTIFY on a PostgreSQL server. */
 async function startIndexer(app: AppContext, url: string): Promise<{ stop(): Promise<void> }> {
-  const [{ OutboxIndexer }, { createOpenSearchClient }] = await Promise.all([import('../indexer/indexer.js'), import('./search/opensearch-index.js')]);
+  const [{ OutboxIndexer }, { createOpenSearchClient }] = await Promise.all([import('../indexer/indexer.js'), import('./history/search/opensearch-index.js')]);
   const { config } = app;
   const indexer = new OutboxIndexer(
     app.sql,

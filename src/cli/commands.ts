@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import { loadConfig, type Config } from '../config/config.js';
-import type { Snapshot } from '../inventory/records.js';
-import type { ReconcileResult } from '../inventory/reconcile.js';
-import { DEFAULT_TENANT_ID } from '../tenants.js';
+import { loadConfig, type Config } from '../platform/config/config.js';
+import type { Snapshot } from '../inventory/write-path/records.js';
+import type { ReconcileResult } from '../inventory/write-path/reconcile.js';
+import { DEFAULT_TENANT_ID } from '../platform/tenants.js';
 import { openForCommand, single, UsageError, withDatabase, type Flags } from './shared.js';
 
 /** What `cinv migrate` says as each step of an online move begins. */
@@ -16,7 +16,7 @@ export async function serveCommand(options: { api: boolean; scheduler: boolean; 
   if (options.indexer && !options.api && !options.scheduler && !config.opensearchUrl) {
     throw new UsageError('the indexer mirrors change records into OpenSearch: set OPENSEARCH_URL');
   }
-  const [{ createLogger }, { run }] = await Promise.all([import('../observability/logger.js'), import('../server.js')]);
+  const [{ createLogger }, { run }] = await Promise.all([import('../platform/observability/logger.js'), import('../server.js')]);
   const logger = createLogger(config.logLevel);
   const running = await run(config, logger, options);
   await new Promise<void>((resolve) => {
@@ -39,9 +39,9 @@ export async function migrateCommand(flags: Flags): Promise<void> {
   try {
     console.log(applied.length > 0 ? `applied migrations: ${applied.join(', ')}` : 'schema is up to date');
     const [{ migrateIntoPartitions }, { keepAllPartitions }, { Progress }] = await Promise.all([
-      import('../db/partition-migration.js'),
-      import('../db/partitions.js'),
-      import('../progress.js'),
+      import('../platform/db/partition-migration.js'),
+      import('../platform/db/partitions.js'),
+      import('../platform/progress.js'),
     ]);
     // the operator's own command: months of rows left in the default partitions move however long it takes
     await keepAllPartitions(db.sql, new Date(), { moveTimeoutMs: 0 });
@@ -103,9 +103,9 @@ export async function ingestCommand(flags: Flags): Promise<void> {
   const scope = single(flags, 'scope', false);
   if (scope) (document as Record<string, unknown>).scope_id = scope;
   const [{ assertSnapshot, reconcile }, { AppError }, { ensureSource, recordPush }] = await Promise.all([
-    import('../inventory/reconcile.js'),
-    import('../errors.js'),
-    import('../sources/store.js'),
+    import('../inventory/write-path/reconcile.js'),
+    import('../platform/errors.js'),
+    import('../collection/sources/store.js'),
   ]);
   try {
     (assertSnapshot as (value: unknown) => void)(document);
@@ -118,7 +118,7 @@ export async function ingestCommand(flags: Flags): Promise<void> {
   }
   const snapshot = document as Snapshot;
   const config = loadConfig();
-  const { Progress } = await import('../progress.js');
+  const { Progress } = await import('../platform/progress.js');
   const progress = new Progress(`ingest ${file}`, snapshot.items.length, process.stderr);
   await withDatabase(config, flags, async (db) => {
     const source = await ensureSource(db.sql, DEFAULT_TENANT_ID, sourceName, collectorType);
@@ -164,8 +164,8 @@ function ingestSummary(outcome: { source: { id: number; name: string } } & Recon
 /** `cinv demo`: loads the demo inventory (or removes it with --remove), showing its progress. */
 export async function demoCommand(flags: Flags): Promise<void> {
   const config = loadConfig();
-  const { loadDemo, removeDemo } = await import('../demo/service.js');
-  const { Progress } = await import('../progress.js');
+  const { loadDemo, removeDemo } = await import('../collection/demo/service.js');
+  const { Progress } = await import('../platform/progress.js');
   await withDatabase(config, flags, async (db) => {
     if (flags.remove === true) {
       const removed = await removeDemo(db.sql, DEFAULT_TENANT_ID, new Date());
@@ -195,7 +195,7 @@ export async function demoCommand(flags: Flags): Promise<void> {
 
 export async function sweepCommand(flags: Flags): Promise<void> {
   const config = loadConfig();
-  const { lifecycleSettings, sweepLifecycle } = await import('../lifecycle/sweep.js');
+  const { lifecycleSettings, sweepLifecycle } = await import('../inventory/lifecycle/sweep.js');
   await withDatabase(config, flags, async (db) => {
     const result = await sweepLifecycle(db.sql, lifecycleSettings(config), new Date());
     console.log(JSON.stringify(result));
@@ -215,7 +215,7 @@ export async function reindexCommand(flags: Flags): Promise<void> {
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 50_000) throw new UsageError('--batch-size must be an integer from 1 to 50000');
   const [{ reindex, ReindexError }, { createOpenSearchClient }] = await Promise.all([
     import('../../indexer/reindex.js'),
-    import('../search/opensearch-index.js'),
+    import('../history/search/opensearch-index.js'),
   ]);
   await withDatabase(config, flags, async (db) => {
     try {
@@ -266,7 +266,7 @@ export async function outboxCommand(sub: string | undefined, flags: Flags): Prom
 
 export async function refreshStatsCommand(flags: Flags): Promise<void> {
   const config = loadConfig();
-  const { refreshStatsAggregate } = await import('../history/stats-store.js');
+  const { refreshStatsAggregate } = await import('../history/records/stats-store.js');
   await withDatabase(config, flags, async (db) => {
     const started = performance.now();
     const { rows, refreshedAt } = await refreshStatsAggregate(db.sql, new Date());

@@ -1,14 +1,14 @@
 import { userInfo } from 'node:os';
-import { generateApiKey, TIERS } from '../auth/api-key-format.js';
-import { isPermission, type DataScope, type Permission, type Tier } from '../auth/principal.js';
-import { loadConfig } from '../config/config.js';
-import { parseDuration } from '../config/duration.js';
-import type { Database, Sql } from '../db/database.js';
-import { DEFAULT_TENANT_ID } from '../tenants.js';
+import { generateApiKey, TIERS } from '../platform/auth/api-key-format.js';
+import { isPermission, type DataScope, type Permission, type Tier } from '../platform/auth/principal.js';
+import { loadConfig } from '../platform/config/config.js';
+import { parseDuration } from '../platform/config/duration.js';
+import type { Database, Sql } from '../platform/db/database.js';
+import { DEFAULT_TENANT_ID } from '../platform/tenants.js';
 import { many, printTable, single, UsageError, withDatabase, type Flags } from './shared.js';
 
 async function resolveScopes(db: Database, specs: string[]): Promise<DataScope[]> {
-  const { findSourceByName } = await import('../sources/store.js');
+  const { findSourceByName } = await import('../collection/sources/store.js');
   const scopes: DataScope[] = [];
   for (const spec of specs) {
     if (spec === '*') {
@@ -43,7 +43,7 @@ export async function keysCreateCommand(flags: Flags): Promise<void> {
   const expiresMs = expiresIn === undefined ? undefined : parseDuration(expiresIn);
   if (expiresIn !== undefined && !expiresMs) throw new UsageError(`--expires-in ${expiresIn}: expected a duration such as 90d`);
   const config = loadConfig();
-  const { issueApiKey } = await import('../auth/api-keys.js');
+  const { issueApiKey } = await import('../platform/auth/api-keys.js');
   await withDatabase(config, flags, async (db) => {
     const scopes = await resolveScopes(db, scopeSpecs);
     const { id, key } = await issueApiKey(db.sql, config.secret, {
@@ -64,7 +64,7 @@ export async function keysCreateCommand(flags: Flags): Promise<void> {
 export async function usersPromoteCommand(email: string | undefined, flags: Flags): Promise<void> {
   if (!email) throw new UsageError('users promote needs the email of a user who exists (signed in once, or created through the API)');
   const config = loadConfig();
-  const { findUserByEmail, setSuperadmin } = await import('../users/store.js');
+  const { findUserByEmail, setSuperadmin } = await import('../identity/users/store.js');
   await withDatabase(config, flags, async (db) => {
     const user = await findUserByEmail(db.sql, DEFAULT_TENANT_ID, email);
     if (!user) throw new UsageError(`no user with the email ${email}`);
@@ -81,7 +81,7 @@ async function auditFromCommandLine(
   target: { type: string; id: string; name: string },
   details: Record<string, unknown>,
 ): Promise<void> {
-  const { insertAuditEvents } = await import('../audit/store.js');
+  const { insertAuditEvents } = await import('../platform/audit/store.js');
   await insertAuditEvents(sql, [{
     tenant_id: DEFAULT_TENANT_ID,
     occurred_at: new Date().toISOString(),
@@ -102,7 +102,7 @@ async function auditFromCommandLine(
 
 export async function keysListCommand(flags: Flags): Promise<void> {
   const config = loadConfig();
-  const { listApiKeys } = await import('../auth/api-key-store.js');
+  const { listApiKeys } = await import('../platform/auth/api-key-store.js');
   await withDatabase(config, flags, async (db) => {
     const keys = await listApiKeys(db.sql, DEFAULT_TENANT_ID, { includeRevoked: flags['include-revoked'] === true });
     const rows = keys.map((k) => [
@@ -116,7 +116,7 @@ export async function keysListCommand(flags: Flags): Promise<void> {
 export async function keysRevokeCommand(id: string | undefined, flags: Flags): Promise<void> {
   if (!id || !/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError('keys revoke needs the id of a key (see `cinv keys list`)');
   const config = loadConfig();
-  const { listApiKeys, revokeApiKey } = await import('../auth/api-key-store.js');
+  const { listApiKeys, revokeApiKey } = await import('../platform/auth/api-key-store.js');
   await withDatabase(config, flags, async (db) => {
     const [key] = await listApiKeys(db.sql, DEFAULT_TENANT_ID, { id, includeRevoked: true });
     if (!key) throw new UsageError(`no API key with the id ${id}`);
@@ -138,10 +138,10 @@ export async function rotateMasterCommand(flags: Flags): Promise<void> {
   const config = loadConfig();
   if (!config.masterKey) throw new UsageError('keys rotate-master needs the new master key in CINV_MASTER_KEY');
   if (!config.previousMasterKey) throw new UsageError('keys rotate-master needs the old master key in CINV_MASTER_KEY_PREVIOUS');
-  const { MasterKeys, rotateMasterKey } = await import('../sources/credentials.js');
+  const { MasterKeys, rotateMasterKey } = await import('../collection/sources/credentials.js');
   await withDatabase(config, flags, async (db) => {
     const keys = new MasterKeys(config.masterKey!, config.previousMasterKey);
-    const { Progress } = await import('../progress.js');
+    const { Progress } = await import('../platform/progress.js');
     const progress = new Progress('data keys re-wrapped', 0, process.stderr);
     const { rewrapped, remaining } = await rotateMasterKey(db.sql, keys, (done, total) => progress.update(done, total));
     if (rewrapped > 0) progress.finish(rewrapped);

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../config/config.js';
-import type { Database } from '../db/database.js';
+import type { Config } from '../platform/config/config.js';
+import type { Database } from '../platform/db/database.js';
 
 // Commands load the database, server and reconciler modules only when they run, so that usage
 // errors and --help answer at once.
@@ -57,11 +57,11 @@ export async function refuseStrayDatabase(config: Pick<Config, 'databaseUrl' | '
 /** Opens the database the command works on, saying which, and brings its schema up to date. */
 export async function openForCommand(config: Config, flags: Flags): Promise<{ db: Database; applied: number[] }> {
   await refuseStrayDatabase(config, flags);
-  const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/open.js'), import('../db/migrate.js')]);
+  const [{ openDatabase }, { migrate }] = await Promise.all([import('../platform/db/open.js'), import('../platform/db/migrate.js')]);
   const fresh = !config.databaseUrl && !existsSync(path.join(config.dataDir, 'pgdata'));
   console.error(`cinv: using ${describeDatabase(config)}${fresh ? ' (new)' : ''}`);
   const db = await openDatabase(config);
-  const { Progress } = await import('../progress.js');
+  const { Progress } = await import('../platform/progress.js');
   let progress: InstanceType<typeof Progress> | undefined;
   try {
     const applied = await migrate(db.sql, undefined, (done, total, name) => {
@@ -85,7 +85,7 @@ export async function openForCommand(config: Config, flags: Flags): Promise<{ db
 export async function withDatabase<T>(config: Config, flags: Flags, work: (db: Database) => Promise<T>): Promise<T> {
   const { db } = await openForCommand(config, flags);
   try {
-    const { keepAllPartitions, PartitionRetries } = await import('../db/partitions.js');
+    const { keepAllPartitions, PartitionRetries } = await import('../platform/db/partitions.js');
     await keepAllPartitions(db.sql, new Date(), { aheadOnly: true, retries: new PartitionRetries(db.sql) });
     return await work(db);
   } finally {

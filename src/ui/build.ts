@@ -1,7 +1,7 @@
 import { build, type Metafile } from 'esbuild';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { packagePath } from '../paths.js';
+import { packagePath } from '../platform/paths.js';
 
 /**
  * Builds the web interface (src/ui/app) into dist/ui: one bundle per view, loaded on demand, with

@@ -2,8 +2,8 @@ import type { Middleware } from 'koa';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { AppError } from '../errors.js';
-import { packagePath } from '../paths.js';
+import { AppError } from '../platform/errors.js';
+import { packagePath } from '../platform/paths.js';
 
 /**
  * Serves the web interface built into dist/ui (`npm run build`). Every path under /ui/ that is not

@@ -13,10 +13,10 @@
  * two moments a day apart ≤ 1 s for its counts, each further page ≤ 300 ms. Storage of the versions
  * and tombstones beside the change records' ≤ 30 %; the way back itself is reported too.
  */
-import type { Sql } from '../../src/db/database.js';
-import { backfillSearchDocuments } from '../../src/search/backfill.js';
-import { ensureSource } from '../../src/sources/store.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import type { Sql } from '../../src/platform/db/database.js';
+import { backfillSearchDocuments } from '../../src/history/search/backfill.js';
+import { ensureSource } from '../../src/collection/sources/store.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { benchDatabase, benchKey, serveBench, settlePartitions, type Figure } from './common.js';
 
 const GENERATOR = 'as-of-v1';

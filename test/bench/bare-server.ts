@@ -1,7 +1,7 @@
 /**
  * The floor the list benchmark measures cinv against: node:http and postgres.js serving the same
  * JSON pages of configuration items with the least SQL that gives the same rows (same filters,
- * order, page size and columns as src/configuration-items/store.ts), and nothing else: no
+ * order, page size and columns as src/inventory/configuration-items/store.ts), and nothing else: no
  * authentication, no validation, no total, no admission control, no logging.
  *
  *   DATABASE_URL=postgres://... node --import tsx test/bench/bare-server.ts
@@ -10,7 +10,7 @@
  */
 import { createServer, type ServerResponse } from 'node:http';
 import postgres from 'postgres';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 
 const url = process.env.DATABASE_URL;
 if (!url) throw new Error('set DATABASE_URL');

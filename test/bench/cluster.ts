@@ -7,7 +7,7 @@
  * `collection` moves what moves on every real collection (metrics, node heartbeats); objects whose
  * index is a multiple of `changeEvery` get a new image and resource version in `generation`.
  */
-import type { UniversalRecord } from '../../src/inventory/records.js';
+import type { UniversalRecord } from '../../src/inventory/write-path/records.js';
 
 export interface ClusterShape {
   pods: number;

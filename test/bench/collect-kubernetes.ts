@@ -9,9 +9,9 @@
  *   npm run bench -- collect-kubernetes [pods]
  */
 import postgres from 'postgres';
-import { CollectionWorker } from '../../src/collectors/runs/worker.js';
-import { connectServer } from '../../src/db/database.js';
-import { migrate } from '../../src/db/migrate.js';
+import { CollectionWorker } from '../../src/collection/collectors/runs/worker.js';
+import { connectServer } from '../../src/platform/db/database.js';
+import { migrate } from '../../src/platform/db/migrate.js';
 import { createKey, startTestApp } from '../support/app.js';
 import { FakeKubeApiServer } from '../support/fake-kube-apiserver.js';
 import { populateCluster } from '../support/kube-fixtures.js';

@@ -5,11 +5,11 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import postgres from 'postgres';
-import type { Sql } from '../../src/db/database.js';
-import { migrate } from '../../src/db/migrate.js';
-import { keepAllPartitions } from '../../src/db/partitions.js';
-import { issueApiKey } from '../../src/auth/api-keys.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import type { Sql } from '../../src/platform/db/database.js';
+import { migrate } from '../../src/platform/db/migrate.js';
+import { keepAllPartitions } from '../../src/platform/db/partitions.js';
+import { issueApiKey } from '../../src/platform/auth/api-keys.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { ROOT, startServer, stopServer } from '../support/cli.js';
 
 export const BENCH_SECRET = 'bench-secret-bench-secret-bench-secret-02';

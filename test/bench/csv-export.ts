@@ -8,9 +8,9 @@
  *   npm run bench -- csv [records]
  */
 import { spawn } from 'node:child_process';
-import type { Sql } from '../../src/db/database.js';
-import { backfillSearchDocuments } from '../../src/search/backfill.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import type { Sql } from '../../src/platform/db/database.js';
+import { backfillSearchDocuments } from '../../src/history/search/backfill.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { benchDatabase, benchKey, memoryOf, resetPeakMemory, serveBench, settlePartitions, type Figure, type RunningServer } from './common.js';
 import { SERVE_ENV } from './list.js';
 

@@ -11,8 +11,8 @@
  *
  *   npm run bench -- embedded [pods]
  */
-import { openEmbedded } from '../../src/db/embedded.js';
-import { migrate } from '../../src/db/migrate.js';
+import { openEmbedded } from '../../src/platform/db/embedded.js';
+import { migrate } from '../../src/platform/db/migrate.js';
 import { LARGE_CLUSTER } from './cluster.js';
 import { benchDatabase, benchKey, serveBench, type Figure, type RunningServer } from './common.js';
 import { clusterShape, detailIdsOf, drive, listPaths, SERVE_ENV, seedClusters, type ListPath, type Load, type Measured } from './list.js';

@@ -7,8 +7,8 @@
  * collection with its time.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { UniversalRecord } from '../../src/inventory/records.js';
-import { collectNow } from '../../src/observability/heap-growth.js';
+import type { UniversalRecord } from '../../src/inventory/write-path/records.js';
+import { collectNow } from '../../src/platform/observability/heap-growth.js';
 import { cluster, type ClusterShape, type Collection } from './cluster.js';
 import { benchConnection, seconds } from './common.js';
 import { Floor } from './floor.js';

@@ -8,16 +8,16 @@
  * outbox and statistics queue rows, relationships; the schema's triggers write versions, undo
  * entries and counters for both), one transaction per batch with its statements pipelined, through
  * the multi-row statement forms that measured cheapest here. It writes on one connection.
- * test/inventory/floor-equivalence.test.ts checks that both leave the same rows.
+ * test/inventory/write-path/floor-equivalence.test.ts checks that both leave the same rows.
  */
-import { asJson, type Queryable, type Sql } from '../../src/db/database.js';
-import { onTheWire, queued } from '../../src/db/pipeline.js';
-import { createdRecord, changeRecord, recordChanges, type NewChangeRecord } from '../../src/history/writer.js';
-import { fieldChanges } from '../../src/inventory/classify.js';
-import { contentHash, metricsOf } from '../../src/inventory/content.js';
-import { assertSnapshot } from '../../src/inventory/reconcile.js';
-import type { UniversalRecord } from '../../src/inventory/records.js';
-import { insertCis, touchLastSeen, updateCis, type CiWrite, type InventoryKey, type StoredContent } from '../../src/inventory/store.js';
+import { asJson, type Queryable, type Sql } from '../../src/platform/db/database.js';
+import { onTheWire, queued } from '../../src/platform/db/pipeline.js';
+import { createdRecord, changeRecord, recordChanges, type NewChangeRecord } from '../../src/history/records/writer.js';
+import { fieldChanges } from '../../src/inventory/write-path/classify.js';
+import { contentHash, metricsOf } from '../../src/inventory/write-path/content.js';
+import { assertSnapshot } from '../../src/inventory/write-path/reconcile.js';
+import type { UniversalRecord } from '../../src/inventory/write-path/records.js';
+import { insertCis, touchLastSeen, updateCis, type CiWrite, type InventoryKey, type StoredContent } from '../../src/inventory/write-path/store.js';
 import { uuidv7 } from 'uuidv7';
 
 export const BATCH = 1000;

@@ -10,8 +10,8 @@
  * max_nodes=500 and ≤ 1 s at 5 000; `changes?related_to=` a deployment, depth 2, over the last
  * hour ≤ 200 ms.
  */
-import type { Sql } from '../../src/db/database.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import type { Sql } from '../../src/platform/db/database.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { benchDatabase, benchKey, serveBench, settlePartitions, type Figure, type RunningServer } from './common.js';
 import { clusterShape, SERVE_ENV, seedClusters } from './list.js';
 

@@ -13,12 +13,12 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import type { Sql } from '../../src/db/database.js';
-import { foldCiCounts } from '../../src/configuration-items/counts.js';
-import { reconcile } from '../../src/inventory/reconcile.js';
-import { refreshStatsAggregate } from '../../src/history/stats-store.js';
-import { ensureSource } from '../../src/sources/store.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import type { Sql } from '../../src/platform/db/database.js';
+import { foldCiCounts } from '../../src/inventory/configuration-items/counts.js';
+import { reconcile } from '../../src/inventory/write-path/reconcile.js';
+import { refreshStatsAggregate } from '../../src/history/records/stats-store.js';
+import { ensureSource } from '../../src/collection/sources/store.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { ROOT } from '../support/cli.js';
 import { cluster, LARGE_CLUSTER, type ClusterShape } from './cluster.js';
 import { benchDatabase, benchKey, serveBench, serverUrl, settlePartitions, type Figure, type RunningServer } from './common.js';

@@ -9,13 +9,13 @@
  *
  *   npm run bench -- reconcile-floor [pods]
  */
-import type { Sql } from '../../src/db/database.js';
-import { assertSnapshot, reconcile } from '../../src/inventory/reconcile.js';
-import type { UniversalRecord } from '../../src/inventory/records.js';
+import type { Sql } from '../../src/platform/db/database.js';
+import { assertSnapshot, reconcile } from '../../src/inventory/write-path/reconcile.js';
+import type { UniversalRecord } from '../../src/inventory/write-path/records.js';
 import { Worker } from 'node:worker_threads';
-import { collectNow } from '../../src/observability/heap-growth.js';
-import { ensureSource } from '../../src/sources/store.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { collectNow } from '../../src/platform/observability/heap-growth.js';
+import { ensureSource } from '../../src/collection/sources/store.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { cluster, LARGE_CLUSTER, type Collection } from './cluster.js';
 import { benchDatabase, seconds, type Figure } from './common.js';
 import { BATCH, SCOPE } from './floor.js';

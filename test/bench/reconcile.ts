@@ -7,10 +7,10 @@
  *
  *   npm run bench -- reconcile [pods]
  */
-import { assertSnapshot, reconcile } from '../../src/inventory/reconcile.js';
-import type { UniversalRecord } from '../../src/inventory/records.js';
-import { ensureSource } from '../../src/sources/store.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { assertSnapshot, reconcile } from '../../src/inventory/write-path/reconcile.js';
+import type { UniversalRecord } from '../../src/inventory/write-path/records.js';
+import { ensureSource } from '../../src/collection/sources/store.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { cluster, LARGE_CLUSTER, type Collection } from './cluster.js';
 import { benchDatabase, seconds, type Figure } from './common.js';
 

@@ -7,7 +7,7 @@
  *
  *   npm run bench -- relationships [pods]
  */
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { benchDatabase, benchKey, seconds, serveBench, type Figure, type RunningServer } from './common.js';
 import { clusterShape, SERVE_ENV, seedClusters } from './list.js';
 

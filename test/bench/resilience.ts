@@ -9,10 +9,10 @@
  *                                        60 s against CINV_MAX_IN_FLIGHT=64: answer times of
  *                                        admitted and shed requests, and /health meanwhile.
  */
-import { issueApiKey } from '../../src/auth/api-keys.js';
-import { connectServer } from '../../src/db/database.js';
-import { migrate } from '../../src/db/migrate.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { issueApiKey } from '../../src/platform/auth/api-keys.js';
+import { connectServer } from '../../src/platform/db/database.js';
+import { migrate } from '../../src/platform/db/migrate.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { startServer, stopServer } from '../support/cli.js';
 import { buildPod, ingest } from '../support/factories.js';
 import { createPrivateCluster } from '../support/private-cluster.js';

@@ -10,23 +10,23 @@
  *
  * CINV_BENCH_DATABASE_URL names the database (default postgres://postgres@127.0.0.1:5432/cinv_bench_search).
  */
-import { AuditLog } from '../../src/audit/log.js';
-import { RateLimits } from '../../src/http/rate-limit.js';
+import { AuditLog } from '../../src/platform/audit/log.js';
+import { RateLimits } from '../../src/platform/http/rate-limit.js';
 import type { Server } from 'node:http';
 import postgres from 'postgres';
 import { createApp } from '../../src/app.js';
-import { issueApiKey } from '../../src/auth/api-keys.js';
-import { loadConfig } from '../../src/config/config.js';
-import { admit, type Sql } from '../../src/db/database.js';
-import { migrate } from '../../src/db/migrate.js';
-import { addMonths, keepAllPartitions, monthOf } from '../../src/db/partitions.js';
+import { issueApiKey } from '../../src/platform/auth/api-keys.js';
+import { loadConfig } from '../../src/platform/config/config.js';
+import { admit, type Sql } from '../../src/platform/db/database.js';
+import { migrate } from '../../src/platform/db/migrate.js';
+import { addMonths, keepAllPartitions, monthOf } from '../../src/platform/db/partitions.js';
 import { settlePartitions } from './common.js';
-import { recordChanges, type NewChangeRecord } from '../../src/history/writer.js';
-import { createLogger } from '../../src/observability/logger.js';
-import { createSearchBackend } from '../../src/search/backends.js';
-import { documentTokens, toTsvectorText } from '../../src/history/document.js';
-import { refreshStatsAggregate } from '../../src/history/stats-store.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { recordChanges, type NewChangeRecord } from '../../src/history/records/writer.js';
+import { createLogger } from '../../src/platform/observability/logger.js';
+import { createSearchBackend } from '../../src/history/search/backends.js';
+import { documentTokens, toTsvectorText } from '../../src/history/records/document.js';
+import { refreshStatsAggregate } from '../../src/history/records/stats-store.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { random } from '../support/scenario.js';
 
 const SECRET = 'bench-secret-bench-secret-bench-secret-01';

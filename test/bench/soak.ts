@@ -18,10 +18,10 @@
  *   npm run bench -- soak [records]
  */
 import { readFileSync } from 'node:fs';
-import type { Sql } from '../../src/db/database.js';
-import { backfillSearchDocuments } from '../../src/search/backfill.js';
-import { ensureSource } from '../../src/sources/store.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import type { Sql } from '../../src/platform/db/database.js';
+import { backfillSearchDocuments } from '../../src/history/search/backfill.js';
+import { ensureSource } from '../../src/collection/sources/store.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { buildPod } from '../support/factories.js';
 import { benchDatabase, benchKey, memoryOf, serveBench, type Figure, type RunningServer } from './common.js';
 import { clusterShape, SERVE_ENV, seedClusters } from './list.js';

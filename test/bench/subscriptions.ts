@@ -21,11 +21,11 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { assertSnapshot, reconcile } from '../../src/inventory/reconcile.js';
-import type { UniversalRecord } from '../../src/inventory/records.js';
-import { ensureSource } from '../../src/sources/store.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
-import type { Sql } from '../../src/db/database.js';
+import { assertSnapshot, reconcile } from '../../src/inventory/write-path/reconcile.js';
+import type { UniversalRecord } from '../../src/inventory/write-path/records.js';
+import { ensureSource } from '../../src/collection/sources/store.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
+import type { Sql } from '../../src/platform/db/database.js';
 import { cluster, LARGE_CLUSTER } from './cluster.js';
 import { benchDatabase, benchKey, seconds, serveBench, type Figure } from './common.js';
 

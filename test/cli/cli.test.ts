@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { generateApiKey } from '../../src/auth/api-key-format.js';
+import { generateApiKey } from '../../src/platform/auth/api-key-format.js';
 import { runCli, runCliOnTerminal, startServer, stopServer, useCliEnvironment } from '../support/cli.js';
 import { onRealPostgres } from '../support/db.js';
 import { buildPod } from '../support/factories.js';

@@ -1,20 +1,20 @@
 import type { Server } from 'node:http';
 import { Writable } from 'node:stream';
 import { createApp } from '../../src/app.js';
-import { AuditLog } from '../../src/audit/log.js';
-import { RateLimits } from '../../src/http/rate-limit.js';
-import { SingleSignOn } from '../../src/auth/sso.js';
-import { issueApiKey } from '../../src/auth/api-keys.js';
-import { principalCacheFor } from '../../src/auth/principal-cache.js';
-import type { DataScope, Permission } from '../../src/auth/principal.js';
-import { loadConfig, type Config } from '../../src/config/config.js';
+import { AuditLog } from '../../src/platform/audit/log.js';
+import { RateLimits } from '../../src/platform/http/rate-limit.js';
+import { SingleSignOn } from '../../src/platform/auth/sso.js';
+import { issueApiKey } from '../../src/platform/auth/api-keys.js';
+import { principalCacheFor } from '../../src/platform/auth/principal-cache.js';
+import type { DataScope, Permission } from '../../src/platform/auth/principal.js';
+import { loadConfig, type Config } from '../../src/platform/config/config.js';
 import type { AppContext } from '../../src/context.js';
-import { admit, type Database, type RawDatabase, type Sql } from '../../src/db/database.js';
-import { AnalystReads } from '../../src/analyst-reads.js';
-import { answerClientErrors } from '../../src/http/client-errors.js';
-import { createSearchBackend } from '../../src/search/backends.js';
-import { createLogger } from '../../src/observability/logger.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { admit, type Database, type RawDatabase, type Sql } from '../../src/platform/db/database.js';
+import { AnalystReads } from '../../src/operations/read-routing/analyst-reads.js';
+import { answerClientErrors } from '../../src/platform/http/client-errors.js';
+import { createSearchBackend } from '../../src/history/search/backends.js';
+import { createLogger } from '../../src/platform/observability/logger.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { resetDatabase, TEST_SECRET, testDatabase, testProbe } from './db.js';
 
 export interface Reply<T = any> {

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { packagePath } from '../../src/paths.js';
+import { packagePath } from '../../src/platform/paths.js';
 import { buildWebInterface } from '../../src/ui/build.js';
 
 /** Debian's Chromium, which `.ci/run` installs; headless with nothing reaching for the network. */

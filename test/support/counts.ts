@@ -1,4 +1,4 @@
-import type { Sql } from '../../src/db/database.js';
+import type { Sql } from '../../src/platform/db/database.js';
 
 /**
  * The counts (folded and not) per key, and the CIs counted directly: they must be equal, with the

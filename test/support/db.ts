@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
-import { connectServer, embeddedClientOptions, type RawDatabase, type Sql } from '../../src/db/database.js';
-import { hostEmbedded } from '../../src/db/embedded.js';
-import { migrate } from '../../src/db/migrate.js';
-import { keepAllPartitions } from '../../src/db/partitions.js';
+import { connectServer, embeddedClientOptions, type RawDatabase, type Sql } from '../../src/platform/db/database.js';
+import { hostEmbedded } from '../../src/platform/db/embedded.js';
+import { migrate } from '../../src/platform/db/migrate.js';
+import { keepAllPartitions } from '../../src/platform/db/partitions.js';
 
 /** Set by .ci/run for the second pass: a throwaway database on the real PostgreSQL server. */
 export const REAL_DATABASE_URL = process.env.CINV_TEST_DATABASE_URL || undefined;

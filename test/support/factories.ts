@@ -1,8 +1,8 @@
-import type { Sql } from '../../src/db/database.js';
-import type { UniversalRecord } from '../../src/inventory/records.js';
-import { reconcile, type ReconcileResult } from '../../src/inventory/reconcile.js';
-import { ensureSource } from '../../src/sources/store.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import type { Sql } from '../../src/platform/db/database.js';
+import type { UniversalRecord } from '../../src/inventory/write-path/records.js';
+import { reconcile, type ReconcileResult } from '../../src/inventory/write-path/reconcile.js';
+import { ensureSource } from '../../src/collection/sources/store.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 
 let counter = 0;
 

@@ -7,10 +7,10 @@
 //                                                  or conflictingStep(R, INDEX) (KIND = conflicting)
 //                                                  and answer "done R" or "error R <message>"
 import { createInterface } from 'node:readline';
-import { connectServer } from '../../src/db/database.js';
-import { reconcile } from '../../src/inventory/reconcile.js';
-import { ensureSource } from '../../src/sources/store.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import { connectServer } from '../../src/platform/db/database.js';
+import { reconcile } from '../../src/inventory/write-path/reconcile.js';
+import { ensureSource } from '../../src/collection/sources/store.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { concurrentStep, conflictingStep, crashScenario, type Step } from './scenario.js';
 
 const [mode, url, ...args] = process.argv.slice(2);

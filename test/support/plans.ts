@@ -1,4 +1,4 @@
-import type { Sql } from '../../src/db/database.js';
+import type { Sql } from '../../src/platform/db/database.js';
 
 /** One node of a plan as EXPLAIN (FORMAT JSON) gives it. */
 export interface PlanNode {

@@ -1,5 +1,5 @@
-import type { Sql } from '../../src/db/database.js';
-import type { UniversalRecord } from '../../src/inventory/records.js';
+import type { Sql } from '../../src/platform/db/database.js';
+import type { UniversalRecord } from '../../src/inventory/write-path/records.js';
 
 /** One ingest of a scenario: what a collector would push at one moment. */
 export interface Step {

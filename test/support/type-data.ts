@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { collectorType } from '../../src/collector-types/registry.js';
-import { typeDataKey } from '../../src/configuration-items/presenter.js';
+import { collectorType } from '../../src/collection/types/registry.js';
+import { typeDataKey } from '../../src/inventory/configuration-items/presenter.js';
 import type { TestApp } from './app.js';
 
 /**

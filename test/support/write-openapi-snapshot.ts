@@ -1,7 +1,7 @@
 /**
  * Writes the OpenAPI document the server serves at GET /openapi.json to test/fixtures/openapi.json
  * (or to the file named as the first argument), pretty-printed with sorted keys so that its diffs
- * read well. `npm run openapi:snapshot` runs it; test/http/openapi-snapshot.test.ts compares the
+ * read well. `npm run openapi:snapshot` runs it; test/platform/http/openapi-snapshot.test.ts compares the
  * served document with the committed copy.
  */
 import { writeFileSync } from 'node:fs';

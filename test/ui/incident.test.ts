@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
-import type { Sql } from '../../src/db/database.js';
-import { loadDemo } from '../../src/demo/service.js';
-import { DEFAULT_TENANT_ID } from '../../src/tenants.js';
+import type { Sql } from '../../src/platform/db/database.js';
+import { loadDemo } from '../../src/collection/demo/service.js';
+import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
 import { ARTIFACTS, hasChromium, launchChromium, prepareWebInterface, signedIn } from '../support/browser.js';
 import { resetDatabase, testDatabase } from '../support/db.js';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { existsSync } from 'node:fs';
-import { packagePath } from '../../src/paths.js';
+import { packagePath } from '../../src/platform/paths.js';
 import { buildWebInterface } from '../../src/ui/build.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
 import { resetDatabase, testDatabase } from '../support/db.js';

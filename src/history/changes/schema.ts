@@ -1,0 +1,194 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Filters, Limit, MAX_OFFSET, Nullable, Offset, SortOrder, Timestamp, Uuid } from '../../platform/http/schemas.js';
+import type { FilterSpec } from '../../platform/query/filters.js';
+import { CHANGE_SORT_FIELDS } from '../records/store.js';
+import { GRAPH_DIRECTIONS } from '../../inventory/relationships/schema.js';
+
+export const CHANGE_TYPES = ['CREATED', 'UPDATED', 'DELETED'] as const;
+
+/** Columns of `change_records cr`: history is filtered on its own copies, never on the live CI. */
+export const CHANGE_FILTERS: FilterSpec = {
+  fields: {
+    change_type: { kind: 'text', column: 'cr.change_type', values: CHANGE_TYPES },
+    ci_type: { kind: 'text', column: 'cr.ci_type' },
+    ci_name: { kind: 'text', column: 'cr.ci_name' },
+    changed_at: { kind: 'timestamp', column: 'cr.changed_at' },
+    ci_id: { kind: 'uuid', column: 'cr.ci_id' },
+    changed_field: { kind: 'text', column: 'cr.changed_fields', array: true },
+  },
+};
+
+export const CiChangesParams = Type.Object({ ci_id: Uuid('The CI identifier; the CI itself may have been removed permanently.') });
+
+export const CiChangesQuery = Type.Object({
+  offset: Type.Integer({
+    minimum: 0,
+    maximum: MAX_OFFSET,
+    default: 0,
+    description: 'Records to skip on the first page. Ignored (but echoed) when `cursor` is given: cursor pages continue by keyset.',
+  }),
+  limit: Limit(100, 5000),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'Opaque `next_cursor` of the previous page.' })),
+});
+export type CiChangesQuery = Static<typeof CiChangesQuery>;
+
+const DateBound = (description: string) =>
+  Type.Union([Type.String({ format: 'date-time' }), Type.String({ format: 'date' })], { description });
+
+/** The changes around a CI: its own and those of every CI in its radius (see the dependency graph). */
+export const RelatedTo = {
+  related_to: Type.Optional(
+    Uuid(
+      'Only the changes of this CI and of the CIs around it, as `GET /configuration-items/{id}/graph` walks them now with ' +
+        '`depth` and `direction` (inactive and archived CIs included). A radius of more than 5 000 CIs is a 422: narrow it.',
+    ),
+  ),
+  depth: Type.Optional(Type.Integer({ minimum: 1, maximum: 6, description: 'With `related_to`: how far to walk (default 2).' })),
+  direction: Type.Optional(
+    Type.Union(
+      GRAPH_DIRECTIONS.map((d) => Type.Literal(d)),
+      { description: 'With `related_to`: `downstream`, `upstream` or `both` (default).' },
+    ),
+  ),
+};
+
+export const ChangeListQuery = Type.Object({
+  limit: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 100,
+    description:
+      'Page size in change records, at most 1000. For `text/csv` the default does not apply: without an explicit `limit` ' +
+      'the export holds every matching record; with one, it holds at most that many records (each gives one row per field change).',
+  }),
+  offset: Offset,
+  start_date: Type.Optional(
+    DateBound('Inclusive lower bound on `changed_at`: an ISO 8601 date-time with offset, or a date (midnight UTC).'),
+  ),
+  end_date: Type.Optional(
+    DateBound('Upper bound on `changed_at`: a date-time is inclusive; a date covers that whole day (UTC). Must not precede `start_date`.'),
+  ),
+  sort_by: Type.Union(
+    CHANGE_SORT_FIELDS.map((f) => Type.Literal(f)),
+    { default: 'changed_at', description: 'Ties are broken by the change id (write order) in the same direction.' },
+  ),
+  sort_order: SortOrder('desc'),
+  search: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 500,
+      description:
+        'Full-text search over CI name, namespace and changed field paths (web-search syntax: quoted phrases, `or`, `-term`). ' +
+        'Every term matches as a prefix, so `web-7f` finds `web-7f9c4`; field paths match whole (`raw_data.spec` finds ' +
+        '`raw_data.spec.replicas`) or by segment (`replicas`). Case-insensitive, no stemming.',
+    }),
+  ),
+  filter: Type.Optional(
+    Filters(
+      'change_type, ci_type, ci_name, changed_at, ci_id, changed_field (matches when any field change of the record has a ' +
+        'matching path, e.g. `changed_field:startswith:raw_data.spec`; `ne`/`nin` mean no field change matches)',
+    ),
+  ),
+  ...RelatedTo,
+});
+export type ChangeListQuery = Static<typeof ChangeListQuery>;
+
+export const FieldChange = Type.Object(
+  {
+    field: Type.String({ description: 'Dotted path, e.g. `raw_data.spec.replicas` or `status`.' }),
+    old_value: Type.Unknown({ description: 'Any JSON value; arrays and objects stay real JSON.' }),
+    new_value: Type.Unknown({ description: 'Any JSON value; arrays and objects stay real JSON.' }),
+  },
+  { title: 'FieldChange' },
+);
+
+export const ChangeRecord = Type.Object(
+  {
+    id: Type.String({ description: 'Change record id (a decimal number as a string).' }),
+    ci_id: Uuid(),
+    ci_name: Type.String({ description: 'The CI name when the change was recorded.' }),
+    ci_namespace: Nullable(Type.String()),
+    ci_type: Type.String(),
+    changed_at: Timestamp(),
+    change_type: Type.Union(CHANGE_TYPES.map((t) => Type.Literal(t))),
+    changes: Type.Array(FieldChange),
+  },
+  { title: 'ChangeRecord' },
+);
+
+export const CiChangePage = Type.Object(
+  {
+    items: Type.Array(ChangeRecord),
+    total: Type.Integer({ description: 'Change records of the CI, including those without field changes (not listed).' }),
+    offset: Type.Integer({ description: 'The requested offset, echoed unchanged during a cursor walk.' }),
+    limit: Type.Integer(),
+    has_more: Type.Boolean({ description: 'The only end-of-walk signal: a page may hold fewer than `limit` items while true.' }),
+    next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` for the next page; null at the end.' })),
+  },
+  { title: 'CiChangePage' },
+);
+
+export const ChangeList = Type.Object(
+  {
+    items: Type.Array(ChangeRecord),
+    total: Type.Integer({
+      description:
+        'Matching change records. Exact when the filters are on change type, CI type and time only (counted from the ' +
+        'statistics pre-aggregate), or when the records can be counted within CINV_COUNT_TIMEOUT; the planner\'s ' +
+        'estimate otherwise.',
+    }),
+    total_exact: Type.Boolean({ description: 'False when `total` is an estimate.' }),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+  },
+  { title: 'ChangeList' },
+);
+
+/** Columns of the CSV export, in order: one row per field change. */
+export const CSV_COLUMNS = [
+  'change_id',
+  'changed_at',
+  'change_type',
+  'ci_id',
+  'ci_name',
+  'ci_namespace',
+  'ci_type',
+  'field',
+  'old_value',
+  'new_value',
+] as const;
+
+export const FeedQuery = Type.Object({
+  after: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description:
+        'Continue after this place: a `next_cursor` of an earlier read, or `now` for the end of the feed as it is (only what ' +
+        'commits from then on). Without it the feed starts at its beginning.',
+    }),
+  ),
+  limit: Limit(100, 1000),
+  wait: Type.Integer({
+    minimum: 0,
+    maximum: 60,
+    default: 0,
+    description: 'Seconds to wait for a record when none follows the cursor yet (long poll); 0 answers at once.',
+  }),
+  search: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'The change search language, as on `GET /changes`.' })),
+  filter: Type.Optional(Filters('As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.')),
+});
+export type FeedQuery = Static<typeof FeedQuery>;
+
+export const FeedPage = Type.Object(
+  {
+    items: Type.Array(ChangeRecord),
+    next_cursor: Type.String({
+      description:
+        'Where to continue (`after`), also when the page is empty: the cursor moves past records the key may not see or ' +
+        'that the filters leave out. Store it once the items are processed.',
+    }),
+    caught_up: Type.Boolean({ description: 'True when the cursor reached the end of what has committed so far.' }),
+  },
+  { title: 'ChangeFeedPage' },
+);

@@ -1,0 +1,146 @@
+import { expect } from 'chai';
+import type { Sql } from '../../../src/platform/db/database.js';
+import { loadDemo, removeDemo, type DemoOutcome } from '../../../src/collection/demo/service.js';
+import { buildDemo } from '../../../src/collection/demo/timeline.js';
+import { DEFAULT_TENANT_ID } from '../../../src/platform/tenants.js';
+import { createKey, startTestApp, type TestApp } from '../../support/app.js';
+import { resetDatabase, testDatabase } from '../../support/db.js';
+
+const NOW = new Date('2026-11-20T15:27:00Z');
+const END = new Date('2026-11-20T15:00:00Z');
+const DAY = 86_400_000;
+
+describe('cinv demo: a generated inventory with a week of history', function () {
+  this.timeout(600_000);
+  let sql: Sql;
+  let app: TestApp;
+  let admin: string;
+  let loaded: DemoOutcome;
+  const lines: string[] = [];
+
+  before(async () => {
+    sql = (await testDatabase()).sql;
+    await resetDatabase(sql);
+    loaded = await loadDemo(sql, { tenantId: DEFAULT_TENANT_ID, now: NOW, batchSize: 1000, progress: (done, total, what) => lines.push(`${done}/${total} ${what}`) });
+    app = await startTestApp();
+    admin = await createKey(sql, 'adm');
+  });
+  after(async () => {
+    await app?.close();
+  });
+
+  it('is the same every time for the same hour: the clusters and their events are generated, not random', () => {
+    const [one, two] = [buildDemo(END), buildDemo(END)];
+    expect(one.east.all()).to.deep.equal(two.east.all());
+    expect(one.steps.map((s) => [s.at.toISOString(), s.what])).to.deep.equal(two.steps.map((s) => [s.at.toISOString(), s.what]));
+    expect(one.steps[0]!.at.toISOString()).to.equal(new Date(END.getTime() - 7 * DAY).toISOString());
+    expect(one.steps.at(-1)!.at.toISOString()).to.equal(END.toISOString());
+  });
+
+  it('loads two clusters, a Prometheus and a PostgreSQL as four disabled demo sources, with progress per event', async () => {
+    expect(loaded.loaded).to.equal(true);
+    if (!loaded.loaded) return;
+    expect(loaded.sources).to.deep.equal(['demo-east', 'demo-west', 'demo-prometheus', 'demo-postgresql']);
+    expect(lines).to.have.lengthOf(loaded.steps);
+    expect(lines.at(-1)).to.match(new RegExp(`^${loaded.steps}/${loaded.steps} 2026-11-20 15:00 latest collection`));
+    const sources = (await app.get('/api/v1/sources?limit=100', admin)).body.items;
+    expect(sources.map((s: { name: string; status: string }) => `${s.name}:${s.status}`).sort()).to.deep.equal(
+      ['demo-east:disabled', 'demo-postgresql:disabled', 'demo-prometheus:disabled', 'demo-west:disabled'],
+    );
+    // each says when it was last collected, and that it was healthy then: a source holding CIs is not 'not collected yet'
+    for (const source of sources as { name: string; last_collection: string | null; health_status: { status: string } | null }[]) {
+      expect(source.last_collection, source.name).to.match(/^2026-11-20T1[45]:00:00/);
+      expect(source.health_status?.status, source.name).to.equal('healthy');
+    }
+    const types = await sql<{ ci_type: string; n: number }[]>`
+      select ci_type, count(*)::int as n from configuration_items where status = 'active' group by 1 order by 1`;
+    const count = Object.fromEntries(types.map((t) => [t.ci_type, t.n]));
+    expect(count['k8s.pod']).to.be.above(600);
+    expect(count['k8s.node']).to.equal(20);
+    expect(count['k8s.deployment']).to.equal(7 * 17 + 5 * 15);
+    expect(count['host.linux']).to.equal(20);
+    expect(count['postgresql.role']).to.equal(8);
+    const total = types.reduce((sum, t) => sum + t.n, 0);
+    expect(total).to.be.within(1500, 3000);
+  });
+
+  it('holds a week of history: rollouts, scaling, a node replaced, and the incident after a configuration change', async () => {
+    const [span] = await sql<{ first: Date; last: Date; updated: number; deleted: number }[]>`
+      select min(changed_at) as first, max(changed_at) as last,
+             count(*) filter (where change_type = 'UPDATED')::int as updated, count(*) filter (where change_type = 'DELETED')::int as deleted
+      from change_records`;
+    expect(span!.first.toISOString()).to.equal(new Date(END.getTime() - 7 * DAY).toISOString());
+    expect(span!.updated).to.be.above(200);
+    expect(span!.deleted).to.be.above(200);
+    const [east] = await sql<{ ci_id: string }[]>`
+      select ci_id from configuration_items where ci_type = 'k8s.deployment' and namespace = 'shop' and name = 'checkout' and scope_id = 'east'`;
+    const history = (await app.get(`/api/v1/ci-changes/${east!.ci_id}?limit=100`, admin)).body.items as { changed_at: string; changes: { field: string; new_value: unknown }[] }[];
+    const yesterday = (hour: string) => history.find((c) => c.changed_at.startsWith(`2026-11-19T${hour}`));
+    const shipped = yesterday('13:40');
+    expect(JSON.stringify(shipped!.changes)).to.include('PAYMENT_TIMEOUT_MS');
+    const crashing = yesterday('13:52');
+    expect(crashing!.changes.find((c) => c.field === 'raw_data.status.readyReplicas')?.new_value).to.equal(0);
+    expect(yesterday('14:20'), 'the rollback').to.not.equal(undefined);
+    // the change searched by its words, and counted in the statistics without a refresh
+    const found = await app.get('/api/v1/changes/search?query=PAYMENT_TIMEOUT_MS', admin);
+    expect(found.body.total).to.be.above(0);
+    const stats = await app.get('/api/v1/changes/stats?group_by=day', admin);
+    expect(stats.body.total_changes).to.be.above(1000);
+    // a replaced node: archived with its DELETED record, its successor created the same day
+    const nodes = await app.get('/api/v1/configuration-items?filter=ci_type:eq:k8s.node&status=archived', admin);
+    expect(nodes.body.items.map((n: { name: string }) => n.name)).to.deep.equal(['west-node-03']);
+  });
+
+  it('leads from checkout\'s deployment to yesterday\'s crash loop: the pods it ran then, their restarts and their archiving', async () => {
+    const [deployment] = await sql<{ ci_id: string }[]>`
+      select ci_id from configuration_items where ci_type = 'k8s.deployment' and namespace = 'shop' and name = 'checkout' and scope_id = 'east'`;
+    const graph = await app.get(`/api/v1/configuration-items/${deployment!.ci_id}/graph?direction=downstream&depth=2&include_inactive=true&max_nodes=200`, admin);
+    expect(graph.status).to.equal(200);
+    const nodes = graph.body.nodes as { name: string; ci_type: string; status: string; depth: number }[];
+    // the replica sets of earlier rollouts stay, scaled to 0; the pods they ran are archived, and still reached
+    const archivedPods = nodes.filter((node) => node.ci_type === 'k8s.pod' && node.status === 'archived');
+    expect(archivedPods.length).to.be.at.least(3);
+    expect(archivedPods.every((pod) => pod.depth === 2)).to.equal(true);
+    expect(nodes.filter((node) => node.ci_type === 'k8s.replicaset').length).to.be.at.least(3);
+    expect((graph.body.edges as { ended_at?: string }[]).some((edge) => edge.ended_at)).to.equal(true);
+    const activeOnly = await app.get(`/api/v1/configuration-items/${deployment!.ci_id}/graph?direction=downstream&depth=2&max_nodes=200`, admin);
+    expect((activeOnly.body.nodes as { status: string }[]).every((node) => node.status === 'active')).to.equal(true);
+
+    // one timeline around the deployment: the cause, the crash loop on the pods, the rollback
+    const around = await app.get(
+      `/api/v1/changes?related_to=${deployment!.ci_id}&direction=downstream&start_date=2026-11-19T13:30:00Z&end_date=2026-11-19T14:30:00Z&limit=500`,
+      admin,
+    );
+    expect(around.status).to.equal(200);
+    const records = around.body.items as { ci_type: string; ci_name: string; change_type: string; changed_at: string; changes: { field: string }[] }[];
+    const restarts = records.filter((r) => r.ci_type === 'k8s.pod' && r.changes.some((c) => c.field === 'raw_data.status.containerStatuses' && /"restartCount":[1-9]/.test(JSON.stringify(c))));
+    expect(new Set(restarts.map((r) => r.ci_name)).size, 'pods whose restart count rose').to.be.at.least(3);
+    expect(records.some((r) => r.ci_type === 'k8s.deployment' && JSON.stringify(r).includes('PAYMENT_TIMEOUT_MS'))).to.equal(true);
+    expect(records.filter((r) => r.ci_type === 'k8s.pod' && r.change_type === 'DELETED' && r.changed_at.startsWith('2026-11-19T14:20')).length).to.be.at.least(3);
+  });
+
+  it('changes nothing when loaded again, and is removed whole with everything it brought', async () => {
+    const [before] = await sql<{ n: number }[]>`select count(*)::int as n from change_records`;
+    const again = await loadDemo(sql, { tenantId: DEFAULT_TENANT_ID, now: new Date(NOW.getTime() + DAY), batchSize: 1000, progress: () => undefined });
+    expect(again).to.deep.equal({ loaded: false, sources: ['demo-east', 'demo-west', 'demo-prometheus', 'demo-postgresql'] });
+    const [after] = await sql<{ n: number }[]>`select count(*)::int as n from change_records`;
+    expect(after!.n).to.equal(before!.n);
+
+    const removed = await removeDemo(sql, DEFAULT_TENANT_ID, NOW);
+    expect(removed.sources).to.have.lengthOf(4);
+    expect(removed.changes).to.equal(before!.n);
+    const left = await sql<{ table: string; n: number }[]>`
+      select 'cis' as table, count(*)::int as n from configuration_items
+      union all select 'changes', count(*)::int from change_records
+      union all select 'relationships', count(*)::int from relationships
+      union all select 'queue', count(*)::int from change_stats_queue
+      union all select 'buckets', count(*)::int from change_stats_buckets
+      union all select 'sources', count(*)::int from sources
+      union all select 'collectors', count(*)::int from collectors`;
+    expect(Object.fromEntries(left.map((r) => [r.table, r.n]))).to.deep.equal({ cis: 0, changes: 0, relationships: 0, queue: 0, buckets: 0, sources: 0, collectors: 0 });
+    const stats = await app.get('/api/v1/changes/stats', admin);
+    expect(stats.body.total_changes).to.equal(0);
+    const list = await app.get('/api/v1/configuration-items?status=all', admin);
+    expect(list.body.total).to.equal(0);
+  });
+});
