@@ -1,4 +1,5 @@
 import js from '@eslint/js';
+import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -26,7 +27,12 @@ export default tseslint.config(
   },
   {
     files: ['**/*.cjs'],
-    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', console: 'readonly' } },
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { require: 'readonly', module: 'writable', console: 'readonly' },
+    },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  // last: the formatter owns layout, so no stylistic rule may disagree with it
+  prettier,
 );
