@@ -15,11 +15,23 @@ const TOP = '^src/(app|server|cli)[.]ts$|^src/cli/|^src/build[.]mjs$';
 const LAYERS = [GROUND, CORE, DOMAIN, SEARCH, CONTEXT, FEATURES, TOP].join('|');
 
 /** `from` may not import `to`. */
-const never = (name, comment, from, to) => ({ name, comment, severity: 'error', from: { path: from }, to: { path: to } });
+const never = (name, comment, from, to) => ({
+  name,
+  comment,
+  severity: 'error',
+  from: { path: from },
+  to: { path: to },
+});
 
 module.exports = {
   forbidden: [
-    { name: 'no-circular', comment: 'Modules that import each other in a loop.', severity: 'error', from: {}, to: { circular: true } },
+    {
+      name: 'no-circular',
+      comment: 'Modules that import each other in a loop.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
     {
       name: 'no-layer',
       comment: 'Every module under src/ belongs to a layer: a new folder is placed in an area, or named here.',
@@ -48,14 +60,54 @@ module.exports = {
       from: { path: `^src/${AREAS}/([^/]+)/` },
       to: { path: `^src/${AREAS}/[^/]+/.*store[.]ts$`, pathNot: `^src/$1/$2/|${DOMAIN}|${SEARCH}` },
     },
-    never('ground-floor', 'The ground floor (errors, CSV, validation, config, db, observability, net) imports nothing above it.', GROUND, `${CORE}|${DOMAIN}|${SEARCH}|${CONTEXT}|${FEATURES}|${TOP}`),
-    never('core', 'Identity, audit, query builders and HTTP plumbing import no domain module, feature or the application context.', CORE, `${DOMAIN}|${SEARCH}|${CONTEXT}|${FEATURES}|${TOP}`),
-    never('core-order', 'The identity model is the lowest of the core: it imports no audit, query or HTTP module.', '^src/platform/auth/', '^src/platform/(audit|query|http)/'),
-    never('audit-below-http', 'The audit log does not know the HTTP plumbing or the query builders.', '^src/platform/audit/', '^src/platform/(http|query)/'),
-    never('domain', 'The change model, the write path and the collector types import no search backend, context or feature.', DOMAIN, `${SEARCH}|${CONTEXT}|${FEATURES}|${TOP}`),
-    never('domain-order', 'The change model is written by the write path, never the other way; collector types sit on the write path.', '^src/history/records/', '^src/(inventory/write-path|collection/types)/'),
-    never('write-path-below-types', 'The write path does not know the collector types that feed it.', '^src/inventory/write-path/', '^src/collection/types/'),
-    never('search', 'Search backends import no context or feature: routes reach them through the context.', SEARCH, `${CONTEXT}|${FEATURES}|${TOP}`),
+    never(
+      'ground-floor',
+      'The ground floor (errors, CSV, validation, config, db, observability, net) imports nothing above it.',
+      GROUND,
+      `${CORE}|${DOMAIN}|${SEARCH}|${CONTEXT}|${FEATURES}|${TOP}`,
+    ),
+    never(
+      'core',
+      'Identity, audit, query builders and HTTP plumbing import no domain module, feature or the application context.',
+      CORE,
+      `${DOMAIN}|${SEARCH}|${CONTEXT}|${FEATURES}|${TOP}`,
+    ),
+    never(
+      'core-order',
+      'The identity model is the lowest of the core: it imports no audit, query or HTTP module.',
+      '^src/platform/auth/',
+      '^src/platform/(audit|query|http)/',
+    ),
+    never(
+      'audit-below-http',
+      'The audit log does not know the HTTP plumbing or the query builders.',
+      '^src/platform/audit/',
+      '^src/platform/(http|query)/',
+    ),
+    never(
+      'domain',
+      'The change model, the write path and the collector types import no search backend, context or feature.',
+      DOMAIN,
+      `${SEARCH}|${CONTEXT}|${FEATURES}|${TOP}`,
+    ),
+    never(
+      'domain-order',
+      'The change model is written by the write path, never the other way; collector types sit on the write path.',
+      '^src/history/records/',
+      '^src/(inventory/write-path|collection/types)/',
+    ),
+    never(
+      'write-path-below-types',
+      'The write path does not know the collector types that feed it.',
+      '^src/inventory/write-path/',
+      '^src/collection/types/',
+    ),
+    never(
+      'search',
+      'Search backends import no context or feature: routes reach them through the context.',
+      SEARCH,
+      `${CONTEXT}|${FEATURES}|${TOP}`,
+    ),
     never('context', 'The application context only names the services it holds.', CONTEXT, `${FEATURES}|${TOP}`),
     never('features', 'Features never import the application that mounts them.', FEATURES, TOP),
     {
@@ -65,21 +117,69 @@ module.exports = {
       from: { pathNot: '^src/app[.]ts$' },
       to: { path: '^src/[^/]+/[^/]+/[a-z-]*routes[.]ts$' },
     },
-    never('routes-through-service', 'Routes declare and present: they reach data through their service, never a store.', '(^|/)[^/]*routes[.]ts$', '(^|/)[^/]*store[.]ts$'),
-    never('store-below-service', 'A store holds SQL only: it imports no service, routes or presenter.', '/store[.]ts$', '/(service|routes|presenter)[.]ts$'),
-    never('service-below-routes', 'A service does not know the routes that call it or how they present it.', '/service[.]ts$', '/(routes|presenter)[.]ts$'),
-    never('collection-order', 'Collector types know no sources or collectors; sources know no collectors.', '^src/collection/(types|sources)/', '^src/collection/collectors/'),
-    never('types-below-sources', 'Collector types know nothing of sources.', '^src/collection/types/', '^src/collection/sources/'),
-    never('identity-order', 'Grants are used by users, teams, tokens and API keys, never the reverse.', '^src/identity/grants/', '^src/identity/(users|teams|tokens|api-keys|sign-in)/'),
-    never('users-below-teams', 'Users are used by teams, tokens and sign-in, never the reverse.', '^src/identity/users/', '^src/identity/(teams|tokens|sign-in)/'),
-    never('web-interface', 'The browser code is built on its own: it imports nothing of the server.', '^src/ui/app/', '^src/(?!ui/app/)'),
-    never('indexer', 'The indexer runs on the change model and the search index alone.', '^indexer/', `${FEATURES}|${TOP}|${CONTEXT}`),
+    never(
+      'routes-through-service',
+      'Routes declare and present: they reach data through their service, never a store.',
+      '(^|/)[^/]*routes[.]ts$',
+      '(^|/)[^/]*store[.]ts$',
+    ),
+    never(
+      'store-below-service',
+      'A store holds SQL only: it imports no service, routes or presenter.',
+      '/store[.]ts$',
+      '/(service|routes|presenter)[.]ts$',
+    ),
+    never(
+      'service-below-routes',
+      'A service does not know the routes that call it or how they present it.',
+      '/service[.]ts$',
+      '/(routes|presenter)[.]ts$',
+    ),
+    never(
+      'collection-order',
+      'Collector types know no sources or collectors; sources know no collectors.',
+      '^src/collection/(types|sources)/',
+      '^src/collection/collectors/',
+    ),
+    never(
+      'types-below-sources',
+      'Collector types know nothing of sources.',
+      '^src/collection/types/',
+      '^src/collection/sources/',
+    ),
+    never(
+      'identity-order',
+      'Grants are used by users, teams, tokens and API keys, never the reverse.',
+      '^src/identity/grants/',
+      '^src/identity/(users|teams|tokens|api-keys|sign-in)/',
+    ),
+    never(
+      'users-below-teams',
+      'Users are used by teams, tokens and sign-in, never the reverse.',
+      '^src/identity/users/',
+      '^src/identity/(teams|tokens|sign-in)/',
+    ),
+    never(
+      'web-interface',
+      'The browser code is built on its own: it imports nothing of the server.',
+      '^src/ui/app/',
+      '^src/(?!ui/app/)',
+    ),
+    never(
+      'indexer',
+      'The indexer runs on the change model and the search index alone.',
+      '^indexer/',
+      `${FEATURES}|${TOP}|${CONTEXT}`,
+    ),
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '^(dist|test|node_modules)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { extensions: ['.ts', '.tsx', '.js', '.mjs'], conditionNames: ['import', 'require', 'node', 'default'] },
+    enhancedResolveOptions: {
+      extensions: ['.ts', '.tsx', '.js', '.mjs'],
+      conditionNames: ['import', 'require', 'node', 'default'],
+    },
   },
 };

@@ -2,7 +2,13 @@ import type { Client } from '@opensearch-project/opensearch';
 import type { Sql } from 'postgres';
 import { OUTBOX_CHANNEL } from '../src/history/records/writer.js';
 import type { Logger } from '../src/platform/observability/logger.js';
-import { addTemplateFields, bulkBody, ensureIndex, loadChangeDocuments, type ChangeDocument } from '../src/history/search/opensearch-index.js';
+import {
+  addTemplateFields,
+  bulkBody,
+  ensureIndex,
+  loadChangeDocuments,
+  type ChangeDocument,
+} from '../src/history/search/opensearch-index.js';
 import { indexerFailures, documentsIndexed, outboxLag, outboxParked, outboxPending } from './metrics.js';
 import { claimBatch, completeRows, outboxState, parkRows, retryRows, type ClaimedRow } from './outbox.js';
 import { runningReindex } from './reindex-state.js';
@@ -45,7 +51,10 @@ const transientStatus = (status: number): boolean => status === 429 || status >=
 
 function requestFailure(error: unknown): string {
   const meta = (error as { meta?: { statusCode?: number } }).meta;
-  return `${(error as Error).name ?? 'Error'}${meta?.statusCode ? ` ${meta.statusCode}` : ''}: ${(error as Error).message}`.slice(0, 500);
+  return `${(error as Error).name ?? 'Error'}${meta?.statusCode ? ` ${meta.statusCode}` : ''}: ${(error as Error).message}`.slice(
+    0,
+    500,
+  );
 }
 
 /**
@@ -89,12 +98,18 @@ export class OutboxIndexer {
     const rows = await claimBatch(this.sql, this.options.batchSize, this.options.leaseMs ?? 60_000);
     const outcome: BatchOutcome = { claimed: rows.length, indexed: 0, retried: 0, parked: 0 };
     if (rows.length === 0) return outcome;
-    const documents = await loadChangeDocuments(this.sql, rows.map((row) => row.change_id));
+    const documents = await loadChangeDocuments(
+      this.sql,
+      rows.map((row) => row.change_id),
+    );
     const byId = new Map(documents.map((document) => [document.id, document]));
     // a row whose record is gone has nothing left to index
     const gone = rows.filter((row) => !byId.has(row.change_id));
     const live = rows.filter((row) => byId.has(row.change_id));
-    await completeRows(this.sql, gone.map((row) => row.id));
+    await completeRows(
+      this.sql,
+      gone.map((row) => row.id),
+    );
 
     const targets = [this.options.alias];
     const reindex = await runningReindex(this.sql, this.options.alias);
@@ -102,12 +117,18 @@ export class OutboxIndexer {
     let results: Map<string, ItemResult>;
     try {
       if (reindex) await this.prepareReindexIndex(reindex.index_name);
-      results = await this.bulk(targets, live.map((row) => byId.get(row.change_id)!));
+      results = await this.bulk(
+        targets,
+        live.map((row) => byId.get(row.change_id)!),
+      );
     } catch (error) {
       indexerFailures.inc({ kind: 'request' }, live.length);
       const reason = requestFailure(error);
       this.logger.warn({ rows: live.length, reason }, 'indexing request failed; the batch is retried');
-      await retryRows(this.sql, live.map((row) => ({ id: row.id, delayMs: this.retryDelay(row.attempts), error: reason })));
+      await retryRows(
+        this.sql,
+        live.map((row) => ({ id: row.id, delayMs: this.retryDelay(row.attempts), error: reason })),
+      );
       outcome.retried = live.length;
       return outcome;
     }
@@ -134,7 +155,9 @@ export class OutboxIndexer {
   private async bulk(targets: string[], documents: ChangeDocument[]): Promise<Map<string, ItemResult>> {
     const results = new Map<string, ItemResult>();
     if (documents.length === 0) return results;
-    const { body } = await this.client.bulk({ body: targets.flatMap((target) => bulkBody(target, documents)) as never });
+    const { body } = await this.client.bulk({
+      body: targets.flatMap((target) => bulkBody(target, documents)) as never,
+    });
     const items = (body as { items: Record<string, ItemResult & { _id: string }>[] }).items;
     for (const item of items) {
       const result = Object.values(item)[0]!;
@@ -149,7 +172,10 @@ export class OutboxIndexer {
     const retry: { id: string; delayMs: number; error: string }[] = [];
     const park: { id: string; error: string }[] = [];
     for (const row of rows) {
-      const result = results.get(row.change_id) ?? { status: 500, error: { type: 'missing_item', reason: 'no result for this document' } };
+      const result = results.get(row.change_id) ?? {
+        status: 500,
+        error: { type: 'missing_item', reason: 'no result for this document' },
+      };
       if (result.status < 300) {
         done.push(row.id);
         continue;
@@ -165,7 +191,11 @@ export class OutboxIndexer {
     await completeRows(this.sql, done);
     await retryRows(this.sql, retry);
     await parkRows(this.sql, park);
-    if (park.length > 0) this.logger.error({ parked: park.length, first: park[0]!.error }, 'outbox rows parked after repeated permanent failures');
+    if (park.length > 0)
+      this.logger.error(
+        { parked: park.length, first: park[0]!.error },
+        'outbox rows parked after repeated permanent failures',
+      );
     documentsIndexed.inc(done.length);
     outcome.indexed = done.length;
     outcome.retried = retry.length;

@@ -36,7 +36,10 @@ export async function completeRows(sql: Sql, ids: readonly string[]): Promise<vo
 }
 
 /** Rows to try again after `delayMs` each, keeping the error that made them fail. */
-export async function retryRows(sql: Sql, rows: readonly { id: string; delayMs: number; error: string }[]): Promise<void> {
+export async function retryRows(
+  sql: Sql,
+  rows: readonly { id: string; delayMs: number; error: string }[],
+): Promise<void> {
   if (rows.length === 0) return;
   await sql`
     update outbox o set available_at = now() + r.delay_ms * interval '1 millisecond', last_error = left(r.error, 2000)
@@ -73,7 +76,12 @@ export async function outboxState(sql: Sql): Promise<OutboxState> {
       extract(epoch from now() - (select min(created_at) from outbox where topic = ${OUTBOX_TOPIC_CHANGE} and parked_at is null))::float8 as lag,
       (select count(*) from outbox where topic = ${OUTBOX_TOPIC_CHANGE} and parked_at is not null)::int as parked`;
   const pending = row?.pending ?? 0;
-  return { pending: Math.min(pending, COUNT_CAP), pendingCapped: pending > COUNT_CAP, lagSeconds: Math.max(0, row?.lag ?? 0), parked: row?.parked ?? 0 };
+  return {
+    pending: Math.min(pending, COUNT_CAP),
+    pendingCapped: pending > COUNT_CAP,
+    lagSeconds: Math.max(0, row?.lag ?? 0),
+    parked: row?.parked ?? 0,
+  };
 }
 
 /** Sends parked rows back to the queue with their attempts reset; returns how many. */
@@ -85,7 +93,10 @@ export async function requeueParked(sql: Sql): Promise<number> {
 }
 
 /** The parked rows, newest first, with their errors (for `cinv outbox`). */
-export function parkedRows(sql: Sql, limit: number): Promise<{ id: string; change_id: string; attempts: number; parked_at: Date; last_error: string | null }[]> {
+export function parkedRows(
+  sql: Sql,
+  limit: number,
+): Promise<{ id: string; change_id: string; attempts: number; parked_at: Date; last_error: string | null }[]> {
   return sql`
     select id::text, aggregate_id as change_id, attempts, parked_at, last_error from outbox
     where topic = ${OUTBOX_TOPIC_CHANGE} and parked_at is not null order by parked_at desc, id desc limit ${limit}`;

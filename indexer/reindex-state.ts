@@ -11,11 +11,14 @@ export interface ReindexRun {
   started_at: Date;
 }
 
-const columns = (sql: Sql) => sql`id::text, alias, index_name, status, last_change_id::text, indexed::int, total::int, started_at`;
+const columns = (sql: Sql) =>
+  sql`id::text, alias, index_name, status, last_change_id::text, indexed::int, total::int, started_at`;
 
 /** The reindex of `alias` in progress, if any: live indexing writes to its index too. */
 export async function runningReindex(sql: Sql, alias: string): Promise<ReindexRun | undefined> {
-  const [run] = await sql<ReindexRun[]>`select ${columns(sql)} from search_reindex where alias = ${alias} and status = 'running'`;
+  const [run] = await sql<
+    ReindexRun[]
+  >`select ${columns(sql)} from search_reindex where alias = ${alias} and status = 'running'`;
   return run;
 }
 
@@ -27,7 +30,13 @@ export async function startReindexRun(sql: Sql, alias: string, indexName: string
 }
 
 /** Records progress, so that an interrupted reindex can resume after the last batch done. */
-export async function recordProgress(sql: Sql, id: string, lastChangeId: string, indexed: number, total: number): Promise<void> {
+export async function recordProgress(
+  sql: Sql,
+  id: string,
+  lastChangeId: string,
+  indexed: number,
+  total: number,
+): Promise<void> {
   await sql`update search_reindex set last_change_id = ${lastChangeId}, indexed = ${indexed}, total = ${total} where id = ${id}`;
 }
 

@@ -1,7 +1,14 @@
 import type { Client } from '@opensearch-project/opensearch';
 import type { Sql } from 'postgres';
 import type { Logger } from '../src/platform/observability/logger.js';
-import { addTemplateFields, aliasIndices, bulkBody, installTemplate, loadChangeDocuments, newIndexName } from '../src/history/search/opensearch-index.js';
+import {
+  addTemplateFields,
+  aliasIndices,
+  bulkBody,
+  installTemplate,
+  loadChangeDocuments,
+  newIndexName,
+} from '../src/history/search/opensearch-index.js';
 import { backoffMs, OutboxIndexer, type IndexerOptions } from './indexer.js';
 import { Progress, type ProgressOutput } from '../src/platform/progress.js';
 import { finishReindexRun, recordProgress, runningReindex, startReindexRun, type ReindexRun } from './reindex-state.js';
@@ -40,17 +47,28 @@ async function nextIds(sql: Sql, after: string, limit: number): Promise<string[]
 }
 
 /** Indexes one batch into the new index, retrying transient failures; a permanent one stops the reindex. */
-async function indexBatch(client: Client, sql: Sql, index: string, ids: string[], logger: Logger | undefined): Promise<number> {
+async function indexBatch(
+  client: Client,
+  sql: Sql,
+  index: string,
+  ids: string[],
+  logger: Logger | undefined,
+): Promise<number> {
   const documents = await loadChangeDocuments(sql, ids);
   for (let attempt = 1; ; attempt++) {
     try {
       const { body } = await client.bulk({ body: bulkBody(index, documents) as never });
-      const failed = (body as { items: Record<string, { status: number; error?: { type?: string; reason?: string } }>[] }).items
+      const failed = (
+        body as { items: Record<string, { status: number; error?: { type?: string; reason?: string } }>[] }
+      ).items
         .map((item) => Object.values(item)[0]!)
         .filter((item) => item.status >= 300);
       if (failed.length === 0) return documents.length;
       const permanent = failed.find((item) => item.status !== 429 && item.status < 500);
-      if (permanent) throw new ReindexError(`OpenSearch refused a document: ${permanent.status} ${permanent.error?.type}: ${permanent.error?.reason}`);
+      if (permanent)
+        throw new ReindexError(
+          `OpenSearch refused a document: ${permanent.status} ${permanent.error?.type}: ${permanent.error?.reason}`,
+        );
       throw new Error(`${failed.length} documents failed with ${failed[0]!.status}`);
     } catch (error) {
       if (error instanceof ReindexError || attempt >= MAX_BATCH_ATTEMPTS) throw error;
@@ -63,12 +81,16 @@ async function indexBatch(client: Client, sql: Sql, index: string, ids: string[]
 /** Documents of the new index with ids up to `lastId`, against the same count in PostgreSQL. */
 async function verify(client: Client, sql: Sql, index: string, lastId: string): Promise<number> {
   await client.indices.refresh({ index });
-  const [row] = await sql<{ count: number }[]>`select count(*)::int as count from change_records where id <= ${lastId}::bigint`;
+  const [row] = await sql<
+    { count: number }[]
+  >`select count(*)::int as count from change_records where id <= ${lastId}::bigint`;
   const expected = row!.count;
   const { body } = await client.count({ index, body: { query: { range: { id: { lte: lastId } } } } as never });
   const actual = (body as { count: number }).count;
   if (actual !== expected) {
-    throw new ReindexError(`the new index ${index} holds ${actual} documents up to change ${lastId}, PostgreSQL ${expected}; the alias was not moved (run again with --resume)`);
+    throw new ReindexError(
+      `the new index ${index} holds ${actual} documents up to change ${lastId}, PostgreSQL ${expected}; the alias was not moved (run again with --resume)`,
+    );
   }
   return actual;
 }
@@ -80,7 +102,13 @@ async function verify(client: Client, sql: Sql, index: string, lastId: string): 
  * the new index too; afterwards the outbox is drained once, so nothing written meanwhile is lost.
  * An interrupted reindex continues from its last batch with `resume`.
  */
-export async function reindex(sql: Sql, client: Client, options: ReindexOptions, out: ProgressOutput, logger?: Logger): Promise<ReindexReport> {
+export async function reindex(
+  sql: Sql,
+  client: Client,
+  options: ReindexOptions,
+  out: ProgressOutput,
+  logger?: Logger,
+): Promise<ReindexReport> {
   await installTemplate(client, options.alias);
   let run: ReindexRun;
   const running = await runningReindex(sql, options.alias);
@@ -93,12 +121,17 @@ export async function reindex(sql: Sql, client: Client, options: ReindexOptions,
     await addTemplateFields(client, [running.index_name]);
     run = running;
   } else {
-    if (running) throw new ReindexError(`a reindex of ${options.alias} into ${running.index_name} is already running (since ${running.started_at.toISOString()}); use --resume to continue it`);
+    if (running)
+      throw new ReindexError(
+        `a reindex of ${options.alias} into ${running.index_name} is already running (since ${running.started_at.toISOString()}); use --resume to continue it`,
+      );
     const index = newIndexName(options.alias, options.now());
     await client.indices.create({ index });
     run = await startReindexRun(sql, options.alias, index);
   }
-  const [left] = await sql<{ count: number }[]>`select count(*)::int as count from change_records where id > ${run.last_change_id}::bigint`;
+  const [left] = await sql<
+    { count: number }[]
+  >`select count(*)::int as count from change_records where id > ${run.last_change_id}::bigint`;
   const total = run.indexed + left!.count;
   let indexed = run.indexed;
   let last = run.last_change_id;
@@ -116,7 +149,12 @@ export async function reindex(sql: Sql, client: Client, options: ReindexOptions,
     const verified = await verify(client, sql, run.index_name, last);
     const previous = (await aliasIndices(client, options.alias)).filter((index) => index !== run.index_name);
     await client.indices.updateAliases({
-      body: { actions: [...previous.map((index) => ({ remove: { index, alias: options.alias } })), { add: { index: run.index_name, alias: options.alias } }] },
+      body: {
+        actions: [
+          ...previous.map((index) => ({ remove: { index, alias: options.alias } })),
+          { add: { index: run.index_name, alias: options.alias } },
+        ],
+      },
     });
     await finishReindexRun(sql, run.id, 'completed');
     const deleted: string[] = [];
@@ -127,7 +165,12 @@ export async function reindex(sql: Sql, client: Client, options: ReindexOptions,
       }
     }
     // whatever the outbox still holds (nobody indexing meanwhile) goes to the new index now
-    const drained = await new OutboxIndexer(sql, client, { ...options.indexer, alias: options.alias, listen: false }, logger ?? silentLogger).drain();
+    const drained = await new OutboxIndexer(
+      sql,
+      client,
+      { ...options.indexer, alias: options.alias, listen: false },
+      logger ?? silentLogger,
+    ).drain();
     return { index: run.index_name, previous, deleted, indexed, verified, drained: drained.indexed };
   } catch (error) {
     progress.finish(indexed);

@@ -82,7 +82,9 @@ function loginCookieCodec(secret: string): { encode: (value: unknown) => string;
         const raw = Buffer.from(text, 'base64url');
         const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
         decipher.setAuthTag(raw.subarray(12, 28));
-        return JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as unknown;
+        return JSON.parse(
+          Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8'),
+        ) as unknown;
       } catch {
         // koa-session starts a fresh session on a SyntaxError (and answers 500 on anything else)
         throw new SyntaxError('unreadable sign-in cookie');
@@ -122,7 +124,18 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
   let openApi: Record<string, unknown> | undefined;
   const routes: AnyRoute[] = [];
   const load = new LoadShedder(loadLimits(app), () => app.gate.queue.oldestWaitMs);
-  routes.push(...systemRoutes(() => (openApi ??= buildOpenApi(routes, { version, description: API_DESCRIPTION, schemas: { SubscriptionBatch: BatchPayload } })), load), ...apiRoutes);
+  routes.push(
+    ...systemRoutes(
+      () =>
+        (openApi ??= buildOpenApi(routes, {
+          version,
+          description: API_DESCRIPTION,
+          schemas: { SubscriptionBatch: BatchPayload },
+        })),
+      load,
+    ),
+    ...apiRoutes,
+  );
 
   const koa = new Koa({ proxy: process.env.CINV_TRUST_PROXY === 'true' });
   // signs the session cookies; derived from CINV_SECRET, so every replica accepts every cookie
@@ -139,7 +152,9 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     checkResponses: options.checkResponses ?? false,
     authenticate,
     signInRedirect,
-    analystApp: app.analystReads ? (ctx, primary, principal) => app.analystReads!.choose(ctx, primary, principal) : undefined,
+    analystApp: app.analystReads
+      ? (ctx, primary, principal) => app.analystReads!.choose(ctx, primary, principal)
+      : undefined,
     wrote: app.analystReads ? (_ctx, _app, principal) => app.analystReads!.wrote(principal) : undefined,
   });
 
@@ -148,7 +163,11 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     try {
       await next();
     } finally {
-      stop({ method: ctx.method, route: (ctx.state.route as string | undefined) ?? 'unmatched', status: String(ctx.status) });
+      stop({
+        method: ctx.method,
+        route: (ctx.state.route as string | undefined) ?? 'unmatched',
+        status: String(ctx.status),
+      });
     }
   });
   // this process's own changes to keys, users, grants or scopes are not left to the notification
@@ -163,7 +182,11 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     }
   });
   koa.use(load.middleware());
-  koa.use(errorMiddleware(app.logger, (ctx, error, id) => auditRefusal(app.audit, DEFAULT_TENANT_ID, ctx, error.status, error.details, id)));
+  koa.use(
+    errorMiddleware(app.logger, (ctx, error, id) =>
+      auditRefusal(app.audit, DEFAULT_TENANT_ID, ctx, error.status, error.details, id),
+    ),
+  );
   // runs after the router and its method check: turns their bare statuses into the envelope
   koa.use(async (ctx, next) => {
     await next();
@@ -187,7 +210,9 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     },
     koa,
   );
-  koa.use((ctx, next) => (ctx.path === '/auth/login' || ctx.path === '/auth/callback' ? loginSession(ctx, next) : next()));
+  koa.use((ctx, next) =>
+    ctx.path === '/auth/login' || ctx.path === '/auth/callback' ? loginSession(ctx, next) : next(),
+  );
   koa.use(webInterface());
   koa.use(router.routes());
   koa.use(router.allowedMethods());

@@ -19,7 +19,16 @@ import {
   UsageError,
   type Flags,
 } from './cli/commands.js';
-import { commandHelp, familyHelp, findCommand, findFamily, globalHelp, unknownOption, unknownOptionMessage, type CommandUsage } from './cli/usage.js';
+import {
+  commandHelp,
+  familyHelp,
+  findCommand,
+  findFamily,
+  globalHelp,
+  unknownOption,
+  unknownOptionMessage,
+  type CommandUsage,
+} from './cli/usage.js';
 import { refuseStrayDatabase } from './cli/shared.js';
 import { ConfigError, databaseTarget } from './platform/config/config.js';
 import { packagePath } from './platform/paths.js';
@@ -74,10 +83,16 @@ const OPTIONS = {
  * find the command it was given to and the option, so that the error names both.
  */
 function unknownOptionError(argv: string[]): UsageError {
-  const { positionals, tokens } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: false, tokens: true });
+  const { positionals, tokens } = parseArgs({
+    args: argv,
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
   const usage = findCommand(positionals.filter((word) => word !== 'help'));
   const stray = tokens.find((token) => token.kind === 'option' && !(token.name in OPTIONS));
-  const given = stray?.kind === 'option' ? stray.rawName : argv.find((arg) => arg.startsWith('-')) ?? '';
+  const given = stray?.kind === 'option' ? stray.rawName : (argv.find((arg) => arg.startsWith('-')) ?? '');
   return new UsageError(unknownOptionMessage(usage, given), usage?.name);
 }
 
@@ -90,7 +105,8 @@ function help(words: string[]): string {
   throw new UsageError(`unknown command "${words.join(' ')}"`);
 }
 
-const version = (): string => (JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string }).version;
+const version = (): string =>
+  (JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string }).version;
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -127,7 +143,11 @@ async function main(argv: string[]): Promise<number> {
       console.log(familyHelp(command));
       return 0;
     }
-    throw new UsageError(family.length > 0 ? `"cinv ${command}" needs one of: ${family.join(', ')}` : `unknown command "${positionals.join(' ')}"`);
+    throw new UsageError(
+      family.length > 0
+        ? `"cinv ${command}" needs one of: ${family.join(', ')}`
+        : `unknown command "${positionals.join(' ')}"`,
+    );
   }
   if (values.help) {
     console.log(commandHelp(usage));
@@ -136,7 +156,8 @@ async function main(argv: string[]): Promise<number> {
   const stray = unknownOption(usage, Object.keys(values));
   if (stray) throw new UsageError(unknownOptionMessage(usage, `--${stray}`), usage.name);
   const words = usage.name.split(' ').length + (usage.args ? 1 : 0);
-  if (positionals.length > words) throw new UsageError(`"cinv ${usage.name}" takes no argument "${positionals[words]}"`, usage.name);
+  if (positionals.length > words)
+    throw new UsageError(`"cinv ${usage.name}" takes no argument "${positionals[words]}"`, usage.name);
   await refuseBeforeConfig(usage, flags);
   await RUN[usage.name]!(flags, positionals[usage.name.split(' ').length]);
   return 0;
@@ -154,7 +175,11 @@ async function refuseBeforeConfig(usage: CommandUsage, flags: Flags): Promise<vo
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (
+      error instanceof UsageError ||
+      error instanceof ConfigError ||
+      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+    ) {
       const command = error instanceof UsageError ? error.command : undefined;
       console.error(`cinv: ${(error as Error).message}\nRun \`cinv ${command ? `${command} ` : ''}--help\` for usage.`);
       process.exit(2);

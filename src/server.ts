@@ -36,7 +36,10 @@ export interface Running {
 
 /** Starts the outbox indexer of this process; it wakes on NOTIFY on a PostgreSQL server. */
 async function startIndexer(app: AppContext, url: string): Promise<{ stop(): Promise<void> }> {
-  const [{ OutboxIndexer }, { createOpenSearchClient }] = await Promise.all([import('../indexer/indexer.js'), import('./history/search/opensearch-index.js')]);
+  const [{ OutboxIndexer }, { createOpenSearchClient }] = await Promise.all([
+    import('../indexer/indexer.js'),
+    import('./history/search/opensearch-index.js'),
+  ]);
   const { config } = app;
   const indexer = new OutboxIndexer(
     app.sql,
@@ -58,7 +61,9 @@ async function startIndexer(app: AppContext, url: string): Promise<{ stop(): Pro
 /** Opens the database, migrates, installs the bootstrap key, then serves and/or schedules. */
 export async function run(config: Config, logger: Logger, options: RunOptions): Promise<Running> {
   const database: Database = await openDatabase(config, { joinEmbedded: false });
-  const replica = config.databaseReplicaUrl ? guardDatabase(connectServer(config.databaseReplicaUrl, poolSettings(config)), poolSettings(config)) : undefined;
+  const replica = config.databaseReplicaUrl
+    ? guardDatabase(connectServer(config.databaseReplicaUrl, poolSettings(config)), poolSettings(config))
+    : undefined;
   const now = () => new Date();
   const app: AppContext = {
     sql: database.sql,
@@ -79,7 +84,13 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
     const applied = await migrate(database.sql);
     if (applied.length > 0) logger.info({ versions: applied }, 'migrations applied');
     // the months writes go to exist before serving; older months in the default partitions are the sweep's
-    reportPartitionUpkeep(logger, await keepAllPartitions(database.sql, app.now(), { aheadOnly: true, retries: new PartitionRetries(database.sql) }));
+    reportPartitionUpkeep(
+      logger,
+      await keepAllPartitions(database.sql, app.now(), {
+        aheadOnly: true,
+        retries: new PartitionRetries(database.sql),
+      }),
+    );
     const moving = await pendingPartitionMigrations(database.sql);
     if (moving.length > 0) {
       logger.warn(
@@ -87,11 +98,17 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
         'existing rows wait to move into monthly partitions: run `cinv migrate` (the service keeps serving meanwhile); until then expired history is deleted row by row',
       );
     }
-    if (config.bootstrapAdminKey && (await installBootstrapKey(database.sql, config.secret, DEFAULT_TENANT_ID, config.bootstrapAdminKey))) {
+    if (
+      config.bootstrapAdminKey &&
+      (await installBootstrapKey(database.sql, config.secret, DEFAULT_TENANT_ID, config.bootstrapAdminKey))
+    ) {
       logger.info('bootstrap admin key installed');
     }
-    const [live] = await database.sql<{ keys: number }[]>`select count(*)::int as keys from api_keys where revoked_at is null`;
-    if (live?.keys === 0) logger.warn('no API keys exist yet: create one with `npm run cinv -- keys create --tier adm --name admin`');
+    const [live] = await database.sql<
+      { keys: number }[]
+    >`select count(*)::int as keys from api_keys where revoked_at is null`;
+    if (live?.keys === 0)
+      logger.warn('no API keys exist yet: create one with `npm run cinv -- keys create --tier adm --name admin`');
   } catch (error) {
     await Promise.all([database.close(), replica?.close()]);
     throw error;
@@ -102,7 +119,12 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
 
   const sweeps = options.scheduler ? scheduleSweeps(app) : undefined;
   const worker = options.scheduler
-    ? new CollectionWorker(app, { concurrency: config.workerConcurrency, leaseMs: config.workerLeaseMs, pollMs: config.workerPollMs, watches: config.workerWatches })
+    ? new CollectionWorker(app, {
+        concurrency: config.workerConcurrency,
+        leaseMs: config.workerLeaseMs,
+        pollMs: config.workerPollMs,
+        watches: config.workerWatches,
+      })
     : undefined;
   worker?.start();
   const searchJobs = options.scheduler ? scheduleSearchJobs(app) : undefined;
@@ -110,7 +132,11 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
   deliveries?.start();
   // Node.js 20 is past its end of life: cinv still runs there, but says so once at start
   const major = Number(process.versions.node.split('.')[0]);
-  if (major < 22) logger.warn({ node: process.versions.node }, `Node.js ${major} is not supported (past its end of life): run cinv on Node.js 22 or 24`);
+  if (major < 22)
+    logger.warn(
+      { node: process.versions.node },
+      `Node.js ${major} is not supported (past its end of life): run cinv on Node.js 22 or 24`,
+    );
   const indexer = options.indexer && config.opensearchUrl ? await startIndexer(app, config.opensearchUrl) : undefined;
   let server: Server | undefined;
   if (options.api) {
@@ -123,7 +149,12 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
     const port = typeof address === 'object' && address ? address.port : config.port;
     const origin = `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${port}`;
     logger.info(
-      { port, database: database.kind, dataDir: database.kind === 'embedded' ? config.dataDir : undefined, readReplica: replica !== undefined },
+      {
+        port,
+        database: database.kind,
+        dataDir: database.kind === 'embedded' ? config.dataDir : undefined,
+        readReplica: replica !== undefined,
+      },
       `cinv listening on ${origin}: open ${origin}/ui/ and sign in${config.oidc ? ' with your company account or' : ' with'} an API key`,
     );
   }
@@ -138,7 +169,14 @@ export async function run(config: Config, logger: Logger, options: RunOptions): 
           server.closeIdleConnections();
           await closing;
         }
-        await Promise.all([sweeps?.stop(), searchJobs?.stop(), indexer?.stop(), worker?.stop(), deliveries?.stop(), principals?.stop()]);
+        await Promise.all([
+          sweeps?.stop(),
+          searchJobs?.stop(),
+          indexer?.stop(),
+          worker?.stop(),
+          deliveries?.stop(),
+          principals?.stop(),
+        ]);
         // after the last request: what it audited is written before the pool closes
         await app.audit.close();
         await app.limits.close();

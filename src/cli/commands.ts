@@ -6,17 +6,31 @@ import { DEFAULT_TENANT_ID } from '../platform/tenants.js';
 import { openForCommand, single, UsageError, withDatabase, type Flags } from './shared.js';
 
 /** What `cinv migrate` says as each step of an online move begins. */
-const PHASES = { swap: 'swapping in the partitioned table', compare: 'comparing count and checksum', drop: 'dropping the old table' } as const;
+const PHASES = {
+  swap: 'swapping in the partitioned table',
+  compare: 'comparing count and checksum',
+  drop: 'dropping the old table',
+} as const;
 
 export { UsageError, type Flags } from './shared.js';
-export { keysCreateCommand, keysGenerateCommand, keysListCommand, keysRevokeCommand, rotateMasterCommand, usersPromoteCommand } from './keys.js';
+export {
+  keysCreateCommand,
+  keysGenerateCommand,
+  keysListCommand,
+  keysRevokeCommand,
+  rotateMasterCommand,
+  usersPromoteCommand,
+} from './keys.js';
 
 export async function serveCommand(options: { api: boolean; scheduler: boolean; indexer: boolean }): Promise<void> {
   const config = loadConfig();
   if (options.indexer && !options.api && !options.scheduler && !config.opensearchUrl) {
     throw new UsageError('the indexer mirrors change records into OpenSearch: set OPENSEARCH_URL');
   }
-  const [{ createLogger }, { run }] = await Promise.all([import('../platform/observability/logger.js'), import('../server.js')]);
+  const [{ createLogger }, { run }] = await Promise.all([
+    import('../platform/observability/logger.js'),
+    import('../server.js'),
+  ]);
   const logger = createLogger(config.logLevel);
   const running = await run(config, logger, options);
   await new Promise<void>((resolve) => {
@@ -34,7 +48,8 @@ export async function serveCommand(options: { api: boolean; scheduler: boolean; 
 
 export async function migrateCommand(flags: Flags): Promise<void> {
   const batchSize = Number(single(flags, 'batch-size', false) ?? 10_000);
-  if (!Number.isInteger(batchSize) || batchSize < 100 || batchSize > 100_000) throw new UsageError('--batch-size must be an integer from 100 to 100000');
+  if (!Number.isInteger(batchSize) || batchSize < 100 || batchSize > 100_000)
+    throw new UsageError('--batch-size must be an integer from 100 to 100000');
   const { db, applied } = await openForCommand(loadConfig(), flags);
   try {
     console.log(applied.length > 0 ? `applied migrations: ${applied.join(', ')}` : 'schema is up to date');
@@ -112,7 +127,9 @@ export async function ingestCommand(flags: Flags): Promise<void> {
   } catch (error) {
     if (error instanceof AppError) {
       const errors = (error.details.errors as { field: string; message: string }[]).slice(0, 20);
-      throw new UsageError(`${file} is not a valid snapshot:\n${errors.map((e) => `  ${e.field}: ${e.message}`).join('\n')}`);
+      throw new UsageError(
+        `${file} is not a valid snapshot:\n${errors.map((e) => `  ${e.field}: ${e.message}`).join('\n')}`,
+      );
     }
     throw error;
   }
@@ -142,7 +159,10 @@ export async function ingestCommand(flags: Flags): Promise<void> {
     );
     progress.finish(snapshot.items.length);
     // the source shows this push as it shows one through the API: its last collection and health
-    await recordPush(db.sql, DEFAULT_TENANT_ID, source.id, new Date(), { result, durationMs: Math.round(performance.now() - started) });
+    await recordPush(db.sql, DEFAULT_TENANT_ID, source.id, new Date(), {
+      result,
+      durationMs: Math.round(performance.now() - started),
+    });
     const outcome = { source: { id: Number(source.id), name: source.name }, ...result };
     // JSON for programs (--json, or a pipe), a summary for a person at a terminal
     if (flags.json === true || !process.stdout.isTTY) console.log(JSON.stringify(outcome, null, 2));
@@ -153,7 +173,9 @@ export async function ingestCommand(flags: Flags): Promise<void> {
 /** What `cinv ingest` says it did, on a terminal. */
 function ingestSummary(outcome: { source: { id: number; name: string } } & ReconcileResult): string {
   const { source, relationships: r } = outcome;
-  const counts = (['created', 'updated', 'unchanged', 'reactivated', 'archived'] as const).map((key) => `${outcome[key]} ${key}`).join(', ');
+  const counts = (['created', 'updated', 'unchanged', 'reactivated', 'archived'] as const)
+    .map((key) => `${outcome[key]} ${key}`)
+    .join(', ');
   return [
     `ingested ${outcome.received} item${outcome.received === 1 ? '' : 's'} into source ${source.name} (id ${source.id}): ${counts}`,
     `change records: ${outcome.changes}`,
@@ -169,7 +191,11 @@ export async function demoCommand(flags: Flags): Promise<void> {
   await withDatabase(config, flags, async (db) => {
     if (flags.remove === true) {
       const removed = await removeDemo(db.sql, DEFAULT_TENANT_ID, new Date());
-      console.log(removed.sources.length === 0 ? 'no demo data to remove' : `removed ${removed.sources.join(', ')}: ${removed.cis} CIs and ${removed.changes} change records`);
+      console.log(
+        removed.sources.length === 0
+          ? 'no demo data to remove'
+          : `removed ${removed.sources.join(', ')}: ${removed.cis} CIs and ${removed.changes} change records`,
+      );
       return;
     }
     const progress = new Progress('demo events', 0, process.stderr);
@@ -212,7 +238,8 @@ export async function reindexCommand(flags: Flags): Promise<void> {
   const url = requireOpenSearch(config);
   const batchText = single(flags, 'batch-size', false);
   const batchSize = batchText === undefined ? 2000 : Number(batchText);
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 50_000) throw new UsageError('--batch-size must be an integer from 1 to 50000');
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 50_000)
+    throw new UsageError('--batch-size must be an integer from 1 to 50000');
   const [{ reindex, ReindexError }, { createOpenSearchClient }] = await Promise.all([
     import('../../indexer/reindex.js'),
     import('../history/search/opensearch-index.js'),
@@ -228,13 +255,19 @@ export async function reindexCommand(flags: Flags): Promise<void> {
           resume: flags.resume === true,
           deleteOld: flags['delete-old'] === true,
           now: () => new Date(),
-          indexer: { batchSize: config.indexerBatchSize, maxAttempts: config.indexerMaxAttempts, pollMs: config.indexerPollMs },
+          indexer: {
+            batchSize: config.indexerBatchSize,
+            maxAttempts: config.indexerMaxAttempts,
+            pollMs: config.indexerPollMs,
+          },
         },
         process.stderr,
       );
       console.log(
         `${config.opensearchIndex} now points at ${report.index}: ${report.indexed} documents indexed, ${report.verified} verified against PostgreSQL` +
-          (report.previous.length > 0 ? `; previous: ${report.previous.join(', ')}${report.deleted.length > 0 ? ' (deleted)' : ' (kept; --delete-old removes them)'}` : '') +
+          (report.previous.length > 0
+            ? `; previous: ${report.previous.join(', ')}${report.deleted.length > 0 ? ' (deleted)' : ' (kept; --delete-old removes them)'}`
+            : '') +
           (report.drained > 0 ? `; ${report.drained} outbox rows applied afterwards` : ''),
       );
     } catch (error) {
@@ -258,9 +291,12 @@ export async function outboxCommand(sub: string | undefined, flags: Flags): Prom
     console.log(`lag: ${state.lagSeconds.toFixed(1)} s (age of the oldest pending row)`);
     console.log(`parked: ${state.parked}${state.parked > 0 ? ' (cinv outbox retry re-queues them)' : ''}`);
     for (const row of await parkedRows(db.sql, 20)) {
-      console.log(`  row ${row.id} change ${row.change_id}: ${row.attempts} attempts, parked ${row.parked_at.toISOString()}: ${row.last_error ?? ''}`);
+      console.log(
+        `  row ${row.id} change ${row.change_id}: ${row.attempts} attempts, parked ${row.parked_at.toISOString()}: ${row.last_error ?? ''}`,
+      );
     }
-    if (!config.opensearchUrl) console.log('OPENSEARCH_URL is not set: nothing consumes the outbox, and the sweep trims rows older than a day');
+    if (!config.opensearchUrl)
+      console.log('OPENSEARCH_URL is not set: nothing consumes the outbox, and the sweep trims rows older than a day');
   });
 }
 
@@ -270,6 +306,13 @@ export async function refreshStatsCommand(flags: Flags): Promise<void> {
   await withDatabase(config, flags, async (db) => {
     const started = performance.now();
     const { rows, refreshedAt } = await refreshStatsAggregate(db.sql, new Date());
-    console.log(JSON.stringify({ refreshed: true, rows, refreshed_at: refreshedAt.toISOString(), took_ms: Math.round(performance.now() - started) }));
+    console.log(
+      JSON.stringify({
+        refreshed: true,
+        rows,
+        refreshed_at: refreshedAt.toISOString(),
+        took_ms: Math.round(performance.now() - started),
+      }),
+    );
   });
 }

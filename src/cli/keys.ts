@@ -28,20 +28,24 @@ async function resolveScopes(db: Database, specs: string[]): Promise<DataScope[]
 export async function keysCreateCommand(flags: Flags): Promise<void> {
   const tier = single(flags, 'tier') as Tier;
   const name = single(flags, 'name')!;
-  if (!['adm', 'svc', 'ro'].includes(tier)) throw new UsageError('--tier must be adm, svc or ro (user tokens are issued to users)');
+  if (!['adm', 'svc', 'ro'].includes(tier))
+    throw new UsageError('--tier must be adm, svc or ro (user tokens are issued to users)');
   const permissions = many(flags, 'permission');
   const scopeSpecs = many(flags, 'scope');
   if (tier === 'adm' && (permissions.length > 0 || scopeSpecs.length > 0)) {
     throw new UsageError('adm keys hold everything: --permission and --scope do not apply');
   }
   if (tier === 'ro' && permissions.length > 0) {
-    throw new UsageError('--permission applies to svc keys only; ro keys read with the fixed permissions of their tier (--scope limits their data)');
+    throw new UsageError(
+      '--permission applies to svc keys only; ro keys read with the fixed permissions of their tier (--scope limits their data)',
+    );
   }
   const bad = permissions.find((p) => !isPermission(p));
   if (bad) throw new UsageError(`--permission ${bad}: expected RESOURCE:ACTION, e.g. configuration_items:read`);
   const expiresIn = single(flags, 'expires-in', false);
   const expiresMs = expiresIn === undefined ? undefined : parseDuration(expiresIn);
-  if (expiresIn !== undefined && !expiresMs) throw new UsageError(`--expires-in ${expiresIn}: expected a duration such as 90d`);
+  if (expiresIn !== undefined && !expiresMs)
+    throw new UsageError(`--expires-in ${expiresIn}: expected a duration such as 90d`);
   const config = loadConfig();
   const { issueApiKey } = await import('../platform/auth/api-keys.js');
   await withDatabase(config, flags, async (db) => {
@@ -62,14 +66,22 @@ export async function keysCreateCommand(flags: Flags): Promise<void> {
 }
 
 export async function usersPromoteCommand(email: string | undefined, flags: Flags): Promise<void> {
-  if (!email) throw new UsageError('users promote needs the email of a user who exists (signed in once, or created through the API)');
+  if (!email)
+    throw new UsageError(
+      'users promote needs the email of a user who exists (signed in once, or created through the API)',
+    );
   const config = loadConfig();
   const { findUserByEmail, setSuperadmin } = await import('../identity/users/store.js');
   await withDatabase(config, flags, async (db) => {
     const user = await findUserByEmail(db.sql, DEFAULT_TENANT_ID, email);
     if (!user) throw new UsageError(`no user with the email ${email}`);
     await setSuperadmin(db.sql, DEFAULT_TENANT_ID, user.id, true);
-    await auditFromCommandLine(db.sql, 'user.promoted', { type: 'user', id: user.id, name: user.name }, { superadmin: true });
+    await auditFromCommandLine(
+      db.sql,
+      'user.promoted',
+      { type: 'user', id: user.id, name: user.name },
+      { superadmin: true },
+    );
     console.error(`${user.name} <${email}> is a superadmin`);
   });
 }
@@ -82,22 +94,24 @@ async function auditFromCommandLine(
   details: Record<string, unknown>,
 ): Promise<void> {
   const { insertAuditEvents } = await import('../platform/audit/store.js');
-  await insertAuditEvents(sql, [{
-    tenant_id: DEFAULT_TENANT_ID,
-    occurred_at: new Date().toISOString(),
-    event_type: type,
-    outcome: 'success',
-    actor_kind: 'system',
-    actor_id: null,
-    actor_name: `cli (${userInfo().username})`,
-    target_type: target.type,
-    target_id: target.id,
-    target_name: target.name,
-    client_address: null,
-    user_agent: null,
-    request_id: null,
-    details: { ...details, via: 'cli' },
-  }]);
+  await insertAuditEvents(sql, [
+    {
+      tenant_id: DEFAULT_TENANT_ID,
+      occurred_at: new Date().toISOString(),
+      event_type: type,
+      outcome: 'success',
+      actor_kind: 'system',
+      actor_id: null,
+      actor_name: `cli (${userInfo().username})`,
+      target_type: target.type,
+      target_id: target.id,
+      target_name: target.name,
+      client_address: null,
+      user_agent: null,
+      request_id: null,
+      details: { ...details, via: 'cli' },
+    },
+  ]);
 }
 
 export async function keysListCommand(flags: Flags): Promise<void> {
@@ -106,15 +120,22 @@ export async function keysListCommand(flags: Flags): Promise<void> {
   await withDatabase(config, flags, async (db) => {
     const keys = await listApiKeys(db.sql, DEFAULT_TENANT_ID, { includeRevoked: flags['include-revoked'] === true });
     const rows = keys.map((k) => [
-      k.id, k.tier, k.name, `…${k.key_hint}`, k.created_at.toISOString().slice(0, 16), k.expires_at?.toISOString().slice(0, 16) ?? '-',
-      k.last_used_at?.toISOString().slice(0, 16) ?? '-', k.revoked_at ? 'revoked' : 'active',
+      k.id,
+      k.tier,
+      k.name,
+      `…${k.key_hint}`,
+      k.created_at.toISOString().slice(0, 16),
+      k.expires_at?.toISOString().slice(0, 16) ?? '-',
+      k.last_used_at?.toISOString().slice(0, 16) ?? '-',
+      k.revoked_at ? 'revoked' : 'active',
     ]);
     printTable(['id', 'tier', 'name', 'hint', 'created', 'expires', 'last used', 'state'], rows);
   });
 }
 
 export async function keysRevokeCommand(id: string | undefined, flags: Flags): Promise<void> {
-  if (!id || !/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError('keys revoke needs the id of a key (see `cinv keys list`)');
+  if (!id || !/^[0-9a-f-]{36}$/i.test(id))
+    throw new UsageError('keys revoke needs the id of a key (see `cinv keys list`)');
   const config = loadConfig();
   const { listApiKeys, revokeApiKey } = await import('../platform/auth/api-key-store.js');
   await withDatabase(config, flags, async (db) => {
@@ -137,7 +158,8 @@ export async function keysRevokeCommand(id: string | undefined, flags: Flags): P
 export async function rotateMasterCommand(flags: Flags): Promise<void> {
   const config = loadConfig();
   if (!config.masterKey) throw new UsageError('keys rotate-master needs the new master key in CINV_MASTER_KEY');
-  if (!config.previousMasterKey) throw new UsageError('keys rotate-master needs the old master key in CINV_MASTER_KEY_PREVIOUS');
+  if (!config.previousMasterKey)
+    throw new UsageError('keys rotate-master needs the old master key in CINV_MASTER_KEY_PREVIOUS');
   const { MasterKeys, rotateMasterKey } = await import('../collection/sources/credentials.js');
   await withDatabase(config, flags, async (db) => {
     const keys = new MasterKeys(config.masterKey!, config.previousMasterKey);
@@ -145,8 +167,13 @@ export async function rotateMasterCommand(flags: Flags): Promise<void> {
     const progress = new Progress('data keys re-wrapped', 0, process.stderr);
     const { rewrapped, remaining } = await rotateMasterKey(db.sql, keys, (done, total) => progress.update(done, total));
     if (rewrapped > 0) progress.finish(rewrapped);
-    console.error(`re-wrapped ${rewrapped} data key(s) under the master key ${keys.current.fingerprint}; ${remaining} left under another key`);
-    if (remaining > 0) throw new UsageError(`${remaining} data key(s) are wrapped by a master key that is neither CINV_MASTER_KEY nor CINV_MASTER_KEY_PREVIOUS`);
+    console.error(
+      `re-wrapped ${rewrapped} data key(s) under the master key ${keys.current.fingerprint}; ${remaining} left under another key`,
+    );
+    if (remaining > 0)
+      throw new UsageError(
+        `${remaining} data key(s) are wrapped by a master key that is neither CINV_MASTER_KEY nor CINV_MASTER_KEY_PREVIOUS`,
+      );
   });
 }
 

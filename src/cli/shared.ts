@@ -8,7 +8,10 @@ import type { Database } from '../platform/db/database.js';
 
 export class UsageError extends Error {
   /** The command whose usage was broken, so that the hint can point at its own --help. */
-  constructor(message: string, readonly command?: string) {
+  constructor(
+    message: string,
+    readonly command?: string,
+  ) {
     super(message);
   }
 }
@@ -43,7 +46,10 @@ async function cinvServerAnswers(port: number): Promise<boolean> {
  * land where the server never looks. The command line asks before it loads the configuration,
  * which would write a secret and a master key into the data directory.
  */
-export async function refuseStrayDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'port'>, flags: Flags): Promise<void> {
+export async function refuseStrayDatabase(
+  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'port'>,
+  flags: Flags,
+): Promise<void> {
   if (config.databaseUrl || flags['new-database'] === true || config.port === 0) return;
   if (existsSync(path.join(config.dataDir, 'pgdata'))) return;
   if (!(await cinvServerAnswers(config.port))) return;
@@ -57,7 +63,10 @@ export async function refuseStrayDatabase(config: Pick<Config, 'databaseUrl' | '
 /** Opens the database the command works on, saying which, and brings its schema up to date. */
 export async function openForCommand(config: Config, flags: Flags): Promise<{ db: Database; applied: number[] }> {
   await refuseStrayDatabase(config, flags);
-  const [{ openDatabase }, { migrate }] = await Promise.all([import('../platform/db/open.js'), import('../platform/db/migrate.js')]);
+  const [{ openDatabase }, { migrate }] = await Promise.all([
+    import('../platform/db/open.js'),
+    import('../platform/db/migrate.js'),
+  ]);
   const fresh = !config.databaseUrl && !existsSync(path.join(config.dataDir, 'pgdata'));
   console.error(`cinv: using ${describeDatabase(config)}${fresh ? ' (new)' : ''}`);
   const db = await openDatabase(config);
@@ -112,6 +121,10 @@ export function many(flags: Flags, name: string): string[] {
 /** Columns padded to their widest cell. */
 export function printTable(header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   console.log([line(header), ...rows.map(line)].join('\n'));
 }

@@ -30,13 +30,26 @@ const NEW_DATABASE =
 export const COMMANDS: readonly CommandUsage[] = [
   {
     name: 'serve',
-    summary: 'API and web interface (/ui/), collection worker, scheduled jobs, migrations, and the indexer when OPENSEARCH_URL is set (npm start)',
+    summary:
+      'API and web interface (/ui/), collection worker, scheduled jobs, migrations, and the indexer when OPENSEARCH_URL is set (npm start)',
     options: {},
     example: 'PORT=8080 cinv serve',
     database: false,
   },
-  { name: 'api', summary: 'the API and web interface only (no scheduled jobs)', options: {}, example: 'cinv api', database: false },
-  { name: 'worker', summary: 'scheduled jobs only (collections, lifecycle sweeps, statistics refresh)', options: {}, example: 'cinv worker', database: false },
+  {
+    name: 'api',
+    summary: 'the API and web interface only (no scheduled jobs)',
+    options: {},
+    example: 'cinv api',
+    database: false,
+  },
+  {
+    name: 'worker',
+    summary: 'scheduled jobs only (collections, lifecycle sweeps, statistics refresh)',
+    options: {},
+    example: 'cinv worker',
+    database: false,
+  },
   {
     name: 'indexer',
     summary: 'the outbox indexer only: mirrors change records into OpenSearch',
@@ -49,21 +62,38 @@ export const COMMANDS: readonly CommandUsage[] = [
     summary:
       'apply pending database migrations, move existing change records and audit events into monthly partitions ' +
       '(online: the service keeps serving; resumable after an interruption; count and checksum compared), and exit',
-    options: { 'batch-size': { value: 'N', text: 'rows copied per transaction while moving into partitions, 100 to 100000 (default 10000)' } },
+    options: {
+      'batch-size': {
+        value: 'N',
+        text: 'rows copied per transaction while moving into partitions, 100 to 100000 (default 10000)',
+      },
+    },
     example: 'cinv migrate',
     database: true,
   },
   {
     name: 'keys create',
-    summary: "create an API key and print it once (on standard output; what it is, on standard error)",
+    summary: 'create an API key and print it once (on standard output; what it is, on standard error)',
     options: {
-      tier: { value: 'adm|svc|ro', required: true, text: 'adm (everything), svc (the --permission and --scope given) or ro (reads; within --scope when given)' },
+      tier: {
+        value: 'adm|svc|ro',
+        required: true,
+        text: 'adm (everything), svc (the --permission and --scope given) or ro (reads; within --scope when given)',
+      },
       name: { value: 'NAME', required: true, text: 'a name to recognise the key by' },
-      scope: { value: 'SOURCE[:INSTANCE]', repeatable: true, text: "the data the key may see (svc and ro keys); '*' is every source" },
-      permission: { value: 'RESOURCE:ACTION', repeatable: true, text: 'what the key may do, e.g. configuration_items:read (svc keys)' },
+      scope: {
+        value: 'SOURCE[:INSTANCE]',
+        repeatable: true,
+        text: "the data the key may see (svc and ro keys); '*' is every source",
+      },
+      permission: {
+        value: 'RESOURCE:ACTION',
+        repeatable: true,
+        text: 'what the key may do, e.g. configuration_items:read (svc keys)',
+      },
       'expires-in': { value: 'DURATION', text: 'a lifetime such as 90d or 12h; without it the key does not expire' },
     },
-    example: "cinv keys create --tier svc --name collector --permission configuration_items:write --scope k8s-prod",
+    example: 'cinv keys create --tier svc --name collector --permission configuration_items:write --scope k8s-prod',
     database: true,
   },
   {
@@ -73,10 +103,18 @@ export const COMMANDS: readonly CommandUsage[] = [
     example: 'cinv keys list --include-revoked',
     database: true,
   },
-  { name: 'keys revoke', args: 'ID', summary: 'revoke an API key; it is refused from the next request on', options: {}, example: 'cinv keys revoke 0192c3a4-…', database: true },
+  {
+    name: 'keys revoke',
+    args: 'ID',
+    summary: 'revoke an API key; it is refused from the next request on',
+    options: {},
+    example: 'cinv keys revoke 0192c3a4-…',
+    database: true,
+  },
   {
     name: 'keys rotate-master',
-    summary: 're-wrap the data keys of source credentials under CINV_MASTER_KEY (the old key in CINV_MASTER_KEY_PREVIOUS); safe to interrupt and run again',
+    summary:
+      're-wrap the data keys of source credentials under CINV_MASTER_KEY (the old key in CINV_MASTER_KEY_PREVIOUS); safe to interrupt and run again',
     options: {},
     example: 'CINV_MASTER_KEY=… CINV_MASTER_KEY_PREVIOUS=… cinv keys rotate-master',
     database: true,
@@ -91,22 +129,36 @@ export const COMMANDS: readonly CommandUsage[] = [
   {
     name: 'users promote',
     args: 'EMAIL',
-    summary: 'make the user with this email a superadmin (the first one; later ones are granted through the API by a superadmin)',
+    summary:
+      'make the user with this email a superadmin (the first one; later ones are granted through the API by a superadmin)',
     options: {},
     example: 'cinv users promote ops@example.com',
     database: true,
   },
   {
     name: 'ingest',
-    summary: 'reconcile a universal-format snapshot file into the inventory, and print what changed (a summary on a terminal, else JSON)',
+    summary:
+      'reconcile a universal-format snapshot file into the inventory, and print what changed (a summary on a terminal, else JSON)',
     options: {
-      source: { value: 'NAME', required: true, text: 'the source to ingest into (created as a push-only source when it does not exist)' },
-      file: { value: 'FILE', required: true, text: 'a JSON snapshot {scope_id, mode, items, deletions} or a JSON array of items' },
+      source: {
+        value: 'NAME',
+        required: true,
+        text: 'the source to ingest into (created as a push-only source when it does not exist)',
+      },
+      file: {
+        value: 'FILE',
+        required: true,
+        text: 'a JSON snapshot {scope_id, mode, items, deletions} or a JSON array of items',
+      },
       scope: { value: 'INSTANCE', text: 'the instance (scope_id) the items belong to; overrides the file' },
-      mode: { value: 'snapshot|delta', text: 'snapshot (items not in the file become inactive) or delta; overrides the file' },
+      mode: {
+        value: 'snapshot|delta',
+        text: 'snapshot (items not in the file become inactive) or delta; overrides the file',
+      },
       'collector-type': { value: 'TYPE', text: 'the collector type of a source this creates (default universal)' },
       json: {
-        text: 'print the outcome as JSON (source, received, created, updated, unchanged, reactivated, archived, changes, relationships); ' +
+        text:
+          'print the outcome as JSON (source, received, created, updated, unchanged, reactivated, archived, changes, relationships); ' +
           'it is printed as JSON too when standard output is not a terminal, and as a summary when it is',
       },
     },
@@ -122,8 +174,20 @@ export const COMMANDS: readonly CommandUsage[] = [
     example: 'cinv demo && cinv demo --remove',
     database: true,
   },
-  { name: 'sweep', summary: 'run the lifecycle sweep once (inactive, archive, remove)', options: {}, example: 'cinv sweep', database: true },
-  { name: 'refresh-stats', summary: 'bring the statistics pre-aggregate up to date now', options: {}, example: 'cinv refresh-stats', database: true },
+  {
+    name: 'sweep',
+    summary: 'run the lifecycle sweep once (inactive, archive, remove)',
+    options: {},
+    example: 'cinv sweep',
+    database: true,
+  },
+  {
+    name: 'refresh-stats',
+    summary: 'bring the statistics pre-aggregate up to date now',
+    options: {},
+    example: 'cinv refresh-stats',
+    database: true,
+  },
   {
     name: 'reindex',
     summary: 'rebuild the OpenSearch index from PostgreSQL into a new index, verify it, and move the alias to it',
@@ -135,8 +199,20 @@ export const COMMANDS: readonly CommandUsage[] = [
     example: 'OPENSEARCH_URL=http://localhost:9200 cinv reindex --delete-old',
     database: true,
   },
-  { name: 'outbox', summary: 'show the outbox backlog, lag and parked rows', options: {}, example: 'cinv outbox', database: true },
-  { name: 'outbox retry', summary: 're-queue the parked rows', options: {}, example: 'cinv outbox retry', database: true },
+  {
+    name: 'outbox',
+    summary: 'show the outbox backlog, lag and parked rows',
+    options: {},
+    example: 'cinv outbox',
+    database: true,
+  },
+  {
+    name: 'outbox retry',
+    summary: 're-queue the parked rows',
+    options: {},
+    example: 'cinv outbox retry',
+    database: true,
+  },
 ];
 
 function optionSynopsis(name: string, option: OptionUsage): string {
@@ -146,7 +222,9 @@ function optionSynopsis(name: string, option: OptionUsage): string {
 }
 
 const synopsis = (command: CommandUsage): string =>
-  [command.name, command.args, ...Object.entries(command.options).map(([name, option]) => optionSynopsis(name, option))].filter(Boolean).join(' ');
+  [command.name, command.args, ...Object.entries(command.options).map(([name, option]) => optionSynopsis(name, option))]
+    .filter(Boolean)
+    .join(' ');
 
 /** `cinv --help`: every command with its synopsis and what it does. */
 export function globalHelp(): string {
@@ -191,7 +269,14 @@ export function commandHelp(command: CommandUsage): string {
 export function familyHelp(word: string): string {
   const members = COMMANDS.filter((command) => command.name.startsWith(`${word} `));
   const lines = members.map((command) => `  ${synopsis(command)}\n      ${command.summary}`);
-  return [`Usage: cinv ${word} <command> [options]`, '', 'Commands:', ...lines, '', `cinv ${word} <command> --help shows one command's options and an example.`].join('\n');
+  return [
+    `Usage: cinv ${word} <command> [options]`,
+    '',
+    'Commands:',
+    ...lines,
+    '',
+    `cinv ${word} <command> --help shows one command's options and an example.`,
+  ].join('\n');
 }
 
 /** The command the positional words name (longest match first), if any. */
@@ -202,7 +287,9 @@ export function findCommand(words: readonly string[]): CommandUsage | undefined 
 
 /** The subcommands of a first word (`keys` → create, list, ...). */
 export function findFamily(word: string): string[] {
-  return COMMANDS.filter((command) => command.name.startsWith(`${word} `)).map((command) => command.name.slice(word.length + 1));
+  return COMMANDS.filter((command) => command.name.startsWith(`${word} `)).map((command) =>
+    command.name.slice(word.length + 1),
+  );
 }
 
 /** The options a command takes, as its help lists them. */
@@ -218,12 +305,15 @@ export function unknownOption(command: CommandUsage, given: readonly string[]): 
 
 /** The edit distance between two words (insertions, deletions, substitutions and swaps of neighbours). */
 export function editDistance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
       d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
     }
   }
   return d[a.length]![b.length]!;

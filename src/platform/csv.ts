@@ -14,7 +14,12 @@ import { stringify, type Options } from 'csv-stringify/sync';
  * CR or LF in an unquoted cell would split its row.
  */
 function csvOptions(recordDelimiter: string): Options {
-  return { escape_formulas: true, record_delimiter: recordDelimiter, quote_record_delimiter: true, cast: { boolean: (value) => String(value) } };
+  return {
+    escape_formulas: true,
+    record_delimiter: recordDelimiter,
+    quote_record_delimiter: true,
+    cast: { boolean: (value) => String(value) },
+  };
 }
 
 /** CSV lines, each ended by a newline. */

@@ -36,8 +36,7 @@ export const unprocessable = (message: string, details: Record<string, unknown> 
 export const invalidFilter = (filter: string, reason: string) =>
   new AppError(400, 'INVALID_FILTER', `Invalid filter "${filter}": ${reason}`, { filter, reason });
 
-export const unauthorized = (reason: string) =>
-  new AppError(401, 'HTTP_401', 'Authentication required', { reason });
+export const unauthorized = (reason: string) => new AppError(401, 'HTTP_401', 'Authentication required', { reason });
 
 export const forbidden = (message: string, details: Record<string, unknown> = {}) =>
   new AppError(403, 'HTTP_403', message, details);

@@ -8,7 +8,9 @@ export interface ProgressOutput {
 const formatDuration = (seconds: number): string => {
   if (!Number.isFinite(seconds)) return '--';
   const s = Math.round(seconds);
-  return s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return s >= 3600
+    ? `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`
+    : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
 };
 
 /**
@@ -32,8 +34,10 @@ export class Progress {
     const rate = seconds > 0 ? done / seconds : 0;
     const share = this.total > 0 ? Math.min(1, done / this.total) : 1;
     const eta = rate > 0 ? (this.total - done) / rate : Infinity;
-    return `${this.label} ${done.toLocaleString('en')}/${this.total.toLocaleString('en')} (${(share * 100).toFixed(1)}%) ` +
-      `${Math.round(rate).toLocaleString('en')}/s ETA ${formatDuration(eta)}${this.note ? ` ${this.note}` : ''}`;
+    return (
+      `${this.label} ${done.toLocaleString('en')}/${this.total.toLocaleString('en')} (${(share * 100).toFixed(1)}%) ` +
+      `${Math.round(rate).toLocaleString('en')}/s ETA ${formatDuration(eta)}${this.note ? ` ${this.note}` : ''}`
+    );
   }
 
   /** `note` says what is being done now (shown after the figures). */
@@ -48,7 +52,9 @@ export class Progress {
       const width = Math.max(10, Math.min(40, columns - 70));
       const filled = this.total > 0 ? Math.round((Math.min(done, this.total) / this.total) * width) : width;
       // one line, cut to the terminal, so that redrawing in place never wraps
-      this.out.write(`\r${`[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${this.line(done)}`.slice(0, columns - 1)}\x1b[K`);
+      this.out.write(
+        `\r${`[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${this.line(done)}`.slice(0, columns - 1)}\x1b[K`,
+      );
     } else {
       this.out.write(`${this.line(done)}\n`);
     }

@@ -15,12 +15,17 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 function readableDateTimes(ajv: Ajv): Ajv {
   const rfc3339 = ajv.formats['date-time'] as FormatDefinition<string>;
   const valid = rfc3339.validate as (text: string) => boolean;
-  ajv.addFormat('date-time', { ...rfc3339, validate: (text: string) => valid(text) && !Number.isNaN(Date.parse(text)) });
+  ajv.addFormat('date-time', {
+    ...rfc3339,
+    validate: (text: string) => valid(text) && !Number.isNaN(Date.parse(text)),
+  });
   return ajv;
 }
 
 /** Coerces query and path strings into the declared types and fills declared defaults. */
-const requestAjv = readableDateTimes(addFormats(new Ajv({ coerceTypes: 'array', useDefaults: true, allErrors: true, strict: false })));
+const requestAjv = readableDateTimes(
+  addFormats(new Ajv({ coerceTypes: 'array', useDefaults: true, allErrors: true, strict: false })),
+);
 /** Bodies are JSON already: types are checked as sent, never coerced. */
 const bodyAjv = readableDateTimes(addFormats(new Ajv({ useDefaults: true, allErrors: true, strict: false })));
 /** Response checks (tests) must not coerce: a mismatch is a bug. */
@@ -34,7 +39,8 @@ const responseAjv = addFormats(new Ajv({ allErrors: true, strict: false }));
  * non-joiners (U+200C, U+200D) are allowed: scripts and emoji sequences need them. Written as a
  * character class of the Basic Multilingual Plane, so that any JSON Schema validator reads it.
  */
-const UNSHOWN = '\\u0000-\\u001F\\u007F-\\u009F\\u00AD\\u061C\\u180E\\u200B\\u200E\\u200F\\u202A-\\u202E\\u2060-\\u2064\\u2066-\\u206F\\uFEFF\\uFFF9-\\uFFFB';
+const UNSHOWN =
+  '\\u0000-\\u001F\\u007F-\\u009F\\u00AD\\u061C\\u180E\\u200B\\u200E\\u200F\\u202A-\\u202E\\u2060-\\u2064\\u2066-\\u206F\\uFEFF\\uFFF9-\\uFFFB';
 const UNSHOWN_MESSAGE = 'control, bidirectional or invisible format characters (such as U+202E or U+200B)';
 
 /** How a name may hold spaces: anywhere, not only spaces, or none at its start and end. */
@@ -79,12 +85,21 @@ export function compileRequest(schema: TSchema): RequestValidator {
       const texts = Array.isArray(given) ? given : [given];
       const pattern = negative ? SIGNED_DECIMAL : UNSIGNED_DECIMAL;
       if (texts.some((text) => typeof text !== 'string' || !pattern.test(text))) {
-        malformed.push({ field, location, message: negative ? 'must be an integer written in decimal digits (such as 10 or -10)' : 'must be an integer written in decimal digits (such as 10)' });
+        malformed.push({
+          field,
+          location,
+          message: negative
+            ? 'must be an integer written in decimal digits (such as 10 or -10)'
+            : 'must be an integer written in decimal digits (such as 10)',
+        });
       }
     }
     const refused = new Set(malformed.map((e) => e.field));
     if (validate(value)) return malformed;
-    return [...malformed, ...toFieldErrors(validate.errors, location).filter((e) => !refused.has(e.field.split('.')[0]!))];
+    return [
+      ...malformed,
+      ...toFieldErrors(validate.errors, location).filter((e) => !refused.has(e.field.split('.')[0]!)),
+    ];
   };
 }
 
@@ -141,7 +156,10 @@ function fieldOf(error: ErrorObject): string {
 }
 
 /** ajv's errors as the envelope's field errors, one per field and keyword. */
-export function toFieldErrors(errors: ErrorObject[] | null | undefined, location: FieldError['location']): FieldError[] {
+export function toFieldErrors(
+  errors: ErrorObject[] | null | undefined,
+  location: FieldError['location'],
+): FieldError[] {
   const seen = new Set<string>();
   const out: FieldError[] = [];
   for (const error of errors ?? []) {
@@ -149,8 +167,10 @@ export function toFieldErrors(errors: ErrorObject[] | null | undefined, location
     const key = `${field}:${error.keyword}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    const named = error.keyword === 'pattern' ? patternMessages.get((error.params as { pattern: string }).pattern) : undefined;
-    const message = error.keyword === 'additionalProperties' ? 'is not allowed' : (named ?? error.message ?? 'is invalid');
+    const named =
+      error.keyword === 'pattern' ? patternMessages.get((error.params as { pattern: string }).pattern) : undefined;
+    const message =
+      error.keyword === 'additionalProperties' ? 'is not allowed' : (named ?? error.message ?? 'is invalid');
     out.push({ field, location, message });
   }
   return out;

@@ -46,20 +46,29 @@ export async function buildWebInterface(outDir = packagePath('dist', 'ui')): Pro
   const page = template
     .replace('</head>', `  ${head}\n  </head>`)
     .replace(/<script type="module" src="\.\/main\.tsx"><\/script>/, `<script type="module" src="${script}"></script>`);
-  if (!page.includes(script)) throw new Error('src/ui/app/index.html no longer loads ./main.tsx: the build cannot place its script');
+  if (!page.includes(script))
+    throw new Error('src/ui/app/index.html no longer loads ./main.tsx: the build cannot place its script');
   await writeFile(path.join(outDir, 'index.html'), page);
 }
 
 /** The entry's script, its stylesheet and the chunks it imports statically, as URLs under /ui/. */
-function entryOutputs(metafile: Metafile, entry: string, outDir: string): { script: string; stylesheet?: string; preloads: string[] } {
+function entryOutputs(
+  metafile: Metafile,
+  entry: string,
+  outDir: string,
+): { script: string; stylesheet?: string; preloads: string[] } {
   const url = (output: string) => `/ui/${path.relative(outDir, path.resolve(output)).split(path.sep).join('/')}`;
-  const found = Object.entries(metafile.outputs).find(([, output]) => output.entryPoint !== undefined && path.resolve(output.entryPoint) === path.resolve(entry));
+  const found = Object.entries(metafile.outputs).find(
+    ([, output]) => output.entryPoint !== undefined && path.resolve(output.entryPoint) === path.resolve(entry),
+  );
   if (!found) throw new Error(`the build wrote no output for ${entry}`);
   const [file, output] = found;
   return {
     script: url(file),
     stylesheet: output.cssBundle ? url(output.cssBundle) : undefined,
-    preloads: output.imports.filter((imported) => imported.kind === 'import-statement' && !imported.external).map((imported) => url(imported.path)),
+    preloads: output.imports
+      .filter((imported) => imported.kind === 'import-statement' && !imported.external)
+      .map((imported) => url(imported.path)),
   };
 }
 

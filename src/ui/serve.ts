@@ -41,7 +41,11 @@ async function loadBuild(dir: string): Promise<Map<string, Asset> | undefined> {
       if (entry.isDirectory()) await walk(name);
       else {
         const body = await readFile(path.join(dir, name));
-        files.set(`/${name}`, { body, gzip: gzipSync(body), type: TYPES[path.extname(name)] ?? 'application/octet-stream' });
+        files.set(`/${name}`, {
+          body,
+          gzip: gzipSync(body),
+          type: TYPES[path.extname(name)] ?? 'application/octet-stream',
+        });
       }
     }
   };
@@ -83,7 +87,8 @@ export function webInterface(dir = packagePath('dist', 'ui')): Middleware {
     const immutable = asset !== undefined && relative.startsWith('/assets/');
     if (!asset) {
       // a missing script or stylesheet is a 404, not the index page parsed as one
-      if (relative.startsWith('/assets/') || path.extname(relative) !== '') throw new AppError(404, 'HTTP_404', 'Route not found');
+      if (relative.startsWith('/assets/') || path.extname(relative) !== '')
+        throw new AppError(404, 'HTTP_404', 'Route not found');
       asset = files.get('/index.html')!;
     }
     ctx.set('Cache-Control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache');

@@ -21,11 +21,24 @@ import { benchDatabase, benchKey, serveBench, settlePartitions, type Figure } fr
 
 const GENERATOR = 'as-of-v1';
 const DAY = 86_400_000;
-const TYPES = ['k8s.pod', 'k8s.pod', 'k8s.pod', 'k8s.pod', 'k8s.pod', 'k8s.pod', 'k8s.pod', 'k8s.deployment', 'k8s.service', 'k8s.replicaset'];
+const TYPES = [
+  'k8s.pod',
+  'k8s.pod',
+  'k8s.pod',
+  'k8s.pod',
+  'k8s.pod',
+  'k8s.pod',
+  'k8s.pod',
+  'k8s.deployment',
+  'k8s.service',
+  'k8s.replicaset',
+];
 const HOT_CHANGES = 5000;
 
 async function markerOf(sql: Sql): Promise<string | null> {
-  const [row] = await sql<{ marker: string | null }[]>`select obj_description('ci_undo'::regclass, 'pg_class') as marker`;
+  const [row] = await sql<
+    { marker: string | null }[]
+  >`select obj_description('ci_undo'::regclass, 'pg_class') as marker`;
   return row?.marker ?? null;
 }
 
@@ -129,7 +142,8 @@ async function seed(sql: Sql, cis: number): Promise<Date> {
   return base;
 }
 
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
+const percentile = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
 
 export async function benchAsOf(size = 1_000_000): Promise<Figure[]> {
   const sql = await benchDatabase('cinv_bench_as_of');
@@ -155,7 +169,9 @@ export async function benchAsOf(size = 1_000_000): Promise<Figure[]> {
         return { p50: percentile(ms, 50), p95: percentile(ms, 95), body };
       };
       const report = (path: string, result: { p50: number; p95: number }, target: number) => {
-        console.log(`  ${path.padEnd(60)} p50 ${result.p50.toFixed(0).padStart(6)} ms  p95 ${result.p95.toFixed(0).padStart(6)} ms  (target ${target})`);
+        console.log(
+          `  ${path.padEnd(60)} p50 ${result.p50.toFixed(0).padStart(6)} ms  p95 ${result.p95.toFixed(0).padStart(6)} ms  (target ${target})`,
+        );
         figures.push({ bench: 'as-of', path, value: Math.round(result.p95), unit: 'ms p95', target });
       };
       const weekBack = new Date(end.getTime() - 7 * DAY).toISOString();
@@ -164,24 +180,45 @@ export async function benchAsOf(size = 1_000_000): Promise<Figure[]> {
       const [hot] = await sql<{ ci_id: string; n: number }[]>`
         select ci_id, (select count(*)::int from ci_undo u where u.ci_id = c.ci_id) as n from configuration_items c where ci_id = md5('ci1')::uuid`;
       console.log(`  the hot CI has ${hot!.n} writes in its way back`);
-      report('CI detail as_of a week back (5 000 changes)', await timed(`/api/v1/configuration-items/${hot!.ci_id}?as_of=${weekBack}`, 40), 50);
-      report('list as_of a day back, default sort', await timed(`/api/v1/configuration-items?as_of=${dayBack}&limit=50`, 20), 300);
-      report('list as_of a day back, ci_type=k8s.deployment', await timed(`/api/v1/configuration-items?as_of=${dayBack}&limit=50&filter=ci_type:eq:k8s.deployment`, 20), 300);
+      report(
+        'CI detail as_of a week back (5 000 changes)',
+        await timed(`/api/v1/configuration-items/${hot!.ci_id}?as_of=${weekBack}`, 40),
+        50,
+      );
+      report(
+        'list as_of a day back, default sort',
+        await timed(`/api/v1/configuration-items?as_of=${dayBack}&limit=50`, 20),
+        300,
+      );
+      report(
+        'list as_of a day back, ci_type=k8s.deployment',
+        await timed(`/api/v1/configuration-items?as_of=${dayBack}&limit=50&filter=ci_type:eq:k8s.deployment`, 20),
+        300,
+      );
       const first = await timed(`/api/v1/inventory/diff?from=${twoDaysBack}&to=${dayBack}&limit=100`, 5);
-      console.log(`  diff a day apart: ${JSON.stringify({ appeared: first.body.counts.appeared, disappeared: first.body.counts.disappeared, changed: first.body.counts.changed })}`);
+      console.log(
+        `  diff a day apart: ${JSON.stringify({ appeared: first.body.counts.appeared, disappeared: first.body.counts.disappeared, changed: first.body.counts.changed })}`,
+      );
       report('inventory diff a day apart, counts and first page', first, 1000);
       let cursor = first.body.next_cursor as string;
       const pages: number[] = [];
       for (let i = 0; i < 10 && cursor; i++) {
         const started = performance.now();
-        const reply = await fetch(`${server.base}/api/v1/inventory/diff?from=${twoDaysBack}&to=${dayBack}&limit=100&cursor=${encodeURIComponent(cursor)}`, {
-          headers: { 'x-api-key': key },
-        });
+        const reply = await fetch(
+          `${server.base}/api/v1/inventory/diff?from=${twoDaysBack}&to=${dayBack}&limit=100&cursor=${encodeURIComponent(cursor)}`,
+          {
+            headers: { 'x-api-key': key },
+          },
+        );
         const body: any = await reply.json();
         pages.push(performance.now() - started);
         cursor = body.next_cursor;
       }
-      report('inventory diff a day apart, further pages', { p50: percentile(pages, 50), p95: percentile(pages, 95) }, 300);
+      report(
+        'inventory diff a day apart, further pages',
+        { p50: percentile(pages, 50), p95: percentile(pages, 95) },
+        300,
+      );
     } finally {
       await server.stop();
     }
@@ -197,8 +234,19 @@ export async function benchAsOf(size = 1_000_000): Promise<Figure[]> {
         `versions ${mb(sizes!.versions).toFixed(0)} MB, tombstones ${mb(sizes!.tombstones).toFixed(0)} MB`,
     );
     const added = Number(sizes!.tombstones) + Number(sizes!.versions);
-    figures.push({ bench: 'as-of', path: 'versions and tombstones beside the change records', value: Math.round((100 * added) / Number(sizes!.records)), unit: '%', target: 30 });
-    figures.push({ bench: 'as-of', path: 'the way back (ci_undo) beside the change records', value: Math.round((100 * Number(sizes!.undo)) / Number(sizes!.records)), unit: '%' });
+    figures.push({
+      bench: 'as-of',
+      path: 'versions and tombstones beside the change records',
+      value: Math.round((100 * added) / Number(sizes!.records)),
+      unit: '%',
+      target: 30,
+    });
+    figures.push({
+      bench: 'as-of',
+      path: 'the way back (ci_undo) beside the change records',
+      value: Math.round((100 * Number(sizes!.undo)) / Number(sizes!.records)),
+      unit: '%',
+    });
   } finally {
     await sql.end();
   }

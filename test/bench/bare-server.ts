@@ -23,7 +23,8 @@ const PAGE = 50;
 const CI_PATH = '/api/v1/configuration-items';
 
 /** `{"a": {"b": value}}` for path [a, b]: the containment cinv writes for a raw_data equality. */
-const nest = (path: string[], value: string): unknown => path.reduceRight<unknown>((inner, key) => ({ [key]: inner }), value);
+const nest = (path: string[], value: string): unknown =>
+  path.reduceRight<unknown>((inner, key) => ({ [key]: inner }), value);
 
 /** `field:eq:value` only: the benchmark sends nothing else. */
 function condition(filter: string) {
@@ -32,13 +33,17 @@ function condition(filter: string) {
   if (op !== 'eq' || !field) throw new Error(`unsupported filter ${filter}`);
   const column = COLUMN_FILTERS[field];
   if (column) return sql`${sql(column)} = ${value}`;
-  if (field.startsWith('raw_data.')) return sql`ci.raw_data @> ${sql.json(nest(field.slice('raw_data.'.length).split('.'), value) as postgres.JSONValue)}::jsonb`;
+  if (field.startsWith('raw_data.'))
+    return sql`ci.raw_data @> ${sql.json(nest(field.slice('raw_data.'.length).split('.'), value) as postgres.JSONValue)}::jsonb`;
   throw new Error(`unsupported filter ${filter}`);
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
@@ -49,7 +54,10 @@ const server = createServer((req, res) => {
       const where = url.searchParams
         .getAll('filter')
         .map(condition)
-        .reduce((all, part) => sql`${all} and ${part}`, sql`ci.tenant_id = ${DEFAULT_TENANT_ID} and ci.status = 'active'`);
+        .reduce(
+          (all, part) => sql`${all} and ${part}`,
+          sql`ci.tenant_id = ${DEFAULT_TENANT_ID} and ci.status = 'active'`,
+        );
       const items = await sql`
         select ${COLUMNS} from configuration_items ci join ci_last_seen ls on ls.ci_id = ci.ci_id
         where ${where}

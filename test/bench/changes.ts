@@ -26,8 +26,10 @@ export async function benchChanges(records = 1_000_000): Promise<Figure[]> {
   try {
     await loadHistory(sql, records);
     // pods with history, spread over the records (by id, which the generator makes deterministic)
-    const pods = (await sql<{ ci_name: string }[]>`
-      select ci_name from change_records where ci_type = 'k8s.pod' and id % ${Math.max(1, Math.floor(records / 1000))} = 0 order by id limit 1000`).map((r) => r.ci_name);
+    const pods = (
+      await sql<{ ci_name: string }[]>`
+      select ci_name from change_records where ci_type = 'k8s.pod' and id % ${Math.max(1, Math.floor(records / 1000))} = 0 order by id limit 1000`
+    ).map((r) => r.ci_name);
     const podName = (i: number) => pods[i % pods.length]!;
     const key = await benchKey(sql);
     server = await serveBench(database, SERVE_ENV);
@@ -35,17 +37,32 @@ export async function benchChanges(records = 1_000_000): Promise<Figure[]> {
     const auth = { 'x-api-key': key };
     const paths = [
       { label: 'unfiltered', pathOf: () => '/api/v1/changes', target: 100 },
-      { label: 'ci_type + change_type', pathOf: () => '/api/v1/changes?filter=ci_type:eq:k8s.pod&filter=change_type:eq:DELETED', target: 100 },
-      { label: 'search= a pod name', pathOf: (i: number) => `/api/v1/changes?search=${encodeURIComponent(podName(i))}`, target: undefined },
-      { label: 'search route, a pod name', pathOf: (i: number) => `/api/v1/changes/search?query=${encodeURIComponent(podName(i))}`, target: undefined },
+      {
+        label: 'ci_type + change_type',
+        pathOf: () => '/api/v1/changes?filter=ci_type:eq:k8s.pod&filter=change_type:eq:DELETED',
+        target: 100,
+      },
+      {
+        label: 'search= a pod name',
+        pathOf: (i: number) => `/api/v1/changes?search=${encodeURIComponent(podName(i))}`,
+        target: undefined,
+      },
+      {
+        label: 'search route, a pod name',
+        pathOf: (i: number) => `/api/v1/changes/search?query=${encodeURIComponent(podName(i))}`,
+        target: undefined,
+      },
     ];
     const load: Load = { connections: 4, seconds: 8, warmupSeconds: 2 };
-    console.log(`${records} change records; ${load.connections} connections, ${load.seconds} s per path after ${load.warmupSeconds} s of warm-up`);
+    console.log(
+      `${records} change records; ${load.connections} connections, ${load.seconds} s per path after ${load.warmupSeconds} s of warm-up`,
+    );
     const figures: Figure[] = [];
     for (const p of paths) {
       const probe = await fetch(base + p.pathOf(0), { headers: auth });
       const body = (await probe.json()) as { items?: unknown[]; total?: number };
-      if (!probe.ok || !body.items?.length) throw new Error(`${p.pathOf(0)}: ${probe.status}, ${body.items?.length ?? 0} items`);
+      if (!probe.ok || !body.items?.length)
+        throw new Error(`${p.pathOf(0)}: ${probe.status}, ${body.items?.length ?? 0} items`);
       const measured = await drive(base, auth, p.pathOf, load);
       console.log(
         `  ${p.label.padEnd(26)} ${measured.rps.toFixed(0).padStart(5)} req/s p50 ${measured.p50} ms p99 ${measured.p99} ms ` +
@@ -54,7 +71,13 @@ export async function benchChanges(records = 1_000_000): Promise<Figure[]> {
       const full = records >= 1_000_000;
       figures.push(
         { bench: 'changes', path: `${p.label}: p50`, value: measured.p50, unit: 'ms' },
-        { bench: 'changes', path: `${p.label}: p99`, value: measured.p99, unit: 'ms', target: full ? p.target : undefined },
+        {
+          bench: 'changes',
+          path: `${p.label}: p99`,
+          value: measured.p99,
+          unit: 'ms',
+          target: full ? p.target : undefined,
+        },
       );
     }
     return figures;

@@ -27,14 +27,23 @@ export interface Collection {
   changeEvery?: number;
 }
 
-const uid = (kind: number, i: number) => `${kind.toString(16).padStart(8, '0')}-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
+const uid = (kind: number, i: number) =>
+  `${kind.toString(16).padStart(8, '0')}-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
 const stamp = '2026-10-01T08:00:00Z';
 
 function changed(i: number, at: Collection): number {
   return at.changeEvery !== undefined && i % at.changeEvery === 0 ? at.generation : 0;
 }
 
-function metadata(kind: number, i: number, name: string, namespace: string | null, version: number, labels: Record<string, string>, annotated = true) {
+function metadata(
+  kind: number,
+  i: number,
+  name: string,
+  namespace: string | null,
+  version: number,
+  labels: Record<string, string>,
+  annotated = true,
+) {
   return {
     name,
     ...(namespace ? { namespace } : {}),
@@ -42,7 +51,14 @@ function metadata(kind: number, i: number, name: string, namespace: string | nul
     resourceVersion: String(1_000_000 + i * 7 + version),
     creationTimestamp: stamp,
     labels,
-    ...(annotated ? { annotations: { 'meta.helm.sh/release-name': labels.app ?? name, 'meta.helm.sh/release-namespace': namespace ?? 'default' } } : {}),
+    ...(annotated
+      ? {
+          annotations: {
+            'meta.helm.sh/release-name': labels.app ?? name,
+            'meta.helm.sh/release-namespace': namespace ?? 'default',
+          },
+        }
+      : {}),
   };
 }
 
@@ -58,7 +74,10 @@ export function* cluster(shape: ClusterShape, at: Collection): Generator<Univers
       external_id: `namespace/${name}`,
       ci_type: 'k8s.namespace',
       name,
-      raw_data: { metadata: metadata(1, n, name, null, 0, { 'kubernetes.io/metadata.name': name }), status: { phase: 'Active' } },
+      raw_data: {
+        metadata: metadata(1, n, name, null, 0, { 'kubernetes.io/metadata.name': name }),
+        status: { phase: 'Active' },
+      },
       type_data: { phase: 'Active' },
     };
   }
@@ -76,7 +95,10 @@ export function* cluster(shape: ClusterShape, at: Collection): Generator<Univers
           'topology.kubernetes.io/zone': `zone-${n % 3}`,
           'node.kubernetes.io/instance-type': n % 4 === 0 ? 'm6i.4xlarge' : 'm6i.2xlarge',
         }),
-        spec: { podCIDR: `10.${n >> 8}.${n & 255}.0/24`, providerID: `aws:///zone-${n % 3}/i-${n.toString(16).padStart(17, '0')}` },
+        spec: {
+          podCIDR: `10.${n >> 8}.${n & 255}.0/24`,
+          providerID: `aws:///zone-${n % 3}/i-${n.toString(16).padStart(17, '0')}`,
+        },
         status: {
           capacity: { cpu: n % 4 === 0 ? '16' : '8', memory: n % 4 === 0 ? '64Gi' : '32Gi', pods: '110' },
           allocatable: { cpu: n % 4 === 0 ? '15800m' : '7800m', memory: n % 4 === 0 ? '62Gi' : '30Gi', pods: '110' },
@@ -86,14 +108,21 @@ export function* cluster(shape: ClusterShape, at: Collection): Generator<Univers
             lastHeartbeatTime: heartbeat,
             lastTransitionTime: stamp,
           })),
-          nodeInfo: { kubeletVersion: `v1.30.${version % 10}`, containerRuntimeVersion: 'containerd://1.7.13', osImage: 'Bottlerocket OS 1.19.2' },
+          nodeInfo: {
+            kubeletVersion: `v1.30.${version % 10}`,
+            containerRuntimeVersion: 'containerd://1.7.13',
+            osImage: 'Bottlerocket OS 1.19.2',
+          },
           addresses: [{ type: 'InternalIP', address: `10.0.${n >> 8}.${n & 255}` }],
         },
       },
       type_data: {
         kubelet: `v1.30.${version % 10}`,
         zone: `zone-${n % 3}`,
-        metrics: { cpu_millicores: 1000 + ((n * 37 + at.collection * 101) % 6000), memory_bytes: 8e9 + ((n * 53 + at.collection * 97) % 1000) * 1e7 },
+        metrics: {
+          cpu_millicores: 1000 + ((n * 37 + at.collection * 101) % 6000),
+          memory_bytes: 8e9 + ((n * 53 + at.collection * 97) % 1000) * 1e7,
+        },
       },
     };
   }
@@ -108,8 +137,16 @@ export function* cluster(shape: ClusterShape, at: Collection): Generator<Univers
       namespace,
       raw_data: {
         metadata: metadata(3, d, app(d), namespace, version, { app: app(d) }),
-        spec: { replicas: Math.ceil(pods / deployments), selector: { matchLabels: { app: app(d) } }, strategy: { type: 'RollingUpdate' } },
-        status: { replicas: Math.ceil(pods / deployments), readyReplicas: Math.ceil(pods / deployments), observedGeneration: 1 + version },
+        spec: {
+          replicas: Math.ceil(pods / deployments),
+          selector: { matchLabels: { app: app(d) } },
+          strategy: { type: 'RollingUpdate' },
+        },
+        status: {
+          replicas: Math.ceil(pods / deployments),
+          readyReplicas: Math.ceil(pods / deployments),
+          observedGeneration: 1 + version,
+        },
       },
       type_data: { replicas: Math.ceil(pods / deployments), image: `registry.example/${app(d)}:1.${version}.0` },
     };
@@ -124,7 +161,10 @@ export function* cluster(shape: ClusterShape, at: Collection): Generator<Univers
         name,
         namespace,
         raw_data: {
-          metadata: { ...metadata(4, d * 2 + generation, name, namespace, 0, { app: app(d) }), ownerReferences: [{ kind: 'Deployment', name: app(d) }] },
+          metadata: {
+            ...metadata(4, d * 2 + generation, name, namespace, 0, { app: app(d) }),
+            ownerReferences: [{ kind: 'Deployment', name: app(d) }],
+          },
           spec: { replicas, selector: { matchLabels: { app: app(d), 'pod-template-hash': name.slice(-9) } } },
           status: { replicas, readyReplicas: replicas },
         },
@@ -148,7 +188,15 @@ export function* cluster(shape: ClusterShape, at: Collection): Generator<Univers
       namespace,
       raw_data: {
         metadata: {
-          ...metadata(5, p, name, namespace, version, { app: app(d), 'pod-template-hash': replicaset.slice(-9) }, false),
+          ...metadata(
+            5,
+            p,
+            name,
+            namespace,
+            version,
+            { app: app(d), 'pod-template-hash': replicaset.slice(-9) },
+            false,
+          ),
           ownerReferences: [{ kind: 'ReplicaSet', name: replicaset, controller: true }],
         },
         spec: {
@@ -167,7 +215,12 @@ export function* cluster(shape: ClusterShape, at: Collection): Generator<Univers
           phase: 'Running',
           hostIP: `10.0.${((p * 7919) % nodes) >> 8}.${((p * 7919) % nodes) & 255}`,
           podIP: `10.${64 + (p >> 16)}.${(p >> 8) & 255}.${p & 255}`,
-          conditions: ['Ready', 'PodScheduled'].map((type) => ({ type, status: 'True', lastProbeTime: null, lastTransitionTime: stamp })),
+          conditions: ['Ready', 'PodScheduled'].map((type) => ({
+            type,
+            status: 'True',
+            lastProbeTime: null,
+            lastTransitionTime: stamp,
+          })),
           containerStatuses: [
             { name: 'app', ready: true, restartCount: 0 },
             { name: 'proxy', ready: true, restartCount: 0 },
@@ -178,7 +231,10 @@ export function* cluster(shape: ClusterShape, at: Collection): Generator<Univers
         phase: 'Running',
         node,
         restarts: 0,
-        metrics: { cpu_millicores: (p * 13 + at.collection * 7) % 500, memory_bytes: 6e7 + ((p * 31 + at.collection * 11) % 4000) * 1e5 },
+        metrics: {
+          cpu_millicores: (p * 13 + at.collection * 7) % 500,
+          memory_bytes: 6e7 + ((p * 31 + at.collection * 11) % 4000) * 1e5,
+        },
       },
       relationships: [
         { type: 'runs_on', target_external_id: `node/${node}` },
@@ -196,7 +252,12 @@ export function* cluster(shape: ClusterShape, at: Collection): Generator<Univers
       namespace,
       raw_data: {
         metadata: metadata(6, d, app(d), namespace, 0, { app: app(d) }),
-        spec: { type: 'ClusterIP', clusterIP: `172.20.${d >> 8}.${d & 255}`, selector: { app: app(d) }, ports: [{ port: 80, targetPort: 8080, protocol: 'TCP' }] },
+        spec: {
+          type: 'ClusterIP',
+          clusterIP: `172.20.${d >> 8}.${d & 255}`,
+          selector: { app: app(d) },
+          ports: [{ port: 80, targetPort: 8080, protocol: 'TCP' }],
+        },
       },
       type_data: { type: 'ClusterIP', cluster_ip: `172.20.${d >> 8}.${d & 255}` },
       relationships: [{ type: 'routes_to', target_external_id: `deployment/${namespace}/${app(d)}` }],
@@ -206,7 +267,10 @@ export function* cluster(shape: ClusterShape, at: Collection): Generator<Univers
       ci_type: 'k8s.configmap',
       name: `${app(d)}-config`,
       namespace,
-      raw_data: { metadata: metadata(7, d, `${app(d)}-config`, namespace, 0, { app: app(d) }), data: { 'app.yaml': `port: 8080\nname: ${app(d)}\n` } },
+      raw_data: {
+        metadata: metadata(7, d, `${app(d)}-config`, namespace, 0, { app: app(d) }),
+        data: { 'app.yaml': `port: 8080\nname: ${app(d)}\n` },
+      },
       type_data: { keys: 1 },
     };
   }
@@ -226,7 +290,14 @@ export function* cluster(shape: ClusterShape, at: Collection): Generator<Univers
           namespace,
           raw_data: {
             metadata: metadata(8, e, name, namespace, 0, { app: app(d) }),
-            spec: { rules: [{ host: `${app(d)}.example.com`, http: { paths: [{ path: '/', backend: { service: { name: app(d), port: { number: 80 } } } }] } }] },
+            spec: {
+              rules: [
+                {
+                  host: `${app(d)}.example.com`,
+                  http: { paths: [{ path: '/', backend: { service: { name: app(d), port: { number: 80 } } } }] },
+                },
+              ],
+            },
           },
           type_data: { hosts: [`${app(d)}.example.com`] },
           relationships: [{ type: 'routes_to', target_external_id: `service/${namespace}/${app(d)}` }],
@@ -238,7 +309,11 @@ export function* cluster(shape: ClusterShape, at: Collection): Generator<Univers
           namespace,
           raw_data: {
             metadata: metadata(9, e, name, namespace, 0, { app: app(d) }),
-            spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '20Gi' } }, storageClassName: 'gp3' },
+            spec: {
+              accessModes: ['ReadWriteOnce'],
+              resources: { requests: { storage: '20Gi' } },
+              storageClassName: 'gp3',
+            },
             status: { phase: 'Bound' },
           },
           type_data: { storage: '20Gi', phase: 'Bound' },

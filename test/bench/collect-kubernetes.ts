@@ -36,10 +36,18 @@ export async function benchCollectKubernetes(pods = 10_000): Promise<Figure[]> {
     const key = await createKey(app.sql, 'adm');
     const added = await app.request('POST', '/api/v1/sources', {
       key,
-      body: { name: 'bench-cluster', collector_type: 'kubernetes', endpoint: fake.url, config: { cluster_name: 'bench' } },
+      body: {
+        name: 'bench-cluster',
+        collector_type: 'kubernetes',
+        endpoint: fake.url,
+        config: { cluster_name: 'bench' },
+      },
     });
     if (added.status !== 201) throw new Error(`could not add the source: ${added.text}`);
-    await app.request('PUT', `/api/v1/sources/${added.body.id}/credentials`, { key, body: { type: 'token', token: TOKEN } });
+    await app.request('PUT', `/api/v1/sources/${added.body.id}/credentials`, {
+      key,
+      body: { type: 'token', token: TOKEN },
+    });
     const figures: Figure[] = [];
     for (const label of ['first collection', 'unchanged re-collection']) {
       const triggered = await app.request('POST', `/api/v1/collectors/${added.body.collector_id}/trigger`, { key });
@@ -49,12 +57,23 @@ export async function benchCollectKubernetes(pods = 10_000): Promise<Figure[]> {
       await worker.idle();
       const took = (performance.now() - started) / 1000;
       await worker.stop();
-      const run = (await app.get(`/api/v1/collection-runs/${triggered.body.run_id}`, key)).body as { status: string; error: string | null; counts: { received: number; reconcile_ms: number } };
+      const run = (await app.get(`/api/v1/collection-runs/${triggered.body.run_id}`, key)).body as {
+        status: string;
+        error: string | null;
+        counts: { received: number; reconcile_ms: number };
+      };
       if (run.status !== 'succeeded') throw new Error(`the ${label} ended ${run.status}: ${run.error}`);
       const share = run.counts.reconcile_ms / 1000 / took;
-      console.log(`${label}: ${run.counts.received} objects in ${took.toFixed(2)} s, reconcile ${(share * 100).toFixed(0)} %`);
+      console.log(
+        `${label}: ${run.counts.received} objects in ${took.toFixed(2)} s, reconcile ${(share * 100).toFixed(0)} %`,
+      );
       figures.push(
-        { bench: 'collect-kubernetes', path: `${label}, ${pods} pods (${run.counts.received} objects)`, value: took, unit: 's' },
+        {
+          bench: 'collect-kubernetes',
+          path: `${label}, ${pods} pods (${run.counts.received} objects)`,
+          value: took,
+          unit: 's',
+        },
         { bench: 'collect-kubernetes', path: `${label}: reconcile share of it`, value: share, unit: 'ratio' },
       );
     }

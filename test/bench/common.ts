@@ -54,7 +54,11 @@ export function benchConnection(database: string, max = 4): Sql {
 
 /** A key for the default tenant, with the given tier. */
 export async function benchKey(sql: Sql, tier: 'ro' | 'svc' | 'adm' = 'ro'): Promise<string> {
-  const { key } = await issueApiKey(sql, BENCH_SECRET, { tenantId: DEFAULT_TENANT_ID, name: `bench-${tier}-${Date.now()}`, tier });
+  const { key } = await issueApiKey(sql, BENCH_SECRET, {
+    tenantId: DEFAULT_TENANT_ID,
+    name: `bench-${tier}-${Date.now()}`,
+    tier,
+  });
   return key;
 }
 
@@ -76,17 +80,20 @@ function buildOnce(): void {
 
 export async function serveBench(database: string, env: Record<string, string> = {}): Promise<RunningServer> {
   buildOnce();
-  const server = await startServer({
-    DATABASE_URL: serverUrl(database),
-    CINV_SECRET: BENCH_SECRET,
-    // info: the start waits for the "cinv listening" line; requests are not logged at info
-    LOG_LEVEL: 'info',
-    CINV_SWEEP_SCHEDULE: '0 0 1 1 *',
-    NODE_ENV: 'production',
-    // the benchmarks measure throughput, not the per-key limits
-    CINV_RATE_LIMIT: '1000000',
-    ...env,
-  }, { built: true });
+  const server = await startServer(
+    {
+      DATABASE_URL: serverUrl(database),
+      CINV_SECRET: BENCH_SECRET,
+      // info: the start waits for the "cinv listening" line; requests are not logged at info
+      LOG_LEVEL: 'info',
+      CINV_SWEEP_SCHEDULE: '0 0 1 1 *',
+      NODE_ENV: 'production',
+      // the benchmarks measure throughput, not the per-key limits
+      CINV_RATE_LIMIT: '1000000',
+      ...env,
+    },
+    { built: true },
+  );
   return {
     base: `http://127.0.0.1:${server.port}`,
     pid: server.child.pid!,
@@ -112,12 +119,14 @@ export function resetPeakMemory(pid: number): void {
   }
 }
 
-const format = (value: number, unit: string) => (unit === 's' || unit === 'ratio' ? value.toFixed(2) : value >= 100 ? Math.round(value).toString() : value.toFixed(1));
+const format = (value: number, unit: string) =>
+  unit === 's' || unit === 'ratio' ? value.toFixed(2) : value >= 100 ? Math.round(value).toString() : value.toFixed(1);
 
 /** The closing table: every figure beside its target, and whether it holds. */
 export function printTable(figures: Figure[]): void {
   const rows = figures.map((f) => {
-    const verdict = f.target === undefined ? '' : (f.atLeast ? f.value >= f.target : f.value <= f.target) ? 'ok' : 'MISSED';
+    const verdict =
+      f.target === undefined ? '' : (f.atLeast ? f.value >= f.target : f.value <= f.target) ? 'ok' : 'MISSED';
     const target = f.target === undefined ? '' : `${f.atLeast ? '≥' : '≤'} ${format(f.target, f.unit)}`;
     return [f.bench, f.path, `${format(f.value, f.unit)} ${f.unit}`, target, verdict];
   });
@@ -141,7 +150,8 @@ export async function settlePartitions(sql: Sql): Promise<void> {
     if (moved > 0) console.log(`  partitions: ${moved} rows moved out of the default partitions`);
     // rows just moved have no visibility map and no statistics yet: measured before autovacuum
     // comes by, a 7-day statistics window took 820 ms at p95 instead of 320
-    for (const [table, kept] of Object.entries(upkeep)) if (kept.movedFromDefault > 0) await sql.unsafe(`vacuum analyze ${table}`);
+    for (const [table, kept] of Object.entries(upkeep))
+      if (kept.movedFromDefault > 0) await sql.unsafe(`vacuum analyze ${table}`);
     if (Object.values(upkeep).every((table) => table.defaultRows === 0)) return;
   }
 }

@@ -11,14 +11,25 @@ import { spawn } from 'node:child_process';
 import type { Sql } from '../../src/platform/db/database.js';
 import { backfillSearchDocuments } from '../../src/history/search/backfill.js';
 import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
-import { benchDatabase, benchKey, memoryOf, resetPeakMemory, serveBench, settlePartitions, type Figure, type RunningServer } from './common.js';
+import {
+  benchDatabase,
+  benchKey,
+  memoryOf,
+  resetPeakMemory,
+  serveBench,
+  settlePartitions,
+  type Figure,
+  type RunningServer,
+} from './common.js';
 import { SERVE_ENV } from './list.js';
 
 const GENERATOR = 'csv-v1';
 
 async function seed(sql: Sql, records: number): Promise<void> {
   const marker = `${GENERATOR}:${records}`;
-  const [row] = await sql<{ marker: string | null }[]>`select obj_description('change_records'::regclass, 'pg_class') as marker`;
+  const [row] = await sql<
+    { marker: string | null }[]
+  >`select obj_description('change_records'::regclass, 'pg_class') as marker`;
   if (row?.marker === marker) return;
   console.log(`generating ${records} change records (kept for later runs) ...`);
   const started = performance.now();
@@ -83,9 +94,22 @@ export async function benchCsvExport(records = 500_000): Promise<Figure[]> {
     );
     const full = records >= 500_000;
     return [
-      { bench: 'csv', path: `export of ${rows} rows`, value: rows / took, unit: 'rows/s', target: full ? 100_000 : undefined, atLeast: true },
+      {
+        bench: 'csv',
+        path: `export of ${rows} rows`,
+        value: rows / took,
+        unit: 'rows/s',
+        target: full ? 100_000 : undefined,
+        atLeast: true,
+      },
       { bench: 'csv', path: 'server RSS before the export', value: startRss, unit: 'MB' },
-      { bench: 'csv', path: 'server peak RSS during the export (VmHWM)', value: peakRss, unit: 'MB', target: full ? 250 : undefined },
+      {
+        bench: 'csv',
+        path: 'server peak RSS during the export (VmHWM)',
+        value: peakRss,
+        unit: 'MB',
+        target: full ? 250 : undefined,
+      },
       { bench: 'csv', path: 'server RSS growth during the export', value: peakRss - startRss, unit: 'MB' },
     ];
   } finally {

@@ -15,7 +15,17 @@ import { openEmbedded } from '../../src/platform/db/embedded.js';
 import { migrate } from '../../src/platform/db/migrate.js';
 import { LARGE_CLUSTER } from './cluster.js';
 import { benchDatabase, benchKey, serveBench, type Figure, type RunningServer } from './common.js';
-import { clusterShape, detailIdsOf, drive, listPaths, SERVE_ENV, seedClusters, type ListPath, type Load, type Measured } from './list.js';
+import {
+  clusterShape,
+  detailIdsOf,
+  drive,
+  listPaths,
+  SERVE_ENV,
+  seedClusters,
+  type ListPath,
+  type Load,
+  type Measured,
+} from './list.js';
 
 /** Kept out of /tmp, which may be cleared between runs; short enough for the socket path. */
 const EMBEDDED_DIR = process.env.CINV_BENCH_EMBEDDED_DIR ?? '/var/tmp/cinv-bench-embedded';
@@ -61,7 +71,9 @@ export async function benchEmbedded(pods = LARGE_CLUSTER.pods): Promise<Figure[]
     await sql.end();
   }
 
-  console.log(`one cluster of ${pods} pods; ${load.connections} connections, ${load.seconds} s per path after ${load.warmupSeconds} s of warm-up`);
+  console.log(
+    `one cluster of ${pods} pods; ${load.connections} connections, ${load.seconds} s per path after ${load.warmupSeconds} s of warm-up`,
+  );
   const serveAndMeasure = async (env: Record<string, string>, key: string, ids: string[]) => {
     const server = await serveBench(database, { ...SERVE_ENV, ...env });
     try {
@@ -85,7 +97,14 @@ export async function benchEmbedded(pods = LARGE_CLUSTER.pods): Promise<Figure[]
     figures.push(
       { bench: 'embedded', path: `${p.label}: PGlite`, value: lite.rps, unit: 'req/s' },
       { bench: 'embedded', path: `${p.label}: PostgreSQL`, value: pg.rps, unit: 'req/s' },
-      { bench: 'embedded', path: `${p.label}: PGlite ÷ PostgreSQL`, value: lite.rps / pg.rps, unit: 'ratio', target: 0.35, atLeast: true },
+      {
+        bench: 'embedded',
+        path: `${p.label}: PGlite ÷ PostgreSQL`,
+        value: lite.rps / pg.rps,
+        unit: 'ratio',
+        target: 0.35,
+        atLeast: true,
+      },
     );
   });
   return figures;

@@ -44,7 +44,9 @@ parentPort!.on('message', (request: FloorRequest) => {
       floor.compact();
       parentPort!.postMessage({ seconds: taken } satisfies FloorAnswer);
     } catch (error) {
-      parentPort!.postMessage({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies FloorAnswer);
+      parentPort!.postMessage({
+        error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      } satisfies FloorAnswer);
     }
   })();
 });

@@ -17,7 +17,14 @@ import { fieldChanges } from '../../src/inventory/write-path/classify.js';
 import { contentHash, metricsOf } from '../../src/inventory/write-path/content.js';
 import { assertSnapshot } from '../../src/inventory/write-path/reconcile.js';
 import type { UniversalRecord } from '../../src/inventory/write-path/records.js';
-import { insertCis, touchLastSeen, updateCis, type CiWrite, type InventoryKey, type StoredContent } from '../../src/inventory/write-path/store.js';
+import {
+  insertCis,
+  touchLastSeen,
+  updateCis,
+  type CiWrite,
+  type InventoryKey,
+  type StoredContent,
+} from '../../src/inventory/write-path/store.js';
 import { uuidv7 } from 'uuidv7';
 
 export const BATCH = 1000;
@@ -66,7 +73,12 @@ export class Floor {
           seenAgain(tx, work.seen, now),
           recordChanges(tx, work.changes),
           insertRelationships(tx, this.key, work.relationships, now),
-          touchRelationships(tx, this.key.tenantId, work.updates.map((u) => u.ci_id), now),
+          touchRelationships(
+            tx,
+            this.key.tenantId,
+            work.updates.map((u) => u.ci_id),
+            now,
+          ),
         ];
         sent.forEach(queued);
         await onTheWire();
@@ -82,7 +94,12 @@ export class Floor {
     if (resolvable.length > 0) await insertRelationships(this.sql, this.key, resolvable, now);
   }
 
-  private plan(records: UniversalRecord[], hashes: string[], now: Date, deferred: { from_ci_id: string; to_external_id: string; type: string }[]) {
+  private plan(
+    records: UniversalRecord[],
+    hashes: string[],
+    now: Date,
+    deferred: { from_ci_id: string; to_external_id: string; type: string }[],
+  ) {
     const { tenantId, sourceId } = this.key;
     const inserts: CiWrite[] = [];
     const updates: CiWrite[] = [];
@@ -110,7 +127,17 @@ export class Floor {
         content_hash: hash,
       };
       const ci = { ...write, tenant_id: tenantId, source_id: sourceId };
-      const stored: StoredContent = { ci_id: ciId, external_id: record.external_id, scope_id: SCOPE, ci_type: record.ci_type, name: record.name, namespace: write.namespace, status: 'active', raw_data: record.raw_data, type_data: typeData };
+      const stored: StoredContent = {
+        ci_id: ciId,
+        external_id: record.external_id,
+        scope_id: SCOPE,
+        ci_type: record.ci_type,
+        name: record.name,
+        namespace: write.namespace,
+        status: 'active',
+        raw_data: record.raw_data,
+        type_data: typeData,
+      };
       if (before) {
         updates.push(write);
         const prior = typeof before.stored === 'string' ? (JSON.parse(before.stored) as StoredContent) : before.stored;
@@ -121,7 +148,12 @@ export class Floor {
         changes.push(createdRecord(ci, now));
         for (const rel of record.relationships ?? []) {
           const target = this.known.get(rel.target_external_id);
-          if (target) relationships.set(`${rel.type}\u0000${target.ciId}\u0000${ciId}`, { from_ci_id: ciId, to_ci_id: target.ciId, type: rel.type });
+          if (target)
+            relationships.set(`${rel.type}\u0000${target.ciId}\u0000${ciId}`, {
+              from_ci_id: ciId,
+              to_ci_id: target.ciId,
+              type: rel.type,
+            });
           else deferred.push({ from_ci_id: ciId, to_external_id: rel.target_external_id, type: rel.type });
         }
       }
@@ -132,7 +164,12 @@ export class Floor {
   }
 }
 
-function insertRelationships(sql: Queryable, key: InventoryKey, rows: { from_ci_id: string; to_ci_id: string; type: string }[], now: Date): Promise<unknown> {
+function insertRelationships(
+  sql: Queryable,
+  key: InventoryKey,
+  rows: { from_ci_id: string; to_ci_id: string; type: string }[],
+  now: Date,
+): Promise<unknown> {
   if (rows.length === 0) return Promise.resolve();
   return sql`
     insert into relationships (tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen, from_scope_id, to_scope_id)
@@ -154,4 +191,3 @@ function touchRelationships(sql: Queryable, tenantId: string, owners: string[], 
   if (owners.length === 0) return Promise.resolve();
   return sql`update relationships set last_seen = ${now} from unnest(${owners}::uuid[]) as o(id) where tenant_id = ${tenantId} and from_ci_id = o.id`.execute();
 }
-

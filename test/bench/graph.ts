@@ -25,7 +25,9 @@ const DAY_S = 86_400;
  * server would otherwise spend its first minutes filling them while being measured.
  */
 async function seedHistory(sql: Sql): Promise<void> {
-  const [found] = await sql<{ marker: string | null }[]>`select obj_description('change_records'::regclass, 'pg_class') as marker`;
+  const [found] = await sql<
+    { marker: string | null }[]
+  >`select obj_description('change_records'::regclass, 'pg_class') as marker`;
   if (found?.marker === MARKER) return;
   console.log(`generating ${RECORDS} change records over 30 days (kept for later runs) ...`);
   const started = performance.now();
@@ -49,7 +51,8 @@ async function seedHistory(sql: Sql): Promise<void> {
   await sql.unsafe(`comment on table change_records is '${MARKER}'`);
 }
 
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
+const percentile = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
 
 export async function benchGraph(pods = 100_000): Promise<Figure[]> {
   const database = 'cinv_bench_graph';
@@ -61,9 +64,15 @@ export async function benchGraph(pods = 100_000): Promise<Figure[]> {
     await seedHistory(sql);
     await settlePartitions(sql);
     const id = async (externalId: string) =>
-      (await sql<{ ci_id: string }[]>`select ci_id from configuration_items where tenant_id = ${DEFAULT_TENANT_ID} and external_id = ${externalId}`)[0]!.ci_id;
+      (
+        await sql<
+          { ci_id: string }[]
+        >`select ci_id from configuration_items where tenant_id = ${DEFAULT_TENANT_ID} and external_id = ${externalId}`
+      )[0]!.ci_id;
     const node = await id('node/node-0');
-    const [deployment] = await sql<{ external_id: string }[]>`select external_id from configuration_items where ci_type = 'k8s.deployment' order by external_id limit 1`;
+    const [deployment] = await sql<
+      { external_id: string }[]
+    >`select external_id from configuration_items where ci_type = 'k8s.deployment' order by external_id limit 1`;
     const key = await benchKey(sql);
     server = await serveBench(database, SERVE_ENV);
     const base = server.base;
@@ -80,12 +89,27 @@ export async function benchGraph(pods = 100_000): Promise<Figure[]> {
         said = check(body);
       }
       const p95 = percentile(ms, 95);
-      console.log(`  ${label.padEnd(58)} p50 ${percentile(ms, 50).toFixed(0).padStart(5)} ms  p95 ${p95.toFixed(0).padStart(5)} ms  (target ${target}; ${said})`);
+      console.log(
+        `  ${label.padEnd(58)} p50 ${percentile(ms, 50).toFixed(0).padStart(5)} ms  p95 ${p95.toFixed(0).padStart(5)} ms  (target ${target}; ${said})`,
+      );
       figures.push({ bench: 'graph', path: label, value: Math.round(p95), unit: 'ms p95', target });
     };
-    const graphSaid = (body: { nodes: unknown[]; edges: unknown[]; truncated: boolean }) => `${body.nodes.length} CIs, ${body.edges.length} edges, truncated ${body.truncated}`;
-    await timed('graph depth 3 downstream from a node, max_nodes=500', `/api/v1/configuration-items/${node}/graph?depth=3&direction=downstream&max_nodes=500`, 20, 100, graphSaid);
-    await timed('graph depth 3 downstream from a node, max_nodes=5000', `/api/v1/configuration-items/${node}/graph?depth=3&direction=downstream&max_nodes=5000`, 20, 1000, graphSaid);
+    const graphSaid = (body: { nodes: unknown[]; edges: unknown[]; truncated: boolean }) =>
+      `${body.nodes.length} CIs, ${body.edges.length} edges, truncated ${body.truncated}`;
+    await timed(
+      'graph depth 3 downstream from a node, max_nodes=500',
+      `/api/v1/configuration-items/${node}/graph?depth=3&direction=downstream&max_nodes=500`,
+      20,
+      100,
+      graphSaid,
+    );
+    await timed(
+      'graph depth 3 downstream from a node, max_nodes=5000',
+      `/api/v1/configuration-items/${node}/graph?depth=3&direction=downstream&max_nodes=5000`,
+      20,
+      1000,
+      graphSaid,
+    );
     const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
     await timed(
       'changes related_to a deployment, depth 2, last hour',

@@ -28,7 +28,15 @@ import type { Sql } from '../../src/platform/db/database.js';
 import { documentTokens, toTsvectorText } from '../../src/history/records/document.js';
 import { listMigrations, migrate } from '../../src/platform/db/migrate.js';
 import { migrateIntoPartitions } from '../../src/platform/db/partition-migration.js';
-import { addMonths, CHANGE_RECORDS, createMonthPartition, dropPartitionsBefore, monthOf, monthPartitions, partitionedTable } from '../../src/platform/db/partitions.js';
+import {
+  addMonths,
+  CHANGE_RECORDS,
+  createMonthPartition,
+  dropPartitionsBefore,
+  monthOf,
+  monthPartitions,
+  partitionedTable,
+} from '../../src/platform/db/partitions.js';
 import { recordChanges, type NewChangeRecord } from '../../src/history/records/writer.js';
 import { refreshStatsAggregate } from '../../src/history/records/stats-store.js';
 import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
@@ -49,11 +57,18 @@ const ciUuid = (n: number) => `00000000-0000-4000-9000-${n.toString(16).padStart
 function ciOf(n: number) {
   if (n % 50 === 0) return { name: `node-${n}.prod.example`, namespace: null, type: 'k8s.node' };
   if (n % 50 === 1) return { name: `svc-${n % 5000}`, namespace: `ns-${n % 200}`, type: 'k8s.service' };
-  return { name: `app-${n % 4000}-${(n * 2654435761 % 1048576).toString(16)}`, namespace: `ns-${n % 200}`, type: 'k8s.pod' };
+  return {
+    name: `app-${n % 4000}-${((n * 2654435761) % 1048576).toString(16)}`,
+    namespace: `ns-${n % 200}`,
+    type: 'k8s.pod',
+  };
 }
 
 /** COPY text format: backslash, tab and line breaks escaped; null as \N. */
-const field = (value: string | null): string => (value === null ? '\\N' : value.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r'));
+const field = (value: string | null): string =>
+  value === null
+    ? '\\N'
+    : value.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
 
 /** Record `i`: mostly image, replica and condition updates of pods, at a moment spread over the span. */
 function lineOf(i: number, rand: () => number): string {
@@ -65,20 +80,66 @@ function lineOf(i: number, rand: () => number): string {
   const tag = rand() < 0.000002 ? `nginx:9.${i % 10}` : `nginx:1.${minor}`;
   const [changeType, changes] =
     kind < 0.08
-      ? ['CREATED', [{ field: 'name', old_value: null, new_value: ci.name }, { field: 'status', old_value: null, new_value: 'active' }]]
+      ? [
+          'CREATED',
+          [
+            { field: 'name', old_value: null, new_value: ci.name },
+            { field: 'status', old_value: null, new_value: 'active' },
+          ],
+        ]
       : kind < 0.1
         ? ['DELETED', [{ field: 'status', old_value: 'active', new_value: 'archived' }]]
         : kind < 0.6
-          ? ['UPDATED', [{ field: 'raw_data.spec.containers', old_value: [{ name: 'app', image: `nginx:1.${(minor + 39) % 40}` }], new_value: [{ name: 'app', image: tag }] }]]
+          ? [
+              'UPDATED',
+              [
+                {
+                  field: 'raw_data.spec.containers',
+                  old_value: [{ name: 'app', image: `nginx:1.${(minor + 39) % 40}` }],
+                  new_value: [{ name: 'app', image: tag }],
+                },
+              ],
+            ]
           : kind < 0.8
             ? ['UPDATED', [{ field: 'raw_data.spec.replicas', old_value: minor % 5, new_value: (minor % 5) + 1 }]]
-            : ['UPDATED', [
-                { field: 'raw_data.status.conditions', old_value: [{ type: 'Ready', status: 'True' }], new_value: [{ type: 'Ready', status: 'False', reason: rand() < 0.5 ? 'CrashLoopBackOff' : 'OOMKilled' }] },
-                { field: 'raw_data.status.podIP', old_value: `10.${minor}.0.${i % 250}`, new_value: `10.${minor}.1.${i % 250}` },
-              ]];
-  const document = toTsvectorText(documentTokens({ ci_name: ci.name, ci_namespace: ci.namespace, ci_type: ci.type, changes }));
-  const fields = `{${[...new Set(changes.map((c) => c.field))].sort().map((f) => `"${f}"`).join(',')}}`;
-  return [DEFAULT_TENANT_ID, ciUuid(n), '1', `cluster-${n % 7}`, ci.name, ci.namespace, ci.type, changeType, at.toISOString(), JSON.stringify(changes), fields, document]
+            : [
+                'UPDATED',
+                [
+                  {
+                    field: 'raw_data.status.conditions',
+                    old_value: [{ type: 'Ready', status: 'True' }],
+                    new_value: [
+                      { type: 'Ready', status: 'False', reason: rand() < 0.5 ? 'CrashLoopBackOff' : 'OOMKilled' },
+                    ],
+                  },
+                  {
+                    field: 'raw_data.status.podIP',
+                    old_value: `10.${minor}.0.${i % 250}`,
+                    new_value: `10.${minor}.1.${i % 250}`,
+                  },
+                ],
+              ];
+  const document = toTsvectorText(
+    documentTokens({ ci_name: ci.name, ci_namespace: ci.namespace, ci_type: ci.type, changes }),
+  );
+  const fields = `{${[...new Set(changes.map((c) => c.field))]
+    .sort()
+    .map((f) => `"${f}"`)
+    .join(',')}}`;
+  return [
+    DEFAULT_TENANT_ID,
+    ciUuid(n),
+    '1',
+    `cluster-${n % 7}`,
+    ci.name,
+    ci.namespace,
+    ci.type,
+    changeType,
+    at.toISOString(),
+    JSON.stringify(changes),
+    fields,
+    document,
+  ]
     .map((value) => field(value as string | null))
     .join('\t');
 }
@@ -119,7 +180,8 @@ async function copyRecords(sql: Sql, from: number, to: number): Promise<void> {
       const batch: string[] = [];
       for (let i = first; i < Math.min(to, first + BATCH); i++) batch.push(`${lineOf(i, rand)}\n`);
       yield batch.join('');
-      if ((first / BATCH) % 40 === 0) console.log(`  ${Math.min(to, first + BATCH)} records, ${((performance.now() - started) / 1000).toFixed(0)} s`);
+      if ((first / BATCH) % 40 === 0)
+        console.log(`  ${Math.min(to, first + BATCH)} records, ${((performance.now() - started) / 1000).toFixed(0)} s`);
     }
   }
   const copy = await sql`
@@ -130,7 +192,9 @@ async function copyRecords(sql: Sql, from: number, to: number): Promise<void> {
   await sql.unsafe(`set maintenance_work_mem = '1GB'`);
   // a partitioned index is listed as made ON ONLY the parent; made on the parent it reaches every month
   for (const index of indexes) await sql.unsafe(index.indexdef.replace(' ON ONLY ', ' ON '));
-  console.log(`  copied in ${((loaded - started) / 1000).toFixed(0)} s, indexes rebuilt in ${((performance.now() - loaded) / 1000).toFixed(0)} s`);
+  console.log(
+    `  copied in ${((loaded - started) / 1000).toFixed(0)} s, indexes rebuilt in ${((performance.now() - loaded) / 1000).toFixed(0)} s`,
+  );
 }
 
 /** Adds generated records up to `target`; the statistics queue gets them too. */
@@ -153,10 +217,22 @@ async function diskPerRecord(sql: Sql, label: string): Promise<Figure[]> {
            (select sum(pg_table_size(inhrelid)) from pg_inherits where inhparent = 'change_records'::regclass)::text as heap,
            (select sum(pg_indexes_size(inhrelid)) from pg_inherits where inhparent = 'change_records'::regclass)::text as indexes`;
   const records = Number(row!.records);
-  console.log(`  ${label}: ${records} records, table ${(Number(row!.heap) / 1e9).toFixed(2)} GB, indexes ${(Number(row!.indexes) / 1e9).toFixed(2)} GB`);
+  console.log(
+    `  ${label}: ${records} records, table ${(Number(row!.heap) / 1e9).toFixed(2)} GB, indexes ${(Number(row!.indexes) / 1e9).toFixed(2)} GB`,
+  );
   return [
-    { bench: 'history-scale', path: `${label}: table bytes per record`, value: Math.round(Number(row!.heap) / records), unit: 'B' },
-    { bench: 'history-scale', path: `${label}: index bytes per record`, value: Math.round(Number(row!.indexes) / records), unit: 'B' },
+    {
+      bench: 'history-scale',
+      path: `${label}: table bytes per record`,
+      value: Math.round(Number(row!.heap) / records),
+      unit: 'B',
+    },
+    {
+      bench: 'history-scale',
+      path: `${label}: index bytes per record`,
+      value: Math.round(Number(row!.indexes) / records),
+      unit: 'B',
+    },
   ];
 }
 
@@ -171,15 +247,27 @@ const readsOf = (cis: readonly string[]): Read[] => [
   { label: 'per-CI history page', path: (i) => `/api/v1/ci-changes/${cis[i % cis.length]}?limit=50` },
   { label: 'GET /changes default', path: () => '/api/v1/changes?limit=50' },
   { label: 'GET /changes ci_type', path: () => '/api/v1/changes?limit=50&filter=ci_type:eq:k8s.node' },
-  { label: 'GET /changes changed_field', path: () => '/api/v1/changes?limit=50&filter=changed_field:eq:raw_data.status.podIP' },
+  {
+    label: 'GET /changes changed_field',
+    path: () => '/api/v1/changes?limit=50&filter=changed_field:eq:raw_data.status.podIP',
+  },
   { label: 'search rare', path: () => `/api/v1/changes/search?query=${encodeURIComponent('nginx:9')}` },
-  { label: 'search two terms', path: (i) => `/api/v1/changes/search?query=${encodeURIComponent(`${ciOf(4242 + i).name.split('-')[2]} replicas`)}` },
+  {
+    label: 'search two terms',
+    path: (i) => `/api/v1/changes/search?query=${encodeURIComponent(`${ciOf(4242 + i).name.split('-')[2]} replicas`)}`,
+  },
   { label: 'stats default', path: () => '/api/v1/changes/stats' },
   {
     label: 'stats 7-day window',
-    path: () => `/api/v1/changes/stats?start_date=${new Date(NOW.getTime() - 10 * DAY).toISOString()}&end_date=${new Date(NOW.getTime() - 3 * DAY).toISOString()}`,
+    path: () =>
+      `/api/v1/changes/stats?start_date=${new Date(NOW.getTime() - 10 * DAY).toISOString()}&end_date=${new Date(NOW.getTime() - 3 * DAY).toISOString()}`,
   },
-  { label: 'CSV export (ms per 1 000 rows)', path: () => `/api/v1/changes?start_date=${new Date(NOW.getTime() - 2 * DAY).toISOString()}&end_date=${new Date(NOW.getTime() - DAY).toISOString()}`, csv: true },
+  {
+    label: 'CSV export (ms per 1 000 rows)',
+    path: () =>
+      `/api/v1/changes?start_date=${new Date(NOW.getTime() - 2 * DAY).toISOString()}&end_date=${new Date(NOW.getTime() - DAY).toISOString()}`,
+    csv: true,
+  },
 ];
 
 /** Median milliseconds of each read over `runs` requests (CSV: per 1 000 rows streamed). */
@@ -189,7 +277,9 @@ async function measureReads(server: RunningServer, key: string, reads: Read[], r
     const samples: number[] = [];
     for (let i = 0; i <= runs; i++) {
       const started = performance.now();
-      const response = await fetch(server.base + read.path(i), { headers: { 'x-api-key': key, accept: read.csv ? 'text/csv' : 'application/json' } });
+      const response = await fetch(server.base + read.path(i), {
+        headers: { 'x-api-key': key, accept: read.csv ? 'text/csv' : 'application/json' },
+      });
       const text = await response.text();
       if (!response.ok) throw new Error(`${read.path(i)}: ${response.status} ${text.slice(0, 300)}`);
       const ms = performance.now() - started;
@@ -205,18 +295,25 @@ async function measureReads(server: RunningServer, key: string, reads: Read[], r
 async function holding(sql: Sql, records: number): Promise<void> {
   if ((await recordCount(sql)) > records) {
     console.log('the database holds more records than wanted: starting it again');
-    await sql.unsafe('truncate change_records, change_stats_queue, change_stats_buckets, change_stats_days, change_stats_ci_last, change_stats_affected, change_stats_snapshots, outbox restart identity');
+    await sql.unsafe(
+      'truncate change_records, change_stats_queue, change_stats_buckets, change_stats_days, change_stats_ci_last, change_stats_affected, change_stats_snapshots, outbox restart identity',
+    );
     await sql`update change_stats_state set refreshed_at = '-infinity'`;
   }
   await growTo(sql, records);
 }
 
 async function measureAt(sql: Sql, database: string, records: number): Promise<Map<string, number>> {
-  const server = await serveBench(database, { CINV_CHANGE_RETENTION: '0', CINV_SHED_EVENT_LOOP_DELAY: 'off', CINV_SHED_DB_WAIT: 'off' });
+  const server = await serveBench(database, {
+    CINV_CHANGE_RETENTION: '0',
+    CINV_SHED_EVENT_LOOP_DELAY: 'off',
+    CINV_SHED_DB_WAIT: 'off',
+  });
   try {
     const cis = await sql<{ ci_id: string }[]>`select ci_id::text from change_records order by id limit 20`;
     const medians = await measureReads(server, await benchKey(sql), readsOf(cis.map((row) => row.ci_id)));
-    for (const [label, ms] of medians) console.log(`  ${String(records).padStart(9)} records  ${label.padEnd(32)} ${ms.toFixed(1).padStart(8)} ms`);
+    for (const [label, ms] of medians)
+      console.log(`  ${String(records).padStart(9)} records  ${label.padEnd(32)} ${ms.toFixed(1).padStart(8)} ms`);
     return medians;
   } finally {
     await server.stop();
@@ -224,7 +321,8 @@ async function measureAt(sql: Sql, database: string, records: number): Promise<M
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const p99 = (samples: number[]) => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(samples.length * 0.99))] ?? 0;
+const p99 = (samples: number[]) =>
+  [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(samples.length * 0.99))] ?? 0;
 
 /** Two writers adding change records (batches of 100, as a collection writes them; each at most one batch per `everyMs`) until stopped; the time of each batch. */
 function ingestBeside(url: string, everyMs = 0): { stop(): Promise<number[]> } {
@@ -266,25 +364,46 @@ function ingestBeside(url: string, everyMs = 0): { stop(): Promise<number[]> } {
 async function dropOldestMonth(sql: Sql): Promise<Figure[]> {
   const [oldest] = await monthPartitions(sql, 'change_records', CHANGE_RECORDS);
   if (!oldest) return [];
-  const [size] = await sql<{ rows: string }[]>`select count(*)::text as rows from change_records where changed_at >= ${oldest.from} and changed_at < ${oldest.to}`;
+  const [size] = await sql<
+    { rows: string }[]
+  >`select count(*)::text as rows from change_records where changed_at >= ${oldest.from} and changed_at < ${oldest.to}`;
   const ingest = ingestBeside(serverUrl(DATABASE));
   await pause(2000);
   const started = performance.now();
   const dropped = await dropPartitionsBefore(sql, CHANGE_RECORDS, oldest.to, {
-    beforeDrop: (tx, month) => tx`delete from change_stats_queue where changed_at >= ${month.from} and changed_at < ${month.to}`,
+    beforeDrop: (tx, month) =>
+      tx`delete from change_stats_queue where changed_at >= ${month.from} and changed_at < ${month.to}`,
   });
   const ms = performance.now() - started;
   await pause(2000);
   const writes = await ingest.stop();
-  console.log(`  dropping ${dropped.dropped.join(', ')} (${size!.rows} records) with ingest running: ${ms.toFixed(0)} ms; ingest batches p99 ${p99(writes).toFixed(0)} ms, max ${Math.max(...writes).toFixed(0)} ms`);
+  console.log(
+    `  dropping ${dropped.dropped.join(', ')} (${size!.rows} records) with ingest running: ${ms.toFixed(0)} ms; ingest batches p99 ${p99(writes).toFixed(0)} ms, max ${Math.max(...writes).toFixed(0)} ms`,
+  );
   return [
-    { bench: 'history-scale', path: `drop oldest month with ingest running (${size!.rows} records)`, value: Math.round(ms), unit: 'ms', target: 1000 },
-    { bench: 'history-scale', path: 'ingest batch of 100 records during the drop: max', value: Math.round(Math.max(...writes)), unit: 'ms' },
+    {
+      bench: 'history-scale',
+      path: `drop oldest month with ingest running (${size!.rows} records)`,
+      value: Math.round(ms),
+      unit: 'ms',
+      target: 1000,
+    },
+    {
+      bench: 'history-scale',
+      path: 'ingest batch of 100 records during the drop: max',
+      value: Math.round(Math.max(...writes)),
+      unit: 'ms',
+    },
   ];
 }
 
 /** Requests at a steady rate (`perSecond`, open loop: one is sent on time whether or not the last one answered) until stopped; each one's time. */
-function requestsBeside(server: RunningServer, key: string, paths: string[], perSecond = 20): { stop(): Promise<number[]>; sent: [number, number][] } {
+function requestsBeside(
+  server: RunningServer,
+  key: string,
+  paths: string[],
+  perSecond = 20,
+): { stop(): Promise<number[]>; sent: [number, number][] } {
   const latencies: number[] = [];
   // [sent at, took]: where in time the slow ones fall
   const timeline: [number, number][] = [];
@@ -309,7 +428,8 @@ function requestsBeside(server: RunningServer, key: string, paths: string[], per
     async stop() {
       clearInterval(timer);
       await Promise.all(pending);
-      if (refused.length > 0) console.log(`  ${refused.length} of ${latencies.length} requests refused, e.g. ${refused[0]}`);
+      if (refused.length > 0)
+        console.log(`  ${refused.length} of ${latencies.length} requests refused, e.g. ${refused[0]}`);
       return latencies;
     },
     sent: timeline,
@@ -328,7 +448,9 @@ function activityBeside(database: string): { stop(): Promise<[number, string][]>
     while (running) {
       const rows = await watcher<{ what: string }[]>`
         select coalesce(wait_event_type || ':' || wait_event, 'CPU') || '  ' || left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 60) as what
-        from pg_stat_activity where datname = current_database() and state = 'active' and pid <> pg_backend_pid()`.catch(() => []);
+        from pg_stat_activity where datname = current_database() and state = 'active' and pid <> pg_backend_pid()`.catch(
+        () => [],
+      );
       const at = performance.now();
       for (const row of rows) seen.push([at, row.what]);
       await pause(100);
@@ -348,7 +470,11 @@ function activityBeside(database: string): { stop(): Promise<[number, string][]>
 function mostSeen(samples: [number, string][], from: number, to: number): string {
   const counts = new Map<string, number>();
   for (const [at, what] of samples) if (at >= from && at < to) counts.set(what, (counts.get(what) ?? 0) + 1);
-  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([what, n]) => `      ${String(n).padStart(4)}  ${what}`).join('\n');
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 5)
+    .map(([what, n]) => `      ${String(n).padStart(4)}  ${what}`)
+    .join('\n');
 }
 
 /**
@@ -365,16 +491,23 @@ async function onlineMigration(records: number): Promise<Figure[]> {
   const sql = postgres(serverUrl(name), { max: 4, onnotice: () => {}, connection: { statement_timeout: 0 } });
   const dir = mkdtempSync(path.join(tmpdir(), 'cinv-bench-sql-'));
   try {
-    for (const migration of (await listMigrations()).filter((m) => m.version <= 15)) copyFileSync(migration.file, path.join(dir, path.basename(migration.file)));
+    for (const migration of (await listMigrations()).filter((m) => m.version <= 15))
+      copyFileSync(migration.file, path.join(dir, path.basename(migration.file)));
     await migrate(sql, dir);
     console.log(`online move into partitions: writing ${records} records under the schema before partitioning ...`);
     await copyRecords(sql, 0, records);
     await sql.unsafe('vacuum analyze change_records');
     await migrate(sql);
-    const server = await serveBench(name, { CINV_CHANGE_RETENTION: '0', CINV_SHED_EVENT_LOOP_DELAY: 'off', CINV_SHED_DB_WAIT: 'off' });
+    const server = await serveBench(name, {
+      CINV_CHANGE_RETENTION: '0',
+      CINV_SHED_EVENT_LOOP_DELAY: 'off',
+      CINV_SHED_DB_WAIT: 'off',
+    });
     try {
       const key = await benchKey(sql);
-      const cis = (await sql<{ ci_id: string }[]>`select ci_id::text from change_records order by id limit 20`).map((r) => r.ci_id);
+      const cis = (await sql<{ ci_id: string }[]>`select ci_id::text from change_records order by id limit 20`).map(
+        (r) => r.ci_id,
+      );
       const paths = [
         '/api/v1/changes?limit=50',
         ...cis.map((ci) => `/api/v1/ci-changes/${ci}?limit=50`),
@@ -393,7 +526,10 @@ async function onlineMigration(records: number): Promise<Figure[]> {
       const [outcome] = (
         await migrateIntoPartitions(sql, {
           batchSize: 10_000,
-          progress: { phase: (table, phase) => phases.push([`${table} ${phase}`, performance.now()]), copied: () => undefined },
+          progress: {
+            phase: (table, phase) => phases.push([`${table} ${phase}`, performance.now()]),
+            copied: () => undefined,
+          },
         })
       ).filter((o) => o.table === 'change_records');
       const ms = performance.now() - started;
@@ -403,7 +539,10 @@ async function onlineMigration(records: number): Promise<Figure[]> {
       for (let i = 0; i + 1 < phases.length; i++) {
         const [label, from] = phases[i]!;
         const within = during.sent.filter(([at]) => at >= from && at < phases[i + 1]![1]).map(([, took]) => took);
-        if (within.length > 0) console.log(`    ${label.padEnd(28)} ${((phases[i + 1]![1] - from) / 1000).toFixed(1)} s, ${within.length} requests, p99 ${p99(within).toFixed(0)} ms, max ${Math.max(...within).toFixed(0)} ms`);
+        if (within.length > 0)
+          console.log(
+            `    ${label.padEnd(28)} ${((phases[i + 1]![1] - from) / 1000).toFixed(1)} s, ${within.length} requests, p99 ${p99(within).toFixed(0)} ms, max ${Math.max(...within).toFixed(0)} ms`,
+          );
         const seen = mostSeen(sampled, from, phases[i + 1]![1]);
         if (seen) console.log(`      sessions seen active (every 100 ms):\n${seen}`);
       }
@@ -412,10 +551,20 @@ async function onlineMigration(records: number): Promise<Figure[]> {
           `API p99 ${p99(quiet).toFixed(0)} ms before, ${p99(loaded).toFixed(0)} ms during (${loaded.length} requests at 20/s); ingest batches p99 ${p99(writes).toFixed(0)} ms`,
       );
       return [
-        { bench: 'history-scale', path: `online move into partitions of ${outcome!.rows} records`, value: Math.round(ms / 100) / 10, unit: 's' },
+        {
+          bench: 'history-scale',
+          path: `online move into partitions of ${outcome!.rows} records`,
+          value: Math.round(ms / 100) / 10,
+          unit: 's',
+        },
         { bench: 'history-scale', path: 'API p99 before the move', value: Math.round(p99(quiet)), unit: 'ms' },
         { bench: 'history-scale', path: 'API p99 during the move', value: Math.round(p99(loaded)), unit: 'ms' },
-        { bench: 'history-scale', path: 'ingest batch of 100 records during the move: p99', value: Math.round(p99(writes)), unit: 'ms' },
+        {
+          bench: 'history-scale',
+          path: 'ingest batch of 100 records during the move: p99',
+          value: Math.round(p99(writes)),
+          unit: 'ms',
+        },
       ];
     } finally {
       await server.stop();
@@ -445,7 +594,10 @@ export async function benchHistoryScale(wanted = 20_000_000, moved = 5_000_000):
     try {
       await holding(smaller, base);
       await holding(sql, full);
-      figures.push(...(await diskPerRecord(smaller, `${base} records`)), ...(await diskPerRecord(sql, `${full} records`)));
+      figures.push(
+        ...(await diskPerRecord(smaller, `${base} records`)),
+        ...(await diskPerRecord(sql, `${full} records`)),
+      );
       small = await measureAt(smaller, SMALL_DATABASE, base);
     } finally {
       await smaller.end();
@@ -454,7 +606,13 @@ export async function benchHistoryScale(wanted = 20_000_000, moved = 5_000_000):
     for (const [label, ms] of large) {
       figures.push(
         { bench: 'history-scale', path: `${label}: at ${full}`, value: Math.round(ms * 10) / 10, unit: 'ms' },
-        { bench: 'history-scale', path: `${label}: ${full} ÷ ${base}`, value: Math.round((ms / small.get(label)!) * 100) / 100, unit: 'ratio', target: 1.5 },
+        {
+          bench: 'history-scale',
+          path: `${label}: ${full} ÷ ${base}`,
+          value: Math.round((ms / small.get(label)!) * 100) / 100,
+          unit: 'ratio',
+          target: 1.5,
+        },
       );
     }
     figures.push(...(await dropOldestMonth(sql)));

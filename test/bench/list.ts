@@ -21,7 +21,15 @@ import { ensureSource } from '../../src/collection/sources/store.js';
 import { DEFAULT_TENANT_ID } from '../../src/platform/tenants.js';
 import { ROOT } from '../support/cli.js';
 import { cluster, LARGE_CLUSTER, type ClusterShape } from './cluster.js';
-import { benchDatabase, benchKey, serveBench, serverUrl, settlePartitions, type Figure, type RunningServer } from './common.js';
+import {
+  benchDatabase,
+  benchKey,
+  serveBench,
+  serverUrl,
+  settlePartitions,
+  type Figure,
+  type RunningServer,
+} from './common.js';
 
 const GENERATOR = 'clusters-v1';
 /**
@@ -37,12 +45,18 @@ export const SERVE_ENV = { LOG_LEVEL: 'info', CINV_SHED_EVENT_LOOP_DELAY: 'off',
 
 /** The generated cluster scaled to `pods`, as the reconcile benchmark scales it. */
 export function clusterShape(pods: number): ClusterShape {
-  return { ...LARGE_CLUSTER, pods, deployments: Math.max(1, Math.round((LARGE_CLUSTER.deployments * pods) / LARGE_CLUSTER.pods)) };
+  return {
+    ...LARGE_CLUSTER,
+    pods,
+    deployments: Math.max(1, Math.round((LARGE_CLUSTER.deployments * pods) / LARGE_CLUSTER.pods)),
+  };
 }
 
 /** The marker a seeded inventory carries, so that a later run finds it and does not seed again. */
 async function markerOf(sql: Sql): Promise<string | null> {
-  const [row] = await sql<{ marker: string | null }[]>`select obj_description('configuration_items'::regclass, 'pg_class') as marker`;
+  const [row] = await sql<
+    { marker: string | null }[]
+  >`select obj_description('configuration_items'::regclass, 'pg_class') as marker`;
   return row?.marker ?? null;
 }
 
@@ -52,7 +66,12 @@ async function markerOf(sql: Sql): Promise<string | null> {
  * counts brought up to date and the tables analysed, so that the server starts on a settled
  * database. Skipped when the database already holds exactly this.
  */
-export async function seedClusters(sql: Sql, shape: ClusterShape, clusters: number, options: { batchSize?: number } = {}): Promise<void> {
+export async function seedClusters(
+  sql: Sql,
+  shape: ClusterShape,
+  clusters: number,
+  options: { batchSize?: number } = {},
+): Promise<void> {
   const marker = `${GENERATOR}:${clusters}x${shape.pods}x${shape.nodes}`;
   const found = await markerOf(sql);
   if (found === marker) return;
@@ -78,7 +97,9 @@ export async function seedClusters(sql: Sql, shape: ClusterShape, clusters: numb
       // a one-time seed in few, large transactions; the seeded rows do not depend on the batch size
       { batchSize: options.batchSize ?? 5000 },
     );
-    console.log(`  cluster ${k + 1}/${clusters}: ${result.created} CIs, ${result.relationships.written} relationships, ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    console.log(
+      `  cluster ${k + 1}/${clusters}: ${result.created} CIs, ${result.relationships.written} relationships, ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
   }
   // the collections' change records went to the default partition: the server would otherwise
   // start by moving them under its statement timeout
@@ -107,7 +128,12 @@ export interface Measured {
  * Drives `pathOf(0)`, `pathOf(1)`, ... at `base` with a closed loop of `connections` (a warm-up
  * first, not counted). Every answer must be a 2xx.
  */
-export async function drive(base: string, headers: Record<string, string>, pathOf: (i: number) => string, load: Load): Promise<Measured> {
+export async function drive(
+  base: string,
+  headers: Record<string, string>,
+  pathOf: (i: number) => string,
+  load: Load,
+): Promise<Measured> {
   // one sequence through warm-up and measurement: the measured requests are not the warm-up's again
   let i = 0;
   const run = (seconds: number) =>
@@ -126,9 +152,16 @@ export async function drive(base: string, headers: Record<string, string>, pathO
   await run(load.warmupSeconds);
   const result = await run(load.seconds);
   if (result.non2xx > 0 || result.errors > 0) {
-    throw new Error(`${base}${pathOf(0)}: ${result.non2xx} non-2xx answers, ${result.errors} errors (${JSON.stringify(result.statusCodeStats)})`);
+    throw new Error(
+      `${base}${pathOf(0)}: ${result.non2xx} non-2xx answers, ${result.errors} errors (${JSON.stringify(result.statusCodeStats)})`,
+    );
   }
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, requests: result.requests.total };
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    requests: result.requests.total,
+  };
 }
 
 /** bare-server.ts as its own process, like `cinv serve`. */
@@ -185,7 +218,11 @@ export function listPaths(shape: ClusterShape, detailIds: readonly string[]): Li
       pathOf: (i) => `${CIS}?filter=ci_type:eq:k8s.pod&filter=namespace:eq:team-${(i * 7) % shape.namespaces}`,
       page: true,
     },
-    { label: 'raw_data.spec.nodeName', pathOf: (i) => `${CIS}?filter=raw_data.spec.nodeName:eq:node-${(i * 13) % shape.nodes}`, page: true },
+    {
+      label: 'raw_data.spec.nodeName',
+      pathOf: (i) => `${CIS}?filter=raw_data.spec.nodeName:eq:node-${(i * 13) % shape.nodes}`,
+      page: true,
+    },
     { label: 'detail', pathOf: (i) => `${CIS}/${detailIds[i % detailIds.length]}`, page: false },
   ];
 }
@@ -210,7 +247,12 @@ export async function answerOf(base: string, headers: Record<string, string>, re
 }
 
 /** Median milliseconds of `times` sequential requests for one path. */
-async function medianMs(base: string, headers: Record<string, string>, requestPath: string, times = 7): Promise<number> {
+async function medianMs(
+  base: string,
+  headers: Record<string, string>,
+  requestPath: string,
+  times = 7,
+): Promise<number> {
   const samples: number[] = [];
   for (let i = 0; i < times; i++) {
     const started = performance.now();
@@ -234,7 +276,9 @@ async function deepPages(base: string, headers: Record<string, string>, depth: n
   if (a.join() !== b.join()) throw new Error(`page at ${depth}: offset and cursor answer different CIs`);
   const offsetMs = await medianMs(base, headers, byOffset);
   const cursorMs = await medianMs(base, headers, byCursor);
-  console.log(`  page at row ${depth}: by offset ${offsetMs.toFixed(1)} ms, by cursor ${cursorMs.toFixed(1)} ms (medians of 7)`);
+  console.log(
+    `  page at row ${depth}: by offset ${offsetMs.toFixed(1)} ms, by cursor ${cursorMs.toFixed(1)} ms (medians of 7)`,
+  );
   return [
     { bench: 'list', path: `page at row ${depth}: by offset`, value: offsetMs, unit: 'ms' },
     { bench: 'list', path: `page at row ${depth}: by cursor`, value: cursorMs, unit: 'ms' },
@@ -257,11 +301,17 @@ export async function benchList(pods = LARGE_CLUSTER.pods, clusters = 7): Promis
     bare = await serveBare(database);
     const auth = { 'x-api-key': key };
     const load: Load = { connections: 16, seconds: 10, warmupSeconds: 2 };
-    console.log(`${cis} CIs; ${load.connections} connections, ${load.seconds} s per path after ${load.warmupSeconds} s of warm-up`);
+    console.log(
+      `${cis} CIs; ${load.connections} connections, ${load.seconds} s per path after ${load.warmupSeconds} s of warm-up`,
+    );
     for (const p of paths) {
       for (const i of [0, 1, 2]) {
-        const [ours, floor] = await Promise.all([answerOf(cinv.base, auth, p.pathOf(i)), answerOf(bare.base, {}, p.pathOf(i))]);
-        if (ours.join() !== floor.join()) throw new Error(`${p.pathOf(i)}: cinv and the bare server answer different CIs`);
+        const [ours, floor] = await Promise.all([
+          answerOf(cinv.base, auth, p.pathOf(i)),
+          answerOf(bare.base, {}, p.pathOf(i)),
+        ]);
+        if (ours.join() !== floor.join())
+          throw new Error(`${p.pathOf(i)}: cinv and the bare server answer different CIs`);
       }
       const ours = await drive(cinv.base, auth, p.pathOf, load);
       const floor = await drive(bare.base, {}, p.pathOf, load);
@@ -273,8 +323,21 @@ export async function benchList(pods = LARGE_CLUSTER.pods, clusters = 7): Promis
       figures.push(
         { bench: 'list', path: `${p.label}: cinv`, value: ours.rps, unit: 'req/s' },
         { bench: 'list', path: `${p.label}: bare`, value: floor.rps, unit: 'req/s' },
-        { bench: 'list', path: `${p.label}: cinv ÷ bare`, value: ours.rps / floor.rps, unit: 'ratio', target: 0.6, atLeast: true },
-        { bench: 'list', path: `${p.label}: cinv p99`, value: ours.p99, unit: 'ms', target: p.page && full ? (p.label.startsWith('raw_data') ? 150 : 60) : undefined },
+        {
+          bench: 'list',
+          path: `${p.label}: cinv ÷ bare`,
+          value: ours.rps / floor.rps,
+          unit: 'ratio',
+          target: 0.6,
+          atLeast: true,
+        },
+        {
+          bench: 'list',
+          path: `${p.label}: cinv p99`,
+          value: ours.p99,
+          unit: 'ms',
+          target: p.page && full ? (p.label.startsWith('raw_data') ? 150 : 60) : undefined,
+        },
       );
     }
     figures.push(...(await deepPages(cinv.base, auth, Math.floor(cis / 2))));

@@ -11,7 +11,16 @@
 import { request } from 'node:http';
 import { Readable } from 'node:stream';
 import postgres from 'postgres';
-import { benchDatabase, benchKey, memoryOf, resetPeakMemory, serveBench, serverUrl, type Figure, type RunningServer } from './common.js';
+import {
+  benchDatabase,
+  benchKey,
+  memoryOf,
+  resetPeakMemory,
+  serveBench,
+  serverUrl,
+  type Figure,
+  type RunningServer,
+} from './common.js';
 import { SERVE_ENV } from './list.js';
 
 const DATABASE = 'cinv_bench_ndjson';
@@ -22,7 +31,10 @@ function podLine(index: number): string {
   const containers = [0, 1].map((c) => ({
     name: `app-${c}`,
     image: `registry.example.com/team-${index % 17}/app-${c}:1.${index % 30}.${c}`,
-    env: Array.from({ length: 12 }, (_, e) => ({ name: `SETTING_${e}`, value: `value-${(index * 31 + e) % 997}-of-the-${c}th-container` })),
+    env: Array.from({ length: 12 }, (_, e) => ({
+      name: `SETTING_${e}`,
+      value: `value-${(index * 31 + e) % 997}-of-the-${c}th-container`,
+    })),
     resources: { requests: { cpu: '250m', memory: '256Mi' }, limits: { cpu: '1', memory: '1Gi' } },
   }));
   const spec = { nodeName: `node-${index % 300}`, serviceAccountName: 'default', containers };
@@ -37,7 +49,14 @@ function podLine(index: number): string {
         namespace,
         uid: `00000000-0000-4000-8000-${index.toString(16).padStart(12, '0')}`,
         labels: { app: `app-${index % 500}`, tier: index % 2 ? 'web' : 'worker' },
-        annotations: { 'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace }, spec }) },
+        annotations: {
+          'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify({
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name, namespace },
+            spec,
+          }),
+        },
       },
       spec,
       status: { phase: 'Running', podIP: `10.${(index >> 16) & 255}.${(index >> 8) & 255}.${index & 255}` },
@@ -64,13 +83,17 @@ function* snapshot(bytes: number, counted: { records: number; bytes: number }): 
 
 function push(url: string, key: string, body: Readable): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const outgoing = request(url, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', 'x-api-key': key } }, (incoming) => {
-      let text = '';
-      incoming.setEncoding('utf8');
-      incoming.on('data', (chunk: string) => (text += chunk));
-      incoming.on('end', () => resolve({ status: incoming.statusCode ?? 0, text }));
-      incoming.on('error', reject);
-    });
+    const outgoing = request(
+      url,
+      { method: 'POST', headers: { 'content-type': 'application/x-ndjson', 'x-api-key': key } },
+      (incoming) => {
+        let text = '';
+        incoming.setEncoding('utf8');
+        incoming.on('data', (chunk: string) => (text += chunk));
+        incoming.on('end', () => resolve({ status: incoming.statusCode ?? 0, text }));
+        incoming.on('error', reject);
+      },
+    );
     outgoing.on('error', reject);
     body.pipe(outgoing);
   });
@@ -95,7 +118,11 @@ export async function benchNdjson(megabytes = 500): Promise<Figure[]> {
     resetPeakMemory(server.pid);
     const counted = { records: 0, bytes: 0 };
     const started = performance.now();
-    const reply = await push(`${server.base}/api/v1/sources/${source.id}/ingest?mode=snapshot&scope_id=bench`, key, Readable.from(snapshot(megabytes * 1e6, counted)));
+    const reply = await push(
+      `${server.base}/api/v1/sources/${source.id}/ingest?mode=snapshot&scope_id=bench`,
+      key,
+      Readable.from(snapshot(megabytes * 1e6, counted)),
+    );
     const took = (performance.now() - started) / 1000;
     const peakRss = memoryOf(server.pid, 'VmHWM');
     if (reply.status !== 200) throw new Error(`the push was answered ${reply.status}: ${reply.text.slice(0, 500)}`);
@@ -108,9 +135,20 @@ export async function benchNdjson(megabytes = 500): Promise<Figure[]> {
     );
     const full = megabytes >= 500;
     return [
-      { bench: 'ndjson', path: `push of ${mb.toFixed(0)} MB (${counted.records} records), first load`, value: counted.records / took, unit: 'records/s' },
+      {
+        bench: 'ndjson',
+        path: `push of ${mb.toFixed(0)} MB (${counted.records} records), first load`,
+        value: counted.records / took,
+        unit: 'records/s',
+      },
       { bench: 'ndjson', path: 'server RSS before the push', value: startRss, unit: 'MB' },
-      { bench: 'ndjson', path: 'server peak RSS during the push (VmHWM)', value: peakRss, unit: 'MB', target: full ? 200 : undefined },
+      {
+        bench: 'ndjson',
+        path: 'server peak RSS during the push (VmHWM)',
+        value: peakRss,
+        unit: 'MB',
+        target: full ? 200 : undefined,
+      },
     ];
   } finally {
     await server?.stop();

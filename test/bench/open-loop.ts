@@ -54,7 +54,8 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 export function openLoop(base: string, options: OpenLoopOptions): OpenLoop {
   const url = new URL(base);
   // the generator is meant for a server of its own on this machine, never for someone else's
-  if (!LOOPBACK.has(url.hostname)) throw new Error(`the open-loop generator drives loopback servers only, not ${url.hostname}`);
+  if (!LOOPBACK.has(url.hostname))
+    throw new Error(`the open-loop generator drives loopback servers only, not ${url.hostname}`);
   // a connection per request, as independent clients have: a kept-alive socket the server closes
   // while a request is being put on it would fail that request for the generator's sake
   const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
@@ -76,7 +77,14 @@ export function openLoop(base: string, options: OpenLoopOptions): OpenLoop {
       samples.push({ at: at - started, ms: performance.now() - at, status, kind: shot.kind, reason, bytes });
     };
     const outgoing = request(
-      { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port, path: shot.path, method: shot.method, agent, headers: { ...options.headers, ...shot.headers } },
+      {
+        host: url.hostname.replace(/^\[|\]$/g, ''),
+        port: url.port,
+        path: shot.path,
+        method: shot.method,
+        agent,
+        headers: { ...options.headers, ...shot.headers },
+      },
       (incoming) => {
         const status = incoming.statusCode ?? 0;
         let bytes = 0;
@@ -125,7 +133,7 @@ export function openLoop(base: string, options: OpenLoopOptions): OpenLoop {
     async stop(drainMs = 120_000) {
       clearInterval(timer);
       sentAll();
-      for (const until = performance.now() + drainMs; open.size > 0 && performance.now() < until; ) {
+      for (const until = performance.now() + drainMs; open.size > 0 && performance.now() < until;) {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       for (const abandon of [...open.values()]) abandon();
@@ -148,6 +156,9 @@ export function summarize(label: string, samples: Pick<Sample, 'ms' | 'status'>[
   console.log(
     `${label.padEnd(26)} ${String(samples.length).padStart(6)} requests  ` +
       `p50 ${percentile(ms, 50).toFixed(0).padStart(5)} ms  p99 ${percentile(ms, 99).toFixed(0).padStart(5)} ms  ` +
-      `max ${ms.reduce((a, b) => Math.max(a, b), 0).toFixed(0).padStart(5)} ms  statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
+      `max ${ms
+        .reduce((a, b) => Math.max(a, b), 0)
+        .toFixed(0)
+        .padStart(5)} ms  statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
   );
 }

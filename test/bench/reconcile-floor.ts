@@ -56,7 +56,11 @@ class FloorThread {
 }
 
 export async function benchReconcileFloor(pods = LARGE_CLUSTER.pods): Promise<Figure[]> {
-  const shape = { ...LARGE_CLUSTER, pods, deployments: Math.max(1, Math.round((LARGE_CLUSTER.deployments * pods) / LARGE_CLUSTER.pods)) };
+  const shape = {
+    ...LARGE_CLUSTER,
+    pods,
+    deployments: Math.max(1, Math.round((LARGE_CLUSTER.deployments * pods) / LARGE_CLUSTER.pods)),
+  };
   const ours = await benchDatabase('cinv_bench_reconcile');
   const floorSql = await benchDatabase('cinv_bench_reconcile_floor');
   const figures: Figure[] = [];
@@ -68,7 +72,13 @@ export async function benchReconcileFloor(pods = LARGE_CLUSTER.pods): Promise<Fi
     };
     const source = await prepare(ours);
     const floorSource = await prepare(floorSql);
-    const floor = new FloorThread({ database: 'cinv_bench_reconcile_floor', tenantId: DEFAULT_TENANT_ID, sourceId: floorSource.id, scopeId: SCOPE, shape });
+    const floor = new FloorThread({
+      database: 'cinv_bench_reconcile_floor',
+      tenantId: DEFAULT_TENANT_ID,
+      sourceId: floorSource.id,
+      scopeId: SCOPE,
+      shape,
+    });
     ends.push(() => floor.end());
     let minute = 0;
     const collect = async (side: 'cinv' | 'floor', at: Collection, now: Date) => {
@@ -80,7 +90,11 @@ export async function benchReconcileFloor(pods = LARGE_CLUSTER.pods): Promise<Fi
       const started = performance.now();
       assertSnapshot(document);
       const records = (document as { items: UniversalRecord[] }).items;
-      await reconcile(ours, { tenantId: DEFAULT_TENANT_ID, sourceId: source.id, scopeId: SCOPE, mode: 'snapshot', records }, { now, batchSize: BATCH, lanes: true });
+      await reconcile(
+        ours,
+        { tenantId: DEFAULT_TENANT_ID, sourceId: source.id, scopeId: SCOPE, mode: 'snapshot', records },
+        { now, batchSize: BATCH, lanes: true },
+      );
       return seconds(started);
     };
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -91,7 +105,12 @@ export async function benchReconcileFloor(pods = LARGE_CLUSTER.pods): Promise<Fi
      * a ratio taken within each round leaves the drift out, where a ratio of two medians may take
      * them from different rounds.
      */
-    const phase = async (path: string, rounds: number, at: (round: number) => Collection, target: { seconds?: number; ratio?: number }) => {
+    const phase = async (
+      path: string,
+      rounds: number,
+      at: (round: number) => Collection,
+      target: { seconds?: number; ratio?: number },
+    ) => {
       const times = { cinv: [] as number[], floor: [] as number[] };
       const ratios: number[] = [];
       for (let round = 0; round < rounds; round++) {
@@ -104,9 +123,21 @@ export async function benchReconcileFloor(pods = LARGE_CLUSTER.pods): Promise<Fi
       const cinv = median(times.cinv);
       const floorSeconds = median(times.floor);
       const label = rounds > 1 ? `${path} (median of ${rounds})` : path;
-      figures.push({ bench: 'reconcile-floor', path: `${label}: cinv`, value: cinv, unit: 's', target: target.seconds });
+      figures.push({
+        bench: 'reconcile-floor',
+        path: `${label}: cinv`,
+        value: cinv,
+        unit: 's',
+        target: target.seconds,
+      });
       figures.push({ bench: 'reconcile-floor', path: `${label}: floor`, value: floorSeconds, unit: 's' });
-      figures.push({ bench: 'reconcile-floor', path: `${label}: cinv ÷ floor`, value: Math.round(median(ratios) * 100) / 100, unit: 'ratio', target: target.ratio });
+      figures.push({
+        bench: 'reconcile-floor',
+        path: `${label}: cinv ÷ floor`,
+        value: Math.round(median(ratios) * 100) / 100,
+        unit: 'ratio',
+        target: target.ratio,
+      });
       return cinv;
     };
     const large = shape.pods >= LARGE_CLUSTER.pods;
@@ -115,11 +146,23 @@ export async function benchReconcileFloor(pods = LARGE_CLUSTER.pods): Promise<Fi
     await ours`vacuum analyze configuration_items`;
     await floorSql`vacuum analyze configuration_items`;
     const ROUNDS = 5;
-    const unchanged = await phase('unchanged', ROUNDS, () => ({ collection: 0, generation: 0 }), { seconds: large ? 2.0 : undefined, ratio: 1.2 });
+    const unchanged = await phase('unchanged', ROUNDS, () => ({ collection: 0, generation: 0 }), {
+      seconds: large ? 2.0 : undefined,
+      ratio: 1.2,
+    });
     const metrics = await phase('metrics only', ROUNDS, (round) => ({ collection: round + 1, generation: 0 }), {});
-    figures.push({ bench: 'reconcile-floor', path: 'metrics only ÷ unchanged', value: Math.round((metrics / unchanged) * 100) / 100, unit: 'ratio', target: 1.3 });
+    figures.push({
+      bench: 'reconcile-floor',
+      path: 'metrics only ÷ unchanged',
+      value: Math.round((metrics / unchanged) * 100) / 100,
+      unit: 'ratio',
+      target: 1.3,
+    });
     // every round moves the same 1 % of the objects to a new generation
-    await phase('1 % changed', ROUNDS, (round) => ({ collection: ROUNDS, generation: round + 1, changeEvery: 100 }), { seconds: large ? 3.0 : undefined, ratio: 1.2 });
+    await phase('1 % changed', ROUNDS, (round) => ({ collection: ROUNDS, generation: round + 1, changeEvery: 100 }), {
+      seconds: large ? 3.0 : undefined,
+      ratio: 1.2,
+    });
     return figures;
   } finally {
     for (const end of ends) await end();

@@ -15,7 +15,11 @@ import { cluster, LARGE_CLUSTER, type Collection } from './cluster.js';
 import { benchDatabase, seconds, type Figure } from './common.js';
 
 export async function benchReconcile(pods = LARGE_CLUSTER.pods): Promise<Figure[]> {
-  const shape = { ...LARGE_CLUSTER, pods, deployments: Math.max(1, Math.round((LARGE_CLUSTER.deployments * pods) / LARGE_CLUSTER.pods)) };
+  const shape = {
+    ...LARGE_CLUSTER,
+    pods,
+    deployments: Math.max(1, Math.round((LARGE_CLUSTER.deployments * pods) / LARGE_CLUSTER.pods)),
+  };
   const sql = await benchDatabase('cinv_bench_reconcile');
   const figures: Figure[] = [];
   try {
@@ -29,17 +33,33 @@ export async function benchReconcile(pods = LARGE_CLUSTER.pods): Promise<Figure[
       assertSnapshot(document);
       const items = (document as { items: UniversalRecord[] }).items;
       // a PostgreSQL server's default: the source's two parts in parallel lanes
-      const result = await reconcile(sql, { tenantId: DEFAULT_TENANT_ID, sourceId: source.id, scopeId: 'prod', mode: 'snapshot', records: items }, { lanes: true });
+      const result = await reconcile(
+        sql,
+        { tenantId: DEFAULT_TENANT_ID, sourceId: source.id, scopeId: 'prod', mode: 'snapshot', records: items },
+        { lanes: true },
+      );
       return { seconds: seconds(started), objects: items.length, result };
     };
     const first = await run({ collection: 0, generation: 0 });
     const count = first.objects;
-    figures.push({ bench: 'reconcile', path: `first load, ${count} objects`, value: first.seconds, unit: 's', target: count >= 140_000 ? 20 : undefined });
+    figures.push({
+      bench: 'reconcile',
+      path: `first load, ${count} objects`,
+      value: first.seconds,
+      unit: 's',
+      target: count >= 140_000 ? 20 : undefined,
+    });
     // re-collections come minutes after a first load, when autovacuum has visited the new rows
     // (the identity lookups are index-only from then on); this stands in for it instead of waiting
     await sql`vacuum analyze configuration_items`;
     const unchanged = await run({ collection: 0, generation: 0 });
-    figures.push({ bench: 'reconcile', path: 'unchanged re-collection', value: unchanged.seconds, unit: 's', target: count >= 140_000 ? 2.0 : undefined });
+    figures.push({
+      bench: 'reconcile',
+      path: 'unchanged re-collection',
+      value: unchanged.seconds,
+      unit: 's',
+      target: count >= 140_000 ? 2.0 : undefined,
+    });
     const metrics = await run({ collection: 1, generation: 0 });
     const written = metrics.result.updated + metrics.result.changes;
     figures.push({
@@ -58,7 +78,12 @@ export async function benchReconcile(pods = LARGE_CLUSTER.pods): Promise<Figure[
       target: count >= 140_000 ? 3.0 : undefined,
     });
     const both = await run({ collection: 2, generation: 2, changeEvery: 100 });
-    figures.push({ bench: 'reconcile', path: `1 % changed, metrics moved (${both.result.updated} updated)`, value: both.seconds, unit: 's' });
+    figures.push({
+      bench: 'reconcile',
+      path: `1 % changed, metrics moved (${both.result.updated} updated)`,
+      value: both.seconds,
+      unit: 's',
+    });
     return figures;
   } finally {
     await sql.end();

@@ -30,7 +30,9 @@ async function walk(base: string, key: string, ciId: string): Promise<Walk> {
   do {
     const query: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
     const asked = performance.now();
-    const response = await fetch(`${base}/api/v1/configuration-items/${ciId}/relationships?limit=5000${query}`, { headers: { 'x-api-key': key } });
+    const response = await fetch(`${base}/api/v1/configuration-items/${ciId}/relationships?limit=5000${query}`, {
+      headers: { 'x-api-key': key },
+    });
     const body = (await response.json()) as { items: unknown[]; total: number; next_cursor: string | null };
     if (!response.ok) throw new Error(`page ${pages + 1}: ${response.status} ${JSON.stringify(body)}`);
     pageMs.push(performance.now() - asked);
@@ -56,7 +58,8 @@ export async function benchRelationships(pods = 100_000): Promise<Figure[]> {
     const walks: Walk[] = [];
     for (let i = 0; i < 3; i++) walks.push(await walk(server.base, key, node!.ci_id));
     for (const w of walks) {
-      if (w.total !== pods || w.items !== pods) throw new Error(`the walk reported total ${w.total} and handed out ${w.items} relationships, not ${pods}`);
+      if (w.total !== pods || w.items !== pods)
+        throw new Error(`the walk reported total ${w.total} and handed out ${w.items} relationships, not ${pods}`);
     }
     const median = [...walks].sort((a, b) => a.seconds - b.seconds)[1]!;
     const later = median.pageMs.slice(1).sort((a, b) => a - b);
@@ -65,7 +68,13 @@ export async function benchRelationships(pods = 100_000): Promise<Figure[]> {
         `median walk: first page ${median.pageMs[0]!.toFixed(0)} ms (counts the total), later pages ${later[Math.floor(later.length / 2)]?.toFixed(0) ?? '-'} ms each (median)`,
     );
     return [
-      { bench: 'relationships', path: `walk of ${pods} in pages of 5000 (${median.pages} pages)`, value: median.seconds, unit: 's', target: pods >= 100_000 ? 1.5 : undefined },
+      {
+        bench: 'relationships',
+        path: `walk of ${pods} in pages of 5000 (${median.pages} pages)`,
+        value: median.seconds,
+        unit: 's',
+        target: pods >= 100_000 ? 1.5 : undefined,
+      },
     ];
   } finally {
     await server?.stop();

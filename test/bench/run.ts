@@ -58,7 +58,9 @@ const size = sizeText === undefined ? undefined : Number(sizeText);
 const second = secondText === undefined ? undefined : Number(secondText);
 const all = { ...suite, ...extra };
 if (name !== undefined && !Object.hasOwn(all, name)) {
-  console.error(`unknown benchmark "${name}"; the suite: ${Object.keys(suite).join(', ')}; by name only: ${Object.keys(extra).join(', ')}`);
+  console.error(
+    `unknown benchmark "${name}"; the suite: ${Object.keys(suite).join(', ')}; by name only: ${Object.keys(extra).join(', ')}`,
+  );
   process.exit(2);
 }
 const figures: Figure[] = [];

@@ -40,7 +40,14 @@ const url = () => process.env.CINV_BENCH_DATABASE_URL ?? 'postgres://postgres@12
 async function ensureDatabase(): Promise<void> {
   const target = new URL(url());
   const name = target.pathname.slice(1);
-  const admin = postgres({ host: target.hostname, port: Number(target.port || 5432), username: target.username || 'postgres', database: 'postgres', max: 1, onnotice: () => {} });
+  const admin = postgres({
+    host: target.hostname,
+    port: Number(target.port || 5432),
+    username: target.username || 'postgres',
+    database: 'postgres',
+    max: 1,
+    onnotice: () => {},
+  });
   const [exists] = await admin`select 1 from pg_database where datname = ${name}`;
   if (!exists) await admin.unsafe(`create database ${name}`);
   await admin.end();
@@ -48,10 +55,15 @@ async function ensureDatabase(): Promise<void> {
 
 /** The CI behind record `i`: a pod of a deployment, a node, or a service, with stable names. */
 function ciOf(n: number) {
-  const hash = (n * 2654435761 % 1048576).toString(16).padStart(5, '0');
+  const hash = ((n * 2654435761) % 1048576).toString(16).padStart(5, '0');
   if (n % 20 === 0) return { id: n, name: `node-${n}.prod.example`, namespace: null, type: 'k8s.node' };
   if (n % 20 === 1) return { id: n, name: `svc-${n % 5000}`, namespace: `ns-${n % 50}`, type: 'k8s.service' };
-  return { id: n, name: `app-${n % 4000}-${hash}-${(n * 7919 % 65536).toString(16)}`, namespace: `ns-${n % 50}`, type: 'k8s.pod' };
+  return {
+    id: n,
+    name: `app-${n % 4000}-${hash}-${((n * 7919) % 65536).toString(16)}`,
+    namespace: `ns-${n % 50}`,
+    type: 'k8s.pod',
+  };
 }
 
 const ciUuid = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
@@ -72,20 +84,46 @@ function recordOf(i: number, rand: () => number, total: number): NewChangeRecord
     changed_at: at,
   };
   if (kind < 0.1) {
-    return { ...base, change_type: 'CREATED', changes: [{ field: 'name', old_value: null, new_value: ci.name }, { field: 'status', old_value: null, new_value: 'active' }] };
+    return {
+      ...base,
+      change_type: 'CREATED',
+      changes: [
+        { field: 'name', old_value: null, new_value: ci.name },
+        { field: 'status', old_value: null, new_value: 'active' },
+      ],
+    };
   }
-  if (kind < 0.13) return { ...base, change_type: 'DELETED', changes: [{ field: 'status', old_value: 'active', new_value: 'archived' }] };
+  if (kind < 0.13)
+    return {
+      ...base,
+      change_type: 'DELETED',
+      changes: [{ field: 'status', old_value: 'active', new_value: 'archived' }],
+    };
   const minor = Math.floor(rand() * 40);
   // one image tag in 500 000 is rare: nginx:9.<x>
   const tag = rand() < 0.000002 ? `nginx:9.${i % 10}` : `nginx:1.${minor}`;
   const changes =
     kind < 0.6
-      ? [{ field: 'raw_data.spec.containers', old_value: [{ name: 'app', image: `nginx:1.${minor === 0 ? 1 : minor - 1}` }], new_value: [{ name: 'app', image: tag }] }]
+      ? [
+          {
+            field: 'raw_data.spec.containers',
+            old_value: [{ name: 'app', image: `nginx:1.${minor === 0 ? 1 : minor - 1}` }],
+            new_value: [{ name: 'app', image: tag }],
+          },
+        ]
       : kind < 0.8
         ? [{ field: 'raw_data.spec.replicas', old_value: minor % 5, new_value: (minor % 5) + 1 }]
         : [
-            { field: 'raw_data.status.conditions', old_value: [{ type: 'Ready', status: 'True' }], new_value: [{ type: 'Ready', status: 'False', reason: rand() < 0.5 ? 'CrashLoopBackOff' : 'OOMKilled' }] },
-            { field: 'raw_data.status.podIP', old_value: `10.${minor}.0.${i % 250}`, new_value: `10.${minor}.1.${i % 250}` },
+            {
+              field: 'raw_data.status.conditions',
+              old_value: [{ type: 'Ready', status: 'True' }],
+              new_value: [{ type: 'Ready', status: 'False', reason: rand() < 0.5 ? 'CrashLoopBackOff' : 'OOMKilled' }],
+            },
+            {
+              field: 'raw_data.status.podIP',
+              old_value: `10.${minor}.0.${i % 250}`,
+              new_value: `10.${minor}.1.${i % 250}`,
+            },
           ];
   return { ...base, change_type: 'UPDATED', changes };
 }
@@ -96,10 +134,13 @@ export async function load(sql: Sql, count: number): Promise<void> {
   const marker = await sql`select 1 from pg_description where description = ${`${GENERATOR}:${count}`}`;
   if (marker.length > 0 && Number(meta!.records) >= count) return;
   console.log(`generating ${count} change records (kept for later runs) ...`);
-  await sql.unsafe('truncate change_records, change_stats_queue, change_stats_buckets, change_stats_days, change_stats_ci_last, change_stats_affected, outbox restart identity');
+  await sql.unsafe(
+    'truncate change_records, change_stats_queue, change_stats_buckets, change_stats_days, change_stats_ci_last, change_stats_affected, outbox restart identity',
+  );
   await sql`update change_stats_state set refreshed_at = '-infinity'`;
   // every month of the generated history has its partitions, as the sweep keeps them in service
-  for (let month = monthOf(new Date(NOW.getTime() - 121 * DAY)); month <= NOW; month = addMonths(month, 1)) await keepAllPartitions(sql, month);
+  for (let month = monthOf(new Date(NOW.getTime() - 121 * DAY)); month <= NOW; month = addMonths(month, 1))
+    await keepAllPartitions(sql, month);
   const indexes = await sql<{ indexname: string; indexdef: string }[]>`
     select indexname, indexdef from pg_indexes where tablename = 'change_records' and indexname <> 'change_records_pkey'`;
   for (const index of indexes) await sql.unsafe(`drop index ${index.indexname}`);
@@ -115,11 +156,14 @@ export async function load(sql: Sql, count: number): Promise<void> {
       from jsonb_to_recordset(${sql.json(rows.map((r) => ({ ...r, doc: toTsvectorText(documentTokens(r)) })) as never)}::jsonb) as r(
         tenant_id uuid, ci_id uuid, source_id bigint, scope_id text, ci_name text, ci_namespace text, ci_type text, change_type text,
         changed_at timestamptz, changes jsonb, doc text)`;
-    if ((from / BATCH) % 25 === 0) console.log(`  ${from + rows.length} records, ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    if ((from / BATCH) % 25 === 0)
+      console.log(`  ${from + rows.length} records, ${((performance.now() - started) / 1000).toFixed(0)} s`);
   }
-  console.log(`  loaded in ${((performance.now() - started) / 1000).toFixed(0)} s; rebuilding ${indexes.length} indexes ...`);
+  console.log(
+    `  loaded in ${((performance.now() - started) / 1000).toFixed(0)} s; rebuilding ${indexes.length} indexes ...`,
+  );
   const indexing = performance.now();
-  await sql.unsafe('set maintenance_work_mem = \'512MB\'');
+  await sql.unsafe("set maintenance_work_mem = '512MB'");
   // the definitions read from a partitioned table say ON ONLY, which would leave the partitions
   // without the index (and the parent's invalid)
   for (const index of indexes) await sql.unsafe(index.indexdef.replace(' ON ONLY ', ' ON '));
@@ -128,11 +172,14 @@ export async function load(sql: Sql, count: number): Promise<void> {
   await sql.unsafe('vacuum analyze change_records');
   const refreshing = performance.now();
   const { rows } = await refreshStatsAggregate(sql, NOW, 50_000);
-  console.log(`  initial statistics refresh of ${rows} records in ${((performance.now() - refreshing) / 1000).toFixed(1)} s`);
+  console.log(
+    `  initial statistics refresh of ${rows} records in ${((performance.now() - refreshing) / 1000).toFixed(1)} s`,
+  );
   await sql.unsafe(`comment on table change_records is '${GENERATOR}:${count}'`);
 }
 
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
+const percentile = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
 
 interface Bench {
   sql: Sql;
@@ -169,7 +216,17 @@ async function start(count: number): Promise<Bench> {
   const logger = createLogger('warn');
   const audit = new AuditLog(admitted.sql, logger, now);
   const limits = new RateLimits({ ...config, rateLimit: 1_000_000, rateBurst: 1_000_000 }, logger);
-  const app = createApp({ ...admitted, database: 'postgres', search: createSearchBackend(admitted.sql, config, now), audit, limits, sso: undefined, config, logger, now });
+  const app = createApp({
+    ...admitted,
+    database: 'postgres',
+    search: createSearchBackend(admitted.sql, config, now),
+    audit,
+    limits,
+    sso: undefined,
+    config,
+    logger,
+    now,
+  });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });
@@ -198,7 +255,14 @@ async function start(count: number): Promise<Bench> {
  */
 const WARM_UP = 10;
 
-async function measure(bench: Bench, label: string, path: string, target: number, runs = 30, key?: string): Promise<void> {
+async function measure(
+  bench: Bench,
+  label: string,
+  path: string,
+  target: number,
+  runs = 30,
+  key?: string,
+): Promise<void> {
   for (let i = 0; i < WARM_UP; i++) await bench.get(path, key);
   const times: number[] = [];
   let last: { status: number; body: any; ms: number } | undefined;
@@ -220,8 +284,18 @@ export async function benchSearch(count: number): Promise<void> {
   try {
     console.log(`change search, ${count} change records on PostgreSQL, through the API (30 runs each)`);
     await measure(bench, 'rare term (nginx:9)', `/api/v1/changes/search?query=${encodeURIComponent('nginx:9')}`, 50);
-    await measure(bench, 'a pod by its full name', `/api/v1/changes/search?query=${encodeURIComponent(ciOf(4242).name)}`, 50);
-    await measure(bench, 'two terms (pod part + field)', `/api/v1/changes/search?query=${encodeURIComponent(`${ciOf(4242).name.split('-')[2]} replicas`)}`, 50);
+    await measure(
+      bench,
+      'a pod by its full name',
+      `/api/v1/changes/search?query=${encodeURIComponent(ciOf(4242).name)}`,
+      50,
+    );
+    await measure(
+      bench,
+      'two terms (pod part + field)',
+      `/api/v1/changes/search?query=${encodeURIComponent(`${ciOf(4242).name.split('-')[2]} replicas`)}`,
+      50,
+    );
     await measure(bench, 'common term (crashloopbackoff)', `/api/v1/changes/search?query=crashloopbackoff`, 300);
     await measure(bench, 'common term (nginx)', `/api/v1/changes/search?query=nginx`, 300);
   } finally {
@@ -236,7 +310,9 @@ export async function benchStats(count: number): Promise<void> {
     // as the service does at start and on its schedule
     const refreshing = performance.now();
     await refreshStatsAggregate(bench.sql, NOW);
-    console.log(`${'refresh (snapshots included)'.padEnd(34)} ${(performance.now() - refreshing).toFixed(0).padStart(7)} ms`);
+    console.log(
+      `${'refresh (snapshots included)'.padEnd(34)} ${(performance.now() - refreshing).toFixed(0).padStart(7)} ms`,
+    );
     await measure(bench, 'default window (90 days)', '/api/v1/changes/stats', 20);
     await measure(bench, 'default window by day', '/api/v1/changes/stats?group_by=day', 20);
     await measure(bench, 'default window, one instance (svc key)', '/api/v1/changes/stats', 100, 30, bench.scopedKey);
@@ -245,11 +321,14 @@ export async function benchStats(count: number): Promise<void> {
     await measure(bench, '7-day explicit window', `/api/v1/changes/stats?start_date=${from}&end_date=${to}`, 300, 10);
     const rand = random(99);
     const fresh = Array.from({ length: 10_000 }, (_, i) => ({ ...recordOf(i, rand, 10_000), changed_at: NOW }));
-    for (let i = 0; i < fresh.length; i += 1000) await bench.sql.begin((tx) => recordChanges(tx, fresh.slice(i, i + 1000)));
+    for (let i = 0; i < fresh.length; i += 1000)
+      await bench.sql.begin((tx) => recordChanges(tx, fresh.slice(i, i + 1000)));
     const started = performance.now();
     const { rows } = await refreshStatsAggregate(bench.sql, NOW);
     const ms = performance.now() - started;
-    console.log(`${'incremental refresh'.padEnd(34)} ${ms.toFixed(0).padStart(7)} ms for ${rows} new changes   target 1000 ms  ${ms <= 1000 ? 'met' : 'MISSED'}`);
+    console.log(
+      `${'incremental refresh'.padEnd(34)} ${ms.toFixed(0).padStart(7)} ms for ${rows} new changes   target 1000 ms  ${ms <= 1000 ? 'met' : 'MISSED'}`,
+    );
     await bench.sql`delete from outbox`;
   } finally {
     await bench.close();

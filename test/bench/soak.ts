@@ -41,7 +41,9 @@ const numberFromEnv = (name: string, fallback: number): number => {
 
 /** `records` change records spread over every CI of the inventory, two field changes each. */
 async function seedHistory(sql: Sql, records: number): Promise<void> {
-  const [inventory] = await sql<{ marker: string | null }[]>`select obj_description('configuration_items'::regclass, 'pg_class') as marker`;
+  const [inventory] = await sql<
+    { marker: string | null }[]
+  >`select obj_description('configuration_items'::regclass, 'pg_class') as marker`;
   const marker = `${GENERATOR}:${records}:${inventory?.marker ?? ''}`;
   const [row] = await sql<{ marker: string | null; records: number }[]>`
     select obj_description('change_records'::regclass, 'pg_class') as marker, (select count(*)::int from change_records) as records`;
@@ -81,27 +83,38 @@ interface Targets {
 }
 
 async function targets(sql: Sql): Promise<Targets> {
-  const ids = (await sql<{ ci_id: string }[]>`
-    select ci_id from configuration_items where tenant_id = ${DEFAULT_TENANT_ID} order by ci_id limit 2000`).map((r) => r.ci_id);
-  const withRelationships = (await sql<{ ci_id: string }[]>`
+  const ids = (
+    await sql<{ ci_id: string }[]>`
+    select ci_id from configuration_items where tenant_id = ${DEFAULT_TENANT_ID} order by ci_id limit 2000`
+  ).map((r) => r.ci_id);
+  const withRelationships = (
+    await sql<{ ci_id: string }[]>`
     select ci_id from configuration_items where tenant_id = ${DEFAULT_TENANT_ID} and ci_type in ('k8s.node', 'k8s.deployment', 'k8s.replicaset', 'k8s.service')
-    order by ci_id limit 2000`).map((r) => r.ci_id);
+    order by ci_id limit 2000`
+  ).map((r) => r.ci_id);
   const agentSources: string[] = [];
-  for (let a = 0; a < AGENTS; a++) agentSources.push((await ensureSource(sql, DEFAULT_TENANT_ID, `soak-agent-${a}`, 'universal')).id);
+  for (let a = 0; a < AGENTS; a++)
+    agentSources.push((await ensureSource(sql, DEFAULT_TENANT_ID, `soak-agent-${a}`, 'universal')).id);
   return { ids, withRelationships, agentSources };
 }
 
-const EXPORTS = ['/api/v1/changes?filter=ci_type:eq:k8s.pod', '/api/v1/changes?filter=changed_field:eq:raw_data.status.conditions&sort_by=changed_at&sort_order=asc'];
+const EXPORTS = [
+  '/api/v1/changes?filter=ci_type:eq:k8s.pod',
+  '/api/v1/changes?filter=changed_field:eq:raw_data.status.conditions&sort_by=changed_at&sort_order=asc',
+];
 
 /** Request `i` of the mix; `(i * 37) % 100` spreads each kind evenly through the run. */
 function mix(t: Targets): (i: number) => Shot {
   return (i): Shot => {
     const slot = (i * 37) % 100;
     const id = t.ids[i % t.ids.length]!;
-    if (slot < 5) return { kind: 'export', method: 'GET', path: EXPORTS[i % EXPORTS.length]!, headers: { accept: 'text/csv' } };
+    if (slot < 5)
+      return { kind: 'export', method: 'GET', path: EXPORTS[i % EXPORTS.length]!, headers: { accept: 'text/csv' } };
     if (slot < 17) {
       const agent = i % AGENTS;
-      const items = [0, 1].map((k) => buildPod({ name: `soak-${agent}-${(i * 2 + k) % 50}`, namespace: 'soak', replicas: 1 + (i % 3) }));
+      const items = [0, 1].map((k) =>
+        buildPod({ name: `soak-${agent}-${(i * 2 + k) % 50}`, namespace: 'soak', replicas: 1 + (i % 3) }),
+      );
       return {
         kind: 'ingest',
         method: 'POST',
@@ -121,7 +134,11 @@ function mix(t: Targets): (i: number) => Shot {
     }
     if (slot < 68) return { kind: 'detail', method: 'GET', path: `/api/v1/configuration-items/${id}` };
     if (slot < 84) {
-      return { kind: 'relationships', method: 'GET', path: `/api/v1/configuration-items/${t.withRelationships[i % t.withRelationships.length]}/relationships` };
+      return {
+        kind: 'relationships',
+        method: 'GET',
+        path: `/api/v1/configuration-items/${t.withRelationships[i % t.withRelationships.length]}/relationships`,
+      };
     }
     return { kind: 'history', method: 'GET', path: `/api/v1/ci-changes/${id}` };
   };
@@ -180,9 +197,22 @@ function watch(server: RunningServer, started: number): Watch {
       async (r) => {
         const body = (await r.json()) as { checks?: { load?: { in_flight?: number; db_waiting?: number } } };
         const load = body.checks?.load;
-        ready.push({ at: sent - started, status: r.status, inFlight: load?.in_flight, dbWaiting: load?.db_waiting, ms: performance.now() - sent });
+        ready.push({
+          at: sent - started,
+          status: r.status,
+          inFlight: load?.in_flight,
+          dbWaiting: load?.db_waiting,
+          ms: performance.now() - sent,
+        });
       },
-      () => ready.push({ at: sent - started, status: 0, inFlight: undefined, dbWaiting: undefined, ms: performance.now() - sent }),
+      () =>
+        ready.push({
+          at: sent - started,
+          status: 0,
+          inFlight: undefined,
+          dbWaiting: undefined,
+          ms: performance.now() - sent,
+        }),
     );
   }, 2000);
   return {
@@ -210,7 +240,9 @@ function shedByKind(samples: Sample[], kinds: string[]): Figure[] {
     const reasons = new Map<string, number>();
     for (const s of shed) reasons.set(s.reason!, (reasons.get(s.reason!) ?? 0) + 1);
     const share = all.length === 0 ? 0 : (100 * shed.length) / all.length;
-    console.log(`  ${kind.padEnd(14)} ${String(shed.length).padStart(5)}/${String(all.length).padEnd(5)} = ${share.toFixed(1).padStart(5)} %  ${JSON.stringify(Object.fromEntries(reasons))}`);
+    console.log(
+      `  ${kind.padEnd(14)} ${String(shed.length).padStart(5)}/${String(all.length).padEnd(5)} = ${share.toFixed(1).padStart(5)} %  ${JSON.stringify(Object.fromEntries(reasons))}`,
+    );
     return { bench: 'soak', path: `shed at once: ${kind}`, value: share, unit: '%' };
   });
 }
@@ -231,13 +263,20 @@ function timeline(samples: Sample[], seconds: number): void {
 
 function serverSide(watched: Watch): void {
   console.log(`server RSS (MB) every 5 s: ${watched.rss.map((r) => r.mb.toFixed(0)).join(' ')}`);
-  console.log(`server CPU (share of a core) every 5 s: ${watched.rss.slice(1).map((r) => r.cpu.toFixed(2)).join(' ')}`);
+  console.log(
+    `server CPU (share of a core) every 5 s: ${watched.rss
+      .slice(1)
+      .map((r) => r.cpu.toFixed(2))
+      .join(' ')}`,
+  );
   console.log(`machine load average every 5 s: ${watched.rss.map((r) => r.load.toFixed(1)).join(' ')}`);
   const lag = (stat: 'mean' | 'p50' | 'p99') => watched.lag.map((l) => l[stat].toFixed(0)).join(' ');
   console.log(`server event-loop delay (ms, the 10 ms timer resolution included) per 5 s, mean: ${lag('mean')}`);
   console.log(`  p50: ${lag('p50')}`);
   console.log(`  p99: ${lag('p99')}`);
-  console.log(`server in flight per /health/ready (every 2 s): ${watched.ready.map((r) => r.inFlight ?? '-').join(' ')}`);
+  console.log(
+    `server in flight per /health/ready (every 2 s): ${watched.ready.map((r) => r.inFlight ?? '-').join(' ')}`,
+  );
   console.log(`  of which waiting for a connection: ${watched.ready.map((r) => r.dbWaiting ?? '-').join(' ')}`);
   summarize('/health/ready meanwhile', watched.ready);
 }
@@ -248,7 +287,11 @@ function report(samples: Sample[], watched: Watch, peakOpen: number, rate: numbe
   const kinds = [...new Set(samples.map((s) => s.kind))].sort();
   console.log(`soak: ${rate} req/s for ${seconds} s, ${samples.length} requests`);
   summarize('admitted, but exports', admitted.filter(isInteractive));
-  for (const kind of kinds) summarize(`  ${kind}`, admitted.filter((s) => s.kind === kind));
+  for (const kind of kinds)
+    summarize(
+      `  ${kind}`,
+      admitted.filter((s) => s.kind === kind),
+    );
   summarize('shed at once (503)', samples.filter(isShed));
   const figures: Figure[] = [
     { bench: 'soak', path: 'admitted but exports: p50', value: percentile(interactive, 50), unit: 'ms' },
@@ -258,7 +301,8 @@ function report(samples: Sample[], watched: Watch, peakOpen: number, rate: numbe
   figures.push(...shedByKind(samples, kinds));
   timeline(samples, seconds);
   const unansweredKinds = new Map<string, number>();
-  for (const s of samples.filter((s) => s.status === 0)) unansweredKinds.set(s.kind, (unansweredKinds.get(s.kind) ?? 0) + 1);
+  for (const s of samples.filter((s) => s.status === 0))
+    unansweredKinds.set(s.kind, (unansweredKinds.get(s.kind) ?? 0) + 1);
   const unanswered = [...unansweredKinds.values()].reduce((a, b) => a + b, 0);
   const failed = samples.filter((s) => s.status >= 500 && !isShed(s)).length;
   console.log(
@@ -274,7 +318,12 @@ function report(samples: Sample[], watched: Watch, peakOpen: number, rate: numbe
   figures.push(
     { bench: 'soak', path: 'exports completed', value: exports.length, unit: 'exports' },
     { bench: 'soak', path: 'unanswered (still open at the end)', value: unanswered, unit: 'requests' },
-    { bench: 'soak', path: 'server RSS: peak of the 5 s samples', value: max(watched.rss.map((r) => r.mb)), unit: 'MB' },
+    {
+      bench: 'soak',
+      path: 'server RSS: peak of the 5 s samples',
+      value: max(watched.rss.map((r) => r.mb)),
+      unit: 'MB',
+    },
     { bench: 'soak', path: 'server RSS: last sample', value: watched.rss.at(-1)?.mb ?? NaN, unit: 'MB' },
     { bench: 'soak', path: 'client-side peak of open requests', value: peakOpen, unit: 'requests' },
   );
@@ -292,7 +341,12 @@ export async function benchSoak(records = 300_000): Promise<Figure[]> {
     const t = await targets(sql);
     const key = await benchKey(sql, 'adm');
     server = await serveBench(DATABASE, SERVE_ENV);
-    const load = openLoop(server.base, { rate, count: Math.round(rate * seconds), headers: { 'x-api-key': key }, pick: mix(t) });
+    const load = openLoop(server.base, {
+      rate,
+      count: Math.round(rate * seconds),
+      headers: { 'x-api-key': key },
+      pick: mix(t),
+    });
     const watched = watch(server, load.started);
     let peakOpen = 0;
     const peakTimer = setInterval(() => (peakOpen = Math.max(peakOpen, load.inFlight())), 100);

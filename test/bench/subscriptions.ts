@@ -34,8 +34,8 @@ const MASTER_KEY = '3f'.repeat(32);
 const NATS_URL = process.env.CINV_BENCH_NATS_URL ?? 'nats://127.0.0.1:4222';
 const WEBHOOKS = 10;
 
-
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))] ?? NaN;
+const percentile = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))] ?? NaN;
 
 interface Receivers {
   urls: string[];
@@ -47,15 +47,20 @@ interface Receivers {
 
 /** The receivers, in a process of their own (test/bench/receivers.ts). */
 async function startReceivers(count: number): Promise<Receivers> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./receivers.ts', import.meta.url)), String(count)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL('./receivers.ts', import.meta.url)), String(count)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
   const { urls, control } = JSON.parse(line) as { urls: string[]; control: string };
   return {
     urls,
     records: async () => (await (await fetch(`${control}/control/count`)).json()) as number[],
-    answer: async (index, status) => void (await fetch(`${control}/control/answer/${index}/${status}`, { method: 'POST' })).arrayBuffer(),
+    answer: async (index, status) =>
+      void (await fetch(`${control}/control/answer/${index}/${status}`, { method: 'POST' })).arrayBuffer(),
     stop: () => void child.kill(),
   };
 }
@@ -82,7 +87,11 @@ async function drained(sql: Sql, timeoutMs: number): Promise<boolean> {
 }
 
 export async function benchSubscriptions(pods = LARGE_CLUSTER.pods): Promise<Figure[]> {
-  const shape = { ...LARGE_CLUSTER, pods, deployments: Math.max(1, Math.round((LARGE_CLUSTER.deployments * pods) / LARGE_CLUSTER.pods)) };
+  const shape = {
+    ...LARGE_CLUSTER,
+    pods,
+    deployments: Math.max(1, Math.round((LARGE_CLUSTER.deployments * pods) / LARGE_CLUSTER.pods)),
+  };
   const sql = await benchDatabase(DATABASE);
   const figures: Figure[] = [];
   const BACKLOG = pods >= LARGE_CLUSTER.pods ? 1_000_000 : 100_000;
@@ -95,13 +104,21 @@ export async function benchSubscriptions(pods = LARGE_CLUSTER.pods): Promise<Fig
   try {
     // the first load into an empty source (the subscriptions, when made, are kept)
     const load = async () => {
-      await sql.unsafe('truncate relationships, pending_relationships, change_records, change_stats_queue, ci_last_seen, configuration_items, ci_counts, ci_type_counts, ci_count_deltas, outbox restart identity cascade');
+      await sql.unsafe(
+        'truncate relationships, pending_relationships, change_records, change_stats_queue, ci_last_seen, configuration_items, ci_counts, ci_type_counts, ci_count_deltas, outbox restart identity cascade',
+      );
       const source = await ensureSource(sql, DEFAULT_TENANT_ID, 'bench-cluster', 'kubernetes');
       const document: unknown = { items: [...cluster(shape, { collection: 0, generation: 0 })] };
       const started = performance.now();
       assertSnapshot(document);
       const items = (document as { items: UniversalRecord[] }).items;
-      await reconcile(sql, { tenantId: DEFAULT_TENANT_ID, sourceId: source.id, scopeId: 'prod', mode: 'snapshot', records: items });
+      await reconcile(sql, {
+        tenantId: DEFAULT_TENANT_ID,
+        sourceId: source.id,
+        scopeId: 'prod',
+        mode: 'snapshot',
+        records: items,
+      });
       return { seconds: seconds(started), objects: items.length, source };
     };
     await empty(sql);
@@ -138,7 +155,9 @@ export async function benchSubscriptions(pods = LARGE_CLUSTER.pods): Promise<Fig
         source = loaded.source;
         withSubscriptions.push(loaded.seconds);
         const allDelivered = await drained(sql, 600_000);
-        const [records] = await sql<{ n: number }[]>`select count(*)::int as n from change_records where changes <> '[]'::jsonb`;
+        const [records] = await sql<
+          { n: number }[]
+        >`select count(*)::int as n from change_records where changes <> '[]'::jsonb`;
         const received = (await receivers.records()).slice(0, WEBHOOKS).map((n, i) => n - before[i]!);
         console.log(
           `  with ${WEBHOOKS} webhooks and 1 NATS subject: ${loaded.seconds} s; ${allDelivered ? 'all delivered' : 'NOT all delivered'}; ` +
@@ -158,8 +177,18 @@ export async function benchSubscriptions(pods = LARGE_CLUSTER.pods): Promise<Fig
       });
       figures.push({
         bench: 'subscriptions',
-        path: `commit to delivery, p95 over ${lags.length} batches (p50 ${Math.round(percentile(lags.map((l) => Number(l.ms)), 50))} ms)`,
-        value: Math.round(percentile(lags.map((l) => Number(l.ms)), 95)),
+        path: `commit to delivery, p95 over ${lags.length} batches (p50 ${Math.round(
+          percentile(
+            lags.map((l) => Number(l.ms)),
+            50,
+          ),
+        )} ms)`,
+        value: Math.round(
+          percentile(
+            lags.map((l) => Number(l.ms)),
+            95,
+          ),
+        ),
         unit: 'ms',
         target: 2000,
       });
@@ -180,7 +209,9 @@ export async function benchSubscriptions(pods = LARGE_CLUSTER.pods): Promise<Fig
       }
       // the one down has failed its first batch and waits to retry
       await sleep(2000);
-      const [waiting] = await sql<{ feed_position: string }[]>`select feed_position::text from subscriptions where id = ${outage}`;
+      const [waiting] = await sql<
+        { feed_position: string }[]
+      >`select feed_position::text from subscriptions where id = ${outage}`;
       await receivers.answer(WEBHOOKS, 200);
       const drainStarted = performance.now();
       await sql`update subscription_deliveries set next_attempt_at = now() where subscription_id = ${outage} and status = 'pending'`;
@@ -189,8 +220,17 @@ export async function benchSubscriptions(pods = LARGE_CLUSTER.pods): Promise<Fig
       while ((await drainedRecords()) < BACKLOG && Date.now() < deadline) await sleep(50);
       const drainSeconds = (performance.now() - drainStarted) / 1000;
       const drainedCount = await drainedRecords();
-      console.log(`  backlog: ${drainedCount} records after the outage (subscription at position ${waiting!.feed_position}) in ${drainSeconds.toFixed(1)} s`);
-      figures.push({ bench: 'subscriptions', path: `backlog of ${BACKLOG} records drained after an outage`, value: Math.round(drainedCount / drainSeconds), unit: 'records/s', target: 20_000, atLeast: true });
+      console.log(
+        `  backlog: ${drainedCount} records after the outage (subscription at position ${waiting!.feed_position}) in ${drainSeconds.toFixed(1)} s`,
+      );
+      figures.push({
+        bench: 'subscriptions',
+        path: `backlog of ${BACKLOG} records drained after an outage`,
+        value: Math.round(drainedCount / drainSeconds),
+        unit: 'records/s',
+        target: 20_000,
+        atLeast: true,
+      });
     } finally {
       await server.stop();
     }

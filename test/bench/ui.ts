@@ -42,7 +42,10 @@ async function firstRender(browser: Browser, base: string, key: string, view: st
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   try {
     const page = await context.newPage();
-    const signedIn = await page.request.post(`${base}/auth/session`, { data: { api_key: key }, headers: { origin: base } });
+    const signedIn = await page.request.post(`${base}/auth/session`, {
+      data: { api_key: key },
+      headers: { origin: base },
+    });
     if (!signedIn.ok()) throw new Error(`sign-in: ${signedIn.status()} ${await signedIn.text()}`);
     if (warm) {
       await page.goto(`${base}/ui${view}`);
@@ -72,9 +75,14 @@ export async function benchUi(pods = LARGE_CLUSTER.pods, clusters = 7): Promise<
     browser = await launchChromium();
     const views: [string, string][] = [
       ['default view', '/inventory'],
-      ['raw_data filter, sorted by name', '/inventory?filter=raw_data.spec.nodeName%3Aeq%3Anode-1&sort_by=name&sort_order=asc'],
+      [
+        'raw_data filter, sorted by name',
+        '/inventory?filter=raw_data.spec.nodeName%3Aeq%3Anode-1&sort_by=name&sort_order=asc',
+      ],
     ];
-    console.log(`${cis} CIs; initial JS ${(sizes.initialJs / 1024).toFixed(1)} KB gzipped, CSS ${(sizes.css / 1024).toFixed(1)} KB, all chunks ${(sizes.allJs / 1024).toFixed(1)} KB`);
+    console.log(
+      `${cis} CIs; initial JS ${(sizes.initialJs / 1024).toFixed(1)} KB gzipped, CSS ${(sizes.css / 1024).toFixed(1)} KB, all chunks ${(sizes.allJs / 1024).toFixed(1)} KB`,
+    );
     const figures: Figure[] = [
       { bench: 'ui', path: 'initial JavaScript (gzip)', value: sizes.initialJs / 1024, unit: 'KB', target: 200 },
       { bench: 'ui', path: 'stylesheet (gzip)', value: sizes.css / 1024, unit: 'KB' },
@@ -85,7 +93,12 @@ export async function benchUi(pods = LARGE_CLUSTER.pods, clusters = 7): Promise<
         const times: number[] = [];
         for (let i = 0; i < LOADS; i++) times.push(await firstRender(browser, server.base, key, view, warm));
         console.log(`  ${label}, ${warm ? 'warm' : 'cold'}: ${times.map((t) => t.toFixed(0)).join(', ')} ms`);
-        figures.push({ bench: 'ui', path: `first render at ${cis} CIs, ${label}, ${warm ? 'warm' : 'cold'} (median)`, value: median(times), unit: 'ms' });
+        figures.push({
+          bench: 'ui',
+          path: `first render at ${cis} CIs, ${label}, ${warm ? 'warm' : 'cold'} (median)`,
+          value: median(times),
+          unit: 'ms',
+        });
       }
     }
     return figures;

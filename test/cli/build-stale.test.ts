@@ -1,6 +1,16 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,7 +33,8 @@ function miniCheckout(): string {
 }
 
 const start = (root: string) => spawnSync(process.execPath, ['src/build.mjs'], { cwd: root, encoding: 'utf8' });
-const builds = (root: string) => (existsSync(path.join(root, 'builds.txt')) ? readFileSync(path.join(root, 'builds.txt'), 'utf8').length : 0);
+const builds = (root: string) =>
+  existsSync(path.join(root, 'builds.txt')) ? readFileSync(path.join(root, 'builds.txt'), 'utf8').length : 0;
 
 describe('npm start builds only what changed since the last build (src/build.mjs)', function () {
   this.timeout(60_000);
@@ -50,7 +61,7 @@ describe('npm start builds only what changed since the last build (src/build.mjs
     expect(builds(root)).to.equal(2);
   });
 
-  it('ends a build with the package\'s bin executable, starting with its interpreter', () => {
+  it("ends a build with the package's bin executable, starting with its interpreter", () => {
     const built = miniCheckout();
     try {
       const bin = path.join(built, 'dist', 'src', 'cli.js');
@@ -74,7 +85,10 @@ describe('npm start builds only what changed since the last build (src/build.mjs
   it('fails the start when the build fails, and leaves the stamp as it was', () => {
     const broken = miniCheckout();
     try {
-      writeFileSync(path.join(broken, 'package.json'), JSON.stringify({ name: 'mini', private: true, scripts: { build: 'exit 3' } }));
+      writeFileSync(
+        path.join(broken, 'package.json'),
+        JSON.stringify({ name: 'mini', private: true, scripts: { build: 'exit 3' } }),
+      );
       const result = start(broken);
       expect(result.status).to.equal(3);
       expect(existsSync(path.join(broken, 'dist', '.build-stamp'))).to.equal(false);

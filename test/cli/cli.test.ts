@@ -20,7 +20,10 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
     expect(admin.stderr).to.match(/shown once/);
 
     const snapshot = path.join(env().CINV_DATA_DIR!, 'snapshot.json');
-    writeFileSync(snapshot, JSON.stringify({ scope_id: 'cluster-1', items: [buildPod({ name: 'cli-1' }), buildPod({ name: 'cli-2' })] }));
+    writeFileSync(
+      snapshot,
+      JSON.stringify({ scope_id: 'cluster-1', items: [buildPod({ name: 'cli-1' }), buildPod({ name: 'cli-2' })] }),
+    );
     const ingested = await runCli(['ingest', '--source', 'demo', '--file', snapshot], env());
     expect(ingested.code, ingested.stderr).to.equal(0);
     expect(JSON.parse(ingested.stdout)).to.deep.include({ received: 2, created: 2, changes: 2 });
@@ -33,7 +36,9 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
     // on a terminal, a summary for a person; --json there gives the JSON
     const summary = await runCliOnTerminal(['ingest', '--source', 'demo', '--file', snapshot], env());
     expect(summary.code, summary.stdout).to.equal(0);
-    expect(summary.stdout).to.match(/^ingested 2 items into source demo \(id \d+\): 0 created, 0 updated, 2 unchanged, 0 reactivated, 0 archived\nchange records: 0\nrelationships: 0 written, 0 removed, 0 unresolved/m);
+    expect(summary.stdout).to.match(
+      /^ingested 2 items into source demo \(id \d+\): 0 created, 0 updated, 2 unchanged, 0 reactivated, 0 archived\nchange records: 0\nrelationships: 0 written, 0 removed, 0 unresolved/m,
+    );
     expect(summary.stdout).to.not.include('"received"');
     const json = await runCliOnTerminal(['ingest', '--source', 'demo', '--file', snapshot, '--json'], env());
     expect(json.code, json.stdout).to.equal(0);
@@ -42,7 +47,18 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
     expect(printed).to.equal(JSON.stringify(JSON.parse(printed), null, 2));
 
     const scoped = await runCli(
-      ['keys', 'create', '--tier', 'svc', '--name', 'scoped', '--scope', 'demo:cluster-2', '--permission', 'configuration_items:read'],
+      [
+        'keys',
+        'create',
+        '--tier',
+        'svc',
+        '--name',
+        'scoped',
+        '--scope',
+        'demo:cluster-2',
+        '--permission',
+        'configuration_items:read',
+      ],
       env(),
     );
     expect(scoped.code, scoped.stderr).to.equal(0);
@@ -51,21 +67,32 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
     const server = await startServer({ ...env(), CINV_BOOTSTRAP_ADMIN_KEY: bootstrap });
     try {
       const get = (key: string) =>
-        fetch(`http://127.0.0.1:${server.port}/api/v1/configuration-items`, { headers: { 'x-api-key': key } }).then(async (r) => ({
-          status: r.status,
-          body: (await r.json()) as { total: number },
-        }));
+        fetch(`http://127.0.0.1:${server.port}/api/v1/configuration-items`, { headers: { 'x-api-key': key } }).then(
+          async (r) => ({
+            status: r.status,
+            body: (await r.json()) as { total: number },
+          }),
+        );
       expect((await get(adminKey)).body.total).to.equal(2);
       expect((await get(bootstrap)).body.total).to.equal(2);
       // the source shows the command line's pushes as it shows the API's: not 'no push yet'
-      const sources = (await (await fetch(`http://127.0.0.1:${server.port}/api/v1/sources`, { headers: { 'x-api-key': adminKey } })).json()) as {
-        items: { name: string; last_collection: string | null; health_status: { status: string; details: { message: string } } | null }[];
+      const sources = (await (
+        await fetch(`http://127.0.0.1:${server.port}/api/v1/sources`, { headers: { 'x-api-key': adminKey } })
+      ).json()) as {
+        items: {
+          name: string;
+          last_collection: string | null;
+          health_status: { status: string; details: { message: string } } | null;
+        }[];
       };
       const demo = sources.items.find((source) => source.name === 'demo')!;
       expect(demo.last_collection).to.be.a('string');
       expect(demo.health_status?.status).to.equal('healthy');
       expect(demo.health_status?.details.message).to.match(/^push accepted: 2 received/);
-      expect(await get(scoped.stdout.trim())).to.deep.equal({ status: 200, body: { items: [], total: 0, total_exact: true, offset: 0, limit: 50, has_more: false, next_cursor: null } });
+      expect(await get(scoped.stdout.trim())).to.deep.equal({
+        status: 200,
+        body: { items: [], total: 0, total_exact: true, offset: 0, limit: 50, has_more: false, next_cursor: null },
+      });
 
       const live = await runCli(['keys', 'create', '--tier', 'ro', '--name', 'while-serving'], env());
       expect(live.code, live.stderr).to.equal(0);
@@ -76,7 +103,9 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
       expect(server.output()).to.not.include('outside the monthly partitions');
       // a Node.js past its end of life is named at start; a supported one is not
       const supported = Number(process.versions.node.split('.')[0]) >= 22;
-      expect(server.output().includes('is not supported (past its end of life)'), process.versions.node).to.equal(!supported);
+      expect(server.output().includes('is not supported (past its end of life)'), process.versions.node).to.equal(
+        !supported,
+      );
     } finally {
       expect(await stopServer(server.child)).to.equal(0);
     }
@@ -110,10 +139,16 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
     const badScope = await runCli(['keys', 'create', '--tier', 'adm', '--name', 'x', '--scope', 'demo'], env());
     expect(badScope.code).to.equal(2);
     expect(badScope.stderr).to.match(/adm keys hold everything/);
-    const roPermission = await runCli(['keys', 'create', '--tier', 'ro', '--name', 'x', '--permission', 'changes:read'], env());
+    const roPermission = await runCli(
+      ['keys', 'create', '--tier', 'ro', '--name', 'x', '--permission', 'changes:read'],
+      env(),
+    );
     expect(roPermission.code).to.equal(2);
     expect(roPermission.stderr).to.match(/svc keys only/);
-    const badPermission = await runCli(['keys', 'create', '--tier', 'svc', '--name', 'x', '--permission', 'everything'], env());
+    const badPermission = await runCli(
+      ['keys', 'create', '--tier', 'svc', '--name', 'x', '--permission', 'everything'],
+      env(),
+    );
     expect(badPermission.stderr).to.match(/RESOURCE:ACTION/);
     const unknown = await runCli(['frobnicate'], env());
     expect(unknown.code).to.equal(2);
@@ -140,7 +175,8 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
       expect(refused.stderr).to.match(/set OPENSEARCH_URL/);
     }
     const help = await runCli(['--help'], env());
-    for (const command of ['indexer', 'reindex [--resume] [--delete-old]', 'outbox retry', 'refresh-stats']) expect(help.stdout).to.include(command);
+    for (const command of ['indexer', 'reindex [--resume] [--delete-old]', 'outbox retry', 'refresh-stats'])
+      expect(help.stdout).to.include(command);
   });
 
   it('reindexes into the fake OpenSearch server (a test double) from the command line, with progress lines', async () => {
@@ -148,7 +184,9 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
     try {
       const reindexed = await runCli(['reindex', '--batch-size', '1'], { ...env(), OPENSEARCH_URL: fake.url });
       expect(reindexed.code, reindexed.stderr).to.equal(0);
-      expect(reindexed.stdout).to.match(/^cinv-changes now points at cinv-changes-v1-\S+: (\d+) documents indexed, \1 verified against PostgreSQL/);
+      expect(reindexed.stdout).to.match(
+        /^cinv-changes now points at cinv-changes-v1-\S+: (\d+) documents indexed, \1 verified against PostgreSQL/,
+      );
       // not a terminal: the progress ends with a plain line
       expect(reindexed.stderr).to.match(/reindex cinv-changes-v1-\S+ (\d+)\/\1 \(100\.0%\)/);
       const [index] = Object.keys(fake.aliases()).length > 0 ? fake.aliases()['cinv-changes']! : [];

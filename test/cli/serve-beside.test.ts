@@ -52,11 +52,18 @@ describe(`cinv commands beside a running server (${onRealPostgres ? 'PostgreSQL 
       };
       const pushed = await api('POST', '/api/v1/sources', { name: 'pushed', collector_type: 'universal' });
       expect(pushed.status, JSON.stringify(pushed.body)).to.equal(201);
-      await api('POST', `/api/v1/sources/${pushed.body.id}/ingest`, { mode: 'delta', scope_id: 'http', items: [buildPod({ name: 'pushed-seed' })] });
-      const seedId = (await api('GET', '/api/v1/configuration-items?limit=1&filter=name:eq:pushed-seed')).body.items[0].ci_id as string;
+      await api('POST', `/api/v1/sources/${pushed.body.id}/ingest`, {
+        mode: 'delta',
+        scope_id: 'http',
+        items: [buildPod({ name: 'pushed-seed' })],
+      });
+      const seedId = (await api('GET', '/api/v1/configuration-items?limit=1&filter=name:eq:pushed-seed')).body.items[0]
+        .ci_id as string;
 
       let ingesting = true;
-      const ingest = runCli(['ingest', '--source', 'beside', '--file', snapshot], { ...env(), ...settings }).finally(() => (ingesting = false));
+      const ingest = runCli(['ingest', '--source', 'beside', '--file', snapshot], { ...env(), ...settings }).finally(
+        () => (ingesting = false),
+      );
       const failures: string[] = [];
       const totalsSeen = new Set<number>();
       let writes = 0;
@@ -73,8 +80,17 @@ describe(`cinv commands beside a running server (${onRealPostgres ? 'PostgreSQL 
           const id = (list.body?.items?.[round % 20]?.ci_id as string | undefined) ?? seedId;
           check('detail', await api('GET', `/api/v1/configuration-items/${id}`));
           if (round % 4 === n % 4) {
-            const records = Array.from({ length: PUSHED_PER_WRITE }, (_, i) => buildPod({ name: `pushed-${n}-${round}-${i}` }));
-            const write = check('ingest over HTTP', await api('POST', `/api/v1/sources/${pushed.body.id}/ingest`, { mode: 'delta', scope_id: 'http', items: records }));
+            const records = Array.from({ length: PUSHED_PER_WRITE }, (_, i) =>
+              buildPod({ name: `pushed-${n}-${round}-${i}` }),
+            );
+            const write = check(
+              'ingest over HTTP',
+              await api('POST', `/api/v1/sources/${pushed.body.id}/ingest`, {
+                mode: 'delta',
+                scope_id: 'http',
+                items: records,
+              }),
+            );
             if (write.status === 200) writes++;
           }
         }
@@ -86,7 +102,10 @@ describe(`cinv commands beside a running server (${onRealPostgres ? 'PostgreSQL 
       expect(result.code, result.stderr).to.equal(0);
       expect(JSON.parse(result.stdout)).to.deep.include({ received: ITEMS, created: ITEMS, changes: ITEMS });
       // the requests ran while the command's transactions did, not before or after them
-      expect([...totalsSeen].some((total) => total > 0 && total < ITEMS), `totals seen: ${[...totalsSeen].join(', ')}`).to.equal(true);
+      expect(
+        [...totalsSeen].some((total) => total > 0 && total < ITEMS),
+        `totals seen: ${[...totalsSeen].join(', ')}`,
+      ).to.equal(true);
       expect(writes).to.be.greaterThan(0);
       expect(await totalNamed('beside-')).to.equal(ITEMS);
       expect(await totalNamed('pushed-')).to.equal(1 + writes * PUSHED_PER_WRITE);

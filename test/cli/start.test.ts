@@ -24,7 +24,12 @@ const listening = (port: number) =>
     socket.once('error', () => resolve(false));
   });
 
-async function until(what: string, timeoutMs: number, check: () => Promise<boolean>, output: () => string): Promise<number> {
+async function until(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<boolean>,
+  output: () => string,
+): Promise<number> {
   const started = Date.now();
   while (!(await check())) {
     if (Date.now() - started > timeoutMs) throw new Error(`${what} after ${timeoutMs} ms:\n${output()}`);
@@ -89,14 +94,22 @@ describe('npm start passes signals on to the server', function () {
       90_000,
       async () => {
         if (npm!.exitCode !== null) throw new Error(`npm start exited with ${npm!.exitCode}:\n${output}`);
-        return fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
+        return fetch(`http://127.0.0.1:${port}/health`).then(
+          (r) => r.ok,
+          () => false,
+        );
       },
       () => output,
     );
     expect(output, 'nothing was rebuilt').to.not.match(/building cinv/);
 
     npm.kill('SIGTERM');
-    await until('the port is still held', 10_000, async () => !(await listening(port)), () => output);
+    await until(
+      'the port is still held',
+      10_000,
+      async () => !(await listening(port)),
+      () => output,
+    );
     expect(await exited).to.equal(0);
     expect(output).to.include('"signal":"SIGTERM"');
     expect(output).to.include('shutting down');

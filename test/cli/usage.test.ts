@@ -11,7 +11,12 @@ describe('cinv command line: help, options and which embedded database', functio
   let root: string;
   before(() => (root = mkdtempSync(path.join(tmpdir(), 'cinv-usage-'))));
   after(() => rmSync(root, { recursive: true, force: true }));
-  const env = (dir: string, extra: Record<string, string> = {}) => ({ CINV_DATA_DIR: path.join(root, dir), DATABASE_URL: undefined, PORT: '0', ...extra });
+  const env = (dir: string, extra: Record<string, string> = {}) => ({
+    CINV_DATA_DIR: path.join(root, dir),
+    DATABASE_URL: undefined,
+    PORT: '0',
+    ...extra,
+  });
 
   it('gives every command its own --help with its options and an example', async () => {
     for (const command of COMMANDS) {
@@ -32,7 +37,9 @@ describe('cinv command line: help, options and which embedded database', functio
     expect(stray.stderr).to.include('cinv keys list --help');
     const unknown = await runCli(['sweep', '--frobnicate'], env('a'));
     expect(unknown.code).to.equal(2);
-    expect(unknown.stderr).to.equal('cinv: "cinv sweep" takes no option --frobnicate; it takes --new-database, --help\nRun `cinv sweep --help` for usage.\n');
+    expect(unknown.stderr).to.equal(
+      'cinv: "cinv sweep" takes no option --frobnicate; it takes --new-database, --help\nRun `cinv sweep --help` for usage.\n',
+    );
     // an option no command takes is named with the nearest one the command takes, and its --help
     const typo = await runCli(['keys', 'create', '--tier', 'adm', '--nme', 'x'], env('a'));
     expect(typo.code).to.equal(2);
@@ -48,7 +55,9 @@ describe('cinv command line: help, options and which embedded database', functio
     expect(short.stderr).to.include('"cinv ingest" takes no option -x; it takes --source, --file,');
     const global = await runCli(['--verison'], env('a'));
     expect(global.code).to.equal(2);
-    expect(global.stderr).to.equal('cinv: "cinv" takes no option --verison (did you mean --version?); it takes --help, --version\nRun `cinv --help` for usage.\n');
+    expect(global.stderr).to.equal(
+      'cinv: "cinv" takes no option --verison (did you mean --version?); it takes --help, --version\nRun `cinv --help` for usage.\n',
+    );
     for (const refused of [typo, taken, short, global]) expect(refused.stderr).to.not.include("'--");
     const extra = await runCli(['migrate', 'now'], env('a'));
     expect(extra.code).to.equal(2);
@@ -59,7 +68,7 @@ describe('cinv command line: help, options and which embedded database', functio
     expect(existsSync(path.join(root, 'a')), 'a refused command opened no database').to.equal(false);
   });
 
-  it('prints its version, and the general, a group\'s or a command\'s help through `cinv help` and --help', async () => {
+  it("prints its version, and the general, a group's or a command's help through `cinv help` and --help", async () => {
     const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
     const shown = await runCli(['--version'], env('unused'));
     expect(shown).to.deep.equal({ code: 0, stdout: `cinv ${version}\n`, stderr: '' });
@@ -69,11 +78,17 @@ describe('cinv command line: help, options and which embedded database', functio
     expect(help.stdout).to.include('cinv help <command>');
     expect(help.stdout).to.include('cinv --version');
     const command = await runCli(['help', 'keys', 'create'], env('unused'));
-    expect(command).to.deep.include({ code: 0, stdout: (await runCli(['keys', 'create', '--help'], env('unused'))).stdout });
+    expect(command).to.deep.include({
+      code: 0,
+      stdout: (await runCli(['keys', 'create', '--help'], env('unused'))).stdout,
+    });
     expect(command.stdout).to.match(/^Usage: cinv keys create --tier/);
     for (const group of ['keys', 'users']) {
       const members = COMMANDS.filter((c) => c.name.startsWith(`${group} `));
-      for (const args of [[group, '--help'], ['help', group]]) {
+      for (const args of [
+        [group, '--help'],
+        ['help', group],
+      ]) {
         const shownGroup = await runCli(args, env('unused'));
         expect(shownGroup.code, args.join(' ')).to.equal(0);
         expect(shownGroup.stdout, args.join(' ')).to.match(new RegExp(`^Usage: cinv ${group} <command>`));
@@ -90,20 +105,35 @@ describe('cinv command line: help, options and which embedded database', functio
     const server = await startServer(env('served'));
     try {
       const port = String(server.port);
-      const stray = await runCli(['keys', 'create', '--tier', 'adm', '--name', 'lost'], env('elsewhere', { PORT: port }));
+      const stray = await runCli(
+        ['keys', 'create', '--tier', 'adm', '--name', 'lost'],
+        env('elsewhere', { PORT: port }),
+      );
       expect(stray.code).to.equal(2);
-      expect(stray.stderr).to.include(`${path.join(root, 'elsewhere')} holds no database yet, but a cinv server answers on port ${port}`);
+      expect(stray.stderr).to.include(
+        `${path.join(root, 'elsewhere')} holds no database yet, but a cinv server answers on port ${port}`,
+      );
       expect(stray.stdout).to.equal('');
       // refused before anything was written: no database, secret or master key
-      expect(existsSync(path.join(root, 'elsewhere')), 'the refused command created its data directory').to.equal(false);
+      expect(existsSync(path.join(root, 'elsewhere')), 'the refused command created its data directory').to.equal(
+        false,
+      );
 
-      const joined = await runCli(['keys', 'create', '--tier', 'adm', '--name', 'found'], env('served', { PORT: port }));
+      const joined = await runCli(
+        ['keys', 'create', '--tier', 'adm', '--name', 'found'],
+        env('served', { PORT: port }),
+      );
       expect(joined.code, joined.stderr).to.equal(0);
       expect(joined.stderr).to.include(`cinv: using the embedded database in ${path.join(root, 'served')}\n`);
-      const reply = await fetch(`http://127.0.0.1:${port}/api/v1/configuration-items`, { headers: { 'X-API-Key': joined.stdout.trim() } });
+      const reply = await fetch(`http://127.0.0.1:${port}/api/v1/configuration-items`, {
+        headers: { 'X-API-Key': joined.stdout.trim() },
+      });
       expect(reply.status).to.equal(200);
 
-      const wanted = await runCli(['keys', 'create', '--tier', 'adm', '--name', 'own', '--new-database'], env('elsewhere', { PORT: port }));
+      const wanted = await runCli(
+        ['keys', 'create', '--tier', 'adm', '--name', 'own', '--new-database'],
+        env('elsewhere', { PORT: port }),
+      );
       expect(wanted.code, wanted.stderr).to.equal(0);
       expect(wanted.stderr).to.include(`cinv: using the embedded database in ${path.join(root, 'elsewhere')} (new)`);
       // a new database is migrated first, with its progress (plain lines: not a terminal)

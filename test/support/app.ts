@@ -52,7 +52,13 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
   return {
     // limits high enough that suites sending many requests with one key are not refused; the
     // rate-limit suite sets its own
-    ...loadConfig({ CINV_SECRET: TEST_SECRET, DATABASE_URL: 'postgres://unused', LOG_LEVEL: 'info', CINV_RATE_LIMIT: '1000000', CINV_MASTER_KEY: TEST_MASTER_KEY }),
+    ...loadConfig({
+      CINV_SECRET: TEST_SECRET,
+      DATABASE_URL: 'postgres://unused',
+      LOG_LEVEL: 'info',
+      CINV_RATE_LIMIT: '1000000',
+      CINV_MASTER_KEY: TEST_MASTER_KEY,
+    }),
     databaseUrl: undefined,
     // a test process runs many apps and its own heavy work on one loop: its lag says nothing about
     // the server under test, so shedding on it is off unless a test sets it
@@ -91,7 +97,10 @@ export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDat
   context.analystReads = analystReads;
   analystReads?.start();
   // as `cinv serve` keeps it (the listener on the admitted pool, as there)
-  const principals = await principalCacheFor({ kind: db.kind, sql: context.sql, onForeignWrites: db.onForeignWrites }, config.keyCacheMs);
+  const principals = await principalCacheFor(
+    { kind: db.kind, sql: context.sql, onForeignWrites: db.onForeignWrites },
+    config.keyCacheMs,
+  );
   context.principals = principals?.cache;
   const server: Server = await new Promise((resolve) => {
     const listening = createApp(context, { checkResponses: true }).listen(0, '127.0.0.1', () => resolve(listening));
@@ -136,10 +145,28 @@ export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDat
 }
 
 /** What the server hands its routes, over the run's database, with the pool admission of a real start. */
-export function testContext(db: RawDatabase, probe: Sql, config: Config, logger: AppContext['logger'], clock: { now: Date }): AppContext {
+export function testContext(
+  db: RawDatabase,
+  probe: Sql,
+  config: Config,
+  logger: AppContext['logger'],
+  clock: { now: Date },
+): AppContext {
   const { sql, gate, health } = admit(db.sql, probe, config.dbAcquireTimeoutMs);
   const now = () => clock.now;
-  return { sql, database: db.kind, gate, health, search: createSearchBackend(sql, config, now), audit: new AuditLog(sql, logger, now), limits: new RateLimits(config, logger), sso: config.oidc ? new SingleSignOn(config.oidc, logger) : undefined, config, logger, now };
+  return {
+    sql,
+    database: db.kind,
+    gate,
+    health,
+    search: createSearchBackend(sql, config, now),
+    audit: new AuditLog(sql, logger, now),
+    limits: new RateLimits(config, logger),
+    sso: config.oidc ? new SingleSignOn(config.oidc, logger) : undefined,
+    config,
+    logger,
+    now,
+  };
 }
 
 /** Fresh tables and a fresh app for each test of the suite that calls it. */

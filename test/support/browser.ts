@@ -6,7 +6,15 @@ import { buildWebInterface } from '../../src/ui/build.js';
 /** Debian's Chromium, which `.ci/run` installs; headless with nothing reaching for the network. */
 export const CHROMIUM = '/usr/bin/chromium';
 export const hasChromium = existsSync(CHROMIUM);
-export const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 export const ARTIFACTS = packagePath('test', 'artifacts', 'ui');
 
 /**
@@ -53,6 +61,8 @@ export async function signedIn(
   await page.getByLabel('API key or token').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   // the return address comes back percent-encoded as the router writes it
-  await page.waitForURL((target) => decodeURIComponent(target.pathname + target.search) === decodeURIComponent(`/ui${landing}`));
+  await page.waitForURL(
+    (target) => decodeURIComponent(target.pathname + target.search) === decodeURIComponent(`/ui${landing}`),
+  );
   return { context, page };
 }

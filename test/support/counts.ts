@@ -25,5 +25,8 @@ export async function countsAgainstTable(sql: Sql): Promise<{ kept: unknown; cou
       select tenant_id, source_id::text, scope_id, status, ci_type, count(*)::int as cis
       from configuration_items group by 1, 2, 3, 4, 5 order by 2, 3, 4, 5`,
   ]);
-  return { kept: { namespaces: [...namespaces], types: [...types] }, counted: { namespaces: [...counted], types: [...countedTypes] } };
+  return {
+    kept: { namespaces: [...namespaces], types: [...types] },
+    counted: { namespaces: [...counted], types: [...countedTypes] },
+  };
 }

@@ -34,7 +34,14 @@ export async function buildSource(sql: Sql, name = 'k8s-prod', collectorType = '
 export async function ingest(
   sql: Sql,
   records: UniversalRecord[],
-  options: { source?: string; scopeId?: string | null; mode?: 'snapshot' | 'delta'; deletions?: string[]; now?: Date; batchSize?: number } = {},
+  options: {
+    source?: string;
+    scopeId?: string | null;
+    mode?: 'snapshot' | 'delta';
+    deletions?: string[];
+    now?: Date;
+    batchSize?: number;
+  } = {},
 ): Promise<ReconcileResult & { sourceId: string }> {
   const sourceId = await buildSource(sql, options.source ?? 'k8s-prod');
   const result = await reconcile(

@@ -21,11 +21,52 @@ export function clusterCertificates(): ClusterCertificates {
   const file = (name: string) => path.join(dir, name);
   const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
   try {
-    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=fake-kubernetes-ca', '-keyout', file('ca.key'), '-out', file('ca.crt'));
+    openssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=fake-kubernetes-ca',
+      '-keyout',
+      file('ca.key'),
+      '-out',
+      file('ca.crt'),
+    );
     const issue = (name: string, subject: string, extensions: string) => {
-      openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', subject, '-keyout', file(`${name}.key`), '-out', file(`${name}.csr`));
+      openssl(
+        'req',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-subj',
+        subject,
+        '-keyout',
+        file(`${name}.key`),
+        '-out',
+        file(`${name}.csr`),
+      );
       writeFileSync(file(`${name}.ext`), extensions);
-      openssl('x509', '-req', '-in', file(`${name}.csr`), '-CA', file('ca.crt'), '-CAkey', file('ca.key'), '-CAcreateserial', '-days', '1', '-extfile', file(`${name}.ext`), '-out', file(`${name}.crt`));
+      openssl(
+        'x509',
+        '-req',
+        '-in',
+        file(`${name}.csr`),
+        '-CA',
+        file('ca.crt'),
+        '-CAkey',
+        file('ca.key'),
+        '-CAcreateserial',
+        '-days',
+        '1',
+        '-extfile',
+        file(`${name}.ext`),
+        '-out',
+        file(`${name}.crt`),
+      );
       return { cert: readFileSync(file(`${name}.crt`), 'utf8'), key: readFileSync(file(`${name}.key`), 'utf8') };
     };
     const server = issue('server', '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
@@ -58,25 +99,133 @@ export interface ResourceKind {
 }
 
 export const KINDS: ResourceKind[] = [
-  { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false, singular: 'namespace', shortNames: ['ns'] },
-  { group: '', version: 'v1', resource: 'nodes', kind: 'Node', namespaced: false, singular: 'node', shortNames: ['no'] },
+  {
+    group: '',
+    version: 'v1',
+    resource: 'namespaces',
+    kind: 'Namespace',
+    namespaced: false,
+    singular: 'namespace',
+    shortNames: ['ns'],
+  },
+  {
+    group: '',
+    version: 'v1',
+    resource: 'nodes',
+    kind: 'Node',
+    namespaced: false,
+    singular: 'node',
+    shortNames: ['no'],
+  },
   { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singular: 'pod', shortNames: ['po'] },
-  { group: '', version: 'v1', resource: 'services', kind: 'Service', namespaced: true, singular: 'service', shortNames: ['svc'] },
-  { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true, singular: 'configmap', shortNames: ['cm'] },
+  {
+    group: '',
+    version: 'v1',
+    resource: 'services',
+    kind: 'Service',
+    namespaced: true,
+    singular: 'service',
+    shortNames: ['svc'],
+  },
+  {
+    group: '',
+    version: 'v1',
+    resource: 'configmaps',
+    kind: 'ConfigMap',
+    namespaced: true,
+    singular: 'configmap',
+    shortNames: ['cm'],
+  },
   { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true, singular: 'secret' },
-  { group: '', version: 'v1', resource: 'persistentvolumes', kind: 'PersistentVolume', namespaced: false, singular: 'persistentvolume', shortNames: ['pv'] },
-  { group: '', version: 'v1', resource: 'persistentvolumeclaims', kind: 'PersistentVolumeClaim', namespaced: true, singular: 'persistentvolumeclaim', shortNames: ['pvc'] },
-  { group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', namespaced: true, singular: 'deployment', shortNames: ['deploy'] },
-  { group: 'apps', version: 'v1', resource: 'replicasets', kind: 'ReplicaSet', namespaced: true, singular: 'replicaset', shortNames: ['rs'] },
-  { group: 'apps', version: 'v1', resource: 'statefulsets', kind: 'StatefulSet', namespaced: true, singular: 'statefulset', shortNames: ['sts'] },
-  { group: 'apps', version: 'v1', resource: 'daemonsets', kind: 'DaemonSet', namespaced: true, singular: 'daemonset', shortNames: ['ds'] },
+  {
+    group: '',
+    version: 'v1',
+    resource: 'persistentvolumes',
+    kind: 'PersistentVolume',
+    namespaced: false,
+    singular: 'persistentvolume',
+    shortNames: ['pv'],
+  },
+  {
+    group: '',
+    version: 'v1',
+    resource: 'persistentvolumeclaims',
+    kind: 'PersistentVolumeClaim',
+    namespaced: true,
+    singular: 'persistentvolumeclaim',
+    shortNames: ['pvc'],
+  },
+  {
+    group: 'apps',
+    version: 'v1',
+    resource: 'deployments',
+    kind: 'Deployment',
+    namespaced: true,
+    singular: 'deployment',
+    shortNames: ['deploy'],
+  },
+  {
+    group: 'apps',
+    version: 'v1',
+    resource: 'replicasets',
+    kind: 'ReplicaSet',
+    namespaced: true,
+    singular: 'replicaset',
+    shortNames: ['rs'],
+  },
+  {
+    group: 'apps',
+    version: 'v1',
+    resource: 'statefulsets',
+    kind: 'StatefulSet',
+    namespaced: true,
+    singular: 'statefulset',
+    shortNames: ['sts'],
+  },
+  {
+    group: 'apps',
+    version: 'v1',
+    resource: 'daemonsets',
+    kind: 'DaemonSet',
+    namespaced: true,
+    singular: 'daemonset',
+    shortNames: ['ds'],
+  },
   { group: 'batch', version: 'v1', resource: 'jobs', kind: 'Job', namespaced: true, singular: 'job' },
-  { group: 'batch', version: 'v1', resource: 'cronjobs', kind: 'CronJob', namespaced: true, singular: 'cronjob', shortNames: ['cj'] },
-  { group: 'discovery.k8s.io', version: 'v1', resource: 'endpointslices', kind: 'EndpointSlice', namespaced: true, singular: 'endpointslice' },
-  { group: 'networking.k8s.io', version: 'v1', resource: 'ingresses', kind: 'Ingress', namespaced: true, singular: 'ingress', shortNames: ['ing'] },
+  {
+    group: 'batch',
+    version: 'v1',
+    resource: 'cronjobs',
+    kind: 'CronJob',
+    namespaced: true,
+    singular: 'cronjob',
+    shortNames: ['cj'],
+  },
+  {
+    group: 'discovery.k8s.io',
+    version: 'v1',
+    resource: 'endpointslices',
+    kind: 'EndpointSlice',
+    namespaced: true,
+    singular: 'endpointslice',
+  },
+  {
+    group: 'networking.k8s.io',
+    version: 'v1',
+    resource: 'ingresses',
+    kind: 'Ingress',
+    namespaced: true,
+    singular: 'ingress',
+    shortNames: ['ing'],
+  },
 ];
 
-type KubeObject = { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string; resourceVersion?: string; uid?: string; [key: string]: unknown }; [key: string]: unknown };
+type KubeObject = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace?: string; resourceVersion?: string; uid?: string; [key: string]: unknown };
+  [key: string]: unknown;
+};
 
 interface Event {
   rv: number;
@@ -88,10 +237,20 @@ interface Event {
 const apiVersionOf = (kind: ResourceKind) => (kind.group === '' ? kind.version : `${kind.group}/${kind.version}`);
 
 export class FakeKubeApiServer {
-  readonly requests: { method: string; path: string; query: Record<string, string>; user: 'token' | 'client-certificate' }[] = [];
+  readonly requests: {
+    method: string;
+    path: string;
+    query: Record<string, string>;
+    user: 'token' | 'client-certificate';
+  }[] = [];
   private readonly objects = new Map<string, Map<string, KubeObject>>(KINDS.map((k) => [k.resource, new Map()]));
   private readonly events: Event[] = [];
-  private readonly watchers = new Set<{ resource: string; namespace?: string; response: ServerResponse; bookmarks: boolean }>();
+  private readonly watchers = new Set<{
+    resource: string;
+    namespace?: string;
+    response: ServerResponse;
+    bookmarks: boolean;
+  }>();
   private rv = 1000;
   /** Each resource's keys in list order, kept until an object is added or removed: pages are served from it. */
   private readonly order = new Map<string, string[]>();
@@ -102,7 +261,10 @@ export class FakeKubeApiServer {
   /** Called before each list page is served (a test may compact the history there). */
   beforeList: ((path: string, query: Record<string, string>) => void) | undefined;
   /** Node and pod usage served by metrics.k8s.io; null: the API group is not served. */
-  metrics: { nodes: Record<string, { cpu: string; memory: string }>; pods: Record<string, { cpu: string; memory: string }> } | null = { nodes: {}, pods: {} };
+  metrics: {
+    nodes: Record<string, { cpu: string; memory: string }>;
+    pods: Record<string, { cpu: string; memory: string }>;
+  } | null = { nodes: {}, pods: {} };
 
   /**
    * Serves https with `certificates` (bearer tokens or client certificates the CA signed), http
@@ -208,7 +370,9 @@ export class FakeKubeApiServer {
 
   private status(response: ServerResponse, code: number, reason: string, message: string): void {
     response.writeHead(code, { 'content-type': 'application/json' });
-    response.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code }));
+    response.end(
+      JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code }),
+    );
   }
 
   private json(response: ServerResponse, body: unknown): void {
@@ -220,16 +384,29 @@ export class FakeKubeApiServer {
     const url = new URL(request.url ?? '/', 'http://fake');
     const query = Object.fromEntries(url.searchParams);
     const certified = this.certificates !== undefined && (request.socket as TLSSocket).authorized === true;
-    this.requests.push({ method: request.method ?? 'GET', path: url.pathname, query, user: certified ? 'client-certificate' : 'token' });
-    if (!certified && request.headers.authorization !== `Bearer ${this.token}`) return this.status(response, 401, 'Unauthorized', 'Unauthorized');
+    this.requests.push({
+      method: request.method ?? 'GET',
+      path: url.pathname,
+      query,
+      user: certified ? 'client-certificate' : 'token',
+    });
+    if (!certified && request.headers.authorization !== `Bearer ${this.token}`)
+      return this.status(response, 401, 'Unauthorized', 'Unauthorized');
     if (request.method !== 'GET') return this.status(response, 405, 'MethodNotAllowed', 'this fake serves reads only');
     const path = url.pathname.replace(/\/+$/, '');
-    if (path === '/version') return this.json(response, { major: '1', minor: '29', gitVersion: 'v1.29.0-fake', platform: 'linux/amd64' });
-    if (path === '/api') return this.json(response, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: new URL(this.url).host }] });
+    if (path === '/version')
+      return this.json(response, { major: '1', minor: '29', gitVersion: 'v1.29.0-fake', platform: 'linux/amd64' });
+    if (path === '/api')
+      return this.json(response, {
+        kind: 'APIVersions',
+        versions: ['v1'],
+        serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: new URL(this.url).host }],
+      });
     if (path === '/apis') return this.json(response, this.groupList());
     const parts = path.split('/').filter(Boolean);
     // /api/v1/... or /apis/<group>/<version>/...
-    const [group, version, rest] = parts[0] === 'api' ? ['', parts[1], parts.slice(2)] : [parts[1], parts[2], parts.slice(3)];
+    const [group, version, rest] =
+      parts[0] === 'api' ? ['', parts[1], parts.slice(2)] : [parts[1], parts[2], parts.slice(3)];
     if (group === 'metrics.k8s.io') return this.metricsRoute(response, rest ?? []);
     if (!rest || rest.length === 0) return this.resourceList(response, group ?? '', version ?? '');
     let namespace: string | undefined;
@@ -242,7 +419,9 @@ export class FakeKubeApiServer {
     if (!kind) return this.status(response, 404, 'NotFound', `the server could not find the requested resource`);
     if (tail.length === 2) {
       const found = this.objects.get(kind.resource)!.get(namespace ? `${namespace}/${tail[1]}` : tail[1]!);
-      return found ? this.json(response, found) : this.status(response, 404, 'NotFound', `${kind.resource} "${tail[1]}" not found`);
+      return found
+        ? this.json(response, found)
+        : this.status(response, 404, 'NotFound', `${kind.resource} "${tail[1]}" not found`);
     }
     if (query.watch === 'true' || query.watch === '1') return this.watch(request, response, kind, namespace, query);
     return this.list(response, kind, namespace, query);
@@ -256,23 +435,40 @@ export class FakeKubeApiServer {
       apiVersion: 'v1',
       groups: groups.map((name) => {
         const version = name === 'metrics.k8s.io' ? 'v1beta1' : 'v1';
-        return { name, versions: [{ groupVersion: `${name}/${version}`, version }], preferredVersion: { groupVersion: `${name}/${version}`, version } };
+        return {
+          name,
+          versions: [{ groupVersion: `${name}/${version}`, version }],
+          preferredVersion: { groupVersion: `${name}/${version}`, version },
+        };
       }),
     };
   }
 
   private resourceList(response: ServerResponse, group: string, version: string): void {
     const kinds = KINDS.filter((k) => k.group === group && k.version === version);
-    if (kinds.length === 0) return this.status(response, 404, 'NotFound', 'the server could not find the requested resource');
+    if (kinds.length === 0)
+      return this.status(response, 404, 'NotFound', 'the server could not find the requested resource');
     this.json(response, {
       kind: 'APIResourceList',
       apiVersion: 'v1',
       groupVersion: group === '' ? version : `${group}/${version}`,
-      resources: kinds.map((k) => ({ name: k.resource, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs: ['get', 'list', 'watch'], shortNames: k.shortNames })),
+      resources: kinds.map((k) => ({
+        name: k.resource,
+        singularName: k.singular,
+        namespaced: k.namespaced,
+        kind: k.kind,
+        verbs: ['get', 'list', 'watch'],
+        shortNames: k.shortNames,
+      })),
     });
   }
 
-  private list(response: ServerResponse, kind: ResourceKind, namespace: string | undefined, query: Record<string, string>): void {
+  private list(
+    response: ServerResponse,
+    kind: ResourceKind,
+    namespace: string | undefined,
+    query: Record<string, string>,
+  ): void {
     this.beforeList?.(`/${kind.group === '' ? 'api' : `apis/${kind.group}`}/${kind.version}/${kind.resource}`, query);
     let after = '';
     if (query.continue) {
@@ -283,7 +479,12 @@ export class FakeKubeApiServer {
         return this.status(response, 400, 'BadRequest', 'invalid continue token');
       }
       if (token.rv < this.compactedBelow) {
-        return this.status(response, 410, 'Expired', 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.');
+        return this.status(
+          response,
+          410,
+          'Expired',
+          'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.',
+        );
       }
       after = token.after;
     }
@@ -295,7 +496,8 @@ export class FakeKubeApiServer {
     const matches = (key: string) => !namespace || store.get(key)!.metadata.namespace === namespace;
     const page: [string, KubeObject][] = [];
     let next = firstAfter(keys, after);
-    for (; next < keys.length && page.length < limit; next++) if (matches(keys[next]!)) page.push([keys[next]!, store.get(keys[next]!)!]);
+    for (; next < keys.length && page.length < limit; next++)
+      if (matches(keys[next]!)) page.push([keys[next]!, store.get(keys[next]!)!]);
     const rest = namespace ? keys.slice(next).filter(matches).length : keys.length - next;
     const more = rest > 0;
     const last = page.at(-1)?.[0] ?? after;
@@ -304,7 +506,12 @@ export class FakeKubeApiServer {
       apiVersion: apiVersionOf(kind),
       metadata: {
         resourceVersion: String(this.rv),
-        ...(more ? { continue: Buffer.from(JSON.stringify({ rv: this.rv, after: last })).toString('base64url'), remainingItemCount: rest } : {}),
+        ...(more
+          ? {
+              continue: Buffer.from(JSON.stringify({ rv: this.rv, after: last })).toString('base64url'),
+              remainingItemCount: rest,
+            }
+          : {}),
       },
       items: page.map(([, o]) => o),
     });
@@ -319,13 +526,27 @@ export class FakeKubeApiServer {
     return keys;
   }
 
-  private watch(request: IncomingMessage, response: ServerResponse, kind: ResourceKind, namespace: string | undefined, query: Record<string, string>): void {
+  private watch(
+    request: IncomingMessage,
+    response: ServerResponse,
+    kind: ResourceKind,
+    namespace: string | undefined,
+    query: Record<string, string>,
+  ): void {
     const from = Number(query.resourceVersion ?? this.rv);
     response.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     // as an API server does: the client learns at once that the watch is open
     response.flushHeaders();
     if (from < this.compactedBelow) {
-      const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${from} (${this.compactedBelow})`, reason: 'Expired', code: 410 };
+      const status = {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: `too old resource version: ${from} (${this.compactedBelow})`,
+        reason: 'Expired',
+        code: 410,
+      };
       response.end(`${JSON.stringify({ type: 'ERROR', object: status })}\n`);
       return;
     }
@@ -340,10 +561,14 @@ export class FakeKubeApiServer {
       ? setInterval(() => {
           // the watch may have ended (its timeout) before its close event stopped this timer
           if (response.writableEnded) return;
-          response.write(`${JSON.stringify({ type: 'BOOKMARK', object: { kind: kind.kind, apiVersion: apiVersionOf(kind), metadata: { resourceVersion: String(this.rv) } } })}\n`);
+          response.write(
+            `${JSON.stringify({ type: 'BOOKMARK', object: { kind: kind.kind, apiVersion: apiVersionOf(kind), metadata: { resourceVersion: String(this.rv) } } })}\n`,
+          );
         }, 500)
       : undefined;
-    const timeout = query.timeoutSeconds ? setTimeout(() => response.end(), Number(query.timeoutSeconds) * 1000) : undefined;
+    const timeout = query.timeoutSeconds
+      ? setTimeout(() => response.end(), Number(query.timeoutSeconds) * 1000)
+      : undefined;
     const end = () => {
       clearInterval(bookmark);
       clearTimeout(timeout);
@@ -355,7 +580,8 @@ export class FakeKubeApiServer {
   }
 
   private metricsRoute(response: ServerResponse, rest: string[]): void {
-    if (!this.metrics) return this.status(response, 404, 'NotFound', 'the server could not find the requested resource');
+    if (!this.metrics)
+      return this.status(response, 404, 'NotFound', 'the server could not find the requested resource');
     const [resource] = rest;
     if (resource === undefined) {
       return this.json(response, {
@@ -373,7 +599,12 @@ export class FakeKubeApiServer {
         kind: 'NodeMetricsList',
         apiVersion: 'metrics.k8s.io/v1beta1',
         metadata: {},
-        items: Object.entries(this.metrics.nodes).map(([name, usage]) => ({ metadata: { name }, timestamp: now, window: '10s', usage })),
+        items: Object.entries(this.metrics.nodes).map(([name, usage]) => ({
+          metadata: { name },
+          timestamp: now,
+          window: '10s',
+          usage,
+        })),
       });
     }
     if (resource === 'pods') {

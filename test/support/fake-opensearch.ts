@@ -87,7 +87,8 @@ const badRequest = (type: string, reason: string, details?: Json) => new OpenSea
 const unsupported = (what: string) =>
   badRequest('parsing_exception', `${what} is not supported by the fake OpenSearch server`);
 
-const validationFailed = (problem: string) => badRequest('action_request_validation_exception', `Validation Failed: 1: ${problem};`);
+const validationFailed = (problem: string) =>
+  badRequest('action_request_validation_exception', `Validation Failed: 1: ${problem};`);
 
 const indexNotFound = (name: string) =>
   new OpenSearchError(404, 'index_not_found_exception', `no such index [${name}]`, {
@@ -132,7 +133,8 @@ function singleEntry(value: unknown, what: string): [string, unknown] {
 function intParam(value: unknown, fallback: number, what: string): number {
   if (value === undefined) return fallback;
   const number = Number(value);
-  if (!Number.isInteger(number) || number < 0) throw badRequest('parsing_exception', `[${what}] must be a non-negative integer`);
+  if (!Number.isInteger(number) || number < 0)
+    throw badRequest('parsing_exception', `[${what}] must be a non-negative integer`);
   return number;
 }
 
@@ -199,7 +201,17 @@ const generateId = () => randomBytes(15).toString('base64url');
 
 type FieldKind = 'keyword' | 'number' | 'date' | 'boolean';
 
-const NUMERIC_TYPES = new Set(['long', 'integer', 'short', 'byte', 'double', 'float', 'half_float', 'scaled_float', 'unsigned_long']);
+const NUMERIC_TYPES = new Set([
+  'long',
+  'integer',
+  'short',
+  'byte',
+  'double',
+  'float',
+  'half_float',
+  'scaled_float',
+  'unsigned_long',
+]);
 
 /** The kinds of mapped types the fake can search; other types may be declared but not queried. */
 function kindOfType(type: unknown): FieldKind | undefined {
@@ -223,7 +235,8 @@ function mappingConflict(held: Json, added: Json, prefix: string): string | unde
     const before = held[name];
     if (!isObject(before) || !isObject(mapping)) continue;
     const field = `${prefix}${name}`;
-    if (mappedType(before) !== mappedType(mapping)) return `mapper [${field}] cannot be changed from type [${mappedType(before)}] to [${mappedType(mapping)}]`;
+    if (mappedType(before) !== mappedType(mapping))
+      return `mapper [${field}] cannot be changed from type [${mappedType(before)}] to [${mappedType(mapping)}]`;
     if (isObject(before.properties) && isObject(mapping.properties)) {
       const inner = mappingConflict(before.properties, mapping.properties, `${field}.`);
       if (inner) return inner;
@@ -279,7 +292,15 @@ function parseInstant(value: unknown): number | undefined {
   if (!match) return /^-?\d+$/.test(value) ? Number(value) : undefined;
   const [, year, month = '1', day = '1', hour = '0', minute = '0', second = '0', fraction = '0', zone = 'Z'] = match;
   const millis = Number(fraction.padEnd(3, '0').slice(0, 3));
-  const utc = Date.UTC(Number(year), Number(month) - 1, Number(day), Number(hour), Number(minute), Number(second), millis);
+  const utc = Date.UTC(
+    Number(year),
+    Number(month) - 1,
+    Number(day),
+    Number(hour),
+    Number(minute),
+    Number(second),
+    millis,
+  );
   return utc - zoneOffsetMillis(zone);
 }
 
@@ -383,19 +404,26 @@ function validateField(segments: string[], value: unknown, parent: Json, dynamic
     const childDynamic = definition.dynamic === undefined ? dynamic : String(definition.dynamic);
     if (rest.length > 0) return validateField(rest, value, definition, childDynamic, path);
     for (const item of items) {
-      if (!isObject(item)) throw mapperParsing(`object mapping for [${path}] tried to parse field [${path}] as object, but found a concrete value`);
+      if (!isObject(item))
+        throw mapperParsing(
+          `object mapping for [${path}] tried to parse field [${path}] as object, but found a concrete value`,
+        );
       validateFields(item, definition, childDynamic, path);
     }
     return;
   }
   const type = String(definition.type);
   if (rest.length > 0) {
-    throw mapperParsing(`Could not dynamically add mapping for field [${path}.${rest.join('.')}]. Existing mapping for [${path}] must be of type object but found [${type}].`);
+    throw mapperParsing(
+      `Could not dynamically add mapping for field [${path}.${rest.join('.')}]. Existing mapping for [${path}] must be of type object but found [${type}].`,
+    );
   }
   const kind = kindOfType(type);
   const rejected = items.find((item) => (kind ? toScalar(kind, item) === undefined : isObject(item)));
   if (rejected !== undefined) {
-    throw mapperParsing(`failed to parse field [${path}] of type [${type}]. Preview of field's value: '${JSON.stringify(rejected)}'`);
+    throw mapperParsing(
+      `failed to parse field [${path}] of type [${type}]. Preview of field's value: '${JSON.stringify(rejected)}'`,
+    );
   }
 }
 
@@ -543,9 +571,14 @@ function compileRange(body: unknown): Query {
   const [field, spec] = singleEntry(body, 'range');
   const bounds = expectObject(spec, `range.${field}`);
   allowKeys(bounds, [...Object.keys(RANGE_OPERATORS), 'boost'], `range.${field}`);
-  const operators = (Object.keys(RANGE_OPERATORS) as (keyof typeof RANGE_OPERATORS)[]).filter((op) => bounds[op] != null);
+  const operators = (Object.keys(RANGE_OPERATORS) as (keyof typeof RANGE_OPERATORS)[]).filter(
+    (op) => bounds[op] != null,
+  );
   return leafQuery(field, boostParam(bounds.boost), (kind) => {
-    const checks = operators.map((op) => ({ accepts: RANGE_OPERATORS[op], bound: queryScalar(kind, bounds[op], field) }));
+    const checks = operators.map((op) => ({
+      accepts: RANGE_OPERATORS[op],
+      bound: queryScalar(kind, bounds[op], field),
+    }));
     return (candidate) => checks.every(({ accepts, bound }) => accepts(compareScalars(candidate, bound)));
   });
 }
@@ -614,7 +647,8 @@ function sortKey(field: string, options: Json): SortKey {
   if (field.startsWith('_') && field !== '_score') throw unsupported(`sorting on [${field}]`);
   const order = options.order ?? (field === '_score' ? 'desc' : 'asc');
   const missing = options.missing ?? '_last';
-  if (order !== 'asc' && order !== 'desc') throw badRequest('parsing_exception', `unknown sort order [${String(order)}]`);
+  if (order !== 'asc' && order !== 'desc')
+    throw badRequest('parsing_exception', `unknown sort order [${String(order)}]`);
   if (missing !== '_last' && missing !== '_first') throw unsupported(`sort [missing] value [${String(missing)}]`);
   return { field, descending: order === 'desc', missingFirst: missing === '_first' };
 }
@@ -684,7 +718,14 @@ const DAY = 24 * HOUR;
 const WEEK = 7 * DAY;
 /** 1970-01-01 was a Thursday; OpenSearch's calendar weeks start on Monday, three days earlier. */
 const MONDAY_OFFSET = -3 * DAY;
-const INTERVALS = new Map([['hour', HOUR], ['1h', HOUR], ['day', DAY], ['1d', DAY], ['week', WEEK], ['1w', WEEK]]);
+const INTERVALS = new Map([
+  ['hour', HOUR],
+  ['1h', HOUR],
+  ['day', DAY],
+  ['1d', DAY],
+  ['week', WEEK],
+  ['1w', WEEK],
+]);
 const UTC_ZONES = ['UTC', 'Z', '+00:00', 'Etc/UTC', 'GMT'];
 
 const AGGREGATIONS = new Map<string, { bucketing: boolean; build: AggregationBuilder }>([
@@ -714,7 +755,10 @@ function parseAggregation(name: string, definition: unknown): Aggregation {
   const kind = AGGREGATIONS.get(type);
   if (!kind) throw unsupported(`aggregation type [${type}]`);
   if (!kind.bucketing && subAggregations.size > 0) {
-    throw badRequest('aggregation_initialization_exception', `Aggregator [${name}] of type [${type}] cannot accept sub-aggregations`);
+    throw badRequest(
+      'aggregation_initialization_exception',
+      `Aggregator [${name}] of type [${type}] cannot accept sub-aggregations`,
+    );
   }
   return kind.build(params, subAggregations);
 }
@@ -769,7 +813,8 @@ function termsOrder(spec: unknown): (a: Group, b: Group) => number {
   const criteria = [...asArray(spec ?? { _count: 'desc' }), { _key: 'asc' }];
   const comparators = criteria.map((criterion) => {
     const [by, direction] = singleEntry(criterion, 'terms.order');
-    if (direction !== 'asc' && direction !== 'desc') throw badRequest('parsing_exception', `unknown terms order direction [${String(direction)}]`);
+    if (direction !== 'asc' && direction !== 'desc')
+      throw badRequest('parsing_exception', `unknown terms order direction [${String(direction)}]`);
     const sign = direction === 'asc' ? 1 : -1;
     if (by === '_count') return (a: Group, b: Group) => sign * (a[1].length - b[1].length);
     if (by === '_key') return (a: Group, b: Group) => sign * compareScalars(a[0], b[0]);
@@ -813,7 +858,12 @@ function valueCountAggregation(body: unknown): Aggregation {
 }
 
 function dateHistogramAggregation(body: unknown, subAggregations: Map<string, Aggregation>): Aggregation {
-  const params = aggregationParams(body, 'date_histogram', ['field', 'calendar_interval', 'min_doc_count', 'time_zone']);
+  const params = aggregationParams(body, 'date_histogram', [
+    'field',
+    'calendar_interval',
+    'min_doc_count',
+    'time_zone',
+  ]);
   const field = fieldParam(params, 'date_histogram');
   const step = INTERVALS.get(String(params.calendar_interval));
   if (!step) throw unsupported(`date_histogram calendar_interval [${String(params.calendar_interval)}]`);
@@ -856,7 +906,8 @@ interface CompositeSource {
 }
 
 function compositeSources(spec: unknown): CompositeSource[] {
-  if (!Array.isArray(spec) || spec.length === 0) throw badRequest('parsing_exception', '[composite] requires a non-empty [sources] array');
+  if (!Array.isArray(spec) || spec.length === 0)
+    throw badRequest('parsing_exception', '[composite] requires a non-empty [sources] array');
   return spec.map((source) => {
     const [name, definition] = singleEntry(source, 'composite.sources');
     const [type, params] = singleEntry(definition, `composite source [${name}]`);
@@ -871,7 +922,10 @@ function compositeSources(spec: unknown): CompositeSource[] {
 
 /** Every combination of one value per source: a document with multi-valued fields joins several buckets. */
 function combinations(valueSets: Scalar[][]): Scalar[][] {
-  return valueSets.reduce<Scalar[][]>((partial, values) => partial.flatMap((prefix) => values.map((value) => [...prefix, value])), [[]]);
+  return valueSets.reduce<Scalar[][]>(
+    (partial, values) => partial.flatMap((prefix) => values.map((value) => [...prefix, value])),
+    [[]],
+  );
 }
 
 function compositeAggregation(body: unknown, subAggregations: Map<string, Aggregation>): Aggregation {
@@ -879,13 +933,19 @@ function compositeAggregation(body: unknown, subAggregations: Map<string, Aggreg
   const size = intParam(params.size, 10, 'composite.size');
   const sources = compositeSources(params.sources);
   const after = params.after === undefined ? undefined : expectObject(params.after, 'composite.after');
-  const afterKey = after && sources.map(({ name }) => {
-    const value = after[name];
-    if (!isScalar(value)) throw badRequest('illegal_argument_exception', `[after] has no value for source [${name}]`);
-    return value;
-  });
+  const afterKey =
+    after &&
+    sources.map(({ name }) => {
+      const value = after[name];
+      if (!isScalar(value)) throw badRequest('illegal_argument_exception', `[after] has no value for source [${name}]`);
+      return value;
+    });
   const compare = (a: Scalar[], b: Scalar[]) =>
-    sources.reduce((order, source, position) => order || compareScalars(a[position] ?? '', b[position] ?? '') * (source.descending ? -1 : 1), 0);
+    sources.reduce(
+      (order, source, position) =>
+        order || compareScalars(a[position] ?? '', b[position] ?? '') * (source.descending ? -1 : 1),
+      0,
+    );
   return (docs) => {
     const groups = new Map<string, { key: Scalar[]; docs: SearchDoc[] }>();
     for (const doc of docs) {
@@ -911,7 +971,12 @@ function compositeAggregation(body: unknown, subAggregations: Map<string, Aggreg
 /** The body of a filter aggregation is a query. */
 function filterAggregation(body: unknown, subAggregations: Map<string, Aggregation>): Aggregation {
   const query = compileQuery(body);
-  return (docs) => bucket({}, docs.filter((doc) => query(doc) !== undefined), subAggregations);
+  return (docs) =>
+    bucket(
+      {},
+      docs.filter((doc) => query(doc) !== undefined),
+      subAggregations,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -954,10 +1019,12 @@ interface BulkOperation {
 const INVALID_INDEX_CHARACTERS = /[\\/*?"<>| ,#:]/;
 
 function validateIndexName(name: string, exception = 'invalid_index_name_exception'): void {
-  const invalid = (why: string) => badRequest(exception, `Invalid index name [${name}], ${why}`, { index: name, index_uuid: '_na_' });
+  const invalid = (why: string) =>
+    badRequest(exception, `Invalid index name [${name}], ${why}`, { index: name, index_uuid: '_na_' });
   if (name !== name.toLowerCase()) throw invalid('must be lowercase');
   if (/^[-_+]/.test(name)) throw invalid("must not start with '_', '-', or '+'");
-  if (INVALID_INDEX_CHARACTERS.test(name)) throw invalid('must not contain the following characters [ , ", *, \\, <, |, ,, >, /, ?, #, :]');
+  if (INVALID_INDEX_CHARACTERS.test(name))
+    throw invalid('must not contain the following characters [ , ", *, \\, <, |, ,, >, /, ?, #, :]');
   if (name === '.' || name === '..') throw invalid("must not be '.' or '..'");
 }
 
@@ -969,7 +1036,8 @@ const aliasTargets = (indices: Map<string, IndexState>, alias: string) =>
 /** Concrete indices named by exact names or wildcards; aliases are refused, as in destructive operations. */
 function concreteIndices(indices: Map<string, IndexState>, expressions: string[]): IndexState[] {
   return expressions.flatMap((expression) => {
-    if (isPattern(expression)) return [...indices.values()].filter((index) => patternRegExp(expression).test(index.name));
+    if (isPattern(expression))
+      return [...indices.values()].filter((index) => patternRegExp(expression).test(index.name));
     const index = indices.get(expression);
     if (index) return [index];
     if (aliasTargets(indices, expression).length > 0) {
@@ -1005,7 +1073,10 @@ function parseBulk(lines: unknown, pathIndex: string | undefined): BulkOperation
     // Every action but delete is followed by its document line.
     const sourceLine = action === 'delete' ? undefined : ++line;
     if (sourceLine !== undefined && sourceLine >= lines.length) {
-      throw badRequest('illegal_argument_exception', `The bulk [${action}] action on the last line has no document line`);
+      throw badRequest(
+        'illegal_argument_exception',
+        `The bulk [${action}] action on the last line has no document line`,
+      );
     }
     operations.push({
       action,
@@ -1045,9 +1116,14 @@ interface SearchRequest {
 function parseSearchRequest(body: unknown, params: Record<string, string>): SearchRequest {
   const request = body === undefined ? {} : expectObject(body, 'search request');
   // `timeout` is accepted and never reached: the fake answers every search in full (timed_out: false)
-  allowKeys(request, ['query', 'from', 'size', 'sort', 'track_total_hits', '_source', 'aggs', 'aggregations', 'timeout'], 'search request');
+  allowKeys(
+    request,
+    ['query', 'from', 'size', 'sort', 'track_total_hits', '_source', 'aggs', 'aggregations', 'timeout'],
+    'search request',
+  );
   if (params.q !== undefined) throw unsupported('the [q] URL parameter');
-  if (request.aggs !== undefined && request.aggregations !== undefined) throw badRequest('parsing_exception', 'Found two aggregation definitions');
+  if (request.aggs !== undefined && request.aggregations !== undefined)
+    throw badRequest('parsing_exception', 'Found two aggregation definitions');
   return {
     query: compileQuery(request.query ?? { match_all: {} }),
     // URL parameters override the body, as in OpenSearch.
@@ -1085,10 +1161,23 @@ class Cluster {
   health(): Reply {
     const shardCount = this.indices.size;
     return ok({
-      cluster_name: 'fake', status: 'green', timed_out: false, number_of_nodes: 1, number_of_data_nodes: 1,
-      discovered_master: true, discovered_cluster_manager: true, active_primary_shards: shardCount, active_shards: shardCount,
-      relocating_shards: 0, initializing_shards: 0, unassigned_shards: 0, delayed_unassigned_shards: 0, number_of_pending_tasks: 0,
-      number_of_in_flight_fetch: 0, task_max_waiting_in_queue_millis: 0, active_shards_percent_as_number: 100,
+      cluster_name: 'fake',
+      status: 'green',
+      timed_out: false,
+      number_of_nodes: 1,
+      number_of_data_nodes: 1,
+      discovered_master: true,
+      discovered_cluster_manager: true,
+      active_primary_shards: shardCount,
+      active_shards: shardCount,
+      relocating_shards: 0,
+      initializing_shards: 0,
+      unassigned_shards: 0,
+      delayed_unassigned_shards: 0,
+      number_of_pending_tasks: 0,
+      number_of_in_flight_fetch: 0,
+      task_max_waiting_in_queue_millis: 0,
+      active_shards_percent_as_number: 100,
     });
   }
 
@@ -1100,7 +1189,10 @@ class Cluster {
     const inner = template.template === undefined ? {} : expectObject(template.template, 'index template [template]');
     allowKeys(inner, ['settings', 'mappings', 'aliases'], 'index template [template]');
     const settings = inner.settings === undefined ? {} : { settings: { index: normalizeSettings(inner.settings) } };
-    this.templates.set(name, structuredClone({ ...template, index_patterns: patterns, template: { ...inner, ...settings }, composed_of: [] }));
+    this.templates.set(
+      name,
+      structuredClone({ ...template, index_patterns: patterns, template: { ...inner, ...settings }, composed_of: [] }),
+    );
     return acknowledged();
   }
 
@@ -1108,17 +1200,20 @@ class Cluster {
     const patterns = expression.split(',').map(patternRegExp);
     const found = [...this.templates].filter(([name]) => patterns.some((pattern) => pattern.test(name)));
     if (found.length === 0 && !isPattern(expression)) {
-      return errorReply(new OpenSearchError(404, 'resource_not_found_exception', `index template matching [${expression}] not found`));
+      return errorReply(
+        new OpenSearchError(404, 'resource_not_found_exception', `index template matching [${expression}] not found`),
+      );
     }
     return ok({ index_templates: found.map(([name, indexTemplate]) => ({ name, index_template: indexTemplate })) });
   }
-
 
   /** Composable templates: only the highest-priority template matching the name applies. */
   private matchingTemplate(indexName: string): Json {
     let best: Json | undefined;
     for (const template of this.templates.values()) {
-      const matches = asArray(template.index_patterns).some((pattern) => wildcardRegExp(String(pattern)).test(indexName));
+      const matches = asArray(template.index_patterns).some((pattern) =>
+        wildcardRegExp(String(pattern)).test(indexName),
+      );
       if (matches && (!best || Number(template.priority ?? 0) > Number(best.priority ?? 0))) best = template;
     }
     return isObject(best?.template) ? best.template : {};
@@ -1138,7 +1233,9 @@ class Cluster {
       throw badRequest('resource_already_exists_exception', `index [${name}/${existing.uuid}] already exists`, details);
     }
     if (aliasTargets(this.indices, name).length > 0) {
-      throw badRequest('invalid_index_name_exception', `Invalid index name [${name}], already exists as alias`, { index: name });
+      throw badRequest('invalid_index_name_exception', `Invalid index name [${name}], already exists as alias`, {
+        index: name,
+      });
     }
     allowKeys(request, ['settings', 'mappings', 'aliases'], 'create index request');
     const template = this.matchingTemplate(name);
@@ -1151,7 +1248,14 @@ class Cluster {
       name,
       uuid,
       mappings: structuredClone(deepMerge(section(template, 'mappings'), section(request, 'mappings'))),
-      settings: { number_of_shards: '1', number_of_replicas: '1', ...settings, uuid, provided_name: name, creation_date: String(Date.now()) },
+      settings: {
+        number_of_shards: '1',
+        number_of_replicas: '1',
+        ...settings,
+        uuid,
+        provided_name: name,
+        creation_date: String(Date.now()),
+      },
       aliases: new Set(aliases),
       docs: new Map(),
       nextSeqNo: 0,
@@ -1215,18 +1319,27 @@ class Cluster {
     if (!properties) throw validationFailed('mapping source is empty');
     const indices = this.resolveIndices(expression);
     for (const index of indices) {
-      const conflict = mappingConflict(isObject(index.mappings.properties) ? index.mappings.properties : {}, properties, '');
+      const conflict = mappingConflict(
+        isObject(index.mappings.properties) ? index.mappings.properties : {},
+        properties,
+        '',
+      );
       if (conflict) throw badRequest('illegal_argument_exception', conflict);
     }
     for (const index of indices) {
-      index.mappings.properties = deepMerge(isObject(index.mappings.properties) ? index.mappings.properties : {}, structuredClone(properties));
+      index.mappings.properties = deepMerge(
+        isObject(index.mappings.properties) ? index.mappings.properties : {},
+        structuredClone(properties),
+      );
     }
     return acknowledged();
   }
 
   /** GET /{index}/_mapping: each index's mappings under its name. */
   getMapping(expression: string): Reply {
-    return ok(Object.fromEntries(this.resolveIndices(expression).map((index) => [index.name, { mappings: index.mappings }])));
+    return ok(
+      Object.fromEntries(this.resolveIndices(expression).map((index) => [index.name, { mappings: index.mappings }])),
+    );
   }
 
   deleteIndex(expression: string): Reply {
@@ -1244,7 +1357,9 @@ class Cluster {
     const request = expectObject(body, 'aliases request');
     allowKeys(request, ['actions'], 'aliases request');
     if (!Array.isArray(request.actions) || request.actions.length === 0) throw validationFailed('no actions specified');
-    const draft = new Map([...this.indices].map(([name, index]) => [name, { ...index, aliases: new Set(index.aliases) }]));
+    const draft = new Map(
+      [...this.indices].map(([name, index]) => [name, { ...index, aliases: new Set(index.aliases) }]),
+    );
     for (const action of request.actions) this.applyAliasAction(draft, action);
     this.indices = draft;
     return acknowledged();
@@ -1269,13 +1384,18 @@ class Cluster {
     }
     let removed = false;
     for (const index of targets) {
-      for (const alias of [...index.aliases].filter((name) => aliases.some((pattern) => patternRegExp(pattern).test(name)))) {
+      for (const alias of [...index.aliases].filter((name) =>
+        aliases.some((pattern) => patternRegExp(pattern).test(name)),
+      )) {
         removed = index.aliases.delete(alias) || removed;
       }
     }
     if (!removed) {
       const names = aliases.join(',');
-      throw new OpenSearchError(404, 'aliases_not_found_exception', `aliases [${names}] missing`, { 'resource.type': 'aliases', 'resource.id': names });
+      throw new OpenSearchError(404, 'aliases_not_found_exception', `aliases [${names}] missing`, {
+        'resource.type': 'aliases',
+        'resource.id': names,
+      });
     }
   }
 
@@ -1285,7 +1405,9 @@ class Cluster {
     const found = new Set<string>();
     const result: Json = {};
     for (const index of this.resolveIndices(indexExpression)) {
-      const aliases = [...index.aliases].filter((alias) => !names || names.some((name) => patternRegExp(name).test(alias)));
+      const aliases = [...index.aliases].filter(
+        (alias) => !names || names.some((name) => patternRegExp(name).test(alias)),
+      );
       aliases.forEach((alias) => found.add(alias));
       if (aliases.length > 0 || !names) result[index.name] = { aliases: aliasesBody(aliases) };
     }
@@ -1314,13 +1436,20 @@ class Cluster {
       index = this.writeIndex(operation);
       this.consumeItemFailure(id);
       if (routingRequired(index.mappings) && operation.routing === undefined) {
-        throw badRequest('routing_missing_exception', `routing is required for [${index.name}]/[${id}]`, { index: index.name });
+        throw badRequest('routing_missing_exception', `routing is required for [${index.name}]/[${id}]`, {
+          index: index.name,
+        });
       }
       return operation.action === 'delete' ? deleteDocument(index, id) : writeDocument(index, id, operation);
     } catch (error) {
       if (!(error instanceof OpenSearchError)) throw error;
       const indexDetails = index ? { index: index.name, shard: '0', index_uuid: index.uuid } : {};
-      return { _index: index?.name ?? operation.index, _id: id, status: error.status, error: { ...error.describe(), ...indexDetails } };
+      return {
+        _index: index?.name ?? operation.index,
+        _id: id,
+        status: error.status,
+        error: { ...error.describe(), ...indexDetails },
+      };
     }
   }
 
@@ -1346,7 +1475,11 @@ class Cluster {
     if (!rule) return;
     if (--rule.remaining <= 0) this.itemFailures.delete(id);
     const { status, type, reason } = rule.failure;
-    throw new OpenSearchError(status, type, reason ?? `failure injected for document [${id}] by the fake OpenSearch server`);
+    throw new OpenSearchError(
+      status,
+      type,
+      reason ?? `failure injected for document [${id}] by the fake OpenSearch server`,
+    );
   }
 
   search(expression: string | undefined, body: unknown, params: Record<string, string>): Reply {
@@ -1370,11 +1503,16 @@ class Cluster {
       _shards: shards(targets.length),
       hits: {
         ...(total && { total }),
-        max_score: tracksScores && page.length > 0 ? hits.reduce((max, hit) => Math.max(max, hit.score), -Infinity) : null,
+        max_score:
+          tracksScores && page.length > 0 ? hits.reduce((max, hit) => Math.max(max, hit.score), -Infinity) : null,
         hits: page.map((hit) => formatHit(hit, tracksScores, request.source, sortValues.get(hit))),
       },
     };
-    if (request.aggregations.size > 0) response.aggregations = runAggregations(request.aggregations, hits.map((hit) => hit.doc));
+    if (request.aggregations.size > 0)
+      response.aggregations = runAggregations(
+        request.aggregations,
+        hits.map((hit) => hit.doc),
+      );
     return ok(response);
   }
 
@@ -1384,7 +1522,8 @@ class Cluster {
     const request = expectObject(body, 'delete by query request');
     allowKeys(request, ['query'], 'delete by query request');
     for (const name of Object.keys(params)) {
-      if (!['conflicts', 'refresh', 'wait_for_completion', 'slices'].includes(name)) throw unsupported(`the [${name}] URL parameter`);
+      if (!['conflicts', 'refresh', 'wait_for_completion', 'slices'].includes(name))
+        throw unsupported(`the [${name}] URL parameter`);
     }
     if (params.wait_for_completion === 'false') throw unsupported('wait_for_completion=false (tasks)');
     const query = compileQuery(request.query ?? { match_all: {} });
@@ -1438,12 +1577,35 @@ function writeDocument(index: IndexState, id: string, operation: BulkOperation):
 function deleteDocument(index: IndexState, id: string): Json {
   const previous = index.docs.get(id);
   index.docs.delete(id);
-  return writeResult(index, id, (previous?.version ?? 0) + 1, index.nextSeqNo++, previous ? 'deleted' : 'not_found', previous ? 200 : 404);
+  return writeResult(
+    index,
+    id,
+    (previous?.version ?? 0) + 1,
+    index.nextSeqNo++,
+    previous ? 'deleted' : 'not_found',
+    previous ? 200 : 404,
+  );
 }
 
-function writeResult(index: IndexState, id: string, version: number, seqNo: number, result: string, status: number): Json {
+function writeResult(
+  index: IndexState,
+  id: string,
+  version: number,
+  seqNo: number,
+  result: string,
+  status: number,
+): Json {
   const shardsWritten = { total: 1, successful: 1, failed: 0 };
-  return { _index: index.name, _id: id, _version: version, result, _shards: shardsWritten, _seq_no: seqNo, _primary_term: 1, status };
+  return {
+    _index: index.name,
+    _id: id,
+    _version: version,
+    result,
+    _shards: shardsWritten,
+    _seq_no: seqNo,
+    _primary_term: 1,
+    status,
+  };
 }
 
 function checkResultWindow(index: IndexState, window: number): void {
@@ -1471,7 +1633,12 @@ function matchDocuments(targets: IndexState[], query: Query): Hit[] {
   return hits;
 }
 
-function formatHit(hit: Hit, tracksScores: boolean, filterSource: (source: Json) => Json | undefined, sortValues?: (Scalar | undefined)[]): Json {
+function formatHit(
+  hit: Hit,
+  tracksScores: boolean,
+  filterSource: (source: Json) => Json | undefined,
+  sortValues?: (Scalar | undefined)[],
+): Json {
   const source = filterSource(hit.doc.source);
   return {
     _index: hit.doc.index,
@@ -1480,7 +1647,9 @@ function formatHit(hit: Hit, tracksScores: boolean, filterSource: (source: Json)
     ...(hit.doc.routing !== undefined && { _routing: hit.doc.routing }),
     ...(source !== undefined && { _source: source }),
     // OpenSearch prints boolean sort values as 1/0; the fake prints missing ones as null.
-    ...(sortValues && { sort: sortValues.map((value) => (typeof value === 'boolean' ? Number(value) : (value ?? null))) }),
+    ...(sortValues && {
+      sort: sortValues.map((value) => (typeof value === 'boolean' ? Number(value) : (value ?? null))),
+    }),
   };
 }
 
@@ -1503,9 +1672,13 @@ const bulk: Handler = (cluster, request, index?: string) => cluster.bulk(request
 const refresh: Handler = (cluster, _request, index?: string) => cluster.refresh(index);
 const count: Handler = (cluster, request, index?: string) => cluster.count(index, request.body, request.query);
 const search: Handler = (cluster, request, index?: string) => cluster.search(index, request.body, request.query);
-const deleteByQuery: Handler = (cluster, request, index?: string) => cluster.deleteByQuery(index, request.body, request.query);
+const deleteByQuery: Handler = (cluster, request, index?: string) =>
+  cluster.deleteByQuery(index, request.body, request.query);
 
-const route = (path: string, methods: Record<string, Handler>) => ({ pattern: path.split('/').filter(Boolean), methods });
+const route = (path: string, methods: Record<string, Handler>) => ({
+  pattern: path.split('/').filter(Boolean),
+  methods,
+});
 
 const ROUTES = [
   // The client pings with HEAD / when it resurrects a connection it marked dead.
@@ -1580,8 +1753,12 @@ function safeDecode(text: string): string {
 function parseBody(raw: string, ndjson: boolean): unknown {
   if (raw.trim() === '') return undefined;
   if (!ndjson) return parseJson(raw);
-  if (!raw.endsWith('\n')) throw badRequest('illegal_argument_exception', 'The bulk request must be terminated by a newline [\\n]');
-  return raw.split('\n').filter((line) => line.trim() !== '').map(parseJson);
+  if (!raw.endsWith('\n'))
+    throw badRequest('illegal_argument_exception', 'The bulk request must be terminated by a newline [\\n]');
+  return raw
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map(parseJson);
 }
 
 /** The body as recorded: parsed when possible, else the raw text together with the error to answer. */
@@ -1613,13 +1790,22 @@ function readBody(request: IncomingMessage): Promise<string> {
 
 function send(response: ServerResponse, method: string, reply: Reply): void {
   const payload = reply.body === undefined || method === 'HEAD' ? '' : JSON.stringify(reply.body);
-  response.writeHead(reply.status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': Buffer.byteLength(payload) });
+  response.writeHead(reply.status, {
+    'content-type': 'application/json; charset=UTF-8',
+    'content-length': Buffer.byteLength(payload),
+  });
   response.end(payload);
 }
 
 function injectedFailureReply(failure: { status: number; type?: string }): Reply {
   const type = failure.type ?? (failure.status === 429 ? 'es_rejected_execution_exception' : 'fake_injected_failure');
-  return errorReply(new OpenSearchError(failure.status, type, `failure injected by the fake OpenSearch server (status ${failure.status})`));
+  return errorReply(
+    new OpenSearchError(
+      failure.status,
+      type,
+      `failure injected by the fake OpenSearch server (status ${failure.status})`,
+    ),
+  );
 }
 
 class FakeOpenSearchServer implements FakeOpenSearch {
@@ -1666,7 +1852,13 @@ class FakeOpenSearchServer implements FakeOpenSearch {
     } catch (error) {
       if (error instanceof OpenSearchError) return errorReply(error);
       // A bug in the fake: answer 500 with the message rather than hanging the client.
-      return errorReply(new OpenSearchError(500, 'fake_internal_error', error instanceof Error ? (error.stack ?? error.message) : String(error)));
+      return errorReply(
+        new OpenSearchError(
+          500,
+          'fake_internal_error',
+          error instanceof Error ? (error.stack ?? error.message) : String(error),
+        ),
+      );
     }
   }
 
@@ -1717,7 +1909,9 @@ class FakeOpenSearchServer implements FakeOpenSearch {
   }
 
   async close(): Promise<void> {
-    const closed = new Promise<void>((resolve, reject) => this.server.close((error) => (error ? reject(error) : resolve())));
+    const closed = new Promise<void>((resolve, reject) =>
+      this.server.close((error) => (error ? reject(error) : resolve())),
+    );
     // The client keeps connections alive; without this, close() would wait for them to time out.
     this.server.closeAllConnections();
     await closed;

@@ -21,7 +21,14 @@ async function apply(step: Step, batchSize: number): Promise<void> {
   const source = await ensureSource(db.sql, DEFAULT_TENANT_ID, step.source, 'universal');
   await reconcile(
     db.sql,
-    { tenantId: DEFAULT_TENANT_ID, sourceId: source.id, scopeId: step.scopeId, mode: step.mode, records: step.records, deletions: step.deletions },
+    {
+      tenantId: DEFAULT_TENANT_ID,
+      sourceId: source.id,
+      scopeId: step.scopeId,
+      mode: step.mode,
+      records: step.records,
+      deletions: step.deletions,
+    },
     // a PostgreSQL server's default: batches of a source's two parts in parallel lanes
     { batchSize, lanes: true },
   );
@@ -43,7 +50,10 @@ if (mode === 'crash') {
   for await (const line of createInterface({ input: process.stdin })) {
     const round = Number(line.replace(/^round /, ''));
     try {
-      const step = kind === 'conflicting' ? conflictingStep(round, index!) : concurrentStep(round, index!, count!, kind === 'shared');
+      const step =
+        kind === 'conflicting'
+          ? conflictingStep(round, index!)
+          : concurrentStep(round, index!, count!, kind === 'shared');
       await apply(step, 8);
       console.log(`done ${round}`);
     } catch (error) {

@@ -68,17 +68,33 @@ export async function startOidcProvider(redirectUri: string, postLogoutRedirectU
     void provider.callback()(req, res);
   });
 
-  async function finishInteraction(req: Parameters<Provider['interactionDetails']>[0], res: Parameters<Provider['interactionDetails']>[1]) {
+  async function finishInteraction(
+    req: Parameters<Provider['interactionDetails']>[0],
+    res: Parameters<Provider['interactionDetails']>[1],
+  ) {
     const details = await provider.interactionDetails(req, res);
     if (details.prompt.name === 'login') {
       if (!current) throw new Error('nobody to sign in as');
       accounts.set(current.sub, current);
-      await provider.interactionFinished(req, res, { login: { accountId: current.sub } }, { mergeWithLastSubmission: false });
+      await provider.interactionFinished(
+        req,
+        res,
+        { login: { accountId: current.sub } },
+        { mergeWithLastSubmission: false },
+      );
       return;
     }
-    const grant = new provider.Grant({ accountId: details.session!.accountId, clientId: details.params.client_id as string });
+    const grant = new provider.Grant({
+      accountId: details.session!.accountId,
+      clientId: details.params.client_id as string,
+    });
     grant.addOIDCScope(String(details.params.scope));
-    await provider.interactionFinished(req, res, { consent: { grantId: await grant.save() } }, { mergeWithLastSubmission: true });
+    await provider.interactionFinished(
+      req,
+      res,
+      { consent: { grantId: await grant.save() } },
+      { mergeWithLastSubmission: true },
+    );
   }
 
   return {

@@ -83,7 +83,14 @@ const nastyString = fc.oneof(
 
 /** Resolves the document's `$ref`s (only local component references exist). */
 function resolve(doc: Json, schema: Json): Json {
-  if (schema?.$ref) return resolve(doc, schema.$ref.replace(/^#\//, '').split('/').reduce((node: Json, key: string) => node[key], doc));
+  if (schema?.$ref)
+    return resolve(
+      doc,
+      schema.$ref
+        .replace(/^#\//, '')
+        .split('/')
+        .reduce((node: Json, key: string) => node[key], doc),
+    );
   return schema ?? {};
 }
 
@@ -98,9 +105,16 @@ export function fromSchema(doc: Json, raw: Json, depth = 0): fc.Arbitrary<unknow
   switch (schema.type) {
     case 'string':
       if (schema.format === 'uuid') return fc.uuid();
-      if (schema.format === 'date-time') return fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString());
-      if (schema.format === 'date') return fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10));
-      if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern), { maxLength: Math.min(schema.maxLength ?? 40, 40) });
+      if (schema.format === 'date-time')
+        return fc
+          .date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true })
+          .map((d) => d.toISOString());
+      if (schema.format === 'date')
+        return fc
+          .date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true })
+          .map((d) => d.toISOString().slice(0, 10));
+      if (schema.pattern)
+        return fc.stringMatching(new RegExp(schema.pattern), { maxLength: Math.min(schema.maxLength ?? 40, 40) });
       return fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 30, 30) });
     case 'integer':
       return fc.integer({ min: schema.minimum ?? -1000, max: Math.min(schema.maximum ?? 1000, 2_000_000_000) });
@@ -114,11 +128,18 @@ export function fromSchema(doc: Json, raw: Json, depth = 0): fc.Arbitrary<unknow
       return fc.array(fromSchema(doc, schema.items ?? {}, depth + 1), { maxLength: Math.min(schema.maxItems ?? 3, 3) });
     case 'object': {
       const properties: Record<string, fc.Arbitrary<unknown>> = {};
-      for (const [name, property] of Object.entries(schema.properties ?? {})) properties[name] = fromSchema(doc, property as Json, depth + 1);
-      const record = fc.record(properties, { requiredKeys: (schema.required ?? []).filter((name: string) => name in properties) });
+      for (const [name, property] of Object.entries(schema.properties ?? {}))
+        properties[name] = fromSchema(doc, property as Json, depth + 1);
+      const record = fc.record(properties, {
+        requiredKeys: (schema.required ?? []).filter((name: string) => name in properties),
+      });
       const open = schema.patternProperties ? Object.values(schema.patternProperties)[0] : schema.additionalProperties;
       if (!open) return record;
-      const extra = fc.dictionary(fc.string({ maxLength: 12 }), open === true ? fc.jsonValue({ maxDepth: 2 }) : fromSchema(doc, open as Json, depth + 1), { maxKeys: 4 });
+      const extra = fc.dictionary(
+        fc.string({ maxLength: 12 }),
+        open === true ? fc.jsonValue({ maxDepth: 2 }) : fromSchema(doc, open as Json, depth + 1),
+        { maxKeys: 4 },
+      );
       return fc.tuple(record, extra).map(([known, more]) => ({ ...more, ...known }));
     }
     default:
@@ -161,14 +182,59 @@ function parameterValue(doc: Json, parameter: Parameter, world: FuzzWorld): fc.A
     { weight: parameter.name === 'filter' ? 6 : 0, arbitrary: filterString },
     { weight: parameter.name === 'cursor' ? 3 : 0, arbitrary: cursorString },
   );
-  return schema.type === 'array' ? fc.array(single, { minLength: 1, maxLength: 4 }) : fc.oneof({ weight: 9, arbitrary: single.map((v) => [v]) }, { weight: 1, arbitrary: fc.array(single, { minLength: 2, maxLength: 3 }) });
+  return schema.type === 'array'
+    ? fc.array(single, { minLength: 1, maxLength: 4 })
+    : fc.oneof(
+        { weight: 9, arbitrary: single.map((v) => [v]) },
+        { weight: 1, arbitrary: fc.array(single, { minLength: 2, maxLength: 3 }) },
+      );
 }
 
-const FILTER_FIELDS = ['name', 'namespace', 'status', 'ci_type', 'created_at', 'updated_at', 'last_seen', 'change_type', 'ci_name', 'changed_at', 'ci_id', 'changed_field', 'raw_data.spec.replicas', 'raw_data.metadata.labels.app', 'type_data.phase', 'raw_data.0', 'raw_data', 'raw_data..x', 'unknown'];
-const FILTER_OPS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'like', 'ilike', 'startswith', 'in', 'nin', 'null', 'notnull', 'regex', ''];
+const FILTER_FIELDS = [
+  'name',
+  'namespace',
+  'status',
+  'ci_type',
+  'created_at',
+  'updated_at',
+  'last_seen',
+  'change_type',
+  'ci_name',
+  'changed_at',
+  'ci_id',
+  'changed_field',
+  'raw_data.spec.replicas',
+  'raw_data.metadata.labels.app',
+  'type_data.phase',
+  'raw_data.0',
+  'raw_data',
+  'raw_data..x',
+  'unknown',
+];
+const FILTER_OPS = [
+  'eq',
+  'ne',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'like',
+  'ilike',
+  'startswith',
+  'in',
+  'nin',
+  'null',
+  'notnull',
+  'regex',
+  '',
+];
 
 const filterString = fc
-  .tuple(fc.oneof(fc.constantFrom(...FILTER_FIELDS), nastyString), fc.oneof(fc.constantFrom(...FILTER_OPS), nastyString), fc.option(nastyString, { nil: undefined }))
+  .tuple(
+    fc.oneof(fc.constantFrom(...FILTER_FIELDS), nastyString),
+    fc.oneof(fc.constantFrom(...FILTER_OPS), nastyString),
+    fc.option(nastyString, { nil: undefined }),
+  )
   .map(([field, op, value]) => (value === undefined ? `${field}:${op}` : `${field}:${op}:${value}`));
 
 const cursorString = fc.oneof(
@@ -182,17 +248,39 @@ function bodyArbitrary(doc: Json, schema: Json): fc.Arbitrary<{ bytes: Buffer; k
   return fc.oneof(
     { weight: 8, arbitrary: fromSchema(doc, schema).map((v) => json(v, 'schema')) },
     { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((v) => json(v, 'json')) },
-    { weight: 1, arbitrary: fc.integer({ min: 40, max: 300 }).map((d) => ({ bytes: Buffer.from(`{"items":[${nested(d)}]}`), kind: `nested ${d}` })) },
-    { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }).map((b) => ({ bytes: Buffer.from(b), kind: 'bytes' })) },
-    { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 100 }).map((s) => ({ bytes: Buffer.from(`{"items":"${s}"`), kind: 'truncated' })) },
     {
       weight: 1,
-      arbitrary: fromSchema(doc, schema).map((v) => ({ bytes: Buffer.from(JSON.stringify(v).replace(/"[^"]*"/, '"\\ud800\\u0000"')), kind: 'escapes' })),
+      arbitrary: fc
+        .integer({ min: 40, max: 300 })
+        .map((d) => ({ bytes: Buffer.from(`{"items":[${nested(d)}]}`), kind: `nested ${d}` })),
+    },
+    { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }).map((b) => ({ bytes: Buffer.from(b), kind: 'bytes' })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .string({ unit: 'binary', maxLength: 100 })
+        .map((s) => ({ bytes: Buffer.from(`{"items":"${s}"`), kind: 'truncated' })),
+    },
+    {
+      weight: 1,
+      arbitrary: fromSchema(doc, schema).map((v) => ({
+        bytes: Buffer.from(JSON.stringify(v).replace(/"[^"]*"/, '"\\ud800\\u0000"')),
+        kind: 'escapes',
+      })),
     },
   );
 }
 
-const CONTENT_TYPES = ['application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1', 'application/json; charset=utf-16', 'text/plain', 'application/x-www-form-urlencoded', 'application/json;;', ''];
+const CONTENT_TYPES = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json; charset=latin1',
+  'application/json; charset=utf-16',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'application/json;;',
+  '',
+];
 const ENCODINGS = ['', '', '', 'gzip', 'gzip!', 'deflate', 'br', 'identity', 'compress', 'gzip, gzip'];
 
 function encodeBody(bytes: Buffer, encoding: string): { bytes: Buffer; header?: string } {
@@ -229,25 +317,47 @@ export function requestsFor(doc: Json, path: string, method: string, world: Fuzz
   );
   const queryArb = fc.tuple(
     ...queryParams.map((p) =>
-      fc.oneof({ weight: p.required ? 1 : 3, arbitrary: fc.constant(undefined) }, { weight: 4, arbitrary: parameterValue(doc, p, world) }).map((values) => [p.name, values] as const),
+      fc
+        .oneof(
+          { weight: p.required ? 1 : 3, arbitrary: fc.constant(undefined) },
+          { weight: 4, arbitrary: parameterValue(doc, p, world) },
+        )
+        .map((values) => [p.name, values] as const),
     ),
   );
-  const unknownParams = fc.array(fc.tuple(fc.oneof(fc.constantFrom('api_key', 'sort_by[]', 'x', 'limit[]', '__proto__', 'constructor'), nastyString), nastyString), { maxLength: 2 });
+  const unknownParams = fc.array(
+    fc.tuple(
+      fc.oneof(fc.constantFrom('api_key', 'sort_by[]', 'x', 'limit[]', '__proto__', 'constructor'), nastyString),
+      nastyString,
+    ),
+    { maxLength: 2 },
+  );
   const keyArb = fc.oneof(
     { weight: 6, arbitrary: fc.constantFrom(...world.keys) },
     { weight: 1, arbitrary: fc.constant(undefined) },
     { weight: 1, arbitrary: fc.oneof(nastyString, fc.constant('cinv_adm_' + 'A'.repeat(36))) },
   );
   const bodyArb = bodySchema
-    ? fc.tuple(bodyArbitrary(doc, bodySchema), fc.constantFrom(...CONTENT_TYPES), fc.constantFrom(...ENCODINGS)).map(([body, type, encoding]) => ({ ...body, type, encoding }))
+    ? fc
+        .tuple(bodyArbitrary(doc, bodySchema), fc.constantFrom(...CONTENT_TYPES), fc.constantFrom(...ENCODINGS))
+        .map(([body, type, encoding]) => ({ ...body, type, encoding }))
     : fc.constant(undefined);
 
-  return fc.tuple(pathArb, queryArb, unknownParams, keyArb, bodyArb, fc.constantFrom('application/json', '*/*', 'text/csv', 'text/html', '')).map(
-    ([pathValues, queryValues, unknown, key, body, accept]) => {
+  return fc
+    .tuple(
+      pathArb,
+      queryArb,
+      unknownParams,
+      keyArb,
+      bodyArb,
+      fc.constantFrom('application/json', '*/*', 'text/csv', 'text/html', ''),
+    )
+    .map(([pathValues, queryValues, unknown, key, body, accept]) => {
       let url = path;
       for (const [name, value] of pathValues) url = url.replace(`{${name}}`, encode(value));
       const query: string[] = [];
-      for (const [name, values] of queryValues) for (const value of values ?? []) query.push(`${encode(name)}=${encode(value)}`);
+      for (const [name, values] of queryValues)
+        for (const value of values ?? []) query.push(`${encode(name)}=${encode(value)}`);
       for (const [name, value] of unknown) query.push(`${encode(name)}=${encode(value)}`);
       if (query.length > 0) url += `?${query.join('&')}`;
       const headers: Record<string, string> = {};
@@ -262,6 +372,5 @@ export function requestsFor(doc: Json, path: string, method: string, world: Fuzz
       }
       const describe = `${method.toUpperCase()} ${url.slice(0, 300)} ${JSON.stringify({ ...headers, 'x-api-key': key ? '<key>' : undefined })}${body ? ` body(${body.kind}, ${body.bytes.length} B): ${body.bytes.toString('utf8', 0, 200)}` : ''}`;
       return { method: method.toUpperCase(), path: url, headers, body: bytes, describe };
-    },
-  );
+    });
 }

@@ -11,8 +11,16 @@ export interface PlanNode {
 }
 
 /** Every node of the statement's plan, the root first (`analyze`: the statement is run and its nodes say what they read). */
-export async function planNodes(sql: Sql, statement: string, parameters: unknown[], options: { analyze?: boolean } = {}): Promise<PlanNode[]> {
-  const [row] = await sql.unsafe<{ 'QUERY PLAN': [{ Plan: PlanNode }] }[]>(`explain (${options.analyze ? 'analyze, ' : ''}format json) ${statement}`, parameters as never[]);
+export async function planNodes(
+  sql: Sql,
+  statement: string,
+  parameters: unknown[],
+  options: { analyze?: boolean } = {},
+): Promise<PlanNode[]> {
+  const [row] = await sql.unsafe<{ 'QUERY PLAN': [{ Plan: PlanNode }] }[]>(
+    `explain (${options.analyze ? 'analyze, ' : ''}format json) ${statement}`,
+    parameters as never[],
+  );
   const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
   return nodes(row!['QUERY PLAN'][0].Plan);
 }

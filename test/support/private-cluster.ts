@@ -10,7 +10,11 @@ const run = promisify(execFile);
 /** The machine's PostgreSQL binaries (initdb, pg_ctl), newest major version first. */
 function binDir(): string {
   const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   const found = versions.map((v) => path.join(root, v, 'bin')).find((dir) => existsSync(path.join(dir, 'pg_ctl')));
   if (!found) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql (initdb, pg_ctl)');
   return found;
@@ -52,7 +56,8 @@ async function privateCluster(init: (pg: Tool, dataDir: string) => Promise<void>
     const { stdout: gidOut } = await run('id', ['-g', 'postgres']);
     chownSync(dir, uid, Number(gidOut.trim()));
   }
-  const pg: Tool = (tool, args) => (asRoot ? run('runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args]) : run(path.join(bin, tool), args));
+  const pg: Tool = (tool, args) =>
+    asRoot ? run('runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args]) : run(path.join(bin, tool), args);
   const port = await freePort();
   await init(pg, dataDir);
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=40`;
@@ -87,6 +92,19 @@ export function createPrivateCluster(): Promise<PrivateCluster> {
 export function createStandby(primary: PrivateCluster): Promise<PrivateCluster> {
   const { hostname, port } = new URL(primary.url);
   return privateCluster(async (pg, dataDir) => {
-    await pg('pg_basebackup', ['-D', dataDir, '-h', hostname, '-p', port, '-U', 'postgres', '-R', '-X', 'stream', '--no-sync']);
+    await pg('pg_basebackup', [
+      '-D',
+      dataDir,
+      '-h',
+      hostname,
+      '-p',
+      port,
+      '-U',
+      'postgres',
+      '-R',
+      '-X',
+      'stream',
+      '--no-sync',
+    ]);
   });
 }

@@ -15,7 +15,8 @@ export interface PrometheusStack {
   stop(): Promise<void>;
 }
 
-const which = (names: string[]): string | undefined => names.find((name) => spawnSync('sh', ['-c', `command -v ${name}`]).status === 0);
+const which = (names: string[]): string | undefined =>
+  names.find((name) => spawnSync('sh', ['-c', `command -v ${name}`]).status === 0);
 
 export const PROMETHEUS_BIN = process.env.PROMETHEUS_BIN ?? which(['prometheus']);
 export const NODE_EXPORTER_BIN = process.env.NODE_EXPORTER_BIN ?? which(['prometheus-node-exporter', 'node_exporter']);
@@ -56,7 +57,8 @@ async function query(url: string, expression: string): Promise<unknown[]> {
 
 /** Starts both and waits for the first scrapes of the node_exporter and of Prometheus itself. */
 export async function startPrometheusStack(): Promise<PrometheusStack> {
-  if (!PROMETHEUS_BIN || !NODE_EXPORTER_BIN) throw new Error('prometheus and prometheus-node-exporter are not installed');
+  if (!PROMETHEUS_BIN || !NODE_EXPORTER_BIN)
+    throw new Error('prometheus and prometheus-node-exporter are not installed');
   const dir = mkdtempSync(path.join(tmpdir(), 'cinv-prometheus-'));
   const [exporterPort, prometheusPort] = [await freePort(), await freePort()];
   const nodeExporter = `127.0.0.1:${exporterPort}`;
@@ -74,7 +76,11 @@ export async function startPrometheusStack(): Promise<PrometheusStack> {
   const exporter = spawn(NODE_EXPORTER_BIN, [`--web.listen-address=${nodeExporter}`], { stdio: 'ignore' });
   const prometheus = spawn(
     PROMETHEUS_BIN,
-    [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${prometheusPort}`],
+    [
+      `--config.file=${path.join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${path.join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${prometheusPort}`,
+    ],
     { stdio: 'ignore' },
   );
   const stack: PrometheusStack = {
@@ -87,7 +93,10 @@ export async function startPrometheusStack(): Promise<PrometheusStack> {
     },
   };
   try {
-    await until(async () => (await query(url, 'up == 1')).length === 2 && (await query(url, 'node_uname_info')).length === 1, 'the first scrapes');
+    await until(
+      async () => (await query(url, 'up == 1')).length === 2 && (await query(url, 'node_uname_info')).length === 1,
+      'the first scrapes',
+    );
   } catch (error) {
     await stack.stop();
     throw error;
@@ -97,5 +106,8 @@ export async function startPrometheusStack(): Promise<PrometheusStack> {
 
 /** Waits until Prometheus reports the node_exporter target down. */
 export async function waitForTargetDown(stack: PrometheusStack): Promise<void> {
-  await until(async () => (await query(stack.url, `up{instance="${stack.nodeExporter}"} == 0`)).length === 1, 'the node_exporter target going down');
+  await until(
+    async () => (await query(stack.url, `up{instance="${stack.nodeExporter}"} == 0`)).length === 1,
+    'the node_exporter target going down',
+  );
 }

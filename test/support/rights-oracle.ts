@@ -17,11 +17,19 @@ export interface Rights {
 
 const UNNAMED = '\u0000unnamed';
 
-function cells(scopes: 'all' | readonly ScopeView[], sources: readonly string[], instances: readonly string[]): Set<string> {
+function cells(
+  scopes: 'all' | readonly ScopeView[],
+  sources: readonly string[],
+  instances: readonly string[],
+): Set<string> {
   const covered = new Set<string>();
   for (const source of sources) {
     for (const instance of instances) {
-      const hit = scopes === 'all' || scopes.some((s) => s.source_id === null || (s.source_id === source && (s.scope_id === null || s.scope_id === instance)));
+      const hit =
+        scopes === 'all' ||
+        scopes.some(
+          (s) => s.source_id === null || (s.source_id === source && (s.scope_id === null || s.scope_id === instance)),
+        );
       if (hit) covered.add(`${source}/${instance}`);
     }
   }

@@ -26,7 +26,10 @@ const node = (n: number, generation: number): UniversalRecord => ({
   external_id: `node/n${n}`,
   ci_type: 'k8s.node',
   name: `n${n}`,
-  raw_data: { metadata: { name: `n${n}`, labels: { zone: `z${n % 3}` } }, status: { allocatable: { cpu: String(4 + (generation % 2)) } } },
+  raw_data: {
+    metadata: { name: `n${n}`, labels: { zone: `z${n % 3}` } },
+    status: { allocatable: { cpu: String(4 + (generation % 2)) } },
+  },
   type_data: { kubelet: `1.${28 + (generation % 2)}` },
 });
 
@@ -35,7 +38,11 @@ const pod = (p: number, nodeOf: number, replicas: number, service: number | null
   ci_type: 'k8s.pod',
   name: `p${p}`,
   namespace: 'default',
-  raw_data: { metadata: { name: `p${p}`, namespace: 'default' }, spec: { nodeName: `n${nodeOf}`, replicas }, status: { phase: 'Running' } },
+  raw_data: {
+    metadata: { name: `p${p}`, namespace: 'default' },
+    spec: { nodeName: `n${nodeOf}`, replicas },
+    status: { phase: 'Running' },
+  },
   type_data: { phase: 'Running', node: `n${nodeOf}` },
   relationships: [
     { type: 'runs_on', target_external_id: `node/n${nodeOf}` },
@@ -65,7 +72,14 @@ export function crashScenario(source = 'crash'): Step[] {
     for (let p = 0; p < 360; p++) {
       if ((p + generation) % 11 === 0) continue;
       const nodeOf = Math.floor(rand() * 30);
-      pods.push(pod(p, generation % 3 === 0 ? nodeOf : p % 30, 1 + ((p + generation) % 4 === 0 ? generation : 0), p % 7 === 0 ? p % 5 : null));
+      pods.push(
+        pod(
+          p,
+          generation % 3 === 0 ? nodeOf : p % 30,
+          1 + ((p + generation) % 4 === 0 ? generation : 0),
+          p % 7 === 0 ? p % 5 : null,
+        ),
+      );
     }
     pods.push({ ...pod(999, 999, 1, null) });
     const nodes = Array.from({ length: 30 }, (_, n) => node(n, generation));
@@ -96,11 +110,18 @@ export function concurrentStep(round: number, replica: number, replicas: number,
   const from = sharedSource ? replica * 8 : 0;
   const records: UniversalRecord[] = [];
   for (let p = from; p < from + 40; p++) {
-    records.push({ ...pod(offset + p, offset + ((p + generation) % 12), 1 + (generation % 3), p % 5 === 0 ? offset : null) });
+    records.push({
+      ...pod(offset + p, offset + ((p + generation) % 12), 1 + (generation % 3), p % 5 === 0 ? offset : null),
+    });
   }
   for (let n = 0; n < 12; n++) records.push(node(offset + n, generation));
   if ((round + replica) % 2 === 0) records.push(service(offset));
-  return { source: sharedSource ? 'shared' : `replica-${replica}`, scopeId: 'cluster', mode: 'snapshot', records: rotate(records, replica, replicas) };
+  return {
+    source: sharedSource ? 'shared' : `replica-${replica}`,
+    scopeId: 'cluster',
+    mode: 'snapshot',
+    records: rotate(records, replica, replicas),
+  };
 }
 
 /**
@@ -120,7 +141,8 @@ export function conflictingStep(round: number, replica: number): Step {
  * recorded replica count is not the stored one: both must be empty whatever the interleaving.
  */
 export async function inconsistentPods(sql: Sql): Promise<unknown[]> {
-  return [...(await sql`
+  return [
+    ...(await sql`
     select c.external_id, c.raw_data #>> '{spec,nodeName}' as node, c.raw_data #> '{spec,replicas}' as replicas,
            array(select t.name from relationships r join configuration_items t on t.ci_id = r.to_ci_id
                  where r.from_ci_id = c.ci_id and r.relationship_type = 'runs_on' order by 1) as targets,
@@ -132,7 +154,8 @@ export async function inconsistentPods(sql: Sql): Promise<unknown[]> {
                  where r.from_ci_id = c.ci_id and r.relationship_type = 'runs_on') <> array[c.raw_data #>> '{spec,nodeName}']
            or coalesce((select f -> 'new_value' from change_records h, jsonb_array_elements(h.changes) f
                         where h.ci_id = c.ci_id and f ->> 'field' = 'raw_data.spec.replicas' order by h.id desc limit 1),
-                       '1'::jsonb) <> c.raw_data #> '{spec,replicas}')`)];
+                       '1'::jsonb) <> c.raw_data #> '{spec,replicas}')`),
+  ];
 }
 
 /** Different replicas list the same objects in different orders, so their batches differ. */

@@ -15,7 +15,9 @@ class SummaryReporter extends Mocha.reporters.Spec {
     const failed = [];
     runner.on('fail', (test, err) => {
       const file = test.file ? path.relative(process.cwd(), test.file) : '?';
-      const reason = String(err?.message ?? err).split('\n')[0].slice(0, 200);
+      const reason = String(err?.message ?? err)
+        .split('\n')[0]
+        .slice(0, 200);
       failed.push(`failed: ${file}: ${test.fullTitle()}: ${reason}`);
     });
     runner.on('suite', (suite) => {

@@ -11,11 +11,15 @@ export async function expectDocumentedTypeData(app: TestApp, key: string, typeNa
   const documented = collectorType(typeName)!.ciTypes!;
   for (const [ciType, keys] of Object.entries(documented)) {
     const kind = typeDataKey(ciType);
-    const reply = await app.get(`/api/v1/configuration-items?status=all&limit=1000&include_type_data=true&filter=ci_type:eq:${ciType}`, key);
+    const reply = await app.get(
+      `/api/v1/configuration-items?status=all&limit=1000&include_type_data=true&filter=ci_type:eq:${ciType}`,
+      key,
+    );
     expect(reply.status, reply.text).to.equal(200);
     const items = reply.body.items as { attributes: Record<string, Record<string, unknown>> }[];
     expect(items.length, `${typeName} wrote ${ciType} CIs`).to.be.above(0);
     const top = [...new Set(keys.map((k) => k.split('.')[0]!))].sort();
-    for (const item of items) expect(Object.keys(item.attributes[kind] ?? {}).sort(), `${ciType} type_data keys`).to.deep.equal(top);
+    for (const item of items)
+      expect(Object.keys(item.attributes[kind] ?? {}).sort(), `${ciType} type_data keys`).to.deep.equal(top);
   }
 }

@@ -26,11 +26,18 @@ describe('structural diff of change values (web interface)', () => {
   });
 
   it('diffs an element replaced by one of the same shape inside, field by field', () => {
-    const before = [{ type: 'Ready', status: 'True' }, { type: 'DiskPressure', status: 'False' }];
-    const after = [{ type: 'Ready', status: 'False' }, { type: 'DiskPressure', status: 'False' }];
+    const before = [
+      { type: 'Ready', status: 'True' },
+      { type: 'DiskPressure', status: 'False' },
+    ];
+    const after = [
+      { type: 'Ready', status: 'False' },
+      { type: 'DiskPressure', status: 'False' },
+    ];
     const node = diff(before, after);
     expect(kinds(node)).to.deep.equal(['object', 'same']);
-    if (node.kind !== 'array' || node.items[0]!.node.kind !== 'object') throw new Error('expected an object diff inside the array');
+    if (node.kind !== 'array' || node.items[0]!.node.kind !== 'object')
+      throw new Error('expected an object diff inside the array');
     expect(node.items[0]!.node.entries.map((e) => [e.key, e.node.kind])).to.deep.equal([
       ['type', 'same'],
       ['status', 'changed'],
@@ -50,6 +57,8 @@ describe('structural diff of change values (web interface)', () => {
     const node = diff(before, after);
     expect(changeCount(node)).to.equal(2);
     if (node.kind !== 'array') throw new Error('expected an array diff');
-    expect(node.items.filter((item) => item.node.kind === 'removed').map((item) => item.oldIndex)).to.deep.equal([50, 120]);
+    expect(node.items.filter((item) => item.node.kind === 'removed').map((item) => item.oldIndex)).to.deep.equal([
+      50, 120,
+    ]);
   });
 });

@@ -32,15 +32,32 @@ describe('times in the chosen zone (web interface)', () => {
 describe('the time axis of the statistics (web interface)', () => {
   const at = (iso: string) => Date.parse(iso);
 
-  it('labels a week by day at the zone\'s midnights', () => {
+  it("labels a week by day at the zone's midnights", () => {
     const ticks = timeTicks(at('2026-11-13T15:00:00Z'), at('2026-11-20T15:00:00Z'), 'utc');
-    expect(ticks.map((tick) => tick.label)).to.deep.equal(['11-14', '11-15', '11-16', '11-17', '11-18', '11-19', '11-20']);
+    expect(ticks.map((tick) => tick.label)).to.deep.equal([
+      '11-14',
+      '11-15',
+      '11-16',
+      '11-17',
+      '11-18',
+      '11-19',
+      '11-20',
+    ]);
     expect(new Date(ticks[0]!.at).toISOString()).to.equal('2026-11-14T00:00:00.000Z');
   });
 
   it('labels a day by hours, naming the date where a day begins', () => {
     const ticks = timeTicks(at('2026-11-19T13:00:00Z'), at('2026-11-20T13:00:00Z'), 'utc');
-    expect(ticks.map((tick) => tick.label)).to.deep.equal(['15:00', '18:00', '21:00', '11-20', '03:00', '06:00', '09:00', '12:00']);
+    expect(ticks.map((tick) => tick.label)).to.deep.equal([
+      '15:00',
+      '18:00',
+      '21:00',
+      '11-20',
+      '03:00',
+      '06:00',
+      '09:00',
+      '12:00',
+    ]);
   });
 
   it('never crowds the axis: at most eight labels over 90 days', () => {

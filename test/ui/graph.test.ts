@@ -6,7 +6,6 @@ import { ARTIFACTS, hasChromium, launchChromium, prepareWebInterface, signedIn }
 import { resetDatabase, testDatabase } from '../support/db.js';
 import { describeWith } from '../support/dependencies.js';
 
-
 interface Drawn {
   id: string;
   name: string;
@@ -45,10 +44,14 @@ const overlapping = (nodes: Drawn[]) => {
 /** WCAG's contrast ratio of two CSS rgb() colours. */
 function contrast(one: string, two: string): number {
   const luminance = (colour: string) => {
-    const [r, g, b] = colour.match(/[\d.]+/g)!.slice(0, 3).map(Number).map((channel) => {
-      const c = channel / 255;
-      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
-    });
+    const [r, g, b] = colour
+      .match(/[\d.]+/g)!
+      .slice(0, 3)
+      .map(Number)
+      .map((channel) => {
+        const c = channel / 255;
+        return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+      });
     return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
   };
   const [light, dark] = [luminance(one), luminance(two)].sort((a, b) => b - a);
@@ -69,27 +72,55 @@ describeWith(hasChromium)(
       await resetDatabase((await testDatabase()).sql);
       app = await startTestApp();
       admin = await createKey(app.sql, 'adm');
-      const source = await app.request('POST', '/api/v1/sources', { key: admin, body: { name: 'agents', collector_type: 'universal' } });
+      const source = await app.request('POST', '/api/v1/sources', {
+        key: admin,
+        body: { name: 'agents', collector_type: 'universal' },
+      });
       expect(source.status, source.text).to.equal(201);
       // a node with 50 pods on it and 49 services routing to them (100 items), and a small one of 10
       const items: unknown[] = [];
       const cluster = (node: string, pods: number, services: number) => {
-        items.push({ external_id: `node/${node}`, ci_type: 'k8s.node', name: node, raw_data: { metadata: { name: node } } });
+        items.push({
+          external_id: `node/${node}`,
+          ci_type: 'k8s.node',
+          name: node,
+          raw_data: { metadata: { name: node } },
+        });
         for (let i = 0; i < pods; i++) {
           const pod = `${node}-checkout-api-7f9c4d-${String(i).padStart(2, '0')}`;
-          items.push({ external_id: `pod/shop/${pod}`, ci_type: 'k8s.pod', name: pod, namespace: 'shop', raw_data: { metadata: { name: pod } }, relationships: [{ type: 'runs_on', target_external_id: `node/${node}` }] });
+          items.push({
+            external_id: `pod/shop/${pod}`,
+            ci_type: 'k8s.pod',
+            name: pod,
+            namespace: 'shop',
+            raw_data: { metadata: { name: pod } },
+            relationships: [{ type: 'runs_on', target_external_id: `node/${node}` }],
+          });
         }
         for (let i = 0; i < services; i++) {
           const service = `${node}-svc-${String(i).padStart(2, '0')}`;
           const pod = `${node}-checkout-api-7f9c4d-${String(i).padStart(2, '0')}`;
-          items.push({ external_id: `service/shop/${service}`, ci_type: 'k8s.service', name: service, namespace: 'shop', raw_data: { metadata: { name: service } }, relationships: [{ type: 'routes_to', target_external_id: `pod/shop/${pod}` }] });
+          items.push({
+            external_id: `service/shop/${service}`,
+            ci_type: 'k8s.service',
+            name: service,
+            namespace: 'shop',
+            raw_data: { metadata: { name: service } },
+            relationships: [{ type: 'routes_to', target_external_id: `pod/shop/${pod}` }],
+          });
         }
       };
       cluster('node-hub', 50, 49);
       cluster('node-small', 5, 4);
-      const pushed = await app.request('POST', `/api/v1/sources/${(source.body as { id: number }).id}/ingest`, { key: admin, body: { scope_id: 'east', items } });
+      const pushed = await app.request('POST', `/api/v1/sources/${(source.body as { id: number }).id}/ingest`, {
+        key: admin,
+        body: { scope_id: 'east', items },
+      });
       expect(pushed.status, pushed.text).to.equal(200);
-      for (const row of await app.sql<{ ci_id: string; name: string }[]>`select ci_id, name from configuration_items where name in ('node-hub', 'node-small')`) ids.set(row.name, row.ci_id);
+      for (const row of await app.sql<
+        { ci_id: string; name: string }[]
+      >`select ci_id, name from configuration_items where name in ('node-hub', 'node-small')`)
+        ids.set(row.name, row.ci_id);
       browser = await launchChromium();
     });
 
@@ -108,7 +139,8 @@ describeWith(hasChromium)(
           // the flag hands the drawing's cytoscape instance to the test
           await context.addInitScript('window.__cinvTestHooks = true');
           page.on('console', (message) => {
-            if (message.type() === 'warning' || message.type() === 'error') complaints.push(`${message.type()}: ${message.text()}`);
+            if (message.type() === 'warning' || message.type() === 'error')
+              complaints.push(`${message.type()}: ${message.text()}`);
           });
           page.on('pageerror', (error) => complaints.push(`pageerror: ${error.message}`));
         },
@@ -142,7 +174,8 @@ describeWith(hasChromium)(
         const services = nodes.filter((node) => node.name.includes('-svc-'));
         expect(pods).to.have.length(50);
         for (const pod of pods) expect(pod.x, pod.name).to.be.lessThan(hub.x);
-        for (const service of services) expect(service.x, service.name).to.be.lessThan(Math.min(...pods.map((pod) => pod.x)));
+        for (const service of services)
+          expect(service.x, service.name).to.be.lessThan(Math.min(...pods.map((pod) => pod.x)));
         // zoomed in, more names fit, and still none overlaps another
         await around.getByRole('button', { name: 'Zoom in' }).click();
         await around.getByRole('button', { name: 'Zoom in' }).click();
@@ -155,7 +188,9 @@ describeWith(hasChromium)(
         const legend = page.getByRole('group', { name: 'Legend of the drawing' });
         for (const type of ['k8s.node', 'k8s.pod', 'k8s.service']) await legend.getByText(type).waitFor();
         if (scheme === 'dark') {
-          const background = (await page.evaluate(`getComputedStyle(document.querySelector('.graph-canvas')).backgroundColor`)) as string;
+          const background = (await page.evaluate(
+            `getComputedStyle(document.querySelector('.graph-canvas')).backgroundColor`,
+          )) as string;
           for (const colour of new Set(nodes.map((node) => node.colour))) {
             expect(colour, 'a resolved colour').to.match(/^rgba?\(/);
             expect(contrast(colour, background), `${colour} on ${background}`).to.be.at.least(4.5);
@@ -171,9 +206,13 @@ describeWith(hasChromium)(
       const nodes = await drawn(page);
       expect(nodes).to.have.length(10);
       await around.locator('.graph-frame').screenshot({ path: path.join(ARTIFACTS, 'graph-10-light.png') });
-      expect(nodes.filter((node) => !node.labelled).map((node) => node.name), 'names left out').to.deep.equal([]);
+      expect(
+        nodes.filter((node) => !node.labelled).map((node) => node.name),
+        'names left out',
+      ).to.deep.equal([]);
       expect(overlapping(nodes)).to.deep.equal([]);
-      const background = async () => (await page.evaluate(`getComputedStyle(document.querySelector('.graph-canvas')).backgroundColor`)) as string;
+      const background = async () =>
+        (await page.evaluate(`getComputedStyle(document.querySelector('.graph-canvas')).backgroundColor`)) as string;
       const light = nodes[0]!.colour;
       expect(contrast(light, await background())).to.be.at.least(4.5);
       // the theme button goes from the system's to light, then to dark
@@ -181,7 +220,9 @@ describeWith(hasChromium)(
       await theme.click();
       await theme.click();
       await page.waitForFunction(`document.documentElement.dataset.theme === 'dark'`);
-      await page.waitForFunction(`'rgb(' + window.__cinvGraph.nodes()[0].pstyle('color').value.join(',') + ')' !== ${JSON.stringify(light)}`);
+      await page.waitForFunction(
+        `'rgb(' + window.__cinvGraph.nodes()[0].pstyle('color').value.join(',') + ')' !== ${JSON.stringify(light)}`,
+      );
       const dark = (await drawn(page))[0]!.colour;
       expect(contrast(dark, await background()), `${dark} on the dark background`).to.be.at.least(4.5);
       await around.locator('.graph-frame').screenshot({ path: path.join(ARTIFACTS, 'graph-10-toggled-dark.png') });
@@ -189,7 +230,9 @@ describeWith(hasChromium)(
       const hub = nodes.find((node) => node.name === 'node-small')!;
       await around.locator('.graph-canvas').scrollIntoViewIfNeeded();
       const box = (await around.locator('.graph-canvas').boundingBox())!;
-      const at = (await page.evaluate(`window.__cinvGraph.getElementById(${JSON.stringify(hub.id)}).renderedPosition()`)) as { x: number; y: number };
+      const at = (await page.evaluate(
+        `window.__cinvGraph.getElementById(${JSON.stringify(hub.id)}).renderedPosition()`,
+      )) as { x: number; y: number };
       await page.mouse.move(box.x + at.x, box.y + at.y, { steps: 5 });
       await page.getByRole('tooltip').getByText('node-small').waitFor();
       expect(complaints).to.deep.equal([]);

@@ -42,14 +42,25 @@ describeWith(hasChromium)(
     });
 
     it('shows the cause, the crash loop on the pods and their archiving as one timeline of grouped bursts', async () => {
-      const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing: `/ci/${deployment}?${INCIDENT}`, timezoneId: 'UTC' });
+      const { context, page } = await signedIn(browser, app.baseUrl, admin, {
+        landing: `/ci/${deployment}?${INCIDENT}`,
+        timezoneId: 'UTC',
+      });
       const around = page.getByRole('list', { name: 'Changes around this item' });
       await around.waitFor();
       // the configuration change is a record of its own, on the deployment
-      expect(await around.locator(':scope > li').filter({ hasText: 'raw_data.spec.template' }).first().isVisible()).to.equal(true);
+      expect(
+        await around.locator(':scope > li').filter({ hasText: 'raw_data.spec.template' }).first().isVisible(),
+      ).to.equal(true);
       const summaries = await around.locator(':scope > li > details.burst > summary').allInnerTexts();
-      expect(summaries.some((text) => /\d+ k8s\.pod archived/.test(text)), summaries.join('\n')).to.equal(true);
-      expect(summaries.some((text) => /raw_data\.status\.containerStatuses.* changed on \d+ k8s\.pod/.test(text)), summaries.join('\n')).to.equal(true);
+      expect(
+        summaries.some((text) => /\d+ k8s\.pod archived/.test(text)),
+        summaries.join('\n'),
+      ).to.equal(true);
+      expect(
+        summaries.some((text) => /raw_data\.status\.containerStatuses.* changed on \d+ k8s\.pod/.test(text)),
+        summaries.join('\n'),
+      ).to.equal(true);
       // a burst opens into its members, each a change record of a pod
       const archived = around.locator(':scope > li > details.burst').filter({ hasText: 'k8s.pod archived' }).first();
       const [, members] = /(\d+) k8s\.pod archived/.exec(await archived.locator('summary').innerText())!;
@@ -71,16 +82,26 @@ describeWith(hasChromium)(
       await section.getByText('No relationships.').or(section.locator('details').first()).waitFor();
       const before = await section.locator('ul.neighbours li').count();
       await section.getByLabel('Inactive and archived too').check();
-      await section.getByText(/· archived · ended /).first().waitFor();
+      await section
+        .getByText(/· archived · ended /)
+        .first()
+        .waitFor();
       expect(await section.locator('ul.neighbours li').count()).to.be.above(before);
       await context.close();
     });
 
     it('compares before and after the incident: the crashed pods left the active inventory, and over every status they changed status', async () => {
-      const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing: `/compare?${INCIDENT}&ci_type=k8s.pod` });
+      const { context, page } = await signedIn(browser, app.baseUrl, admin, {
+        landing: `/compare?${INCIDENT}&ci_type=k8s.pod`,
+      });
       const byType = page.getByRole('table', { name: 'By type' });
       await byType.waitFor();
-      expect(await byType.getByRole('columnheader').allInnerTexts()).to.deep.equal(['Type', 'Entered', 'Left', 'Changed']);
+      expect(await byType.getByRole('columnheader').allInnerTexts()).to.deep.equal([
+        'Type',
+        'Entered',
+        'Left',
+        'Changed',
+      ]);
       const pods = byType.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'k8s.pod' }) });
       const [entered, left] = (await pods.getByRole('cell').allInnerTexts()).map(Number);
       expect(left, 'pods that left').to.be.at.least(3);
@@ -91,20 +112,38 @@ describeWith(hasChromium)(
       await page.getByLabel('Every status (archiving is a change of status)').check();
       await page.waitForURL(/status=all/);
       await byType.getByRole('columnheader', { name: 'Disappeared' }).waitFor();
-      const [, gone, changed] = (await byType.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'k8s.pod' }) }).getByRole('cell').allInnerTexts()).map(Number);
+      const [, gone, changed] = (
+        await byType
+          .getByRole('row')
+          .filter({ has: page.getByRole('rowheader', { name: 'k8s.pod' }) })
+          .getByRole('cell')
+          .allInnerTexts()
+      ).map(Number);
       // archived, not removed: over every status they are still there, with another status
       expect(gone).to.equal(0);
       expect(changed).to.be.at.least(left!);
       await context.close();
     });
 
-    it('labels the statistics\' time axis at round steps, and a logarithmic scale keeps the week readable beside the first load', async () => {
+    it("labels the statistics' time axis at round steps, and a logarithmic scale keeps the week readable beside the first load", async () => {
       const week = 'from=2026-11-13T15:00:00Z&to=2026-11-20T15:00:00Z';
-      const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing: `/stats?${week}`, timezoneId: 'UTC' });
+      const { context, page } = await signedIn(browser, app.baseUrl, admin, {
+        landing: `/stats?${week}`,
+        timezoneId: 'UTC',
+      });
       const chart = page.getByRole('group', { name: /^Changes per bucket/ });
       await chart.waitFor();
-      expect(await chart.locator('g.tick.time text').allTextContents()).to.deep.equal(['11-14', '11-15', '11-16', '11-17', '11-18', '11-19', '11-20']);
-      const heights = async () => (await chart.locator('rect.bar').evaluateAll((bars) => bars.map((bar) => Number(bar.getAttribute('height')))));
+      expect(await chart.locator('g.tick.time text').allTextContents()).to.deep.equal([
+        '11-14',
+        '11-15',
+        '11-16',
+        '11-17',
+        '11-18',
+        '11-19',
+        '11-20',
+      ]);
+      const heights = async () =>
+        await chart.locator('rect.bar').evaluateAll((bars) => bars.map((bar) => Number(bar.getAttribute('height'))));
       const linear = await heights();
       await page.getByLabel('Logarithmic').check();
       await page.waitForURL(/scale=log/);
@@ -120,7 +159,10 @@ describeWith(hasChromium)(
     });
 
     it('names the time zone in the header and shows every time in UTC when asked', async () => {
-      const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing: `/ci/${deployment}?${INCIDENT}`, timezoneId: 'America/New_York' });
+      const { context, page } = await signedIn(browser, app.baseUrl, admin, {
+        landing: `/ci/${deployment}?${INCIDENT}`,
+        timezoneId: 'America/New_York',
+      });
       const zone = page.getByRole('button', { name: /^Times: / });
       expect(await zone.innerText()).to.match(/^Times: America\/New_York \(UTC−05:00\)$/);
       const around = page.getByRole('list', { name: 'Changes around this item' });
@@ -138,8 +180,17 @@ describeWith(hasChromium)(
     });
 
     it('fits a phone: the header wraps inside the page, nothing widens it, sign out stays reachable', async () => {
-      for (const [landing, colorScheme] of [['/inventory', 'light'], [`/ci/${deployment}?${INCIDENT}`, 'dark'], ['/changes?q=PAYMENT_TIMEOUT_MS', 'light'], ['/changes?q=PAYMENT_TIMEOUT_MS', 'dark']] as const) {
-        const { context, page } = await signedIn(browser, app.baseUrl, admin, { landing, colorScheme, viewport: { width: 390, height: 844 } });
+      for (const [landing, colorScheme] of [
+        ['/inventory', 'light'],
+        [`/ci/${deployment}?${INCIDENT}`, 'dark'],
+        ['/changes?q=PAYMENT_TIMEOUT_MS', 'light'],
+        ['/changes?q=PAYMENT_TIMEOUT_MS', 'dark'],
+      ] as const) {
+        const { context, page } = await signedIn(browser, app.baseUrl, admin, {
+          landing,
+          colorScheme,
+          viewport: { width: 390, height: 844 },
+        });
         await page.locator('main h1, main table, main [role="list"]').first().waitFor();
         const width = await page.evaluate('document.documentElement.scrollWidth');
         expect(width, landing).to.be.at.most(390);
@@ -152,7 +203,10 @@ describeWith(hasChromium)(
         })()`)) as [string, string];
         expect(colours[0], landing).to.equal('rgb(255, 255, 255)');
         expect(colours[1], landing).to.not.equal('rgb(255, 255, 255)');
-        await page.screenshot({ path: path.join(ARTIFACTS, `narrow-${landing.split(/[/?]/)[1]}-${colorScheme}.png`), fullPage: true });
+        await page.screenshot({
+          path: path.join(ARTIFACTS, `narrow-${landing.split(/[/?]/)[1]}-${colorScheme}.png`),
+          fullPage: true,
+        });
         await context.close();
       }
     });

@@ -5,7 +5,7 @@ import { buildWebInterface } from '../../src/ui/build.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 
-describe('the web interface\'s server side: serving the built app, and key sign-in sessions', function () {
+describe("the web interface's server side: serving the built app, and key sign-in sessions", function () {
   this.timeout(60_000);
   let app: TestApp;
   let origin: Record<string, string>;
@@ -24,7 +24,11 @@ describe('the web interface\'s server side: serving the built app, and key sign-
 
   const signIn = async (key: string, headers: Record<string, string> = origin) =>
     app.request<any>('POST', '/auth/session', { body: { api_key: key }, headers });
-  const cookieOf = (reply: { headers: Headers }) => reply.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const cookieOf = (reply: { headers: Headers }) =>
+    reply.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
   const withCookie = (cookie: string, method = 'GET', path = '/api/v1/me', body?: unknown) =>
     app.request<any>(method, path, { headers: { cookie, ...origin }, body });
 
@@ -71,7 +75,9 @@ describe('the web interface\'s server side: serving the built app, and key sign-
     expect(signedIn.status, signedIn.text).to.equal(200);
     expect(signedIn.body).to.deep.include({ kind: 'api_key', tier: 'ro', name: 'reader' });
     const setCookie = signedIn.headers.getSetCookie().find((c) => c.startsWith('cinv_session='))!;
-    expect(setCookie).to.match(/httponly/i).and.to.match(/samesite=lax/i);
+    expect(setCookie)
+      .to.match(/httponly/i)
+      .and.to.match(/samesite=lax/i);
     expect(signedIn.text).to.not.include(reader);
     const cookie = cookieOf(signedIn);
     expect((await withCookie(cookie)).body).to.deep.include({ kind: 'api_key', tier: 'ro' });
@@ -86,12 +92,18 @@ describe('the web interface\'s server side: serving the built app, and key sign-
     expect(await app.sql`select 1 from sessions where api_key_id = ${row!.id}`).to.have.length(0);
   });
 
-  it('keeps a scoped key\'s data scopes in its session', async () => {
+  it("keeps a scoped key's data scopes in its session", async () => {
     const admin = await createKey(app.sql, 'adm');
-    const added = await app.request<any>('POST', '/api/v1/sources', { key: admin, body: { name: 'east', collector_type: 'universal' } });
+    const added = await app.request<any>('POST', '/api/v1/sources', {
+      key: admin,
+      body: { name: 'east', collector_type: 'universal' },
+    });
     expect(added.status, added.text).to.equal(201);
     const sourceId = String(added.body.id);
-    const scoped = await createKey(app.sql, 'svc', { permissions: ['configuration_items:read'], scopes: [{ sourceId, scopeId: 'east' }] });
+    const scoped = await createKey(app.sql, 'svc', {
+      permissions: ['configuration_items:read'],
+      scopes: [{ sourceId, scopeId: 'east' }],
+    });
     const signedIn = await signIn(scoped);
     expect(signedIn.status, signedIn.text).to.equal(200);
     const me = await withCookie(cookieOf(signedIn));
@@ -113,7 +125,10 @@ describe('the web interface\'s server side: serving the built app, and key sign-
       expect(refused.body.error.code).to.equal('HTTP_401');
       expect(refused.text).to.not.include(bad);
     }
-    const extra = await app.request<any>('POST', '/auth/session', { body: { api_key: admin, remember: true }, headers: origin });
+    const extra = await app.request<any>('POST', '/auth/session', {
+      body: { api_key: admin, remember: true },
+      headers: origin,
+    });
     expect(extra.status).to.equal(422);
     expect((await app.get<any>('/auth/methods')).body).to.deep.equal({ sso: false, api_key: true });
   });

@@ -9,7 +9,13 @@ import { Webhook } from 'standardwebhooks';
 import { CollectionWorker } from '../../src/collection/collectors/runs/worker.js';
 import { SubscriptionDelivery } from '../../src/history/subscriptions/delivery.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
-import { ARTIFACTS, hasChromium, launchChromium, prepareWebInterface, signedIn as signedInWith } from '../support/browser.js';
+import {
+  ARTIFACTS,
+  hasChromium,
+  launchChromium,
+  prepareWebInterface,
+  signedIn as signedInWith,
+} from '../support/browser.js';
 import { resetDatabase, testDatabase } from '../support/db.js';
 import { describeWith } from '../support/dependencies.js';
 import { FakeKubeApiServer } from '../support/fake-kube-apiserver.js';
@@ -45,7 +51,11 @@ describeWith(hasChromium)(
       await worker.stop();
     };
     const trigger = async (source: { id: number; collector_id: number }) => {
-      const reply = await app.request('POST', `/api/v1/collectors/${source.collector_id}/trigger?source_id=${source.id}`, { key: admin });
+      const reply = await app.request(
+        'POST',
+        `/api/v1/collectors/${source.collector_id}/trigger?source_id=${source.id}`,
+        { key: admin },
+      );
       expect(reply.status, reply.text).to.equal(202);
     };
 
@@ -66,11 +76,20 @@ describeWith(hasChromium)(
       for (const cluster of ['east', 'west']) {
         const added = await app.request('POST', '/api/v1/sources', {
           key: admin,
-          body: { name: cluster, collector_type: 'kubernetes', endpoint: fake.url, config: { cluster_name: cluster, verify_ssl: false }, schedule_config: { enabled: false, interval_minutes: 60 } },
+          body: {
+            name: cluster,
+            collector_type: 'kubernetes',
+            endpoint: fake.url,
+            config: { cluster_name: cluster, verify_ssl: false },
+            schedule_config: { enabled: false, interval_minutes: 60 },
+          },
         });
         expect(added.status, added.text).to.equal(201);
         sources.push({ ...(added.body as { id: number; collector_id: number }), name: cluster });
-        const stored = await app.request('PUT', `/api/v1/sources/${(added.body as { id: number }).id}/credentials`, { key: admin, body: { type: 'token', token: TOKEN } });
+        const stored = await app.request('PUT', `/api/v1/sources/${(added.body as { id: number }).id}/credentials`, {
+          key: admin,
+          body: { type: 'token', token: TOKEN },
+        });
         expect(stored.status, stored.text).to.equal(204);
       }
       for (const source of sources) await trigger(source);
@@ -81,14 +100,30 @@ describeWith(hasChromium)(
       // a second container in the deployment: an array change in its history
       fake.put('deployments', {
         metadata: { name: 'web', namespace: 'shop' },
-        spec: { replicas: 3, template: { spec: { containers: [{ name: 'app', image: 'shop/web:1.0' }, { name: 'sidecar', image: 'envoy:1.30' }] } } },
+        spec: {
+          replicas: 3,
+          template: {
+            spec: {
+              containers: [
+                { name: 'app', image: 'shop/web:1.0' },
+                { name: 'sidecar', image: 'envoy:1.30' },
+              ],
+            },
+          },
+        },
         status: { readyReplicas: 3 },
       });
       for (const source of sources) await trigger(source);
       await collect();
       await app.request('POST', '/api/v1/changes/refresh-stats', { key: admin });
       scoped = await createKey(app.sql, 'svc', {
-        permissions: ['configuration_items:read', 'changes:read', 'relationships:read', 'sources:read', 'collectors:read'],
+        permissions: [
+          'configuration_items:read',
+          'changes:read',
+          'relationships:read',
+          'sources:read',
+          'collectors:read',
+        ],
         scopes: [{ sourceId: String(sources[0]!.id), scopeId: 'east' }],
       });
       browser = await launchChromium();
@@ -103,7 +138,11 @@ describeWith(hasChromium)(
     const url = (relative: string) => `${app.baseUrl}/ui${relative}`;
 
     /** A fresh browser signed in with a key through the sign-in form, landing where it was going. */
-    async function signedIn(key: string, landing = '/inventory', colorScheme: 'light' | 'dark' = 'light'): Promise<{ context: BrowserContext; page: Page }> {
+    async function signedIn(
+      key: string,
+      landing = '/inventory',
+      colorScheme: 'light' | 'dark' = 'light',
+    ): Promise<{ context: BrowserContext; page: Page }> {
       return signedInWith(browser, app.baseUrl, key, { landing, colorScheme });
     }
 
@@ -114,8 +153,13 @@ describeWith(hasChromium)(
       await page.evaluate(axeSource());
       // page functions are written as text: this project's types describe Node, not the browser
       const violations = (await page.evaluate('axe.run().then((result) => result.violations)')) as AxeViolation[];
-      const serious = violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
-      expect(serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join('; ')})`), name).to.deep.equal([]);
+      const serious = violations.filter(
+        (violation) => violation.impact === 'serious' || violation.impact === 'critical',
+      );
+      expect(
+        serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join('; ')})`),
+        name,
+      ).to.deep.equal([]);
     }
 
     /** The page's data has arrived for its URL: nothing is loading any more. */
@@ -126,23 +170,33 @@ describeWith(hasChromium)(
     const differencesAnswered = (page: Page, matches: (query: URLSearchParams) => boolean) =>
       page.waitForResponse((response) => {
         const asked = new URL(response.url());
-        return asked.pathname === '/api/v1/inventory/diff' && !asked.searchParams.has('cursor') && matches(asked.searchParams);
+        return (
+          asked.pathname === '/api/v1/inventory/diff' &&
+          !asked.searchParams.has('cursor') &&
+          matches(asked.searchParams)
+        );
       });
-    const rowNames = async (page: Page) => page.locator('table[aria-label="Configuration items"] tbody tr td:first-child').allInnerTexts();
+    const rowNames = async (page: Page) =>
+      page.locator('table[aria-label="Configuration items"] tbody tr td:first-child').allInnerTexts();
 
     it('draws /docs and /redoc with nothing loaded from another origin and nothing refused by their policy', async () => {
       const context = await browser.newContext();
       try {
-        for (const [docs, heading] of [['/docs', 'List configuration items'], ['/redoc', 'List configuration items']] as const) {
+        for (const [docs, heading] of [
+          ['/docs', 'List configuration items'],
+          ['/redoc', 'List configuration items'],
+        ] as const) {
           const page = await context.newPage();
           const foreign: string[] = [];
           const refused: string[] = [];
           page.on('request', (request) => {
             const target = new URL(request.url());
-            if (!['data:', 'blob:'].includes(target.protocol) && target.origin !== app.baseUrl) foreign.push(request.url());
+            if (!['data:', 'blob:'].includes(target.protocol) && target.origin !== app.baseUrl)
+              foreign.push(request.url());
           });
           page.on('console', (message) => {
-            if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) refused.push(message.text());
+            if (message.type() === 'error' && /Content Security Policy/i.test(message.text()))
+              refused.push(message.text());
           });
           await page.goto(`${app.baseUrl}${docs}`);
           await page.getByText(heading).first().waitFor({ state: 'attached' });
@@ -161,7 +215,9 @@ describeWith(hasChromium)(
       const cookies = await context.cookies();
       expect(cookies.map((c) => c.name)).to.include('cinv_session');
       expect(cookies.find((c) => c.name === 'cinv_session')!.httpOnly).to.equal(true);
-      const stored = (await page.evaluate('JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie')) as string;
+      const stored = (await page.evaluate(
+        'JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie',
+      )) as string;
       expect(stored).to.not.include(admin.slice(-12));
       await page.getByRole('table', { name: 'Configuration items' }).waitFor();
       await checkView(page, 'inventory');
@@ -175,14 +231,16 @@ describeWith(hasChromium)(
       await page.getByRole('alert').filter({ hasText: '401 HTTP_401' }).waitFor();
       expect(await page.getByRole('alert').innerText()).to.match(/error id [0-9a-f-]{36}/);
       // and how to get a key that works
-      expect(await page.getByRole('note', { name: 'How to get a key' }).innerText()).to.include('npm run cinv -- keys create --tier adm');
+      expect(await page.getByRole('note', { name: 'How to get a key' }).innerText()).to.include(
+        'npm run cinv -- keys create --tier adm',
+      );
       await checkView(page, 'sign-in');
       await page.getByLabel('API key or token').fill(admin);
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.waitForURL((target) => target.pathname + target.search === '/ui/inventory?status=archived');
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.waitForURL(/\/ui\/sign-in/);
-      expect((await (await page.request.get(`${app.baseUrl}/api/v1/me`)).status())).to.equal(401);
+      expect(await (await page.request.get(`${app.baseUrl}/api/v1/me`)).status()).to.equal(401);
       await context.close();
     });
 
@@ -191,7 +249,9 @@ describeWith(hasChromium)(
       await page.getByLabel('Field').selectOption('raw_data');
       await page.getByLabel('Path').fill('spec.nodeName');
       // the API matches `like` as "contains", % and _ included as plain characters: the label says so
-      expect(await page.getByLabel('Operator').locator('option[value="like"]').innerText()).to.equal('contains (same case)');
+      expect(await page.getByLabel('Operator').locator('option[value="like"]').innerText()).to.equal(
+        'contains (same case)',
+      );
       await page.getByLabel('Operator').selectOption('eq');
       await page.getByLabel('Value').fill('node-1');
       await page.getByRole('button', { name: 'Add filter' }).click();
@@ -206,17 +266,32 @@ describeWith(hasChromium)(
       const nodes = await cells.allInnerTexts();
       expect(nodes.length).to.be.greaterThan(0);
       expect(new Set(nodes)).to.deep.equal(new Set(['node-1']));
-      const expected = await app.get('/api/v1/configuration-items?filter=raw_data.spec.nodeName:eq:node-1&limit=1', admin);
+      const expected = await app.get(
+        '/api/v1/configuration-items?filter=raw_data.spec.nodeName:eq:node-1&limit=1',
+        admin,
+      );
       await page.getByText(new RegExp(`of ${(expected.body.total as number).toLocaleString('en')}$`)).waitFor();
 
       // the CSV holds the whole view, with the added column
-      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
-      const csv = readFileSync((await download.path())!, 'utf8').trimEnd().split('\r\n');
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.getByRole('button', { name: 'Download CSV' }).click(),
+      ]);
+      const csv = readFileSync((await download.path())!, 'utf8')
+        .trimEnd()
+        .split('\r\n');
       // the columns the table shows, Source and Instance among them, then the added one
-      expect(csv[0]).to.equal('ci_id,name,namespace,ci_type,status,source_id,source,instance,last_seen,created_at,updated_at,spec.nodeName');
+      expect(csv[0]).to.equal(
+        'ci_id,name,namespace,ci_type,status,source_id,source,instance,last_seen,created_at,updated_at,spec.nodeName',
+      );
       expect(csv).to.have.length((expected.body.total as number) + 1);
       expect(new Set(csv.slice(1).map((line) => line.split(',').at(-1)))).to.deep.equal(new Set(['node-1']));
-      const shown = await page.locator('table[aria-label="Configuration items"] tbody tr').first().locator('td').nth(4).innerText();
+      const shown = await page
+        .locator('table[aria-label="Configuration items"] tbody tr')
+        .first()
+        .locator('td')
+        .nth(4)
+        .innerText();
       const [, , , , , , source, instance] = csv[1]!.split(',');
       expect(shown.split('\n')).to.deep.equal([source, instance]);
 
@@ -250,7 +325,9 @@ describeWith(hasChromium)(
       await page.getByLabel('Source').selectOption({ label: 'west' });
       await page.waitForURL(new RegExp(`source_id=${sources[1]!.id}`));
       await settled(page);
-      const cells = await page.locator('table[aria-label="Configuration items"] tbody tr td:nth-child(5)').allInnerTexts();
+      const cells = await page
+        .locator('table[aria-label="Configuration items"] tbody tr td:nth-child(5)')
+        .allInnerTexts();
       expect(cells.length).to.be.greaterThan(0);
       expect(cells.every((cell) => cell.startsWith('west'))).to.equal(true);
       const times = page.locator('table[aria-label="Configuration items"] tbody tr').first().locator('time');
@@ -275,20 +352,27 @@ describeWith(hasChromium)(
       await page.getByText(/^3–4 of /).waitFor();
       const second = await rowNames(page);
       expect(second).to.have.lengthOf(2);
-      const byOffset = await app.request('GET', '/api/v1/configuration-items?sort_by=name&sort_order=asc&limit=4', { key: admin });
+      const byOffset = await app.request('GET', '/api/v1/configuration-items?sort_by=name&sort_order=asc&limit=4', {
+        key: admin,
+      });
       expect([...first, ...second]).to.deep.equal((byOffset.body.items as { name: string }[]).map((ci) => ci.name));
       await page.getByRole('button', { name: 'Next →' }).click();
       await page.waitForURL(/[?&]offset=4/);
       await settled(page);
       await page.getByRole('button', { name: '← Previous' }).click();
-      await page.waitForURL((target) => target.searchParams.get('offset') === '2' && !target.searchParams.has('cursor'));
+      await page.waitForURL(
+        (target) => target.searchParams.get('offset') === '2' && !target.searchParams.has('cursor'),
+      );
       await settled(page);
       expect(await rowNames(page)).to.deep.equal(second);
       await context.close();
     });
 
     it('opens a CI and expands a change into a structural diff of its containers array, inline and side by side', async () => {
-      const { context, page } = await signedIn(admin, '/inventory?filter=name%3Aeq%3Aweb&filter=ci_type%3Aeq%3Ak8s.deployment');
+      const { context, page } = await signedIn(
+        admin,
+        '/inventory?filter=name%3Aeq%3Aweb&filter=ci_type%3Aeq%3Ak8s.deployment',
+      );
       await page.getByRole('link', { name: 'web', exact: true }).first().click();
       await page.waitForURL(/\/ui\/ci\/[0-9a-f-]{36}$/);
       await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
@@ -301,14 +385,19 @@ describeWith(hasChromium)(
       const added = await containers.locator('.diff-added').allInnerTexts();
       expect(added.join('\n')).to.include('sidecar');
       expect(added.join('\n')).to.not.include('"name":"app"');
-      expect(await containers.locator('.diff-same').allInnerTexts()).to.satisfy((rows: string[]) => rows.some((row) => row.includes('shop/web:1.0')));
+      expect(await containers.locator('.diff-same').allInnerTexts()).to.satisfy((rows: string[]) =>
+        rows.some((row) => row.includes('shop/web:1.0')),
+      );
       await checkView(page, 'ci-detail');
       // each diff-layout picker of the page (the timeline's, the changes around it) is a group of its own: each shows its choice
       const pickers = page.getByRole('group', { name: 'Diff layout' });
       expect(await pickers.count()).to.be.at.least(2);
-      for (const picker of await pickers.all()) expect(await picker.getByRole('radio', { name: 'Inline' }).isChecked()).to.equal(true);
+      for (const picker of await pickers.all())
+        expect(await picker.getByRole('radio', { name: 'Inline' }).isChecked()).to.equal(true);
       await page.getByRole('radio', { name: 'Side by side' }).first().check();
-      const split = page.getByRole('table', { name: 'Changes of raw_data.spec.template.spec.containers, old and new side by side' });
+      const split = page.getByRole('table', {
+        name: 'Changes of raw_data.spec.template.spec.containers, old and new side by side',
+      });
       // the timeline is a virtual list that draws its rows again as further pages arrive: a change
       // opened before that is drawn closed, as a person scrolling back would find it; open it again
       await split.waitFor({ timeout: 5_000 }).catch(async () => {
@@ -316,7 +405,9 @@ describeWith(hasChromium)(
         if ((await disclose.getAttribute('aria-expanded')) === 'false') await disclose.click();
       });
       await split.waitFor();
-      expect(await split.locator('tr.diff-added td:last-child').allInnerTexts()).to.satisfy((cells: string[]) => cells.some((cell) => cell.includes('sidecar')));
+      expect(await split.locator('tr.diff-added td:last-child').allInnerTexts()).to.satisfy((cells: string[]) =>
+        cells.some((cell) => cell.includes('sidecar')),
+      );
       // a new CI's fields show as added, with no removed null before them
       await page.getByRole('radio', { name: 'Inline' }).first().check();
       const creation = page.getByRole('button', { name: /Show the diff of CREATED/ }).first();
@@ -332,7 +423,10 @@ describeWith(hasChromium)(
     });
 
     it('draws what depends on a node to a depth, lists the same items beside it, re-centres on one, and shows the changes around it', async () => {
-      const { context, page } = await signedIn(admin, '/inventory?filter=name%3Aeq%3Anode-0&filter=ci_type%3Aeq%3Ak8s.node');
+      const { context, page } = await signedIn(
+        admin,
+        '/inventory?filter=name%3Aeq%3Anode-0&filter=ci_type%3Aeq%3Ak8s.node',
+      );
       await page.getByRole('link', { name: 'node-0', exact: true }).first().click();
       await page.waitForURL(/\/ui\/ci\/[0-9a-f-]{36}$/);
       const around = page.getByRole('region', { name: 'Around this item' });
@@ -374,7 +468,12 @@ describeWith(hasChromium)(
         const tree = page.getByRole('list', { name: 'raw_data' });
         await tree.waitFor();
         const leaf = tree.locator('li:has(> button[aria-label="Copy path raw_data.spec.replicas"])');
-        if (!(await leaf.isVisible())) await tree.locator('summary').filter({ hasText: /^spec\b/ }).first().click();
+        if (!(await leaf.isVisible()))
+          await tree
+            .locator('summary')
+            .filter({ hasText: /^spec\b/ })
+            .first()
+            .click();
         await leaf.filter({ hasText: `replicas: ${count}` }).waitFor({ timeout: 10_000 });
       };
       await replicas(2);
@@ -384,21 +483,28 @@ describeWith(hasChromium)(
       await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
       await replicas(3);
       // any change's time from the timeline: the newest change shows the CI as it was right after it
-      await page.getByRole('link', { name: /^As of then: the item right after the change of/ }).first().click();
+      await page
+        .getByRole('link', { name: /^As of then: the item right after the change of/ })
+        .first()
+        .click();
       await page.waitForURL(/\/ui\/ci\/[0-9a-f-]{36}\?as_of=/);
       await page.getByRole('note').filter({ hasText: 'Showing this configuration item as it was stored at' }).waitFor();
       await replicas(3);
       await context.close();
     });
 
-    it('compares two moments: counts by type, the CIs that differ, one CI\'s structural diff, and a baseline named there', async () => {
+    it("compares two moments: counts by type, the CIs that differ, one CI's structural diff, and a baseline named there", async () => {
       const { context, page } = await signedIn(admin, `/compare?from=${encodeURIComponent(between)}`);
       const byType = page.getByRole('table', { name: 'By type' });
       await byType.waitFor();
-      const deployments = byType.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'k8s.deployment' }) });
+      const deployments = byType
+        .getByRole('row')
+        .filter({ has: page.getByRole('rowheader', { name: 'k8s.deployment' }) });
       expect(await deployments.getByRole('cell').allInnerTexts()).to.deep.equal(['0', '0', '2']);
       // one type at a time: the list keeps only the deployments
-      const deploymentsOnly = differencesAnswered(page, (query) => query.getAll('filter').includes('ci_type:eq:k8s.deployment'));
+      const deploymentsOnly = differencesAnswered(page, (query) =>
+        query.getAll('filter').includes('ci_type:eq:k8s.deployment'),
+      );
       await byType.getByRole('link', { name: 'k8s.deployment' }).click();
       await page.waitForURL(/ci_type=k8s\.deployment/);
       // until the new answer is in, the table for the earlier URL may still show, then give way to a loading note
@@ -472,7 +578,9 @@ describeWith(hasChromium)(
       await page.getByRole('button', { name: 'Save this view' }).click();
       const saved = page.getByRole('list', { name: 'Saved views' }).getByRole('link', { name: 'All deployments' });
       await saved.waitFor();
-      expect(await saved.getAttribute('href')).to.equal('/ui/inventory?status=all&filter=ci_type%3Aeq%3Ak8s.deployment');
+      expect(await saved.getAttribute('href')).to.equal(
+        '/ui/inventory?status=all&filter=ci_type%3Aeq%3Ak8s.deployment',
+      );
       await checkView(page, 'saved-views');
       await context.close();
 
@@ -483,7 +591,10 @@ describeWith(hasChromium)(
       await settled(other.page);
       const mine = await app.get('/api/v1/configuration-items?status=all&filter=ci_type:eq:k8s.deployment', scoped);
       await other.page.getByText(new RegExp(`of ${(mine.body.total as number).toLocaleString('en')}$`)).waitFor();
-      expect(await other.page.getByRole('button', { name: 'Delete All deployments' }).count(), 'only its owner deletes it').to.equal(0);
+      expect(
+        await other.page.getByRole('button', { name: 'Delete All deployments' }).count(),
+        'only its owner deletes it',
+      ).to.equal(0);
       await other.context.close();
     });
 
@@ -531,9 +642,10 @@ describeWith(hasChromium)(
       await context.close();
     });
 
-    it('follows the system\'s dark scheme with every view still clean for axe-core, and a toggle that overrides it', async () => {
+    it("follows the system's dark scheme with every view still clean for axe-core, and a toggle that overrides it", async () => {
       const { context, page } = await signedIn(admin, '/inventory', 'dark');
-      const background = () => page.evaluate('getComputedStyle(document.body.parentElement).backgroundColor') as Promise<string>;
+      const background = () =>
+        page.evaluate('getComputedStyle(document.body.parentElement).backgroundColor') as Promise<string>;
       await page.getByRole('table', { name: 'Configuration items' }).waitFor();
       expect(await background()).to.equal('rgb(17, 22, 30)');
       await checkView(page, 'inventory-dark');
@@ -562,8 +674,19 @@ describeWith(hasChromium)(
 
     it('makes no request while idle, relative windows included: every view side by side for 30 s once its data is in', async () => {
       const { context, page } = await signedIn(admin, '/inventory');
-      const ciId = (await app.get('/api/v1/configuration-items?limit=1&sort_by=name', admin)).body.items[0].ci_id as string;
-      const views = ['/inventory', '/changes?range=24h', '/changes?q=web&range=24h', '/stats?range=7d', '/stats', `/ci/${ciId}?range=24h`, `/ci/${ciId}?range=7d`, '/sources', '/compare'];
+      const ciId = (await app.get('/api/v1/configuration-items?limit=1&sort_by=name', admin)).body.items[0]
+        .ci_id as string;
+      const views = [
+        '/inventory',
+        '/changes?range=24h',
+        '/changes?q=web&range=24h',
+        '/stats?range=7d',
+        '/stats',
+        `/ci/${ciId}?range=24h`,
+        `/ci/${ciId}?range=7d`,
+        '/sources',
+        '/compare',
+      ];
       const counted = new Map<string, number>();
       const pages: Page[] = [];
       for (const view of views) {
@@ -578,12 +701,17 @@ describeWith(hasChromium)(
         await settled(opened);
         // a view may load in steps (the compare view's baselines, then its difference)
         await opened.waitForLoadState('networkidle');
-        if (opened !== page) expect(asked.filter((path, index) => asked.indexOf(path) !== index), `${view} asked twice`).to.deep.equal([]);
+        if (opened !== page)
+          expect(
+            asked.filter((path, index) => asked.indexOf(path) !== index),
+            `${view} asked twice`,
+          ).to.deep.equal([]);
         // what the page asks from here on: an idle view asks nothing
         counted.set(view, 0);
         opened.on('request', (request) => {
           const asked = new URL(request.url());
-          if (asked.pathname.startsWith('/api/') || asked.pathname.startsWith('/auth/')) counted.set(view, counted.get(view)! + 1);
+          if (asked.pathname.startsWith('/api/') || asked.pathname.startsWith('/auth/'))
+            counted.set(view, counted.get(view)! + 1);
         });
         pages.push(opened);
       }
@@ -599,11 +727,16 @@ describeWith(hasChromium)(
       await page.locator('.chart rect.bar').first().waitFor();
       const stats = (await app.get('/api/v1/changes/stats', admin)).body;
       const labels = await page.locator('.chart text.label').allTextContents();
-      const shown = (iso: string) => page.evaluate(`new Date(${JSON.stringify(iso)}).toLocaleString('sv-SE').slice(0, 16)`) as Promise<string>;
+      const shown = (iso: string) =>
+        page.evaluate(`new Date(${JSON.stringify(iso)}).toLocaleString('sv-SE').slice(0, 16)`) as Promise<string>;
       expect(labels[0], 'the y-axis starts at 0').to.equal('0');
-      expect(Number(labels[2]!.replace(/,/g, '')), 'the y-axis reaches the tallest bar').to.be.at.least(stats.total_changes > 0 ? 1 : 0);
+      expect(Number(labels[2]!.replace(/,/g, '')), 'the y-axis reaches the tallest bar').to.be.at.least(
+        stats.total_changes > 0 ? 1 : 0,
+      );
       // the window's bounds stand above the chart; its time axis is labelled at round steps, dates over 90 days
-      expect(await page.locator('section.stats p.meta').filter({ hasText: ' – ' }).first().innerText()).to.include(await shown(stats.time_range.start));
+      expect(await page.locator('section.stats p.meta').filter({ hasText: ' – ' }).first().innerText()).to.include(
+        await shown(stats.time_range.start),
+      );
       const days = await page.locator('.chart g.tick.time text').allTextContents();
       expect(days.length, days.join(' ')).to.be.within(4, 8);
       for (const day of days) expect(day).to.match(/^\d\d-\d\d$/);
@@ -611,7 +744,11 @@ describeWith(hasChromium)(
       await page.waitForURL(/range=24h/);
       await page.getByRole('radio', { name: 'By hour' }).check();
       await page.waitForURL(/group_by=hour/);
-      const bar = (kind: string) => page.locator('.chart a').filter({ has: page.locator(`rect.${kind}`) }).first();
+      const bar = (kind: string) =>
+        page
+          .locator('.chart a')
+          .filter({ has: page.locator(`rect.${kind}`) })
+          .first();
       await bar('updated').waitFor();
       await checkView(page, 'statistics');
       const count = async (kind: string) => Number((await bar(kind).getAttribute('aria-label'))!.split(' ')[0]);
@@ -630,7 +767,10 @@ describeWith(hasChromium)(
     });
 
     it('triggers a source and follows its run to the end without a refresh, its counts in words', async () => {
-      const pushed = await app.request('POST', '/api/v1/sources', { key: admin, body: { name: 'agents', collector_type: 'universal' } });
+      const pushed = await app.request('POST', '/api/v1/sources', {
+        key: admin,
+        body: { name: 'agents', collector_type: 'universal' },
+      });
       expect(pushed.status, pushed.text).to.equal(201);
       const { context, page } = await signedIn(admin, '/sources');
       const table = page.getByRole('table', { name: 'Sources of kubernetes' });
@@ -665,11 +805,17 @@ describeWith(hasChromium)(
       await checkView(page, 'admin-key-rights');
       await page.getByRole('button', { name: 'Create key' }).click();
       const secret = await page.getByTestId('secret').innerText();
-      const keys = (await app.get('/api/v1/api-keys', admin)).body as { name: string; permissions: string[]; scopes: unknown }[];
+      const keys = (await app.get('/api/v1/api-keys', admin)).body as {
+        name: string;
+        permissions: string[];
+        scopes: unknown;
+      }[];
       const made = keys.find((key) => key.name === 'east reader')!;
       expect(made.permissions).to.deep.equal(['configuration_items:read']);
       expect(made.scopes).to.deep.equal([{ source_id: String(sources[0]!.id), scope_id: null }]);
-      const seen = (await app.get('/api/v1/configuration-items?limit=1000', secret)).body.items as { source_id: number }[];
+      const seen = (await app.get('/api/v1/configuration-items?limit=1000', secret)).body.items as {
+        source_id: number;
+      }[];
       expect(seen.length).to.be.greaterThan(0);
       expect(new Set(seen.map((ci) => ci.source_id))).to.deep.equal(new Set([sources[0]!.id]));
       await context.close();
@@ -680,11 +826,17 @@ describeWith(hasChromium)(
       });
       const bounded = await signedIn(keeper, '/admin/keys');
       await bounded.page.getByLabel('Tier').selectOption('svc');
-      const offered = await bounded.page.getByRole('group', { name: 'Permissions' }).getByRole('checkbox').evaluateAll((boxes) => boxes.map((box) => box.parentElement!.textContent!.trim()));
+      const offered = await bounded.page
+        .getByRole('group', { name: 'Permissions' })
+        .getByRole('checkbox')
+        .evaluateAll((boxes) => boxes.map((box) => box.parentElement!.textContent!.trim()));
       expect(offered).to.deep.equal(['api_keys:read', 'api_keys:write', 'changes:read']);
       const places = await bounded.page.getByRole('group', { name: 'Data it may see' }).getByRole('checkbox').count();
       expect(places).to.equal(1);
-      await bounded.page.getByRole('group', { name: 'Data it may see' }).getByLabel(/· west$/).waitFor();
+      await bounded.page
+        .getByRole('group', { name: 'Data it may see' })
+        .getByLabel(/· west$/)
+        .waitFor();
       await bounded.context.close();
     });
 
@@ -694,7 +846,10 @@ describeWith(hasChromium)(
         const chunks: Buffer[] = [];
         req.on('data', (chunk: Buffer) => chunks.push(chunk));
         req.on('end', () => {
-          received.push({ headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8') });
+          received.push({
+            headers: req.headers as Record<string, string>,
+            body: Buffer.concat(chunks).toString('utf8'),
+          });
           res.end();
         });
       });
@@ -716,10 +871,18 @@ describeWith(hasChromium)(
         await row.getByText('change_type:eq:UPDATED').waitFor();
         await page.getByRole('button', { name: 'Send a test message to alerting' }).click();
         // delivered; the status of a loopback receiver is kept to the server log
-        await page.getByRole('status').getByText(/Delivered \(/).waitFor();
-        expect(new Webhook(secret).verify(received[0]!.body, received[0]!.headers)).to.deep.include({ type: 'cinv.test' });
+        await page
+          .getByRole('status')
+          .getByText(/Delivered \(/)
+          .waitFor();
+        expect(new Webhook(secret).verify(received[0]!.body, received[0]!.headers)).to.deep.include({
+          type: 'cinv.test',
+        });
 
-        const [ci] = (await app.get('/api/v1/configuration-items?limit=1', admin)).body.items as { ci_id: string; name: string }[];
+        const [ci] = (await app.get('/api/v1/configuration-items?limit=1', admin)).body.items as {
+          ci_id: string;
+          name: string;
+        }[];
         await app.sql`update configuration_items set raw_data = jsonb_set(raw_data, '{metadata,labels,ui}', '"subscribed"'), updated_at = now() where ci_id = ${ci!.ci_id}`;
         await app.sql`
           insert into change_records (tenant_id, ci_id, source_id, scope_id, ci_name, ci_type, change_type, changed_at, changes, changed_fields)
@@ -738,7 +901,9 @@ describeWith(hasChromium)(
         await log.getByRole('cell', { name: 'pending' }).waitFor();
         await delivery.tick();
         await delivery.settle();
-        expect(received.filter((r) => JSON.parse(r.body).type === 'cinv.changes').map((r) => r.headers['webhook-id'])).to.have.length(2);
+        expect(
+          received.filter((r) => JSON.parse(r.body).type === 'cinv.changes').map((r) => r.headers['webhook-id']),
+        ).to.have.length(2);
         await context.close();
       } finally {
         await delivery.stop();
@@ -772,7 +937,9 @@ describeWith(hasChromium)(
     });
 
     it('renders a timeline of 5 000 changes as a virtual list: a few dozen rows in the page, every change reached by scrolling', async () => {
-      const [web] = await app.sql<{ ci_id: string }[]>`select ci_id from configuration_items where name = 'web' and scope_id = 'west' and ci_type = 'k8s.deployment'`;
+      const [web] = await app.sql<
+        { ci_id: string }[]
+      >`select ci_id from configuration_items where name = 'web' and scope_id = 'west' and ci_type = 'k8s.deployment'`;
       await app.sql`
         insert into change_records (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields)
         select ci.tenant_id, ci.ci_id, ci.source_id, ci.scope_id, ci.name, ci.namespace, ci.ci_type, 'UPDATED', now() + i * interval '1 ms',
@@ -807,7 +974,9 @@ describeWith(hasChromium)(
       await page.getByText(new RegExp(`of ${(mine.body.total as number).toLocaleString('en')}$`)).waitFor();
       expect(await page.getByRole('link', { name: 'Administration' }).count()).to.equal(0);
       // a CI of the other cluster does not exist for this key
-      const [west] = await app.sql<{ ci_id: string }[]>`select ci_id from configuration_items where scope_id = 'west' limit 1`;
+      const [west] = await app.sql<
+        { ci_id: string }[]
+      >`select ci_id from configuration_items where scope_id = 'west' limit 1`;
       await page.goto(url(`/ci/${west!.ci_id}`));
       await page.getByRole('alert').filter({ hasText: 'Configuration item not found' }).waitFor();
       // the search finds the deployment's change in its own cluster only
@@ -820,25 +989,46 @@ describeWith(hasChromium)(
       expect(await page.locator('.tile').first().innerText()).to.include(stats.body.total_changes.toLocaleString('en'));
       await page.goto(url('/sources'));
       await page.getByRole('table', { name: 'Sources of kubernetes' }).waitFor();
-      expect(await page.getByRole('table', { name: 'Sources of kubernetes' }).locator('tbody tr').allInnerTexts()).to.satisfy((rows: string[]) => rows.length === 1 && rows[0]!.startsWith('east'));
+      expect(
+        await page.getByRole('table', { name: 'Sources of kubernetes' }).locator('tbody tr').allInnerTexts(),
+      ).to.satisfy((rows: string[]) => rows.length === 1 && rows[0]!.startsWith('east'));
       await context.close();
     });
 
-    it('shows an empty object or array as its value, and an open object\'s copy button on its summary\'s line (last: it adds a source of its own)', async () => {
-      const created = await app.request('POST', '/api/v1/sources', { key: admin, body: { name: 'trees', collector_type: 'universal' } });
+    it("shows an empty object or array as its value, and an open object's copy button on its summary's line (last: it adds a source of its own)", async () => {
+      const created = await app.request('POST', '/api/v1/sources', {
+        key: admin,
+        body: { name: 'trees', collector_type: 'universal' },
+      });
       expect(created.status, created.text).to.equal(201);
       const pushed = await app.request('POST', `/api/v1/sources/${created.body.id}/ingest`, {
         key: admin,
-        body: { items: [{ external_id: 'tree/1', ci_type: 'custom.tree', name: 'tree-1', raw_data: { labels: {}, ports: [], spec: { replicas: 1 } } }] },
+        body: {
+          items: [
+            {
+              external_id: 'tree/1',
+              ci_type: 'custom.tree',
+              name: 'tree-1',
+              raw_data: { labels: {}, ports: [], spec: { replicas: 1 } },
+            },
+          ],
+        },
       });
       expect(pushed.status, pushed.text).to.equal(200);
-      const ciId = (await app.get('/api/v1/configuration-items?filter=name%3Aeq%3Atree-1', admin)).body.items[0].ci_id as string;
+      const ciId = (await app.get('/api/v1/configuration-items?filter=name%3Aeq%3Atree-1', admin)).body.items[0]
+        .ci_id as string;
       const { context, page } = await signedIn(admin, `/ci/${ciId}`);
       const tree = page.getByRole('list', { name: 'raw_data' });
       await tree.waitFor();
       // nothing to open: no `{0}` or `[0]` to click
-      await tree.locator('li:has(> button[aria-label="Copy path raw_data.labels"])').filter({ hasText: 'labels: {}' }).waitFor();
-      await tree.locator('li:has(> button[aria-label="Copy path raw_data.ports"])').filter({ hasText: 'ports: []' }).waitFor();
+      await tree
+        .locator('li:has(> button[aria-label="Copy path raw_data.labels"])')
+        .filter({ hasText: 'labels: {}' })
+        .waitFor();
+      await tree
+        .locator('li:has(> button[aria-label="Copy path raw_data.ports"])')
+        .filter({ hasText: 'ports: []' })
+        .waitFor();
       expect(await tree.locator('.json-size').allInnerTexts()).to.not.include.members(['{0}', '[0]']);
       // the open root's button shares its summary's line
       const summary = (await tree.locator('summary').first().boundingBox())!;

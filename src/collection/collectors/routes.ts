@@ -6,7 +6,18 @@ import { conflictResponse, ErrorEnvelope, Limit } from '../../platform/http/sche
 import { presentDetail, presentSource } from '../sources/presenter.js';
 import { NewCollectorSource, SourceDetail, SourceView } from '../sources/schema.js';
 import { presentCollector, presentRun } from './presenter.js';
-import { AllCollectorsHealth, CollectorHealth, CollectorPage, CollectorParams, CollectorQuery, CollectorView, RunParams, RunView, Triggered, TriggerQuery } from './schema.js';
+import {
+  AllCollectorsHealth,
+  CollectorHealth,
+  CollectorPage,
+  CollectorParams,
+  CollectorQuery,
+  CollectorView,
+  RunParams,
+  RunView,
+  Triggered,
+  TriggerQuery,
+} from './schema.js';
 import {
   addCollectorSource,
   allCollectorsHealth,
@@ -50,7 +61,7 @@ const addSource = defineRoute({
   body: NewCollectorSource,
   responses: {
     201: { description: 'The source.', schema: SourceDetail },
-    ...conflictResponse('A live source has this name, or the collector\'s type is not known to this service'),
+    ...conflictResponse("A live source has this name, or the collector's type is not known to this service"),
   },
   async handler({ ctx, app, principal, params, body }) {
     const created = await addCollectorSource(app, principal, params.collector_id, body);
@@ -64,7 +75,8 @@ const list = defineRoute({
   path: '/api/v1/collectors',
   operationId: 'listCollectors',
   summary: 'List collectors',
-  description: 'Collectors with at least one source the caller may see (all of them with access to all data). `type` is an alias of `collector_type`.',
+  description:
+    'Collectors with at least one source the caller may see (all of them with access to all data). `type` is an alias of `collector_type`.',
   tags: TAGS,
   access: read,
   query: CollectorQuery,
@@ -94,11 +106,12 @@ const health = defineRoute({
   path: '/api/v1/collectors/{collector_id}/health',
   operationId: 'getCollectorHealth',
   summary: 'Health of one collector',
-  description: '`healthy` when every enabled source is; otherwise `degraded`, with each source\'s state under `subsystems`.',
+  description:
+    "`healthy` when every enabled source is; otherwise `degraded`, with each source's state under `subsystems`.",
   tags: TAGS,
   access: read,
   params: CollectorParams,
-  responses: { 200: { description: 'The collector\'s health.', schema: CollectorHealth } },
+  responses: { 200: { description: "The collector's health.", schema: CollectorHealth } },
   async handler({ app, principal, params }) {
     return collectorHealth(app, principal, params.collector_id);
   },
@@ -124,7 +137,7 @@ const trigger = defineRoute({
   summary: 'Collect now',
   description:
     'Queues a run of each enabled source of the collector (or only `source_id`), whether or not its schedule is on; a ' +
-    'source with a run queued or running keeps that one. 202 with `run_id` (the first source\'s run) and each source\'s ' +
+    "source with a run queued or running keeps that one. 202 with `run_id` (the first source's run) and each source's " +
     'run. A hybrid source whose run is watching lists everything again within that run, then watches on. A push-only type (such as `universal`) is a 409: its data arrives through `POST /api/v1/sources/{id}/ingest`. ' +
     'A collection writes every instance of its source, so a caller whose data scopes hold only some instances of a source it would run is refused (403, `details.reason` `whole_source_required`).',
   tags: TAGS,
@@ -133,7 +146,7 @@ const trigger = defineRoute({
   query: TriggerQuery,
   responses: {
     202: { description: 'Queued.', schema: Triggered },
-    409: { description: 'The collector\'s type does not collect by itself (`HTTP_409`).', schema: ErrorEnvelope },
+    409: { description: "The collector's type does not collect by itself (`HTTP_409`).", schema: ErrorEnvelope },
   },
   async handler({ ctx, app, principal, params, query }) {
     const queued = await triggerCollection(app, principal, params.collector_id, query.source_id);
@@ -188,7 +201,12 @@ function gone(method: Method, path: string) {
     responses: { 410: { description: 'Gone.', schema: ErrorEnvelope } },
     async handler() {
       throw new AppError(410, 'HTTP_410', 'Collectors are managed through their sources: use the sources endpoints', {
-        replacement: ['POST /api/v1/sources', 'POST /api/v1/collectors/{collector_id}/sources', 'PUT /api/v1/sources/{source_id}', 'DELETE /api/v1/sources/{source_id}'],
+        replacement: [
+          'POST /api/v1/sources',
+          'POST /api/v1/collectors/{collector_id}/sources',
+          'PUT /api/v1/sources/{source_id}',
+          'DELETE /api/v1/sources/{source_id}',
+        ],
       });
     },
   });

@@ -13,13 +13,19 @@ import { listCollectors, type CollectorRow } from './store.js';
 /** The live collector a principal may see, or a 404. */
 export async function collectorOr404(app: AppContext, principal: Principal, rawId: string): Promise<CollectorRow> {
   const id = bigintId(rawId);
-  const found = id === undefined ? undefined : (await listCollectors(app.sql, principal, { id, limit: 1, offset: 0 })).rows[0];
+  const found =
+    id === undefined ? undefined : (await listCollectors(app.sql, principal, { id, limit: 1, offset: 0 })).rows[0];
   if (!found) throw notFound('Collector not found', { collector_id: rawId });
   return found;
 }
 
 /** A source added to a collector the principal may see (as `POST /api/v1/sources` would, with the collector known). */
-export async function addCollectorSource(app: AppContext, principal: Principal, rawId: string, body: NewCollectorSource): Promise<SourceRow> {
+export async function addCollectorSource(
+  app: AppContext,
+  principal: Principal,
+  rawId: string,
+  body: NewCollectorSource,
+): Promise<SourceRow> {
   assertUnscoped(principal);
   const collector = await collectorOr404(app, principal, rawId);
   return addSourceTo(app, principal, collector, body);
@@ -32,7 +38,11 @@ export async function collectorSources(app: AppContext, principal: Principal, ra
 }
 
 /** A page of the collectors the principal may see; `type` is an alias of `collector_type`. */
-export function listCollectorsPage(app: AppContext, principal: Principal, query: CollectorQuery): Promise<{ rows: CollectorRow[]; total: number }> {
+export function listCollectorsPage(
+  app: AppContext,
+  principal: Principal,
+  query: CollectorQuery,
+): Promise<{ rows: CollectorRow[]; total: number }> {
   return listCollectors(app.sql, principal, {
     name: query.name,
     collectorType: query.collector_type ?? query.type,
@@ -43,7 +53,8 @@ export function listCollectorsPage(app: AppContext, principal: Principal, query:
 }
 
 /** A source that has neither reported its health nor been collected or pushed to, nor failed. */
-const awaitingData = (source: SourceRow): boolean => !source.health_status?.status && !source.last_collection && source.last_error === null;
+const awaitingData = (source: SourceRow): boolean =>
+  !source.health_status?.status && !source.last_collection && source.last_error === null;
 
 /** A source is healthy unless its last report or collection says otherwise. */
 function sourceHealthy(source: SourceRow): boolean {
@@ -82,7 +93,10 @@ export async function collectorHealth(app: AppContext, principal: Principal, raw
 }
 
 /** Every collector the principal may see, healthy or not by its enabled sources, with the first failing one's error. */
-export async function allCollectorsHealth(app: AppContext, principal: Principal): Promise<{ timestamp: string; collectors: CollectorHealthEntry[] }> {
+export async function allCollectorsHealth(
+  app: AppContext,
+  principal: Principal,
+): Promise<{ timestamp: string; collectors: CollectorHealthEntry[] }> {
   const [{ rows: collectors }, { rows: sources }] = await Promise.all([
     listCollectors(app.sql, principal, { limit: 10_000, offset: 0 }),
     listSources(app.sql, principal, { limit: 100_000, offset: 0 }),
@@ -111,35 +125,57 @@ export async function allCollectorsHealth(app: AppContext, principal: Principal)
  * Queues a manual run of each enabled source of a collector (or of one), in one transaction. A
  * push-only type is a 409: nothing would take the run.
  */
-export async function triggerCollection(app: AppContext, principal: Principal, rawId: string, sourceId: string | undefined): Promise<Triggered> {
+export async function triggerCollection(
+  app: AppContext,
+  principal: Principal,
+  rawId: string,
+  sourceId: string | undefined,
+): Promise<Triggered> {
   const collector = await collectorOr404(app, principal, rawId);
   const rows = await sourcesOfCollector(app, principal, collector.id, 'enabled');
   const wanted = sourceId === undefined ? rows : rows.filter((s) => s.id === sourceId);
   // a collection writes every instance of its source
   const partial = wanted.filter((source) => !coversWholeSource(principal, source.id));
   if (partial.length > 0) {
-    throw forbidden('A collection writes every instance of its source: triggering it needs data scopes that hold the whole source', {
-      reason: 'whole_source_required',
-      source_ids: partial.map((source) => source.id),
-    });
+    throw forbidden(
+      'A collection writes every instance of its source: triggering it needs data scopes that hold the whole source',
+      {
+        reason: 'whole_source_required',
+        source_ids: partial.map((source) => source.id),
+      },
+    );
   }
   if (!collectorType(collector.collector_type)?.collect) {
-    throw conflict(`The ${collector.collector_type} type does not collect by itself: push its data to POST /api/v1/sources/{id}/ingest`, {
-      collector_type: collector.collector_type,
-    });
+    throw conflict(
+      `The ${collector.collector_type} type does not collect by itself: push its data to POST /api/v1/sources/{id}/ingest`,
+      {
+        collector_type: collector.collector_type,
+      },
+    );
   }
-  if (sourceId !== undefined && wanted.length === 0) throw notFound('No enabled source with this id in the collector', { source_id: sourceId });
+  if (sourceId !== undefined && wanted.length === 0)
+    throw notFound('No enabled source with this id in the collector', { source_id: sourceId });
   const now = app.now();
   const sources = await app.sql.begin(async (tx) => {
     const queued = [];
-    for (const source of wanted) queued.push({ source_id: Number(source.id), name: source.name, run_id: await enqueueManual(tx, principal.tenantId, source, now) });
+    for (const source of wanted)
+      queued.push({
+        source_id: Number(source.id),
+        name: source.name,
+        run_id: await enqueueManual(tx, principal.tenantId, source, now),
+      });
     return queued;
   });
   return { run_id: sources[0]?.run_id ?? null, status: 'queued', sources };
 }
 
 /** A collector's recent runs, newest first, of the sources the principal may see. */
-export async function collectorRuns(app: AppContext, principal: Principal, rawId: string, limit: number): Promise<RunRow[]> {
+export async function collectorRuns(
+  app: AppContext,
+  principal: Principal,
+  rawId: string,
+  limit: number,
+): Promise<RunRow[]> {
   const collector = await collectorOr404(app, principal, rawId);
   return listRuns(app.sql, principal, collector.id, limit);
 }

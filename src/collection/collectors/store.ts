@@ -25,15 +25,23 @@ export interface CollectorCriteria {
  * The collectors the principal may see: all of the tenant's with access to all data, otherwise
  * those with a live source it may see.
  */
-export async function listCollectors(sql: Sql, principal: Principal, criteria: CollectorCriteria): Promise<{ rows: CollectorRow[]; total: number }> {
+export async function listCollectors(
+  sql: Sql,
+  principal: Principal,
+  criteria: CollectorCriteria,
+): Promise<{ rows: CollectorRow[]; total: number }> {
   const everything = seesAllData(principal);
   const where = sql`c.tenant_id = ${principal.tenantId}
     ${criteria.id === undefined ? sql`` : sql`and c.id = ${criteria.id}`}
     ${criteria.name === undefined ? sql`` : sql`and c.name = ${criteria.name}`}
     ${criteria.collectorType === undefined ? sql`` : sql`and c.collector_type = ${criteria.collectorType}`}
     ${criteria.status === undefined ? sql`` : sql`and c.status = ${criteria.status}`}
-    ${everything ? sql`` : sql`and exists (select 1 from sources v where v.collector_id = c.id and v.deleted_at is null
-                                            and ${sourcesVisibleTo(sql, principal, { tenant: 'v.tenant_id', source: 'v.id' })})`}`;
+    ${
+      everything
+        ? sql``
+        : sql`and exists (select 1 from sources v where v.collector_id = c.id and v.deleted_at is null
+                                            and ${sourcesVisibleTo(sql, principal, { tenant: 'v.tenant_id', source: 'v.id' })})`
+    }`;
   // counts and times describe only the sources the caller may see
   const own = sql`s.collector_id = c.id and s.deleted_at is null and ${sourcesVisibleTo(sql, principal, { tenant: 's.tenant_id', source: 's.id' })}`;
   const [rows, [count]] = await Promise.all([

@@ -61,7 +61,10 @@ export class DemoCluster {
   ) {
     for (let n = 0; n < plan.nodes; n++) this.addNode();
     for (const team of plan.teams) {
-      this.put('namespace', { metadata: this.meta(team.namespace, undefined, { 'kubernetes.io/metadata.name': team.namespace }), status: { phase: 'Active' } });
+      this.put('namespace', {
+        metadata: this.meta(team.namespace, undefined, { 'kubernetes.io/metadata.name': team.namespace }),
+        status: { phase: 'Active' },
+      });
       for (const name of team.apps) this.addApp(team.namespace, name);
     }
   }
@@ -144,7 +147,11 @@ export class DemoCluster {
     if (!app.config) return;
     const id = `configmap/${app.namespace}/${app.config}`;
     const current = this.objects.get(id)!.object;
-    this.put('configmap', { ...current, metadata: this.meta(app.config, app.namespace, { app: app.name }), data: { ...(current.data as Record<string, string>), ...entry } });
+    this.put('configmap', {
+      ...current,
+      metadata: this.meta(app.config, app.namespace, { app: app.name }),
+      data: { ...(current.data as Record<string, string>), ...entry },
+    });
   }
 
   addNode(): string {
@@ -157,13 +164,25 @@ export class DemoCluster {
         'topology.kubernetes.io/zone': `${this.plan.name}-${'abc'[n % 3]}`,
         'node.kubernetes.io/instance-type': large ? 'm6i.4xlarge' : 'm6i.2xlarge',
       }),
-      spec: { providerID: `aws:///${this.plan.name}-${'abc'[n % 3]}/i-0${this.random.suffix(16)}`, podCIDR: `10.${this.ip}.${n}.0/24` },
+      spec: {
+        providerID: `aws:///${this.plan.name}-${'abc'[n % 3]}/i-0${this.random.suffix(16)}`,
+        podCIDR: `10.${this.ip}.${n}.0/24`,
+      },
       status: {
         capacity: { cpu: large ? '16' : '8', memory: large ? '64Gi' : '32Gi', pods: '110' },
         allocatable: { cpu: large ? '15800m' : '7800m', memory: large ? '62Gi' : '30Gi', pods: '110' },
         conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }],
-        nodeInfo: { kubeletVersion: 'v1.30.4', osImage: 'Bottlerocket OS 1.20.3 (aws-k8s-1.30)', kernelVersion: '6.1.102', containerRuntimeVersion: 'containerd://1.7.20', architecture: 'amd64' },
-        addresses: [{ type: 'InternalIP', address: `10.${this.ip}.${n}.10` }, { type: 'Hostname', address: name }],
+        nodeInfo: {
+          kubeletVersion: 'v1.30.4',
+          osImage: 'Bottlerocket OS 1.20.3 (aws-k8s-1.30)',
+          kernelVersion: '6.1.102',
+          containerRuntimeVersion: 'containerd://1.7.20',
+          architecture: 'amd64',
+        },
+        addresses: [
+          { type: 'InternalIP', address: `10.${this.ip}.${n}.10` },
+          { type: 'Hostname', address: name },
+        ],
       },
     });
     return name;
@@ -188,7 +207,11 @@ export class DemoCluster {
     const node = this.objects.get(`node/${name}`)?.object;
     if (!node) return;
     const status = node.status as Record<string, unknown>;
-    this.put('node', { ...node, metadata: this.meta(name, undefined, node.metadata!.labels), status: { ...status, nodeInfo: { ...(status.nodeInfo as object), kubeletVersion: kubelet } } });
+    this.put('node', {
+      ...node,
+      metadata: this.meta(name, undefined, node.metadata!.labels),
+      status: { ...status, nodeInfo: { ...(status.nodeInfo as object), kubeletVersion: kubelet } },
+    });
   }
 
   private addApp(namespace: string, name: string): void {
@@ -208,12 +231,19 @@ export class DemoCluster {
     };
     this.apps.set(`${namespace}/${name}`, app);
     if (app.config) {
-      this.put('configmap', { metadata: this.meta(app.config, namespace, { app: name }), data: { 'app.yaml': 'listen: 8080', 'log.yaml': 'level: info' } });
+      this.put('configmap', {
+        metadata: this.meta(app.config, namespace, { app: name }),
+        data: { 'app.yaml': 'listen: 8080', 'log.yaml': 'level: info' },
+      });
     }
     if (app.claim) {
       this.put('persistentvolumeclaim', {
         metadata: this.meta(app.claim, namespace, { app: name }),
-        spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'gp3', resources: { requests: { storage: `${this.random.pick([20, 50, 100])}Gi` } } },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          storageClassName: 'gp3',
+          resources: { requests: { storage: `${this.random.pick([20, 50, 100])}Gi` } },
+        },
         status: { phase: 'Bound', capacity: { storage: '50Gi' } },
       });
     }
@@ -222,13 +252,28 @@ export class DemoCluster {
     this.putDeployment(app);
     this.put('service', {
       metadata: this.meta(name, namespace, { app: name }),
-      spec: { type: 'ClusterIP', clusterIP: `172.20.${this.random.int(0, 255)}.${this.random.int(1, 254)}`, selector: { app: name }, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] },
+      spec: {
+        type: 'ClusterIP',
+        clusterIP: `172.20.${this.random.int(0, 255)}.${this.random.int(1, 254)}`,
+        selector: { app: name },
+        ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
+      },
     });
     this.putSlice(app);
     if (this.random.next() < 0.15) {
       this.put('ingress', {
         metadata: this.meta(name, namespace, { app: name }),
-        spec: { ingressClassName: 'alb', rules: [{ host: `${name}.${this.plan.name}.example.com`, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name, port: { number: 80 } } } }] } }] },
+        spec: {
+          ingressClassName: 'alb',
+          rules: [
+            {
+              host: `${name}.${this.plan.name}.example.com`,
+              http: {
+                paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name, port: { number: 80 } } } }],
+              },
+            },
+          ],
+        },
       });
     }
   }
@@ -247,17 +292,24 @@ export class DemoCluster {
   private place(app: App, i: number): PodPlace {
     const nodes = this.nodeNames();
     const node = nodes[(i * 7 + app.name.length * 3 + app.namespace.length) % nodes.length]!;
-    return { name: `${app.name}-${app.hash}-${this.random.suffix(5)}`, node, ip: `10.${this.ip}.${this.random.int(0, 63)}.${this.random.int(2, 250)}`, started: this.clock().toISOString() };
+    return {
+      name: `${app.name}-${app.hash}-${this.random.suffix(5)}`,
+      node,
+      ip: `10.${this.ip}.${this.random.int(0, 63)}.${this.random.int(2, 250)}`,
+      started: this.clock().toISOString(),
+    };
   }
 
   private containers(app: App) {
-    return [{
-      name: app.name,
-      image: `${app.image}:1.${app.version}.0`,
-      ports: [{ containerPort: 8080, protocol: 'TCP' }],
-      env: Object.entries(app.env).map(([name, value]) => ({ name, value })),
-      resources: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '512Mi' } },
-    }];
+    return [
+      {
+        name: app.name,
+        image: `${app.image}:1.${app.version}.0`,
+        ports: [{ containerPort: 8080, protocol: 'TCP' }],
+        env: Object.entries(app.env).map(([name, value]) => ({ name, value })),
+        resources: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '512Mi' } },
+      },
+    ];
   }
 
   private volumes(app: App) {
@@ -275,17 +327,33 @@ export class DemoCluster {
         replicas: app.replicas,
         selector: { matchLabels: { app: app.name } },
         strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' } },
-        template: { metadata: { labels: { app: app.name } }, spec: { containers: this.containers(app), volumes: this.volumes(app) } },
+        template: {
+          metadata: { labels: { app: app.name } },
+          spec: { containers: this.containers(app), volumes: this.volumes(app) },
+        },
       },
-      status: { observedGeneration: app.version, replicas: app.replicas, readyReplicas: ready, updatedReplicas: app.replicas, availableReplicas: ready },
+      status: {
+        observedGeneration: app.version,
+        replicas: app.replicas,
+        readyReplicas: ready,
+        updatedReplicas: app.replicas,
+        availableReplicas: ready,
+      },
     });
   }
 
   private putReplicaSet(app: App, hash: string, replicas: number): void {
     const ready = app.crashing && hash === app.hash ? 0 : replicas;
     this.put('replicaset', {
-      metadata: { ...this.meta(`${app.name}-${hash}`, app.namespace, { app: app.name, 'pod-template-hash': hash }), ownerReferences: [{ kind: 'Deployment', name: app.name }] },
-      spec: { replicas, selector: { matchLabels: { app: app.name, 'pod-template-hash': hash } }, template: { spec: { containers: this.containers(app) } } },
+      metadata: {
+        ...this.meta(`${app.name}-${hash}`, app.namespace, { app: app.name, 'pod-template-hash': hash }),
+        ownerReferences: [{ kind: 'Deployment', name: app.name }],
+      },
+      spec: {
+        replicas,
+        selector: { matchLabels: { app: app.name, 'pod-template-hash': hash } },
+        template: { spec: { containers: this.containers(app) } },
+      },
       status: { replicas, readyReplicas: ready, availableReplicas: ready },
     });
   }
@@ -294,21 +362,31 @@ export class DemoCluster {
     const pod = (app.pods[i] ??= this.place(app, i));
     const { name, node } = pod;
     this.put('pod', {
-      metadata: { ...this.meta(name, app.namespace, { app: app.name, 'pod-template-hash': app.hash }), ownerReferences: [{ kind: 'ReplicaSet', name: `${app.name}-${app.hash}` }] },
-      spec: { nodeName: node, containers: this.containers(app), volumes: this.volumes(app), serviceAccountName: app.name },
+      metadata: {
+        ...this.meta(name, app.namespace, { app: app.name, 'pod-template-hash': app.hash }),
+        ownerReferences: [{ kind: 'ReplicaSet', name: `${app.name}-${app.hash}` }],
+      },
+      spec: {
+        nodeName: node,
+        containers: this.containers(app),
+        volumes: this.volumes(app),
+        serviceAccountName: app.name,
+      },
       status: {
         phase: 'Running',
         podIP: pod.ip,
         hostIP: this.hostIp(node),
         qosClass: 'Burstable',
         startTime: pod.started,
-        containerStatuses: [{
-          name: app.name,
-          image: `${app.image}:1.${app.version}.0`,
-          ready: !app.crashing,
-          restartCount: restarts,
-          state: app.crashing ? { waiting: { reason: 'CrashLoopBackOff' } } : { running: { startedAt: pod.started } },
-        }],
+        containerStatuses: [
+          {
+            name: app.name,
+            image: `${app.image}:1.${app.version}.0`,
+            ready: !app.crashing,
+            restartCount: restarts,
+            state: app.crashing ? { waiting: { reason: 'CrashLoopBackOff' } } : { running: { startedAt: pod.started } },
+          },
+        ],
       },
     });
   }
@@ -317,13 +395,20 @@ export class DemoCluster {
     this.put('endpointslice', {
       metadata: this.meta(`${app.name}-http`, app.namespace, { 'kubernetes.io/service-name': app.name }),
       addressType: 'IPv4',
-      endpoints: app.pods.map((pod) => ({ addresses: [pod.ip], nodeName: pod.node, conditions: { ready: !app.crashing }, targetRef: { kind: 'Pod', name: pod.name, namespace: app.namespace } })),
+      endpoints: app.pods.map((pod) => ({
+        addresses: [pod.ip],
+        nodeName: pod.node,
+        conditions: { ready: !app.crashing },
+        targetRef: { kind: 'Pod', name: pod.name, namespace: app.namespace },
+      })),
       ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
     });
   }
 
   private hostIp(node: string): string {
-    const address = (this.objects.get(`node/${node}`)?.object.status as { addresses?: { address: string }[] } | undefined)?.addresses?.[0]?.address;
+    const address = (
+      this.objects.get(`node/${node}`)?.object.status as { addresses?: { address: string }[] } | undefined
+    )?.addresses?.[0]?.address;
     return address ?? `10.${this.ip}.0.10`;
   }
 
@@ -343,7 +428,8 @@ export class DemoCluster {
     const id = externalId(spec, object);
     const existing = this.objects.get(id)?.object.metadata;
     // an object written again keeps its identity and creation time
-    if (existing) object.metadata = { ...object.metadata, uid: existing.uid, creationTimestamp: existing.creationTimestamp };
+    if (existing)
+      object.metadata = { ...object.metadata, uid: existing.uid, creationTimestamp: existing.creationTimestamp };
     this.objects.set(id, { spec, object });
     this.index.register(spec, id, object);
     this.touched.add(id);

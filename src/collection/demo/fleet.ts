@@ -22,21 +22,45 @@ export function prometheusRecords(state: FleetState): UniversalRecord[] {
     name: 'prometheus-demo',
     raw_data: {
       build: { version: state.prometheusVersion, revision: 'd4e5f6a', branch: 'HEAD', goVersion: 'go1.22.6' },
-      runtime: { storageRetention: '15d', lastConfigTime: '2026-01-01T00:00:00Z', reloadConfigSuccess: true, startTime: '2026-01-01T00:00:00Z' },
+      runtime: {
+        storageRetention: '15d',
+        lastConfigTime: '2026-01-01T00:00:00Z',
+        reloadConfigSuccess: true,
+        startTime: '2026-01-01T00:00:00Z',
+      },
     },
-    type_data: { version: state.prometheusVersion, revision: 'd4e5f6a', go_version: 'go1.22.6', storage_retention: '15d', config_reload_ok: true },
+    type_data: {
+      version: state.prometheusVersion,
+      revision: 'd4e5f6a',
+      go_version: 'go1.22.6',
+      storage_retention: '15d',
+      config_reload_ok: true,
+    },
   };
   const records = [server];
   for (const [host, up] of [...state.hosts].sort(([a], [b]) => a.localeCompare(b))) {
     const instance = `${host}:9100`;
     const large = Number(host.slice(-2)) % 3 === 0;
-    const attributes = { hostname: host, os_name: 'Bottlerocket OS', os_version: '1.20.3', kernel: '6.1.102', architecture: 'x86_64', cpu_count: large ? 16 : 8, memory_bytes: (large ? 64 : 32) * 2 ** 30 };
+    const attributes = {
+      hostname: host,
+      os_name: 'Bottlerocket OS',
+      os_version: '1.20.3',
+      kernel: '6.1.102',
+      architecture: 'x86_64',
+      cpu_count: large ? 16 : 8,
+      memory_bytes: (large ? 64 : 32) * 2 ** 30,
+    };
     const filesystems = [{ mountpoint: '/', device: '/dev/nvme0n1p1', fstype: 'ext4', size_bytes: 100 * 2 ** 30 }];
     records.push({
       external_id: `host/${instance}`,
       ci_type: 'host.linux',
       name: host,
-      raw_data: { uname: { nodename: host, release: '6.1.102', machine: 'x86_64', sysname: 'Linux' }, os: { name: 'Bottlerocket OS', version: '1.20.3' }, ...attributes, filesystems },
+      raw_data: {
+        uname: { nodename: host, release: '6.1.102', machine: 'x86_64', sysname: 'Linux' },
+        os: { name: 'Bottlerocket OS', version: '1.20.3' },
+        ...attributes,
+        filesystems,
+      },
       type_data: { ...attributes, instance, filesystems, metrics: { load1: 0.4 } },
     });
     records.push({
@@ -66,19 +90,34 @@ export function prometheusRecords(state: FleetState): UniversalRecord[] {
 const DATABASES = ['orders', 'catalog', 'payments'];
 
 export function postgresqlRecords(state: FleetState): UniversalRecord[] {
-  const records: UniversalRecord[] = [{
-    external_id: 'server',
-    ci_type: 'postgresql.server',
-    name: 'pg-demo-primary',
-    raw_data: {
-      version: '16.4',
-      version_num: 160004,
-      in_recovery: false,
-      started_at: '2026-01-01T00:00:00.000Z',
-      settings: { max_connections: String(state.maxConnections), shared_buffers: '4GB', wal_level: 'replica', data_checksums: 'on', server_encoding: 'UTF8', ssl: 'on' },
+  const records: UniversalRecord[] = [
+    {
+      external_id: 'server',
+      ci_type: 'postgresql.server',
+      name: 'pg-demo-primary',
+      raw_data: {
+        version: '16.4',
+        version_num: 160004,
+        in_recovery: false,
+        started_at: '2026-01-01T00:00:00.000Z',
+        settings: {
+          max_connections: String(state.maxConnections),
+          shared_buffers: '4GB',
+          wal_level: 'replica',
+          data_checksums: 'on',
+          server_encoding: 'UTF8',
+          ssl: 'on',
+        },
+      },
+      type_data: {
+        version: '16.4',
+        max_connections: state.maxConnections,
+        shared_buffers: '4GB',
+        wal_level: 'replica',
+        replication_role: 'primary',
+      },
     },
-    type_data: { version: '16.4', max_connections: state.maxConnections, shared_buffers: '4GB', wal_level: 'replica', replication_role: 'primary' },
-  }];
+  ];
   for (const [role, limit] of [...state.roleLimits].sort(([a], [b]) => a.localeCompare(b))) {
     const group = role === 'app_readers' || role === 'app_writers';
     const memberOf = group ? [] : role.endsWith('_ro') ? ['app_readers'] : ['app_writers'];
@@ -86,7 +125,16 @@ export function postgresqlRecords(state: FleetState): UniversalRecord[] {
       external_id: `role/${role}`,
       ci_type: 'postgresql.role',
       name: role,
-      raw_data: { login: !group, superuser: false, createdb: false, createrole: false, replication: false, inherit: true, connection_limit: limit, member_of: memberOf },
+      raw_data: {
+        login: !group,
+        superuser: false,
+        createdb: false,
+        createrole: false,
+        replication: false,
+        inherit: true,
+        connection_limit: limit,
+        member_of: memberOf,
+      },
       type_data: { login: !group, superuser: false, createdb: false, connection_limit: limit, member_of: memberOf },
       relationships: memberOf.map((g) => ({ type: 'member_of', target_external_id: `role/${g}` })),
     });
@@ -97,7 +145,16 @@ export function postgresqlRecords(state: FleetState): UniversalRecord[] {
       external_id: `database/${database}`,
       ci_type: 'postgresql.database',
       name: database,
-      raw_data: { datname: database, owner, encoding: 'UTF8', collation: 'en_US.UTF-8', ctype: 'en_US.UTF-8', connection_limit: -1, allow_connections: true, is_template: false },
+      raw_data: {
+        datname: database,
+        owner,
+        encoding: 'UTF8',
+        collation: 'en_US.UTF-8',
+        ctype: 'en_US.UTF-8',
+        connection_limit: -1,
+        allow_connections: true,
+        is_template: false,
+      },
       type_data: { owner, encoding: 'UTF8', collation: 'en_US.UTF-8', connection_limit: -1, is_template: false },
       relationships: [
         { type: 'hosted_on', target_external_id: 'server' },

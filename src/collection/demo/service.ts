@@ -26,7 +26,9 @@ export interface DemoOptions {
   progress: (done: number, total: number, what: string) => void;
 }
 
-export type DemoOutcome = { loaded: false; sources: string[] } | { loaded: true; sources: string[]; steps: number; cis: number; changes: number; from: Date; to: Date };
+export type DemoOutcome =
+  | { loaded: false; sources: string[] }
+  | { loaded: true; sources: string[]; steps: number; cis: number; changes: number; from: Date; to: Date };
 
 /**
  * Loads the demo inventory: two Kubernetes clusters, a Prometheus and a PostgreSQL, each as a
@@ -50,26 +52,56 @@ export async function loadDemo(sql: Sql, options: DemoOptions): Promise<DemoOutc
       if (records.length === 0 && deletions.length === 0) continue;
       const result = await reconcile(
         sql,
-        { tenantId: options.tenantId, sourceId: sourceIds[name], scopeId: SOURCES[name].scopeId, mode: 'delta', records, deletions, typeDataDerived: true },
+        {
+          tenantId: options.tenantId,
+          sourceId: sourceIds[name],
+          scopeId: SOURCES[name].scopeId,
+          mode: 'delta',
+          records,
+          deletions,
+          typeDataDerived: true,
+        },
         { now: step.at, batchSize: options.batchSize },
       );
       cis += result.created;
       changes += result.changes;
-      lastCollected.set(name, { at: step.at, created: result.created, updated: result.updated, changes: result.changes });
+      lastCollected.set(name, {
+        at: step.at,
+        created: result.created,
+        updated: result.updated,
+        changes: result.changes,
+      });
     }
-    options.progress(index + 1, demo.steps.length, `${step.at.toISOString().slice(0, 16).replace('T', ' ')} ${step.what}`);
+    options.progress(
+      index + 1,
+      demo.steps.length,
+      `${step.at.toISOString().slice(0, 16).replace('T', ' ')} ${step.what}`,
+    );
   }
   // each source says when it was last collected, as a collection would: not 'not collected yet' beside its CIs
   for (const [name, last] of lastCollected) await markCollected(sql, options.tenantId, sourceIds[name], last);
   await refreshStatsAggregate(sql, options.now);
-  return { loaded: true, sources: Object.values(SOURCES).map((s) => s.name), steps: demo.steps.length, cis, changes, from: demo.start, to: demo.end };
+  return {
+    loaded: true,
+    sources: Object.values(SOURCES).map((s) => s.name),
+    steps: demo.steps.length,
+    cis,
+    changes,
+    from: demo.start,
+    to: demo.end,
+  };
 }
 
 /**
  * What a collection of one source reports now. The clusters say what changed; the Prometheus and
  * the PostgreSQL report everything, and what they no longer report is gone.
  */
-function recordsOf(demo: ReturnType<typeof buildDemo>, name: Touched, everything: boolean, emitted: Map<Touched, Set<string>>): { records: UniversalRecord[]; deletions: string[] } {
+function recordsOf(
+  demo: ReturnType<typeof buildDemo>,
+  name: Touched,
+  everything: boolean,
+  emitted: Map<Touched, Set<string>>,
+): { records: UniversalRecord[]; deletions: string[] } {
   if (name === 'prometheus' || name === 'postgresql') {
     const records = name === 'prometheus' ? prometheusRecords(demo.fleet) : postgresqlRecords(demo.fleet);
     const now = new Set(records.map((r) => r.external_id));
@@ -102,10 +134,18 @@ async function createSources(sql: Sql, tenantId: string, now: Date): Promise<Rec
 }
 
 /** Removes the demo's sources with everything they brought (see removeSources). */
-export async function removeDemo(sql: Sql, tenantId: string, now: Date): Promise<{ sources: string[]; cis: number; changes: number }> {
+export async function removeDemo(
+  sql: Sql,
+  tenantId: string,
+  now: Date,
+): Promise<{ sources: string[]; cis: number; changes: number }> {
   const sources = await demoSources(sql, tenantId);
   if (sources.length === 0) return { sources: [], cis: 0, changes: 0 };
-  const removed = await removeSources(sql, tenantId, sources.map((s) => s.id));
+  const removed = await removeSources(
+    sql,
+    tenantId,
+    sources.map((s) => s.id),
+  );
   await refreshStatsAggregate(sql, now);
   return { sources: sources.map((s) => s.name), ...removed };
 }

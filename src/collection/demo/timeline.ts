@@ -18,13 +18,139 @@ export interface Step {
 }
 
 const POOLS: Record<string, readonly string[]> = {
-  shop: ['frontend', 'checkout', 'cart', 'catalog', 'recommendations', 'search-api', 'cart-cache', 'reviews', 'wishlist', 'pricing', 'inventory-sync', 'image-resizer', 'promotions', 'sessions-cache', 'storefront-api', 'gift-cards', 'sitemap'],
-  payments: ['gateway', 'ledger', 'fraud-check', 'refunds', 'payouts', 'invoicing', 'tax-engine', 'currency-rates', 'ledger-db', 'settlement', 'chargebacks', 'payment-links', 'wallet', 'kyc', 'billing-queue', 'receipts', 'disputes'],
-  platform: ['auth', 'notifications', 'feature-flags', 'audit-log', 'queue-worker', 'scheduler', 'rate-limiter', 'config-server', 'secrets-sync', 'mailer', 'sms', 'webhooks', 'tenant-admin', 'api-gateway', 'edge-cache', 'status-page', 'docs'],
-  data: ['ingest', 'etl-runner', 'reporting', 'events-queue', 'warehouse-loader', 'metrics-api', 'exporter', 'dedup', 'enrichment', 'clickstream', 'cdc-relay', 'lake-compactor', 'bi-api', 'ml-features', 'model-serving', 'labeler', 'backfill'],
-  search: ['indexer', 'query', 'suggest', 'ranker', 'synonyms', 'crawler', 'spellcheck', 'autocomplete', 'facets', 'search-cache', 'reindex-worker', 'query-log', 'ab-router', 'embeddings', 'vector-db', 'federation', 'highlighter'],
-  monitoring: ['grafana', 'alertmanager', 'kube-state-metrics', 'blackbox', 'loki-gateway', 'tempo', 'pushgateway', 'oncall', 'uptime', 'statsd-bridge', 'log-router', 'trace-collector', 'slo-exporter', 'pager-bridge', 'synthetics', 'cost-exporter', 'dashboards'],
-  internal: ['wiki', 'chat-bot', 'ci-runner', 'artifact-cache', 'license-server', 'hr-portal', 'expenses', 'helpdesk', 'forms', 'calendar-sync', 'vpn-portal', 'asset-db', 'badge-reader', 'room-booking', 'survey', 'intranet', 'timesheets'],
+  shop: [
+    'frontend',
+    'checkout',
+    'cart',
+    'catalog',
+    'recommendations',
+    'search-api',
+    'cart-cache',
+    'reviews',
+    'wishlist',
+    'pricing',
+    'inventory-sync',
+    'image-resizer',
+    'promotions',
+    'sessions-cache',
+    'storefront-api',
+    'gift-cards',
+    'sitemap',
+  ],
+  payments: [
+    'gateway',
+    'ledger',
+    'fraud-check',
+    'refunds',
+    'payouts',
+    'invoicing',
+    'tax-engine',
+    'currency-rates',
+    'ledger-db',
+    'settlement',
+    'chargebacks',
+    'payment-links',
+    'wallet',
+    'kyc',
+    'billing-queue',
+    'receipts',
+    'disputes',
+  ],
+  platform: [
+    'auth',
+    'notifications',
+    'feature-flags',
+    'audit-log',
+    'queue-worker',
+    'scheduler',
+    'rate-limiter',
+    'config-server',
+    'secrets-sync',
+    'mailer',
+    'sms',
+    'webhooks',
+    'tenant-admin',
+    'api-gateway',
+    'edge-cache',
+    'status-page',
+    'docs',
+  ],
+  data: [
+    'ingest',
+    'etl-runner',
+    'reporting',
+    'events-queue',
+    'warehouse-loader',
+    'metrics-api',
+    'exporter',
+    'dedup',
+    'enrichment',
+    'clickstream',
+    'cdc-relay',
+    'lake-compactor',
+    'bi-api',
+    'ml-features',
+    'model-serving',
+    'labeler',
+    'backfill',
+  ],
+  search: [
+    'indexer',
+    'query',
+    'suggest',
+    'ranker',
+    'synonyms',
+    'crawler',
+    'spellcheck',
+    'autocomplete',
+    'facets',
+    'search-cache',
+    'reindex-worker',
+    'query-log',
+    'ab-router',
+    'embeddings',
+    'vector-db',
+    'federation',
+    'highlighter',
+  ],
+  monitoring: [
+    'grafana',
+    'alertmanager',
+    'kube-state-metrics',
+    'blackbox',
+    'loki-gateway',
+    'tempo',
+    'pushgateway',
+    'oncall',
+    'uptime',
+    'statsd-bridge',
+    'log-router',
+    'trace-collector',
+    'slo-exporter',
+    'pager-bridge',
+    'synthetics',
+    'cost-exporter',
+    'dashboards',
+  ],
+  internal: [
+    'wiki',
+    'chat-bot',
+    'ci-runner',
+    'artifact-cache',
+    'license-server',
+    'hr-portal',
+    'expenses',
+    'helpdesk',
+    'forms',
+    'calendar-sync',
+    'vpn-portal',
+    'asset-db',
+    'badge-reader',
+    'room-booking',
+    'survey',
+    'intranet',
+    'timesheets',
+  ],
 };
 
 const plan = (name: string, nodes: number, teams: string[], apps: number): ClusterPlan => ({
@@ -59,7 +185,13 @@ export function buildDemo(end: Date): Demo {
   const east = new DemoCluster(EAST, random, () => clock.now);
   const west = new DemoCluster(WEST, random, () => clock.now);
   const fleet = initialFleet([...east.nodeNames(), ...west.nodeNames()]);
-  const steps: Step[] = [{ at: start, what: 'first collection of both clusters, the Prometheus and the PostgreSQL', apply: () => ['east', 'west', 'prometheus', 'postgresql'] }];
+  const steps: Step[] = [
+    {
+      at: start,
+      what: 'first collection of both clusters, the Prometheus and the PostgreSQL',
+      apply: () => ['east', 'west', 'prometheus', 'postgresql'],
+    },
+  ];
   // days are calendar days (UTC) from the first midnight of the week: day 5 is always yesterday
   const firstDay = Math.ceil(start.getTime() / DAY) * DAY;
   const at = (day: number, hour: number, minute = 0) => new Date(firstDay + day * DAY + hour * HOUR + minute * 60_000);
@@ -71,23 +203,39 @@ export function buildDemo(end: Date): Demo {
       const name = random.pick(['east', 'west'] as const);
       const cluster = clusters[name];
       const app = random.pick(cluster.appNames());
-      steps.push({ at: at(day, 8 + i, random.int(0, 59)), what: `${name}: ${app} rolls out a new image`, apply: () => (cluster.rollout(app), [name]) });
+      steps.push({
+        at: at(day, 8 + i, random.int(0, 59)),
+        what: `${name}: ${app} rolls out a new image`,
+        apply: () => (cluster.rollout(app), [name]),
+      });
     }
     for (let i = 0; i < 3; i++) {
       const name = random.pick(['east', 'west'] as const);
       const cluster = clusters[name];
       const app = random.pick(cluster.appNames());
       const replicas = random.int(2, 8);
-      steps.push({ at: at(day, 10 + i * 3, random.int(0, 59)), what: `${name}: ${app} scales to ${replicas}`, apply: () => (cluster.scale(app, replicas), [name]) });
+      steps.push({
+        at: at(day, 10 + i * 3, random.int(0, 59)),
+        what: `${name}: ${app} scales to ${replicas}`,
+        apply: () => (cluster.scale(app, replicas), [name]),
+      });
     }
   }
   // day 1: the east nodes get a kubelet upgrade, one every ten minutes
   east.nodeNames().forEach((node, i) => {
-    steps.push({ at: at(1, 6, i * 10), what: `east: ${node} upgraded to kubelet v1.30.5`, apply: () => (east.upgradeNode(node, 'v1.30.5'), ['east']) });
+    steps.push({
+      at: at(1, 6, i * 10),
+      what: `east: ${node} upgraded to kubelet v1.30.5`,
+      apply: () => (east.upgradeNode(node, 'v1.30.5'), ['east']),
+    });
   });
   // day 2: a west node fails and is replaced; its exporter goes quiet, then the new one is scraped
   const failing = west.nodeNames()[3]!;
-  steps.push({ at: at(2, 2, 17), what: `west: ${failing} stops answering`, apply: () => (fleet.hosts.set(failing, false), ['prometheus']) });
+  steps.push({
+    at: at(2, 2, 17),
+    what: `west: ${failing} stops answering`,
+    apply: () => (fleet.hosts.set(failing, false), ['prometheus']),
+  });
   steps.push({
     at: at(2, 2, 40),
     what: `west: ${failing} is drained and replaced`,
@@ -99,16 +247,36 @@ export function buildDemo(end: Date): Demo {
     },
   });
   // days 3 and 4: the database and the monitoring are tuned and upgraded
-  steps.push({ at: at(3, 9, 30), what: 'postgresql: max_connections 200 → 300', apply: () => ((fleet.maxConnections = 300), ['postgresql']) });
-  steps.push({ at: at(3, 9, 45), what: 'postgresql: orders_app may hold 80 connections', apply: () => (fleet.roleLimits.set('orders_app', 80), ['postgresql']) });
-  steps.push({ at: at(4, 11, 5), what: 'postgresql: pg_stat_statements 1.10 → 1.11', apply: () => (fleet.extensions.set('pg_stat_statements', '1.11'), ['postgresql']) });
-  steps.push({ at: at(4, 15, 20), what: 'prometheus: upgraded to 2.54.0', apply: () => ((fleet.prometheusVersion = '2.54.0'), ['prometheus']) });
+  steps.push({
+    at: at(3, 9, 30),
+    what: 'postgresql: max_connections 200 → 300',
+    apply: () => ((fleet.maxConnections = 300), ['postgresql']),
+  });
+  steps.push({
+    at: at(3, 9, 45),
+    what: 'postgresql: orders_app may hold 80 connections',
+    apply: () => (fleet.roleLimits.set('orders_app', 80), ['postgresql']),
+  });
+  steps.push({
+    at: at(4, 11, 5),
+    what: 'postgresql: pg_stat_statements 1.10 → 1.11',
+    apply: () => (fleet.extensions.set('pg_stat_statements', '1.11'), ['postgresql']),
+  });
+  steps.push({
+    at: at(4, 15, 20),
+    what: 'prometheus: upgraded to 2.54.0',
+    apply: () => ((fleet.prometheusVersion = '2.54.0'), ['prometheus']),
+  });
   incident(steps, east, at);
   // the ordinary days run up to now: what would happen after it is left out
   const week = steps.filter((step) => step.at.getTime() < end.getTime());
   week.sort((a, b) => a.at.getTime() - b.at.getTime());
   steps.splice(0, steps.length, ...week);
-  steps.push({ at: end, what: 'latest collection of everything', apply: () => ['east', 'west', 'prometheus', 'postgresql'] });
+  steps.push({
+    at: end,
+    what: 'latest collection of everything',
+    apply: () => ['east', 'west', 'prometheus', 'postgresql'],
+  });
   return { east, west, fleet, clock, steps, start, end };
 }
 
@@ -129,7 +297,19 @@ function incident(steps: Step[], east: DemoCluster, at: (day: number, hour: numb
       return ['east'];
     },
   });
-  steps.push({ at: at(5, 13, 52), what: 'east: checkout pods crash in a loop', apply: () => (east.crash(app, 3), ['east']) });
-  steps.push({ at: at(5, 14, 5), what: 'east: checkout pods keep crashing', apply: () => (east.crash(app, 9), ['east']) });
-  steps.push({ at: at(5, 14, 20), what: 'east: checkout rolled back', apply: () => (east.rollback(app, previous!.version, previous!.env), ['east']) });
+  steps.push({
+    at: at(5, 13, 52),
+    what: 'east: checkout pods crash in a loop',
+    apply: () => (east.crash(app, 3), ['east']),
+  });
+  steps.push({
+    at: at(5, 14, 5),
+    what: 'east: checkout pods keep crashing',
+    apply: () => (east.crash(app, 9), ['east']),
+  });
+  steps.push({
+    at: at(5, 14, 20),
+    what: 'east: checkout rolled back',
+    apply: () => (east.rollback(app, previous!.version, previous!.env), ['east']),
+  });
 }

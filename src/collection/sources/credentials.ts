@@ -10,7 +10,6 @@ export { CredentialsUnavailable, fingerprintOf, MasterKeys, rotateMasterKey } fr
  * another source, another tenant or labelled with another key version does not decrypt.
  */
 
-
 /**
  * Strikes a credential's values out of a text: an error a collector type raised may quote a server
  * that echoed what it was sent. Covers each value (also as written inside JSON), each long line of a multi-line value (PEM), and
@@ -25,7 +24,8 @@ export function redactCredentials(text: string, document: CredentialDocument | u
     secrets.add(JSON.stringify(value).slice(1, -1));
     for (const line of value.split(/\r?\n/)) if (line.trim().length >= 16) secrets.add(line.trim());
   }
-  if (document.type === 'basic') secrets.add(Buffer.from(`${document.username}:${document.password}`).toString('base64'));
+  if (document.type === 'basic')
+    secrets.add(Buffer.from(`${document.username}:${document.password}`).toString('base64'));
   let redacted = text;
   // longest first, so a value containing another is struck out whole
   for (const secret of [...secrets].filter((s) => s.length >= 4).sort((a, b) => b.length - a.length)) {
@@ -34,21 +34,54 @@ export function redactCredentials(text: string, document: CredentialDocument | u
   return redacted;
 }
 
-const credentialAad = (tenantId: string, sourceId: string, version: number) => `cinv source credentials v1|${tenantId}|${sourceId}|${version}`;
+const credentialAad = (tenantId: string, sourceId: string, version: number) =>
+  `cinv source credentials v1|${tenantId}|${sourceId}|${version}`;
 
 export type { Sealed as SealedCredentials } from '../../platform/auth/envelope.js';
 type SealedCredentials = import('../../platform/auth/envelope.js').Sealed;
 
-export async function encryptCredentials(sql: Queryable, keys: MasterKeys, tenantId: string, sourceId: string, document: CredentialDocument): Promise<SealedCredentials> {
-  return sealForTenant(sql, keys, tenantId, (version) => credentialAad(tenantId, sourceId, version), Buffer.from(JSON.stringify(document), 'utf8'));
+export async function encryptCredentials(
+  sql: Queryable,
+  keys: MasterKeys,
+  tenantId: string,
+  sourceId: string,
+  document: CredentialDocument,
+): Promise<SealedCredentials> {
+  return sealForTenant(
+    sql,
+    keys,
+    tenantId,
+    (version) => credentialAad(tenantId, sourceId, version),
+    Buffer.from(JSON.stringify(document), 'utf8'),
+  );
 }
 
-export async function decryptCredentials(sql: Queryable, keys: MasterKeys, tenantId: string, sourceId: string, sealed: SealedCredentials): Promise<CredentialDocument> {
-  const plaintext = await openForTenant(sql, keys, tenantId, credentialAad(tenantId, sourceId, sealed.keyVersion), sealed, 'the stored credentials do not decrypt for this source');
+export async function decryptCredentials(
+  sql: Queryable,
+  keys: MasterKeys,
+  tenantId: string,
+  sourceId: string,
+  sealed: SealedCredentials,
+): Promise<CredentialDocument> {
+  const plaintext = await openForTenant(
+    sql,
+    keys,
+    tenantId,
+    credentialAad(tenantId, sourceId, sealed.keyVersion),
+    sealed,
+    'the stored credentials do not decrypt for this source',
+  );
   return JSON.parse(plaintext.toString('utf8')) as CredentialDocument;
 }
 
-export async function storeCredentials(sql: Queryable, keys: MasterKeys, tenantId: string, sourceId: string, document: CredentialDocument, now: Date): Promise<void> {
+export async function storeCredentials(
+  sql: Queryable,
+  keys: MasterKeys,
+  tenantId: string,
+  sourceId: string,
+  document: CredentialDocument,
+  now: Date,
+): Promise<void> {
   const sealed = await encryptCredentials(sql, keys, tenantId, sourceId, document);
   await sql`
     insert into source_credentials (source_id, tenant_id, credential_type, key_version, nonce, ciphertext, updated_at)
@@ -57,15 +90,23 @@ export async function storeCredentials(sql: Queryable, keys: MasterKeys, tenantI
       nonce = excluded.nonce, ciphertext = excluded.ciphertext, updated_at = excluded.updated_at`;
 }
 
-export async function loadCredentials(sql: Queryable, keys: MasterKeys, tenantId: string, sourceId: string): Promise<CredentialDocument | undefined> {
+export async function loadCredentials(
+  sql: Queryable,
+  keys: MasterKeys,
+  tenantId: string,
+  sourceId: string,
+): Promise<CredentialDocument | undefined> {
   const [row] = await sql<{ key_version: number; nonce: Buffer; ciphertext: Buffer }[]>`
     select key_version, nonce, ciphertext from source_credentials where source_id = ${sourceId} and tenant_id = ${tenantId}`;
   if (!row) return undefined;
-  return decryptCredentials(sql, keys, tenantId, sourceId, { keyVersion: row.key_version, nonce: row.nonce, ciphertext: row.ciphertext });
+  return decryptCredentials(sql, keys, tenantId, sourceId, {
+    keyVersion: row.key_version,
+    nonce: row.nonce,
+    ciphertext: row.ciphertext,
+  });
 }
 
 export async function destroyCredentials(sql: Queryable, tenantId: string, sourceId: string): Promise<boolean> {
   const result = await sql`delete from source_credentials where source_id = ${sourceId} and tenant_id = ${tenantId}`;
   return result.count > 0;
 }
-

@@ -49,8 +49,8 @@ async function* lines(body: Readable, maxLineBytes: number): AsyncGenerator<Buff
   if (pendingBytes > 0) yield Buffer.concat(pending);
 }
 
-const lineTooLong = (limit: number) => new AppError(413, 'HTTP_413', `An NDJSON line exceeds CINV_BODY_LIMIT_BYTES (${limit} bytes)`, { limit });
-
+const lineTooLong = (limit: number) =>
+  new AppError(413, 'HTTP_413', `An NDJSON line exceeds CINV_BODY_LIMIT_BYTES (${limit} bytes)`, { limit });
 
 /**
  * A line's text. Bytes that are not UTF-8 stop the push like an invalid record does: decoded
@@ -58,16 +58,23 @@ const lineTooLong = (limit: number) => new AppError(413, 'HTTP_413', `An NDJSON 
  */
 function textOf(bytes: Buffer, index: number): string {
   if (!isUtf8(bytes)) {
-    throw new AppError(400, 'HTTP_400', `NDJSON line ${index} (items.${index}, counted from 0) is not valid UTF-8; send the text encoded as UTF-8`, {
-      field: `items.${index}`,
-      line: index,
-    });
+    throw new AppError(
+      400,
+      'HTTP_400',
+      `NDJSON line ${index} (items.${index}, counted from 0) is not valid UTF-8; send the text encoded as UTF-8`,
+      {
+        field: `items.${index}`,
+        line: index,
+      },
+    );
   }
   return bytes.toString('utf8');
 }
 
 function refuse(index: number, errors: FieldError[]): never {
-  throw validationFailed(errors.map((e) => ({ ...e, field: e.field === '(root)' ? `items.${index}` : `items.${index}.${e.field}` })));
+  throw validationFailed(
+    errors.map((e) => ({ ...e, field: e.field === '(root)' ? `items.${index}` : `items.${index}.${e.field}` })),
+  );
 }
 
 /**
@@ -82,7 +89,10 @@ export const NDJSON_BATCH_CHARS = 4 * 1024 * 1024;
  * when they hold `NDJSON_BATCH_CHARS` of text. Blank lines are skipped but counted, so indexes
  * match line numbers.
  */
-export async function* ndjsonBatches(body: Readable, options: { mode: 'snapshot' | 'delta'; batchSize: number; maxLineBytes: number }): AsyncGenerator<NdjsonBatch> {
+export async function* ndjsonBatches(
+  body: Readable,
+  options: { mode: 'snapshot' | 'delta'; batchSize: number; maxLineBytes: number },
+): AsyncGenerator<NdjsonBatch> {
   let batch: NdjsonBatch = { records: [], deletions: [] };
   let batchChars = 0;
   let index = -1;
@@ -99,24 +109,44 @@ export async function* ndjsonBatches(body: Readable, options: { mode: 'snapshot'
     } catch {
       refuse(index, [{ field: '(root)', location: 'body', message: 'is not a JSON document' }]);
     }
-    if (nestsDeeperThan(value, MAX_JSON_DEPTH)) refuse(index, [{ field: '(root)', location: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` }]);
+    if (nestsDeeperThan(value, MAX_JSON_DEPTH))
+      refuse(index, [
+        { field: '(root)', location: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` },
+      ]);
     // NUL characters and unpaired surrogates reach a parsed line only through \u escapes
     const unstorable = line.includes('\\u') ? unstorableText(value) : undefined;
     if (unstorable) refuse(index, [{ field: '(root)', location: 'body', message: unstorable }]);
     if (typeof value === 'object' && value !== null && !Array.isArray(value) && 'delete' in value) {
       const id = (value as { delete: unknown }).delete;
-      if (options.mode !== 'delta') refuse(index, [{ field: 'delete', location: 'body', message: 'deletions are accepted in delta mode only (?mode=delta)' }]);
+      if (options.mode !== 'delta')
+        refuse(index, [
+          { field: 'delete', location: 'body', message: 'deletions are accepted in delta mode only (?mode=delta)' },
+        ]);
       if (Object.keys(value).length !== 1 || typeof id !== 'string' || id === '' || id.length > MAX_KEY_LENGTH) {
-        refuse(index, [{ field: 'delete', location: 'body', message: `must be the only key, an external id of 1 to ${MAX_KEY_LENGTH} characters` }]);
+        refuse(index, [
+          {
+            field: 'delete',
+            location: 'body',
+            message: `must be the only key, an external id of 1 to ${MAX_KEY_LENGTH} characters`,
+          },
+        ]);
       }
-      if (upserted.has(id)) refuse(index, [{ field: 'delete', location: 'body', message: 'is also listed as a record; send an id as a record or as a deletion, not both' }]);
+      if (upserted.has(id))
+        refuse(index, [
+          {
+            field: 'delete',
+            location: 'body',
+            message: 'is also listed as a record; send an id as a record or as a deletion, not both',
+          },
+        ]);
       deleted.add(id);
       batch.deletions.push(id);
     } else {
       if (!validateRecord(value)) refuse(index, toFieldErrors(validateRecord.errors, 'body'));
       const record = value as UniversalRecord;
       if (options.mode === 'delta') {
-        if (deleted.has(record.external_id)) refuse(index, [{ field: 'external_id', location: 'body', message: 'is also listed as a deletion' }]);
+        if (deleted.has(record.external_id))
+          refuse(index, [{ field: 'external_id', location: 'body', message: 'is also listed as a deletion' }]);
         upserted.add(record.external_id);
       }
       batch.records.push(record);

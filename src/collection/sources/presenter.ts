@@ -22,5 +22,7 @@ export const presentDetail = (row: SourceRow) => ({
   ...presentSource(row),
   collector: { id: Number(row.collector_id), name: row.collector_name, collector_type: row.collector_type },
   last_error: row.last_error,
-  credentials: row.credentials ? { type: row.credentials.type, updated_at: new Date(row.credentials.updated_at).toISOString() } : null,
+  credentials: row.credentials
+    ? { type: row.credentials.type, updated_at: new Date(row.credentials.updated_at).toISOString() }
+    : null,
 });

@@ -58,11 +58,19 @@ const ingest = defineRoute({
   query: IngestQuery,
   body: Snapshot,
   streamTypes: [NDJSON],
-  responses: { 200: { description: 'What the reconcile did.', schema: Counts }, ...conflictResponse('The source is disabled') },
+  responses: {
+    200: { description: 'What the reconcile did.', schema: Counts },
+    ...conflictResponse('The source is disabled'),
+  },
   async handler({ ctx, app, principal, params, query, body }) {
-    const push = body !== undefined
-      ? { body }
-      : { open: () => decodedBody(ctx.req, ctx.get('content-encoding') || undefined), mode: query.mode, scopeId: query.scope_id };
+    const push =
+      body !== undefined
+        ? { body }
+        : {
+            open: () => decodedBody(ctx.req, ctx.get('content-encoding') || undefined),
+            mode: query.mode,
+            scopeId: query.scope_id,
+          };
     return ingestPush(app, principal, params.source_id, push);
   },
 });
@@ -72,7 +80,8 @@ const list = defineRoute({
   path: '/api/v1/sources',
   operationId: 'listSources',
   summary: 'List sources',
-  description: 'The sources the caller may see (its data scopes name them), by id. `enabled` is shorthand for `status`.',
+  description:
+    'The sources the caller may see (its data scopes name them), by id. `enabled` is shorthand for `status`.',
   tags: TAGS,
   access: { resource: 'sources', action: 'read' },
   query: SourceQuery,
@@ -98,7 +107,10 @@ const create = defineRoute({
   tags: TAGS,
   access: { resource: 'sources', action: 'write' },
   body: NewSource,
-  responses: { 201: { description: 'The source.', schema: SourceDetail }, ...conflictResponse('A live source has this name') },
+  responses: {
+    201: { description: 'The source.', schema: SourceDetail },
+    ...conflictResponse('A live source has this name'),
+  },
   async handler({ ctx, app, principal, body }) {
     const created = await createSource(app, principal, body);
     ctx.status = 201;
@@ -111,7 +123,7 @@ const get = defineRoute({
   path: '/api/v1/sources/{source_id}',
   operationId: 'getSource',
   summary: 'Get a source',
-  description: 'With its collector and last error. A deleted source, or one outside the caller\'s scopes, is a 404.',
+  description: "With its collector and last error. A deleted source, or one outside the caller's scopes, is a 404.",
   tags: TAGS,
   access: { resource: 'sources', action: 'read' },
   params: SourceParams,
@@ -134,7 +146,10 @@ const update = defineRoute({
   access: { resource: 'sources', action: 'write' },
   params: SourceParams,
   body: SourceUpdate,
-  responses: { 200: { description: 'The source as it is now.', schema: SourceDetail }, ...conflictResponse('Another live source has this name') },
+  responses: {
+    200: { description: 'The source as it is now.', schema: SourceDetail },
+    ...conflictResponse('Another live source has this name'),
+  },
   async handler({ app, principal, params, body }) {
     return presentDetail(await changeSource(app, principal, params.source_id, body));
   },
@@ -162,16 +177,18 @@ const health = defineRoute({
   method: 'PUT',
   path: '/api/v1/sources/{source_id}/health',
   operationId: 'reportSourceHealth',
-  summary: 'Report a source\'s health (called by collectors)',
+  summary: "Report a source's health (called by collectors)",
   description:
     'Sets `health_status` to `{status, last_check, details: {message, duration, consecutive_errors}}` (`last_check` from ' +
-    '`timestamp`), which the collector health routes reflect. The health is every instance\'s, so a caller whose data ' +
+    "`timestamp`), which the collector health routes reflect. The health is every instance's, so a caller whose data " +
     'scopes hold only some instances of the source is refused (403, `details.reason` `whole_source_required`).',
   tags: TAGS,
   access: { resource: 'sources', action: 'write' },
   params: SourceParams,
   body: HealthBody,
-  responses: { 200: { description: 'Recorded.', schema: Type.Object({ status: Type.String(), message: Type.String() }) } },
+  responses: {
+    200: { description: 'Recorded.', schema: Type.Object({ status: Type.String(), message: Type.String() }) },
+  },
   async handler({ app, principal, params, body }) {
     const source = await reportHealth(app, principal, params.source_id, body);
     return { status: 'ok', message: `Health of ${source.name} recorded` };
@@ -182,9 +199,9 @@ const putCredentials = defineRoute({
   method: 'PUT',
   path: '/api/v1/sources/{source_id}/credentials',
   operationId: 'setSourceCredentials',
-  summary: 'Set or replace a source\'s credentials',
+  summary: "Set or replace a source's credentials",
   description:
-    'Stored encrypted (AES-256-GCM under the tenant\'s data key, itself wrapped by CINV_MASTER_KEY) and never returned ' +
+    "Stored encrypted (AES-256-GCM under the tenant's data key, itself wrapped by CINV_MASTER_KEY) and never returned " +
     'by any route but the audited reveal. 204. 409 when the server has no master key.',
   tags: TAGS,
   access: { resource: 'credentials', action: 'write' },
@@ -202,7 +219,7 @@ const deleteCredentials = defineRoute({
   method: 'DELETE',
   path: '/api/v1/sources/{source_id}/credentials',
   operationId: 'deleteSourceCredentials',
-  summary: 'Remove a source\'s credentials',
+  summary: "Remove a source's credentials",
   description: '204; 404 when the source has none.',
   tags: TAGS,
   access: { resource: 'credentials', action: 'delete' },
@@ -219,7 +236,7 @@ const reveal = defineRoute({
   method: 'GET',
   path: '/api/v1/sources/{source_id}/credentials/reveal',
   operationId: 'revealSourceCredentials',
-  summary: 'Read back a source\'s credentials (audited)',
+  summary: "Read back a source's credentials (audited)",
   description:
     'Needs `credentials:read` (admin keys and superadmins have it; `ro` keys do not). Every reveal writes a ' +
     '`credentials.revealed` audit event and every refused one `credentials.reveal_denied`. 404 when the source has none.',
@@ -239,4 +256,15 @@ const reveal = defineRoute({
   },
 });
 
-export const sourceRoutes: AnyRoute[] = [list, create, get, update, remove, health, ingest, putCredentials, deleteCredentials, reveal];
+export const sourceRoutes: AnyRoute[] = [
+  list,
+  create,
+  get,
+  update,
+  remove,
+  health,
+  ingest,
+  putCredentials,
+  deleteCredentials,
+  reveal,
+];

@@ -1,5 +1,14 @@
 import { Type } from '@sinclair/typebox';
-import { HumanName, JsonObject, Limit, Nullable, NumericId, Offset, ScopeId, Timestamp } from '../../platform/http/schemas.js';
+import {
+  HumanName,
+  JsonObject,
+  Limit,
+  Nullable,
+  NumericId,
+  Offset,
+  ScopeId,
+  Timestamp,
+} from '../../platform/http/schemas.js';
 
 export const SourceParams = Type.Object({ source_id: NumericId('The source identifier') });
 
@@ -21,14 +30,22 @@ export const Counts = Type.Object({
 export const NDJSON = 'application/x-ndjson';
 
 export const IngestQuery = Type.Object({
-  mode: Type.Optional(Type.Union([Type.Literal('snapshot'), Type.Literal('delta')], { description: 'NDJSON pushes only (JSON bodies carry it).' })),
+  mode: Type.Optional(
+    Type.Union([Type.Literal('snapshot'), Type.Literal('delta')], {
+      description: 'NDJSON pushes only (JSON bodies carry it).',
+    }),
+  ),
   scope_id: Type.Optional(ScopeId(256, 'NDJSON pushes only (JSON bodies carry it).')),
 });
 
 const ScheduleConfig = Type.Object(
   {
-    enabled: Type.Optional(Type.Boolean({ description: 'Whether the worker collects the source on its own (default false).' })),
-    interval_minutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 525_600, description: 'Minutes between collections (default 60).' })),
+    enabled: Type.Optional(
+      Type.Boolean({ description: 'Whether the worker collects the source on its own (default false).' }),
+    ),
+    interval_minutes: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 525_600, description: 'Minutes between collections (default 60).' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -39,7 +56,9 @@ export const SourceView = Type.Object({
   name: Type.String(),
   endpoint: Nullable(Type.String()),
   status: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
-  config: JsonObject('The source\'s settings: the common keys (verify_ssl, timeout, collection_mode, enabled_collectors) and its type\'s.'),
+  config: JsonObject(
+    "The source's settings: the common keys (verify_ssl, timeout, collection_mode, enabled_collectors) and its type's.",
+  ),
   schedule_config: Type.Object({ enabled: Type.Boolean(), interval_minutes: Type.Integer() }),
   health_status: Nullable(JsonObject('`status`, `last_check` and `details` (or `components`).')),
   last_collection: Nullable(Timestamp()),
@@ -61,10 +80,21 @@ export const SourceDetail = Type.Composite([
   }),
 ]);
 
-export const SourceList = Type.Object({ items: Type.Array(SourceView), total: Type.Integer(), offset: Type.Integer(), limit: Type.Integer() });
+export const SourceList = Type.Object({
+  items: Type.Array(SourceView),
+  total: Type.Integer(),
+  offset: Type.Integer(),
+  limit: Type.Integer(),
+});
 
-const NAME = HumanName({ spaces: 'trimmed', description: 'Unique among the tenant\'s sources.' });
-const ENDPOINT = Nullable(Type.String({ minLength: 1, maxLength: 2048, description: 'Where the collector connects: an http(s) URL (or the type\'s own scheme).' }));
+const NAME = HumanName({ spaces: 'trimmed', description: "Unique among the tenant's sources." });
+const ENDPOINT = Nullable(
+  Type.String({
+    minLength: 1,
+    maxLength: 2048,
+    description: "Where the collector connects: an http(s) URL (or the type's own scheme).",
+  }),
+);
 
 const SourceFields = {
   name: NAME,
@@ -82,8 +112,14 @@ export type NewCollectorSource = typeof NewCollectorSource.static;
 export const NewSource = Type.Object(
   {
     ...SourceFields,
-    collector_type: Type.String({ minLength: 1, maxLength: 100, description: 'The type of the collector; it is provisioned with its first source.' }),
-    collector_name: Type.Optional(HumanName({ description: 'Default: the type. Collectors may share a name when their types differ.' })),
+    collector_type: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'The type of the collector; it is provisioned with its first source.',
+    }),
+    collector_name: Type.Optional(
+      HumanName({ description: 'Default: the type. Collectors may share a name when their types differ.' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -94,7 +130,9 @@ export const SourceUpdate = Type.Object(
     name: Type.Optional(NAME),
     endpoint: Type.Optional(ENDPOINT),
     status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
-    config: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Merged key by key; a null value removes the key.' })),
+    config: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: 'Merged key by key; a null value removes the key.' }),
+    ),
     schedule_config: Type.Optional(ScheduleConfig),
   },
   { additionalProperties: false },
@@ -102,9 +140,13 @@ export const SourceUpdate = Type.Object(
 export type SourceUpdate = typeof SourceUpdate.static;
 
 export const SourceQuery = Type.Object({
-  collector_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,19}$', description: 'Only sources of this collector (an integer).' })),
+  collector_id: Type.Optional(
+    Type.String({ pattern: '^[0-9]{1,19}$', description: 'Only sources of this collector (an integer).' }),
+  ),
   status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
-  enabled: Type.Optional(Type.Boolean({ description: 'Shorthand: true is `status=enabled`, false `status=disabled`.' })),
+  enabled: Type.Optional(
+    Type.Boolean({ description: 'Shorthand: true is `status=enabled`, false `status=disabled`.' }),
+  ),
   limit: Limit(50, 500),
   offset: Offset,
 });
@@ -124,9 +166,16 @@ export type HealthBody = typeof HealthBody.static;
 
 export const CredentialsBody = Type.Union(
   [
-    Type.Object({ type: Type.Literal('token'), token: Type.String({ minLength: 1, maxLength: 16_384 }) }, { additionalProperties: false }),
     Type.Object(
-      { type: Type.Literal('basic'), username: Type.String({ minLength: 1, maxLength: 1024 }), password: Type.String({ maxLength: 16_384 }) },
+      { type: Type.Literal('token'), token: Type.String({ minLength: 1, maxLength: 16_384 }) },
+      { additionalProperties: false },
+    ),
+    Type.Object(
+      {
+        type: Type.Literal('basic'),
+        username: Type.String({ minLength: 1, maxLength: 1024 }),
+        password: Type.String({ maxLength: 16_384 }),
+      },
       { additionalProperties: false },
     ),
     Type.Object(
@@ -134,7 +183,13 @@ export const CredentialsBody = Type.Union(
         type: Type.Literal('tls'),
         client_certificate: Type.String({ minLength: 1, maxLength: 65_536, description: 'PEM.' }),
         client_key: Type.String({ minLength: 1, maxLength: 65_536, description: 'PEM.' }),
-        ca_certificate: Type.Optional(Type.String({ minLength: 1, maxLength: 65_536, description: 'PEM; the endpoint\'s CA when it is not a public one.' })),
+        ca_certificate: Type.Optional(
+          Type.String({
+            minLength: 1,
+            maxLength: 65_536,
+            description: "PEM; the endpoint's CA when it is not a public one.",
+          }),
+        ),
       },
       { additionalProperties: false },
     ),

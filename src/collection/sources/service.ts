@@ -2,7 +2,13 @@ import type { Context } from 'koa';
 import type { Readable } from 'node:stream';
 import { auditChange } from '../../platform/audit/log.js';
 import { requireMasterKeys, undecryptable } from '../../platform/auth/envelope.js';
-import { coversScope, coversSource, coversWholeSource, writableInstances, type Principal } from '../../platform/auth/principal.js';
+import {
+  coversScope,
+  coversSource,
+  coversWholeSource,
+  writableInstances,
+  type Principal,
+} from '../../platform/auth/principal.js';
 import type { CredentialDocument } from '../types/plugin.js';
 import { collectorType, knownCollectorTypes } from '../types/registry.js';
 import type { AppContext } from '../../context.js';
@@ -10,7 +16,14 @@ import type { Queryable } from '../../platform/db/database.js';
 import { AppError, conflict, forbidden, notFound } from '../../platform/errors.js';
 import { bigintId } from '../../platform/http/schemas.js';
 import { allowedHostsOf } from '../../platform/net/endpoint.js';
-import { addReconcileResult, assertStorable, emptyReconcileResult, newBulkLoad, reconcile, type ReconcileResult } from '../../inventory/write-path/reconcile.js';
+import {
+  addReconcileResult,
+  assertStorable,
+  emptyReconcileResult,
+  newBulkLoad,
+  reconcile,
+  type ReconcileResult,
+} from '../../inventory/write-path/reconcile.js';
 import type { Snapshot } from '../../inventory/write-path/records.js';
 import { destroyCredentials, loadCredentials, MasterKeys, storeCredentials } from './credentials.js';
 import { ndjsonBatches } from './ndjson.js';
@@ -44,7 +57,11 @@ export async function sourceOr404(app: AppContext, principal: Principal, rawId: 
  * with the source's name when the tenant has it. The log is read by auditors, not by the refused
  * principal, so the name is given even when that principal may not see the source.
  */
-export async function refusedSourceTarget(app: AppContext, principal: Principal, rawId: string): Promise<{ type: 'source'; id: string; name: string | null }> {
+export async function refusedSourceTarget(
+  app: AppContext,
+  principal: Principal,
+  rawId: string,
+): Promise<{ type: 'source'; id: string; name: string | null }> {
   const id = /^[0-9]+$/.test(rawId) ? bigintId(rawId) : undefined;
   const source = id === undefined ? undefined : await findSourceById(app.sql, principal.tenantId, id);
   return { type: 'source', id: source?.id ?? rawId, name: source?.name ?? null };
@@ -52,11 +69,16 @@ export async function refusedSourceTarget(app: AppContext, principal: Principal,
 
 /** Creating or changing a source needs a principal whose scopes cover it: a scoped key could not see it afterwards. */
 export function assertUnscoped(principal: Principal): void {
-  if (!principal.superadmin && principal.scopes !== 'all') throw forbidden('Only a principal with access to all data may add sources', { reason: 'scoped' });
+  if (!principal.superadmin && principal.scopes !== 'all')
+    throw forbidden('Only a principal with access to all data may add sources', { reason: 'scoped' });
 }
 
 /** A page of the sources the principal may see; a collector id too large to exist matches nothing. */
-export async function listSourcesPage(app: AppContext, principal: Principal, query: SourceQuery): Promise<{ rows: SourceRow[]; total: number }> {
+export async function listSourcesPage(
+  app: AppContext,
+  principal: Principal,
+  query: SourceQuery,
+): Promise<{ rows: SourceRow[]; total: number }> {
   const status = query.status ?? (query.enabled === undefined ? undefined : query.enabled ? 'enabled' : 'disabled');
   const collectorId = query.collector_id === undefined ? undefined : bigintId(query.collector_id);
   if (query.collector_id !== undefined && collectorId === undefined) return { rows: [], total: 0 };
@@ -64,7 +86,12 @@ export async function listSourcesPage(app: AppContext, principal: Principal, que
 }
 
 /** Every source of a collector the principal may see, by id. */
-export async function sourcesOfCollector(app: AppContext, principal: Principal, collectorId: string, status?: 'enabled'): Promise<SourceRow[]> {
+export async function sourcesOfCollector(
+  app: AppContext,
+  principal: Principal,
+  collectorId: string,
+  status?: 'enabled',
+): Promise<SourceRow[]> {
   return (await listSources(app.sql, principal, { collectorId, status, limit: 10_000, offset: 0 })).rows;
 }
 
@@ -72,7 +99,13 @@ export async function sourcesOfCollector(app: AppContext, principal: Principal, 
  * Writes a new source into a collector; its settings were checked before the transaction began,
  * so that no transaction waits on the endpoint's name resolution.
  */
-async function insertChecked(tx: Queryable, tenantId: string, collectorId: string, body: NewCollectorSource, now: Date): Promise<SourceRow> {
+async function insertChecked(
+  tx: Queryable,
+  tenantId: string,
+  collectorId: string,
+  body: NewCollectorSource,
+  now: Date,
+): Promise<SourceRow> {
   const id = await insertSource(tx, tenantId, {
     collectorId,
     name: body.name,
@@ -93,7 +126,11 @@ export async function createSource(app: AppContext, principal: Principal, body: 
   assertUnscoped(principal);
   const type = requireCollectorType(body.collector_type);
   const { collector_type: _type, collector_name: collectorName, ...fields } = body;
-  await assertSourceSettings(type, { endpoint: fields.endpoint, config: fields.config ?? {} }, allowedHostsOf(app.config));
+  await assertSourceSettings(
+    type,
+    { endpoint: fields.endpoint, config: fields.config ?? {} },
+    allowedHostsOf(app.config),
+  );
   return app.sql.begin(async (tx) => {
     const collectorId = await provisionCollector(tx, principal.tenantId, type.type, collectorName ?? type.type);
     return insertChecked(tx, principal.tenantId, collectorId, fields, app.now());
@@ -101,9 +138,17 @@ export async function createSource(app: AppContext, principal: Principal, body: 
 }
 
 /** A source added to an existing collector, checked against the collector's type (a 409 when this service does not know it). */
-export async function addSourceTo(app: AppContext, principal: Principal, collector: { id: string; collector_type: string }, body: NewCollectorSource): Promise<SourceRow> {
+export async function addSourceTo(
+  app: AppContext,
+  principal: Principal,
+  collector: { id: string; collector_type: string },
+  body: NewCollectorSource,
+): Promise<SourceRow> {
   const type = collectorType(collector.collector_type);
-  if (!type) throw conflict(`Collector type ${collector.collector_type} is not known to this service; known: ${knownCollectorTypes().join(', ')}`);
+  if (!type)
+    throw conflict(
+      `Collector type ${collector.collector_type} is not known to this service; known: ${knownCollectorTypes().join(', ')}`,
+    );
   await assertSourceSettings(type, { endpoint: body.endpoint, config: body.config ?? {} }, allowedHostsOf(app.config));
   return app.sql.begin((tx) => insertChecked(tx, principal.tenantId, collector.id, body, app.now()));
 }
@@ -112,16 +157,30 @@ export async function addSourceTo(app: AppContext, principal: Principal, collect
  * A partial update, judged as the source will be after it (`config` merged, null values removed).
  * Disabling cancels the source's run in the same transaction.
  */
-export async function changeSource(app: AppContext, principal: Principal, rawId: string, body: SourceUpdate): Promise<SourceRow> {
+export async function changeSource(
+  app: AppContext,
+  principal: Principal,
+  rawId: string,
+  body: SourceUpdate,
+): Promise<SourceRow> {
   const source = await sourceOr404(app, principal, rawId);
   assertUnscoped(principal);
   const type = collectorType(source.collector_type);
-  const config = Object.fromEntries(Object.entries({ ...source.config, ...(body.config ?? {}) }).filter(([, v]) => v !== null));
+  const config = Object.fromEntries(
+    Object.entries({ ...source.config, ...(body.config ?? {}) }).filter(([, v]) => v !== null),
+  );
   if (type) await assertSourceSettings(type, { endpoint: body.endpoint, config }, allowedHostsOf(app.config));
-  const changes = { name: body.name, endpoint: body.endpoint, status: body.status, config: body.config, scheduleConfig: body.schedule_config };
+  const changes = {
+    name: body.name,
+    endpoint: body.endpoint,
+    status: body.status,
+    config: body.config,
+    scheduleConfig: body.schedule_config,
+  };
   return app.sql.begin(async (tx) => {
     // a taken name aborts the transaction; nothing else runs in it after that
-    if (!(await updateSource(tx, principal.tenantId, source.id, changes, app.now()))) throw conflict('A source with this name exists already', { name: body.name });
+    if (!(await updateSource(tx, principal.tenantId, source.id, changes, app.now())))
+      throw conflict('A source with this name exists already', { name: body.name });
     if (body.status === 'disabled') await cancelRunsOf(tx, source.id, app.now());
     return (await getSource(tx, principal.tenantId, source.id))!;
   });
@@ -140,17 +199,31 @@ export async function removeSource(app: AppContext, principal: Principal, rawId:
 }
 
 /** Records the health a collector reports for a source (one statement). */
-export async function reportHealth(app: AppContext, principal: Principal, rawId: string, body: HealthBody): Promise<SourceRow> {
+export async function reportHealth(
+  app: AppContext,
+  principal: Principal,
+  rawId: string,
+  body: HealthBody,
+): Promise<SourceRow> {
   const source = await sourceOr404(app, principal, rawId);
   // the health of a source is every instance's: a reporter of some instances would speak for the others
   if (!coversWholeSource(principal, source.id)) {
-    throw forbidden('A source\'s health is reported by a principal holding the whole source', { reason: 'whole_source_required', source_id: source.id });
+    throw forbidden("A source's health is reported by a principal holding the whole source", {
+      reason: 'whole_source_required',
+      source_id: source.id,
+    });
   }
   const details: Record<string, string> = { message: body.message };
   if (body.duration !== undefined) details.duration = String(body.duration);
   if (body.consecutive_errors !== undefined) details.consecutive_errors = String(body.consecutive_errors);
   const lastCheck = new Date(Math.round(body.timestamp * 1000)).toISOString();
-  await setSourceHealth(app.sql, principal.tenantId, source.id, { status: body.status, last_check: lastCheck, details }, app.now());
+  await setSourceHealth(
+    app.sql,
+    principal.tenantId,
+    source.id,
+    { status: body.status, last_check: lastCheck, details },
+    app.now(),
+  );
   return source;
 }
 
@@ -159,29 +232,48 @@ export async function reportHealth(app: AppContext, principal: Principal, rawId:
  * stream is opened only once the source and scope are known to be writable, so those refusals come
  * before one about the body's encoding.
  */
-export type Push = { body: typeof Snapshot.static } | { open: () => Readable; mode: 'snapshot' | 'delta' | undefined; scopeId: string | undefined };
+export type Push =
+  | { body: typeof Snapshot.static }
+  | { open: () => Readable; mode: 'snapshot' | 'delta' | undefined; scopeId: string | undefined };
 
 /**
  * Reconciles a push into a source the principal may write into. The reconciler writes each batch
  * in its own transaction: a large push is never one transaction, and a push stopped by a bad line
  * keeps the batches before it.
  */
-export async function ingest(app: AppContext, principal: Principal, rawId: string, push: Push): Promise<ReconcileResult> {
+export async function ingest(
+  app: AppContext,
+  principal: Principal,
+  rawId: string,
+  push: Push,
+): Promise<ReconcileResult> {
   const sourceId = bigintId(rawId);
   const source = sourceId === undefined ? undefined : await findSourceById(app.sql, principal.tenantId, sourceId);
   const scopeId = ('body' in push ? push.body.scope_id : push.scopeId) ?? null;
   // a source outside every scope of the key is reported as absent, not as forbidden
   if (!source || !coversSource(principal, source.id)) throw notFound('Source not found', { source_id: rawId });
-  if (source.status === 'disabled') throw conflict('This source is disabled: enable it (PUT /api/v1/sources/{id} with status enabled) to push into it', { source_id: source.id });
+  if (source.status === 'disabled')
+    throw conflict(
+      'This source is disabled: enable it (PUT /api/v1/sources/{id} with status enabled) to push into it',
+      { source_id: source.id },
+    );
   if (!coversScope(principal, source.id, scopeId)) {
     throw forbidden('This key may not write into that instance of the source', { scope_id: scopeId });
   }
   const started = performance.now();
   const outcome = (told: { result?: ReconcileResult; error?: string }) =>
-    recordPush(app.sql, principal.tenantId, source.id, app.now(), { ...told, durationMs: Math.round(performance.now() - started) });
+    recordPush(app.sql, principal.tenantId, source.id, app.now(), {
+      ...told,
+      durationMs: Math.round(performance.now() - started),
+    });
   try {
     const held = writableInstances(principal, source.id);
-    const target = { tenantId: principal.tenantId, sourceId: source.id, scopeId, writable: held === 'all' ? undefined : held };
+    const target = {
+      tenantId: principal.tenantId,
+      sourceId: source.id,
+      scopeId,
+      writable: held === 'all' ? undefined : held,
+    };
     const result = await reconcilePush(app, target, push);
     await outcome({ result });
     return result;
@@ -198,11 +290,20 @@ async function reconcilePush(
   target: { tenantId: string; sourceId: string; scopeId: string | null; writable: readonly string[] | undefined },
   push: Push,
 ): Promise<ReconcileResult> {
-  const options = { now: app.now(), batchSize: app.config.reconcileBatchSize, statementTimeoutMs: app.config.bulkStatementTimeoutMs, lanes: app.config.reconcileLanes };
+  const options = {
+    now: app.now(),
+    batchSize: app.config.reconcileBatchSize,
+    statementTimeoutMs: app.config.bulkStatementTimeoutMs,
+    lanes: app.config.reconcileLanes,
+  };
   if ('body' in push) {
     // the route has validated the schema already
     assertStorable(push.body);
-    return reconcile(app.sql, { ...target, mode: push.body.mode ?? 'snapshot', records: push.body.items, deletions: push.body.deletions }, options);
+    return reconcile(
+      app.sql,
+      { ...target, mode: push.body.mode ?? 'snapshot', records: push.body.items, deletions: push.body.deletions },
+      options,
+    );
   }
   const mode = push.mode ?? 'snapshot';
   const total = emptyReconcileResult();
@@ -210,8 +311,19 @@ async function reconcilePush(
   // between batches too: reading the next one allocates as fast as writing the last
   const release = holdHeapTight({ large: true });
   try {
-    for await (const batch of ndjsonBatches(push.open(), { mode, batchSize: app.config.reconcileBatchSize, maxLineBytes: app.config.bodyLimitBytes })) {
-      addReconcileResult(total, await reconcile(app.sql, { ...target, mode, records: batch.records, deletions: batch.deletions }, { ...options, load }));
+    for await (const batch of ndjsonBatches(push.open(), {
+      mode,
+      batchSize: app.config.reconcileBatchSize,
+      maxLineBytes: app.config.bodyLimitBytes,
+    })) {
+      addReconcileResult(
+        total,
+        await reconcile(
+          app.sql,
+          { ...target, mode, records: batch.records, deletions: batch.deletions },
+          { ...options, load },
+        ),
+      );
     }
   } finally {
     release();
@@ -225,7 +337,11 @@ const masterKeys = (app: AppContext) => requireMasterKeys(app.config, 'Credentia
  * The decrypted credentials a collection of the source uses: none when it has none, or when this
  * server holds no master key to decrypt them.
  */
-export async function collectionCredentials(app: AppContext, tenantId: string, source: SourceRow): Promise<CredentialDocument | undefined> {
+export async function collectionCredentials(
+  app: AppContext,
+  tenantId: string,
+  source: SourceRow,
+): Promise<CredentialDocument | undefined> {
   const { config } = app;
   if (!source.credentials || !config.masterKey) return undefined;
   return loadCredentials(app.sql, new MasterKeys(config.masterKey, config.previousMasterKey), tenantId, source.id);
@@ -239,16 +355,24 @@ export async function collectionCredentials(app: AppContext, tenantId: string, s
 async function credentialSourceOr403(app: AppContext, principal: Principal, rawId: string): Promise<SourceRow> {
   const source = await sourceOr404(app, principal, rawId);
   if (!coversWholeSource(principal, source.id)) {
-    throw forbidden('Credentials serve every instance of the source: only a principal holding the whole source may handle them', {
-      reason: 'whole_source_required',
-      source_id: source.id,
-    });
+    throw forbidden(
+      'Credentials serve every instance of the source: only a principal holding the whole source may handle them',
+      {
+        reason: 'whole_source_required',
+        source_id: source.id,
+      },
+    );
   }
   return source;
 }
 
 /** Encrypts and stores a source's credentials; the tenant's first data key is created in the same transaction. */
-export async function setCredentials(app: AppContext, principal: Principal, rawId: string, document: CredentialDocument): Promise<void> {
+export async function setCredentials(
+  app: AppContext,
+  principal: Principal,
+  rawId: string,
+  document: CredentialDocument,
+): Promise<void> {
   const source = await credentialSourceOr403(app, principal, rawId);
   const keys = masterKeys(app);
   await app.sql.begin((tx) => storeCredentials(tx, keys, principal.tenantId, source.id, document, app.now()));
@@ -257,20 +381,36 @@ export async function setCredentials(app: AppContext, principal: Principal, rawI
 /** Removes a source's credentials; a 404 when it has none. */
 export async function removeCredentials(app: AppContext, principal: Principal, rawId: string): Promise<void> {
   const source = await credentialSourceOr403(app, principal, rawId);
-  if (!(await destroyCredentials(app.sql, principal.tenantId, source.id))) throw notFound('This source has no credentials', { source_id: rawId });
+  if (!(await destroyCredentials(app.sql, principal.tenantId, source.id)))
+    throw notFound('This source has no credentials', { source_id: rawId });
 }
 
 /**
  * A source's credentials, decrypted, with the `credentials.revealed` audit event written in the
  * same transaction before they leave: a reveal that cannot be recorded does not happen.
  */
-export async function revealCredentials(app: AppContext, ctx: Context, principal: Principal, rawId: string): Promise<CredentialDocument> {
+export async function revealCredentials(
+  app: AppContext,
+  ctx: Context,
+  principal: Principal,
+  rawId: string,
+): Promise<CredentialDocument> {
   const source = await credentialSourceOr403(app, principal, rawId);
   const keys = masterKeys(app);
   return app.sql.begin(async (tx) => {
-    const document = await loadCredentials(tx, keys, principal.tenantId, source.id).catch(undecryptable('The credentials'));
+    const document = await loadCredentials(tx, keys, principal.tenantId, source.id).catch(
+      undecryptable('The credentials'),
+    );
     if (!document) throw notFound('This source has no credentials', { source_id: rawId });
-    await auditChange(tx, app.audit, ctx, principal, 'credentials.revealed', { type: 'source', id: source.id, name: source.name }, { credential_type: document.type });
+    await auditChange(
+      tx,
+      app.audit,
+      ctx,
+      principal,
+      'credentials.revealed',
+      { type: 'source', id: source.id, name: source.name },
+      { credential_type: document.type },
+    );
     return document;
   });
 }

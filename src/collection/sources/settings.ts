@@ -26,8 +26,10 @@ export function collectorTypesDoc(): string {
         .join('; ');
       const parts = [`- **\`${name}\`**: ${type.description}`];
       if (keys) parts.push(`Own config keys: ${keys}.`);
-      for (const [ciType, keys] of Object.entries(type.ciTypes ?? {})) parts.push(`\`${ciType}\` type_data: ${keys.map((k) => `\`${k}\``).join(', ')}.`);
-      if (type.collectables.length > 0) parts.push(`\`enabled_collectors\`: ${type.collectables.map((c) => `\`${c}\``).join(', ')}.`);
+      for (const [ciType, keys] of Object.entries(type.ciTypes ?? {}))
+        parts.push(`\`${ciType}\` type_data: ${keys.map((k) => `\`${k}\``).join(', ')}.`);
+      if (type.collectables.length > 0)
+        parts.push(`\`enabled_collectors\`: ${type.collectables.map((c) => `\`${c}\``).join(', ')}.`);
       return parts.join(' ');
     })
     .join('\n');
@@ -45,7 +47,10 @@ function configValidator(type: CollectorType): ValidateFunction {
 /** The type by name, or a 422 listing the known ones. */
 export function requireCollectorType(name: string, field = 'collector_type'): CollectorType {
   const type = collectorType(name);
-  if (!type) throw validationFailed([{ field, location: 'body', message: `unknown collector type; known: ${knownCollectorTypes().join(', ')}` }]);
+  if (!type)
+    throw validationFailed([
+      { field, location: 'body', message: `unknown collector type; known: ${knownCollectorTypes().join(', ')}` },
+    ]);
   return type;
 }
 
@@ -62,17 +67,30 @@ export async function assertSourceSettings(
   const errors: FieldError[] = [];
   const validate = configValidator(type);
   if (!validate(structuredClone(settings.config))) {
-    errors.push(...toFieldErrors(validate.errors, 'body').map((e) => ({ ...e, field: `config.${e.field}`.replace(/\.\(root\)$/, '') })));
+    errors.push(
+      ...toFieldErrors(validate.errors, 'body').map((e) => ({
+        ...e,
+        field: `config.${e.field}`.replace(/\.\(root\)$/, ''),
+      })),
+    );
   }
   const { collection_mode: mode, enabled_collectors: enabled } = settings.config;
   if (mode === 'hybrid' && !type.capabilities.supports_watch) {
-    errors.push({ field: 'config.collection_mode', location: 'body', message: `the ${type.type} type cannot watch; use periodic` });
+    errors.push({
+      field: 'config.collection_mode',
+      location: 'body',
+      message: `the ${type.type} type cannot watch; use periodic`,
+    });
   }
   if (Array.isArray(enabled)) {
     const unknown = enabled.filter((name) => typeof name === 'string' && !type.collectables.includes(name));
     if (unknown.length > 0) {
       const can = type.collectables.length > 0 ? type.collectables.join(', ') : 'nothing to choose from';
-      errors.push({ field: 'config.enabled_collectors', location: 'body', message: `unknown: ${unknown.join(', ')}; the ${type.type} type collects ${can}` });
+      errors.push({
+        field: 'config.enabled_collectors',
+        location: 'body',
+        message: `unknown: ${unknown.join(', ')}; the ${type.type} type collects ${can}`,
+      });
     }
   }
   if (settings.endpoint) {
@@ -82,7 +100,11 @@ export async function assertSourceSettings(
   if (errors.length > 0) throw validationFailed(errors);
 }
 
-async function endpointProblem(type: CollectorType, endpoint: string, allowedHosts: AllowedHosts): Promise<string | undefined> {
+async function endpointProblem(
+  type: CollectorType,
+  endpoint: string,
+  allowedHosts: AllowedHosts,
+): Promise<string | undefined> {
   const schemes = type.endpointSchemes ?? ['http', 'https'];
   let url: URL;
   try {
@@ -91,6 +113,7 @@ async function endpointProblem(type: CollectorType, endpoint: string, allowedHos
     return `must be an absolute URL (${schemes.map((s) => `${s}://`).join(' or ')})`;
   }
   if (!schemes.includes(url.protocol.slice(0, -1))) return `must use ${schemes.join(' or ')}`;
-  if (url.username || url.password) return 'must not hold credentials (set them with PUT /api/v1/sources/{id}/credentials)';
+  if (url.username || url.password)
+    return 'must not hold credentials (set them with PUT /api/v1/sources/{id}/credentials)';
   return refusedEndpoint(url, allowedHosts);
 }

@@ -38,7 +38,12 @@ export function findSourceByName(sql: Queryable, tenantId: string, name: string)
  * The collector of a type and name, created with the first source that needs it. Collectors have
  * no write routes of their own (they are managed through their sources), so their insert is here.
  */
-export async function provisionCollector(sql: Queryable, tenantId: string, collectorType: string, name = collectorType): Promise<string> {
+export async function provisionCollector(
+  sql: Queryable,
+  tenantId: string,
+  collectorType: string,
+  name = collectorType,
+): Promise<string> {
   const [collector] = await sql<{ id: string }[]>`
     insert into collectors (tenant_id, name, collector_type) values (${tenantId}, ${name}, ${collectorType})
     on conflict (tenant_id, name, collector_type) do update set updated_at = collectors.updated_at
@@ -90,7 +95,11 @@ export interface SourceCriteria {
  * A page of the live sources the principal may see, by id, and how many match (a tenant has few
  * sources: counting is cheap).
  */
-export async function listSources(sql: Sql, principal: Principal, criteria: SourceCriteria): Promise<{ rows: SourceRow[]; total: number }> {
+export async function listSources(
+  sql: Sql,
+  principal: Principal,
+  criteria: SourceCriteria,
+): Promise<{ rows: SourceRow[]; total: number }> {
   const where = sql`${sourcesVisibleTo(sql, principal, { tenant: 's.tenant_id', source: 's.id' })} and s.deleted_at is null
     ${criteria.collectorId === undefined ? sql`` : sql`and s.collector_id = ${criteria.collectorId}`}
     ${criteria.status === undefined ? sql`` : sql`and s.status = ${criteria.status}`}`;
@@ -132,9 +141,17 @@ export interface SourceChanges {
 }
 
 /** Applies a partial update; false when the new name belongs to another live source. */
-export async function updateSource(sql: Queryable, tenantId: string, sourceId: string, changes: SourceChanges, now: Date): Promise<boolean> {
+export async function updateSource(
+  sql: Queryable,
+  tenantId: string,
+  sourceId: string,
+  changes: SourceChanges,
+  now: Date,
+): Promise<boolean> {
   const merge = (column: string, patch: Record<string, unknown> | undefined) =>
-    patch === undefined ? sql.unsafe(column) : sql`jsonb_strip_nulls(${sql.unsafe(column)} || ${sql.json(asJson(patch))}::jsonb)`;
+    patch === undefined
+      ? sql.unsafe(column)
+      : sql`jsonb_strip_nulls(${sql.unsafe(column)} || ${sql.json(asJson(patch))}::jsonb)`;
   try {
     await sql`
       update sources s set
@@ -169,7 +186,11 @@ export async function recordPush(
   tenantId: string,
   sourceId: string,
   now: Date,
-  outcome: { result?: { received: number; created: number; updated: number; changes: number }; error?: string; durationMs: number },
+  outcome: {
+    result?: { received: number; created: number; updated: number; changes: number };
+    error?: string;
+    durationMs: number;
+  },
 ): Promise<void> {
   const { result, error } = outcome;
   const message = result
@@ -188,7 +209,13 @@ export async function recordPush(
     where tenant_id = ${tenantId} and id = ${sourceId} and deleted_at is null`;
 }
 
-export async function setSourceHealth(sql: Queryable, tenantId: string, sourceId: string, health: Record<string, unknown>, now: Date): Promise<void> {
+export async function setSourceHealth(
+  sql: Queryable,
+  tenantId: string,
+  sourceId: string,
+  health: Record<string, unknown>,
+  now: Date,
+): Promise<void> {
   await sql`
     update sources set health_status = ${sql.json(asJson(health))}, updated_at = ${now}
     where tenant_id = ${tenantId} and id = ${sourceId} and deleted_at is null`;

@@ -116,18 +116,36 @@ export interface CollectorType {
 
 /** `config` keys every type accepts (and ignores when it cannot use them). */
 export const CommonConfig = {
-  verify_ssl: Type.Optional(Type.Boolean({ description: 'Verify the endpoint\'s TLS certificate (default true).' })),
-  timeout: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 86_400, description: 'Seconds a collection may take before it is cancelled.' })),
-  collection_mode: Type.Optional(
-    Type.Union([Type.Literal('periodic'), Type.Literal('hybrid')], {
-      description: '`periodic`: a full list every interval; `hybrid`: a watch keeps the inventory current between lists (types that can watch).',
+  verify_ssl: Type.Optional(Type.Boolean({ description: "Verify the endpoint's TLS certificate (default true)." })),
+  timeout: Type.Optional(
+    Type.Number({
+      exclusiveMinimum: 0,
+      maximum: 86_400,
+      description: 'Seconds a collection may take before it is cancelled.',
     }),
   ),
-  enabled_collectors: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100, uniqueItems: true, description: 'What to collect, among what the type can.' })),
+  collection_mode: Type.Optional(
+    Type.Union([Type.Literal('periodic'), Type.Literal('hybrid')], {
+      description:
+        '`periodic`: a full list every interval; `hybrid`: a watch keeps the inventory current between lists (types that can watch).',
+    }),
+  ),
+  enabled_collectors: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+      maxItems: 100,
+      uniqueItems: true,
+      description: 'What to collect, among what the type can.',
+    }),
+  ),
 };
 
 /**
  * What a collector type of a row written before it was known (or after it was removed) can do:
  * take pushes, nothing else.
  */
-export const UNKNOWN_TYPE_CAPABILITIES: Capabilities = { supports_universal_format: true, supports_multi_source: true, supports_watch: false, collects: false };
+export const UNKNOWN_TYPE_CAPABILITIES: Capabilities = {
+  supports_universal_format: true,
+  supports_multi_source: true,
+  supports_watch: false,
+  collects: false,
+};

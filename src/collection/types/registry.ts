@@ -8,7 +8,9 @@ import { universalType } from './universal/index.js';
  * The collector types this service knows, by name. The built-in ones are listed here; tests
  * register their own doubles beside them.
  */
-const registry = new Map<string, CollectorType>([universalType, kubernetesType, postgresqlType, prometheusType].map((t) => [t.type, t]));
+const registry = new Map<string, CollectorType>(
+  [universalType, kubernetesType, postgresqlType, prometheusType].map((t) => [t.type, t]),
+);
 
 export function registerCollectorType(type: CollectorType): void {
   registry.set(type.type, type);
@@ -36,6 +38,7 @@ export function knownCollectorTypes(): string[] {
 
 /** What a collector of this type can do, as the API shows it; a type this service does not know takes pushes only. */
 export function capabilitiesOf(name: string): { supports_universal_format: boolean; supports_multi_source: boolean } {
-  const { supports_universal_format, supports_multi_source } = collectorType(name)?.capabilities ?? UNKNOWN_TYPE_CAPABILITIES;
+  const { supports_universal_format, supports_multi_source } =
+    collectorType(name)?.capabilities ?? UNKNOWN_TYPE_CAPABILITIES;
   return { supports_universal_format, supports_multi_source };
 }

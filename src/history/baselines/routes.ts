@@ -13,8 +13,8 @@ const list = defineRoute({
   operationId: 'listBaselines',
   summary: 'List baselines',
   description:
-    'The tenant\'s named moments, newest first. A baseline holds no data: a diff against it reads the inventory as it was ' +
-    'at its moment, under the reader\'s own data scopes.',
+    "The tenant's named moments, newest first. A baseline holds no data: a diff against it reads the inventory as it was " +
+    "at its moment, under the reader's own data scopes.",
   tags,
   access: { resource: 'configuration_items', action: 'read' },
   responses: { 200: { description: 'The baselines.', schema: Type.Object({ items: Type.Array(Baseline) }) } },
@@ -53,7 +53,7 @@ const remove = defineRoute({
   summary: 'Delete a baseline',
   description:
     'The moment stays readable by its timestamp; only its name goes. Only by its owner (the principal that named it) or ' +
-    'a principal whose rights cover the owner\'s; a baseline named before owners were recorded, only by a principal with ' +
+    "a principal whose rights cover the owner's; a baseline named before owners were recorded, only by a principal with " +
     'all data. Others get 403 (`details.reason: "not_owner"`).',
   tags,
   access: { resource: 'configuration_items', action: 'write' },

@@ -4,12 +4,17 @@ import { HumanName, Timestamp, Uuid } from '../../platform/http/schemas.js';
 export const MAX_BASELINES_PER_TENANT = 1000;
 
 /** A name cannot be read as a moment: `from`/`to` take either, and a timestamp-like name would be ambiguous. */
-export const BaselineName = HumanName({ spaces: 'trimmed', description: 'Unique in the tenant; not starting like a date (YYYY-MM-DD), nor with spaces around it.' });
+export const BaselineName = HumanName({
+  spaces: 'trimmed',
+  description: 'Unique in the tenant; not starting like a date (YYYY-MM-DD), nor with spaces around it.',
+});
 
 export const NewBaseline = Type.Object(
   {
     name: BaselineName,
-    at: Type.Optional(Timestamp('The moment it names (ISO 8601); default now. Not before the earliest moment the history covers.')),
+    at: Type.Optional(
+      Timestamp('The moment it names (ISO 8601); default now. Not before the earliest moment the history covers.'),
+    ),
   },
   { additionalProperties: false },
 );
@@ -26,4 +31,4 @@ export const Baseline = Type.Object(
   { title: 'Baseline' },
 );
 
-export const BaselineParams = Type.Object({ baseline_id: Uuid('The baseline\'s identifier.') });
+export const BaselineParams = Type.Object({ baseline_id: Uuid("The baseline's identifier.") });

@@ -19,16 +19,22 @@ const COLUMNS = (sql: Sql) =>
 
 /** The tenant's baselines, newest moment first. */
 export function listBaselines(sql: Sql, tenantId: string): Promise<BaselineRow[]> {
-  return sql<BaselineRow[]>`select ${COLUMNS(sql)} from baselines where tenant_id = ${tenantId} order by at desc, id desc`;
+  return sql<
+    BaselineRow[]
+  >`select ${COLUMNS(sql)} from baselines where tenant_id = ${tenantId} order by at desc, id desc`;
 }
 
 export async function findBaseline(sql: Sql, tenantId: string, id: string): Promise<BaselineRow | undefined> {
-  const [row] = await sql<BaselineRow[]>`select ${COLUMNS(sql)} from baselines where tenant_id = ${tenantId} and id = ${id}`;
+  const [row] = await sql<
+    BaselineRow[]
+  >`select ${COLUMNS(sql)} from baselines where tenant_id = ${tenantId} and id = ${id}`;
   return row;
 }
 
 export async function findBaselineByName(sql: Sql, tenantId: string, name: string): Promise<BaselineRow | undefined> {
-  const [row] = await sql<BaselineRow[]>`select ${COLUMNS(sql)} from baselines where tenant_id = ${tenantId} and name = ${name}`;
+  const [row] = await sql<
+    BaselineRow[]
+  >`select ${COLUMNS(sql)} from baselines where tenant_id = ${tenantId} and name = ${name}`;
   return row;
 }
 
@@ -44,7 +50,14 @@ export async function lockAndCountBaselines(sql: Queryable, tenantId: string): P
 export async function insertBaseline(
   sql: Queryable,
   tenantId: string,
-  baseline: { id: string; name: string; at: string; createdAt: Date; createdBy: string; owner: { userId: string | null; apiKeyId: string | null } },
+  baseline: {
+    id: string;
+    name: string;
+    at: string;
+    createdAt: Date;
+    createdBy: string;
+    owner: { userId: string | null; apiKeyId: string | null };
+  },
 ): Promise<BaselineRow | undefined> {
   const db = sql as Sql;
   const [row] = await db<BaselineRow[]>`

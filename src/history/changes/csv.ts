@@ -117,7 +117,15 @@ class ChangeExport {
     for (let i = 0; i < records.length; i++) {
       const record = records[i]!;
       // microseconds are kept for the keyset position; the file shows milliseconds like the JSON API
-      values.push(record.id, `${record.changed_at.slice(0, 23)}Z`, record.change_type, record.ci_id, record.ci_name, record.ci_namespace, record.ci_type);
+      values.push(
+        record.id,
+        `${record.changed_at.slice(0, 23)}Z`,
+        record.change_type,
+        record.ci_id,
+        record.ci_name,
+        record.ci_namespace,
+        record.ci_type,
+      );
       for (const change of changes[i]!) values.push(change.field, change.old_value, change.new_value);
     }
     const cells = csvCells(values);
@@ -128,7 +136,8 @@ class ChangeExport {
       // a record's own cells lead each of its rows
       const prefix = `${cells[next]},${cells[next + 1]},${cells[next + 2]},${cells[next + 3]},${cells[next + 4]},${cells[next + 5]},${cells[next + 6]},`;
       next += 7;
-      for (let n = changes[i]!.length; n > 0; n--, next += 3) lines.push(`${prefix}${cells[next]},${cells[next + 1]},${cells[next + 2]}\n`);
+      for (let n = changes[i]!.length; n > 0; n--, next += 3)
+        lines.push(`${prefix}${cells[next]},${cells[next + 1]},${cells[next + 2]}\n`);
       this.rows += changes[i]!.length;
     }
     this.records += records.length;
@@ -176,7 +185,11 @@ class ChangeExport {
  * answers with the error envelope; later batches follow as the client reads. A client that
  * disconnects destroys the stream, which stops the loop before its next query.
  */
-export async function openChangeExport(context: ExportContext, criteria: ChangeCriteria, window: ExportWindow): Promise<Readable> {
+export async function openChangeExport(
+  context: ExportContext,
+  criteria: ChangeCriteria,
+  window: ExportWindow,
+): Promise<Readable> {
   const job = new ChangeExport(context, criteria, window);
   const wanted = job.wanted();
   const first = wanted > 0 ? await job.fetch(wanted, undefined) : [];

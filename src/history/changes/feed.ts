@@ -25,7 +25,10 @@ function placeOf(after: string | undefined): FeedPlace | 'now' {
   if (after === undefined) return { position: '0', id: '0' };
   if (after === 'now') return 'now';
   const match = CURSOR.exec(after);
-  if (!match || BigInt(match[1]!) > MAX_BIGINT || BigInt(match[2]!) > MAX_BIGINT) throw validationFailed([{ field: 'after', location: 'query', message: 'must be a next_cursor of the feed or `now`' }]);
+  if (!match || BigInt(match[1]!) > MAX_BIGINT || BigInt(match[2]!) > MAX_BIGINT)
+    throw validationFailed([
+      { field: 'after', location: 'query', message: 'must be a next_cursor of the feed or `now`' },
+    ]);
   return { position: match[1]!, id: match[2]! };
 }
 
@@ -71,9 +74,13 @@ export async function readFeed(
       if (entry.record) items.push(entry.record);
       if (items.length === query.limit) break;
     }
-    const caughtUp = entries.length < scan && (items.length < query.limit || place === entries[entries.length - 1]?.place);
+    const caughtUp =
+      entries.length < scan && (items.length < query.limit || place === entries[entries.length - 1]?.place);
     if (items.length > 0 || Date.now() >= deadline || signal?.aborted) return { items, next: place, caughtUp };
     // a full scan that matched nothing goes on at once; at the end of the feed, wait for more
-    if (caughtUp) await aside(() => sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())), undefined, { signal }).catch(() => undefined));
+    if (caughtUp)
+      await aside(() =>
+        sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())), undefined, { signal }).catch(() => undefined),
+      );
   }
 }

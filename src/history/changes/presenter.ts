@@ -13,7 +13,11 @@ export function presentChange(row: ChangeRow) {
     ci_type: row.ci_type,
     changed_at: isoTime(row.changed_at),
     change_type: row.change_type,
-    changes: row.changes.map((change) => ({ field: change.field, old_value: change.old_value ?? null, new_value: change.new_value ?? null })),
+    changes: row.changes.map((change) => ({
+      field: change.field,
+      old_value: change.old_value ?? null,
+      new_value: change.new_value ?? null,
+    })),
   };
 }
 

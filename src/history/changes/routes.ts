@@ -5,7 +5,15 @@ import { defineRoute, type AnyRoute } from '../../context.js';
 import { asLongPoll } from '../../platform/http/load.js';
 import { ErrorEnvelope } from '../../platform/http/schemas.js';
 import { presentChange } from './presenter.js';
-import { ChangeList, ChangeListQuery, CiChangePage, CiChangesParams, CiChangesQuery, FeedPage, FeedQuery } from './schema.js';
+import {
+  ChangeList,
+  ChangeListQuery,
+  CiChangePage,
+  CiChangesParams,
+  CiChangesQuery,
+  FeedPage,
+  FeedQuery,
+} from './schema.js';
 import { feedCursor, readFeed } from './feed.js';
 import { ciHistory as ciHistoryPage, exportChanges, listChangePage } from './service.js';
 
@@ -30,7 +38,7 @@ const ciHistory = defineRoute({
   access,
   params: CiChangesParams,
   query: CiChangesQuery,
-  responses: { 200: { description: 'A page of the CI\'s change records.', schema: CiChangePage } },
+  responses: { 200: { description: "A page of the CI's change records.", schema: CiChangePage } },
   async handler({ app, principal, params, query }) {
     const page = await ciHistoryPage(app, principal, params.ci_id, query);
     return {
@@ -48,7 +56,11 @@ const CSV = 'text/csv';
 const JSON_TYPE = 'application/json';
 
 /** `changes-20260301T101500Z.csv` */
-const exportFileName = (now: Date): string => `changes-${now.toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '')}.csv`;
+const exportFileName = (now: Date): string =>
+  `changes-${now
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replace(/[-:]/g, '')}.csv`;
 
 function negotiate(ctx: Context): typeof CSV | typeof JSON_TYPE {
   ctx.vary('Accept');
@@ -71,7 +83,7 @@ const globalHistory = defineRoute({
     'with a header row and one row per field change: change_id, changed_at, change_type, ci_id, ci_name, ci_namespace, ' +
     'ci_type, field, old_value, new_value. A value that is text is written as the text, a number or boolean as its ' +
     'literal, null as an empty cell, and only objects and arrays as JSON text (which parses back exactly). A text cell ' +
-    'starting with `=`, `+`, `-`, `@`, TAB or CR (a name, a field value) is prefixed with `\'` so that spreadsheets do not ' +
+    "starting with `=`, `+`, `-`, `@`, TAB or CR (a name, a field value) is prefixed with `'` so that spreadsheets do not " +
     'run it as a formula; numbers, negative ones too, stay literals. The CSV applies the same filters, search, dates, sort ' +
     'and scopes; it holds every match unless ' +
     '`limit`/`offset` are given explicitly (they then count change records, not rows). Any other Accept is 406. ' +
@@ -83,7 +95,12 @@ const globalHistory = defineRoute({
     200: {
       description: 'A page of change records, or the CSV download.',
       schema: ChangeList,
-      otherContent: { [CSV]: { description: 'RFC 4180 CSV, UTF-8, streamed; one row per field change; formula-like text cells prefixed with `\'`.' } },
+      otherContent: {
+        [CSV]: {
+          description:
+            "RFC 4180 CSV, UTF-8, streamed; one row per field change; formula-like text cells prefixed with `'`.",
+        },
+      },
     },
     404: { description: '`related_to` names no CI the key may see (`HTTP_404`).', schema: ErrorEnvelope },
     406: { description: 'The Accept header names no type this route serves (`HTTP_406`).', schema: ErrorEnvelope },
@@ -91,7 +108,13 @@ const globalHistory = defineRoute({
   async handler({ ctx, app, principal, query }) {
     if (negotiate(ctx) === JSON_TYPE) {
       const { rows, total, totalExact } = await listChangePage(app, principal, query);
-      return { items: rows.map(presentChange), total, total_exact: totalExact, limit: query.limit, offset: query.offset };
+      return {
+        items: rows.map(presentChange),
+        total,
+        total_exact: totalExact,
+        limit: query.limit,
+        offset: query.offset,
+      };
     }
     const explicitLimit = ctx.query.limit !== undefined ? query.limit : undefined;
     const body = await exportChanges(app, principal, query, explicitLimit);
@@ -146,7 +169,9 @@ const feed = defineRoute({
     try {
       const read =
         query.wait > 0
-          ? await asLongPoll(ctx, longPollHolder(principal), (aside) => readFeed(app, principal, query, gone.signal, aside))
+          ? await asLongPoll(ctx, longPollHolder(principal), (aside) =>
+              readFeed(app, principal, query, gone.signal, aside),
+            )
           : await readFeed(app, principal, query, gone.signal);
       return { items: read.items.map(presentChange), next_cursor: feedCursor(read.next), caught_up: read.caughtUp };
     } finally {

@@ -18,7 +18,10 @@ const FOLD_CHECK_MS = 5_000;
  * statistics refresh (a run still going when the next is due is not doubled), and sooner whenever
  * FOLD_BACKLOG change records wait. Errors are logged.
  */
-export function scheduleSearchJobs(app: AppContext, options: { backlogCheckMs?: number } = {}): { stop(): Promise<void> } {
+export function scheduleSearchJobs(
+  app: AppContext,
+  options: { backlogCheckMs?: number } = {},
+): { stop(): Promise<void> } {
   const { logger } = app;
   const backfill = backfillSearchDocuments(app.sql, 1000, (done) => {
     if (done % 100_000 === 0) logger.info({ done }, 'search documents backfilled so far');
@@ -35,7 +38,11 @@ export function scheduleSearchJobs(app: AppContext, options: { backlogCheckMs?: 
     running = app.search
       .refresh()
       .then(
-        (result) => logger[reason === 'schedule' ? 'info' : 'debug']({ rows: result.rows, ms: result.took_ms, reason }, 'statistics refreshed'),
+        (result) =>
+          logger[reason === 'schedule' ? 'info' : 'debug'](
+            { rows: result.rows, ms: result.took_ms, reason },
+            'statistics refreshed',
+          ),
         (error: unknown) => logger.error({ err: error }, 'statistics refresh failed'),
       )
       .finally(() => {
@@ -43,7 +50,8 @@ export function scheduleSearchJobs(app: AppContext, options: { backlogCheckMs?: 
       });
   };
   const job = schedule.scheduleJob('cinv-stats-refresh', app.config.statsRefreshSchedule, () => refresh('schedule'));
-  if (!job) throw new Error(`CINV_STATS_REFRESH_SCHEDULE: "${app.config.statsRefreshSchedule}" is not a valid cron expression`);
+  if (!job)
+    throw new Error(`CINV_STATS_REFRESH_SCHEDULE: "${app.config.statsRefreshSchedule}" is not a valid cron expression`);
   refresh('schedule');
   let checking: Promise<void> | undefined;
   const backlog = setInterval(() => {

@@ -1,5 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Filters, Limit, MAX_OFFSET, Nullable, Offset, SortOrder, Timestamp, Uuid } from '../../platform/http/schemas.js';
+import {
+  Filters,
+  Limit,
+  MAX_OFFSET,
+  Nullable,
+  Offset,
+  SortOrder,
+  Timestamp,
+  Uuid,
+} from '../../platform/http/schemas.js';
 import type { FilterSpec } from '../../platform/query/filters.js';
 import { CHANGE_SORT_FIELDS } from '../records/store.js';
 import { GRAPH_DIRECTIONS } from '../../inventory/relationships/schema.js';
@@ -18,17 +27,22 @@ export const CHANGE_FILTERS: FilterSpec = {
   },
 };
 
-export const CiChangesParams = Type.Object({ ci_id: Uuid('The CI identifier; the CI itself may have been removed permanently.') });
+export const CiChangesParams = Type.Object({
+  ci_id: Uuid('The CI identifier; the CI itself may have been removed permanently.'),
+});
 
 export const CiChangesQuery = Type.Object({
   offset: Type.Integer({
     minimum: 0,
     maximum: MAX_OFFSET,
     default: 0,
-    description: 'Records to skip on the first page. Ignored (but echoed) when `cursor` is given: cursor pages continue by keyset.',
+    description:
+      'Records to skip on the first page. Ignored (but echoed) when `cursor` is given: cursor pages continue by keyset.',
   }),
   limit: Limit(100, 5000),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'Opaque `next_cursor` of the previous page.' })),
+  cursor: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 2048, description: 'Opaque `next_cursor` of the previous page.' }),
+  ),
 });
 export type CiChangesQuery = Static<typeof CiChangesQuery>;
 
@@ -43,7 +57,9 @@ export const RelatedTo = {
         '`depth` and `direction` (inactive and archived CIs included). A radius of more than 5 000 CIs is a 422: narrow it.',
     ),
   ),
-  depth: Type.Optional(Type.Integer({ minimum: 1, maximum: 6, description: 'With `related_to`: how far to walk (default 2).' })),
+  depth: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 6, description: 'With `related_to`: how far to walk (default 2).' }),
+  ),
   direction: Type.Optional(
     Type.Union(
       GRAPH_DIRECTIONS.map((d) => Type.Literal(d)),
@@ -66,7 +82,9 @@ export const ChangeListQuery = Type.Object({
     DateBound('Inclusive lower bound on `changed_at`: an ISO 8601 date-time with offset, or a date (midnight UTC).'),
   ),
   end_date: Type.Optional(
-    DateBound('Upper bound on `changed_at`: a date-time is inclusive; a date covers that whole day (UTC). Must not precede `start_date`.'),
+    DateBound(
+      'Upper bound on `changed_at`: a date-time is inclusive; a date covers that whole day (UTC). Must not precede `start_date`.',
+    ),
   ),
   sort_by: Type.Union(
     CHANGE_SORT_FIELDS.map((f) => Type.Literal(f)),
@@ -119,10 +137,14 @@ export const ChangeRecord = Type.Object(
 export const CiChangePage = Type.Object(
   {
     items: Type.Array(ChangeRecord),
-    total: Type.Integer({ description: 'Change records of the CI, including those without field changes (not listed).' }),
+    total: Type.Integer({
+      description: 'Change records of the CI, including those without field changes (not listed).',
+    }),
     offset: Type.Integer({ description: 'The requested offset, echoed unchanged during a cursor walk.' }),
     limit: Type.Integer(),
-    has_more: Type.Boolean({ description: 'The only end-of-walk signal: a page may hold fewer than `limit` items while true.' }),
+    has_more: Type.Boolean({
+      description: 'The only end-of-walk signal: a page may hold fewer than `limit` items while true.',
+    }),
     next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` for the next page; null at the end.' })),
   },
   { title: 'CiChangePage' },
@@ -134,7 +156,7 @@ export const ChangeList = Type.Object(
     total: Type.Integer({
       description:
         'Matching change records. Exact when the filters are on change type, CI type and time only (counted from the ' +
-        'statistics pre-aggregate), or when the records can be counted within CINV_COUNT_TIMEOUT; the planner\'s ' +
+        "statistics pre-aggregate), or when the records can be counted within CINV_COUNT_TIMEOUT; the planner's " +
         'estimate otherwise.',
     }),
     total_exact: Type.Boolean({ description: 'False when `total` is an estimate.' }),
@@ -175,8 +197,12 @@ export const FeedQuery = Type.Object({
     default: 0,
     description: 'Seconds to wait for a record when none follows the cursor yet (long poll); 0 answers at once.',
   }),
-  search: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'The change search language, as on `GET /changes`.' })),
-  filter: Type.Optional(Filters('As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.')),
+  search: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 500, description: 'The change search language, as on `GET /changes`.' }),
+  ),
+  filter: Type.Optional(
+    Filters('As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.'),
+  ),
 });
 export type FeedQuery = Static<typeof FeedQuery>;
 

@@ -29,9 +29,15 @@ export const SearchQuery = Type.Object({
     default: 0,
     description: `Results to skip; \`offset + limit\` may not exceed ${SEARCH_WINDOW}: narrow the query or the dates instead.`,
   }),
-  start_date: Type.Optional(DateBound('Inclusive lower bound on `changed_at`: a date-time with offset, or a date (midnight UTC).')),
-  end_date: Type.Optional(DateBound('Upper bound on `changed_at`: a date-time is inclusive, a date covers that whole UTC day.')),
-  filter: Type.Optional(Filters('change_type, ci_type, ci_name, changed_at, ci_id, changed_field (as on `GET /changes`)')),
+  start_date: Type.Optional(
+    DateBound('Inclusive lower bound on `changed_at`: a date-time with offset, or a date (midnight UTC).'),
+  ),
+  end_date: Type.Optional(
+    DateBound('Upper bound on `changed_at`: a date-time is inclusive, a date covers that whole UTC day.'),
+  ),
+  filter: Type.Optional(
+    Filters('change_type, ci_type, ci_name, changed_at, ci_id, changed_field (as on `GET /changes`)'),
+  ),
 });
 export type SearchQuery = Static<typeof SearchQuery>;
 
@@ -48,7 +54,9 @@ export const SearchHit = Type.Composite(
   [
     ChangeRecord,
     Type.Object({
-      score: Type.Number({ description: 'Relevance: a name match weighs most, then namespace and type, field paths, values.' }),
+      score: Type.Number({
+        description: 'Relevance: a name match weighs most, then namespace and type, field paths, values.',
+      }),
       matched: Type.Array(Matched, { description: 'Where the query matched (at most 10 places).' }),
     }),
   ],
@@ -59,7 +67,9 @@ export const SearchResponse = Type.Object(
   {
     items: Type.Array(SearchHit),
     total: Type.Integer({ description: 'Matching change records.' }),
-    total_exact: Type.Boolean({ description: 'False when `total` is an estimate: more matches than could be counted in time.' }),
+    total_exact: Type.Boolean({
+      description: 'False when `total` is an estimate: more matches than could be counted in time.',
+    }),
     offset: Type.Integer(),
     limit: Type.Integer(),
     took_ms: Type.Integer({ description: 'Time the search took in the backend, in milliseconds.' }),
@@ -70,9 +80,13 @@ export const SearchResponse = Type.Object(
 
 export const StatsQuery = Type.Object({
   start_date: Type.Optional(
-    DateBound('Without it: the last 90 days from the pre-aggregate. With it: computed from the full history from this moment.'),
+    DateBound(
+      'Without it: the last 90 days from the pre-aggregate. With it: computed from the full history from this moment.',
+    ),
   ),
-  end_date: Type.Optional(DateBound('Upper bound of an explicit window (a date covers that whole UTC day); defaults to now.')),
+  end_date: Type.Optional(
+    DateBound('Upper bound of an explicit window (a date covers that whole UTC day); defaults to now.'),
+  ),
   group_by: Type.Union([Type.Literal('hour'), Type.Literal('day'), Type.Literal('week')], {
     default: 'hour',
     description: 'Bucket size of `series` (weeks start on Monday, UTC).',
@@ -81,7 +95,11 @@ export const StatsQuery = Type.Object({
 });
 export type StatsQuery = Static<typeof StatsQuery>;
 
-const TypeCounts = Type.Object({ created: Type.Integer(), updated: Type.Integer(), archived: Type.Integer({ description: '`DELETED` changes.' }) });
+const TypeCounts = Type.Object({
+  created: Type.Integer(),
+  updated: Type.Integer(),
+  archived: Type.Integer({ description: '`DELETED` changes.' }),
+});
 
 export const Stats = Type.Object(
   {
@@ -99,10 +117,9 @@ export const Stats = Type.Object(
           'before the retained history (CINV_CHANGE_RETENTION) starts where the history does.',
       },
     ),
-    series: Type.Array(
-      Type.Composite([Type.Object({ bucket_start: Timestamp() }), TypeCounts]),
-      { description: 'Changes per bucket of `group_by`, oldest first; buckets without changes are left out.' },
-    ),
+    series: Type.Array(Type.Composite([Type.Object({ bucket_start: Timestamp() }), TypeCounts]), {
+      description: 'Changes per bucket of `group_by`, oldest first; buckets without changes are left out.',
+    }),
   },
   { title: 'ChangeStatistics' },
 );
@@ -110,7 +127,10 @@ export const Stats = Type.Object(
 export const RefreshResponse = Type.Object(
   {
     refreshed: Type.Literal(true),
-    window: Type.Object({ start: Timestamp(), end: Timestamp() }, { description: 'The default window the aggregate now covers.' }),
+    window: Type.Object(
+      { start: Timestamp(), end: Timestamp() },
+      { description: 'The default window the aggregate now covers.' },
+    ),
     rows: Type.Integer({ description: 'Change records folded in by this refresh.' }),
     took_ms: Type.Integer(),
   },

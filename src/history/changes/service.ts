@@ -3,7 +3,15 @@ import type { Principal } from '../../platform/auth/principal.js';
 import { ciIsVisible } from '../../inventory/configuration-items/service.js';
 import type { AppContext } from '../../context.js';
 import { notFound, unprocessable, validationFailed } from '../../platform/errors.js';
-import { countCiChangesBetween, listChanges, pageChanges, pageCiHistory, type ChangeCriteria, type ChangeRow, type Position } from '../records/store.js';
+import {
+  countCiChangesBetween,
+  listChanges,
+  pageChanges,
+  pageCiHistory,
+  type ChangeCriteria,
+  type ChangeRow,
+  type Position,
+} from '../records/store.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../../platform/http/cursor.js';
 import { dateWindow } from '../../platform/query/date-window.js';
 import { parseFilters, type ParsedFilter } from '../../platform/query/filters.js';
@@ -47,11 +55,21 @@ export interface CiHistoryWalk {
  * the cursor from there; an id with neither a visible CI nor visible history is a 404 (history
  * outlives a CI removed for good).
  */
-export async function ciHistory(app: AppContext, principal: Principal, ciId: string, query: CiChangesQuery): Promise<CiHistoryWalk> {
+export async function ciHistory(
+  app: AppContext,
+  principal: Principal,
+  ciId: string,
+  query: CiChangesQuery,
+): Promise<CiHistoryWalk> {
   const binding = historyBinding(principal, ciId);
   const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
   const after = cursor ? positionOf(cursor.key) : undefined;
-  const page = await pageCiHistory(app.sql, principal, ciId, { limit: query.limit, offset: query.offset, after, total: cursor?.total });
+  const page = await pageCiHistory(app.sql, principal, ciId, {
+    limit: query.limit,
+    offset: query.offset,
+    after,
+    total: cursor?.total,
+  });
   if (page.total === 0 && !(await ciIsVisible(app, principal, ciId))) {
     throw notFound('No configuration item or change history with this id', { ci_id: ciId });
   }
@@ -67,17 +85,31 @@ export async function ciHistory(app: AppContext, principal: Principal, ciId: str
  * The CI ids of `related_to`'s radius (undefined without it); `depth` and `direction` mean nothing
  * without it and are refused.
  */
-async function radiusOfQuery(app: AppContext, principal: Principal, query: Pick<ChangeListQuery, 'related_to' | 'depth' | 'direction'>): Promise<string[] | undefined> {
+async function radiusOfQuery(
+  app: AppContext,
+  principal: Principal,
+  query: Pick<ChangeListQuery, 'related_to' | 'depth' | 'direction'>,
+): Promise<string[] | undefined> {
   if (query.related_to === undefined) {
     const stray = (['depth', 'direction'] as const).filter((name) => query[name] !== undefined);
-    if (stray.length > 0) throw validationFailed(stray.map((field) => ({ field, location: 'query', message: 'applies only together with related_to' })));
+    if (stray.length > 0)
+      throw validationFailed(
+        stray.map((field) => ({ field, location: 'query', message: 'applies only together with related_to' })),
+      );
     return undefined;
   }
   return radiusOf(app, principal, query.related_to, { depth: query.depth, direction: query.direction });
 }
 
 /** A filter on the records' ci_id, as `ci_id:in:...` would parse, for a set the service worked out. */
-const amongCis = (raw: string, ids: readonly string[]): ParsedFilter => ({ raw, field: 'ci_id', op: 'in', value: ids.join(','), target: 'column', def: CHANGE_FILTERS.fields.ci_id! });
+const amongCis = (raw: string, ids: readonly string[]): ParsedFilter => ({
+  raw,
+  field: 'ci_id',
+  op: 'in',
+  value: ids.join(','),
+  target: 'column',
+  def: CHANGE_FILTERS.fields.ci_id!,
+});
 
 /** The radius as one more filter on the records' ci_id. */
 async function radiusFilter(app: AppContext, principal: Principal, query: ChangeListQuery): Promise<ParsedFilter[]> {
@@ -100,14 +132,25 @@ async function criteriaOf(app: AppContext, principal: Principal, query: ChangeLi
 /** One offset page of the global history; totals as `listChanges` counts them. */
 export async function listChangePage(app: AppContext, principal: Principal, query: ChangeListQuery) {
   const counting = { countTimeoutMs: app.config.countTimeoutMs, embedded: app.database === 'embedded' };
-  return listChanges(app.sql, principal, await criteriaOf(app, principal, query), { limit: query.limit, offset: query.offset }, counting);
+  return listChanges(
+    app.sql,
+    principal,
+    await criteriaOf(app, principal, query),
+    { limit: query.limit, offset: query.offset },
+    counting,
+  );
 }
 
 /**
  * The CSV export of the global history with the list's filters, search, dates, sort and scopes;
  * every match unless `limit` was given explicitly.
  */
-export async function exportChanges(app: AppContext, principal: Principal, query: ChangeListQuery, explicitLimit: number | undefined): Promise<Readable> {
+export async function exportChanges(
+  app: AppContext,
+  principal: Principal,
+  query: ChangeListQuery,
+  explicitLimit: number | undefined,
+): Promise<Readable> {
   return openChangeExport(
     { sql: app.sql, logger: app.logger, principal, statementTimeoutMs: app.config.bulkStatementTimeoutMs },
     await criteriaOf(app, principal, query),
@@ -116,11 +159,20 @@ export async function exportChanges(app: AppContext, principal: Principal, query
 }
 
 /** A full-text search of the change history, through whichever backend serves search. */
-export async function searchChanges(app: AppContext, principal: Principal, query: SearchQuery): Promise<SearchResult & { tookMs: number }> {
+export async function searchChanges(
+  app: AppContext,
+  principal: Principal,
+  query: SearchQuery,
+): Promise<SearchResult & { tookMs: number }> {
   const text = query.query.trim();
-  if (text.length < 2) throw validationFailed([{ field: 'query', location: 'query', message: 'must have at least 2 characters besides spaces' }]);
+  if (text.length < 2)
+    throw validationFailed([
+      { field: 'query', location: 'query', message: 'must have at least 2 characters besides spaces' },
+    ]);
   if (query.offset + query.limit > SEARCH_WINDOW) {
-    throw validationFailed([{ field: 'offset', location: 'query', message: `offset + limit must not exceed ${SEARCH_WINDOW}` }]);
+    throw validationFailed([
+      { field: 'offset', location: 'query', message: `offset + limit must not exceed ${SEARCH_WINDOW}` },
+    ]);
   }
   const request = {
     ...dateWindow(query.start_date, query.end_date),
@@ -140,7 +192,11 @@ export async function searchChanges(app: AppContext, principal: Principal, query
  */
 export async function changeStatistics(app: AppContext, principal: Principal, query: StatsQuery) {
   const ciIds = await radiusOfQuery(app, principal, query);
-  const stats = await app.search.stats(principal, { ...dateWindow(query.start_date, query.end_date), groupBy: query.group_by, ...(ciIds ? { ciIds } : {}) });
+  const stats = await app.search.stats(principal, {
+    ...dateWindow(query.start_date, query.end_date),
+    groupBy: query.group_by,
+    ...(ciIds ? { ciIds } : {}),
+  });
   const since = historyCoversSince(app.config.changeRetention, app.now());
   if (since === null || Date.parse(stats.time_range.start) >= since.getTime()) return stats;
   const start = since.getTime() > Date.parse(stats.time_range.end) ? stats.time_range.end : since.toISOString();
@@ -153,7 +209,13 @@ export function refreshChangeStatistics(app: AppContext) {
 }
 
 /** The change records of a CI between two moments of a diff (after `from`, up to `to`). */
-export function ciChangesBetween(app: AppContext, principal: Principal, ciId: string, from: string, to: string): Promise<number> {
+export function ciChangesBetween(
+  app: AppContext,
+  principal: Principal,
+  ciId: string,
+  from: string,
+  to: string,
+): Promise<number> {
   return countCiChangesBetween(app.sql, principal, ciId, from, to);
 }
 
@@ -161,7 +223,13 @@ export function ciChangesBetween(app: AppContext, principal: Principal, ciId: st
  * The latest change records (with field changes) of a set of CIs, newest first, up to a moment
  * when given: what changed last around a CI, for the on-call summary.
  */
-export async function latestChangesOf(app: AppContext, principal: Principal, ciIds: readonly string[], limit: number, until?: string): Promise<ChangeRow[]> {
+export async function latestChangesOf(
+  app: AppContext,
+  principal: Principal,
+  ciIds: readonly string[],
+  limit: number,
+  until?: string,
+): Promise<ChangeRow[]> {
   if (ciIds.length === 0) return [];
   const criteria: ChangeCriteria = {
     ...dateWindow(undefined, until),

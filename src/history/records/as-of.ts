@@ -88,7 +88,12 @@ const STATE_COLUMNS = (sql: Sql, alias: string) => {
  * The CI as it was stored at `at` (ISO 8601), or undefined when it did not exist then, or lies
  * outside the principal's data scopes now or then.
  */
-export async function ciStateAt(sql: Sql, principal: Principal, ciId: string, at: string): Promise<CiState | undefined> {
+export async function ciStateAt(
+  sql: Sql,
+  principal: Principal,
+  ciId: string,
+  at: string,
+): Promise<CiState | undefined> {
   const [found] = await sql<CiState[]>`
     select ${STATE_COLUMNS(sql, 'ci')} from ${cisAt(sql, at, 'ci', {
       visible: (row) => visibleTo(sql, principal, columnsOf(row)),

@@ -14,7 +14,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
 const normal = (value: unknown): unknown => (value === undefined ? null : value);
 
 // own keys only: a key named `__proto__` present on one side must not read Object's prototype on the other
-const own = (object: Record<string, unknown>, key: string): unknown => (Object.hasOwn(object, key) ? object[key] : undefined);
+const own = (object: Record<string, unknown>, key: string): unknown =>
+  Object.hasOwn(object, key) ? object[key] : undefined;
 
 /**
  * Appends the changes between two JSON values under dotted paths. Objects are descended into;
@@ -34,7 +35,13 @@ export function diffStates(path: string, before: unknown, after: unknown, out: F
   return differences(path, before, after, out, true);
 }
 
-function differences(path: string, before: unknown, after: unknown, out: FieldChange[], absentDiffers: boolean): FieldChange[] {
+function differences(
+  path: string,
+  before: unknown,
+  after: unknown,
+  out: FieldChange[],
+  absentDiffers: boolean,
+): FieldChange[] {
   const a = normal(before);
   const b = normal(after);
   if (isObject(a) && isObject(b)) {

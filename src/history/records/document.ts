@@ -59,11 +59,15 @@ export function documentTokens(record: Documentable): DocumentTokens {
   };
   const document: DocumentTokens = { name: [], meta: [], field: [], value: [] };
   take(splitTokens(record.ci_name), document.name);
-  take([...(record.ci_namespace === null ? [] : splitTokens(record.ci_namespace)), ...splitTokens(record.ci_type)], document.meta);
+  take(
+    [...(record.ci_namespace === null ? [] : splitTokens(record.ci_namespace)), ...splitTokens(record.ci_type)],
+    document.meta,
+  );
   const changes = record.changes.slice(0, MAX_FIELD_CHANGES);
   for (const change of changes) take(pathTokens(change.field), document.field);
   for (const change of changes) {
-    for (const leaf of leaves([change.old_value, change.new_value], MAX_LEAVES_PER_CHANGE)) take(splitTokens(leaf), document.value);
+    for (const leaf of leaves([change.old_value, change.new_value], MAX_LEAVES_PER_CHANGE))
+      take(splitTokens(leaf), document.value);
   }
   return document;
 }
@@ -73,7 +77,12 @@ const lexeme = (token: string): string => `'${token.replace(/\\/g, '\\\\').repla
 /** The document as tsvector text (one position per lexeme, weighted by group), cast with ::tsvector. */
 export function toTsvectorText(tokens: DocumentTokens): string {
   const weighted: string[] = [];
-  for (const [group, weight] of [['name', 'A'], ['meta', 'B'], ['field', 'C'], ['value', 'D']] as const) {
+  for (const [group, weight] of [
+    ['name', 'A'],
+    ['meta', 'B'],
+    ['field', 'C'],
+    ['value', 'D'],
+  ] as const) {
     for (const token of tokens[group]) weighted.push(`${lexeme(token)}:1${weight}`);
   }
   return weighted.join(' ');

@@ -35,7 +35,14 @@ export interface FeedEntry {
  * records of each place's transaction (after `after.id` in its own). `json`: each record as the API
  * shows it (ChangeRecord), written as JSON text by the database, for callers that pass it on as it is.
  */
-function scanned(sql: Sql, principal: Principal, criteria: HistoryFilter, after: FeedPlace, scan: number, shape: 'rows' | 'selection') {
+function scanned(
+  sql: Sql,
+  principal: Principal,
+  criteria: HistoryFilter,
+  after: FeedPlace,
+  scan: number,
+  shape: 'rows' | 'selection',
+) {
   const content =
     shape === 'selection'
       ? sql`${historyConditions(sql, principal, criteria)} as selected, to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME_FORMAT}) as at, ${contentColumns(sql)}`
@@ -60,14 +67,35 @@ function scanned(sql: Sql, principal: Principal, criteria: HistoryFilter, after:
  * and the criteria select it (only those carry their content). The caller's place moves over the
  * records left out too, so the cost of a read is bounded however few of them match.
  */
-export async function scanFeed(sql: Sql, principal: Principal, criteria: HistoryFilter, after: FeedPlace, scan: number): Promise<FeedEntry[]> {
+export async function scanFeed(
+  sql: Sql,
+  principal: Principal,
+  criteria: HistoryFilter,
+  after: FeedPlace,
+  scan: number,
+): Promise<FeedEntry[]> {
   const rows = await sql<(ChangeRow & { position: string; record: string; selected: boolean; committed_at: Date })[]>`
     ${scanned(sql, principal, criteria, after, scan, 'rows')}`;
-  return rows.map(({ position, record, selected, committed_at, id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes }) => ({
-    place: { position, id: record },
-    committedAt: committed_at,
-    record: selected ? { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes } : undefined,
-  }));
+  return rows.map(
+    ({
+      position,
+      record,
+      selected,
+      committed_at,
+      id,
+      ci_id,
+      ci_name,
+      ci_namespace,
+      ci_type,
+      changed_at,
+      change_type,
+      changes,
+    }) => ({
+      place: { position, id: record },
+      committedAt: committed_at,
+      record: selected ? { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes } : undefined,
+    }),
+  );
 }
 
 /** A record as the API shows it, its time as text (apiTimeOf) and its changes as the database's JSON text (see recordJson). */
@@ -83,22 +111,50 @@ export interface FeedSelection {
 }
 
 /** The content columns, read alongside the place (a second lookup by id cost more than the scan). */
-const contentColumns = (sql: Sql) => sql`cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.change_type, cr.changes::text as changes_text`;
+const contentColumns = (sql: Sql) =>
+  sql`cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.change_type, cr.changes::text as changes_text`;
 
 /**
  * As scanFeed, for callers that pass records on as JSON text: whether each is selected, its time
  * (exact) to find it by again, and the content of the selected ones, left as text until written.
  */
-export async function scanFeedSelection(sql: Sql, principal: Principal, criteria: HistoryFilter, after: FeedPlace, scan: number): Promise<FeedSelection[]> {
-  const rows = await sql<({ position: string; record: string; committed_at: Date; selected: boolean; at: string } & Omit<RecordContent, 'id' | 'changed_at'>)[]>`
+export async function scanFeedSelection(
+  sql: Sql,
+  principal: Principal,
+  criteria: HistoryFilter,
+  after: FeedPlace,
+  scan: number,
+): Promise<FeedSelection[]> {
+  const rows = await sql<
+    ({ position: string; record: string; committed_at: Date; selected: boolean; at: string } & Omit<
+      RecordContent,
+      'id' | 'changed_at'
+    >)[]
+  >`
     ${scanned(sql, principal, criteria, after, scan, 'selection')}`;
-  return rows.map(({ position, record, committed_at, selected, at, ci_id, ci_name, ci_namespace, ci_type, change_type, changes_text }) => ({
-    place: { position, id: record },
-    committedAt: committed_at,
-    selected,
-    at,
-    content: selected ? { id: record, ci_id, ci_name, ci_namespace, ci_type, changed_at: apiTimeOf(at), change_type, changes_text } : undefined,
-  }));
+  return rows.map(
+    ({
+      position,
+      record,
+      committed_at,
+      selected,
+      at,
+      ci_id,
+      ci_name,
+      ci_namespace,
+      ci_type,
+      change_type,
+      changes_text,
+    }) => ({
+      place: { position, id: record },
+      committedAt: committed_at,
+      selected,
+      at,
+      content: selected
+        ? { id: record, ci_id, ci_name, ci_namespace, ci_type, changed_at: apiTimeOf(at), change_type, changes_text }
+        : undefined,
+    }),
+  );
 }
 
 /** One stored field change; its values absent only in records older than the write path's rule of writing them as null. */
@@ -114,12 +170,20 @@ interface FieldChangeRow {
  */
 export function recordJson(content: RecordContent): string {
   const { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type } = content;
-  const changes = (JSON.parse(content.changes_text) as FieldChangeRow[]).map((c) => ({ field: c.field, old_value: c.old_value ?? null, new_value: c.new_value ?? null }));
+  const changes = (JSON.parse(content.changes_text) as FieldChangeRow[]).map((c) => ({
+    field: c.field,
+    old_value: c.old_value ?? null,
+    new_value: c.new_value ?? null,
+  }));
   return JSON.stringify({ id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes });
 }
 
 /** Records as JSON text (recordJson), by id and exact time. */
-export async function recordsAsJson(sql: Sql, tenantId: string, records: readonly { id: string; at: string }[]): Promise<Map<string, string>> {
+export async function recordsAsJson(
+  sql: Sql,
+  tenantId: string,
+  records: readonly { id: string; at: string }[],
+): Promise<Map<string, string>> {
   if (records.length === 0) return new Map();
   const rows = await sql<(Omit<RecordContent, 'changed_at'> & { tenant_id: string; at: string })[]>`
     select cr.id::text as id, cr.tenant_id, u.at, ${contentColumns(sql)}
@@ -127,5 +191,9 @@ export async function recordsAsJson(sql: Sql, tenantId: string, records: readonl
     join change_records cr on cr.id = u.id and cr.changed_at = u.at::timestamptz`;
   // the tenant is checked here, not in the join: as a join condition it can steer the planner, on a
   // table whose statistics lag a big load, to a (tenant, …) index read whole for every record
-  return new Map(rows.filter((row) => row.tenant_id === tenantId).map((row) => [row.id, recordJson({ ...row, changed_at: apiTimeOf(row.at) })]));
+  return new Map(
+    rows
+      .filter((row) => row.tenant_id === tenantId)
+      .map((row) => [row.id, recordJson({ ...row, changed_at: apiTimeOf(row.at) })]),
+  );
 }

@@ -1,6 +1,13 @@
 import type { ChangeRetention } from '../../platform/config/config.js';
 import type { Sql } from '../../platform/db/database.js';
-import { CHANGE_RECORDS, CI_UNDO, dropPartitionsBefore, RELATIONSHIP_HISTORY, STATS_AFFECTED, STATS_BUCKETS } from '../../platform/db/partitions.js';
+import {
+  CHANGE_RECORDS,
+  CI_UNDO,
+  dropPartitionsBefore,
+  RELATIONSHIP_HISTORY,
+  STATS_AFFECTED,
+  STATS_BUCKETS,
+} from '../../platform/db/partitions.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -16,7 +23,8 @@ export interface Horizon {
 export function horizonsAt(retention: ChangeRetention, now: Date): Horizon[] {
   const overridden = [...retention.byType.keys()];
   const horizons: Horizon[] = [];
-  if (retention.defaultMs !== null) horizons.push({ before: new Date(now.getTime() - retention.defaultMs), except: overridden });
+  if (retention.defaultMs !== null)
+    horizons.push({ before: new Date(now.getTime() - retention.defaultMs), except: overridden });
   for (const [ciType, ms] of retention.byType) {
     if (ms !== null) horizons.push({ before: new Date(now.getTime() - ms), ciType, except: [] });
   }
@@ -57,7 +65,12 @@ export interface TrimmedHistory {
  * and types kept shorter than others) is deleted in batches of `batchSize`, each its own statement,
  * so ingest and reads go on beside it.
  */
-export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, now: Date, batchSize: number): Promise<TrimmedHistory> {
+export async function trimChangeHistory(
+  sql: Sql,
+  retention: ChangeRetention,
+  now: Date,
+  batchSize: number,
+): Promise<TrimmedHistory> {
   const horizons = horizonsAt(retention, now);
   const trimmed: TrimmedHistory = { records: 0, buckets: 0, partitions: [] };
   if (horizons.length === 0) return trimmed;
@@ -65,7 +78,8 @@ export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, no
   if (empty) {
     // a month that ends before every type's horizon is dropped whole, with the queue entries of its records
     const dropped = await dropPartitionsBefore(sql, CHANGE_RECORDS, empty, {
-      beforeDrop: (tx, month) => tx`delete from change_stats_queue where changed_at >= ${month.from} and changed_at < ${month.to}`,
+      beforeDrop: (tx, month) =>
+        tx`delete from change_stats_queue where changed_at >= ${month.from} and changed_at < ${month.to}`,
     });
     trimmed.records += dropped.rows;
     trimmed.partitions = dropped.dropped;
@@ -75,7 +89,8 @@ export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, no
     const affected = await dropPartitionsBefore(sql, STATS_AFFECTED, empty);
     trimmed.buckets += buckets.rows;
     trimmed.partitions.push(...buckets.dropped, ...affected.dropped);
-    if (affected.dropped.length > 0) await sql`delete from change_stats_ci_last where last_bucket <= ${lastHourEndingBy(empty)}`;
+    if (affected.dropped.length > 0)
+      await sql`delete from change_stats_ci_last where last_bucket <= ${lastHourEndingBy(empty)}`;
   }
   // the change feed's places of transactions whose records are all gone (a record is written before its transaction commits)
   if (empty) await sql`delete from change_feed where committed_at < ${empty}`;
@@ -84,7 +99,10 @@ export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, no
   for (const { id: tenantId } of tenants) {
     for (const horizon of horizons) {
       trimmed.records += await trimRecords(sql, tenantId, horizon, batchSize);
-      const types = horizon.ciType === undefined ? sql`ci_type <> all(${horizon.except}::text[])` : sql`ci_type = ${horizon.ciType}`;
+      const types =
+        horizon.ciType === undefined
+          ? sql`ci_type <> all(${horizon.except}::text[])`
+          : sql`ci_type = ${horizon.ciType}`;
       const lastHour = lastHourEndingBy(horizon.before);
       const dayOfHorizon = new Date(Math.floor(horizon.before.getTime() / DAY_MS) * DAY_MS);
       // a day keeps the sum of its hourly buckets: whole expired days go, the day holding the
@@ -110,8 +128,10 @@ export async function trimChangeHistory(sql: Sql, retention: ChangeRetention, no
     // every CI's latest hour is counted in its hour's distinct-CI row: without such a row past the
     // horizon there is no CI to forget, and the latest hours (which have no index) are not read
     if (empty) {
-      const expired = await sql`delete from change_stats_affected where tenant_id = ${tenantId} and bucket <= ${lastHourEndingBy(empty)}`;
-      if (expired.count > 0) await sql`delete from change_stats_ci_last where tenant_id = ${tenantId} and last_bucket <= ${lastHourEndingBy(empty)}`;
+      const expired =
+        await sql`delete from change_stats_affected where tenant_id = ${tenantId} and bucket <= ${lastHourEndingBy(empty)}`;
+      if (expired.count > 0)
+        await sql`delete from change_stats_ci_last where tenant_id = ${tenantId} and last_bucket <= ${lastHourEndingBy(empty)}`;
     }
   }
   return trimmed;
@@ -143,7 +163,8 @@ async function trimWayBack(sql: Sql, retention: ChangeRetention, now: Date, batc
 
 /** One horizon's expired records of one tenant, oldest first, a batch per statement, with their statistics queue entries. */
 async function trimRecords(sql: Sql, tenantId: string, horizon: Horizon, batchSize: number): Promise<number> {
-  const types = horizon.ciType === undefined ? sql`ci_type <> all(${horizon.except}::text[])` : sql`ci_type = ${horizon.ciType}`;
+  const types =
+    horizon.ciType === undefined ? sql`ci_type <> all(${horizon.except}::text[])` : sql`ci_type = ${horizon.ciType}`;
   let removed = 0;
   for (;;) {
     const [row] = await sql<{ removed: number }[]>`

@@ -3,7 +3,15 @@ import type { Principal } from '../../platform/auth/principal.js';
 import { databaseFailure } from '../../platform/db/failures.js';
 import { unprocessable } from '../../platform/errors.js';
 import type { ChangeStats, RefreshResult, StatsGrouping, StatsRequest, StatsWindow } from './stats-model.js';
-import { defaultWindowStart, defaultWindowStats, SnapshotCache, explicitWindow, historyStats, queuedChanges, refreshStatsAggregate } from './stats-store.js';
+import {
+  defaultWindowStart,
+  defaultWindowStats,
+  SnapshotCache,
+  explicitWindow,
+  historyStats,
+  queuedChanges,
+  refreshStatsAggregate,
+} from './stats-store.js';
 
 /**
  * Queued change records a statistics read folds in before it answers: a few seconds of work at
@@ -13,7 +21,9 @@ export const FOLD_ON_READ = 20_000;
 
 /** The 422 of an explicit statistics window that could not be computed in time. */
 export const statsWindowTooWide = () =>
-  unprocessable('The statistics window is too wide to compute within CINV_STATS_TIMEOUT; narrow it with end_date', { reason: 'stats_timeout' });
+  unprocessable('The statistics window is too wide to compute within CINV_STATS_TIMEOUT; narrow it with end_date', {
+    reason: 'stats_timeout',
+  });
 
 export interface StatisticsOptions {
   /** Limit of one explicit-window statistics query (CINV_STATS_TIMEOUT). */
@@ -68,12 +78,23 @@ export class ChangeStatistics {
 
   /** The statistics of a request: the default window, or an explicit one counted in PostgreSQL. */
   async answer(principal: Principal, request: StatsRequest): Promise<ChangeStats> {
-    if (request.from === undefined && request.until === undefined && request.ciIds === undefined) return this.defaultWindow(principal, request.groupBy);
+    if (request.from === undefined && request.until === undefined && request.ciIds === undefined)
+      return this.defaultWindow(principal, request.groupBy);
     const window = this.window(request);
-    const figures = await historyStats(this.sql, principal, window, request.groupBy, this.options.statsTimeoutMs, request.ciIds).catch((error: unknown) => {
+    const figures = await historyStats(
+      this.sql,
+      principal,
+      window,
+      request.groupBy,
+      this.options.statsTimeoutMs,
+      request.ciIds,
+    ).catch((error: unknown) => {
       throw databaseFailure(error) === 'timeout' ? statsWindowTooWide() : error;
     });
-    return { ...figures, time_range: { start: new Date(window.from).toISOString(), end: new Date(window.until).toISOString() } };
+    return {
+      ...figures,
+      time_range: { start: new Date(window.from).toISOString(), end: new Date(window.until).toISOString() },
+    };
   }
 
   /** Brings the pre-aggregate up to date. */

@@ -3,7 +3,14 @@ import { seesAllData, type Principal } from '../../platform/auth/principal.js';
 import { and, changeColumnsOf, columnsOf, visibleTo, type Fragment } from '../../platform/auth/scope.js';
 import { validationFailed } from '../../platform/errors.js';
 import { HOUR_MS, windowCounts } from './window-counts.js';
-import { DEFAULT_STATS_WINDOW_MS, STATS_TYPE, type ChangeStats, type StatsGrouping, type StatsRequest, type StatsWindow } from './stats-model.js';
+import {
+  DEFAULT_STATS_WINDOW_MS,
+  STATS_TYPE,
+  type ChangeStats,
+  type StatsGrouping,
+  type StatsRequest,
+  type StatsWindow,
+} from './stats-model.js';
 
 // Any constant works as long as every cinv process uses the same one.
 const REFRESH_LOCK = 0x63696e78;
@@ -86,11 +93,17 @@ export function defaultWindowStart(now: Date): Date {
  */
 /** How many change records wait to be folded into the pre-aggregate, counted up to `cap`. */
 export async function queuedChanges(sql: Sql, cap: number): Promise<number> {
-  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from (select 1 from change_stats_queue limit ${cap}) q`;
+  const [row] = await sql<
+    { n: number }[]
+  >`select count(*)::int as n from (select 1 from change_stats_queue limit ${cap}) q`;
   return row?.n ?? 0;
 }
 
-export async function refreshStatsAggregate(sql: Sql, now: Date, batchSize = 10_000): Promise<{ rows: number; refreshedAt: Date }> {
+export async function refreshStatsAggregate(
+  sql: Sql,
+  now: Date,
+  batchSize = 10_000,
+): Promise<{ rows: number; refreshedAt: Date }> {
   let rows = 0;
   let last: { consumed: number; snapshotAt: Date };
   do {
@@ -144,7 +157,10 @@ async function storeSnapshots(sql: Sql, start: Date, end: Date, folded: boolean)
       const hourly = source.hourly.map(([hour, change_type, count]) => ({ hour, change_type, count }));
       const top = source.top_ci_types.map(([ci_type, count]) => ({ ci_type, count }));
       const figures = Object.fromEntries(
-        (['hour', 'day', 'week'] as const).map((groupBy) => [groupBy, figuresOf(hourly, top, Number(source.affected_cis), groupBy)]),
+        (['hour', 'day', 'week'] as const).map((groupBy) => [
+          groupBy,
+          figuresOf(hourly, top, Number(source.affected_cis), groupBy),
+        ]),
       );
       await tx`
         insert into change_stats_snapshots (tenant_id, window_start, window_end, figures)
@@ -208,7 +224,6 @@ function figuresOf(
 
 export const TOP_CI_TYPES = 10;
 
-
 /** Snapshot figures a process keeps at most; past it the cache starts over rather than tracking use. */
 const MAX_SNAPSHOTS = 300;
 
@@ -250,17 +265,28 @@ async function snapshotFigures(sql: Sql, tenantId: string, groupBy: StatsGroupin
  * The default window (the last 90 days, as of the last refresh): an unrestricted principal reads
  * its tenant's snapshot; a data-scoped one sums the per-instance buckets it may see.
  */
-export async function defaultWindowStats(sql: Sql, principal: Principal, groupBy: StatsGrouping, now: Date, cache: SnapshotCache): Promise<ChangeStats> {
+export async function defaultWindowStats(
+  sql: Sql,
+  principal: Principal,
+  groupBy: StatsGrouping,
+  now: Date,
+  cache: SnapshotCache,
+): Promise<ChangeStats> {
   const start = defaultWindowStart(now);
   if (seesAllData(principal)) {
     const snapshot = await snapshotFigures(sql, principal.tenantId, groupBy, cache);
-    if (snapshot) return { ...snapshot.figures, time_range: { start: snapshot.start.toISOString(), end: snapshot.end.toISOString() } };
+    if (snapshot)
+      return {
+        ...snapshot.figures,
+        time_range: { start: snapshot.start.toISOString(), end: snapshot.end.toISOString() },
+      };
   }
   // never refreshed: the aggregate covers nothing yet, and says so
   const refreshedAt = await statsRefreshedAt(sql);
   const end = refreshedAt && refreshedAt > start ? refreshedAt : start;
   // the buckets keep the instance a move left (sql/0041); the distinct-CI rows count CIs, which the reader sees where they are
-  const where = (alias: string, columns = columnsOf(alias)): Fragment => and(sql, [visibleTo(sql, principal, columns), sql`${sql(`${alias}.bucket`)} >= ${start}`]);
+  const where = (alias: string, columns = columnsOf(alias)): Fragment =>
+    and(sql, [visibleTo(sql, principal, columns), sql`${sql(`${alias}.bucket`)} >= ${start}`]);
   const buckets = where('b', changeColumnsOf('b'));
   const [hourly, topTypes, [affected]] = await Promise.all([
     sql<{ hour: string; change_type: string; count: number }[]>`
@@ -268,7 +294,9 @@ export async function defaultWindowStats(sql: Sql, principal: Principal, groupBy
     sql<{ ci_type: string; count: number }[]>`
       select b.ci_type, sum(b.changes)::bigint as count from change_stats_buckets b where ${buckets}
       group by 1 order by 2 desc, 1 limit ${TOP_CI_TYPES}`,
-    sql<{ cis: number }[]>`select coalesce(sum(a.cis), 0)::bigint as cis from change_stats_affected a where ${where('a')}`,
+    sql<
+      { cis: number }[]
+    >`select coalesce(sum(a.cis), 0)::bigint as cis from change_stats_affected a where ${where('a')}`,
   ]);
   const figures = figuresOf(hourly, topTypes, Number(affected?.cis ?? 0), groupBy);
   return { ...figures, time_range: { start: start.toISOString(), end: end.toISOString() } };
@@ -283,7 +311,9 @@ export function explicitWindow(request: StatsRequest, now: Date): StatsWindow {
   const until = request.until ?? now.toISOString();
   if (Date.parse(until) < Date.parse(from)) {
     const field = request.until === undefined ? 'start_date' : 'end_date';
-    throw validationFailed([{ field, location: 'query', message: `must not make the window end before it starts (${from} to ${until})` }]);
+    throw validationFailed([
+      { field, location: 'query', message: `must not make the window end before it starts (${from} to ${until})` },
+    ]);
   }
   return { from, until, untilExclusive: request.until !== undefined && request.untilExclusive };
 }
@@ -302,13 +332,22 @@ export async function historyStats(
   ciIds?: readonly string[],
 ): Promise<Figures> {
   const visible = (alias: string) => visibleTo(sql, principal, changeColumnsOf(alias));
-  const upper = window.untilExclusive ? sql`cr.changed_at < ${window.until}::text::timestamptz` : sql`cr.changed_at <= ${window.until}::text::timestamptz`;
+  const upper = window.untilExclusive
+    ? sql`cr.changed_at < ${window.until}::text::timestamptz`
+    : sql`cr.changed_at <= ${window.until}::text::timestamptz`;
   const inWindow = sql`cr.changed_at >= ${window.from}::text::timestamptz and ${upper}`;
   // a set of CIs is a dimension the pre-aggregate does not have: its few records are counted as they are
   const among = ciIds === undefined ? sql`` : sql`and cr.ci_id = any(${ciIds as string[]}::uuid[])`;
   const counted =
     ciIds === undefined
-      ? windowCounts(sql, principal, { at: window.from, inclusive: true }, { at: window.until, inclusive: !window.untilExclusive }, [], groupBy !== 'hour')
+      ? windowCounts(
+          sql,
+          principal,
+          { at: window.from, inclusive: true },
+          { at: window.until, inclusive: !window.untilExclusive },
+          [],
+          groupBy !== 'hour',
+        )
       : sql`select date_trunc('hour', cr.changed_at, 'UTC') as hour, cr.change_type, cr.ci_type, 1 as n from change_records cr
             where ${visible('cr')} and cr.changes <> '[]'::jsonb and ${inWindow} ${among}`;
   const [, , rows, [affected]] = await sql.begin((tx) => [
@@ -325,7 +364,9 @@ export async function historyStats(
         group by cr.ci_id) d`,
   ]);
   const counts = rows as { hour: string | null; change_type: string | null; ci_type: string | null; count: number }[];
-  const hourly = counts.filter((row) => row.hour !== null).map((row) => ({ hour: row.hour!, change_type: row.change_type!, count: row.count }));
+  const hourly = counts
+    .filter((row) => row.hour !== null)
+    .map((row) => ({ hour: row.hour!, change_type: row.change_type!, count: row.count }));
   const topTypes = counts
     .filter((row) => row.ci_type !== null)
     .map((row) => ({ ci_type: row.ci_type!, count: Number(row.count) }))

@@ -66,7 +66,9 @@ export async function pageCiHistory(
   page: { limit: number; offset: number; after: Position | undefined; total?: number },
 ): Promise<CiHistoryPage> {
   const where = sql`cr.ci_id = ${ciId} and ${visibleTo(sql, principal, changeColumnsOf('cr'))}`;
-  const keyset = page.after ? sql`and (cr.changed_at, cr.id) < (${exactTime(sql, page.after[0])}, ${page.after[1]}::bigint)` : sql``;
+  const keyset = page.after
+    ? sql`and (cr.changed_at, cr.id) < (${exactTime(sql, page.after[0])}, ${page.after[1]}::bigint)`
+    : sql``;
   const [rows, [count]] = await Promise.all([
     sql<CiHistoryRow[]>`
       with page as (
@@ -84,7 +86,9 @@ export async function pageCiHistory(
       from numbered
       where (n <= ${page.limit} and changes <> '[]'::jsonb) or n >= ${page.limit}
       order by n`,
-    page.total === undefined ? sql<{ total: number }[]>`select count(*)::int as total from change_records cr where ${where}` : [{ total: page.total }],
+    page.total === undefined
+      ? sql<{ total: number }[]>`select count(*)::int as total from change_records cr where ${where}`
+      : [{ total: page.total }],
   ]);
   const boundary = rows.find((row) => row.n === page.limit);
   const hasMore = rows.some((row) => row.n > page.limit);
@@ -132,7 +136,11 @@ export function historyConditions(sql: Sql, principal: Principal, criteria: Hist
   ];
   if (criteria.from) parts.push(sql`cr.changed_at >= ${exactTime(sql, criteria.from)}`);
   if (criteria.until) {
-    parts.push(criteria.untilExclusive ? sql`cr.changed_at < ${exactTime(sql, criteria.until)}` : sql`cr.changed_at <= ${exactTime(sql, criteria.until)}`);
+    parts.push(
+      criteria.untilExclusive
+        ? sql`cr.changed_at < ${exactTime(sql, criteria.until)}`
+        : sql`cr.changed_at <= ${exactTime(sql, criteria.until)}`,
+    );
   }
   if (criteria.search) parts.push(sql`cr.search_vector @@ ${toTsquery(criteria.search)}::tsquery`);
   return and(sql, parts);
@@ -150,14 +158,22 @@ function ordering(sql: Sql, criteria: ChangeCriteria): Fragment {
   return sql`${sql(SORT_COLUMNS[criteria.sortBy])} ${direction}, cr.id ${direction}`;
 }
 
-const TIME_OPERATORS: Record<string, 'lower' | 'upper' | 'both'> = { gt: 'lower', gte: 'lower', lt: 'upper', lte: 'upper', eq: 'both' };
+const TIME_OPERATORS: Record<string, 'lower' | 'upper' | 'both'> = {
+  gt: 'lower',
+  gte: 'lower',
+  lt: 'upper',
+  lte: 'upper',
+  eq: 'both',
+};
 
 /**
  * The time bounds of the criteria when everything else they filter on is a dimension of the
  * statistics pre-aggregate (change type, CI type), or undefined when the total must be counted
  * from the records: a search, or filters on names, ids, fields, or time other than ranges.
  */
-function aggregateWindow(criteria: HistoryFilter): { lower?: Bound; upper?: Bound; filters: ParsedFilter[] } | undefined {
+function aggregateWindow(
+  criteria: HistoryFilter,
+): { lower?: Bound; upper?: Bound; filters: ParsedFilter[] } | undefined {
   if (criteria.search) return undefined;
   const filters: ParsedFilter[] = [];
   const lowers: Bound[] = criteria.from ? [{ at: criteria.from, inclusive: true }] : [];
@@ -204,16 +220,28 @@ export async function listChanges(
   const [rows, count] = await Promise.all([
     pageChanges(sql, principal, criteria, page),
     window
-      ? sql<{ total: string }[]>`select coalesce(sum(n), 0)::bigint as total from (${windowCounts(sql, principal, window.lower, window.upper, window.filters, true)}) as counted`.then(
+      ? sql<
+          { total: string }[]
+        >`select coalesce(sum(n), 0)::bigint as total from (${windowCounts(sql, principal, window.lower, window.upper, window.filters, true)}) as counted`.then(
           ([row]) => ({ total: Number(row?.total ?? 0), exact: true }),
         )
-      : countWithin(sql, sql`select 1 from change_records cr where ${where}`, counting.countTimeoutMs, counting.embedded),
+      : countWithin(
+          sql,
+          sql`select 1 from change_records cr where ${where}`,
+          counting.countTimeoutMs,
+          counting.embedded,
+        ),
   ]);
   return { rows, total: count.total, totalExact: count.exact };
 }
 
 /** One offset page of the global history the principal may see, without counting the rest. */
-export function pageChanges(sql: Sql, principal: Principal, criteria: ChangeCriteria, page: { limit: number; offset: number }): Promise<ChangeRow[]> {
+export function pageChanges(
+  sql: Sql,
+  principal: Principal,
+  criteria: ChangeCriteria,
+  page: { limit: number; offset: number },
+): Promise<ChangeRow[]> {
   return sql<ChangeRow[]>`
     select ${recordColumns(sql)} from change_records cr
     where ${historyConditions(sql, principal, criteria)}
@@ -222,7 +250,9 @@ export function pageChanges(sql: Sql, principal: Principal, criteria: ChangeCrit
 }
 
 function sortKey(sql: Sql, sortBy: ChangeSortField): Fragment {
-  return sortBy === 'changed_at' ? sql`to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME_FORMAT})` : sql`${sql(SORT_COLUMNS[sortBy])}`;
+  return sortBy === 'changed_at'
+    ? sql`to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME_FORMAT})`
+    : sql`${sql(SORT_COLUMNS[sortBy])}`;
 }
 
 function after(sql: Sql, criteria: ChangeCriteria, position: Position | undefined): Fragment {
@@ -280,7 +310,13 @@ export async function exportBatch(
  * How many change records with field changes a CI has after `from` up to `to` (both exact
  * timestamps): the records between two states of a diff, as the history list finds them.
  */
-export async function countCiChangesBetween(sql: Sql, principal: Principal, ciId: string, from: string, to: string): Promise<number> {
+export async function countCiChangesBetween(
+  sql: Sql,
+  principal: Principal,
+  ciId: string,
+  from: string,
+  to: string,
+): Promise<number> {
   const [row] = await sql<{ total: number }[]>`
     select count(*)::int as total from change_records cr
     where cr.ci_id = ${ciId} and ${visibleTo(sql, principal, changeColumnsOf('cr'))} and cr.changes <> '[]'::jsonb

@@ -47,7 +47,11 @@ export function windowCounts(
   const upperUs = upper ? microsOf(upper.at) : undefined;
   // [firstHour, lastHour) are the whole hours every record of which lies inside the window
   let firstHour =
-    lowerUs === undefined ? undefined : lower!.inclusive && lowerUs % HOUR_US === 0n ? hourOf(lowerUs) : hourOf(lowerUs) + HOUR_MS;
+    lowerUs === undefined
+      ? undefined
+      : lower!.inclusive && lowerUs % HOUR_US === 0n
+        ? hourOf(lowerUs)
+        : hourOf(lowerUs) + HOUR_MS;
   const lastHour = upperUs === undefined ? undefined : hourOf(upperUs);
   if (firstHour !== undefined && lastHour !== undefined && firstHour > lastHour) firstHour = lastHour;
   const at = (ms: number) => new Date(ms);
@@ -55,12 +59,27 @@ export function windowCounts(
     visibleTo(sql, principal, changeColumnsOf('cr')),
     sql`cr.changes <> '[]'::jsonb`,
     ...compileFilters(sql, filters),
-    ...(lower ? [lower.inclusive ? sql`cr.changed_at >= ${lower.at}::text::timestamptz` : sql`cr.changed_at > ${lower.at}::text::timestamptz`] : []),
-    ...(upper ? [upper.inclusive ? sql`cr.changed_at <= ${upper.at}::text::timestamptz` : sql`cr.changed_at < ${upper.at}::text::timestamptz`] : []),
+    ...(lower
+      ? [
+          lower.inclusive
+            ? sql`cr.changed_at >= ${lower.at}::text::timestamptz`
+            : sql`cr.changed_at > ${lower.at}::text::timestamptz`,
+        ]
+      : []),
+    ...(upper
+      ? [
+          upper.inclusive
+            ? sql`cr.changed_at <= ${upper.at}::text::timestamptz`
+            : sql`cr.changed_at < ${upper.at}::text::timestamptz`,
+        ]
+      : []),
   ]);
   // [from, to) on a column, either side open when undefined
   const within = (column: string, from: number | undefined, to: number | undefined) =>
-    and(sql, [...(from === undefined ? [] : [sql`${sql(column)} >= ${at(from)}`]), ...(to === undefined ? [] : [sql`${sql(column)} < ${at(to)}`])]);
+    and(sql, [
+      ...(from === undefined ? [] : [sql`${sql(column)} >= ${at(from)}`]),
+      ...(to === undefined ? [] : [sql`${sql(column)} < ${at(to)}`]),
+    ]);
   const hours = (column: string) => within(column, firstHour, lastHour);
   const aggregated = (table: string, column: string, range: Fragment) =>
     sql`select cr.${sql(column)} as hour, cr.change_type, cr.ci_type, cr.changes as n from ${sql(table)} cr
@@ -71,8 +90,10 @@ export function windowCounts(
   const lastDay = lastHour === undefined ? undefined : Math.floor(lastHour / DAY_MS) * DAY_MS;
   if (byDay && (firstDay === undefined || lastDay === undefined || firstDay < lastDay)) {
     parts.push(aggregated('change_stats_days', 'day', within('cr.day', firstDay, lastDay)));
-    if (firstDay !== undefined) parts.push(aggregated('change_stats_buckets', 'bucket', within('cr.bucket', firstHour, firstDay)));
-    if (lastDay !== undefined) parts.push(aggregated('change_stats_buckets', 'bucket', within('cr.bucket', lastDay, lastHour)));
+    if (firstDay !== undefined)
+      parts.push(aggregated('change_stats_buckets', 'bucket', within('cr.bucket', firstHour, firstDay)));
+    if (lastDay !== undefined)
+      parts.push(aggregated('change_stats_buckets', 'bucket', within('cr.bucket', lastDay, lastHour)));
   } else {
     parts.push(aggregated('change_stats_buckets', 'bucket', hours('cr.bucket')));
   }

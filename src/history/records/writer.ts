@@ -36,7 +36,12 @@ export interface ChangedCi {
 }
 
 /** The change record of one change to a CI, for recordChanges. */
-export function changeRecord(ci: ChangedCi, changeType: ChangeType, changes: FieldChange[], changedAt: Date): NewChangeRecord {
+export function changeRecord(
+  ci: ChangedCi,
+  changeType: ChangeType,
+  changes: FieldChange[],
+  changedAt: Date,
+): NewChangeRecord {
   return {
     tenant_id: ci.tenant_id,
     ci_id: ci.ci_id,
@@ -63,7 +68,13 @@ export function createdRecord(ci: ChangedCi, changedAt: Date): NewChangeRecord {
 }
 
 /** A status move (lifecycle sweep, archiving): one change on `status`. */
-export function statusRecord(ci: ChangedCi, changeType: ChangeType, from: string, to: string, changedAt: Date): NewChangeRecord {
+export function statusRecord(
+  ci: ChangedCi,
+  changeType: ChangeType,
+  from: string,
+  to: string,
+  changedAt: Date,
+): NewChangeRecord {
   return changeRecord(ci, changeType, [{ field: 'status', old_value: from, new_value: to }], changedAt);
 }
 
@@ -78,7 +89,10 @@ export const OUTBOX_CHANNEL = 'cinv_outbox';
  */
 const MAX_INDEXED_FIELD_LENGTH = 512;
 
-const withDocument = (record: NewChangeRecord) => ({ ...record, search_document: toTsvectorText(documentTokens(record)) });
+const withDocument = (record: NewChangeRecord) => ({
+  ...record,
+  search_document: toTsvectorText(documentTokens(record)),
+});
 
 /**
  * Writes change records with their search documents, their outbox rows and their place in the statistics queue in one

@@ -12,9 +12,30 @@ import { PostgresSearchBackend } from './postgres-backend.js';
  * a client for one is given). Either way statistics share one ChangeStatistics over PostgreSQL
  * (`sql`: on a read replica, `replica` keeps its reads from writing).
  */
-export function createSearchBackend(sql: Sql, config: Config, now: () => Date, client?: Client, options: { replica?: boolean } = {}): SearchBackend {
-  const statistics = new ChangeStatistics(sql, { statsTimeoutMs: config.statsTimeoutMs, now, foldOnRead: options.replica !== true });
-  const opensearch = client ?? (config.opensearchUrl ? createOpenSearchClient(config.opensearchUrl, Math.max(config.statsTimeoutMs + 5000, 10_000)) : undefined);
-  if (!opensearch) return new PostgresSearchBackend(sql, statistics, { countTimeoutMs: config.countTimeoutMs, embedded: !config.databaseUrl });
-  return new OpenSearchBackend(opensearch, statistics, { alias: config.opensearchIndex, statsTimeoutMs: config.statsTimeoutMs });
+export function createSearchBackend(
+  sql: Sql,
+  config: Config,
+  now: () => Date,
+  client?: Client,
+  options: { replica?: boolean } = {},
+): SearchBackend {
+  const statistics = new ChangeStatistics(sql, {
+    statsTimeoutMs: config.statsTimeoutMs,
+    now,
+    foldOnRead: options.replica !== true,
+  });
+  const opensearch =
+    client ??
+    (config.opensearchUrl
+      ? createOpenSearchClient(config.opensearchUrl, Math.max(config.statsTimeoutMs + 5000, 10_000))
+      : undefined);
+  if (!opensearch)
+    return new PostgresSearchBackend(sql, statistics, {
+      countTimeoutMs: config.countTimeoutMs,
+      embedded: !config.databaseUrl,
+    });
+  return new OpenSearchBackend(opensearch, statistics, {
+    alias: config.opensearchIndex,
+    statsTimeoutMs: config.statsTimeoutMs,
+  });
 }

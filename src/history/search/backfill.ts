@@ -16,7 +16,11 @@ interface Pending {
  * Returns how many records it filled. Safe to run from several processes: a record is filled
  * with the same document whoever does it.
  */
-export async function backfillSearchDocuments(sql: Sql, batchSize = 1000, onBatch?: (done: number) => void): Promise<number> {
+export async function backfillSearchDocuments(
+  sql: Sql,
+  batchSize = 1000,
+  onBatch?: (done: number) => void,
+): Promise<number> {
   let done = 0;
   let after = '0';
   for (;;) {

@@ -103,7 +103,10 @@ export function matchesOf(record: Searchable, query: ParsedQuery): Match[] {
   add('ci_type', record.ci_type);
   for (const change of record.changes) add('field', change.field, change.field, true);
   for (const change of record.changes) {
-    for (const [where, value] of [['old_value', change.old_value], ['new_value', change.new_value]] as const) {
+    for (const [where, value] of [
+      ['old_value', change.old_value],
+      ['new_value', change.new_value],
+    ] as const) {
       for (const text of new Set(leaves(value))) add(where, text, change.field);
     }
   }

@@ -52,11 +52,19 @@ const statusOf = (error: unknown): number | undefined => (error as { meta?: { st
 function clusterFailure(error: unknown): Error {
   const status = statusOf(error);
   const name = (error as { name?: string }).name;
-  if (name === 'ConnectionError' || name === 'NoLivingConnectionsError' || name === 'TimeoutError' || status === 429 || (status ?? 0) >= 500) {
+  if (
+    name === 'ConnectionError' ||
+    name === 'NoLivingConnectionsError' ||
+    name === 'TimeoutError' ||
+    status === 429 ||
+    (status ?? 0) >= 500
+  ) {
     return unavailable('The search cluster is unavailable; retry shortly', 'search_unavailable', 5);
   }
   const body = (error as { meta?: { body?: { error?: { type?: string; reason?: string } } } }).meta?.body?.error;
-  return new Error(`OpenSearch refused a request (${status ?? name}): ${body?.type ?? ''} ${body?.reason ?? (error as Error).message}`);
+  return new Error(
+    `OpenSearch refused a request (${status ?? name}): ${body?.type ?? ''} ${body?.reason ?? (error as Error).message}`,
+  );
 }
 
 /**
@@ -74,7 +82,10 @@ export class OpenSearchBackend implements SearchBackend {
     private readonly options: OpenSearchBackendOptions,
   ) {}
 
-  private baseFilter(principal: Principal, request: TimeWindow & { filters?: SearchRequest['filters'] }): SearchClause[] {
+  private baseFilter(
+    principal: Principal,
+    request: TimeWindow & { filters?: SearchRequest['filters'] },
+  ): SearchClause[] {
     return [
       ...visibleToOpenSearch(principal),
       { term: { has_changes: true } },
@@ -117,9 +128,13 @@ export class OpenSearchBackend implements SearchBackend {
   }
 
   async stats(principal: Principal, request: StatsRequest): Promise<ChangeStats> {
-    if (request.from === undefined && request.until === undefined && request.ciIds === undefined) return this.statistics.defaultWindow(principal, request.groupBy);
+    if (request.from === undefined && request.until === undefined && request.ciIds === undefined)
+      return this.statistics.defaultWindow(principal, request.groupBy);
     const { from, until, untilExclusive } = this.statistics.window(request);
-    const filter = [...this.baseFilter(principal, { from, until, untilExclusive }), ...(request.ciIds ? [{ terms: { ci_id: request.ciIds } }] : [])];
+    const filter = [
+      ...this.baseFilter(principal, { from, until, untilExclusive }),
+      ...(request.ciIds ? [{ terms: { ci_id: request.ciIds } }] : []),
+    ];
     const timeout = `${this.options.statsTimeoutMs}ms`;
     const body = {
       size: 0,
@@ -155,12 +170,17 @@ export class OpenSearchBackend implements SearchBackend {
     const changesByType = { created: 0, updated: 0, archived: 0 };
     for (const bucket of aggs.by_type.buckets) changesByType[STATS_TYPE[String(bucket.key)]!] += bucket.doc_count;
     const affected =
-      aggs.affected.value < EXACT_CARDINALITY ? aggs.affected.value : await this.countDistinctCis(principal, filter, timeout);
+      aggs.affected.value < EXACT_CARDINALITY
+        ? aggs.affected.value
+        : await this.countDistinctCis(principal, filter, timeout);
     return {
       total_changes: changesByType.created + changesByType.updated + changesByType.archived,
       affected_cis: affected,
       changes_by_type: changesByType,
-      top_changed_ci_types: aggs.top_types.buckets.map((bucket) => ({ ci_type: String(bucket.key), count: bucket.doc_count })),
+      top_changed_ci_types: aggs.top_types.buckets.map((bucket) => ({
+        ci_type: String(bucket.key),
+        count: bucket.doc_count,
+      })),
       time_range: { start: new Date(from).toISOString(), end: new Date(until).toISOString() },
       series: aggs.series.buckets.map((bucket) => {
         const counts = { created: 0, updated: 0, archived: 0 };
@@ -184,14 +204,26 @@ export class OpenSearchBackend implements SearchBackend {
         size: 0,
         timeout,
         query: { bool: { filter } },
-        aggs: { cis: { composite: { size: COMPOSITE_PAGE, sources: [{ ci: { terms: { field: 'ci_id' } } }], ...(after ? { after } : {}) } } },
+        aggs: {
+          cis: {
+            composite: {
+              size: COMPOSITE_PAGE,
+              sources: [{ ci: { terms: { field: 'ci_id' } } }],
+              ...(after ? { after } : {}),
+            },
+          },
+        },
       };
       const response = await this.client
         .search({ index: this.options.alias, routing: principal.tenantId, body: body as never })
         .catch((error: unknown) => {
           throw clusterFailure(error);
         });
-      const page = (response.body as unknown as { aggregations: { cis: { after_key?: Record<string, unknown>; buckets: unknown[] } } }).aggregations.cis;
+      const page = (
+        response.body as unknown as {
+          aggregations: { cis: { after_key?: Record<string, unknown>; buckets: unknown[] } };
+        }
+      ).aggregations.cis;
       count += page.buckets.length;
       if (page.buckets.length < COMPOSITE_PAGE || !page.after_key) return count;
       after = page.after_key;
@@ -207,7 +239,11 @@ export class OpenSearchBackend implements SearchBackend {
       const { body } = await this.client.cluster.health({ timeout: '2s' } as never);
       const status = (body as { status: string }).status;
       if (status === 'red') return { backend: 'opensearch', status: 'unavailable', detail: 'cluster status red' };
-      return { backend: 'opensearch', status: status === 'green' ? 'ok' : 'degraded', detail: `cluster status ${status}` };
+      return {
+        backend: 'opensearch',
+        status: status === 'green' ? 'ok' : 'degraded',
+        detail: `cluster status ${status}`,
+      };
     } catch (error) {
       return { backend: 'opensearch', status: 'unavailable', detail: (error as Error).name };
     }
@@ -222,16 +258,23 @@ export class OpenSearchBackend implements SearchBackend {
     if (horizons.length === 0) return 0;
     const should = horizons.map((horizon) => ({
       bool: {
-        filter: [{ range: { changed_at: { lt: horizon.before.toISOString() } } }, ...(horizon.ciType === undefined ? [] : [{ term: { ci_type: horizon.ciType } }])],
+        filter: [
+          { range: { changed_at: { lt: horizon.before.toISOString() } } },
+          ...(horizon.ciType === undefined ? [] : [{ term: { ci_type: horizon.ciType } }]),
+        ],
         must_not: horizon.except.length > 0 ? [{ terms: { ci_type: horizon.except } }] : [],
       },
     }));
     const response = await this.client
-      .deleteByQuery({ index: this.options.alias, conflicts: 'proceed', refresh: true, body: { query: { bool: { should, minimum_should_match: 1 } } } as never })
+      .deleteByQuery({
+        index: this.options.alias,
+        conflicts: 'proceed',
+        refresh: true,
+        body: { query: { bool: { should, minimum_should_match: 1 } } } as never,
+      })
       .catch((error: unknown) => {
         throw clusterFailure(error);
       });
     return (response.body as { deleted?: number }).deleted ?? 0;
   }
-
 }

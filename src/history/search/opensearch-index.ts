@@ -105,7 +105,9 @@ export interface ChangeDocument {
   tokens: DocumentTokens;
 }
 
-type StoredRecord = Omit<ChangeDocument, 'has_changes' | 'tokens' | 'moved_from_scope_id'> & { moved_from_scope_id: string | null };
+type StoredRecord = Omit<ChangeDocument, 'has_changes' | 'tokens' | 'moved_from_scope_id'> & {
+  moved_from_scope_id: string | null;
+};
 
 /** The documents of the given change records, read from PostgreSQL (missing ids are left out). */
 export async function loadChangeDocuments(sql: Sql, ids: readonly string[]): Promise<ChangeDocument[]> {
@@ -127,5 +129,8 @@ export async function loadChangeDocuments(sql: Sql, ids: readonly string[]): Pro
 
 /** Bulk-request lines that index the documents into `index`, by change id, routed by tenant. */
 export function bulkBody(index: string, documents: readonly ChangeDocument[]): unknown[] {
-  return documents.flatMap((document) => [{ index: { _index: index, _id: document.id, routing: document.tenant_id } }, document]);
+  return documents.flatMap((document) => [
+    { index: { _index: index, _id: document.id, routing: document.tenant_id } },
+    document,
+  ]);
 }

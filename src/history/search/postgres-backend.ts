@@ -76,7 +76,12 @@ export class PostgresSearchBackend implements SearchBackend {
       candidates <= SEARCH_WINDOW
         ? { total: candidates, exact: true }
         : // counted (or estimated) in the plain form, whose selectivity the statistics know
-          await countWithin(sql, sql`select 1 from change_records cr where ${where} and cr.search_vector @@ ${query}`, this.options.countTimeoutMs, this.options.embedded);
+          await countWithin(
+            sql,
+            sql`select 1 from change_records cr where ${where} and cr.search_vector @@ ${query}`,
+            this.options.countTimeoutMs,
+            this.options.embedded,
+          );
     const items = (row?.items ?? []).map((hit) => ({
       ...hit,
       changed_at: new Date(hit.changed_at),

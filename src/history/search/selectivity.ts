@@ -40,7 +40,11 @@ export class TermFrequencies {
     const elems = row?.elems ?? [];
     const freqs = row?.freqs ?? [];
     const frequencies = new Map(elems.map((elem, i) => [elem, freqs[i] ?? 0]));
-    return { loadedAt: Date.now(), frequencies, floor: elems.length > 0 ? Math.min(...freqs.slice(0, elems.length)) : 0 };
+    return {
+      loadedAt: Date.now(),
+      frequencies,
+      floor: elems.length > 0 ? Math.min(...freqs.slice(0, elems.length)) : 0,
+    };
   }
 
   private async current(): Promise<Elements> {

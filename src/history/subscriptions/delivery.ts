@@ -4,9 +4,20 @@ import { uuidv7 } from 'uuidv7';
 import { can, dataScopesOf, type Principal } from '../../platform/auth/principal.js';
 import { feedCriteria } from '../changes/feed.js';
 import type { AppContext } from '../../context.js';
-import { PAST_TRANSACTION, recordJson, recordsAsJson, scanFeedSelection, type FeedSelection, type RecordContent } from '../records/feed.js';
+import {
+  PAST_TRANSACTION,
+  recordJson,
+  recordsAsJson,
+  scanFeedSelection,
+  type FeedSelection,
+  type RecordContent,
+} from '../records/feed.js';
 import type { HistoryFilter } from '../records/store.js';
-import { subscriptionDeadLetters, subscriptionDeliveries, subscriptionDeliveryLag } from '../../platform/observability/metrics.js';
+import {
+  subscriptionDeadLetters,
+  subscriptionDeliveries,
+  subscriptionDeliveryLag,
+} from '../../platform/observability/metrics.js';
 import { ownerPrincipal, sendOptionsOf, subscriptionOf, targetOf } from './service.js';
 import { NatsConnections, send, type SendResult, type Target } from './sinks.js';
 import {
@@ -47,7 +58,13 @@ export function retryDelay(attempts: number, random = Math.random): number {
 const messageIdOf = (subscriptionId: string, sequence: string) => `msg_${subscriptionId.replace(/-/g, '')}_${sequence}`;
 
 /** A message's body: the records are JSON texts already (written once for every subscription). */
-function messageBody(type: 'cinv.changes' | 'cinv.test', now: Date, subscriptionId: string, sequence: string, records: readonly string[]): string {
+function messageBody(
+  type: 'cinv.changes' | 'cinv.test',
+  now: Date,
+  subscriptionId: string,
+  sequence: string,
+  records: readonly string[],
+): string {
   return (
     `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(now.toISOString())},` +
     `"data":{"subscription_id":${JSON.stringify(subscriptionId)},"sequence":${sequence},"records":[${records.join(',')}]}}`
@@ -141,10 +158,14 @@ export class SubscriptionDelivery {
       for (;;) {
         const now = this.app.now();
         // the lease is renewed once half of it has gone; meanwhile the row is only read
-        const row = Date.now() < renewAt ? await heldSubscription(this.app.sql, id, this.owner, now) : await leaseSubscription(this.app.sql, id, this.owner, now, new Date(now.getTime() + leaseMs));
+        const row =
+          Date.now() < renewAt
+            ? await heldSubscription(this.app.sql, id, this.owner, now)
+            : await leaseSubscription(this.app.sql, id, this.owner, now, new Date(now.getTime() + leaseMs));
         if (!row) return;
         if (Date.now() >= renewAt) renewAt = Date.now() + leaseMs / 2;
-        if (owner?.key !== ownerKey(row)) owner = { key: ownerKey(row), principal: await ownerPrincipal(this.app, row) };
+        if (owner?.key !== ownerKey(row))
+          owner = { key: ownerKey(row), principal: await ownerPrincipal(this.app, row) };
         if (this.stopped || Date.now() - started > TURN_MS || !(await this.step(row, owner.principal))) {
           if (this.stopped) await releaseSubscription(this.app.sql, id, this.owner);
           return;
@@ -152,7 +173,9 @@ export class SubscriptionDelivery {
       }
     } catch (error) {
       this.app.logger.warn({ err: error, subscription_id: id }, 'subscription delivery failed');
-      await setSubscriptionState(this.app.sql, id, 'failing', `delivery stopped: ${(error as Error).message}`, { onlyFrom: ['active', 'failing'] }).catch(() => {});
+      await setSubscriptionState(this.app.sql, id, 'failing', `delivery stopped: ${(error as Error).message}`, {
+        onlyFrom: ['active', 'failing'],
+      }).catch(() => {});
     }
   }
 
@@ -163,15 +186,19 @@ export class SubscriptionDelivery {
   private async step(row: SubscriptionRow & { pending: boolean }, owner: Principal | undefined): Promise<boolean> {
     if (!owner || !can(owner, 'changes', 'read')) {
       if (row.state !== 'paused') {
-        const reason = owner ? 'the owner may no longer read changes (changes:read)' : 'the owner is revoked, expired or deactivated';
+        const reason = owner
+          ? 'the owner may no longer read changes (changes:read)'
+          : 'the owner is revoked, expired or deactivated';
         await setSubscriptionState(this.app.sql, row.id, 'paused', reason);
       }
       return false;
     }
-    if (row.state === 'paused') await setSubscriptionState(this.app.sql, row.id, 'active', null, { onlyFrom: ['paused'] });
+    if (row.state === 'paused')
+      await setSubscriptionState(this.app.sql, row.id, 'active', null, { onlyFrom: ['paused'] });
     const pending = row.pending ? await oldestPending(this.app.sql, row.id) : undefined;
     if (pending) {
-      if (pending.owner_kind !== row.owner_kind || pending.owner_id !== row.owner_id) return (await recutForOwner(this.app.sql, row.id)) > 0;
+      if (pending.owner_kind !== row.owner_kind || pending.owner_id !== row.owner_id)
+        return (await recutForOwner(this.app.sql, row.id)) > 0;
       if (pending.next_attempt_at && pending.next_attempt_at > this.app.now()) return false;
       return this.attempt(row, pending, owner);
     }
@@ -230,11 +257,30 @@ export class SubscriptionDelivery {
    * to lie within it later (positions are handed out in order), whereas a short one ends where the
    * feed ended at the time.
    */
-  private scanFor(row: SubscriptionRow, owner: Principal, criteria: HistoryFilter, scan: number): Promise<FeedSelection[]> {
-    const key = JSON.stringify([owner.tenantId, dataScopesOf(owner), row.filters, row.search, row.feed_position, row.feed_record, scan]);
+  private scanFor(
+    row: SubscriptionRow,
+    owner: Principal,
+    criteria: HistoryFilter,
+    scan: number,
+  ): Promise<FeedSelection[]> {
+    const key = JSON.stringify([
+      owner.tenantId,
+      dataScopesOf(owner),
+      row.filters,
+      row.search,
+      row.feed_position,
+      row.feed_record,
+      scan,
+    ]);
     const kept = this.scans.get(key);
     if (kept) return kept;
-    const scanned = scanFeedSelection(this.app.sql, owner, criteria, { position: row.feed_position, id: row.feed_record }, scan);
+    const scanned = scanFeedSelection(
+      this.app.sql,
+      owner,
+      criteria,
+      { position: row.feed_position, id: row.feed_record },
+      scan,
+    );
     this.scans.set(key, scanned);
     void scanned.then(
       (entries) => entries.length < scan && this.scans.delete(key),
@@ -255,14 +301,26 @@ export class SubscriptionDelivery {
       const body = await this.bodyOf(row, delivery);
       if (body === undefined) {
         // kept longer than the history it names (a redelivery after retention trimmed it): it cannot be written again
-        await this.deadLetter(row, delivery, { responseStatus: null, responseMs: 0, error: 'its change records were removed by retention before it was sent', at: this.app.now() });
+        await this.deadLetter(row, delivery, {
+          responseStatus: null,
+          responseMs: 0,
+          error: 'its change records were removed by retention before it was sent',
+          at: this.app.now(),
+        });
         return true;
       }
       const target = await this.targetFor(row);
       result = await send(target, { messageId: delivery.message_id, body }, sendOptionsOf(this.app, owner), this.nats);
     } catch (error) {
       // the server's own trouble (a secret that does not decrypt, no master key): no network detail in it
-      result = { ok: false, status: null, ms: 0, error: (error as Error).message, detail: (error as Error).message, gone: false };
+      result = {
+        ok: false,
+        status: null,
+        ms: 0,
+        error: (error as Error).message,
+        detail: (error as Error).message,
+        gone: false,
+      };
     }
     if (!result.ok) logFailure(this.app, row, result, { delivery_id: delivery.id, sequence: delivery.sequence });
     const now = this.app.now();
@@ -271,13 +329,16 @@ export class SubscriptionDelivery {
       await recordAttempt(this.app.sql, delivery.id, { ...outcome, status: 'delivered', nextAttemptAt: null });
       subscriptionDeliveries.inc({ sink, outcome: 'delivered' });
       subscriptionDeliveryLag.observe({ sink }, Math.max(0, (Date.now() - delivery.committed_at.getTime()) / 1000));
-      if (row.state === 'failing') await setSubscriptionState(this.app.sql, row.id, 'active', null, { onlyFrom: ['failing'] });
+      if (row.state === 'failing')
+        await setSubscriptionState(this.app.sql, row.id, 'active', null, { onlyFrom: ['failing'] });
       return true;
     }
     if (result.gone) {
       // kept pending: enabling the subscription again sends it first
       await recordAttempt(this.app.sql, delivery.id, { ...outcome, status: 'pending', nextAttemptAt: now });
-      await setSubscriptionState(this.app.sql, row.id, 'gone', 'the receiver answered 410 Gone: disabled', { disable: true });
+      await setSubscriptionState(this.app.sql, row.id, 'gone', 'the receiver answered 410 Gone: disabled', {
+        disable: true,
+      });
       subscriptionDeliveries.inc({ sink, outcome: 'gone' });
       return false;
     }
@@ -292,10 +353,19 @@ export class SubscriptionDelivery {
   }
 
   /** Sets a batch aside for good: the subscription is marked failing with why, and it counts as a dead letter. */
-  private async deadLetter(row: SubscriptionRow, delivery: DeliveryRow, outcome: Omit<AttemptOutcome, 'status' | 'nextAttemptAt'>): Promise<void> {
+  private async deadLetter(
+    row: SubscriptionRow,
+    delivery: DeliveryRow,
+    outcome: Omit<AttemptOutcome, 'status' | 'nextAttemptAt'>,
+  ): Promise<void> {
     const sink = row.sink.type;
     await recordAttempt(this.app.sql, delivery.id, { ...outcome, status: 'dead', nextAttemptAt: null });
-    await setSubscriptionState(this.app.sql, row.id, 'failing', `batch ${delivery.sequence} dead-lettered: ${outcome.error}`);
+    await setSubscriptionState(
+      this.app.sql,
+      row.id,
+      'failing',
+      `batch ${delivery.sequence} dead-lettered: ${outcome.error}`,
+    );
     subscriptionDeliveries.inc({ sink, outcome: 'dead' });
     subscriptionDeadLetters.inc({ sink });
   }
@@ -307,7 +377,10 @@ export class SubscriptionDelivery {
   private async bodyOf(row: SubscriptionRow, delivery: DeliveryRow): Promise<string | undefined> {
     if (delivery.body !== null) return delivery.body;
     const ids = delivery.record_ids!;
-    const texts = await this.jsonOf(row.tenant_id, ids.map((id, i) => ({ id, at: delivery.record_times![i]! })));
+    const texts = await this.jsonOf(
+      row.tenant_id,
+      ids.map((id, i) => ({ id, at: delivery.record_times![i]! })),
+    );
     const records = ids.map((id) => texts.get(id));
     if (records.some((text) => text === undefined)) return undefined;
     return messageBody('cinv.changes', delivery.created_at, row.id, delivery.sequence, records as string[]);
@@ -368,7 +441,10 @@ export class SubscriptionDelivery {
  * NOT_TAKEN in sinks.ts). Neither the URL (its query may hold a token) nor a header or secret.
  */
 function logFailure(app: AppContext, row: SubscriptionRow, result: SendResult, about: Record<string, string>): void {
-  app.logger.warn({ subscription_id: row.id, sink: row.sink.type, ...about, detail: result.detail, response_ms: result.ms }, 'subscription message not delivered');
+  app.logger.warn(
+    { subscription_id: row.id, sink: row.sink.type, ...about, detail: result.detail, response_ms: result.ms },
+    'subscription message not delivered',
+  );
 }
 
 /**
@@ -381,7 +457,12 @@ export async function sendTestMessage(app: AppContext, principal: Principal, id:
   const nats = new NatsConnections();
   try {
     const options = sendOptionsOf(app, await ownerPrincipal(app, row));
-    const result = await send(await targetOf(app, row), { messageId: `msg_test_${uuidv7().replace(/-/g, '')}`, body }, options, nats);
+    const result = await send(
+      await targetOf(app, row),
+      { messageId: `msg_test_${uuidv7().replace(/-/g, '')}`, body },
+      options,
+      nats,
+    );
     if (!result.ok) logFailure(app, row, result, { test: 'true' });
     return result;
   } finally {

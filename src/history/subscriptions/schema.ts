@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Filters, HumanName, Limit, Nullable, NumericId, Timestamp, Uuid } from '../../platform/http/schemas.js';
 import { ChangeRecord } from '../changes/schema.js';
 
-const HeaderName = Type.String({ pattern: '^[A-Za-z0-9!#$%&\'*+.^_`|~-]{1,100}$' });
+const HeaderName = Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$" });
 
 export const WebhookSink = Type.Object(
   {
@@ -11,14 +11,15 @@ export const WebhookSink = Type.Object(
       minLength: 1,
       maxLength: 2048,
       description:
-        'An http(s) URL, checked like a source\'s endpoint (CINV_SOURCE_ALLOW_PRIVATE, CINV_SOURCE_ALLOWED_HOSTS) when saved and ' +
+        "An http(s) URL, checked like a source's endpoint (CINV_SOURCE_ALLOW_PRIVATE, CINV_SOURCE_ALLOWED_HOSTS) when saved and " +
         'at every connection. Redirects are not followed: a 3xx answer is a failed attempt. It may not hold credentials ' +
         '(`user:password@`): give them as `headers`, which are kept sealed. Query values are never shown back.',
     }),
     headers: Type.Optional(
       Type.Record(HeaderName, Type.String({ maxLength: 4096 }), {
         maxProperties: 20,
-        description: 'Extra request headers (an Authorization, say). Stored sealed; answers name them without their values.',
+        description:
+          'Extra request headers (an Authorization, say). Stored sealed; answers name them without their values.',
       }),
     ),
   },
@@ -28,7 +29,12 @@ export const WebhookSink = Type.Object(
 export const NatsSink = Type.Object(
   {
     type: Type.Literal('nats'),
-    url: Type.String({ minLength: 1, maxLength: 2048, description: 'A NATS server, `nats://host:port`, with JetStream; checked like a webhook URL, without credentials.' }),
+    url: Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description:
+        'A NATS server, `nats://host:port`, with JetStream; checked like a webhook URL, without credentials.',
+    }),
     subject: Type.String({
       pattern: '^[A-Za-z0-9_$-]+(\\.[A-Za-z0-9_$-]+)*$',
       maxLength: 255,
@@ -42,8 +48,12 @@ export const SubscriptionInput = Type.Object(
   {
     name: HumanName(),
     sink: Type.Union([WebhookSink, NatsSink]),
-    filter: Type.Optional(Filters('As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.')),
-    search: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'The change search language, as on `GET /changes`.' })),
+    filter: Type.Optional(
+      Filters('As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.'),
+    ),
+    search: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 500, description: 'The change search language, as on `GET /changes`.' }),
+    ),
     enabled: Type.Optional(Type.Boolean({ default: true })),
   },
   { additionalProperties: false },
@@ -65,14 +75,21 @@ export const Subscription = Type.Object(
     filter: Type.Array(Type.String()),
     search: Nullable(Type.String()),
     enabled: Type.Boolean(),
-    state: Type.Union(['active', 'failing', 'paused', 'gone'].map((s) => Type.Literal(s)), {
-      description:
-        '`active`; `failing`: a batch was dead-lettered since the last delivery that succeeded; `paused`: the owner may no ' +
-        'longer read changes (deactivated, revoked, rights taken away), resumed once it may; `gone`: the receiver answered 410 ' +
-        'and the subscription was disabled.',
-    }),
+    state: Type.Union(
+      ['active', 'failing', 'paused', 'gone'].map((s) => Type.Literal(s)),
+      {
+        description:
+          '`active`; `failing`: a batch was dead-lettered since the last delivery that succeeded; `paused`: the owner may no ' +
+          'longer read changes (deactivated, revoked, rights taken away), resumed once it may; `gone`: the receiver answered 410 ' +
+          'and the subscription was disabled.',
+      },
+    ),
     state_reason: Nullable(Type.String()),
-    owner: Type.Object({ kind: Type.Union([Type.Literal('api_key'), Type.Literal('user')]), id: Uuid(), name: Type.String() }),
+    owner: Type.Object({
+      kind: Type.Union([Type.Literal('api_key'), Type.Literal('user')]),
+      id: Uuid(),
+      name: Type.String(),
+    }),
     secret_rotating_until: Nullable(Timestamp('While set, deliveries are signed with the previous secret too.')),
     created_at: Timestamp(),
     updated_at: Timestamp(),
@@ -90,7 +107,12 @@ export const SubscriptionList = Type.Object({ items: Type.Array(Subscription) },
 export const RotateSecretInput = Type.Object(
   {
     overlap_seconds: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: 7 * 86_400, default: 86_400, description: 'How long the previous secret keeps signing beside the new one.' }),
+      Type.Integer({
+        minimum: 0,
+        maximum: 7 * 86_400,
+        default: 86_400,
+        description: 'How long the previous secret keeps signing beside the new one.',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -101,7 +123,7 @@ export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead'] as const;
 export const Delivery = Type.Object(
   {
     id: Type.String(),
-    sequence: Type.Integer({ description: 'The batch\'s number within the subscription, from 1, in delivery order.' }),
+    sequence: Type.Integer({ description: "The batch's number within the subscription, from 1, in delivery order." }),
     message_id: Type.String({ description: 'The `webhook-id` (and `Nats-Msg-Id`): the same for every attempt.' }),
     records: Type.Integer(),
     status: Type.Union(DELIVERY_STATUSES.map((s) => Type.Literal(s))),
@@ -150,11 +172,13 @@ export const BatchPayload = Type.Object(
       subscription_id: Uuid(),
       sequence: Type.Integer({
         description:
-          'The batch\'s number within the subscription (0 for a test message), rising by one per batch cut. A number is skipped ' +
-          'only when the subscription changed owner: the previous owner\'s undelivered batches were set aside and their records ' +
+          "The batch's number within the subscription (0 for a test message), rising by one per batch cut. A number is skipped " +
+          "only when the subscription changed owner: the previous owner's undelivered batches were set aside and their records " +
           'come again under new numbers.',
       }),
-      records: Type.Array(ChangeRecord, { description: 'In commit order; those of one CI in the order they were written.' }),
+      records: Type.Array(ChangeRecord, {
+        description: 'In commit order; those of one CI in the order they were written.',
+      }),
     }),
   },
   { title: 'SubscriptionBatch' },

@@ -20,7 +20,12 @@ export function signatureOf(secret: string, messageId: string, timestamp: number
 }
 
 /** The three headers of a signed message. */
-export function webhookHeaders(secrets: readonly string[], messageId: string, body: string, now: Date): Record<string, string> {
+export function webhookHeaders(
+  secrets: readonly string[],
+  messageId: string,
+  body: string,
+  now: Date,
+): Record<string, string> {
   const timestamp = Math.floor(now.getTime() / 1000);
   return {
     'webhook-id': messageId,

@@ -63,9 +63,11 @@ const describe = (error: unknown): string => {
  * status withheld all read the same: told apart, they would map which ports of which internal hosts
  * listen and what speaks there, to anyone allowed to point a webhook. The detail goes to the server log.
  */
-export const NOT_TAKEN = 'the receiver could not be reached or did not accept the message (the server log has the details)';
-const GUARD_REFUSED = 'the endpoint guard refused the receiver\'s address (the server log has the details)';
-export const NATS_NOT_TAKEN = 'NATS: the message was not acknowledged: the server could not be reached, or no stream took it (the server log has the details)';
+export const NOT_TAKEN =
+  'the receiver could not be reached or did not accept the message (the server log has the details)';
+const GUARD_REFUSED = "the endpoint guard refused the receiver's address (the server log has the details)";
+export const NATS_NOT_TAKEN =
+  'NATS: the message was not acknowledged: the server could not be reached, or no stream took it (the server log has the details)';
 
 /**
  * Whether a receiver's HTTP status may be shown: when it answered from a public address, or from a
@@ -108,7 +110,14 @@ async function sendWebhook(target: WebhookTarget, out: Outgoing, options: SendOp
     };
   } catch (error) {
     const told = error instanceof EndpointRefused ? GUARD_REFUSED : NOT_TAKEN;
-    return { ok: false, status: null, ms: Math.round(performance.now() - started), error: told, detail: describe(error), gone: false };
+    return {
+      ok: false,
+      status: null,
+      ms: Math.round(performance.now() - started),
+      error: told,
+      detail: describe(error),
+      gone: false,
+    };
   }
 }
 
@@ -128,10 +137,24 @@ export class NatsConnections {
       const js = jetstream(nc, { timeout: options.timeoutMs });
       // JetStream drops a message whose id it saw within the stream's duplicate window: a retry is never stored twice
       await js.publish(target.subject, out.body, { msgID: out.messageId, timeout: options.timeoutMs });
-      return { ok: true, status: null, ms: Math.round(performance.now() - started), error: null, detail: null, gone: false };
+      return {
+        ok: true,
+        status: null,
+        ms: Math.round(performance.now() - started),
+        error: null,
+        detail: null,
+        gone: false,
+      };
     } catch (error) {
       const told = error instanceof EndpointRefused ? `NATS: ${GUARD_REFUSED}` : NATS_NOT_TAKEN;
-      return { ok: false, status: null, ms: Math.round(performance.now() - started), error: told, detail: `NATS: ${describe(error)}`, gone: false };
+      return {
+        ok: false,
+        status: null,
+        ms: Math.round(performance.now() - started),
+        error: told,
+        detail: `NATS: ${describe(error)}`,
+        gone: false,
+      };
     }
   }
 
@@ -142,7 +165,12 @@ export class NatsConnections {
         const parsed = new URL(url);
         const address = await guardedAddress(parsed.hostname, options.allowedHosts);
         const host = address.includes(':') ? `[${address}]` : address;
-        const nc = await connect({ servers: `${host}:${parsed.port || '4222'}`, timeout: options.timeoutMs, maxReconnectAttempts: -1, ignoreClusterUpdates: true });
+        const nc = await connect({
+          servers: `${host}:${parsed.port || '4222'}`,
+          timeout: options.timeoutMs,
+          maxReconnectAttempts: -1,
+          ignoreClusterUpdates: true,
+        });
         void nc.closed().then(() => this.open.delete(url));
         return nc;
       })();

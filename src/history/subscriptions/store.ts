@@ -66,13 +66,34 @@ export async function insertSubscription(sql: Queryable, s: NewSubscription): Pr
      values ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8::text[], $9, $10, $11, $12, $13, $14::bigint, $15::bigint, $16, $16)
      on conflict on constraint subscriptions_name_unique do nothing
      returning ${COLUMNS}`,
-    [s.id, s.tenantId, s.name, s.owner.kind, s.owner.id, s.owner.name, JSON.stringify(s.sink), s.filters, s.search, s.enabled,
-      s.sealed.keyVersion, s.sealed.nonce, s.sealed.ciphertext, s.feed.position, s.feed.id, s.now] as never[],
+    [
+      s.id,
+      s.tenantId,
+      s.name,
+      s.owner.kind,
+      s.owner.id,
+      s.owner.name,
+      JSON.stringify(s.sink),
+      s.filters,
+      s.search,
+      s.enabled,
+      s.sealed.keyVersion,
+      s.sealed.nonce,
+      s.sealed.ciphertext,
+      s.feed.position,
+      s.feed.id,
+      s.now,
+    ] as never[],
   );
   return row;
 }
 
-export async function findSubscription(sql: Queryable, tenantId: string, id: string, forUpdate = false): Promise<SubscriptionRow | undefined> {
+export async function findSubscription(
+  sql: Queryable,
+  tenantId: string,
+  id: string,
+  forUpdate = false,
+): Promise<SubscriptionRow | undefined> {
   const [row] = await sql.unsafe<SubscriptionRow[]>(
     `select ${COLUMNS} from subscriptions where tenant_id = $1 and id = $2 ${forUpdate ? 'for update' : ''}`,
     [tenantId, id],
@@ -81,11 +102,18 @@ export async function findSubscription(sql: Queryable, tenantId: string, id: str
 }
 
 export function listSubscriptions(sql: Queryable, tenantId: string): Promise<SubscriptionRow[]> {
-  return sql.unsafe<SubscriptionRow[]>(`select ${COLUMNS} from subscriptions where tenant_id = $1 order by name, id`, [tenantId]) as unknown as Promise<SubscriptionRow[]>;
+  return sql.unsafe<SubscriptionRow[]>(`select ${COLUMNS} from subscriptions where tenant_id = $1 order by name, id`, [
+    tenantId,
+  ]) as unknown as Promise<SubscriptionRow[]>;
 }
 
 /** Replaces what a PUT replaces; a subscription enabled again after a 410 or a pause starts as active. */
-export async function updateSubscription(sql: Queryable, tenantId: string, id: string, c: SubscriptionSettings): Promise<SubscriptionRow | undefined> {
+export async function updateSubscription(
+  sql: Queryable,
+  tenantId: string,
+  id: string,
+  c: SubscriptionSettings,
+): Promise<SubscriptionRow | undefined> {
   const [row] = await sql.unsafe<SubscriptionRow[]>(
     `update subscriptions set name = $3, owner_kind = $4, owner_id = $5, owner_name = $6, sink = $7::text::jsonb, filters = $8::text[], search = $9,
             enabled = $10, secret_key_version = $11, secret_nonce = $12, secret_ciphertext = $13, updated_at = $14,
@@ -93,25 +121,60 @@ export async function updateSubscription(sql: Queryable, tenantId: string, id: s
             state_reason = case when $10 and state in ('gone', 'paused') then null else state_reason end
      where tenant_id = $1 and id = $2
      returning ${COLUMNS}`,
-    [tenantId, id, c.name, c.owner.kind, c.owner.id, c.owner.name, JSON.stringify(c.sink), c.filters, c.search, c.enabled,
-      c.sealed.keyVersion, c.sealed.nonce, c.sealed.ciphertext, c.now] as never[],
+    [
+      tenantId,
+      id,
+      c.name,
+      c.owner.kind,
+      c.owner.id,
+      c.owner.name,
+      JSON.stringify(c.sink),
+      c.filters,
+      c.search,
+      c.enabled,
+      c.sealed.keyVersion,
+      c.sealed.nonce,
+      c.sealed.ciphertext,
+      c.now,
+    ] as never[],
   );
   return row;
 }
 
-export async function rotateSecret(sql: Queryable, tenantId: string, id: string, sealed: Sealed, previous: Sealed, until: Date, now: Date): Promise<SubscriptionRow | undefined> {
+export async function rotateSecret(
+  sql: Queryable,
+  tenantId: string,
+  id: string,
+  sealed: Sealed,
+  previous: Sealed,
+  until: Date,
+  now: Date,
+): Promise<SubscriptionRow | undefined> {
   const [row] = await sql.unsafe<SubscriptionRow[]>(
     `update subscriptions set secret_key_version = $3, secret_nonce = $4, secret_ciphertext = $5,
             previous_key_version = $6, previous_nonce = $7, previous_ciphertext = $8, previous_until = $9, updated_at = $10
      where tenant_id = $1 and id = $2 returning ${COLUMNS}`,
-    [tenantId, id, sealed.keyVersion, sealed.nonce, sealed.ciphertext, previous.keyVersion, previous.nonce, previous.ciphertext, until, now] as never[],
+    [
+      tenantId,
+      id,
+      sealed.keyVersion,
+      sealed.nonce,
+      sealed.ciphertext,
+      previous.keyVersion,
+      previous.nonce,
+      previous.ciphertext,
+      until,
+      now,
+    ] as never[],
   );
   return row;
 }
 
 /** Removes a subscription with its batches; its name, or undefined when there was none. */
 export async function deleteSubscription(sql: Queryable, tenantId: string, id: string): Promise<string | undefined> {
-  const [row] = await sql<{ name: string }[]>`delete from subscriptions where tenant_id = ${tenantId} and id = ${id} returning name`;
+  const [row] = await sql<
+    { name: string }[]
+  >`delete from subscriptions where tenant_id = ${tenantId} and id = ${id} returning name`;
   return row?.name;
 }
 
@@ -141,7 +204,13 @@ const HAS_PENDING = `exists (select 1 from subscription_deliveries d where d.sub
  * Takes (or renews) a subscription for `owner` until `until`; the row as it is, with whether a batch
  * is pending, or undefined when another holds it.
  */
-export async function leaseSubscription(sql: Sql, id: string, owner: string, now: Date, until: Date): Promise<(SubscriptionRow & { pending: boolean }) | undefined> {
+export async function leaseSubscription(
+  sql: Sql,
+  id: string,
+  owner: string,
+  now: Date,
+  until: Date,
+): Promise<(SubscriptionRow & { pending: boolean }) | undefined> {
   const [row] = await sql.unsafe<(SubscriptionRow & { pending: boolean })[]>(
     `update subscriptions set lease_owner = $2, lease_until = $4
      where id = $1 and enabled and (lease_until is null or lease_until < $3 or lease_owner = $2)
@@ -155,7 +224,12 @@ export async function leaseSubscription(sql: Sql, id: string, owner: string, now
  * The subscription while this process holds its lease with time to spare: read, not written (a
  * write per batch was a WAL flush per batch beside the loads that make the batches).
  */
-export async function heldSubscription(sql: Sql, id: string, owner: string, now: Date): Promise<(SubscriptionRow & { pending: boolean }) | undefined> {
+export async function heldSubscription(
+  sql: Sql,
+  id: string,
+  owner: string,
+  now: Date,
+): Promise<(SubscriptionRow & { pending: boolean }) | undefined> {
   const [row] = await sql.unsafe<(SubscriptionRow & { pending: boolean })[]>(
     `select ${COLUMNS}, ${HAS_PENDING}
      from subscriptions where id = $1 and enabled and lease_owner = $2 and lease_until > $3`,
@@ -257,8 +331,22 @@ export async function cutBatch(sql: Sql, batch: NewBatch): Promise<DeliveryRow |
                                           next_attempt_at, created_at, retry_since, owner_kind, owner_id, from_position, from_record)
      select id, tenant_id, sequence, $7, $8::bigint[], $14::text[]::timestamptz[], $9, $10, 'pending', $11, $11, $11, $12, $13, $4::bigint, $5::bigint from moved
      returning ${DELIVERY_COLUMNS}`,
-    [batch.next.position, batch.next.id, row.id, row.feed_position, row.feed_record, row.next_sequence, batch.messageId,
-      batch.records.map((r) => r.id), batch.records.length, batch.committedAt, batch.now, row.owner_kind, row.owner_id, batch.records.map((r) => r.at)] as never[],
+    [
+      batch.next.position,
+      batch.next.id,
+      row.id,
+      row.feed_position,
+      row.feed_record,
+      row.next_sequence,
+      batch.messageId,
+      batch.records.map((r) => r.id),
+      batch.records.length,
+      batch.committedAt,
+      batch.now,
+      row.owner_kind,
+      row.owner_id,
+      batch.records.map((r) => r.at),
+    ] as never[],
   );
   return cut;
 }
@@ -290,7 +378,11 @@ export async function recutForOwner(sql: Queryable, subscriptionId: string): Pro
 }
 
 /** Moves the subscription's place over records it does not deliver (none it may read matched). */
-export async function skipTo(sql: Sql, subscription: SubscriptionRow, next: { position: string; id: string }): Promise<void> {
+export async function skipTo(
+  sql: Sql,
+  subscription: SubscriptionRow,
+  next: { position: string; id: string },
+): Promise<void> {
   await sql`
     update subscriptions set feed_position = ${next.position}::bigint, feed_record = ${next.id}::bigint
     where id = ${subscription.id} and feed_position = ${subscription.feed_position}::bigint and feed_record = ${subscription.feed_record}::bigint`;
@@ -340,7 +432,13 @@ export async function listDeliveries(
  * `other_owner` when it was cut for another (its records were selected with that owner's rights),
  * undefined when there is no such batch.
  */
-export async function redeliver(sql: Sql, tenantId: string, subscriptionId: string, deliveryId: string, now: Date): Promise<DeliveryLogRow | 'other_owner' | undefined> {
+export async function redeliver(
+  sql: Sql,
+  tenantId: string,
+  subscriptionId: string,
+  deliveryId: string,
+  now: Date,
+): Promise<DeliveryLogRow | 'other_owner' | undefined> {
   const [row] = await sql.unsafe<DeliveryLogRow[]>(
     `update subscription_deliveries set status = 'pending', next_attempt_at = $4, retry_since = $4, error = null
      where tenant_id = $1 and subscription_id = $2 and id = $3::bigint

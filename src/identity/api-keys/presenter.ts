@@ -9,7 +9,8 @@ export function presentKey(row: ApiKeyListing) {
     tier: row.tier as 'adm' | 'svc' | 'ro',
     hint: row.key_hint,
     permissions: [...row.permissions].sort(),
-    scopes: row.tier === 'svc' || (row.tier === 'ro' && row.narrow_scopes) ? row.scopes.map(scopeView) : ('all' as const),
+    scopes:
+      row.tier === 'svc' || (row.tier === 'ro' && row.narrow_scopes) ? row.scopes.map(scopeView) : ('all' as const),
     created_at: row.created_at.toISOString(),
     expires_at: row.expires_at?.toISOString() ?? null,
     revoked_at: row.revoked_at?.toISOString() ?? null,

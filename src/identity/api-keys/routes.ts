@@ -11,7 +11,8 @@ const list = defineRoute({
   path: '/api/v1/api-keys',
   operationId: 'listApiKeys',
   summary: 'List API keys',
-  description: 'svc, adm and ro keys of the tenant (user tokens are listed per user), newest first; never their secrets.',
+  description:
+    'svc, adm and ro keys of the tenant (user tokens are listed per user), newest first; never their secrets.',
   tags: TAGS,
   access: { resource: 'api_keys', action: 'read' },
   query: Type.Object({ include_revoked: Type.Boolean({ default: false }) }),
@@ -50,7 +51,12 @@ const create = defineRoute({
   tags: TAGS,
   access: { resource: 'api_keys', action: 'write' },
   body: NewApiKey,
-  responses: { 201: { description: 'The key, with its secret.', schema: Type.Composite([ApiKey, Type.Object({ key: Type.String() })]) } },
+  responses: {
+    201: {
+      description: 'The key, with its secret.',
+      schema: Type.Composite([ApiKey, Type.Object({ key: Type.String() })]),
+    },
+  },
   async handler({ ctx, app, principal, body }) {
     const { id, key } = await createApiKey(app, ctx, principal, body);
     const row = await apiKeyOr404(app, principal, id);

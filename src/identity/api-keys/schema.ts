@@ -9,8 +9,12 @@ export const ApiKey = Type.Object({
   name: Type.String(),
   tier: Type.Union([Type.Literal('adm'), Type.Literal('svc'), Type.Literal('ro')]),
   hint: Type.String({ description: 'The last characters of the key.' }),
-  permissions: Type.Array(Type.String(), { description: 'svc keys: what they may do; adm and ro keys have fixed access.' }),
-  scopes: Type.Union([Type.Literal('all'), Type.Array(ScopeView)], { description: 'svc and scoped ro keys: the data they may see; `all` for adm keys and unscoped ro keys.' }),
+  permissions: Type.Array(Type.String(), {
+    description: 'svc keys: what they may do; adm and ro keys have fixed access.',
+  }),
+  scopes: Type.Union([Type.Literal('all'), Type.Array(ScopeView)], {
+    description: 'svc and scoped ro keys: the data they may see; `all` for adm keys and unscoped ro keys.',
+  }),
   created_at: Timestamp(),
   expires_at: Nullable(Timestamp()),
   revoked_at: Nullable(Timestamp()),

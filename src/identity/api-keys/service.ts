@@ -13,30 +13,70 @@ import { MAX_LIFETIME_MS, type NewApiKey } from './schema.js';
  * Issues a key within the grant ceiling, with its audit event in the same transaction. The secret
  * is returned this once.
  */
-export async function createApiKey(app: AppContext, ctx: Context, principal: Principal, body: typeof NewApiKey.static): Promise<{ id: string; key: string }> {
+export async function createApiKey(
+  app: AppContext,
+  ctx: Context,
+  principal: Principal,
+  body: typeof NewApiKey.static,
+): Promise<{ id: string; key: string }> {
   if (body.tier === 'adm' && (body.permissions !== undefined || body.scopes !== undefined)) {
-    throw validationFailed([{ field: 'permissions', location: 'body', message: 'adm keys hold everything: they take neither permissions nor scopes' }]);
+    throw validationFailed([
+      {
+        field: 'permissions',
+        location: 'body',
+        message: 'adm keys hold everything: they take neither permissions nor scopes',
+      },
+    ]);
   }
   if (body.tier === 'ro' && body.permissions !== undefined) {
-    throw validationFailed([{ field: 'permissions', location: 'body', message: 'ro keys hold the read permissions of their tier; only svc keys take permissions' }]);
+    throw validationFailed([
+      {
+        field: 'permissions',
+        location: 'body',
+        message: 'ro keys hold the read permissions of their tier; only svc keys take permissions',
+      },
+    ]);
   }
   const now = app.now();
   const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
   if (expiresAt && (!(expiresAt > now) || expiresAt.getTime() - now.getTime() > MAX_LIFETIME_MS)) {
-    throw validationFailed([{ field: 'expires_at', location: 'body', message: 'must lie in the future and at most ten years ahead' }]);
+    throw validationFailed([
+      { field: 'expires_at', location: 'body', message: 'must lie in the future and at most ten years ahead' },
+    ]);
   }
   const scopes = body.scopes ? await checkedScopes(app, principal, body.scopes) : undefined;
-  const request = { tenantId: principal.tenantId, name: body.name, tier: body.tier, permissions: body.permissions ?? [], scopes, expiresAt };
+  const request = {
+    tenantId: principal.tenantId,
+    name: body.name,
+    tier: body.tier,
+    permissions: body.permissions ?? [],
+    scopes,
+    expiresAt,
+  };
   assertWithinCeiling(principal, [{ subject: `the new ${body.tier} key`, after: rightsOfKeyRequest(request) }]);
   return issueApiKey(app.sql, app.config.secret, request, (tx, id) =>
-    auditChange(tx, app.audit, ctx, principal, 'api_key.created', { type: 'api_key', id, name: body.name }, { tier: body.tier }),
+    auditChange(
+      tx,
+      app.audit,
+      ctx,
+      principal,
+      'api_key.created',
+      { type: 'api_key', id, name: body.name },
+      { tier: body.tier },
+    ),
   );
 }
 
 /** Revokes a key with its audit event; the key is refused from the next request on. */
-export async function revokeApiKeyAudited(app: AppContext, ctx: Context, principal: Principal, keyId: string): Promise<void> {
+export async function revokeApiKeyAudited(
+  app: AppContext,
+  ctx: Context,
+  principal: Principal,
+  keyId: string,
+): Promise<void> {
   await app.sql.begin(async (tx) => {
-    if (!(await revokeApiKey(tx, principal.tenantId, keyId, app.now()))) throw notFound('API key not found', { key_id: keyId });
+    if (!(await revokeApiKey(tx, principal.tenantId, keyId, app.now())))
+      throw notFound('API key not found', { key_id: keyId });
     await auditChange(tx, app.audit, ctx, principal, 'api_key.revoked', { type: 'api_key', id: keyId });
   });
 }

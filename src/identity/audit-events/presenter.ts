@@ -17,14 +17,38 @@ export const presentAuditEvent = (row: StoredAuditEvent) => ({
 });
 
 export const AUDIT_CSV_COLUMNS = [
-  'id', 'occurred_at', 'event_type', 'outcome', 'actor_kind', 'actor_id', 'actor_name', 'target_type', 'target_id',
-  'target_name', 'client_address', 'user_agent', 'request_id', 'details',
+  'id',
+  'occurred_at',
+  'event_type',
+  'outcome',
+  'actor_kind',
+  'actor_id',
+  'actor_name',
+  'target_type',
+  'target_id',
+  'target_name',
+  'client_address',
+  'user_agent',
+  'request_id',
+  'details',
 ] as const;
 
 /** One CSV row, in the order of AUDIT_CSV_COLUMNS. */
 export function auditCsvRow(row: StoredAuditEvent): unknown[] {
   return [
-    row.id, eventTime(row), row.event_type, row.outcome, row.actor_kind, row.actor_id, row.actor_name,
-    row.target_type, row.target_id, row.target_name, row.client_address, row.user_agent, row.request_id, row.details,
+    row.id,
+    eventTime(row),
+    row.event_type,
+    row.outcome,
+    row.actor_kind,
+    row.actor_id,
+    row.actor_name,
+    row.target_type,
+    row.target_id,
+    row.target_name,
+    row.client_address,
+    row.user_agent,
+    row.request_id,
+    row.details,
   ];
 }

@@ -38,7 +38,7 @@ const listAudit = defineRoute({
     'whose data scopes include it. ' +
     'Cursor-paged: follow `next_cursor` while `has_more` is true; a cursor is bound to the filters it was issued for. ' +
     '`Accept: text/csv` streams every match (or at most an explicit `limit`) with the same filters; `details` is JSON ' +
-    'text, and a text cell starting with `=`, `+`, `-`, `@`, TAB or CR (a user agent, a name) is prefixed with `\'` so ' +
+    "text, and a text cell starting with `=`, `+`, `-`, `@`, TAB or CR (a user agent, a name) is prefixed with `'` so " +
     'that spreadsheets do not run it as a formula. Kept for CINV_AUDIT_RETENTION (default 365 days).',
   tags: ['Audit'],
   access: { resource: 'audit', action: 'read' },
@@ -47,20 +47,35 @@ const listAudit = defineRoute({
     200: {
       description: 'A page of audit events, or the CSV download.',
       schema: AuditPage,
-      otherContent: { [CSV]: { description: 'RFC 4180 CSV, UTF-8, streamed; one row per event; formula-like text cells prefixed with `\'`.' } },
+      otherContent: {
+        [CSV]: {
+          description: "RFC 4180 CSV, UTF-8, streamed; one row per event; formula-like text cells prefixed with `'`.",
+        },
+      },
     },
     406: { description: 'The Accept header names no type this route serves (`HTTP_406`).', schema: ErrorEnvelope },
   },
   async handler({ ctx, app, principal, query }) {
     if (negotiate(ctx) === CSV) {
       const explicitLimit = ctx.query.limit !== undefined ? query.limit : undefined;
-      ctx.attachment(`audit-${app.now().toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '')}.csv`);
+      ctx.attachment(
+        `audit-${app
+          .now()
+          .toISOString()
+          .replace(/\.\d+Z$/, 'Z')
+          .replace(/[-:]/g, '')}.csv`,
+      );
       ctx.type = 'text/csv; charset=utf-8';
       ctx.body = Readable.from(csvExport(auditEventBatches(app, principal, query, explicitLimit)));
       return undefined;
     }
     const page = await auditEventPage(app, principal, query);
-    return { items: page.rows.map(presentAuditEvent), limit: query.limit, has_more: page.hasMore, next_cursor: page.nextCursor };
+    return {
+      items: page.rows.map(presentAuditEvent),
+      limit: query.limit,
+      has_more: page.hasMore,
+      next_cursor: page.nextCursor,
+    };
   },
 });
 

@@ -1,5 +1,10 @@
 import type { Principal } from '../../platform/auth/principal.js';
-import { listAuditEvents, type AuditCriteria, type AuditPosition, type StoredAuditEvent } from '../../platform/audit/store.js';
+import {
+  listAuditEvents,
+  type AuditCriteria,
+  type AuditPosition,
+  type StoredAuditEvent,
+} from '../../platform/audit/store.js';
 import type { AppContext } from '../../context.js';
 import { unprocessable } from '../../platform/errors.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../../platform/http/cursor.js';
@@ -66,12 +71,22 @@ export async function auditEventPage(app: AppContext, principal: Principal, quer
  * Every matching event newest first (at most `limit`), read a keyset batch at a time as the caller
  * takes them: each batch is its own short query, so nothing stays open when a client goes away.
  */
-export function auditEventBatches(app: AppContext, principal: Principal, query: AuditQuery, limit: number | undefined): AsyncGenerator<StoredAuditEvent[]> {
+export function auditEventBatches(
+  app: AppContext,
+  principal: Principal,
+  query: AuditQuery,
+  limit: number | undefined,
+): AsyncGenerator<StoredAuditEvent[]> {
   // the query is checked now, while its refusal can still be an answer: not once the stream has begun
   return batchesOf(app, principal, criteriaOf(query), limit);
 }
 
-async function* batchesOf(app: AppContext, principal: Principal, criteria: AuditCriteria, limit: number | undefined): AsyncGenerator<StoredAuditEvent[]> {
+async function* batchesOf(
+  app: AppContext,
+  principal: Principal,
+  criteria: AuditCriteria,
+  limit: number | undefined,
+): AsyncGenerator<StoredAuditEvent[]> {
   let after: AuditPosition | undefined;
   let left = limit ?? Infinity;
   while (left > 0) {

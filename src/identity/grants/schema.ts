@@ -12,7 +12,9 @@ export const PermissionName = Type.Union(
 
 export const ScopeBody = Type.Object(
   {
-    source_id: Nullable(Type.String({ pattern: '^[0-9]+$', description: 'A source id; null (with a null scope_id) is all data.' })),
+    source_id: Nullable(
+      Type.String({ pattern: '^[0-9]+$', description: 'A source id; null (with a null scope_id) is all data.' }),
+    ),
     scope_id: Nullable(ScopeId(255, 'One instance of the source; null is every instance.')),
   },
   { additionalProperties: false },
@@ -26,8 +28,14 @@ export const Rights = Type.Object({
   scopes: Type.Array(ScopeView),
 });
 
-export const PermissionsBody = Type.Object({ permissions: Type.Array(PermissionName, { maxItems: PERMISSIONS.length, uniqueItems: true }) }, { additionalProperties: false });
-export const ScopesBody = Type.Object({ scopes: Type.Array(ScopeBody, { maxItems: 1000 }) }, { additionalProperties: false });
+export const PermissionsBody = Type.Object(
+  { permissions: Type.Array(PermissionName, { maxItems: PERMISSIONS.length, uniqueItems: true }) },
+  { additionalProperties: false },
+);
+export const ScopesBody = Type.Object(
+  { scopes: Type.Array(ScopeBody, { maxItems: 1000 }) },
+  { additionalProperties: false },
+);
 
 export const scopeView = (scope: DataScope) => ({ source_id: scope.sourceId, scope_id: scope.scopeId });
 
@@ -39,10 +47,13 @@ export function readScopes(scopes: readonly ScopeBody[]): DataScope[] {
   const read = new Map<string, DataScope>();
   scopes.forEach((scope, index) => {
     if (scope.source_id === null && scope.scope_id !== null) {
-      throw validationFailed([{ field: `scopes/${index}/source_id`, location: 'body', message: 'a scope_id needs its source_id' }]);
+      throw validationFailed([
+        { field: `scopes/${index}/source_id`, location: 'body', message: 'a scope_id needs its source_id' },
+      ]);
     }
     const sourceId = scope.source_id === null ? null : bigintId(scope.source_id);
-    if (sourceId === undefined) throw validationFailed([{ field: `scopes/${index}/source_id`, location: 'body', message: 'no such source' }]);
+    if (sourceId === undefined)
+      throw validationFailed([{ field: `scopes/${index}/source_id`, location: 'body', message: 'no such source' }]);
     const key = JSON.stringify([sourceId, scope.scope_id]);
     if (!read.has(key)) read.set(key, { sourceId, scopeId: scope.scope_id });
   });

@@ -5,10 +5,14 @@ import type { DataScope, Permission } from '../../platform/auth/principal.js';
 /** Who holds grants and scopes: a user or a team. */
 export type Holder = { userId: string } | { teamId: string };
 
-const holderColumns = (holder: Holder) => ('userId' in holder ? { user_id: holder.userId, team_id: null } : { user_id: null, team_id: holder.teamId });
+const holderColumns = (holder: Holder) =>
+  'userId' in holder ? { user_id: holder.userId, team_id: null } : { user_id: null, team_id: holder.teamId };
 
 /** What a user or team is granted directly. */
-export async function directRights(sql: Queryable, holder: Holder): Promise<{ permissions: Permission[]; scopes: DataScope[] }> {
+export async function directRights(
+  sql: Queryable,
+  holder: Holder,
+): Promise<{ permissions: Permission[]; scopes: DataScope[] }> {
   const { user_id, team_id } = holderColumns(holder);
   const [grants, scopes] = await Promise.all([
     sql<{ permission: Permission }[]>`
@@ -22,14 +26,21 @@ export async function directRights(sql: Queryable, holder: Holder): Promise<{ pe
 }
 
 /** What a user holds now through its own grants and its teams'. */
-export async function effectiveRights(sql: Queryable, userId: string): Promise<{ permissions: Permission[]; scopes: DataScope[] }> {
+export async function effectiveRights(
+  sql: Queryable,
+  userId: string,
+): Promise<{ permissions: Permission[]; scopes: DataScope[] }> {
   const [row] = await sql<{ permissions: Permission[]; scopes: DataScope[] }[]>`
     select (${userPermissions(sql, sql`${userId}::uuid`)}) as permissions, (${userScopes(sql, sql`${userId}::uuid`)}) as scopes`;
   return { permissions: [...(row?.permissions ?? [])].sort(), scopes: row?.scopes ?? [] };
 }
 
 /** Replaces a holder's permission grants; returns whether anything changed. */
-export async function replaceGrants(sql: Queryable, holder: Holder, permissions: readonly Permission[]): Promise<boolean> {
+export async function replaceGrants(
+  sql: Queryable,
+  holder: Holder,
+  permissions: readonly Permission[],
+): Promise<boolean> {
   const { user_id, team_id } = holderColumns(holder);
   const removed = await sql`
     delete from grants where user_id is not distinct from ${user_id} and team_id is not distinct from ${team_id}
@@ -52,9 +63,15 @@ export async function replaceScopes(sql: Queryable, holder: Holder, scopes: read
 }
 
 /** Which of these source ids do not exist in the tenant (scopes must name real sources). */
-export async function unknownSources(sql: Queryable, tenantId: string, sourceIds: readonly string[]): Promise<string[]> {
+export async function unknownSources(
+  sql: Queryable,
+  tenantId: string,
+  sourceIds: readonly string[],
+): Promise<string[]> {
   if (sourceIds.length === 0) return [];
-  const rows = await sql<{ id: string }[]>`select id::text from sources where tenant_id = ${tenantId} and id = any(${sourceIds as string[]}::bigint[])`;
+  const rows = await sql<
+    { id: string }[]
+  >`select id::text from sources where tenant_id = ${tenantId} and id = any(${sourceIds as string[]}::bigint[])`;
   const known = new Set(rows.map((r) => r.id));
   return sourceIds.filter((id) => !known.has(id));
 }
@@ -73,7 +90,12 @@ export interface HeldRights {
  * team, in one query; the rows are locked when `lock` is set, so two changes that could together
  * lift a user above both callers are decided one after the other.
  */
-export async function heldRights(sql: Queryable, tenantId: string, who: { userIds: readonly string[] } | { teamId: string }, lock = false): Promise<HeldRights[]> {
+export async function heldRights(
+  sql: Queryable,
+  tenantId: string,
+  who: { userIds: readonly string[] } | { teamId: string },
+  lock = false,
+): Promise<HeldRights[]> {
   const which =
     'teamId' in who
       ? sql`u.id in (select m.user_id from team_members m where m.team_id = ${who.teamId})`

@@ -10,7 +10,18 @@ import type { Principal } from '../../platform/auth/principal.js';
 
 /** Query parameter names a key could be sent in, compared without regard to case. */
 const KEY_QUERY_PARAMETERS = new Set([
-  'api_key', 'apikey', 'api-key', 'key', 'x-api-key', 'x_api_key', 'token', 'access_token', 'api_token', 'apitoken', 'auth_token', 'authorization',
+  'api_key',
+  'apikey',
+  'api-key',
+  'key',
+  'x-api-key',
+  'x_api_key',
+  'token',
+  'access_token',
+  'api_token',
+  'apitoken',
+  'auth_token',
+  'authorization',
 ]);
 
 /** The query parameter a request tries to send a key in, if any. */
@@ -24,7 +35,13 @@ export function keyQueryParameter(ctx: Context): string | undefined {
  * carry the key on.
  */
 export function signInRedirect(ctx: Context, app: AppContext): string | undefined {
-  if (!app.sso || ctx.method !== 'GET' || ctx.accepts('json', 'html') !== 'html' || keyQueryParameter(ctx) !== undefined) return undefined;
+  if (
+    !app.sso ||
+    ctx.method !== 'GET' ||
+    ctx.accepts('json', 'html') !== 'html' ||
+    keyQueryParameter(ctx) !== undefined
+  )
+    return undefined;
   return `/auth/login?return_to=${encodeURIComponent(ctx.originalUrl)}`;
 }
 
@@ -44,7 +61,8 @@ export async function authenticate(ctx: Context, app: AppContext): Promise<Princ
   if (parameter !== undefined) {
     ctx.state.authFailure = { reason: 'missing_credentials' } satisfies AuthFailure;
     throw new AppError(401, 'HTTP_401', 'Authentication required', {
-      reason: 'API keys are accepted only in the X-API-Key header, never as a query parameter; remove it from the URL (and revoke the key if the URL was shared or logged)',
+      reason:
+        'API keys are accepted only in the X-API-Key header, never as a query parameter; remove it from the URL (and revoke the key if the URL was shared or logged)',
       parameter: parameter.toLowerCase(),
     });
   }
@@ -69,9 +87,11 @@ export async function authenticate(ctx: Context, app: AppContext): Promise<Princ
 export async function keyPrincipalOrRefuse(ctx: Context, app: AppContext, key: string): Promise<Principal> {
   const principal = await principalForKey(app.sql, app.config.secret, key, app.now(), app.principals);
   if (principal) return principal;
-  ctx.state.authFailure = (parseApiKey(key)
-    ? { reason: 'unknown_revoked_or_expired', keyHint: `${key.slice(0, key.indexOf('_', 5) + 1)}…${keyHint(key)}` }
-    : { reason: 'malformed_key' }) satisfies AuthFailure;
+  ctx.state.authFailure = (
+    parseApiKey(key)
+      ? { reason: 'unknown_revoked_or_expired', keyHint: `${key.slice(0, key.indexOf('_', 5) + 1)}…${keyHint(key)}` }
+      : { reason: 'malformed_key' }
+  ) satisfies AuthFailure;
   app.logger.info({ method: ctx.method, path: ctx.path, ip: ctx.ip }, 'authentication failed');
   throw unauthorized('invalid, expired or revoked API key');
 }
@@ -101,7 +121,9 @@ async function sessionPrincipal(ctx: Context, app: AppContext, sessionId: string
   // counted against the session allowance, not the key's: see RateLimits
   ctx.state.signedInSession = true;
   if (UNSAFE_METHODS.has(ctx.method) && !sameOrigin(ctx)) {
-    throw forbidden('Cross-site request refused: requests under a sign-in session must come from this origin', { reason: 'csrf' });
+    throw forbidden('Cross-site request refused: requests under a sign-in session must come from this origin', {
+      reason: 'csrf',
+    });
   }
   const ttl = app.config.sessionTtlMs;
   if (session.expires_at.getTime() - now.getTime() < ttl - ROLL_EVERY_MS) {
@@ -130,11 +152,24 @@ export function sameOrigin(ctx: Context): boolean {
 }
 
 export function setSessionCookie(ctx: Context, sessionId: string, ttlMs: number): void {
-  ctx.cookies.set(SESSION_COOKIE, sessionId, { signed: true, httpOnly: true, sameSite: 'lax', secure: ctx.secure, maxAge: ttlMs, overwrite: true });
+  ctx.cookies.set(SESSION_COOKIE, sessionId, {
+    signed: true,
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: ctx.secure,
+    maxAge: ttlMs,
+    overwrite: true,
+  });
 }
 
 export function clearSessionCookie(ctx: Context): void {
-  ctx.cookies.set(SESSION_COOKIE, null, { signed: true, httpOnly: true, sameSite: 'lax', secure: ctx.secure, overwrite: true });
+  ctx.cookies.set(SESSION_COOKIE, null, {
+    signed: true,
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: ctx.secure,
+    overwrite: true,
+  });
 }
 
 /** When each key's last use was last written: listings show it to the minute, not to the request. */
@@ -148,5 +183,7 @@ function noteUse(app: AppContext, keyId: string): void {
   if (lastWritten.size >= 10_000) lastWritten.clear();
   lastWritten.set(keyId, now.getTime());
   // off the request's path: a failed bookkeeping write must not fail the request
-  touchKey(app.sql, keyId, now).catch((error: unknown) => app.logger.warn({ err: error }, 'could not record the last use of a key'));
+  touchKey(app.sql, keyId, now).catch((error: unknown) =>
+    app.logger.warn({ err: error }, 'could not record the last use of a key'),
+  );
 }

@@ -7,7 +7,14 @@ import { AppError, forbidden, notFound } from '../../platform/errors.js';
 import { Nullable, Uuid } from '../../platform/http/schemas.js';
 import { ScopeView, scopeView } from '../grants/schema.js';
 import { signInWithIdentity } from './service.js';
-import { clearSessionCookie, keyPrincipalOrRefuse, ownOrigin, sameOrigin, SESSION_COOKIE, setSessionCookie } from './authenticate.js';
+import {
+  clearSessionCookie,
+  keyPrincipalOrRefuse,
+  ownOrigin,
+  sameOrigin,
+  SESSION_COOKIE,
+  setSessionCookie,
+} from './authenticate.js';
 import { createSession, endSession } from '../../platform/auth/sessions.js';
 import type { PendingLogin, SingleSignOn } from '../../platform/auth/sso.js';
 import { dataScopesOf, type Principal } from '../../platform/auth/principal.js';
@@ -44,7 +51,7 @@ const me = defineRoute({
   summary: 'Who the request acts as, with its effective permissions and data scopes',
   description:
     'What to check when a request is unexpectedly 403 or empty: the permissions and data scopes this request holds, ' +
-    'as every other route sees them (for a user token: its user\'s own and team grants as of now, narrowed by the token). ' +
+    "as every other route sees them (for a user token: its user's own and team grants as of now, narrowed by the token). " +
     '`scopes` is `"all"` or a list of `{source_id, scope_id}`; an empty list sees no data.',
   tags: ['Users'],
   access: 'authenticated',
@@ -91,8 +98,15 @@ const login = defineRoute({
     'not configured.',
   tags: TAGS,
   access: 'public',
-  query: Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 2048, description: 'A path on this origin, e.g. `/ui/changes?q=nginx`.' })) }),
-  responses: { 302: { description: 'To the identity provider.' }, 404: { description: 'Single sign-on is not configured.' } },
+  query: Type.Object({
+    return_to: Type.Optional(
+      Type.String({ maxLength: 2048, description: 'A path on this origin, e.g. `/ui/changes?q=nginx`.' }),
+    ),
+  }),
+  responses: {
+    302: { description: 'To the identity provider.' },
+    404: { description: 'Single sign-on is not configured.' },
+  },
   async handler({ ctx, app, query }) {
     const sso = ssoOr404(app);
     const { url, pending } = await sso.start(sameOriginPath(ctx, query.return_to), app.now().getTime());
@@ -129,7 +143,12 @@ const callback = defineRoute({
     // one use only: a replayed callback finds nothing to complete
     session.login = null;
     if (!pending || app.now().getTime() - pending.startedAt > LOGIN_WINDOW_MS) {
-      throw refuseSignIn(ctx, 'No sign-in is in progress in this browser (it expired or was completed already); start again at /auth/login', 400, 'sso_failed');
+      throw refuseSignIn(
+        ctx,
+        'No sign-in is in progress in this browser (it expired or was completed already); start again at /auth/login',
+        400,
+        'sso_failed',
+      );
     }
     const identity = await sso.finish(ctx.querystring, pending).catch((error: unknown) => {
       if (error instanceof AppError && error.status === 400) ctx.state.authFailure = { reason: 'sso_failed' };
@@ -139,9 +158,15 @@ const callback = defineRoute({
     const tenantId = DEFAULT_TENANT_ID;
     const now = app.now();
     const { signedIn } = await signInWithIdentity(app, ctx, tenantId, identity, now);
-    if (signedIn.outcome === 'deactivated') throw refuseSignIn(ctx, 'This user is deactivated', 403, 'user_deactivated');
+    if (signedIn.outcome === 'deactivated')
+      throw refuseSignIn(ctx, 'This user is deactivated', 403, 'user_deactivated');
     if (signedIn.outcome === 'email_taken') {
-      throw refuseSignIn(ctx, 'Another user holds this email; an admin must resolve it (or the provider must verify the email)', 403, 'email_taken');
+      throw refuseSignIn(
+        ctx,
+        'Another user holds this email; an admin must resolve it (or the provider must verify the email)',
+        403,
+        'email_taken',
+      );
     }
     const user = signedIn.user;
     const sessionId = await createSession(app.sql, app.config.secret, {
@@ -152,14 +177,26 @@ const callback = defineRoute({
     });
     setSessionCookie(ctx, sessionId, app.config.sessionTtlMs);
     const actor = { kind: 'user' as const, id: user.id, name: user.name };
-    app.audit.record({ tenantId, type: 'auth.succeeded', outcome: 'success', actor, details: { method: 'sso' }, ...requestFacts(ctx) });
+    app.audit.record({
+      tenantId,
+      type: 'auth.succeeded',
+      outcome: 'success',
+      actor,
+      details: { method: 'sso' },
+      ...requestFacts(ctx),
+    });
     ctx.status = 303;
     ctx.redirect(pending.returnTo);
     return undefined;
   },
 });
 
-function refuseSignIn(ctx: Context, message: string, status: 400 | 403, reason: 'sso_failed' | 'user_deactivated' | 'email_taken'): AppError {
+function refuseSignIn(
+  ctx: Context,
+  message: string,
+  status: 400 | 403,
+  reason: 'sso_failed' | 'user_deactivated' | 'email_taken',
+): AppError {
   ctx.state.authFailure = { reason };
   return new AppError(status, `HTTP_${status}`, message, { reason });
 }
@@ -171,14 +208,14 @@ const logout = defineRoute({
   summary: 'End the sign-in session',
   description:
     'Ends the session at once (on every replica) and clears its cookie: 204, or, with single sign-on configured, for a ' +
-    'browser form post (`Accept: text/html`) a 303 to the provider\'s logout (RP-initiated logout, when the provider offers it; it sends the browser back to ' +
+    "browser form post (`Accept: text/html`) a 303 to the provider's logout (RP-initiated logout, when the provider offers it; it sends the browser back to " +
     '`/auth/login`) or else to `/auth/login`. Must come from this origin (`Origin` or `Sec-Fetch-Site: same-origin`): a ' +
     'cross-site one is a 403. Without a session it is a 204 all the same.',
   tags: TAGS,
   access: 'public',
   responses: {
     204: { description: 'Signed out.' },
-    303: { description: 'Signed out; to the provider\'s logout or the sign-in page.' },
+    303: { description: "Signed out; to the provider's logout or the sign-in page." },
     403: { description: 'Cross-site request refused (`HTTP_403`).' },
   },
   async handler({ ctx, app }) {
@@ -232,7 +269,9 @@ const methods = defineRoute({
     '(`POST /auth/session` exchanges an API key or user token for a session).',
   tags: TAGS,
   access: 'public',
-  responses: { 200: { description: 'The sign-in methods.', schema: Type.Object({ sso: Type.Boolean(), api_key: Type.Boolean() }) } },
+  responses: {
+    200: { description: 'The sign-in methods.', schema: Type.Object({ sso: Type.Boolean(), api_key: Type.Boolean() }) },
+  },
   async handler({ app }) {
     return { sso: app.sso !== undefined, api_key: true };
   },
@@ -252,7 +291,10 @@ const keySession = defineRoute({
     'malformed key is a 401.',
   tags: TAGS,
   access: 'public',
-  body: Type.Object({ api_key: Type.String({ minLength: 1, maxLength: 512, description: 'An API key or user token.' }) }, { additionalProperties: false }),
+  body: Type.Object(
+    { api_key: Type.String({ minLength: 1, maxLength: 512, description: 'An API key or user token.' }) },
+    { additionalProperties: false },
+  ),
   responses: {
     200: { description: 'Signed in: who the session acts as.', schema: Me },
     401: { description: 'The key is unknown, revoked, expired or malformed.' },

@@ -3,13 +3,31 @@ import { setPermissions, setScopes } from '../grants/service.js';
 import { PermissionsBody, Rights, ScopesBody } from '../grants/schema.js';
 import { defineRoute, type AnyRoute } from '../../context.js';
 import { conflictResponse, HumanName, Limit, Nullable, Offset, Timestamp, Uuid } from '../../platform/http/schemas.js';
-import { addTeamMember, createTeam, presentTeam, removeTeam, removeTeamMember, renameTeam, teamDetail, teamOr404, listTeamPage } from './service.js';
+import {
+  addTeamMember,
+  createTeam,
+  presentTeam,
+  removeTeam,
+  removeTeamMember,
+  renameTeam,
+  teamDetail,
+  teamOr404,
+  listTeamPage,
+} from './service.js';
 
-const Team = Type.Object({ id: Uuid(), name: Type.String(), description: Type.String(), created_at: Timestamp(), members: Type.Integer() });
+const Team = Type.Object({
+  id: Uuid(),
+  name: Type.String(),
+  description: Type.String(),
+  created_at: Timestamp(),
+  members: Type.Integer(),
+});
 const TeamDetail = Type.Composite([
   Team,
   Type.Object({
-    member_list: Type.Array(Type.Object({ id: Uuid(), name: Type.String(), email: Nullable(Type.String()), added_at: Timestamp() })),
+    member_list: Type.Array(
+      Type.Object({ id: Uuid(), name: Type.String(), email: Nullable(Type.String()), added_at: Timestamp() }),
+    ),
     rights: Rights,
   }),
 ]);
@@ -34,12 +52,24 @@ const list = defineRoute({
   responses: {
     200: {
       description: 'A page of teams.',
-      schema: Type.Object({ items: Type.Array(Team), total: Type.Integer(), offset: Type.Integer(), limit: Type.Integer(), has_more: Type.Boolean() }),
+      schema: Type.Object({
+        items: Type.Array(Team),
+        total: Type.Integer(),
+        offset: Type.Integer(),
+        limit: Type.Integer(),
+        has_more: Type.Boolean(),
+      }),
     },
   },
   async handler({ app, principal, query }) {
     const { rows, total } = await listTeamPage(app, principal, query);
-    return { items: rows.map(presentTeam), total, offset: query.offset, limit: query.limit, has_more: query.offset + rows.length < total };
+    return {
+      items: rows.map(presentTeam),
+      total,
+      offset: query.offset,
+      limit: query.limit,
+      has_more: query.offset + rows.length < total,
+    };
   },
 });
 
@@ -52,7 +82,10 @@ const create = defineRoute({
   tags: TAGS,
   access: write,
   body: Type.Object({ name: TeamName, description: Type.Optional(Description) }, { additionalProperties: false }),
-  responses: { 201: { description: 'The team.', schema: Team }, ...conflictResponse('The tenant has a team of this name') },
+  responses: {
+    201: { description: 'The team.', schema: Team },
+    ...conflictResponse('The tenant has a team of this name'),
+  },
   async handler({ ctx, app, principal, body }) {
     const team = await createTeam(app, principal, { name: body.name, description: body.description ?? '' });
     ctx.status = 201;
@@ -83,8 +116,14 @@ const update = defineRoute({
   tags: TAGS,
   access: write,
   params: TeamParams,
-  body: Type.Object({ name: Type.Optional(TeamName), description: Type.Optional(Description) }, { additionalProperties: false }),
-  responses: { 200: { description: 'The team.', schema: Team }, ...conflictResponse('The tenant has another team of this name') },
+  body: Type.Object(
+    { name: Type.Optional(TeamName), description: Type.Optional(Description) },
+    { additionalProperties: false },
+  ),
+  responses: {
+    200: { description: 'The team.', schema: Team },
+    ...conflictResponse('The tenant has another team of this name'),
+  },
   async handler({ app, principal, params, body }) {
     return presentTeam(await renameTeam(app, principal, params.team_id, body));
   },
@@ -112,8 +151,8 @@ const addMemberRoute = defineRoute({
   operationId: 'addTeamMember',
   summary: 'Add a user to a team',
   description:
-    'Idempotent. The user holds the team\'s rights from the next request on. The grant ceiling applies: the team\'s ' +
-    'rights, and everything the user then holds if the membership gives it anything new, must be within the caller\'s (403).',
+    "Idempotent. The user holds the team's rights from the next request on. The grant ceiling applies: the team's " +
+    "rights, and everything the user then holds if the membership gives it anything new, must be within the caller's (403).",
   tags: TAGS,
   access: write,
   params: MemberParams,
@@ -128,7 +167,7 @@ const removeMemberRoute = defineRoute({
   path: '/api/v1/teams/{team_id}/members/{user_id}',
   operationId: 'removeTeamMember',
   summary: 'Remove a user from a team',
-  description: 'The user loses the team\'s rights from the next request on. Removing a non-member is a 404.',
+  description: "The user loses the team's rights from the next request on. Removing a non-member is a 404.",
   tags: TAGS,
   access: write,
   params: MemberParams,
@@ -150,7 +189,13 @@ const permissions = defineRoute({
   responses: { 200: { description: "The team's rights.", schema: Rights } },
   async handler({ ctx, app, principal, params, body }) {
     const team = await teamOr404(app, principal, params.team_id);
-    return setPermissions(app, ctx, principal, { holder: { teamId: team.id }, type: 'team', id: team.id, name: team.name }, body.permissions);
+    return setPermissions(
+      app,
+      ctx,
+      principal,
+      { holder: { teamId: team.id }, type: 'team', id: team.id, name: team.name },
+      body.permissions,
+    );
   },
 });
 
@@ -159,7 +204,7 @@ const scopes = defineRoute({
   path: '/api/v1/teams/{team_id}/scopes',
   operationId: 'setTeamScopes',
   summary: "Replace a team's data scopes",
-  description: 'Same shape as a user\'s scopes.',
+  description: "Same shape as a user's scopes.",
   tags: TAGS,
   access: write,
   params: TeamParams,
@@ -167,8 +212,24 @@ const scopes = defineRoute({
   responses: { 200: { description: "The team's rights.", schema: Rights } },
   async handler({ ctx, app, principal, params, body }) {
     const team = await teamOr404(app, principal, params.team_id);
-    return setScopes(app, ctx, principal, { holder: { teamId: team.id }, type: 'team', id: team.id, name: team.name }, body.scopes);
+    return setScopes(
+      app,
+      ctx,
+      principal,
+      { holder: { teamId: team.id }, type: 'team', id: team.id, name: team.name },
+      body.scopes,
+    );
   },
 });
 
-export const teamRoutes: AnyRoute[] = [list, create, get, update, remove, addMemberRoute, removeMemberRoute, permissions, scopes];
+export const teamRoutes: AnyRoute[] = [
+  list,
+  create,
+  get,
+  update,
+  remove,
+  addMemberRoute,
+  removeMemberRoute,
+  permissions,
+  scopes,
+];

@@ -7,7 +7,17 @@ import { scopeView } from '../grants/schema.js';
 import { directRights } from '../grants/service.js';
 import { conflict, notFound } from '../../platform/errors.js';
 import { findUser } from '../users/service.js';
-import { addMember, deleteTeam, findTeam, insertTeam, listTeams, removeMember, teamMembers, updateTeam, type TeamRow } from './store.js';
+import {
+  addMember,
+  deleteTeam,
+  findTeam,
+  insertTeam,
+  listTeams,
+  removeMember,
+  teamMembers,
+  updateTeam,
+  type TeamRow,
+} from './store.js';
 
 export const presentTeam = (row: TeamRow) => ({ ...row, created_at: row.created_at.toISOString() });
 
@@ -25,7 +35,10 @@ const orNameTaken = (name: string | undefined) => (error: unknown) => {
 };
 
 export async function teamDetail(app: AppContext, team: TeamRow) {
-  const [members, rights] = await Promise.all([teamMembers(app.sql, team.id), directRights(app.sql, { teamId: team.id })]);
+  const [members, rights] = await Promise.all([
+    teamMembers(app.sql, team.id),
+    directRights(app.sql, { teamId: team.id }),
+  ]);
   return {
     ...presentTeam(team),
     member_list: members.map((m) => ({ ...m, added_at: m.added_at.toISOString() })),
@@ -33,11 +46,20 @@ export async function teamDetail(app: AppContext, team: TeamRow) {
   };
 }
 
-export async function createTeam(app: AppContext, principal: Principal, input: { name: string; description: string }): Promise<TeamRow> {
+export async function createTeam(
+  app: AppContext,
+  principal: Principal,
+  input: { name: string; description: string },
+): Promise<TeamRow> {
   return insertTeam(app.sql, principal.tenantId, input).catch(orNameTaken(input.name));
 }
 
-export async function renameTeam(app: AppContext, principal: Principal, id: string, change: { name?: string; description?: string }): Promise<TeamRow> {
+export async function renameTeam(
+  app: AppContext,
+  principal: Principal,
+  id: string,
+  change: { name?: string; description?: string },
+): Promise<TeamRow> {
   await teamOr404(app, principal, id);
   await updateTeam(app.sql, principal.tenantId, id, change).catch(orNameTaken(change.name));
   return teamOr404(app, principal, id);
@@ -54,7 +76,13 @@ export async function removeTeam(app: AppContext, ctx: Context, principal: Princ
 }
 
 /** Adds a member within the grant ceiling: the team's rights, and all the member then holds, must fit the caller. */
-export async function addTeamMember(app: AppContext, ctx: Context, principal: Principal, teamId: string, userId: string) {
+export async function addTeamMember(
+  app: AppContext,
+  ctx: Context,
+  principal: Principal,
+  teamId: string,
+  userId: string,
+) {
   const team = await teamOr404(app, principal, teamId);
   const user = await findUser(app.sql, principal.tenantId, userId);
   if (!user) throw notFound('User not found', { user_id: userId });
@@ -70,18 +98,37 @@ export async function addTeamMember(app: AppContext, ctx: Context, principal: Pr
 }
 
 /** Removes a member: the member loses what the team gave it, so the caller must cover what the member holds. */
-export async function removeTeamMember(app: AppContext, ctx: Context, principal: Principal, teamId: string, userId: string) {
+export async function removeTeamMember(
+  app: AppContext,
+  ctx: Context,
+  principal: Principal,
+  teamId: string,
+  userId: string,
+) {
   const team = await teamOr404(app, principal, teamId);
   const user = await findUser(app.sql, principal.tenantId, userId);
   await app.sql.begin(async (tx) => {
-    if (user) await assertActsOn(tx, principal, { holder: { userId: user.id }, type: 'user', id: user.id, name: user.name });
+    if (user)
+      await assertActsOn(tx, principal, { holder: { userId: user.id }, type: 'user', id: user.id, name: user.name });
     if (!(await removeMember(tx, team.id, userId))) throw notFound('Not a member of this team', { user_id: userId });
-    await auditChange(tx, app.audit, ctx, principal, 'membership.changed', { type: 'team', id: team.id, name: team.name }, { removed: userId });
+    await auditChange(
+      tx,
+      app.audit,
+      ctx,
+      principal,
+      'membership.changed',
+      { type: 'team', id: team.id, name: team.name },
+      { removed: userId },
+    );
   });
   return teamDetail(app, await teamOr404(app, principal, team.id));
 }
 
 /** One offset page of the tenant's teams by name, with the total. */
-export function listTeamPage(app: AppContext, principal: Principal, page: { limit: number; offset: number }): Promise<{ rows: TeamRow[]; total: number }> {
+export function listTeamPage(
+  app: AppContext,
+  principal: Principal,
+  page: { limit: number; offset: number },
+): Promise<{ rows: TeamRow[]; total: number }> {
   return listTeams(app.sql, principal.tenantId, page);
 }

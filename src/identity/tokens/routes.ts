@@ -12,9 +12,9 @@ const ACTS_ON_USER =
   'superadmin user, only a superadmin): 403 `exceeds_own_rights` otherwise.';
 const TOKEN_RULES =
   `At most ${MAX_LIVE_TOKENS} live tokens per user (the next is a 409); \`expires_at\` is required, at most one year ahead. ` +
-  'The secret is in the creation response only. A token acts as its user with the user\'s rights at each request; with ' +
+  "The secret is in the creation response only. A token acts as its user with the user's rights at each request; with " +
   '`permissions` and/or `scopes` it is narrowed to those (each must be held by the user; the token holds what both name ' +
-  'and the user still has). What the token will act with must be within the caller\'s own rights (403 otherwise): a ' +
+  "and the user still has). What the token will act with must be within the caller's own rights (403 otherwise): a " +
   'narrowed token cannot create a wider one. It stops working when it expires, is revoked, or its user is deactivated.';
 
 const listOwn = defineRoute({
@@ -22,7 +22,8 @@ const listOwn = defineRoute({
   path: '/api/v1/tokens',
   operationId: 'listTokens',
   summary: 'List your tokens',
-  description: 'Tokens that are not revoked, newest first; never their secrets. API keys calling this get 403: tokens belong to users.',
+  description:
+    'Tokens that are not revoked, newest first; never their secrets. API keys calling this get 403: tokens belong to users.',
   tags: TAGS,
   access: 'authenticated',
   responses: { 200: { description: 'Your tokens.', schema: Type.Array(Token) } },
@@ -98,11 +99,14 @@ const createForUser = defineRoute({
   body: NewToken,
   responses: {
     201: { description: 'The token, with its secret.', schema: CreatedToken },
-    ...conflictResponse(`The user signs in through single sign-on, is deactivated, or holds ${MAX_LIVE_TOKENS} live tokens already`),
+    ...conflictResponse(
+      `The user signs in through single sign-on, is deactivated, or holds ${MAX_LIVE_TOKENS} live tokens already`,
+    ),
   },
   async handler({ ctx, app, principal, params, body }) {
     const user = await administeredUser(app, principal, params.user_id);
-    if (user.issuer !== null) throw conflict('This user signs in through single sign-on and creates its own tokens', { user_id: user.id });
+    if (user.issuer !== null)
+      throw conflict('This user signs in through single sign-on and creates its own tokens', { user_id: user.id });
     const created = await mintToken(app, ctx, principal, user, body);
     ctx.status = 201;
     return created;

@@ -2,7 +2,13 @@ import type { Context } from 'koa';
 import { auditChange } from '../../platform/audit/log.js';
 import { insertUserToken } from '../../platform/auth/api-keys.js';
 import { assertWithinCeiling } from '../../platform/auth/grant-ceiling.js';
-import { everyPermission, normalizeScopes, type DataScope, type Permission, type Principal } from '../../platform/auth/principal.js';
+import {
+  everyPermission,
+  normalizeScopes,
+  type DataScope,
+  type Permission,
+  type Principal,
+} from '../../platform/auth/principal.js';
 import type { AppContext } from '../../context.js';
 import { assertActsOn, checkedScopes } from '../grants/service.js';
 import { scopeView } from '../grants/schema.js';
@@ -32,15 +38,25 @@ export function presentToken(row: TokenRow, now: Date) {
  * within the caller's own rights (403): a narrowed token cannot mint a wider one, and an admin with
  * scoped rights cannot mint a token for a user who holds more.
  */
-export async function mintToken(app: AppContext, ctx: Context, principal: Principal, user: UserRow, body: typeof NewToken.static) {
+export async function mintToken(
+  app: AppContext,
+  ctx: Context,
+  principal: Principal,
+  user: UserRow,
+  body: typeof NewToken.static,
+) {
   const now = app.now();
   const expiresAt = new Date(body.expires_at);
   if (!(expiresAt > now) || expiresAt.getTime() - now.getTime() > MAX_LIFETIME_MS) {
-    throw validationFailed([{ field: 'expires_at', location: 'body', message: 'must lie in the future and at most one year ahead' }]);
+    throw validationFailed([
+      { field: 'expires_at', location: 'body', message: 'must lie in the future and at most one year ahead' },
+    ]);
   }
   if (user.deactivated_at) throw conflict('The user is deactivated', { user_id: user.id });
   const held = await effectiveRights(app.sql, user.id);
-  const scopes: DataScope[] | null = body.scopes ? normalizeOrAll(await checkedScopes(app, principal, body.scopes)) : null;
+  const scopes: DataScope[] | null = body.scopes
+    ? normalizeOrAll(await checkedScopes(app, principal, body.scopes))
+    : null;
   // what the token names, or else all its user holds, must be within the caller's own rights
   assertWithinCeiling(principal, [
     {
@@ -56,16 +72,39 @@ export async function mintToken(app: AppContext, ctx: Context, principal: Princi
   if (body.permissions) {
     const missing = user.superadmin ? [] : body.permissions.filter((p) => !held.permissions.includes(p));
     if (missing.length > 0) {
-      throw validationFailed(missing.map((p) => ({ field: 'permissions', location: 'body' as const, message: `the user does not hold ${p}` })));
+      throw validationFailed(
+        missing.map((p) => ({
+          field: 'permissions',
+          location: 'body' as const,
+          message: `the user does not hold ${p}`,
+        })),
+      );
     }
     permissions = [...body.permissions];
   }
   const { id, key } = await app.sql.begin(async (tx) => {
     if ((await lockAndCountLiveTokens(tx, user.id, now)) >= MAX_LIVE_TOKENS) {
-      throw conflict(`A user may hold at most ${MAX_LIVE_TOKENS} live tokens; revoke one first`, { limit: MAX_LIVE_TOKENS });
+      throw conflict(`A user may hold at most ${MAX_LIVE_TOKENS} live tokens; revoke one first`, {
+        limit: MAX_LIVE_TOKENS,
+      });
     }
-    const token = await insertUserToken(tx, app.config.secret, { tenantId: principal.tenantId, userId: user.id, name: body.name, expiresAt, permissions, scopes });
-    await auditChange(tx, app.audit, ctx, principal, 'token.created', { type: 'token', id: token.id, name: body.name }, { user_id: user.id, expires_at: expiresAt.toISOString() });
+    const token = await insertUserToken(tx, app.config.secret, {
+      tenantId: principal.tenantId,
+      userId: user.id,
+      name: body.name,
+      expiresAt,
+      permissions,
+      scopes,
+    });
+    await auditChange(
+      tx,
+      app.audit,
+      ctx,
+      principal,
+      'token.created',
+      { type: 'token', id: token.id, name: body.name },
+      { user_id: user.id, expires_at: expiresAt.toISOString() },
+    );
     return token;
   });
   const row = (await listTokens(app.sql, user.id)).find((t) => t.id === id)!;
@@ -73,10 +112,24 @@ export async function mintToken(app: AppContext, ctx: Context, principal: Princi
 }
 
 /** Revokes a token with its audit event in one transaction; false when there is no such live token. */
-export async function revokeWithAudit(app: AppContext, ctx: Context, principal: Principal, userId: string, tokenId: string): Promise<void> {
+export async function revokeWithAudit(
+  app: AppContext,
+  ctx: Context,
+  principal: Principal,
+  userId: string,
+  tokenId: string,
+): Promise<void> {
   await app.sql.begin(async (tx) => {
     if (!(await revokeToken(tx, userId, tokenId, app.now()))) throw notFound('Token not found', { token_id: tokenId });
-    await auditChange(tx, app.audit, ctx, principal, 'token.revoked', { type: 'token', id: tokenId }, { user_id: userId });
+    await auditChange(
+      tx,
+      app.audit,
+      ctx,
+      principal,
+      'token.revoked',
+      { type: 'token', id: tokenId },
+      { user_id: userId },
+    );
   });
 }
 
@@ -109,7 +162,6 @@ export async function administeredUser(app: AppContext, principal: Principal, id
   await assertActsOn(app.sql, principal, { holder: { userId: user.id }, type: 'user', id: user.id, name: user.name });
   return user;
 }
-
 
 /** A user's tokens that are not revoked, newest first. */
 export function tokensOf(app: AppContext, userId: string): Promise<TokenRow[]> {

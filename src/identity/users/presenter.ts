@@ -19,7 +19,12 @@ export function presentUser(row: UserRow) {
 type RightsRows = { permissions: Permission[]; scopes: DataScope[] };
 
 /** A user with its own grants, what it holds through its teams too, and the teams. */
-export function presentUserDetail(user: UserRow, direct: RightsRows, effective: RightsRows, teams: readonly { id: string; name: string }[]) {
+export function presentUserDetail(
+  user: UserRow,
+  direct: RightsRows,
+  effective: RightsRows,
+  teams: readonly { id: string; name: string }[],
+) {
   const scopes = user.superadmin ? 'all' : normalizeScopes(effective.scopes);
   return {
     ...presentUser(user),

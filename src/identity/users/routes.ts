@@ -8,7 +8,7 @@ import { NewUser, User, UserDetail, UserList, UserListQuery, UserParams } from '
 import { createUser, listUserPage, rightsOfUser, setActive, setSuperadminFlag, userOr404 } from './service.js';
 
 const ACTS_ON_USER =
-  ' The caller must hold everything the user holds (every permission and data scope, its teams\' included; a superadmin ' +
+  " The caller must hold everything the user holds (every permission and data scope, its teams' included; a superadmin " +
   'user, only a superadmin): 403 `exceeds_own_rights` otherwise, even to narrow it.';
 
 const list = defineRoute({
@@ -23,7 +23,13 @@ const list = defineRoute({
   responses: { 200: { description: 'A page of users.', schema: UserList } },
   async handler({ app, principal, query }) {
     const { rows, total } = await listUserPage(app, principal, query);
-    return { items: rows.map(presentUser), total, offset: query.offset, limit: query.limit, has_more: query.offset + rows.length < total };
+    return {
+      items: rows.map(presentUser),
+      total,
+      offset: query.offset,
+      limit: query.limit,
+      has_more: query.offset + rows.length < total,
+    };
   },
 });
 
@@ -38,7 +44,10 @@ const create = defineRoute({
   tags: ['Users'],
   access: { resource: 'users', action: 'write' },
   body: NewUser,
-  responses: { 201: { description: 'The user.', schema: User }, ...conflictResponse('A user of the tenant has this email') },
+  responses: {
+    201: { description: 'The user.', schema: User },
+    ...conflictResponse('A user of the tenant has this email'),
+  },
   async handler({ ctx, app, principal, body }) {
     const user = await createUser(app, ctx, principal, { name: body.name, email: body.email ?? null });
     ctx.status = 201;
@@ -51,7 +60,8 @@ const get = defineRoute({
   path: '/api/v1/users/{user_id}',
   operationId: 'getUser',
   summary: 'Get a user with its grants, effective rights and teams',
-  description: '`direct` is what the user is granted itself; `effective` adds what its teams give it (all of it for a superadmin).',
+  description:
+    '`direct` is what the user is granted itself; `effective` adds what its teams give it (all of it for a superadmin).',
   tags: ['Users'],
   access: { resource: 'users', action: 'read' },
   params: UserParams,
@@ -72,7 +82,8 @@ function activation(active: boolean) {
     description:
       (active
         ? 'The user may sign in again and its tokens that are neither revoked nor expired work again.'
-        : 'From the next request on, the user can no longer sign in and its tokens and sessions are refused (401).') + ACTS_ON_USER,
+        : 'From the next request on, the user can no longer sign in and its tokens and sessions are refused (401).') +
+      ACTS_ON_USER,
     tags: ['Users'],
     access: { resource: 'users', action: 'write' },
     params: UserParams,
@@ -106,7 +117,8 @@ const permissions = defineRoute({
   path: '/api/v1/users/{user_id}/permissions',
   operationId: 'setUserPermissions',
   summary: "Replace a user's own permission grants",
-  description: 'The list replaces the direct grants; team grants are untouched. Takes effect on the next request.' + ACTS_ON_USER,
+  description:
+    'The list replaces the direct grants; team grants are untouched. Takes effect on the next request.' + ACTS_ON_USER,
   tags: ['Users'],
   access: { resource: 'users', action: 'write' },
   params: UserParams,
@@ -114,7 +126,13 @@ const permissions = defineRoute({
   responses: { 200: { description: "The user's direct rights.", schema: Rights } },
   async handler({ ctx, app, principal, params, body }) {
     const user = await userOr404(app, principal, params.user_id);
-    return setPermissions(app, ctx, principal, { holder: { userId: user.id }, type: 'user', id: user.id, name: user.name }, body.permissions);
+    return setPermissions(
+      app,
+      ctx,
+      principal,
+      { holder: { userId: user.id }, type: 'user', id: user.id, name: user.name },
+      body.permissions,
+    );
   },
 });
 
@@ -134,8 +152,23 @@ const scopes = defineRoute({
   responses: { 200: { description: "The user's direct rights.", schema: Rights } },
   async handler({ ctx, app, principal, params, body }) {
     const user = await userOr404(app, principal, params.user_id);
-    return setScopes(app, ctx, principal, { holder: { userId: user.id }, type: 'user', id: user.id, name: user.name }, body.scopes);
+    return setScopes(
+      app,
+      ctx,
+      principal,
+      { holder: { userId: user.id }, type: 'user', id: user.id, name: user.name },
+      body.scopes,
+    );
   },
 });
 
-export const userRoutes: AnyRoute[] = [list, create, get, activation(false), activation(true), superadmin, permissions, scopes];
+export const userRoutes: AnyRoute[] = [
+  list,
+  create,
+  get,
+  activation(false),
+  activation(true),
+  superadmin,
+  permissions,
+  scopes,
+];

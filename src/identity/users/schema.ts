@@ -18,7 +18,10 @@ export const UserDetail = Type.Composite([
   User,
   Type.Object({
     direct: Rights,
-    effective: Type.Object({ permissions: Type.Array(Type.String()), scopes: Type.Union([Type.Literal('all'), Type.Array(ScopeView)]) }),
+    effective: Type.Object({
+      permissions: Type.Array(Type.String()),
+      scopes: Type.Union([Type.Literal('all'), Type.Array(ScopeView)]),
+    }),
     teams: Type.Array(Type.Object({ id: Uuid(), name: Type.String() })),
   }),
 ]);

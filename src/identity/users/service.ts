@@ -8,7 +8,16 @@ import { changeRights } from '../grants/service.js';
 import { directRights, effectiveRights } from '../grants/service.js';
 import { conflict, forbidden, notFound } from '../../platform/errors.js';
 import type { UserListQuery } from './schema.js';
-import { findUser, findUserByEmail, insertUser, listUsers, setDeactivated, setSuperadmin, teamsOf, type UserRow } from './store.js';
+import {
+  findUser,
+  findUserByEmail,
+  insertUser,
+  listUsers,
+  setDeactivated,
+  setSuperadmin,
+  teamsOf,
+  type UserRow,
+} from './store.js';
 
 export async function userOr404(app: AppContext, principal: Principal, id: string): Promise<UserRow> {
   const user = await findUser(app.sql, principal.tenantId, id);
@@ -18,15 +27,25 @@ export async function userOr404(app: AppContext, principal: Principal, id: strin
 
 /** A user's own grants, what it holds through its teams too, and the teams. */
 export async function rightsOfUser(app: AppContext, user: UserRow) {
-  const [direct, effective, teams] = await Promise.all([directRights(app.sql, { userId: user.id }), effectiveRights(app.sql, user.id), teamsOf(app.sql, user.id)]);
+  const [direct, effective, teams] = await Promise.all([
+    directRights(app.sql, { userId: user.id }),
+    effectiveRights(app.sql, user.id),
+    teamsOf(app.sql, user.id),
+  ]);
   return { direct, effective, teams };
 }
 
 const conflictEmail = (email: string) => conflict('A user with this email exists already', { email });
 
 /** A token-only user, recorded with its audit event; a taken email is a 409 however the race goes. */
-export async function createUser(app: AppContext, ctx: Context, principal: Principal, input: { name: string; email: string | null }): Promise<UserRow> {
-  if (input.email !== null && (await findUserByEmail(app.sql, principal.tenantId, input.email))) throw conflictEmail(input.email);
+export async function createUser(
+  app: AppContext,
+  ctx: Context,
+  principal: Principal,
+  input: { name: string; email: string | null },
+): Promise<UserRow> {
+  if (input.email !== null && (await findUserByEmail(app.sql, principal.tenantId, input.email)))
+    throw conflictEmail(input.email);
   return app.sql
     .begin(async (tx) => {
       const user = await insertUser(tx, principal.tenantId, input);
@@ -44,9 +63,16 @@ export async function createUser(app: AppContext, ctx: Context, principal: Princ
  * Deactivates (sessions ended, tokens refused) or reactivates a user. Reactivating hands the
  * user's rights and its live tokens back, so the grant ceiling applies to it.
  */
-export async function setActive(app: AppContext, ctx: Context, principal: Principal, id: string, active: boolean): Promise<UserRow> {
+export async function setActive(
+  app: AppContext,
+  ctx: Context,
+  principal: Principal,
+  id: string,
+  active: boolean,
+): Promise<UserRow> {
   const current = await userOr404(app, principal, id);
-  if (!active && current.id === principal.user?.id) throw forbidden('You cannot deactivate yourself', { user_id: current.id });
+  if (!active && current.id === principal.user?.id)
+    throw forbidden('You cannot deactivate yourself', { user_id: current.id });
   await changeRights(app, ctx, principal, {
     target: { holder: { userId: current.id }, type: 'user', id: current.id, name: current.name },
     event: active ? 'user.reactivated' : 'user.deactivated',
@@ -60,20 +86,42 @@ export async function setActive(app: AppContext, ctx: Context, principal: Princi
 }
 
 /** Grants superadmin through the grant ceiling (so only a superadmin can); only a superadmin withdraws it. */
-export async function setSuperadminFlag(app: AppContext, ctx: Context, principal: Principal, id: string, superadmin: boolean): Promise<UserRow> {
+export async function setSuperadminFlag(
+  app: AppContext,
+  ctx: Context,
+  principal: Principal,
+  id: string,
+  superadmin: boolean,
+): Promise<UserRow> {
   const user = await userOr404(app, principal, id);
-  if (superadmin) assertWithinCeiling(principal, [{ subject: `user ${user.name}`, after: { superadmin: true, permissions: [], scopes: [] } }]);
-  else if (!principal.superadmin) throw forbidden('Only a superadmin may withdraw superadmin', { reason: 'superadmin_only' });
+  if (superadmin)
+    assertWithinCeiling(principal, [
+      { subject: `user ${user.name}`, after: { superadmin: true, permissions: [], scopes: [] } },
+    ]);
+  else if (!principal.superadmin)
+    throw forbidden('Only a superadmin may withdraw superadmin', { reason: 'superadmin_only' });
   const updated = await app.sql.begin(async (tx) => {
     const updated = await setSuperadmin(tx, principal.tenantId, user.id, superadmin);
-    await auditChange(tx, app.audit, ctx, principal, 'user.promoted', { type: 'user', id: user.id, name: user.name }, { superadmin });
+    await auditChange(
+      tx,
+      app.audit,
+      ctx,
+      principal,
+      'user.promoted',
+      { type: 'user', id: user.id, name: user.name },
+      { superadmin },
+    );
     return updated;
   });
   return updated!;
 }
 
 /** One offset page of the tenant's users, oldest first, with the total. */
-export function listUserPage(app: AppContext, principal: Principal, query: typeof UserListQuery.static): Promise<{ rows: UserRow[]; total: number }> {
+export function listUserPage(
+  app: AppContext,
+  principal: Principal,
+  query: typeof UserListQuery.static,
+): Promise<{ rows: UserRow[]; total: number }> {
   return listUsers(app.sql, principal.tenantId, {
     email: query.email,
     active: query.active,

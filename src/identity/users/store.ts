@@ -14,7 +14,11 @@ export interface UserRow {
 
 const USER_COLUMNS = 'u.id, u.name, u.email, u.issuer, u.superadmin, u.created_at, u.deactivated_at, u.last_login_at';
 
-export async function insertUser(sql: Queryable, tenantId: string, user: { name: string; email: string | null; issuer?: string; subject?: string }): Promise<UserRow> {
+export async function insertUser(
+  sql: Queryable,
+  tenantId: string,
+  user: { name: string; email: string | null; issuer?: string; subject?: string },
+): Promise<UserRow> {
   const [row] = await sql<UserRow[]>`
     insert into users as u (id, tenant_id, name, email, issuer, subject)
     values (${uuidv7()}, ${tenantId}, ${user.name}, ${user.email}, ${user.issuer ?? null}, ${user.subject ?? null})
@@ -23,12 +27,16 @@ export async function insertUser(sql: Queryable, tenantId: string, user: { name:
 }
 
 export async function findUser(sql: Queryable, tenantId: string, id: string): Promise<UserRow | undefined> {
-  const [row] = await sql<UserRow[]>`select ${sql.unsafe(USER_COLUMNS)} from users u where u.tenant_id = ${tenantId} and u.id = ${id}`;
+  const [row] = await sql<
+    UserRow[]
+  >`select ${sql.unsafe(USER_COLUMNS)} from users u where u.tenant_id = ${tenantId} and u.id = ${id}`;
   return row;
 }
 
 export async function findUserByEmail(sql: Queryable, tenantId: string, email: string): Promise<UserRow | undefined> {
-  const [row] = await sql<UserRow[]>`select ${sql.unsafe(USER_COLUMNS)} from users u where u.tenant_id = ${tenantId} and lower(u.email) = lower(${email})`;
+  const [row] = await sql<
+    UserRow[]
+  >`select ${sql.unsafe(USER_COLUMNS)} from users u where u.tenant_id = ${tenantId} and lower(u.email) = lower(${email})`;
   return row;
 }
 
@@ -41,25 +49,41 @@ export interface UserListCriteria {
 }
 
 /** A page of users, oldest first, and how many match (user lists are short: counting is cheap). */
-export async function listUsers(sql: Queryable, tenantId: string, criteria: UserListCriteria): Promise<{ rows: UserRow[]; total: number }> {
+export async function listUsers(
+  sql: Queryable,
+  tenantId: string,
+  criteria: UserListCriteria,
+): Promise<{ rows: UserRow[]; total: number }> {
   const where = sql`u.tenant_id = ${tenantId}
     ${criteria.email === undefined ? sql`` : sql`and lower(u.email) = lower(${criteria.email})`}
     ${criteria.active === undefined ? sql`` : criteria.active ? sql`and u.deactivated_at is null` : sql`and u.deactivated_at is not null`}
     ${criteria.teamId === undefined ? sql`` : sql`and exists (select 1 from team_members m where m.user_id = u.id and m.team_id = ${criteria.teamId})`}`;
   const [rows, [count]] = await Promise.all([
-    sql<UserRow[]>`select ${sql.unsafe(USER_COLUMNS)} from users u where ${where} order by u.created_at, u.id limit ${criteria.limit} offset ${criteria.offset}`,
+    sql<
+      UserRow[]
+    >`select ${sql.unsafe(USER_COLUMNS)} from users u where ${where} order by u.created_at, u.id limit ${criteria.limit} offset ${criteria.offset}`,
     sql<{ total: number }[]>`select count(*)::int as total from users u where ${where}`,
   ]);
   return { rows, total: count?.total ?? 0 };
 }
 
-export async function setDeactivated(sql: Queryable, tenantId: string, id: string, at: Date | null): Promise<UserRow | undefined> {
+export async function setDeactivated(
+  sql: Queryable,
+  tenantId: string,
+  id: string,
+  at: Date | null,
+): Promise<UserRow | undefined> {
   const [row] = await sql<UserRow[]>`
     update users u set deactivated_at = ${at} where u.tenant_id = ${tenantId} and u.id = ${id} returning ${sql.unsafe(USER_COLUMNS)}`;
   return row;
 }
 
-export async function setSuperadmin(sql: Queryable, tenantId: string, id: string, superadmin: boolean): Promise<UserRow | undefined> {
+export async function setSuperadmin(
+  sql: Queryable,
+  tenantId: string,
+  id: string,
+  superadmin: boolean,
+): Promise<UserRow | undefined> {
   const [row] = await sql<UserRow[]>`
     update users u set superadmin = ${superadmin} where u.tenant_id = ${tenantId} and u.id = ${id} returning ${sql.unsafe(USER_COLUMNS)}`;
   return row;
@@ -84,7 +108,12 @@ export type SsoSignIn =
  * taken over only when the provider says it verified the email (otherwise anyone able to set that
  * address at the provider would inherit the user's rights).
  */
-export async function signInSsoUser(sql: Queryable, tenantId: string, identity: SsoIdentity, now: Date): Promise<SsoSignIn> {
+export async function signInSsoUser(
+  sql: Queryable,
+  tenantId: string,
+  identity: SsoIdentity,
+  now: Date,
+): Promise<SsoSignIn> {
   const [known] = await sql<UserRow[]>`
     select ${sql.unsafe(USER_COLUMNS)} from users u
     where u.tenant_id = ${tenantId} and u.issuer = ${identity.issuer} and u.subject = ${identity.subject}`;
@@ -98,7 +127,12 @@ export async function signInSsoUser(sql: Queryable, tenantId: string, identity: 
     }
   }
   if (!user) {
-    user = await insertUser(sql, tenantId, { name: identity.name, email: identity.email, issuer: identity.issuer, subject: identity.subject });
+    user = await insertUser(sql, tenantId, {
+      name: identity.name,
+      email: identity.email,
+      issuer: identity.issuer,
+      subject: identity.subject,
+    });
     created = true;
   }
   if (user.deactivated_at) return { outcome: 'deactivated', user };
@@ -114,7 +148,12 @@ export async function signInSsoUser(sql: Queryable, tenantId: string, identity: 
  * Makes the user a member of exactly the teams its provider groups name (by team name), among the
  * memberships groups gave; memberships an admin added are left alone. Returns what changed.
  */
-export async function syncGroupTeams(sql: Queryable, tenantId: string, userId: string, groups: readonly string[]): Promise<{ added: string[]; removed: string[] }> {
+export async function syncGroupTeams(
+  sql: Queryable,
+  tenantId: string,
+  userId: string,
+  groups: readonly string[],
+): Promise<{ added: string[]; removed: string[] }> {
   const removed = await sql<{ name: string }[]>`
     with gone as (
       delete from team_members m using teams t

@@ -15,7 +15,10 @@ const COUNTED = new Set(['status', 'ci_type', 'namespace', 'scope_id']);
 
 /** Filters the CI counts can answer: on the columns they are kept by, with any operator but text matching. */
 export function countable(filters: readonly ParsedFilter[]): boolean {
-  return filters.every((filter) => filter.target === 'column' && COUNTED.has(filter.field) && !['like', 'ilike', 'startswith'].includes(filter.op));
+  return filters.every(
+    (filter) =>
+      filter.target === 'column' && COUNTED.has(filter.field) && !['like', 'ilike', 'startswith'].includes(filter.op),
+  );
 }
 
 /**
@@ -23,7 +26,12 @@ export function countable(filters: readonly ParsedFilter[]): boolean {
  * see, from the counts and the deltas not folded in yet: exact, and read from a few rows per
  * instance, type and namespace whatever the inventory's size.
  */
-export async function countCis(sql: Sql, principal: Principal, statuses: readonly string[] | 'any', filters: readonly ParsedFilter[]): Promise<number> {
+export async function countCis(
+  sql: Sql,
+  principal: Principal,
+  statuses: readonly string[] | 'any',
+  filters: readonly ParsedFilter[],
+): Promise<number> {
   // the counts have the CI's status, type, namespace and instance columns under the same names:
   // aliased `ci`, the scope builder and the filter compiler apply to them as to the CIs themselves
   const where = and(sql, [

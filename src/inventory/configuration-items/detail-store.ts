@@ -8,7 +8,12 @@ import type { CiRow } from './store.js';
 /* Reads of one CI: as a row, as its detail's JSON, whether the principal may see it. */
 
 /** One CI, if it exists and the principal may see it. `forUpdate` locks it for the transaction. */
-export async function findVisibleCi(sql: Queryable, principal: Principal, ciId: string, forUpdate = false): Promise<CiRow | undefined> {
+export async function findVisibleCi(
+  sql: Queryable,
+  principal: Principal,
+  ciId: string,
+  forUpdate = false,
+): Promise<CiRow | undefined> {
   const db = sql as Sql;
   const [row] = await db<CiRow[]>`
     select ci.ci_id, ci.name, ci.namespace, ci.ci_type, ci.status, ci.status_updated_at, ls.last_seen,
@@ -27,12 +32,25 @@ export async function findVisibleCi(sql: Queryable, principal: Principal, ciId: 
 export async function findCiDetailJson(sql: Sql, principal: Principal, ciId: string): Promise<string | undefined> {
   const [row] = await sql<{ detail: string }[]>`
     select ${jsonObject(sql, [
-      ['ci_id', toJson(sql, sql`ci.ci_id`)], ['name', toJson(sql, sql`ci.name`)], ['namespace', toJson(sql, sql`ci.namespace`)],
-      ['ci_type', toJson(sql, sql`ci.ci_type`)], ['status', toJson(sql, sql`ci.status`)],
-      ['status_updated_at', toJson(sql, apiTime(sql, 'ci.status_updated_at'))], ['last_seen', toJson(sql, apiTime(sql, 'ls.last_seen'))],
-      ['created_at', toJson(sql, apiTime(sql, 'ci.created_at'))], ['updated_at', toJson(sql, apiTime(sql, 'ci.updated_at'))],
-      ['raw_data', toJson(sql, sql`ci.raw_data`)], ['type_data', toJson(sql, typeDataWithMetrics(sql))],
-      ['source', jsonObject(sql, [['id', toJson(sql, sql`s.id`)], ['name', toJson(sql, sql`s.name`)], ['collector_type', toJson(sql, sql`c.collector_type`)]])],
+      ['ci_id', toJson(sql, sql`ci.ci_id`)],
+      ['name', toJson(sql, sql`ci.name`)],
+      ['namespace', toJson(sql, sql`ci.namespace`)],
+      ['ci_type', toJson(sql, sql`ci.ci_type`)],
+      ['status', toJson(sql, sql`ci.status`)],
+      ['status_updated_at', toJson(sql, apiTime(sql, 'ci.status_updated_at'))],
+      ['last_seen', toJson(sql, apiTime(sql, 'ls.last_seen'))],
+      ['created_at', toJson(sql, apiTime(sql, 'ci.created_at'))],
+      ['updated_at', toJson(sql, apiTime(sql, 'ci.updated_at'))],
+      ['raw_data', toJson(sql, sql`ci.raw_data`)],
+      ['type_data', toJson(sql, typeDataWithMetrics(sql))],
+      [
+        'source',
+        jsonObject(sql, [
+          ['id', toJson(sql, sql`s.id`)],
+          ['name', toJson(sql, sql`s.name`)],
+          ['collector_type', toJson(sql, sql`c.collector_type`)],
+        ]),
+      ],
       ['scope_id', toJson(sql, sql`ci.scope_id`)],
     ])} as detail
     from configuration_items ci
@@ -44,7 +62,10 @@ export async function findCiDetailJson(sql: Sql, principal: Principal, ciId: str
 }
 
 /** A source as a CI's detail names it. */
-export async function findSource(sql: Sql, sourceId: string): Promise<{ id: number; name: string; collector_type: string } | undefined> {
+export async function findSource(
+  sql: Sql,
+  sourceId: string,
+): Promise<{ id: number; name: string; collector_type: string } | undefined> {
   const [row] = await sql<{ id: number; name: string; collector_type: string }[]>`
     select s.id::int as id, s.name, c.collector_type from sources s join collectors c on c.id = s.collector_id where s.id = ${sourceId}`;
   return row;
@@ -52,6 +73,7 @@ export async function findSource(sql: Sql, sourceId: string): Promise<{ id: numb
 
 /** Whether the CI exists and lies inside the principal's data scopes (no row is loaded). */
 export async function isCiVisible(sql: Sql, principal: Principal, ciId: string): Promise<boolean> {
-  const rows = await sql`select 1 from configuration_items ci where ci.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('ci'))}`;
+  const rows =
+    await sql`select 1 from configuration_items ci where ci.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('ci'))}`;
   return rows.length > 0;
 }

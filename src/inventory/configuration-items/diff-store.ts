@@ -82,7 +82,13 @@ function candidates(sql: Sql, principal: Principal, criteria: DiffCriteria): Fra
  * entries of the CIs it passes rather than the whole interval; the created and removed ones beside
  * them. `exhausted` when nothing follows the last.
  */
-async function nextCandidates(sql: Sql, principal: Principal, criteria: DiffCriteria, after: string | undefined, size: number): Promise<{ ids: string[]; exhausted: boolean }> {
+async function nextCandidates(
+  sql: Sql,
+  principal: Principal,
+  criteria: DiffCriteria,
+  after: string | undefined,
+  size: number,
+): Promise<{ ids: string[]; exhausted: boolean }> {
   const past = after ? sql`and ci_id > ${after}::uuid` : sql``;
   // walked in CI order along the (tenant, CI, time) index: the planner, which expects few writes in
   // the interval, would rather gather all of them by time and sort (the whole interval, for a page)
@@ -97,9 +103,13 @@ async function nextCandidates(sql: Sql, principal: Principal, criteria: DiffCrit
   const bornOrRemoved = await sql<{ ci_id: string }[]>`
     select distinct ci_id from (${bornOrGone(sql, principal, criteria)}) b where true ${past} order by ci_id limit ${size}`;
   // a full batch of either ends the window at its last id: the other may hold ids beyond it that the next window takes
-  const edges = [written, bornOrRemoved].filter((rows) => rows.length === size).map((rows) => rows[rows.length - 1]!.ci_id);
+  const edges = [written, bornOrRemoved]
+    .filter((rows) => rows.length === size)
+    .map((rows) => rows[rows.length - 1]!.ci_id);
   const edge = edges.length === 0 ? undefined : edges.reduce((a, b) => (a < b ? a : b));
-  const ids = [...new Set([...written, ...bornOrRemoved].map((row) => row.ci_id))].filter((id) => edge === undefined || id <= edge).sort();
+  const ids = [...new Set([...written, ...bornOrRemoved].map((row) => row.ci_id))]
+    .filter((id) => edge === undefined || id <= edge)
+    .sort();
   return { ids, exhausted: edge === undefined };
 }
 
@@ -218,7 +228,8 @@ function writesBetween(sql: Sql, principal: Principal, criteria: DiffCriteria): 
  * is looked up.
  */
 export function diffCounts(sql: Sql, principal: Principal, criteria: DiffCriteria): Promise<DiffCount[]> {
-  const versioned = criteria.text === undefined && criteria.filters.every((f) => f.target === 'column' && VERSIONED.has(f.field));
+  const versioned =
+    criteria.text === undefined && criteria.filters.every((f) => f.target === 'column' && VERSIONED.has(f.field));
   if (versioned) {
     const quiet = seesAllData(principal) && criteria.filters.every((f) => QUIET_FIELDS.has(f.field));
     const version = (moment: string) => sql`
@@ -232,7 +243,9 @@ export function diffCounts(sql: Sql, principal: Principal, criteria: DiffCriteri
     const digestAt = (write: string, moment: string) => sql`
       case when ${sql(write)}.id is null then coalesce(cinv_state_digest(to_jsonb(c)), cinv_state_digest(to_jsonb(g)))
            else coalesce(${sql(write)}.before_digest, cinv_digest_at(${principal.tenantId}, m.ci_id, ${moment}::text::timestamptz)) end`;
-    const lookedUp = quiet ? sql`(select ci_id from w where not w.quiet union select ci_id from bg)` : candidates(sql, principal, criteria);
+    const lookedUp = quiet
+      ? sql`(select ci_id from w where not w.quiet union select ci_id from bg)`
+      : candidates(sql, principal, criteria);
     return sql<DiffCount[]>`
       ${quiet ? sql`with w as materialized (${writesBetween(sql, principal, criteria)}), bg as materialized (${bornOrGone(sql, principal, criteria)})` : sql``}
       select ci_type,

@@ -54,7 +54,10 @@ function valueAt(document: unknown, path: readonly string[]): unknown {
 
 /** Normalises `include_attributes`: repeated and comma-separated, with or without `raw_data.`. */
 export function attributePaths(raw: readonly string[] | undefined): string[] {
-  const paths = (raw ?? []).flatMap((entry) => entry.split(',')).map((p) => p.trim()).filter(Boolean);
+  const paths = (raw ?? [])
+    .flatMap((entry) => entry.split(','))
+    .map((p) => p.trim())
+    .filter(Boolean);
   return [...new Set(paths)];
 }
 

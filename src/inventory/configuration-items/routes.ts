@@ -2,7 +2,16 @@ import { Type } from '@sinclair/typebox';
 import { defineRoute, readsThePast } from '../../context.js';
 import { JsonText, jsonWith } from '../../platform/http/route.js';
 import { attributePaths, pickAttributes, presentCiAsOf, presentListedCi, presentTypeData } from './presenter.js';
-import { CiArchived, CiDetail, CiDetailAsOf, CiDetailQuery, CiList, CiListQuery, CiParams, TypeDataList } from './schema.js';
+import {
+  CiArchived,
+  CiDetail,
+  CiDetailAsOf,
+  CiDetailQuery,
+  CiList,
+  CiListQuery,
+  CiParams,
+  TypeDataList,
+} from './schema.js';
 import { archiveConfigurationItem, ciDetailAsOf, ciDetailOr404, listConfigurationItems } from './service.js';
 
 const tags = ['Configuration items'];
@@ -26,13 +35,18 @@ const list = defineRoute({
   },
   async handler({ app, principal, query }) {
     const paths = attributePaths(query.include_attributes);
-    const { page, typeData, nextCursor, asOf } = await listConfigurationItems(app, principal, query, { itemsAsJson: paths.length === 0 });
+    const { page, typeData, nextCursor, asOf } = await listConfigurationItems(app, principal, query, {
+      itemsAsJson: paths.length === 0,
+    });
     const totals = { total: page.total, total_exact: page.totalExact, ...(asOf === undefined ? {} : { as_of: asOf }) };
     const walk = { has_more: page.hasMore, next_cursor: nextCursor };
     if (typeData) return { items: page.rows.map(presentTypeData), ...totals, ...walk };
-    if (page.itemsJson !== undefined) return jsonWith({ items: page.itemsJson }, { ...totals, offset: query.offset, limit: query.limit, ...walk });
+    if (page.itemsJson !== undefined)
+      return jsonWith({ items: page.itemsJson }, { ...totals, offset: query.offset, limit: query.limit, ...walk });
     const items = page.rows.map((row) =>
-      paths.length > 0 ? { ...presentListedCi(row), attributes: pickAttributes(row.raw_data, paths) } : presentListedCi(row),
+      paths.length > 0
+        ? { ...presentListedCi(row), attributes: pickAttributes(row.raw_data, paths) }
+        : presentListedCi(row),
     );
     return { items, ...totals, offset: query.offset, limit: query.limit, ...walk };
   },
@@ -49,7 +63,7 @@ const detail = defineRoute({
   params: CiParams,
   query: CiDetailQuery,
   description:
-    'The spec\'s fields, plus (beyond the spec) `type_data` with its metrics, the `source` that collected the CI and its ' +
+    "The spec's fields, plus (beyond the spec) `type_data` with its metrics, the `source` that collected the CI and its " +
     'instance (`scope_id`). With `as_of`, the CI as it was stored at that moment (a CI removed since included), ' +
     'echoing `as_of`; `last_seen` and metrics are not history and are left out.',
   responses: { 200: { description: 'The CI with its nested raw_data.', schema: Type.Union([CiDetail, CiDetailAsOf]) } },

@@ -1,9 +1,26 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Filters, JsonObject, Limit, MAX_OFFSET, Nullable, SortOrder, Timestamp, Uuid } from '../../platform/http/schemas.js';
+import {
+  Filters,
+  JsonObject,
+  Limit,
+  MAX_OFFSET,
+  Nullable,
+  SortOrder,
+  Timestamp,
+  Uuid,
+} from '../../platform/http/schemas.js';
 import type { FilterSpec } from '../../platform/query/filters.js';
 
 export const CI_STATUSES = ['active', 'inactive', 'archived'] as const;
-export const CI_SORT_FIELDS = ['created_at', 'updated_at', 'last_seen', 'name', 'namespace', 'ci_type', 'status'] as const;
+export const CI_SORT_FIELDS = [
+  'created_at',
+  'updated_at',
+  'last_seen',
+  'name',
+  'namespace',
+  'ci_type',
+  'status',
+] as const;
 
 export const CI_FILTERS: FilterSpec = {
   fields: {
@@ -23,27 +40,40 @@ export const CiParams = Type.Object({ ci_id: Uuid('The CI identifier.') });
 
 export const CiListQuery = Type.Object({
   status: Type.Optional(
-    Type.Union([...CI_STATUSES, 'all'].map((s) => Type.Literal(s)), {
-      description: 'Default `active`; when a `status` filter is given and this is omitted, no status default applies.',
-    }),
+    Type.Union(
+      [...CI_STATUSES, 'all'].map((s) => Type.Literal(s)),
+      {
+        description:
+          'Default `active`; when a `status` filter is given and this is omitted, no status default applies.',
+      },
+    ),
   ),
   offset: Type.Integer({
     minimum: 0,
     maximum: MAX_OFFSET,
     default: 0,
-    description: 'CIs to skip. Ignored (but echoed) when `cursor` is given: deep pages are cheaper walked by cursor, which costs one page whatever the depth.',
+    description:
+      'CIs to skip. Ignored (but echoed) when `cursor` is given: deep pages are cheaper walked by cursor, which costs one page whatever the depth.',
   }),
   cursor: Type.Optional(
     Type.String({
       minLength: 1,
       maxLength: 2048,
-      description: 'Opaque `next_cursor` of the previous page. Valid only with the same status, filters, `q`, `source_id`, `include_type_data` and sorting; `limit` may change.',
+      description:
+        'Opaque `next_cursor` of the previous page. Valid only with the same status, filters, `q`, `source_id`, `include_type_data` and sorting; `limit` may change.',
     }),
   ),
   limit: Limit(50, 1000),
-  sort_by: Type.Union(CI_SORT_FIELDS.map((f) => Type.Literal(f)), { default: 'created_at' }),
+  sort_by: Type.Union(
+    CI_SORT_FIELDS.map((f) => Type.Literal(f)),
+    { default: 'created_at' },
+  ),
   sort_order: SortOrder('desc'),
-  filter: Type.Optional(Filters('name, namespace, scope_id (the instance), status, ci_type, created_at, updated_at, last_seen, raw_data.<path>, type_data.<path>')),
+  filter: Type.Optional(
+    Filters(
+      'name, namespace, scope_id (the instance), status, ci_type, created_at, updated_at, last_seen, raw_data.<path>, type_data.<path>',
+    ),
+  ),
   q: Type.Optional(
     Type.String({
       minLength: 1,
@@ -53,14 +83,16 @@ export const CiListQuery = Type.Object({
         'A tenant with more than 20 000 namespaces has only their first 20 000 (in order) searched.',
     }),
   ),
-  source_id: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,18}$', description: 'Only CIs collected by this source.' })),
+  source_id: Type.Optional(
+    Type.String({ pattern: '^[1-9][0-9]{0,18}$', description: 'Only CIs collected by this source.' }),
+  ),
   include_type_data: Type.Boolean({
     default: false,
     description: 'Only with a `ci_type` filter: items take the `{id, type, attributes}` shape. Ignored otherwise.',
   }),
   include_attributes: Type.Optional(
     Type.Array(Type.String({ minLength: 1 }), {
-      description: 'Dotted raw_data paths (repeatable or comma-separated) copied into each item\'s `attributes`.',
+      description: "Dotted raw_data paths (repeatable or comma-separated) copied into each item's `attributes`.",
     }),
   ),
   as_of: Type.Optional(
@@ -91,12 +123,16 @@ export const Ci = Type.Object(ciFields, { title: 'ConfigurationItem' });
 export const CiDetail = Type.Object(
   {
     ...ciFields,
-    type_data: JsonObject('The type-specific attributes (as `include_type_data` gives them on the list), with `metrics` where the collector sends them.'),
+    type_data: JsonObject(
+      'The type-specific attributes (as `include_type_data` gives them on the list), with `metrics` where the collector sends them.',
+    ),
     source: Type.Object(
       { id: Type.Integer(), name: Type.String(), collector_type: Type.String() },
       { description: 'The source that collected the CI.' },
     ),
-    scope_id: Nullable(Type.String({ description: 'The instance of the source (a cluster, a server) the CI belongs to.' })),
+    scope_id: Nullable(
+      Type.String({ description: 'The instance of the source (a cluster, a server) the CI belongs to.' }),
+    ),
   },
   { title: 'ConfigurationItemDetail' },
 );
@@ -114,7 +150,10 @@ export const CiDetailAsOf = Type.Object(
     last_seen: Nullable(Timestamp('Not history: null in a view of the past.')),
     type_data: JsonObject('The type-specific attributes then (metrics are not history and are left out).'),
     source: Nullable(
-      Type.Object({ id: Type.Integer(), name: Type.String(), collector_type: Type.String() }, { description: 'The source that collected the CI (null if it is gone).' }),
+      Type.Object(
+        { id: Type.Integer(), name: Type.String(), collector_type: Type.String() },
+        { description: 'The source that collected the CI (null if it is gone).' },
+      ),
     ),
     scope_id: Nullable(Type.String({ description: 'The instance of the source the CI belonged to then.' })),
     as_of: Timestamp('The moment shown.'),
@@ -139,7 +178,9 @@ export const TypeDataItem = Type.Object(
     attributes: Type.Object(
       { name: Type.String(), namespace: Nullable(Type.String()) },
       {
-        additionalProperties: JsonObject('Named after the kind (`pod` for `k8s.pod`; `namespace_data` for `k8s.namespace`, whose kind would overwrite `namespace`): the type-specific fields, possibly with `metrics`.'),
+        additionalProperties: JsonObject(
+          'Named after the kind (`pod` for `k8s.pod`; `namespace_data` for `k8s.namespace`, whose kind would overwrite `namespace`): the type-specific fields, possibly with `metrics`.',
+        ),
       },
     ),
   },
@@ -149,10 +190,12 @@ export const TypeDataItem = Type.Object(
 const Total = Type.Integer({
   description:
     'CIs that match. Exact for lists filtered only by status, `ci_type`, `namespace` and `scope_id` (kept as counts by the write path); for ' +
-    'other filters exact when it can be counted within CINV_COUNT_TIMEOUT, the planner\'s estimate otherwise.',
+    "other filters exact when it can be counted within CINV_COUNT_TIMEOUT, the planner's estimate otherwise.",
 });
 const NextCursor = Nullable(
-  Type.String({ description: 'Pass as `cursor` with the same parameters for the next page; null at the end (beyond the spec).' }),
+  Type.String({
+    description: 'Pass as `cursor` with the same parameters for the next page; null at the end (beyond the spec).',
+  }),
 );
 const TotalExact = Type.Boolean({ description: 'False when `total` is an estimate.' });
 

@@ -8,13 +8,7 @@ import { historyCoversSince } from '../../history/records/retention.js';
 import { archiveWithHistory } from '../write-path/archive.js';
 import { isUuid, parseFilters, type ParsedFilter } from '../../platform/query/filters.js';
 import { CI_FILTERS, type CiListQuery } from './schema.js';
-import {
-  listCis,
-  resolveText,
-  TIME_SORTS,
-  type CiPage,
-  type CiPosition,
-} from './store.js';
+import { listCis, resolveText, TIME_SORTS, type CiPage, type CiPosition } from './store.js';
 import { diffCounts, diffPage, type DiffCriteria } from './diff-store.js';
 import { findCiDetailJson, findSource, findVisibleCi, isCiVisible } from './detail-store.js';
 
@@ -35,7 +29,12 @@ export interface CiListing {
  * The list rules: `status` defaults to `active` unless a `status` filter is given, and type data
  * replaces raw_data only when the list is narrowed to CI types.
  */
-export async function listConfigurationItems(app: AppContext, principal: Principal, query: CiListQuery, shape: { itemsAsJson?: boolean } = {}): Promise<CiListing> {
+export async function listConfigurationItems(
+  app: AppContext,
+  principal: Principal,
+  query: CiListQuery,
+  shape: { itemsAsJson?: boolean } = {},
+): Promise<CiListing> {
   const filters = parseFilters(query.filter, CI_FILTERS);
   const asOf = query.as_of === undefined ? undefined : await listMoment(app, query, filters);
   const statusFiltered = filters.some((f) => f.field === 'status');
@@ -73,8 +72,24 @@ export async function listConfigurationItems(app: AppContext, principal: Princip
 /** The list's moment: last_seen is not history, so a list of the past is neither sorted nor filtered by it. */
 async function listMoment(app: AppContext, query: CiListQuery, filters: readonly ParsedFilter[]): Promise<string> {
   const notHistory = [
-    ...(query.sort_by === 'last_seen' ? [{ field: 'sort_by', location: 'query' as const, message: 'last_seen is not history: a list as_of a moment cannot be sorted by it' }] : []),
-    ...(filters.some((f) => f.field === 'last_seen') ? [{ field: 'filter', location: 'query' as const, message: 'last_seen is not history: a list as_of a moment cannot be filtered by it' }] : []),
+    ...(query.sort_by === 'last_seen'
+      ? [
+          {
+            field: 'sort_by',
+            location: 'query' as const,
+            message: 'last_seen is not history: a list as_of a moment cannot be sorted by it',
+          },
+        ]
+      : []),
+    ...(filters.some((f) => f.field === 'last_seen')
+      ? [
+          {
+            field: 'filter',
+            location: 'query' as const,
+            message: 'last_seen is not history: a list as_of a moment cannot be filtered by it',
+          },
+        ]
+      : []),
   ];
   if (notHistory.length > 0) throw validationFailed(notHistory);
   return checkedAsOf(app, query.as_of!);
@@ -98,12 +113,14 @@ function listBinding(principal: Principal, query: CiListQuery, status: string): 
   };
 }
 
-
 /** The keyset position a signed cursor carries; anything else is a malformed cursor. */
 function positionOf(key: unknown[], sortBy: string): CiPosition {
   const [value, ciId] = key;
-  const valueFits = TIME_SORTS.has(sortBy) ? isExactTime(value) : typeof value === 'string' || (value === null && sortBy === 'namespace');
-  if (key.length !== 2 || !valueFits || typeof ciId !== 'string' || !isUuid(ciId)) throw unprocessable('Malformed cursor');
+  const valueFits = TIME_SORTS.has(sortBy)
+    ? isExactTime(value)
+    : typeof value === 'string' || (value === null && sortBy === 'namespace');
+  if (key.length !== 2 || !valueFits || typeof ciId !== 'string' || !isUuid(ciId))
+    throw unprocessable('Malformed cursor');
   return [value as string | null, ciId];
 }
 
@@ -120,7 +137,9 @@ export async function ciDetailOr404(app: AppContext, principal: Principal, ciId:
  * Null when every moment can be read.
  */
 export async function earliestAsOf(app: AppContext): Promise<Date | null> {
-  const since = [await exactSince(app.sql), historyCoversSince(app.config.changeRetention, app.now())].filter((d): d is Date => d !== null);
+  const since = [await exactSince(app.sql), historyCoversSince(app.config.changeRetention, app.now())].filter(
+    (d): d is Date => d !== null,
+  );
   return since.length === 0 ? null : new Date(Math.max(...since.map((d) => d.getTime())));
 }
 
@@ -129,7 +148,12 @@ export async function earliestAsOf(app: AppContext): Promise<Date | null> {
  * precision): a 422 for a moment the database cannot hold, and one naming the earliest moment
  * when it lies before it.
  */
-export async function checkedAsOf(app: AppContext, asOf: string, field = 'as_of', location: 'query' | 'body' = 'query'): Promise<string> {
+export async function checkedAsOf(
+  app: AppContext,
+  asOf: string,
+  field = 'as_of',
+  location: 'query' | 'body' = 'query',
+): Promise<string> {
   const ms = Date.parse(asOf);
   const year = new Date(ms).getUTCFullYear();
   if (Number.isNaN(ms) || year < 1 || year > 9999) {
@@ -165,7 +189,12 @@ export function ciAt(app: AppContext, principal: Principal, ciId: string, at: st
 }
 
 /** Whether the CI existed at `asOf` and the principal may see it as it was then. */
-export async function ciIsVisibleAt(app: AppContext, principal: Principal, ciId: string, asOf: string): Promise<boolean> {
+export async function ciIsVisibleAt(
+  app: AppContext,
+  principal: Principal,
+  ciId: string,
+  asOf: string,
+): Promise<boolean> {
   return (await ciStateAt(app.sql, principal, ciId, asOf)) !== undefined;
 }
 
@@ -189,7 +218,8 @@ export function archiveConfigurationItem(app: AppContext, principal: Principal, 
   return app.sql.begin(async (tx) => {
     const row = await findVisibleCi(tx, principal, ciId, true);
     if (!row) throw notFound('Configuration item not found', { ci_id: ciId });
-    if (row.status === 'archived') return { ci_id: row.ci_id, status_updated_at: row.status_updated_at!, archived: false };
+    if (row.status === 'archived')
+      return { ci_id: row.ci_id, status_updated_at: row.status_updated_at!, archived: false };
     const [archived] = await archiveWithHistory(tx, principal.tenantId, [row.ci_id], app.now());
     return { ci_id: row.ci_id, status_updated_at: archived!.status_updated_at, archived: true };
   });
@@ -218,7 +248,9 @@ export interface InventoryDiffQuery {
 export async function inventoryDifferences(app: AppContext, principal: Principal, query: InventoryDiffQuery) {
   const filters = parseFilters(query.filter, CI_FILTERS);
   if (filters.some((f) => f.field === 'last_seen')) {
-    throw validationFailed([{ field: 'filter', location: 'query', message: 'last_seen is not history: a diff cannot be filtered by it' }]);
+    throw validationFailed([
+      { field: 'filter', location: 'query', message: 'last_seen is not history: a diff cannot be filtered by it' },
+    ]);
   }
   const status = query.status ?? 'all';
   const text = query.q?.trim();
@@ -233,7 +265,10 @@ export async function inventoryDifferences(app: AppContext, principal: Principal
     after: query.after,
     examine: app.config.diffPageExamine,
   };
-  const [page, counts] = await Promise.all([diffPage(app.sql, principal, criteria), query.counts ? diffCounts(app.sql, principal, criteria) : undefined]);
+  const [page, counts] = await Promise.all([
+    diffPage(app.sql, principal, criteria),
+    query.counts ? diffCounts(app.sql, principal, criteria) : undefined,
+  ]);
   const full = page.rows.length > query.limit;
   const rows = full ? page.rows.slice(0, query.limit) : page.rows;
   // a page that stopped short goes on after the last candidate it examined

@@ -66,12 +66,20 @@ const SORT_COLUMNS: Record<string, string> = {
   status: 'ci.status',
 };
 
-export function conditions(sql: Sql, principal: Principal, criteria: Pick<CiListCriteria, 'statuses' | 'filters' | 'text' | 'sourceId'>): Fragment {
+export function conditions(
+  sql: Sql,
+  principal: Principal,
+  criteria: Pick<CiListCriteria, 'statuses' | 'filters' | 'text' | 'sourceId'>,
+): Fragment {
   return and(sql, [visibleTo(sql, principal, columnsOf('ci')), narrowing(sql, criteria)]);
 }
 
 /** What narrows the list beyond the principal's scopes. `rebuilt`: on rows as they were (see textCondition). */
-export function narrowing(sql: Sql, criteria: Pick<CiListCriteria, 'statuses' | 'filters' | 'text' | 'sourceId'>, rebuilt = false): Fragment {
+export function narrowing(
+  sql: Sql,
+  criteria: Pick<CiListCriteria, 'statuses' | 'filters' | 'text' | 'sourceId'>,
+  rebuilt = false,
+): Fragment {
   const parts: Fragment[] = [sql`true`];
   // a single status as plain equality: with `= any(array)` the planner cannot walk the
   // (tenant_id, status, <sort column>) indexes in order and sorts the whole set instead
@@ -98,7 +106,9 @@ function following(sql: Sql, sortBy: string, order: 'asc' | 'desc', [value, ciId
   const position = TIME_SORTS.has(sortBy) ? sql`${value}::timestamptz` : sql`${value}`;
   if (sortBy !== 'namespace') return sql`(${column}, ci.ci_id) ${beyond} (${position}, ${ciId}::uuid)`;
   if (value === null) {
-    return order === 'asc' ? sql`(ci.namespace is null and ci.ci_id > ${ciId}::uuid)` : sql`(ci.namespace is not null or ci.ci_id < ${ciId}::uuid)`;
+    return order === 'asc'
+      ? sql`(ci.namespace is null and ci.ci_id > ${ciId}::uuid)`
+      : sql`(ci.namespace is not null or ci.ci_id < ${ciId}::uuid)`;
   }
   const inOrder = sql`(ci.namespace, ci.ci_id) ${beyond} (${value}, ${ciId}::uuid)`;
   return order === 'asc' ? sql`(${inOrder} or ci.namespace is null)` : inOrder;
@@ -178,18 +188,33 @@ export interface CiPage {
 const SORT_MATCHES_UP_TO = 50_000;
 
 /** How many CIs match: carried by a cursor, from the CI counts where they answer, else counted under the timeout. */
-function countMatches(sql: Sql, principal: Principal, criteria: CiListCriteria, where: Fragment, counting: CountSettings): Promise<{ total: number; exact: boolean }> {
+function countMatches(
+  sql: Sql,
+  principal: Principal,
+  criteria: CiListCriteria,
+  where: Fragment,
+  counting: CountSettings,
+): Promise<{ total: number; exact: boolean }> {
   if (criteria.total !== undefined) return Promise.resolve({ total: criteria.total, exact: true });
   if (criteria.asOf !== undefined) {
-    const rows = fromVersions(criteria) ? sql`(${versionsAt(sql, principal, criteria)})` : thenRows(sql, principal, criteria);
+    const rows = fromVersions(criteria)
+      ? sql`(${versionsAt(sql, principal, criteria)})`
+      : thenRows(sql, principal, criteria);
     return countWithin(sql, sql`select 1 from ${rows} ci`, counting.countTimeoutMs, counting.embedded);
   }
   if (countable(criteria.filters) && criteria.text === undefined && criteria.sourceId === undefined) {
     return countCis(sql, principal, criteria.statuses, criteria.filters).then((total) => ({ total, exact: true }));
   }
   // the count joins last_seen only when a filter needs it: it is a 1:1 join that changes nothing else
-  const join = criteria.filters.some((f) => f.field === 'last_seen') ? sql`join ci_last_seen ls on ls.ci_id = ci.ci_id` : sql``;
-  return countWithin(sql, sql`select 1 from configuration_items ci ${join} where ${where}`, counting.countTimeoutMs, counting.embedded);
+  const join = criteria.filters.some((f) => f.field === 'last_seen')
+    ? sql`join ci_last_seen ls on ls.ci_id = ci.ci_id`
+    : sql``;
+  return countWithin(
+    sql,
+    sql`select 1 from configuration_items ci ${join} where ${where}`,
+    counting.countTimeoutMs,
+    counting.embedded,
+  );
 }
 
 /**
@@ -204,15 +229,26 @@ function countMatches(sql: Sql, principal: Principal, criteria: CiListCriteria, 
  * the text's indexes and sorted, so below SORT_MATCHES_UP_TO the sort key is written in a form no
  * index offers (20 ms for the same page); above it, matches are dense enough for the walk.
  */
-export async function listCis(sql: Sql, principal: Principal, criteria: CiListCriteria, counting: CountSettings): Promise<CiPage> {
+export async function listCis(
+  sql: Sql,
+  principal: Principal,
+  criteria: CiListCriteria,
+  counting: CountSettings,
+): Promise<CiPage> {
   const where = conditions(sql, principal, criteria);
   if (findsFewFirst(criteria)) {
     const first = await firstMatches(sql, criteria, where);
     const ids = first.slice(criteria.offset, criteria.offset + criteria.limit + 1);
     // the page's CIs read again by id, with the conditions: one changed since drops out rather than shows
     const byId = and(sql, [where, sql`ci.ci_id = any(${ids}::uuid[])`]);
-    const counted = first.length > FEW_MATCHES ? countMatches(sql, principal, criteria, where, counting) : { total: first.length, exact: true };
-    const [rows, count] = await Promise.all([readPage(sql, principal, { ...criteria, offset: 0 }, byId, false), counted]);
+    const counted =
+      first.length > FEW_MATCHES
+        ? countMatches(sql, principal, criteria, where, counting)
+        : { total: first.length, exact: true };
+    const [rows, count] = await Promise.all([
+      readPage(sql, principal, { ...criteria, offset: 0 }, byId, false),
+      counted,
+    ]);
     return pageOf(criteria, rows, count);
   }
   const counted = countMatches(sql, principal, criteria, where, counting);
@@ -260,7 +296,13 @@ async function firstMatches(sql: Sql, criteria: CiListCriteria, where: Fragment)
 
 type PageRow = (CiRow & { position: string | null }) | { ci_id: string; position: string | null; item: string };
 
-function readPage(sql: Sql, principal: Principal, criteria: CiListCriteria, where: Fragment, sortMatches: boolean): Promise<PageRow[]> {
+function readPage(
+  sql: Sql,
+  principal: Principal,
+  criteria: CiListCriteria,
+  where: Fragment,
+  sortMatches: boolean,
+): Promise<PageRow[]> {
   const query = pageRows(sql, principal, criteria, where, sortMatches);
   return criteria.asJson ? listedCisJson(sql, query as unknown as Fragment, criteria.sortOrder) : query;
 }
@@ -314,7 +356,8 @@ function versionsAt(sql: Sql, principal: Principal, criteria: CiListCriteria, af
 function thenRows(sql: Sql, principal: Principal, criteria: CiListCriteria, after?: Fragment): Fragment {
   return cisAt(sql, criteria.asOf!, 'ci', {
     visible: (row) => visibleTo(sql, principal, columnsOf(row)),
-    where: (_row, rebuilt) => and(sql, after ? [narrowing(sql, criteria, rebuilt), after] : [narrowing(sql, criteria, rebuilt)]),
+    where: (_row, rebuilt) =>
+      and(sql, after ? [narrowing(sql, criteria, rebuilt), after] : [narrowing(sql, criteria, rebuilt)]),
   });
 }
 
@@ -333,7 +376,9 @@ function pageRows(sql: Sql, principal: Principal, criteria: CiListCriteria, wher
   const sortColumn = sortColumnOf(criteria);
   const position = TIME_SORTS.has(criteria.sortBy) ? exactTime(sql, sortColumn) : sql`${sql(sortColumn)}::text`;
   // the same order, in a form no index has: `|| ''` and `+ interval '0'` change no value
-  const unindexed = TIME_SORTS.has(criteria.sortBy) ? sql`(${sql(sortColumn)} + interval '0')` : sql`(${sql(sortColumn)} || '')`;
+  const unindexed = TIME_SORTS.has(criteria.sortBy)
+    ? sql`(${sql(sortColumn)} + interval '0')`
+    : sql`(${sql(sortColumn)} || '')`;
   if (criteria.asOf !== undefined && fromVersions(criteria)) {
     // the page's CIs found through the versions valid then, then taken back in full
     return sql<(CiRow & { position: string | null })[]>`

@@ -12,7 +12,11 @@ import { relationshipChanges } from '../relationships/service.js';
 import type { CiDiffQuery, InventoryDiffQuery } from './schema.js';
 
 /** The two moments of a diff, resolved (baseline names become their moments) and in order. */
-async function momentsOf(app: AppContext, principal: Principal, query: { from: string; to?: string }): Promise<{ from: string; to: string }> {
+async function momentsOf(
+  app: AppContext,
+  principal: Principal,
+  query: { from: string; to?: string },
+): Promise<{ from: string; to: string }> {
   const from = await resolveMoment(app, principal, 'from', query.from);
   const to = query.to === undefined ? app.now().toISOString() : await resolveMoment(app, principal, 'to', query.to);
   if (Date.parse(from) > Date.parse(to)) {
@@ -25,7 +29,9 @@ async function momentsOf(app: AppContext, principal: Principal, query: { from: s
 function compared(state: CiState | undefined): Record<string, unknown> {
   if (!state) return {};
   const { name, namespace, ci_type, status, status_updated_at, scope_id, raw_data, type_data } = state;
-  return JSON.parse(JSON.stringify({ name, namespace, ci_type, status, status_updated_at, scope_id, raw_data, type_data }));
+  return JSON.parse(
+    JSON.stringify({ name, namespace, ci_type, status, status_updated_at, scope_id, raw_data, type_data }),
+  );
 }
 
 export interface CiDiff {
@@ -51,9 +57,16 @@ export async function ciDiff(app: AppContext, principal: Principal, ciId: string
   const href =
     `/api/v1/changes?filter=${encodeURIComponent(`ci_id:eq:${ciId}`)}&filter=${encodeURIComponent(`changed_at:gt:${from}`)}` +
     `&filter=${encodeURIComponent(`changed_at:lte:${to}`)}&sort_by=changed_at&sort_order=asc`;
-  return { ci_id: ciId, from, to, existed: { from: before !== undefined, to: after !== undefined }, fields, relationships, changes: { total, href } };
+  return {
+    ci_id: ciId,
+    from,
+    to,
+    existed: { from: before !== undefined, to: after !== undefined },
+    fields,
+    relationships,
+    changes: { total, href },
+  };
 }
-
 
 /** The inventory between two moments, a page at a time; counted by type on the first page. */
 export async function inventoryDiff(app: AppContext, principal: Principal, query: InventoryDiffQuery) {
@@ -63,11 +76,19 @@ export async function inventoryDiff(app: AppContext, principal: Principal, query
     reader: principal,
     scope: 'inventory-diff',
     sort: 'ci_id:asc',
-    filters: { from, to, status: query.status ?? 'all', filter: query.filter ?? [], q: query.q?.trim() ?? '', source_id: query.source_id ?? '' },
+    filters: {
+      from,
+      to,
+      status: query.status ?? 'all',
+      filter: query.filter ?? [],
+      q: query.q?.trim() ?? '',
+      source_id: query.source_id ?? '',
+    },
   };
   const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
   const after = cursor?.key[0];
-  if (cursor && (cursor.key.length !== 1 || typeof after !== 'string' || !isUuid(after))) throw unprocessable('Malformed cursor');
+  if (cursor && (cursor.key.length !== 1 || typeof after !== 'string' || !isUuid(after)))
+    throw unprocessable('Malformed cursor');
   const page = await inventoryDifferences(app, principal, {
     ...query,
     from,

@@ -12,9 +12,9 @@ const impact = defineRoute({
   description:
     'The on-call summary of a CI: the CIs that depend on it (`downstream`, see the dependency graph) counted at each depth ' +
     'by type and status, and the latest changes of the CI and of the CIs it depends on (`upstream`), newest first, each ' +
-    'with the depth of its CI. Inactive and archived CIs are counted and walked through; CIs outside the key\'s data scopes ' +
+    "with the depth of its CI. Inactive and archived CIs are counted and walked through; CIs outside the key's data scopes " +
     'are neither (`hidden` counts the relationships to them). Needs `relationships:read` and `changes:read`; an unknown ' +
-    'CI, or one outside the key\'s data scopes, is a 404.',
+    "CI, or one outside the key's data scopes, is a 404.",
   tags: ['Relationships'],
   access: { resource: 'relationships', action: 'read' },
   params: ImpactParams,
@@ -23,7 +23,10 @@ const impact = defineRoute({
   async handler({ app, principal, params, query }) {
     const { upstream, ...rest } = await impactOf(app, principal, params.ci_id, query);
     const { latest, ...walk } = upstream;
-    return { ...rest, upstream: { ...walk, latest_changes: latest.map(({ row, depth }) => ({ ...presentChange(row), depth })) } };
+    return {
+      ...rest,
+      upstream: { ...walk, latest_changes: latest.map(({ row, depth }) => ({ ...presentChange(row), depth })) },
+    };
   },
 });
 

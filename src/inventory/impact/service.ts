@@ -37,7 +37,9 @@ function byDepth(nodes: readonly GraphNode[]) {
     .map(([depth, { counts, types }]) => ({
       depth,
       ...counts,
-      by_type: [...types.entries()].map(([ci_type, typeCounts]) => ({ ci_type, ...typeCounts })).sort((a, b) => b.total - a.total || a.ci_type.localeCompare(b.ci_type)),
+      by_type: [...types.entries()]
+        .map(([ci_type, typeCounts]) => ({ ci_type, ...typeCounts }))
+        .sort((a, b) => b.total - a.total || a.ci_type.localeCompare(b.ci_type)),
     }));
 }
 
@@ -48,17 +50,35 @@ function byDepth(nodes: readonly GraphNode[]) {
  */
 export async function impactOf(app: AppContext, principal: Principal, ciId: string, query: ImpactQuery) {
   // the route asks for relationships:read; the summary reads the change history too
-  if (!can(principal, 'changes', 'read')) throw forbidden('This key may not read changes', { resource: 'changes', action: 'read' });
+  if (!can(principal, 'changes', 'read'))
+    throw forbidden('This key may not read changes', { resource: 'changes', action: 'read' });
   const walk = (direction: 'downstream' | 'upstream') =>
-    dependencyGraph(app, principal, ciId, { depth: query.depth, direction, through: 'matching', include_inactive: true, max_nodes: RADIUS_LIMIT, as_of: query.as_of });
+    dependencyGraph(app, principal, ciId, {
+      depth: query.depth,
+      direction,
+      through: 'matching',
+      include_inactive: true,
+      max_nodes: RADIUS_LIMIT,
+      as_of: query.as_of,
+    });
   const [down, up] = await Promise.all([walk('downstream'), walk('upstream')]);
   const depthOf = new Map(up.nodes.map((node) => [node.ci_id, node.depth]));
   const latest = await latestChangesOf(app, principal, [...depthOf.keys()], query.changes, down.as_of);
   return {
     ci_id: ciId,
     depth: query.depth,
-    downstream: { total: down.nodes.length - 1, truncated: down.truncated, hidden: down.hidden, by_depth: byDepth(down.nodes) },
-    upstream: { total: up.nodes.length - 1, truncated: up.truncated, hidden: up.hidden, latest: latest.map((row) => ({ row, depth: depthOf.get(row.ci_id) ?? 0 })) },
+    downstream: {
+      total: down.nodes.length - 1,
+      truncated: down.truncated,
+      hidden: down.hidden,
+      by_depth: byDepth(down.nodes),
+    },
+    upstream: {
+      total: up.nodes.length - 1,
+      truncated: up.truncated,
+      hidden: up.hidden,
+      latest: latest.map((row) => ({ row, depth: depthOf.get(row.ci_id) ?? 0 })),
+    },
     ...(down.as_of ? { as_of: down.as_of } : {}),
   };
 }

@@ -51,7 +51,11 @@ export async function runSweep(app: AppContext, retries?: PartitionRetries): Pro
     const trimmed = config.opensearchUrl ? 0 : await trimOutbox(app.sql, OUTBOX_MAX_AGE_MS, config.sweepBatchSize, now);
     // the CI count deltas of every write since the last sweep are added up, so list totals stay cheap
     const folded = await foldCiCounts(app.sql);
-    const auditTrimmed = await trimAuditEvents(app.sql, new Date(now.getTime() - config.auditRetentionMs), config.sweepBatchSize);
+    const auditTrimmed = await trimAuditEvents(
+      app.sql,
+      new Date(now.getTime() - config.auditRetentionMs),
+      config.sweepBatchSize,
+    );
     const history = await trimChangeHistory(app.sql, config.changeRetention, now, config.sweepBatchSize);
     partitionsDropped.inc({ table: 'change_records' }, history.partitions.length);
     // the search copies follow the records; an unreachable cluster is tried again by the next sweep

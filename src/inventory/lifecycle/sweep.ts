@@ -41,7 +41,10 @@ async function moveBatch(sql: Sql, due: PendingQuery<Row[]>, from: Status, to: S
       from (${due}) as due
       where c.ci_id = due.ci_id
       returning c.ci_id, c.tenant_id, c.source_id::text, c.scope_id, c.name, c.namespace, c.ci_type`;
-    await recordChanges(tx, moved.map((ci) => statusRecord(ci, 'UPDATED', from, to, now)));
+    await recordChanges(
+      tx,
+      moved.map((ci) => statusRecord(ci, 'UPDATED', from, to, now)),
+    );
     return moved.length;
   });
 }

@@ -52,14 +52,17 @@ export function edgesFrom(sql: Sql, principal: Principal, frontier: Frontier): P
   const arm = (way: 'down' | 'up', nearEnd: 'from' | 'to', dependentIsFrom: boolean, ids: readonly string[]) => {
     const near = nearEnd === 'from' ? sql`r.from_ci_id` : sql`r.to_ci_id`;
     const far = nearEnd === 'from' ? sql`r.to_ci_id` : sql`r.from_ci_id`;
-    const kind = dependentIsFrom ? sql`r.relationship_type <> all(${reversed}::text[])` : sql`r.relationship_type = any(${reversed}::text[])`;
+    const kind = dependentIsFrom
+      ? sql`r.relationship_type <> all(${reversed}::text[])`
+      : sql`r.relationship_type = any(${reversed}::text[])`;
     return sql`
       select r.id::text as id, r.from_ci_id, r.to_ci_id, r.relationship_type, ${near} as near, ${far} as far, ${way}::text as way, r.ended_at
       from ${rows} r where r.tenant_id = ${tenant} and ${near} = any(${ids as string[]}::uuid[]) and ${kind} ${typed}`;
   };
   const arms = [];
   // downstream from X: those that depend on X, the from end of X's incoming relationships (the to end for reversed types)
-  if (frontier.down.length > 0) arms.push(arm('down', 'to', true, frontier.down), arm('down', 'from', false, frontier.down));
+  if (frontier.down.length > 0)
+    arms.push(arm('down', 'to', true, frontier.down), arm('down', 'from', false, frontier.down));
   if (frontier.up.length > 0) arms.push(arm('up', 'from', true, frontier.up), arm('up', 'to', false, frontier.up));
   if (arms.length === 0) return Promise.resolve([]);
   return sql<WalkedEdge[]>`${arms.reduce((union, part) => sql`${union} union all ${part}`)}`;

@@ -32,14 +32,22 @@ const WALKED_THROUGH_LIMIT = 50_000;
 
 /** Splits a comma list; sorted and de-duplicated so that equal filters bind cursors equally; null when empty. */
 export const commaList = (raw: string | undefined): string[] | null => {
-  const items = [...new Set((raw ?? '').split(',').map((item) => item.trim()).filter(Boolean))].sort();
+  const items = [
+    ...new Set(
+      (raw ?? '')
+        .split(',')
+        .map((item) => item.trim())
+        .filter(Boolean),
+    ),
+  ].sort();
   return items.length > 0 ? items : null;
 };
 
 /** Code-unit order: stable across locales, and far cheaper than localeCompare over thousands of CIs. */
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-const byNearness = (a: WalkedCi, b: WalkedCi) => compare(a.ci_type, b.ci_type) || compare(a.name, b.name) || compare(a.ci_id, b.ci_id);
+const byNearness = (a: WalkedCi, b: WalkedCi) =>
+  compare(a.ci_type, b.ci_type) || compare(a.name, b.name) || compare(a.ci_id, b.ci_id);
 
 /**
  * The CIs within `depth` relationships of one CI, breadth first, one statement per step for every
@@ -48,10 +56,19 @@ const byNearness = (a: WalkedCi, b: WalkedCi) => compare(a.ci_type, b.ci_type) |
  * its nearest depth, and the CIs outside the principal's data scopes are neither returned nor
  * walked through: the relationships that lead to them are counted as `hidden`.
  */
-export async function dependencyGraph(app: AppContext, principal: Principal, ciId: string, query: GraphQuery): Promise<DependencyGraph> {
+export async function dependencyGraph(
+  app: AppContext,
+  principal: Principal,
+  ciId: string,
+  query: GraphQuery,
+): Promise<DependencyGraph> {
   const asOf = query.as_of === undefined ? undefined : await checkedAsOf(app, query.as_of);
   const [centre] = await cisForWalk(app.sql, principal, [ciId], asOf);
-  if (!centre?.visible) throw notFound(asOf ? 'Configuration item not found at that moment' : 'Configuration item not found', { ci_id: ciId, ...(asOf ? { as_of: asOf } : {}) });
+  if (!centre?.visible)
+    throw notFound(asOf ? 'Configuration item not found at that moment' : 'Configuration item not found', {
+      ci_id: ciId,
+      ...(asOf ? { as_of: asOf } : {}),
+    });
   const types = commaList(query.relationship_types);
   const ciTypes = commaList(query.ci_types);
   const kept = (ci: WalkedCi) => ciTypes === null || ciTypes.includes(ci.ci_type);
@@ -60,7 +77,10 @@ export async function dependencyGraph(app: AppContext, principal: Principal, ciI
   const returned = new Map<string, GraphNode>([[ciId, { ci_id: ciId, ...centreFields, depth: 0, paths_count: 1 }]]);
   // each way on its own: the CIs it reached, and how many shortest walks of that way reach each
   const paths = { down: new Map([[ciId, 1]]), up: new Map([[ciId, 1]]) };
-  let frontier = { down: query.direction === 'upstream' ? [] : [ciId], up: query.direction === 'downstream' ? [] : [ciId] };
+  let frontier = {
+    down: query.direction === 'upstream' ? [] : [ciId],
+    up: query.direction === 'downstream' ? [] : [ciId],
+  };
   const known = new Map<string, WalkedCi>([[ciId, centre]]);
   const walkedEdges: WalkedEdge[] = [];
   const hidden = new Set<string>();
@@ -68,7 +88,12 @@ export async function dependencyGraph(app: AppContext, principal: Principal, ciI
   let truncated = false;
 
   for (let depth = 1; depth <= query.depth && frontier.down.length + frontier.up.length > 0 && !truncated; depth++) {
-    const met = await edgesFrom(app.sql, principal, { ...frontier, types, asOf, leftBehind: query.include_inactive && asOf === undefined });
+    const met = await edgesFrom(app.sql, principal, {
+      ...frontier,
+      types,
+      asOf,
+      leftBehind: query.include_inactive && asOf === undefined,
+    });
     const unknown = [...new Set(met.map((edge) => edge.far))].filter((id) => !known.has(id));
     for (const ci of await cisForWalk(app.sql, principal, unknown, asOf)) known.set(ci.ci_id, ci);
 
@@ -88,7 +113,9 @@ export async function dependencyGraph(app: AppContext, principal: Principal, ciI
       gained[edge.way].set(edge.far, (gained[edge.way].get(edge.far) ?? 0) + paths[edge.way].get(edge.near)!);
     }
     // nearest first within the step, in a stable order, until the budget is spent
-    const arrivals = [...new Set([...gained.down.keys(), ...gained.up.keys()])].map((id) => known.get(id)!).sort(byNearness);
+    const arrivals = [...new Set([...gained.down.keys(), ...gained.up.keys()])]
+      .map((id) => known.get(id)!)
+      .sort(byNearness);
     const admitted = new Set<string>();
     for (const ci of arrivals) {
       if (kept(ci) && !returned.has(ci.ci_id)) {
@@ -97,7 +124,12 @@ export async function dependencyGraph(app: AppContext, principal: Principal, ciI
           continue;
         }
         const { ci_id: id, visible: _v, ...fields } = ci;
-        returned.set(id, { ci_id: id, ...fields, depth, paths_count: (gained.down.get(id) ?? 0) + (gained.up.get(id) ?? 0) });
+        returned.set(id, {
+          ci_id: id,
+          ...fields,
+          depth,
+          paths_count: (gained.down.get(id) ?? 0) + (gained.up.get(id) ?? 0),
+        });
       } else if (!kept(ci) && !walkedThrough.has(ci.ci_id)) {
         if (walkedThrough.size >= WALKED_THROUGH_LIMIT) {
           truncated = true;
@@ -127,8 +159,13 @@ export async function dependencyGraph(app: AppContext, principal: Principal, ciI
       });
     }
   }
-  const nodes = [...returned.values()].sort((a, b) => a.depth - b.depth || compare(a.ci_type, b.ci_type) || compare(a.name, b.name) || compare(a.ci_id, b.ci_id));
-  const edgesOut = [...edgeSet.values()].sort((a, b) => compare(a.from, b.from) || compare(a.to, b.to) || compare(a.relationship_type, b.relationship_type));
+  const nodes = [...returned.values()].sort(
+    (a, b) =>
+      a.depth - b.depth || compare(a.ci_type, b.ci_type) || compare(a.name, b.name) || compare(a.ci_id, b.ci_id),
+  );
+  const edgesOut = [...edgeSet.values()].sort(
+    (a, b) => compare(a.from, b.from) || compare(a.to, b.to) || compare(a.relationship_type, b.relationship_type),
+  );
   return { nodes, edges: edgesOut, truncated, hidden: hidden.size, ...(asOf ? { as_of: asOf } : {}) };
 }
 
@@ -141,7 +178,12 @@ export const RADIUS_LIMIT = 5000;
  * them. A radius beyond RADIUS_LIMIT is refused rather than cut: a cut radius would silently leave
  * changes out.
  */
-export async function radiusOf(app: AppContext, principal: Principal, ciId: string, walk: { depth?: number; direction?: GraphQuery['direction'] }): Promise<string[]> {
+export async function radiusOf(
+  app: AppContext,
+  principal: Principal,
+  ciId: string,
+  walk: { depth?: number; direction?: GraphQuery['direction'] },
+): Promise<string[]> {
   const graph = await dependencyGraph(app, principal, ciId, {
     depth: walk.depth ?? 2,
     direction: walk.direction ?? 'both',

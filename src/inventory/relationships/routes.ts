@@ -14,11 +14,11 @@ const list = defineRoute({
     'Relationships of one CI in both directions (or one, with `direction`), each seen from this CI: `outgoing` when ' +
     'this CI points at the related CI, `incoming` when the related CI points at this one. A relationship of a CI to ' +
     'itself is listed once, as outgoing.\n\n' +
-    '**Result set and `total`.** A relationship belongs to the result set when its neighbour lies inside the key\'s ' +
+    "**Result set and `total`.** A relationship belongs to the result set when its neighbour lies inside the key's " +
     'data scopes and is `active` (any status with `include_inactive=true`), or when its neighbour no longer exists ' +
     'at all (removed for good after the archive retention). `total` counts that set. Relationships whose neighbour ' +
     'vanished are counted but never listed, so a drained walk can hold fewer items than `total` and a page can be ' +
-    'empty while `has_more` is true. Neighbours outside the key\'s data scopes, and with `include_inactive=false` ' +
+    "empty while `has_more` is true. Neighbours outside the key's data scopes, and with `include_inactive=false` " +
     'inactive or archived ones, are neither listed nor counted.\n\n' +
     '**Paging.** Every page takes `limit` rows of the result set. The end of a walk is `has_more: false` with ' +
     '`next_cursor: null`; never compare item counts with `total`. A first page may skip `offset` rows (unsorted ' +
@@ -30,7 +30,7 @@ const list = defineRoute({
     '**422 `HTTP_422`:** unknown `direction` or `sort_by`; `sort_order` without `sort_by`; `sort_by` with `offset` ' +
     'above 0; a cursor that was altered, truncated, issued for another CI, or replayed with different parameters. ' +
     'An over-limit `limit` or a malformed `offset` is a 422 `VALIDATION_ERROR`. An unknown CI, or one outside the ' +
-    'key\'s data scopes, is a 404.',
+    "key's data scopes, is a 404.",
   tags: ['Relationships'],
   access: { resource: 'relationships', action: 'read' },
   params: RelationshipParams,
@@ -60,10 +60,10 @@ const graph = defineRoute({
     'The blast radius of a CI: the CIs that depend on it (`downstream`), those it depends on (`upstream`), or both, up to ' +
     '`depth` relationships away, breadth first. A CI met twice keeps its nearest depth and is walked on once, so cycles ' +
     'end; `paths_count` counts the shortest walks that reach it. `max_nodes` cuts the walk at the nearest CIs and says so ' +
-    'with `truncated`. CIs outside the key\'s data scopes are neither returned nor walked through; `hidden` counts the ' +
+    "with `truncated`. CIs outside the key's data scopes are neither returned nor walked through; `hidden` counts the " +
     'relationships that led to them. Inactive and archived CIs are left out (and not walked through) unless ' +
     '`include_inactive=true`; the CI itself is returned at depth 0 whatever its type or status. With `as_of`, the ' +
-    'relationships that existed then are walked, each CI as it was then. An unknown CI, or one outside the key\'s data ' +
+    "relationships that existed then are walked, each CI as it was then. An unknown CI, or one outside the key's data " +
     'scopes, is a 404.',
   tags: ['Relationships'],
   access: { resource: 'relationships', action: 'read' },

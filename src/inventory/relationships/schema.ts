@@ -22,15 +22,21 @@ export const RelationshipListQuery = Type.Object({
       'Also list relationships to `inactive` and `archived` neighbours, and those a CI had when it left the active inventory ' +
       '(marked by `ended_at`).',
   }),
-  relationship_types: Type.Optional(Type.String({ description: 'Comma-separated relationship types, e.g. `runs_on,manages`.' })),
-  direction: Type.Optional(Type.String({ description: '`outgoing` or `incoming`; omitted means both. Any other value is a 422.' })),
+  relationship_types: Type.Optional(
+    Type.String({ description: 'Comma-separated relationship types, e.g. `runs_on,manages`.' }),
+  ),
+  direction: Type.Optional(
+    Type.String({ description: '`outgoing` or `incoming`; omitted means both. Any other value is a 422.' }),
+  ),
   sort_by: Type.Optional(
     Type.String({
       description: `One of ${RELATIONSHIP_SORT_FIELDS.map((f) => `\`${f}\``).join(', ')}, ordering the whole result across both directions. Any other value is a 422.`,
     }),
   ),
   sort_order: Type.Optional(
-    Type.Union([Type.Literal('asc'), Type.Literal('desc')], { description: 'Default `asc`; only together with `sort_by`, otherwise a 422.' }),
+    Type.Union([Type.Literal('asc'), Type.Literal('desc')], {
+      description: 'Default `asc`; only together with `sort_by`, otherwise a 422.',
+    }),
   ),
   as_of: Type.Optional(
     Type.String({
@@ -47,9 +53,12 @@ export const RelationshipItem = Type.Object(
   {
     id: Type.String({ description: 'The relationship identifier.' }),
     relationship_type: Type.String({ description: 'e.g. `runs_on`, `manages`.' }),
-    direction: Type.Union(DIRECTIONS.map((d) => Type.Literal(d)), {
-      description: '`outgoing`: this CI points at the related CI; `incoming`: the related CI points at this one.',
-    }),
+    direction: Type.Union(
+      DIRECTIONS.map((d) => Type.Literal(d)),
+      {
+        description: '`outgoing`: this CI points at the related CI; `incoming`: the related CI points at this one.',
+      },
+    ),
     related_ci_id: Uuid(),
     related_ci_name: Type.String(),
     related_ci_type: Type.String(),
@@ -70,12 +79,18 @@ export const RelationshipItem = Type.Object(
 export const RelationshipList = Type.Object(
   {
     items: Type.Array(RelationshipItem),
-    total: Type.Integer({ description: 'Relationship rows in the result set, including those whose neighbour no longer exists.' }),
+    total: Type.Integer({
+      description: 'Relationship rows in the result set, including those whose neighbour no longer exists.',
+    }),
     offset: Type.Integer({ description: 'The requested offset, echoed unchanged during a cursor walk.' }),
     limit: Type.Integer(),
     has_more: Type.Boolean(),
-    next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` with the same parameters for the next page; null at the end.' })),
-    as_of: Type.Optional(Type.String({ format: 'date-time', description: 'The moment shown, when `as_of` was given.' })),
+    next_cursor: Nullable(
+      Type.String({ description: 'Pass as `cursor` with the same parameters for the next page; null at the end.' }),
+    ),
+    as_of: Type.Optional(
+      Type.String({ format: 'date-time', description: 'The moment shown, when `as_of` was given.' }),
+    ),
   },
   { title: 'RelationshipList' },
 );
@@ -102,7 +117,9 @@ export const DEPENDENT_END: Readonly<Record<string, 'from' | 'to'>> = {
 };
 
 /** The types whose `to` end depends on their `from` end. */
-export const DEPENDENCY_REVERSED: readonly string[] = Object.keys(DEPENDENT_END).filter((type) => DEPENDENT_END[type] === 'to');
+export const DEPENDENCY_REVERSED: readonly string[] = Object.keys(DEPENDENT_END).filter(
+  (type) => DEPENDENT_END[type] === 'to',
+);
 
 export const GRAPH_DIRECTIONS = ['downstream', 'upstream', 'both'] as const;
 export type GraphDirection = (typeof GRAPH_DIRECTIONS)[number];
@@ -112,7 +129,12 @@ const dependencyTable = Object.entries(DEPENDENT_END)
   .join(', ');
 
 export const GraphQuery = Type.Object({
-  depth: Type.Integer({ minimum: 1, maximum: 6, default: 2, description: 'How many relationships away from the CI to walk.' }),
+  depth: Type.Integer({
+    minimum: 1,
+    maximum: 6,
+    default: 2,
+    description: 'How many relationships away from the CI to walk.',
+  }),
   direction: Type.Union(
     GRAPH_DIRECTIONS.map((d) => Type.Literal(d)),
     {
@@ -123,8 +145,12 @@ export const GraphQuery = Type.Object({
         'other type reads as from depends on to.',
     },
   ),
-  relationship_types: Type.Optional(Type.String({ maxLength: 2000, description: 'Comma-separated relationship types to walk along; default all.' })),
-  ci_types: Type.Optional(Type.String({ maxLength: 2000, description: 'Comma-separated CI types to return (the CI itself always is).' })),
+  relationship_types: Type.Optional(
+    Type.String({ maxLength: 2000, description: 'Comma-separated relationship types to walk along; default all.' }),
+  ),
+  ci_types: Type.Optional(
+    Type.String({ maxLength: 2000, description: 'Comma-separated CI types to return (the CI itself always is).' }),
+  ),
   through: Type.Union([Type.Literal('matching'), Type.Literal('all')], {
     default: 'matching',
     description:
@@ -141,10 +167,14 @@ export const GraphQuery = Type.Object({
     minimum: 1,
     maximum: 5000,
     default: 500,
-    description: 'At most this many CIs (the CI itself included), nearest first; `truncated` says when the walk was cut.',
+    description:
+      'At most this many CIs (the CI itself included), nearest first; `truncated` says when the walk was cut.',
   }),
   as_of: Type.Optional(
-    Type.String({ format: 'date-time', description: 'Walk the relationships that existed at this moment, each CI as it was then.' }),
+    Type.String({
+      format: 'date-time',
+      description: 'Walk the relationships that existed at this moment, each CI as it was then.',
+    }),
   ),
 });
 export type GraphQuery = Static<typeof GraphQuery>;
@@ -155,7 +185,9 @@ export const GraphNode = Type.Object({
   namespace: Nullable(Type.String()),
   ci_type: Type.String(),
   status: Type.Union(CI_STATUSES.map((s) => Type.Literal(s))),
-  depth: Type.Integer({ description: 'Relationships between this CI and the centre along the shortest walk (0 for the centre).' }),
+  depth: Type.Integer({
+    description: 'Relationships between this CI and the centre along the shortest walk (0 for the centre).',
+  }),
   paths_count: Type.Number({ description: 'Shortest walks from the centre that reach this CI (1 for the centre).' }),
 });
 
@@ -181,9 +213,16 @@ export const Graph = Type.Object(
       ),
       { description: 'The relationships walked between returned CIs.' },
     ),
-    truncated: Type.Boolean({ description: 'True when `max_nodes` cut the walk: what is returned is the nearest part.' }),
-    hidden: Type.Integer({ description: 'Relationships met on the walk whose other end lies outside the caller\'s data scopes (never returned nor walked through).' }),
-    as_of: Type.Optional(Type.String({ format: 'date-time', description: 'The moment shown, when `as_of` was given.' })),
+    truncated: Type.Boolean({
+      description: 'True when `max_nodes` cut the walk: what is returned is the nearest part.',
+    }),
+    hidden: Type.Integer({
+      description:
+        "Relationships met on the walk whose other end lies outside the caller's data scopes (never returned nor walked through).",
+    }),
+    as_of: Type.Optional(
+      Type.String({ format: 'date-time', description: 'The moment shown, when `as_of` was given.' }),
+    ),
   },
   { title: 'DependencyGraph' },
 );

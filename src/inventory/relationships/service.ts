@@ -11,18 +11,29 @@ import {
   type RelationshipSortField,
 } from './schema.js';
 import { commaList } from './graph.js';
-import { countRelationships, edgesChangedBetween, relationshipPage, type Keyset, type RelationshipCriteria, type RelationshipRow } from './store.js';
+import {
+  countRelationships,
+  edgesChangedBetween,
+  relationshipPage,
+  type Keyset,
+  type RelationshipCriteria,
+  type RelationshipRow,
+} from './store.js';
 
 export type { RelationshipRow } from './store.js';
 
 type ResultShape = Pick<RelationshipCriteria, 'direction' | 'types' | 'includeInactive' | 'sort'>;
 
-const isOneOf = <T extends string>(values: readonly T[], value: string): value is T => (values as readonly string[]).includes(value);
+const isOneOf = <T extends string>(values: readonly T[], value: string): value is T =>
+  (values as readonly string[]).includes(value);
 
 function readDirection(raw: string | undefined): Direction | null {
   if (raw === undefined) return null;
   if (!isOneOf(DIRECTIONS, raw)) {
-    throw unprocessable(`Invalid direction "${raw}"; use outgoing or incoming, or omit it for both`, { parameter: 'direction', allowed: DIRECTIONS });
+    throw unprocessable(`Invalid direction "${raw}"; use outgoing or incoming, or omit it for both`, {
+      parameter: 'direction',
+      allowed: DIRECTIONS,
+    });
   }
   return raw;
 }
@@ -40,7 +51,9 @@ function readSort(query: RelationshipListQuery): ResultShape['sort'] {
     });
   }
   if (query.offset > 0) {
-    throw unprocessable('sort_by cannot be combined with an offset above 0; walk sorted results with next_cursor', { parameter: 'offset' });
+    throw unprocessable('sort_by cannot be combined with an offset above 0; walk sorted results with next_cursor', {
+      parameter: 'offset',
+    });
   }
   return { field: query.sort_by as RelationshipSortField, order: query.sort_order ?? 'asc' };
 }
@@ -60,12 +73,19 @@ function bindingOf(principal: Principal, ciId: string, shape: ResultShape, asOf:
     reader: principal,
     scope: `relationships:${ciId}`,
     sort: shape.sort ? `${shape.sort.field}:${shape.sort.order}` : null,
-    filters: { direction: shape.direction, relationship_types: shape.types, include_inactive: shape.includeInactive, ...(asOf ? { as_of: asOf } : {}) },
+    filters: {
+      direction: shape.direction,
+      relationship_types: shape.types,
+      include_inactive: shape.includeInactive,
+      ...(asOf ? { as_of: asOf } : {}),
+    },
   };
 }
 
 const cursorPosition = (keyset: Keyset): unknown[] =>
-  keyset.sortValue === undefined ? [keyset.directionRank, keyset.id] : [keyset.sortValue, keyset.directionRank, keyset.id];
+  keyset.sortValue === undefined
+    ? [keyset.directionRank, keyset.id]
+    : [keyset.sortValue, keyset.directionRank, keyset.id];
 
 /** The keyset a decoded cursor holds; the signature vouches for it, the shape is checked anyway. */
 function keysetOf(position: unknown[], sorted: boolean): Keyset {
@@ -80,7 +100,6 @@ function keysetOf(position: unknown[], sorted: boolean): Keyset {
   return { directionRank, id, ...(sorted ? { sortValue: sortValue as string } : {}) };
 }
 
-
 export interface RelationshipWalkPage {
   rows: RelationshipRow[];
   total: number;
@@ -93,14 +112,20 @@ export interface RelationshipWalkPage {
  * types, sort) binds the cursor, the walk's total is counted on its first page and travels in the
  * cursor from there, and a CI the principal may not see is a 404.
  */
-export async function relationshipsOf(app: AppContext, principal: Principal, ciId: string, query: RelationshipListQuery): Promise<RelationshipWalkPage> {
+export async function relationshipsOf(
+  app: AppContext,
+  principal: Principal,
+  ciId: string,
+  query: RelationshipListQuery,
+): Promise<RelationshipWalkPage> {
   const shape = readShape(query);
   const asOf = query.as_of === undefined ? undefined : await checkedAsOf(app, query.as_of);
   const binding = bindingOf(principal, ciId, shape, asOf);
   const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
   const after = cursor ? keysetOf(cursor.key, shape.sort !== null) : null;
   if (asOf !== undefined) {
-    if (!(await ciIsVisibleAt(app, principal, ciId, asOf))) throw notFound('Configuration item not found at that moment', { ci_id: ciId, as_of: asOf });
+    if (!(await ciIsVisibleAt(app, principal, ciId, asOf)))
+      throw notFound('Configuration item not found at that moment', { ci_id: ciId, as_of: asOf });
   } else if (!(await ciIsVisible(app, principal, ciId))) {
     throw notFound('Configuration item not found', { ci_id: ciId });
   }

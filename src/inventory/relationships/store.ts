@@ -126,7 +126,8 @@ export function edges(sql: Sql, asOf: string | undefined, options: { leftBehind?
  * name, type, status and instance then; none when it did not exist then).
  */
 function neighbours(sql: Sql, tenantId: string, asOf: string | undefined): Fragment {
-  if (asOf === undefined) return sql`left join configuration_items n on n.ci_id = e.related_ci_id and n.tenant_id = ${tenantId}`;
+  if (asOf === undefined)
+    return sql`left join configuration_items n on n.ci_id = e.related_ci_id and n.tenant_id = ${tenantId}`;
   // the neighbour as it was then; the principal's scopes apply to the relationship's ends (see visibleFilter)
   const then = cisAt(sql, asOf, 'b', {
     visible: (row) => sql`${sql(row)}.tenant_id = ${tenantId}`,
@@ -183,7 +184,9 @@ function sortValue(sql: Sql, criteria: RelationshipCriteria): Fragment {
 function resultSet(sql: Sql, principal: Principal, criteria: RelationshipCriteria, rowsWanted?: number): Fragment {
   const parts = branches(sql, principal.tenantId, criteria).map((branch) => branch.edges);
   if (rowsWanted === undefined || criteria.sort) {
-    return parts.map((part) => visibleRows(sql, principal, criteria, part)).reduce((union, part) => sql`${union} union all ${part}`);
+    return parts
+      .map((part) => visibleRows(sql, principal, criteria, part))
+      .reduce((union, part) => sql`${union} union all ${part}`);
   }
   // unsorted, each direction is walked by id on its own and stops after the rows a page can use:
   // over the union, the planner would sort every row of a CI with many neighbours for each page
@@ -225,8 +228,14 @@ function afterKeyset(sql: Sql, criteria: RelationshipCriteria): Fragment {
 }
 
 /** How many relationship rows the walk covers (see `resultSet`). */
-export async function countRelationships(sql: Sql, principal: Principal, criteria: RelationshipCriteria): Promise<number> {
-  const [row] = await sql<{ total: number }[]>`select count(*)::int as total from (${resultSet(sql, principal, criteria)}) s`;
+export async function countRelationships(
+  sql: Sql,
+  principal: Principal,
+  criteria: RelationshipCriteria,
+): Promise<number> {
+  const [row] = await sql<
+    { total: number }[]
+  >`select count(*)::int as total from (${resultSet(sql, principal, criteria)}) s`;
   return row?.total ?? 0;
 }
 
@@ -236,7 +245,11 @@ export async function countRelationships(sql: Sql, principal: Principal, criteri
  * are dropped here, so a page may be short, or empty, while more follow. The next page continues
  * from the page's last row, even when that one is dangling.
  */
-export async function relationshipPage(sql: Sql, principal: Principal, criteria: RelationshipCriteria): Promise<RelationshipPage> {
+export async function relationshipPage(
+  sql: Sql,
+  principal: Principal,
+  criteria: RelationshipCriteria,
+): Promise<RelationshipPage> {
   const { limit } = criteria;
   const offset = criteria.after ? 0 : criteria.offset;
   // one row beyond the page tells whether more follow
@@ -263,11 +276,18 @@ export async function relationshipPage(sql: Sql, principal: Principal, criteria:
  * would meet in a sort, which holds every row back until the last is found; read apart, rows reach
  * the process as the database finds them and are decoded while it looks for the next.
  */
-async function branchByBranch(sql: Sql, principal: Principal, criteria: RelationshipCriteria, wanted: number): Promise<PageRow[]> {
+async function branchByBranch(
+  sql: Sql,
+  principal: Principal,
+  criteria: RelationshipCriteria,
+  wanted: number,
+): Promise<PageRow[]> {
   const rows: PageRow[] = [];
   for (const branch of branches(sql, principal.tenantId, criteria)) {
     if (criteria.after && criteria.after.directionRank > branch.rank) continue;
-    const found = await sql<PageRow[]>`${visibleRows(sql, principal, criteria, branch.edges)} order by e.id limit ${wanted - rows.length}`;
+    const found = await sql<
+      PageRow[]
+    >`${visibleRows(sql, principal, criteria, branch.edges)} order by e.id limit ${wanted - rows.length}`;
     for (const row of found) rows.push(row);
     if (rows.length >= wanted) break;
   }
@@ -293,7 +313,13 @@ export interface EdgeChange {
  * exist at `to` only, `removed` at `from` only. Those leading to an instance the principal may not
  * see are left out, as the relationship list leaves them out.
  */
-export async function edgesChangedBetween(sql: Sql, principal: Principal, ciId: string, from: string, to: string): Promise<{ added: EdgeChange[]; removed: EdgeChange[] }> {
+export async function edgesChangedBetween(
+  sql: Sql,
+  principal: Principal,
+  ciId: string,
+  from: string,
+  to: string,
+): Promise<{ added: EdgeChange[]; removed: EdgeChange[] }> {
   const at = (moment: string) => sql`
     select r.id::text as id, r.relationship_type,
            case when r.from_ci_id = ${ciId} then 'outgoing' else 'incoming' end as direction,
@@ -309,6 +335,7 @@ export async function edgesChangedBetween(sql: Sql, principal: Principal, ciId: 
     union all
     select 'removed' as side, y.* from (${at(from)} except ${at(to)}) y
     order by side, relationship_type, related_ci_id, id`;
-  const pick = (side: 'added' | 'removed') => rows.filter((row) => row.side === side).map(({ side: _side, ...edge }) => edge);
+  const pick = (side: 'added' | 'removed') =>
+    rows.filter((row) => row.side === side).map(({ side: _side, ...edge }) => edge);
   return { added: pick('added'), removed: pick('removed') };
 }

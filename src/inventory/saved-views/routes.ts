@@ -13,7 +13,7 @@ const list = defineRoute({
   operationId: 'listSavedViews',
   summary: 'List saved views',
   description:
-    'The caller\'s own saved views and those shared with the tenant, by view and name. A saved view is a view of the web ' +
+    "The caller's own saved views and those shared with the tenant, by view and name. A saved view is a view of the web " +
     'interface and its URL state; it holds no data. Opening it runs its query under the rights of whoever opens it, so a ' +
     'shared view shows each person only what their permissions and data scopes let them see.',
   tags,

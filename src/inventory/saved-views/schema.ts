@@ -4,7 +4,10 @@ import { HumanName, Timestamp, Uuid } from '../../platform/http/schemas.js';
 export const VIEWS = ['inventory', 'changes', 'stats'] as const;
 export const MAX_VIEWS_PER_OWNER = 200;
 
-const ViewName = Type.Union(VIEWS.map((view) => Type.Literal(view)), { description: 'The view of the web interface: `/ui/<view>`.' });
+const ViewName = Type.Union(
+  VIEWS.map((view) => Type.Literal(view)),
+  { description: 'The view of the web interface: `/ui/<view>`.' },
+);
 
 export const NewSavedView = Type.Object(
   {
@@ -13,9 +16,12 @@ export const NewSavedView = Type.Object(
     query: Type.String({
       maxLength: 4000,
       pattern: '^[^\\s#?][^\\s#]*$|^$',
-      description: 'The view\'s URL query string without the `?` (`status=all&filter=ci_type:eq:k8s.pod`).',
+      description: "The view's URL query string without the `?` (`status=all&filter=ci_type:eq:k8s.pod`).",
     }),
-    shared: Type.Boolean({ default: false, description: 'Listed to everyone of the tenant; otherwise to its owner only.' }),
+    shared: Type.Boolean({
+      default: false,
+      description: 'Listed to everyone of the tenant; otherwise to its owner only.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -27,10 +33,14 @@ export const SavedView = Type.Object({
   view: ViewName,
   query: Type.String(),
   shared: Type.Boolean(),
-  owner: Type.Object({ kind: Type.Union([Type.Literal('user'), Type.Literal('api_key')]), id: Type.String(), name: Type.String() }),
+  owner: Type.Object({
+    kind: Type.Union([Type.Literal('user'), Type.Literal('api_key')]),
+    id: Type.String(),
+    name: Type.String(),
+  }),
   mine: Type.Boolean({ description: 'Whether the caller owns it (and so may delete it).' }),
   created_at: Timestamp(),
 });
 
 export const SavedViewQuery = Type.Object({ view: Type.Optional(ViewName) });
-export const SavedViewParams = Type.Object({ view_id: Uuid('The saved view\'s identifier.') });
+export const SavedViewParams = Type.Object({ view_id: Uuid("The saved view's identifier.") });

@@ -27,7 +27,12 @@ const OWNED_BY = (sql: Queryable, owner: Owner) =>
   owner.userId ? sql`v.user_id = ${owner.userId}` : sql`v.api_key_id = ${owner.apiKeyId}`;
 
 /** The owner's views and the tenant's shared ones, by view and name. */
-export function listSavedViews(sql: Queryable, tenantId: string, owner: Owner, view: string | undefined): Promise<SavedViewRow[]> {
+export function listSavedViews(
+  sql: Queryable,
+  tenantId: string,
+  owner: Owner,
+  view: string | undefined,
+): Promise<SavedViewRow[]> {
   return sql<SavedViewRow[]>`
     select ${COLUMNS(sql)}
     from saved_views v left join users u on u.id = v.user_id left join api_keys k on k.id = v.api_key_id
@@ -47,7 +52,9 @@ export function findSavedView(sql: Queryable, tenantId: string, id: string): Pro
 /** Locks the owner's views for the transaction and counts them, so that two saves cannot both take the last place. */
 export async function lockAndCountOwned(sql: Queryable, tenantId: string, owner: Owner): Promise<number> {
   await sql`select pg_advisory_xact_lock(hashtextextended(${`saved-views:${owner.userId ?? owner.apiKeyId}`}, 0))`;
-  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from saved_views v where v.tenant_id = ${tenantId} and ${OWNED_BY(sql, owner)}`;
+  const [row] = await sql<
+    { n: number }[]
+  >`select count(*)::int as n from saved_views v where v.tenant_id = ${tenantId} and ${OWNED_BY(sql, owner)}`;
   return row?.n ?? 0;
 }
 

@@ -47,7 +47,15 @@ export async function writePlan(
   // relationships land with their owners: a crash between batches cannot leave an owner stored
   // (and its digest saying so) without them
   const relationships = send(replaceRelationships(tx, key, plan.owners, plan.relationships, now));
-  const resolvedOwners = send(resolvePendingRelationships(tx, key, plan.inserts.map((write) => write.external_id), now, lane));
+  const resolvedOwners = send(
+    resolvePendingRelationships(
+      tx,
+      key,
+      plan.inserts.map((write) => write.external_id),
+      now,
+      lane,
+    ),
+  );
   // after a failure the later statements fail as aborted; sql.begin reports the first failure
   const answered = Promise.all(sent);
   await meanwhile?.(answered);
@@ -108,22 +116,29 @@ export const NAMED_REFUSALS = 20;
  * rule, auth/principal.ts writableInstances). Named by external id, which the writer sent itself.
  */
 export const crossesInstances = (externalIds: readonly string[]) =>
-  forbidden('These records name CIs stored in instances of the source this principal may not write into; nothing was written', {
-    reason: 'outside_data_scope',
-    external_ids: externalIds.slice(0, NAMED_REFUSALS),
-  });
+  forbidden(
+    'These records name CIs stored in instances of the source this principal may not write into; nothing was written',
+    {
+      reason: 'outside_data_scope',
+      external_ids: externalIds.slice(0, NAMED_REFUSALS),
+    },
+  );
 
 /**
  * Inside the batch's transaction, under the source's lock: no stored CI of the batch lies outside
  * the instances the writer may write, so no write moves or rewrites one. Whatever a caller checked
  * beforehand, this check is the one that holds against a concurrent move.
  */
-function assertWritable(key: InventoryKey, states: Iterable<{ external_id: string; stored: { scope_id: string | null } | null }>): void {
+function assertWritable(
+  key: InventoryKey,
+  states: Iterable<{ external_id: string; stored: { scope_id: string | null } | null }>,
+): void {
   const writable = key.writable;
   if (writable === undefined) return;
   const outside: string[] = [];
   for (const state of states) {
-    if (state.stored && (state.stored.scope_id === null || !writable.includes(state.stored.scope_id))) outside.push(state.external_id);
+    if (state.stored && (state.stored.scope_id === null || !writable.includes(state.stored.scope_id)))
+      outside.push(state.external_id);
   }
   if (outside.length > 0) throw crossesInstances(outside);
 }

@@ -76,7 +76,9 @@ export function fieldChanges(before: StoredContent, record: UniversalRecord, typ
   if (typeDataDerived) return out;
   const raw = out.slice(rawFrom);
   const mirrors = (change: FieldChange) =>
-    raw.some((r) => isDeepStrictEqual(r.old_value, change.old_value) && isDeepStrictEqual(r.new_value, change.new_value));
+    raw.some(
+      (r) => isDeepStrictEqual(r.old_value, change.old_value) && isDeepStrictEqual(r.new_value, change.new_value),
+    );
   out.push(...diffValues('type_data', old.typeData, next.typeData).filter((change) => !mirrors(change)));
   return out;
 }
@@ -102,7 +104,18 @@ function ciWrite(key: InventoryKey, record: UniversalRecord, ciId: string, hash:
  */
 export function classifyBatch(input: ClassifyInput): BatchPlan {
   const { key, now } = input;
-  const plan: BatchPlan = { key, now, inserts: [], updates: [], seen: [], changes: [], owners: [], relationships: [], unchanged: 0, reactivated: 0 };
+  const plan: BatchPlan = {
+    key,
+    now,
+    inserts: [],
+    updates: [],
+    seen: [],
+    changes: [],
+    owners: [],
+    relationships: [],
+    unchanged: 0,
+    reactivated: 0,
+  };
   const updated: NewChangeRecord[] = [];
   const relationships = new Map<string, RelationshipWrite>();
   input.records.forEach((record, index) => {

@@ -11,7 +11,9 @@ export interface Content {
   typeData: Record<string, unknown>;
 }
 
-export function contentOf(record: Pick<UniversalRecord, 'ci_type' | 'name' | 'namespace' | 'raw_data' | 'type_data'>): Content {
+export function contentOf(
+  record: Pick<UniversalRecord, 'ci_type' | 'name' | 'namespace' | 'raw_data' | 'type_data'>,
+): Content {
   const rules = volatileRules(record.ci_type);
   return {
     ci_type: record.ci_type,
@@ -44,7 +46,9 @@ export function metricsOf(record: Pick<UniversalRecord, 'type_data'>): string | 
  */
 export function contentHash(record: UniversalRecord): string {
   const rules = volatileRules(record.ci_type);
-  const relationships = record.relationships ? record.relationships.map((r) => `${r.type}\u0000${r.target_external_id}`).sort() : null;
+  const relationships = record.relationships
+    ? record.relationships.map((r) => `${r.type}\u0000${r.target_external_id}`).sort()
+    : null;
   const text = withoutVolatile(record.raw_data, rules.raw, (raw) =>
     withoutVolatile(record.type_data ?? {}, rules.type, (typeData) =>
       JSON.stringify([record.ci_type, record.name, record.namespace ?? null, raw, typeData, relationships]),

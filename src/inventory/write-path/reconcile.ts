@@ -63,7 +63,8 @@ export const emptyReconcileResult = (): ReconcileResult => ({
 
 /** Adds what one reconcile did to a running total (pushes and collections reconcile in parts). */
 export function addReconcileResult(total: ReconcileResult, part: ReconcileResult): void {
-  for (const key of ['received', 'created', 'updated', 'unchanged', 'reactivated', 'archived', 'changes'] as const) total[key] += part[key];
+  for (const key of ['received', 'created', 'updated', 'unchanged', 'reactivated', 'archived', 'changes'] as const)
+    total[key] += part[key];
   total.relationships.written += part.relationships.written;
   total.relationships.removed += part.relationships.removed;
   total.relationships.unresolved += part.relationships.unresolved;
@@ -109,7 +110,11 @@ export interface BulkLoad {
   analyzeAfter: number;
 }
 
-export const newBulkLoad = (analyzeAfter = ANALYZE_AFTER_CREATED): BulkLoad => ({ created: 0, analyzed: false, analyzeAfter });
+export const newBulkLoad = (analyzeAfter = ANALYZE_AFTER_CREATED): BulkLoad => ({
+  created: 0,
+  analyzed: false,
+  analyzeAfter,
+});
 
 const validateSnapshot = compileBody(Snapshot);
 
@@ -124,7 +129,8 @@ const TOO_DEEP = 1;
 const HOLDS_NUL = 2;
 const HOLDS_LONE_SURROGATE = 4;
 
-const textFlags = (text: string): number => (text.includes(NUL) ? HOLDS_NUL : 0) | (wellFormed(text) ? 0 : HOLDS_LONE_SURROGATE);
+const textFlags = (text: string): number =>
+  (text.includes(NUL) ? HOLDS_NUL : 0) | (wellFormed(text) ? 0 : HOLDS_LONE_SURROGATE);
 
 /**
  * What one walk of a JSON value finds: nesting deeper than `limit` (counting `depth` for the
@@ -183,7 +189,8 @@ export function assertStorable(snapshot: Snapshot, unstorableItems?: ReadonlyMap
   deletions.forEach((id, index) => {
     const message = messageOf(textFlags(id));
     if (message) refuse(`deletions.${index}`, message);
-    else if (itemIds.has(id)) refuse(`deletions.${index}`, 'is also listed in items; send an id as an item or as a deletion, not both');
+    else if (itemIds.has(id))
+      refuse(`deletions.${index}`, 'is also listed in items; send an id as an item or as a deletion, not both');
   });
   if (errors.length > 0) throw validationFailed(errors);
 }
@@ -195,7 +202,10 @@ export function assertStorable(snapshot: Snapshot, unstorableItems?: ReadonlyMap
  * item.
  */
 function scanSnapshot(document: unknown): { tooDeep: boolean; unstorableItems?: Map<number, string> } {
-  const items = typeof document === 'object' && document !== null && !Array.isArray(document) ? (document as { items?: unknown }).items : undefined;
+  const items =
+    typeof document === 'object' && document !== null && !Array.isArray(document)
+      ? (document as { items?: unknown }).items
+      : undefined;
   if (!Array.isArray(items) || MAX_JSON_DEPTH < 2) return { tooDeep: nestsDeeperThan(document, MAX_JSON_DEPTH) };
   const root = document as Record<string, unknown>;
   for (const key in root) {
@@ -216,7 +226,9 @@ function scanSnapshot(document: unknown): { tooDeep: boolean; unstorableItems?: 
 export function assertSnapshot(document: unknown): asserts document is Snapshot {
   const { tooDeep, unstorableItems } = scanSnapshot(document);
   if (tooDeep) {
-    throw validationFailed([{ field: '(root)', location: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` }]);
+    throw validationFailed([
+      { field: '(root)', location: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` },
+    ]);
   }
   if (!validateSnapshot(document)) throw validationFailed(toFieldErrors(validateSnapshot.errors, 'body'));
   assertStorable(document as Snapshot, unstorableItems);
@@ -231,10 +243,18 @@ export function assertSnapshot(document: unknown): asserts document is Snapshot 
  * across processes batch by batch (the source's transaction lock). On a PostgreSQL server a
  * reconcile of more than one batch may write in lanes (ReconcileOptions.lanes).
  */
-export async function reconcile(sql: Sql, input: ReconcileInput, options: ReconcileOptions = {}): Promise<ReconcileResult> {
+export async function reconcile(
+  sql: Sql,
+  input: ReconcileInput,
+  options: ReconcileOptions = {},
+): Promise<ReconcileResult> {
   const release = holdHeapTight();
   try {
-    return await inTurn(`${input.tenantId}:${input.sourceId}`, () => reconcileNow(sql, input, options), options.turnWaitMs);
+    return await inTurn(
+      `${input.tenantId}:${input.sourceId}`,
+      () => reconcileNow(sql, input, options),
+      options.turnWaitMs,
+    );
   } finally {
     release();
   }
@@ -243,8 +263,18 @@ export async function reconcile(sql: Sql, input: ReconcileInput, options: Reconc
 async function reconcileNow(sql: Sql, input: ReconcileInput, options: ReconcileOptions): Promise<ReconcileResult> {
   const now = options.now ?? new Date();
   // an unset scope is null: an undefined parameter would fail inside the driver, mid-pipeline
-  const key: InventoryKey = { tenantId: input.tenantId, sourceId: input.sourceId, scopeId: input.scopeId ?? null, writable: input.writable };
-  const { lanes, gone } = splitBatches(input.records, input.deletions ?? [], options.batchSize ?? 1000, options.lanes === true);
+  const key: InventoryKey = {
+    tenantId: input.tenantId,
+    sourceId: input.sourceId,
+    scopeId: input.scopeId ?? null,
+    writable: input.writable,
+  };
+  const { lanes, gone } = splitBatches(
+    input.records,
+    input.deletions ?? [],
+    options.batchSize ?? 1000,
+    options.lanes === true,
+  );
   const result: ReconcileResult = { ...emptyReconcileResult(), received: input.records.length };
   const run: UpsertRun = {
     key,
@@ -322,7 +352,16 @@ async function upsertLane(sql: Sql, lane: Lane, run: UpsertRun, result: Reconcil
       const hashes = digests.all();
       const next = new Digests(batches[index + 1] ?? []);
       const meanwhile = (answered: Promise<unknown>) => next.whileWaiting(answered);
-      const { plan, written } = await reconcileBatch(sql, { key, now, statementTimeoutMs, records, hashes, meanwhile, typeDataDerived, lane: part });
+      const { plan, written } = await reconcileBatch(sql, {
+        key,
+        now,
+        statementTimeoutMs,
+        records,
+        hashes,
+        meanwhile,
+        typeDataDerived,
+        lane: part,
+      });
       digests = next;
       addBatch(result, run.owners, plan, written);
       run.done += records.length;
@@ -370,7 +409,13 @@ function addBatch(result: ReconcileResult, owners: Set<string>, plan: BatchPlan,
 }
 
 /** Archives one batch of a delta's deletions (by external id) with their `DELETED` changes; returns how many moved. */
-async function archiveGone(sql: Sql, key: InventoryKey, externalIds: string[], now: Date, statementTimeoutMs: number | undefined): Promise<number> {
+async function archiveGone(
+  sql: Sql,
+  key: InventoryKey,
+  externalIds: string[],
+  now: Date,
+  statementTimeoutMs: number | undefined,
+): Promise<number> {
   const archived = await sql.begin(async (tx) => {
     await lockSource(tx, key.tenantId, key.sourceId, statementTimeoutMs);
     const outside = await findOutsideWritable(tx, key, externalIds, NAMED_REFUSALS);

@@ -11,21 +11,41 @@ export const CI_TYPE_PATTERN = '^[a-z0-9][a-z0-9_-]*\\.[a-z0-9][a-z0-9_-]*$';
 
 export const RelationshipRef = Type.Object(
   {
-    type: Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$', description: 'e.g. runs_on, manages' }),
+    type: Type.String({
+      minLength: 1,
+      maxLength: 128,
+      pattern: '^[A-Za-z0-9_.:-]+$',
+      description: 'e.g. runs_on, manages',
+    }),
     target_external_id: Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH }),
   },
-  { additionalProperties: false, description: 'An outgoing relationship to another CI of the same source, by its external id.' },
+  {
+    additionalProperties: false,
+    description: 'An outgoing relationship to another CI of the same source, by its external id.',
+  },
 );
 
 /** The universal format every collector produces: one object as the source sees it. */
 export const UniversalRecord = Type.Object(
   {
-    external_id: Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH, description: "The object's identity inside its source." }),
-    ci_type: Type.String({ pattern: CI_TYPE_PATTERN, maxLength: 128, description: '`<family>.<kind>`, e.g. `k8s.pod`.' }),
+    external_id: Type.String({
+      minLength: 1,
+      maxLength: MAX_KEY_LENGTH,
+      description: "The object's identity inside its source.",
+    }),
+    ci_type: Type.String({
+      pattern: CI_TYPE_PATTERN,
+      maxLength: 128,
+      description: '`<family>.<kind>`, e.g. `k8s.pod`.',
+    }),
     name: Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH }),
     namespace: Type.Optional(Type.Union([Type.String({ maxLength: MAX_KEY_LENGTH }), Type.Null()])),
-    raw_data: Type.Record(Type.String(), Type.Unknown(), { description: 'The collected payload as the source returned it.' }),
-    type_data: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Type-specific attributes; may hold `metrics`.' })),
+    raw_data: Type.Record(Type.String(), Type.Unknown(), {
+      description: 'The collected payload as the source returned it.',
+    }),
+    type_data: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: 'Type-specific attributes; may hold `metrics`.' }),
+    ),
     relationships: Type.Optional(
       Type.Array(RelationshipRef, { description: "Replaces the object's outgoing relationships when present." }),
     ),

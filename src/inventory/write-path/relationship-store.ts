@@ -145,7 +145,11 @@ export async function resolvePendingRelationships(
 }
 
 /** Writes the relationships of pending references taken out by the statement's `arrived` part. */
-const relationshipsFromArrived = (sql: Queryable, { tenantId, sourceId }: { tenantId: string; sourceId: string }, now: Date) => sql`
+const relationshipsFromArrived = (
+  sql: Queryable,
+  { tenantId, sourceId }: { tenantId: string; sourceId: string },
+  now: Date,
+) => sql`
     insert into relationships (tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen, from_scope_id, to_scope_id)
     select ${tenantId}, ${sourceId}, a.from_ci_id, t.ci_id, a.relationship_type, ${now}, ${now}, f.scope_id, t.scope_id
     from arrived a
@@ -166,7 +170,11 @@ const relationshipsFromArrived = (sql: Queryable, { tenantId, sourceId }: { tena
  * lane did not see the target, created in a transaction of its own). Reads the source's pending
  * references, which are few: only references to objects the source has not sent stay pending.
  */
-export async function resolveArrivedTargets(sql: Queryable, key: { tenantId: string; sourceId: string }, now: Date): Promise<string[]> {
+export async function resolveArrivedTargets(
+  sql: Queryable,
+  key: { tenantId: string; sourceId: string },
+  now: Date,
+): Promise<string[]> {
   const { tenantId, sourceId } = key;
   const rows = await sql<{ from_ci_id: string }[]>`
     with arrived as (

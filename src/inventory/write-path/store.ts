@@ -17,7 +17,8 @@ export interface InventoryKey {
 }
 
 /** The instances a write may touch as an SQL text array, or null for every instance of the source. */
-export const writableArray = (key: InventoryKey): string[] | null => (key.writable === undefined ? null : [...key.writable]);
+export const writableArray = (key: InventoryKey): string[] | null =>
+  key.writable === undefined ? null : [...key.writable];
 
 /** A CI seen by a collection, with the metrics it came with (JSON text, or null). */
 export interface SeenCi {
@@ -79,7 +80,13 @@ const RECONCILE_LOCK = 0x63696e77;
  * nothing else runs beside them. Each waits for at most one lock of the other kind, so none can
  * wait in a circle.
  */
-export async function lockSource(sql: Queryable, tenantId: string, sourceId: string, statementTimeoutMs?: number, lane?: number): Promise<void> {
+export async function lockSource(
+  sql: Queryable,
+  tenantId: string,
+  sourceId: string,
+  statementTimeoutMs?: number,
+  lane?: number,
+): Promise<void> {
   const source = `${tenantId}:${sourceId}`;
   const locks =
     lane === undefined
@@ -91,7 +98,8 @@ export async function lockSource(sql: Queryable, tenantId: string, sourceId: str
 }
 
 /** The part of the external id in `column`, as SQL text: partOf in parts.ts, computed by the database. */
-export const partExpression = (column: string): string => `get_byte(decode(md5(${column}), 'hex'), 0) % ${SOURCE_PARTS}`;
+export const partExpression = (column: string): string =>
+  `get_byte(decode(md5(${column}), 'hex'), 0) % ${SOURCE_PARTS}`;
 
 /**
  * The lookup's keys as one JSON text: each record's metrics are JSON already and go in as they are,
@@ -101,7 +109,8 @@ export const partExpression = (column: string): string => `get_byte(decode(md5($
 function wantedText(wanted: { externalIds: string[]; hashes: string[]; metrics: (string | null)[] }): string {
   const rows: string[] = new Array<string>(wanted.externalIds.length);
   for (let i = 0; i < rows.length; i++) {
-    rows[i] = `{"external_id":${JSON.stringify(wanted.externalIds[i])},"hash":"${wanted.hashes[i]}","metrics":${wanted.metrics[i] ?? 'null'}}`;
+    rows[i] =
+      `{"external_id":${JSON.stringify(wanted.externalIds[i])},"hash":"${wanted.hashes[i]}","metrics":${wanted.metrics[i] ?? 'null'}}`;
   }
   return `[${rows.join(',')}]`;
 }
@@ -155,7 +164,13 @@ export function loadStates(
 const CI_RECORDSET = `r(ci_id uuid, scope_id text, external_id text, ci_type text, name text, namespace text,
   raw_data jsonb, type_data jsonb, content_hash text)`;
 
-export async function insertCis(sql: Queryable, tenantId: string, sourceId: string, rows: CiWrite[], now: Date): Promise<void> {
+export async function insertCis(
+  sql: Queryable,
+  tenantId: string,
+  sourceId: string,
+  rows: CiWrite[],
+  now: Date,
+): Promise<void> {
   if (rows.length === 0) return;
   await sql`
     insert into configuration_items
@@ -218,7 +233,11 @@ export function archiveCis(sql: Queryable, tenantId: string, ciIds: string[], no
 }
 
 /** The CIs of the source with these external ids, in the instances the key's writer may write. */
-export function findIdsByExternalId(sql: Queryable, key: InventoryKey, externalIds: string[]): Promise<{ ci_id: string }[]> {
+export function findIdsByExternalId(
+  sql: Queryable,
+  key: InventoryKey,
+  externalIds: string[],
+): Promise<{ ci_id: string }[]> {
   const writable = writableArray(key);
   return sql<{ ci_id: string }[]>`
     select c.ci_id
@@ -240,7 +259,12 @@ export interface OutsideCi {
  * Which of the external ids name CIs of the source stored outside the instances the writer may
  * write (none when it may write them all): one index probe per id, at most `limit` answers.
  */
-export async function findOutsideWritable(sql: Queryable, key: InventoryKey, externalIds: readonly string[], limit: number): Promise<OutsideCi[]> {
+export async function findOutsideWritable(
+  sql: Queryable,
+  key: InventoryKey,
+  externalIds: readonly string[],
+  limit: number,
+): Promise<OutsideCi[]> {
   const writable = writableArray(key);
   if (writable === null || externalIds.length === 0) return [];
   return sql<OutsideCi[]>`

@@ -28,7 +28,10 @@ export async function inTurn<T>(key: string, work: () => Promise<T>, waitMs = DE
 async function waitFor(turn: Promise<void>, waitMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(unavailable('Another ingest into this source is still running; retry shortly', 'source_busy', 5)), waitMs);
+    timer = setTimeout(
+      () => reject(unavailable('Another ingest into this source is still running; retry shortly', 'source_busy', 5)),
+      waitMs,
+    );
   });
   try {
     await Promise.race([turn, timeout]);

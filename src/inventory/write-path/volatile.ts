@@ -18,7 +18,8 @@ const VOLATILE_BY_FAMILY: Record<string, { raw: string[]; type: string[] }> = {
 const DEFAULT_RULES = { raw: [] as string[], type: ['metrics'] };
 
 type Steps = (string | '[]')[];
-const compile = (path: string): Steps => path.split('.').flatMap((part) => (part.endsWith('[]') ? [part.slice(0, -2), '[]'] : [part]));
+const compile = (path: string): Steps =>
+  path.split('.').flatMap((part) => (part.endsWith('[]') ? [part.slice(0, -2), '[]'] : [part]));
 
 const compiled = new Map<string, { raw: Steps[]; type: Steps[] }>();
 
@@ -26,7 +27,8 @@ export function volatileRules(ciType: string): { raw: Steps[]; type: Steps[] } {
   const family = ciType.slice(0, ciType.indexOf('.'));
   let rules = compiled.get(family);
   if (!rules) {
-    const source = (Object.hasOwn(VOLATILE_BY_FAMILY, family) ? VOLATILE_BY_FAMILY[family] : undefined) ?? DEFAULT_RULES;
+    const source =
+      (Object.hasOwn(VOLATILE_BY_FAMILY, family) ? VOLATILE_BY_FAMILY[family] : undefined) ?? DEFAULT_RULES;
     rules = { raw: source.raw.map(compile), type: source.type.map(compile) };
     compiled.set(family, rules);
   }
@@ -73,7 +75,11 @@ function collect(value: unknown, steps: Steps, from: number, out: Masked[]): voi
  * content without building a stripped copy of every record (the larger part of digest time on
  * bulk ingests). Records that cannot be written to (frozen) are read through a copy instead.
  */
-export function withoutVolatile<T>(value: Record<string, unknown>, rules: readonly Steps[], work: (content: Record<string, unknown>) => T): T {
+export function withoutVolatile<T>(
+  value: Record<string, unknown>,
+  rules: readonly Steps[],
+  work: (content: Record<string, unknown>) => T,
+): T {
   if (rules.length === 0) return work(value);
   const masked: Masked[] = [];
   for (const steps of rules) collect(value, steps, 0, masked);

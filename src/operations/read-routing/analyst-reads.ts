@@ -8,7 +8,8 @@ import { analystReads } from '../../platform/observability/metrics.js';
 import { createSearchBackend } from '../../history/search/backends.js';
 
 /** One person or key, however they signed in: a user's token and their session read alike. */
-const readerOf = (principal: Principal): string => (principal.user ? `user:${principal.user.id}` : `${principal.kind}:${principal.id}`);
+const readerOf = (principal: Principal): string =>
+  principal.user ? `user:${principal.user.id}` : `${principal.kind}:${principal.id}`;
 
 /**
  * Sends analyst reads (search, statistics, history, CSV exports, the inventory of the past) to a

@@ -22,7 +22,8 @@ const redocDir = path.join(path.dirname(require.resolve('redoc/package.json')), 
 const REDOC_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
 const EMPTY_IMAGE = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='1' height='1'/%3E";
 let redocBundle: Promise<string> | undefined;
-const localRedoc = (file: string) => (redocBundle ??= readFile(file, 'utf8').then((text) => text.replaceAll(REDOC_LOGO, EMPTY_IMAGE)));
+const localRedoc = (file: string) =>
+  (redocBundle ??= readFile(file, 'utf8').then((text) => text.replaceAll(REDOC_LOGO, EMPTY_IMAGE)));
 
 /**
  * What the documentation pages may load: their own origin only (styles and images inline too, which
@@ -37,7 +38,11 @@ const ASSETS: Record<string, { file: string; type: string; load?: (file: string)
   'swagger-ui.css': { file: path.join(swaggerDir, 'swagger-ui.css'), type: 'text/css' },
   'swagger-ui-bundle.js': { file: path.join(swaggerDir, 'swagger-ui-bundle.js'), type: 'application/javascript' },
   'favicon-32x32.png': { file: path.join(swaggerDir, 'favicon-32x32.png'), type: 'image/png' },
-  'redoc.standalone.js': { file: path.join(redocDir, 'redoc.standalone.js'), type: 'application/javascript', load: localRedoc },
+  'redoc.standalone.js': {
+    file: path.join(redocDir, 'redoc.standalone.js'),
+    type: 'application/javascript',
+    load: localRedoc,
+  },
 };
 
 const DatabaseCheck = Type.Object({
@@ -52,13 +57,20 @@ const RateLimitCheck = Type.Object(
     status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
     detail: Type.Optional(Type.String()),
   },
-  { description: 'Where request limits are counted: `redis` (shared by replicas; `degraded` while unreachable, when each process counts alone) or `memory`.' },
+  {
+    description:
+      'Where request limits are counted: `redis` (shared by replicas; `degraded` while unreachable, when each process counts alone) or `memory`.',
+  },
 );
 
 const ReplicaCheck = Type.Object(
   {
     status: Type.Union([Type.Literal('ok'), Type.Literal('lagging'), Type.Literal('unavailable')]),
-    lag_seconds: Nullable(Type.Number({ description: 'How far the replica is behind the primary; null while it cannot be reached or does not replay.' })),
+    lag_seconds: Nullable(
+      Type.Number({
+        description: 'How far the replica is behind the primary; null while it cannot be reached or does not replay.',
+      }),
+    ),
     max_lag_seconds: Type.Number({ description: 'CINV_REPLICA_MAX_LAG: beyond it the primary serves analyst reads.' }),
     detail: Type.Optional(Type.String()),
   },
@@ -73,13 +85,18 @@ const Days = Nullable(Type.Number({ description: 'Days; null keeps forever.' }))
 
 const HistoryCoverage = Type.Object(
   {
-    covers_since: Nullable(Timestamp('The earliest moment from which every change is still kept; null when all history is kept forever.')),
+    covers_since: Nullable(
+      Timestamp('The earliest moment from which every change is still kept; null when all history is kept forever.'),
+    ),
     retention: Type.Object({
       default_days: Days,
       by_ci_type: Type.Record(Type.String(), Days, { description: 'CINV_CHANGE_RETENTION_OVERRIDES.' }),
     }),
   },
-  { description: 'What the change history covers (CINV_CHANGE_RETENTION); the sweep removes what is older (beyond the spec).' },
+  {
+    description:
+      'What the change history covers (CINV_CHANGE_RETENTION); the sweep removes what is older (beyond the spec).',
+  },
 );
 
 const Health = Type.Object({
@@ -97,7 +114,10 @@ function historyCoverage(app: AppContext): Static<typeof HistoryCoverage> {
   const since = historyCoversSince(retention, app.now());
   return {
     covers_since: since ? since.toISOString() : null,
-    retention: { default_days: daysOf(retention.defaultMs), by_ci_type: Object.fromEntries([...retention.byType].map(([type, ms]) => [type, daysOf(ms)])) },
+    retention: {
+      default_days: daysOf(retention.defaultMs),
+      by_ci_type: Object.fromEntries([...retention.byType].map(([type, ms]) => [type, daysOf(ms)])),
+    },
   };
 }
 
@@ -112,7 +132,10 @@ const Readiness = Type.Object({
         status: Type.Union([Type.Literal('ok'), Type.Literal('degraded'), Type.Literal('unavailable')]),
         detail: Type.Optional(Type.String()),
       },
-      { description: 'The search backend; an unavailable OpenSearch does not make the instance unready (only search needs it).' },
+      {
+        description:
+          'The search backend; an unavailable OpenSearch does not make the instance unready (only search needs it).',
+      },
     ),
     rate_limits: RateLimitCheck,
     load: Type.Object({
@@ -129,12 +152,21 @@ const Readiness = Type.Object({
 function replicaCheck(app: AppContext): { replica?: Static<typeof ReplicaCheck> } {
   if (!app.analystReads) return {};
   const { status, lagSeconds, detail } = app.analystReads.state();
-  return { replica: { status, lag_seconds: lagSeconds, max_lag_seconds: app.config.replicaMaxLagMs / 1000, ...(detail === undefined ? {} : { detail }) } };
+  return {
+    replica: {
+      status,
+      lag_seconds: lagSeconds,
+      max_lag_seconds: app.config.replicaMaxLagMs / 1000,
+      ...(detail === undefined ? {} : { detail }),
+    },
+  };
 }
 
 async function checkDatabase(app: AppContext): Promise<Static<typeof DatabaseCheck>> {
   const probe = await app.health.probe();
-  return probe.up ? { status: 'ok', kind: app.database, latency_ms: probe.latencyMs } : { status: 'unavailable', kind: app.database };
+  return probe.up
+    ? { status: 'ok', kind: app.database, latency_ms: probe.latencyMs }
+    : { status: 'unavailable', kind: app.database };
 }
 
 const health = defineRoute({
@@ -176,7 +208,7 @@ function readinessRoute(load: LoadShedder) {
       '200 `ready` when the database answers and the instance has room. 503 `saturated` while it serves ' +
       'CINV_MAX_IN_FLIGHT requests, while its event loop lags more than CINV_SHED_EVENT_LOOP_DELAY, or while requests ' +
       'wait longer than CINV_SHED_DB_WAIT (or half of CINV_DB_ACQUIRE_TIMEOUT) for a database connection; 503 ' +
-      '`unavailable` when the database cannot be reached. Use it as the load balancer\'s readiness ' +
+      "`unavailable` when the database cannot be reached. Use it as the load balancer's readiness " +
       'check: a saturated instance drops out of rotation until it drains, without being restarted.',
     tags,
     access: 'public',
@@ -188,7 +220,8 @@ function readinessRoute(load: LoadShedder) {
       const [database, search] = await Promise.all([checkDatabase(app), app.search.health()]);
       const queue = app.gate.queue;
       const waitingTooLong = queue.oldestWaitMs > app.config.dbAcquireTimeoutMs / 2;
-      const status = database.status !== 'ok' ? 'unavailable' : load.saturated || waitingTooLong ? 'saturated' : 'ready';
+      const status =
+        database.status !== 'ok' ? 'unavailable' : load.saturated || waitingTooLong ? 'saturated' : 'ready';
       ctx.status = status === 'ready' ? 200 : 503;
       ctx.set('Cache-Control', 'no-store');
       return {
@@ -261,7 +294,11 @@ const redoc = defineRoute({
   async handler({ ctx }) {
     ctx.type = 'text/html';
     ctx.set('Content-Security-Policy', DOCS_POLICY(false));
-    ctx.body = html('cinv API reference', '', '<redoc spec-url="/openapi.json"></redoc><script src="/docs/assets/redoc.standalone.js"></script>');
+    ctx.body = html(
+      'cinv API reference',
+      '',
+      '<redoc spec-url="/openapi.json"></redoc><script src="/docs/assets/redoc.standalone.js"></script>',
+    );
   },
 });
 
@@ -273,7 +310,9 @@ const assets = defineRoute({
   tags,
   access: 'public',
   params: Type.Object({ file: Type.String({ description: Object.keys(ASSETS).join(', ') }) }),
-  responses: { 200: { description: 'The file.', otherContent: { 'application/javascript': {}, 'text/css': {}, 'image/png': {} } } },
+  responses: {
+    200: { description: 'The file.', otherContent: { 'application/javascript': {}, 'text/css': {}, 'image/png': {} } },
+  },
   async handler({ ctx, params }) {
     const asset = Object.hasOwn(ASSETS, params.file) ? ASSETS[params.file] : undefined;
     if (!asset) throw notFound('No such documentation asset');

@@ -130,7 +130,8 @@ export class AuditLog {
   }
 
   private forgetOldSuccesses(at: number): void {
-    for (const [key, when] of this.recentSuccesses) if (at - when >= SUCCESS_WINDOW_MS) this.recentSuccesses.delete(key);
+    for (const [key, when] of this.recentSuccesses)
+      if (at - when >= SUCCESS_WINDOW_MS) this.recentSuccesses.delete(key);
     if (this.recentSuccesses.size >= 20_000) this.recentSuccesses.clear();
   }
 
@@ -161,7 +162,8 @@ export class AuditLog {
     await this.flush();
     if (this.buffer.length > 0) await this.flush();
     this.closed = true;
-    if (this.buffer.length > 0) this.logger.error({ lost: this.buffer.length }, 'audit events could not be written before shutdown');
+    if (this.buffer.length > 0)
+      this.logger.error({ lost: this.buffer.length }, 'audit events could not be written before shutdown');
   }
 }
 
@@ -186,7 +188,14 @@ function toRow(event: AuditEvent, at: Date): AuditRow {
 
 /** Why an authentication failed, set by whoever refused it for the audit row. */
 export interface AuthFailure {
-  reason: 'missing_credentials' | 'malformed_key' | 'unknown_revoked_or_expired' | 'session_expired' | 'user_deactivated' | 'sso_failed' | 'email_taken';
+  reason:
+    | 'missing_credentials'
+    | 'malformed_key'
+    | 'unknown_revoked_or_expired'
+    | 'session_expired'
+    | 'user_deactivated'
+    | 'sso_failed'
+    | 'email_taken';
   /** The key's public hint (tier prefix and last characters), never more of it. */
   keyHint?: string;
   tenantId?: string;
@@ -196,7 +205,14 @@ export interface AuthFailure {
  * Refusals worth auditing, from the rendered error: a failed authentication (401) and a missing
  * permission (403), each with the `error.id` the client was given.
  */
-export function auditRefusal(audit: AuditLog, defaultTenantId: string, ctx: Context, status: number, details: Record<string, unknown>, id: string): void {
+export function auditRefusal(
+  audit: AuditLog,
+  defaultTenantId: string,
+  ctx: Context,
+  status: number,
+  details: Record<string, unknown>,
+  id: string,
+): void {
   const facts = { ...requestFacts(ctx), requestId: id };
   const route = `${ctx.method} ${(ctx.state.route as string | undefined) ?? ctx.path}`;
   const refusedSignIn = ctx.state.authFailure as AuthFailure | undefined;
@@ -244,5 +260,13 @@ export async function auditChange(
   target: { type: string; id: string; name?: string | null },
   details: Record<string, unknown> = {},
 ): Promise<void> {
-  await audit.writeNow(sql, { tenantId: principal.tenantId, type, outcome: 'success', actor: actorOf(principal), target, details, ...requestFacts(ctx) });
+  await audit.writeNow(sql, {
+    tenantId: principal.tenantId,
+    type,
+    outcome: 'success',
+    actor: actorOf(principal),
+    target,
+    details,
+    ...requestFacts(ctx),
+  });
 }

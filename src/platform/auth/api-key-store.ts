@@ -46,7 +46,11 @@ export interface NewApiKey {
  * (PrincipalCache) is dropped on every change, so a revoked token, a deactivated user or a
  * withdrawn grant counts from the next request on.
  */
-export async function findActiveKey(sql: Queryable, match: { keyHash: Buffer } | { id: string }, now: Date): Promise<ApiKeyRow | undefined> {
+export async function findActiveKey(
+  sql: Queryable,
+  match: { keyHash: Buffer } | { id: string },
+  now: Date,
+): Promise<ApiKeyRow | undefined> {
   const [row] = await sql<ApiKeyRow[]>`
     select k.id, k.tenant_id, k.name, k.tier, k.permissions, k.narrow_permissions, k.narrow_scopes, k.expires_at,
            coalesce((select json_agg(json_build_object('sourceId', s.source_id::text, 'scopeId', s.scope_id))
@@ -117,7 +121,11 @@ export interface ApiKeyListing {
 }
 
 /** The tenant's API keys (not user tokens), newest first; revoked ones only when asked for. */
-export async function listApiKeys(sql: Queryable, tenantId: string, options: { id?: string; includeRevoked: boolean }): Promise<ApiKeyListing[]> {
+export async function listApiKeys(
+  sql: Queryable,
+  tenantId: string,
+  options: { id?: string; includeRevoked: boolean },
+): Promise<ApiKeyListing[]> {
   return sql<ApiKeyListing[]>`
     select k.id, k.name, k.tier, k.key_hint, k.permissions, k.narrow_scopes, k.created_at, k.expires_at, k.revoked_at, k.last_used_at,
            coalesce((select json_agg(json_build_object('sourceId', s.source_id::text, 'scopeId', s.scope_id))
@@ -130,7 +138,8 @@ export async function listApiKeys(sql: Queryable, tenantId: string, options: { i
 }
 
 export async function revokeApiKey(sql: Queryable, tenantId: string, id: string, now: Date): Promise<boolean> {
-  const result = await sql`update api_keys set revoked_at = ${now} where tenant_id = ${tenantId} and id = ${id} and tier <> 'usr' and revoked_at is null`;
+  const result =
+    await sql`update api_keys set revoked_at = ${now} where tenant_id = ${tenantId} and id = ${id} and tier <> 'usr' and revoked_at is null`;
   return result.count > 0;
 }
 

@@ -26,8 +26,14 @@ export interface IssueKeyRequest {
 }
 
 /** The rights a key issued from this request acts with, before it exists (for the grant ceiling). */
-export function rightsOfKeyRequest(request: Pick<IssueKeyRequest, 'tier' | 'permissions' | 'scopes'>): { permissions: Set<Permission>; scopes: 'all' | DataScope[] } {
-  const scopes = request.tier === 'adm' || (request.tier === 'ro' && request.scopes === undefined) ? 'all' : normalizeScopes(request.scopes ?? []);
+export function rightsOfKeyRequest(request: Pick<IssueKeyRequest, 'tier' | 'permissions' | 'scopes'>): {
+  permissions: Set<Permission>;
+  scopes: 'all' | DataScope[];
+} {
+  const scopes =
+    request.tier === 'adm' || (request.tier === 'ro' && request.scopes === undefined)
+      ? 'all'
+      : normalizeScopes(request.scopes ?? []);
   return { permissions: tierPermissions(request.tier, request.permissions ?? []), scopes };
 }
 
@@ -66,7 +72,14 @@ export async function issueApiKey(
 export async function insertUserToken(
   sql: Queryable,
   secret: string,
-  token: { tenantId: string; userId: string; name: string; expiresAt: Date; permissions: readonly Permission[] | null; scopes: readonly DataScope[] | null },
+  token: {
+    tenantId: string;
+    userId: string;
+    name: string;
+    expiresAt: Date;
+    permissions: readonly Permission[] | null;
+    scopes: readonly DataScope[] | null;
+  },
 ): Promise<{ id: string; key: string }> {
   const key = generateApiKey('usr');
   const id = await insertApiKey(sql, {
@@ -92,11 +105,21 @@ export async function insertUserToken(
 export async function installBootstrapKey(sql: Sql, secret: string, tenantId: string, key: string): Promise<boolean> {
   const parsed = parseApiKey(key);
   if (!parsed || parsed.tier !== 'adm') {
-    throw new Error('CINV_BOOTSTRAP_ADMIN_KEY: not a valid admin key (create one with `cinv keys generate --tier adm`)');
+    throw new Error(
+      'CINV_BOOTSTRAP_ADMIN_KEY: not a valid admin key (create one with `cinv keys generate --tier adm`)',
+    );
   }
   const keyHash = hashApiKey(secret, key);
   if (await keyHashExists(sql, keyHash)) return false;
-  await insertApiKey(sql, { tenantId, name: 'bootstrap', tier: 'adm', keyHash, keyHint: keyHint(key), permissions: [], scopes: [] });
+  await insertApiKey(sql, {
+    tenantId,
+    name: 'bootstrap',
+    tier: 'adm',
+    keyHash,
+    keyHint: keyHint(key),
+    permissions: [],
+    scopes: [],
+  });
   return true;
 }
 
@@ -104,7 +127,13 @@ export async function installBootstrapKey(sql: Sql, secret: string, tenantId: st
  * The principal behind a key, or undefined for a malformed, unknown, revoked or expired key; from
  * `cache` when it holds the key (only keys found are kept).
  */
-export async function principalForKey(sql: Sql, secret: string, key: string, now: Date, cache?: PrincipalCache): Promise<Principal | undefined> {
+export async function principalForKey(
+  sql: Sql,
+  secret: string,
+  key: string,
+  now: Date,
+  cache?: PrincipalCache,
+): Promise<Principal | undefined> {
   const parsed = parseApiKey(key);
   if (!parsed) return undefined;
   // the cache goes by a plain digest of the key, a fifth of the keyed hash's cost on every request;
@@ -127,7 +156,11 @@ export async function principalForKeyId(sql: Queryable, keyId: string, now: Date
 }
 
 /** A user as signed in, with its rights as they are now (own and team grants); undefined when unknown or deactivated. */
-export async function principalForUserId(sql: Queryable, tenantId: string, userId: string): Promise<Principal | undefined> {
+export async function principalForUserId(
+  sql: Queryable,
+  tenantId: string,
+  userId: string,
+): Promise<Principal | undefined> {
   const [row] = await sql<{ user: NonNullable<ApiKeyRow['user']> }[]>`
     select ${userJson(sql)} as user
     from users u where u.id = ${userId} and u.tenant_id = ${tenantId}`;

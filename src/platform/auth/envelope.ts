@@ -17,7 +17,8 @@ const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 
 /** Identifies a master key without revealing it. */
-export const fingerprintOf = (masterKey: Buffer): string => createHash('sha256').update('cinv master key v1').update(masterKey).digest('hex').slice(0, 16);
+export const fingerprintOf = (masterKey: Buffer): string =>
+  createHash('sha256').update('cinv master key v1').update(masterKey).digest('hex').slice(0, 16);
 
 function seal(key: Buffer, plaintext: Buffer, aad: string): { nonce: Buffer; sealed: Buffer } {
   const nonce = randomBytes(NONCE_BYTES);
@@ -54,7 +55,8 @@ export class MasterKeys {
 
   unwrap(tenantId: string, version: number, wrapped: Buffer, fingerprint: string): Buffer {
     const master = this.byFingerprint.get(fingerprint);
-    if (!master) throw new CredentialsUnavailable(`the data key of this tenant is wrapped by another master key (${fingerprint})`);
+    if (!master)
+      throw new CredentialsUnavailable(`the data key of this tenant is wrapped by another master key (${fingerprint})`);
     return open(master, wrapped.subarray(0, NONCE_BYTES), wrapped.subarray(NONCE_BYTES), wrapAad(tenantId, version));
   }
 }
@@ -64,14 +66,16 @@ export class MasterKeys {
  * says what cannot be done (`what`: "Credentials cannot be stored or read").
  */
 export function requireMasterKeys(config: Pick<Config, 'masterKey' | 'previousMasterKey'>, what: string): MasterKeys {
-  if (!config.masterKey) throw conflict(`${what}: CINV_MASTER_KEY is not set on this server`, { reason: 'master_key_missing' });
+  if (!config.masterKey)
+    throw conflict(`${what}: CINV_MASTER_KEY is not set on this server`, { reason: 'master_key_missing' });
   return new MasterKeys(config.masterKey, config.previousMasterKey);
 }
 
 /** A seal that cannot be opened (another master key, a damaged row) as a 409 (reason undecryptable) rather than a failure of the server. */
 export function undecryptable(what: string): (error: unknown) => never {
   return (error: unknown) => {
-    if (error instanceof CredentialsUnavailable) throw conflict(`${what} cannot be decrypted: ${error.message}`, { reason: 'undecryptable' });
+    if (error instanceof CredentialsUnavailable)
+      throw conflict(`${what} cannot be decrypted: ${error.message}`, { reason: 'undecryptable' });
     throw error;
   };
 }
@@ -83,10 +87,15 @@ interface DataKeyRow {
 }
 
 /** The tenant's newest data key, created at the tenant's first credential. */
-async function currentDataKey(sql: Queryable, keys: MasterKeys, tenantId: string): Promise<{ version: number; key: Buffer }> {
+async function currentDataKey(
+  sql: Queryable,
+  keys: MasterKeys,
+  tenantId: string,
+): Promise<{ version: number; key: Buffer }> {
   const [row] = await sql<DataKeyRow[]>`
     select version, wrapped, master_fingerprint from tenant_data_keys where tenant_id = ${tenantId} order by version desc limit 1`;
-  if (row) return { version: row.version, key: keys.unwrap(tenantId, row.version, row.wrapped, row.master_fingerprint) };
+  if (row)
+    return { version: row.version, key: keys.unwrap(tenantId, row.version, row.wrapped, row.master_fingerprint) };
   const key = randomBytes(32);
   const { wrapped, fingerprint } = keys.wrap(tenantId, 1, key);
   await sql`
@@ -103,14 +112,27 @@ export interface Sealed {
 }
 
 /** Seals `plaintext` under the tenant's newest data key; `aad` names what it belongs to, for that key version. */
-export async function sealForTenant(sql: Queryable, keys: MasterKeys, tenantId: string, aad: (version: number) => string, plaintext: Buffer): Promise<Sealed> {
+export async function sealForTenant(
+  sql: Queryable,
+  keys: MasterKeys,
+  tenantId: string,
+  aad: (version: number) => string,
+  plaintext: Buffer,
+): Promise<Sealed> {
   const { version, key } = await currentDataKey(sql, keys, tenantId);
   const { nonce, sealed } = seal(key, plaintext, aad(version));
   return { keyVersion: version, nonce, ciphertext: sealed };
 }
 
 /** Opens what sealForTenant sealed with the same `aad`; `refusal` is the error's message when it does not open. */
-export async function openForTenant(sql: Queryable, keys: MasterKeys, tenantId: string, aad: string, sealed: Sealed, refusal: string): Promise<Buffer> {
+export async function openForTenant(
+  sql: Queryable,
+  keys: MasterKeys,
+  tenantId: string,
+  aad: string,
+  sealed: Sealed,
+  refusal: string,
+): Promise<Buffer> {
   const [row] = await sql<DataKeyRow[]>`
     select version, wrapped, master_fingerprint from tenant_data_keys where tenant_id = ${tenantId} and version = ${sealed.keyVersion}`;
   if (!row) throw new CredentialsUnavailable('the data key of this secret is gone');
@@ -128,7 +150,11 @@ export async function openForTenant(sql: Queryable, keys: MasterKeys, tenantId: 
  * while CINV_MASTER_KEY_PREVIOUS names the old one), and running it again continues. Ciphertexts
  * of credentials are not touched. Returns how many keys were re-wrapped.
  */
-export async function rotateMasterKey(sql: Sql, keys: MasterKeys, progress?: (done: number, total: number) => void): Promise<{ rewrapped: number; remaining: number }> {
+export async function rotateMasterKey(
+  sql: Sql,
+  keys: MasterKeys,
+  progress?: (done: number, total: number) => void,
+): Promise<{ rewrapped: number; remaining: number }> {
   const stale = await sql<{ tenant_id: string; version: number }[]>`
     select tenant_id, version from tenant_data_keys where master_fingerprint <> ${keys.current.fingerprint} order by tenant_id, version`;
   let rewrapped = 0;
@@ -144,6 +170,8 @@ export async function rotateMasterKey(sql: Sql, keys: MasterKeys, progress?: (do
     });
     progress?.(rewrapped, stale.length);
   }
-  const [left] = await sql<{ n: number }[]>`select count(*)::int as n from tenant_data_keys where master_fingerprint <> ${keys.current.fingerprint}`;
+  const [left] = await sql<
+    { n: number }[]
+  >`select count(*)::int as n from tenant_data_keys where master_fingerprint <> ${keys.current.fingerprint}`;
   return { rewrapped, remaining: left?.n ?? 0 };
 }

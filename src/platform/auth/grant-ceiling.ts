@@ -119,6 +119,11 @@ export function assertWithinCeiling(caller: Principal, affected: readonly Affect
   for (const principal of affected) {
     if (principal.before && !grows(principal.before, principal.after)) continue;
     const excess = beyond(ceiling, principal.after);
-    if (excess) throw refusal(`Refused: ${principal.subject} would hold rights you do not hold yourself`, principal.subject, excess);
+    if (excess)
+      throw refusal(
+        `Refused: ${principal.subject} would hold rights you do not hold yourself`,
+        principal.subject,
+        excess,
+      );
   }
 }

@@ -1,6 +1,14 @@
 import type { Queryable } from '../db/database.js';
 import { covers, rightsOf, type Rights } from './grant-ceiling.js';
-import { normalizeScopes, seesAllData, tierPermissions, type DataScope, type Permission, type Principal, type Tier } from './principal.js';
+import {
+  normalizeScopes,
+  seesAllData,
+  tierPermissions,
+  type DataScope,
+  type Permission,
+  type Principal,
+  type Tier,
+} from './principal.js';
 
 /**
  * Objects with an owner (saved views, baselines, user tokens) are acted on only by their owner or
@@ -40,7 +48,10 @@ export async function rightsOfOwner(sql: Queryable, tenantId: string, owner: Own
     from api_keys k where k.id = ${owner.apiKeyId} and k.tenant_id = ${tenantId}`;
   if (!key) return undefined;
   const scoped = key.tier === 'svc' || key.tier === 'usr' || (key.tier === 'ro' && key.narrow_scopes);
-  return { permissions: tierPermissions(key.tier, key.permissions), scopes: scoped ? normalizeScopes(key.scopes) : 'all' };
+  return {
+    permissions: tierPermissions(key.tier, key.permissions),
+    scopes: scoped ? normalizeScopes(key.scopes) : 'all',
+  };
 }
 
 /**

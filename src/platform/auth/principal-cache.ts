@@ -40,7 +40,11 @@ export class PrincipalCache {
   get(keyHash: string, now: number): Principal | undefined {
     const entry = this.entries.get(keyHash);
     if (!entry) return undefined;
-    if (now - entry.storedAt >= this.maxAgeMs || (entry.expiresAt !== null && entry.expiresAt <= now) || now < entry.storedAt) {
+    if (
+      now - entry.storedAt >= this.maxAgeMs ||
+      (entry.expiresAt !== null && entry.expiresAt <= now) ||
+      now < entry.storedAt
+    ) {
       this.entries.delete(keyHash);
       return undefined;
     }
@@ -91,11 +95,18 @@ export interface ChangeSource {
  * command line) reach the data only through this process's socket, and whatever they run drops
  * everything once it is done: it may have written.
  */
-export async function principalCacheFor(database: ChangeSource, maxAgeMs: number): Promise<{ cache: PrincipalCache; stop(): Promise<void> } | undefined> {
+export async function principalCacheFor(
+  database: ChangeSource,
+  maxAgeMs: number,
+): Promise<{ cache: PrincipalCache; stop(): Promise<void> } | undefined> {
   if (maxAgeMs <= 0) return undefined;
   const cache = new PrincipalCache(maxAgeMs);
   if (database.kind === 'postgres') {
-    const listener = await database.sql.listen(PRINCIPALS_CHANNEL, () => cache.forget(), () => cache.listened());
+    const listener = await database.sql.listen(
+      PRINCIPALS_CHANNEL,
+      () => cache.forget(),
+      () => cache.listened(),
+    );
     return {
       cache,
       async stop() {

@@ -64,7 +64,9 @@ export function tierPermissions(tier: Tier, assigned: readonly Permission[]): Se
     case 'ro':
       // read-only sees everything but secrets and the people behind the keys
       return new Set(
-        RESOURCES.filter((r) => r !== 'credentials' && r !== 'users' && r !== 'api_keys').map((r) => `${r}:read` as Permission),
+        RESOURCES.filter((r) => r !== 'credentials' && r !== 'users' && r !== 'api_keys').map(
+          (r) => `${r}:read` as Permission,
+        ),
       );
     case 'svc':
     case 'usr':
@@ -84,7 +86,8 @@ export function normalizeScopes(scopes: readonly DataScope[]): 'all' | DataScope
 }
 
 /** The data scopes that narrow what the principal sees in its tenant: 'all' for none (a superadmin's are ignored). */
-export const dataScopesOf = (principal: Principal): 'all' | readonly DataScope[] => (principal.superadmin ? 'all' : principal.scopes);
+export const dataScopesOf = (principal: Principal): 'all' | readonly DataScope[] =>
+  principal.superadmin ? 'all' : principal.scopes;
 
 /** Whether no data scope narrows what the principal sees in its tenant. */
 export const seesAllData = (principal: Principal): boolean => dataScopesOf(principal) === 'all';
@@ -92,7 +95,9 @@ export const seesAllData = (principal: Principal): boolean => dataScopesOf(princ
 /** Whether the principal's data scopes cover an instance of a source (used for writes into it). */
 export function coversScope(principal: Principal, sourceId: string, scopeId: string | null): boolean {
   const scopes = dataScopesOf(principal);
-  return scopes === 'all' || scopes.some((s) => s.sourceId === sourceId && (s.scopeId === null || s.scopeId === scopeId));
+  return (
+    scopes === 'all' || scopes.some((s) => s.sourceId === sourceId && (s.scopeId === null || s.scopeId === scopeId))
+  );
 }
 
 /**
@@ -110,7 +115,8 @@ export function writableInstances(principal: Principal, sourceId: string): 'all'
 }
 
 /** Whether the principal holds every instance of the source: what state shared by all of them (credentials, runs, health) needs. */
-export const coversWholeSource = (principal: Principal, sourceId: string): boolean => writableInstances(principal, sourceId) === 'all';
+export const coversWholeSource = (principal: Principal, sourceId: string): boolean =>
+  writableInstances(principal, sourceId) === 'all';
 
 /** Whether any of the principal's data scopes touches the source. */
 export function coversSource(principal: Principal, sourceId: string): boolean {

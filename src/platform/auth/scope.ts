@@ -33,7 +33,10 @@ export const columnsOf = (alias: string): ScopedColumns => ({
 });
 
 /** The columns of a change record (`change_records` under `alias`), with the instance a move left. */
-export const changeColumnsOf = (alias: string): ScopedColumns => ({ ...columnsOf(alias), movedFrom: `${alias}.moved_from_scope_id` });
+export const changeColumnsOf = (alias: string): ScopedColumns => ({
+  ...columnsOf(alias),
+  movedFrom: `${alias}.moved_from_scope_id`,
+});
 
 /**
  * The scope-aware query builder: the `WHERE` fragment that limits a table holding CI-owned rows
@@ -63,7 +66,11 @@ export function visibleTo(sql: Sql, principal: Principal, columns: ScopedColumns
  * which belong to no single instance: a source is visible when one of the principal's scopes names
  * it (any instance of it, or all of it).
  */
-export function sourcesVisibleTo(sql: Sql, principal: Principal, columns: { tenant: string; source: string }): Fragment {
+export function sourcesVisibleTo(
+  sql: Sql,
+  principal: Principal,
+  columns: { tenant: string; source: string },
+): Fragment {
   const tenant = sql`${sql(columns.tenant)} = ${principal.tenantId}`;
   const scopes = dataScopesOf(principal);
   if (scopes === 'all') return tenant;
@@ -90,6 +97,13 @@ export function visibleToOpenSearch(principal: Principal): SearchClause[] {
         : { bool: { filter: [{ term: { source_id: scope.sourceId } }, { term: { [field]: scope.scopeId } }] } },
     );
   // a move's record also needs the instance the CI left (see ScopedColumns.movedFrom)
-  const moveSeen = [{ bool: { must_not: [{ exists: { field: 'moved_from_scope_id' } }] } }, ...inScopes('moved_from_scope_id')];
-  return [tenant, { bool: { should: inScopes('scope_id'), minimum_should_match: 1 } }, { bool: { should: moveSeen, minimum_should_match: 1 } }];
+  const moveSeen = [
+    { bool: { must_not: [{ exists: { field: 'moved_from_scope_id' } }] } },
+    ...inScopes('moved_from_scope_id'),
+  ];
+  return [
+    tenant,
+    { bool: { should: inScopes('scope_id'), minimum_should_match: 1 } },
+    { bool: { should: moveSeen, minimum_should_match: 1 } },
+  ];
 }

@@ -32,7 +32,12 @@ export async function createSession(sql: Queryable, secret: string, session: Ses
 }
 
 /** The live session behind a cookie identifier, or undefined (unknown, ended or expired). */
-export async function findSession(sql: Queryable, secret: string, id: string, now: Date): Promise<SessionRow | undefined> {
+export async function findSession(
+  sql: Queryable,
+  secret: string,
+  id: string,
+  now: Date,
+): Promise<SessionRow | undefined> {
   const [row] = await sql<SessionRow[]>`
     select tenant_id, user_id, api_key_id, created_at, expires_at from sessions
     where id_hash = ${idHash(secret, id)} and expires_at > ${now}`;
@@ -48,7 +53,12 @@ export interface SessionUser extends SessionRow {
  * The live session behind a cookie identifier with its user's rights as they are now (own and
  * team grants), in one round trip; undefined when unknown, ended or expired.
  */
-export async function findSessionUser(sql: Queryable, secret: string, id: string, now: Date): Promise<SessionUser | undefined> {
+export async function findSessionUser(
+  sql: Queryable,
+  secret: string,
+  id: string,
+  now: Date,
+): Promise<SessionUser | undefined> {
   const [row] = await sql<SessionUser[]>`
     select s.tenant_id, s.user_id, s.api_key_id, s.created_at, s.expires_at,
            case when u.id is null then null else ${userJson(sql)} end as user

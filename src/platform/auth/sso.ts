@@ -51,7 +51,11 @@ export class SingleSignOn {
       .catch((error: unknown) => {
         this.configuration = undefined;
         this.logger.warn({ err: { message: (error as Error).message }, issuer }, 'identity provider discovery failed');
-        throw unavailable('The identity provider cannot be reached; try again shortly', 'identity_provider_unavailable', 5);
+        throw unavailable(
+          'The identity provider cannot be reached; try again shortly',
+          'identity_provider_unavailable',
+          5,
+        );
       });
     return this.configuration;
   }
@@ -60,7 +64,13 @@ export class SingleSignOn {
   async start(returnTo: string, now: number): Promise<{ url: URL; pending: PendingLogin }> {
     const configuration = await this.discover();
     const verifier = oidc.randomPKCECodeVerifier();
-    const pending: PendingLogin = { state: oidc.randomState(), nonce: oidc.randomNonce(), verifier, returnTo, startedAt: now };
+    const pending: PendingLogin = {
+      state: oidc.randomState(),
+      nonce: oidc.randomNonce(),
+      verifier,
+      returnTo,
+      startedAt: now,
+    };
     const url = oidc.buildAuthorizationUrl(configuration, {
       redirect_uri: this.config.redirectUri,
       scope: this.config.scopes,
@@ -94,15 +104,22 @@ export class SingleSignOn {
     const claims = tokens.claims()!;
     let info: Record<string, unknown> = { ...claims };
     const groupsClaim = this.config.groupsClaim;
-    const lacking = typeof claims.email !== 'string' || typeof claims.name !== 'string' || (groupsClaim !== undefined && !(groupsClaim in claims));
+    const lacking =
+      typeof claims.email !== 'string' ||
+      typeof claims.name !== 'string' ||
+      (groupsClaim !== undefined && !(groupsClaim in claims));
     if (lacking && tokens.access_token && configuration.serverMetadata().userinfo_endpoint) {
       try {
         info = { ...(await oidc.fetchUserInfo(configuration, tokens.access_token, claims.sub)), ...claims };
       } catch (error) {
-        this.logger.warn({ err: { message: (error as Error).message } }, 'userinfo could not be read; signing in with the ID token alone');
+        this.logger.warn(
+          { err: { message: (error as Error).message } },
+          'userinfo could not be read; signing in with the ID token alone',
+        );
       }
     }
-    const text = (value: unknown): string | undefined => (typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined);
+    const text = (value: unknown): string | undefined =>
+      typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
     const email = text(info.email) ?? null;
     const rawGroups = groupsClaim === undefined ? undefined : info[groupsClaim];
     return {
@@ -124,7 +141,10 @@ export class SingleSignOn {
       return undefined;
     }
     if (!configuration.serverMetadata().end_session_endpoint) return undefined;
-    return oidc.buildEndSessionUrl(configuration, { client_id: this.config.clientId, post_logout_redirect_uri: postLogoutRedirect });
+    return oidc.buildEndSessionUrl(configuration, {
+      client_id: this.config.clientId,
+      post_logout_redirect_uri: postLogoutRedirect,
+    });
   }
 }
 
@@ -143,5 +163,7 @@ function signInFailed(error: unknown): AppError {
         : error instanceof oidc.ClientError
           ? (error.code ?? 'the provider response did not pass its checks')
           : 'the provider response could not be checked';
-  return new AppError(400, 'HTTP_400', `Sign-in failed: ${reason}; start again at /auth/login`, { reason: 'sso_failed' });
+  return new AppError(400, 'HTTP_400', `Sign-in failed: ${reason}; start again at /auth/login`, {
+    reason: 'sso_failed',
+  });
 }

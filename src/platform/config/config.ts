@@ -153,7 +153,8 @@ function opensearchUrl(env: Env): string | undefined {
   } catch {
     throw new ConfigError('OPENSEARCH_URL', 'must be a URL such as http://localhost:9200');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('OPENSEARCH_URL', 'must start with http:// or https://');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError('OPENSEARCH_URL', 'must start with http:// or https://');
   return raw;
 }
 
@@ -161,7 +162,10 @@ function indexName(env: Env): string {
   const name = env.CINV_OPENSEARCH_INDEX || 'cinv-changes';
   // OpenSearch index names: lower case, no spaces or the characters it reserves
   if (!/^[a-z0-9][a-z0-9_.-]{0,100}$/.test(name)) {
-    throw new ConfigError('CINV_OPENSEARCH_INDEX', 'must be a lower-case OpenSearch index name (letters, digits, _ . -)');
+    throw new ConfigError(
+      'CINV_OPENSEARCH_INDEX',
+      'must be a lower-case OpenSearch index name (letters, digits, _ . -)',
+    );
   }
   return name;
 }
@@ -175,7 +179,8 @@ function httpUrl(env: Env, name: string): string | undefined {
   } catch {
     throw new ConfigError(name, 'must be an absolute http(s) URL');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(name, 'must start with http:// or https://');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(name, 'must start with http:// or https://');
   return raw;
 }
 
@@ -186,7 +191,10 @@ function oidcConfig(env: Env): OidcConfig | undefined {
   if (!clientId) throw new ConfigError('CINV_OIDC_CLIENT_ID', 'is required when CINV_OIDC_ISSUER is set');
   const redirectUri = httpUrl(env, 'CINV_OIDC_REDIRECT_URI');
   if (!redirectUri) {
-    throw new ConfigError('CINV_OIDC_REDIRECT_URI', 'is required when CINV_OIDC_ISSUER is set (e.g. https://cinv.example.com/auth/callback)');
+    throw new ConfigError(
+      'CINV_OIDC_REDIRECT_URI',
+      'is required when CINV_OIDC_ISSUER is set (e.g. https://cinv.example.com/auth/callback)',
+    );
   }
   const scopes = env.CINV_OIDC_SCOPES || 'openid profile email';
   if (!scopes.split(/\s+/).includes('openid')) throw new ConfigError('CINV_OIDC_SCOPES', 'must include openid');
@@ -206,10 +214,15 @@ function rateLimitOverrides(env: Env): RateLimitOverride[] {
   if (!raw) return [];
   const overrides = raw.split(',').map((part) => {
     const match = /^\s*(?:(GET|POST|PUT|PATCH|DELETE)\s+)?(\/[^=\s]*)\s*=\s*(\d+)(?:\/(\d+))?\s*$/i.exec(part);
-    if (!match) throw new ConfigError('CINV_RATE_LIMIT_OVERRIDES', `"${part.trim()}": expected [METHOD ]PATH_PREFIX=PER_MINUTE[/BURST]`);
+    if (!match)
+      throw new ConfigError(
+        'CINV_RATE_LIMIT_OVERRIDES',
+        `"${part.trim()}": expected [METHOD ]PATH_PREFIX=PER_MINUTE[/BURST]`,
+      );
     const limit = Number(match[3]);
     const burst = match[4] === undefined ? limit : Number(match[4]);
-    if (limit < 1 || burst < 1) throw new ConfigError('CINV_RATE_LIMIT_OVERRIDES', `"${part.trim()}": limits must be at least 1`);
+    if (limit < 1 || burst < 1)
+      throw new ConfigError('CINV_RATE_LIMIT_OVERRIDES', `"${part.trim()}": limits must be at least 1`);
     return { method: match[1]?.toUpperCase(), prefix: match[2]!, limit, burst };
   });
   return overrides.sort((a, b) => b.prefix.length - a.prefix.length);
@@ -226,7 +239,8 @@ export interface ChangeRetention {
 function retentionOf(name: string, raw: string): number | null {
   if (raw.trim() === '0') return null;
   const ms = parseDuration(raw.trim());
-  if (ms === undefined || ms <= 0) throw new ConfigError(name, `expected a duration such as 90d or 400d, or 0 to keep forever, got "${raw.trim()}"`);
+  if (ms === undefined || ms <= 0)
+    throw new ConfigError(name, `expected a duration such as 90d or 400d, or 0 to keep forever, got "${raw.trim()}"`);
   return ms;
 }
 
@@ -236,7 +250,11 @@ function changeRetention(env: Env): ChangeRetention {
   for (const part of (env.CINV_CHANGE_RETENTION_OVERRIDES ?? '').split(',')) {
     if (!part.trim()) continue;
     const match = /^\s*([a-z0-9][a-z0-9_.-]*)\s*=\s*(\S+)\s*$/i.exec(part);
-    if (!match) throw new ConfigError('CINV_CHANGE_RETENTION_OVERRIDES', `"${part.trim()}": expected CI_TYPE=DURATION (or CI_TYPE=0 for forever)`);
+    if (!match)
+      throw new ConfigError(
+        'CINV_CHANGE_RETENTION_OVERRIDES',
+        `"${part.trim()}": expected CI_TYPE=DURATION (or CI_TYPE=0 for forever)`,
+      );
     if (byType.has(match[1]!)) throw new ConfigError('CINV_CHANGE_RETENTION_OVERRIDES', `"${match[1]}" is given twice`);
     byType.set(match[1]!, retentionOf('CINV_CHANGE_RETENTION_OVERRIDES', match[2]!));
   }
@@ -245,7 +263,8 @@ function changeRetention(env: Env): ChangeRetention {
 
 function redisUrl(env: Env): string | undefined {
   const raw = env.REDIS_URL || undefined;
-  if (raw !== undefined && !/^rediss?:\/\//.test(raw)) throw new ConfigError('REDIS_URL', 'must start with redis:// or rediss://');
+  if (raw !== undefined && !/^rediss?:\/\//.test(raw))
+    throw new ConfigError('REDIS_URL', 'must start with redis:// or rediss://');
   return raw;
 }
 
@@ -261,8 +280,10 @@ function durationOrOff(env: Env, name: string): number | undefined {
 function replicaUrl(env: Env, databaseUrl: string | undefined): string | undefined {
   const url = env.DATABASE_REPLICA_URL || undefined;
   if (url === undefined) return undefined;
-  if (!/^postgres(ql)?:\/\//.test(url)) throw new ConfigError('DATABASE_REPLICA_URL', 'must start with postgres:// or postgresql://');
-  if (!databaseUrl) throw new ConfigError('DATABASE_REPLICA_URL', 'needs DATABASE_URL: the embedded database has no replicas');
+  if (!/^postgres(ql)?:\/\//.test(url))
+    throw new ConfigError('DATABASE_REPLICA_URL', 'must start with postgres:// or postgresql://');
+  if (!databaseUrl)
+    throw new ConfigError('DATABASE_REPLICA_URL', 'needs DATABASE_URL: the embedded database has no replicas');
   return url;
 }
 
@@ -275,7 +296,11 @@ export function databaseTarget(env: Env = process.env): Pick<Config, 'databaseUr
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must start with postgres:// or postgresql://');
   }
-  return { databaseUrl, dataDir: path.resolve(env.CINV_DATA_DIR || './data'), port: integer(env, 'PORT', 8080, 0, 65535) };
+  return {
+    databaseUrl,
+    dataDir: path.resolve(env.CINV_DATA_DIR || './data'),
+    port: integer(env, 'PORT', 8080, 0, 65535),
+  };
 }
 
 /** Reads and validates the whole configuration; a bad variable is named in the thrown error. */
@@ -333,7 +358,13 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimit: integer(env, 'CINV_RATE_LIMIT', 100, 1, 1_000_000),
     rateBurst: integer(env, 'CINV_RATE_BURST', integer(env, 'CINV_RATE_LIMIT', 100, 1, 1_000_000), 1, 1_000_000),
     sessionRateLimit: integer(env, 'CINV_SESSION_RATE_LIMIT', 600, 1, 1_000_000),
-    sessionRateBurst: integer(env, 'CINV_SESSION_RATE_BURST', integer(env, 'CINV_SESSION_RATE_LIMIT', 600, 1, 1_000_000), 1, 1_000_000),
+    sessionRateBurst: integer(
+      env,
+      'CINV_SESSION_RATE_BURST',
+      integer(env, 'CINV_SESSION_RATE_LIMIT', 600, 1, 1_000_000),
+      1,
+      1_000_000,
+    ),
     rateLimitOverrides: rateLimitOverrides(env),
     redisUrl: redisUrl(env),
     sourceAllowedHosts: parseAllowedHosts(env.CINV_SOURCE_ALLOWED_HOSTS),
@@ -350,6 +381,8 @@ export function loadConfig(env: Env = process.env): Config {
     subscriptionLeaseMs: duration(env, 'CINV_SUBSCRIPTION_LEASE', '30s'),
     workerPollMs: duration(env, 'CINV_WORKER_POLL_INTERVAL', '5s'),
     workerWatches: integer(env, 'CINV_WORKER_WATCHES', 100, 0, 10_000),
-    previousMasterKey: env.CINV_MASTER_KEY_PREVIOUS ? parseMasterKey('CINV_MASTER_KEY_PREVIOUS', env.CINV_MASTER_KEY_PREVIOUS) : undefined,
+    previousMasterKey: env.CINV_MASTER_KEY_PREVIOUS
+      ? parseMasterKey('CINV_MASTER_KEY_PREVIOUS', env.CINV_MASTER_KEY_PREVIOUS)
+      : undefined,
   };
 }

@@ -3,7 +3,10 @@ import { parseDuration } from './duration.js';
 /** Reading one environment variable, or refusing it by name. */
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, reason: string) {
+  constructor(
+    readonly variable: string,
+    reason: string,
+  ) {
     super(`${variable}: ${reason}`);
   }
 }

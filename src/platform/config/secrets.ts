@@ -36,7 +36,8 @@ export function parseMasterKey(variable: string, raw: string): Buffer {
   let key: Buffer | undefined;
   if (/^[0-9a-fA-F]{64}$/.test(text)) key = Buffer.from(text, 'hex');
   else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) key = Buffer.from(text, 'base64');
-  if (key?.length !== 32) throw new ConfigError(variable, 'must be 32 bytes as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)');
+  if (key?.length !== 32)
+    throw new ConfigError(variable, 'must be 32 bytes as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)');
   return key;
 }
 

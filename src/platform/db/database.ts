@@ -54,7 +54,8 @@ const baseOptions = {
  * Reconnect delays after a failed connection attempt: postgres.js grows them to 20 s by default,
  * which keeps a pool dark for that long after the database is back. Capped at one second.
  */
-export const reconnectBackoff = (attempts: number): number => Math.min(0.05 * 2 ** attempts, 1) * (0.5 + Math.random() / 2);
+export const reconnectBackoff = (attempts: number): number =>
+  Math.min(0.05 * 2 ** attempts, 1) * (0.5 + Math.random() / 2);
 
 export interface PoolSettings {
   poolSize: number;

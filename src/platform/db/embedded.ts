@@ -112,7 +112,9 @@ export async function openEmbedded(dataDir: string, options: { join: boolean } =
   mkdirSync(dataDir, { recursive: true });
   const socketPath = embeddedSocketPath(dataDir);
   if (socketPath.length > MAX_SOCKET_PATH) {
-    throw new Error(`CINV_DATA_DIR is too long for a unix socket path (${socketPath.length} > ${MAX_SOCKET_PATH} bytes)`);
+    throw new Error(
+      `CINV_DATA_DIR is too long for a unix socket path (${socketPath.length} > ${MAX_SOCKET_PATH} bytes)`,
+    );
   }
   if (await socketIsLive(socketPath)) {
     if (!options.join) throw new Error(`the embedded database in ${dataDir} is already served by another cinv process`);
@@ -120,7 +122,8 @@ export async function openEmbedded(dataDir: string, options: { join: boolean } =
     return {
       sql,
       kind: 'embedded',
-      connectOne: () => postgres({ ...embeddedClientOptions(socketPath), connection: { application_name: 'cinv-health' } }),
+      connectOne: () =>
+        postgres({ ...embeddedClientOptions(socketPath), connection: { application_name: 'cinv-health' } }),
       close: () => sql.end({ timeout: 5 }),
     };
   }

@@ -71,7 +71,9 @@ export class DatabaseGate {
       };
       const timer = setTimeout(() => {
         this.remove(waiter);
-        reject(unavailable('The database is busy: no connection became free in time; retry shortly', 'database_busy', 1));
+        reject(
+          unavailable('The database is busy: no connection became free in time; retry shortly', 'database_busy', 1),
+        );
       }, this.options.acquireTimeoutMs);
       this.waiters.push(waiter);
     });
@@ -121,7 +123,10 @@ interface PendingQuery {
 }
 
 const isQuery = (value: unknown): value is PendingQuery =>
-  typeof value === 'object' && value !== null && typeof (value as PendingQuery).handle === 'function' && 'executed' in value;
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as PendingQuery).handle === 'function' &&
+  'executed' in value;
 
 /**
  * postgres.js hands a query to its pool in `handle()`, which `then`, `catch`, `finally`,

@@ -15,7 +15,11 @@ export interface Migration {
 
 export async function listMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]> {
   const files = (await readdir(dir)).filter((file) => /^\d{4}_[\w-]+\.sql$/.test(file)).sort();
-  return files.map((file) => ({ version: Number(file.slice(0, 4)), name: file.slice(5, -4), file: path.join(dir, file) }));
+  return files.map((file) => ({
+    version: Number(file.slice(0, 4)),
+    name: file.slice(5, -4),
+    file: path.join(dir, file),
+  }));
 }
 
 /**
@@ -23,7 +27,11 @@ export async function listMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
  * A session advisory lock makes replicas that start together take turns: the second finds the
  * work done. Returns the versions this call applied; `progress` hears of each one as it begins.
  */
-export async function migrate(sql: Sql, dir = MIGRATIONS_DIR, progress?: (done: number, total: number, name: string) => void): Promise<number[]> {
+export async function migrate(
+  sql: Sql,
+  dir = MIGRATIONS_DIR,
+  progress?: (done: number, total: number, name: string) => void,
+): Promise<number[]> {
   const migrations = await listMigrations(dir);
   const conn = await sql.reserve();
   const applied: number[] = [];
@@ -38,7 +46,9 @@ export async function migrate(sql: Sql, dir = MIGRATIONS_DIR, progress?: (done: 
         name text not null,
         applied_at timestamptz not null default now()
       )`);
-      const done = new Set((await conn<{ version: number }[]>`select version from schema_migrations`).map((r) => r.version));
+      const done = new Set(
+        (await conn<{ version: number }[]>`select version from schema_migrations`).map((r) => r.version),
+      );
       const pending = migrations.filter((migration) => !done.has(migration.version));
       for (const migration of pending) {
         progress?.(applied.length, pending.length, path.basename(migration.file));
@@ -50,7 +60,9 @@ export async function migrate(sql: Sql, dir = MIGRATIONS_DIR, progress?: (done: 
           await conn.unsafe('commit');
         } catch (error) {
           await conn.unsafe('rollback');
-          throw new Error(`migration ${path.basename(migration.file)} failed: ${(error as Error).message}`, { cause: error });
+          throw new Error(`migration ${path.basename(migration.file)} failed: ${(error as Error).message}`, {
+            cause: error,
+          });
         }
         applied.push(migration.version);
       }

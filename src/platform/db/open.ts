@@ -7,7 +7,10 @@ import { openEmbedded } from './embedded.js';
  * process already serves the embedded database, commands join it through its socket; a second
  * server (`joinEmbedded: false`) refuses instead.
  */
-export async function openDatabase(config: Config, options: { joinEmbedded: boolean } = { joinEmbedded: true }): Promise<Database> {
+export async function openDatabase(
+  config: Config,
+  options: { joinEmbedded: boolean } = { joinEmbedded: true },
+): Promise<Database> {
   const settings = poolSettings(config);
   const raw = config.databaseUrl
     ? connectServer(config.databaseUrl, settings)

@@ -1,5 +1,12 @@
 import type { Sql } from './database.js';
-import { addMonths, createMonthPartition, monthOf, monthPartitions, TIME_PARTITIONED, type TimePartitioned } from './partitions.js';
+import {
+  addMonths,
+  createMonthPartition,
+  monthOf,
+  monthPartitions,
+  TIME_PARTITIONED,
+  type TimePartitioned,
+} from './partitions.js';
 
 /** The state of one table's move into partitions (table partition_migrations). */
 export interface PartitionMigration {
@@ -30,7 +37,8 @@ export class PartitionMigrationError extends Error {}
 
 /** The moves not yet completed, in the order they are run. */
 export async function pendingPartitionMigrations(sql: Sql): Promise<PartitionMigration[]> {
-  const exists = await sql`select 1 from pg_class where relname = 'partition_migrations' and relnamespace = current_schema()::regnamespace`;
+  const exists =
+    await sql`select 1 from pg_class where relname = 'partition_migrations' and relnamespace = current_schema()::regnamespace`;
   if (exists.length === 0) return [];
   return sql<PartitionMigration[]>`
     select table_name, status, last_id::text, copied::text, upto_id::text, legacy_rows::text, checksum, error
@@ -127,13 +135,16 @@ async function copyRows(
   }
   let last = state.last_id;
   let copied = Number(state.copied);
-  const [left] = await sql.unsafe<{ n: number }[]>(`select count(*)::int as n from ${table.name} where id > $1 and id <= $2`, [last, upto]);
+  const [left] = await sql.unsafe<{ n: number }[]>(
+    `select count(*)::int as n from ${table.name} where id > $1 and id <= $2`,
+    [last, upto],
+  );
   options.progress?.phase(table.name, 'copy', copied + (left?.n ?? 0));
   options.progress?.copied(table.name, copied);
   while (!options.signal?.aborted) {
     // one statement: the batch and the position it reached commit together
     const [batch] = await sql.unsafe<{ last: string | null; rows: number }[]>(
-        `with batch as (
+      `with batch as (
            select * from ${table.name} where id > $1 and id <= $2 order by id limit ${options.batchSize}
          ), copied as (
            insert into ${parent} overriding system value select * from batch on conflict do nothing
@@ -143,7 +154,7 @@ async function copyRows(
            where table_name = $3
          )
          select (select max(id) from batch)::text as last, (select count(*) from batch)::int as rows`,
-        [last, upto, table.name],
+      [last, upto, table.name],
     );
     if (!batch || batch.rows === 0) return;
     last = batch.last!;
@@ -178,7 +189,11 @@ async function fingerprint(sql: Sql, relation: string, upto: string): Promise<{ 
   return row!;
 }
 
-async function compareAndFinish(sql: Sql, table: TimePartitioned, progress: MigrationProgress | undefined): Promise<MigrationOutcome> {
+async function compareAndFinish(
+  sql: Sql,
+  table: TimePartitioned,
+  progress: MigrationProgress | undefined,
+): Promise<MigrationOutcome> {
   const legacy = `${table.name}_legacy`;
   // the old table takes no writes since the swap: everything up to its last id must be in the new one
   const [top] = await sql.unsafe<{ upto: string }[]>(`select coalesce(max(id), 0)::text as upto from ${legacy}`);

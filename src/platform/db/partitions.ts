@@ -2,7 +2,13 @@ import type { Queryable, Sql } from './database.js';
 
 /** A table partitioned by month of a time column (sql/0016_partitioned_history.sql, 0018_partitioned_statistics.sql, 0019_time_machine.sql). */
 export interface TimePartitioned {
-  name: 'change_records' | 'audit_events' | 'change_stats_buckets' | 'change_stats_affected' | 'ci_undo' | 'relationship_history';
+  name:
+    | 'change_records'
+    | 'audit_events'
+    | 'change_stats_buckets'
+    | 'change_stats_affected'
+    | 'ci_undo'
+    | 'relationship_history';
   column: 'changed_at' | 'occurred_at' | 'bucket' | 'at' | 'valid_to';
 }
 
@@ -14,7 +20,14 @@ export const STATS_AFFECTED: TimePartitioned = { name: 'change_stats_affected', 
 export const CI_UNDO: TimePartitioned = { name: 'ci_undo', column: 'at' };
 /** Relationships that are no more, by the moment they ended. */
 export const RELATIONSHIP_HISTORY: TimePartitioned = { name: 'relationship_history', column: 'valid_to' };
-export const TIME_PARTITIONED: readonly TimePartitioned[] = [CHANGE_RECORDS, AUDIT_EVENTS, STATS_BUCKETS, STATS_AFFECTED, CI_UNDO, RELATIONSHIP_HISTORY];
+export const TIME_PARTITIONED: readonly TimePartitioned[] = [
+  CHANGE_RECORDS,
+  AUDIT_EVENTS,
+  STATS_BUCKETS,
+  STATS_AFFECTED,
+  CI_UNDO,
+  RELATIONSHIP_HISTORY,
+];
 
 /** Months made ahead of the current one, so that the month turning never waits for a sweep. */
 export const MONTHS_AHEAD = 3;
@@ -24,7 +37,8 @@ const MONTHS_MOVED_PER_SWEEP = 24;
 /** The first moment (UTC) of the month holding `moment`. */
 export const monthOf = (moment: Date): Date => new Date(Date.UTC(moment.getUTCFullYear(), moment.getUTCMonth(), 1));
 
-export const addMonths = (month: Date, months: number): Date => new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth() + months, 1));
+export const addMonths = (month: Date, months: number): Date =>
+  new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth() + months, 1));
 
 /** `change_records_y2026m11`: the partition of one month; the name is where its bounds are read from. */
 export const partitionName = (table: TimePartitioned, month: Date): string =>
@@ -51,7 +65,11 @@ export async function partitionedTable(sql: Queryable, table: TimePartitioned): 
 }
 
 /** The monthly partitions attached to the table, oldest first (those named by `partitionName`). */
-export async function monthPartitions(sql: Queryable, parent: string, table: TimePartitioned): Promise<MonthPartition[]> {
+export async function monthPartitions(
+  sql: Queryable,
+  parent: string,
+  table: TimePartitioned,
+): Promise<MonthPartition[]> {
   const rows = await sql<{ name: string }[]>`
     select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
     where i.inhparent = ${parent}::regclass`;
@@ -73,14 +91,23 @@ export async function monthPartitions(sql: Queryable, parent: string, table: Tim
  * (0: no bound); without it the connection's statement timeout applies. Returns the rows moved out
  * of the default.
  */
-export async function createMonthPartition(sql: Sql, table: TimePartitioned, parent: string, month: Date, moveTimeoutMs?: number): Promise<number> {
+export async function createMonthPartition(
+  sql: Sql,
+  table: TimePartitioned,
+  parent: string,
+  month: Date,
+  moveTimeoutMs?: number,
+): Promise<number> {
   const name = partitionName(table, month);
   const from = monthOf(month);
   const to = addMonths(from, 1);
   return sql.begin(async (tx) => {
     await tx`set local lock_timeout = '10s'`;
-    if (moveTimeoutMs !== undefined) await tx.unsafe(`set local statement_timeout = ${Math.max(0, Math.round(moveTimeoutMs))}`);
-    const exists = async () => (await tx`select 1 from pg_class where relname = ${name} and relnamespace = current_schema()::regnamespace`).length > 0;
+    if (moveTimeoutMs !== undefined)
+      await tx.unsafe(`set local statement_timeout = ${Math.max(0, Math.round(moveTimeoutMs))}`);
+    const exists = async () =>
+      (await tx`select 1 from pg_class where relname = ${name} and relnamespace = current_schema()::regnamespace`)
+        .length > 0;
     if (await exists()) return 0;
     // writers wait for this short transaction (readers do not): a write routed to the default
     // partition before the attach would otherwise fail its changed partition constraint after it
@@ -93,7 +120,9 @@ export async function createMonthPartition(sql: Sql, table: TimePartitioned, par
        insert into ${name} select * from moved`,
       [from.toISOString(), to.toISOString()],
     );
-    await tx.unsafe(`alter table ${parent} attach partition ${name} for values from ('${from.toISOString()}') to ('${to.toISOString()}')`);
+    await tx.unsafe(
+      `alter table ${parent} attach partition ${name} for values from ('${from.toISOString()}') to ('${to.toISOString()}')`,
+    );
     return moved.count;
   });
 }
@@ -182,7 +211,12 @@ async function inTime<T>(work: Promise<T>): Promise<T | undefined> {
  * try; with `retries`, a deferred month is tried again only when its retry is due. Writes to a
  * month without a partition land in the default one, so nothing waits for it.
  */
-export async function keepPartitions(sql: Sql, table: TimePartitioned, now: Date, options: UpkeepOptions = {}): Promise<PartitionUpkeep> {
+export async function keepPartitions(
+  sql: Sql,
+  table: TimePartitioned,
+  now: Date,
+  options: UpkeepOptions = {},
+): Promise<PartitionUpkeep> {
   const upkeep: PartitionUpkeep = { created: [], movedFromDefault: 0, deferred: [], defaultRows: 0 };
   const parent = await partitionedTable(sql, table);
   if (!parent) return upkeep;
@@ -199,7 +233,9 @@ export async function keepPartitions(sql: Sql, table: TimePartitioned, now: Date
     const name = partitionName(table, month);
     // after one month ran out of time the others wait untried (see above), as do all while its retry is not due
     const due = upkeep.deferred.length === 0 && ((await options.retries?.due(name, now)) ?? true);
-    const moved = due ? await inTime(createMonthPartition(sql, table, parent, month, options.moveTimeoutMs)) : undefined;
+    const moved = due
+      ? await inTime(createMonthPartition(sql, table, parent, month, options.moveTimeoutMs))
+      : undefined;
     if (moved === undefined) {
       if (due) await options.retries?.deferred(name, now);
       upkeep.deferred.push(name);
@@ -215,7 +251,9 @@ export async function keepPartitions(sql: Sql, table: TimePartitioned, now: Date
 
 /** Rows in the default partition, counted up to `cap` (it is meant to be empty). */
 export async function defaultRows(sql: Queryable, table: TimePartitioned, cap = 100_000): Promise<number> {
-  const [row] = await sql.unsafe<{ n: number }[]>(`select count(*)::int as n from (select 1 from ${defaultPartition(table)} limit ${cap}) d`);
+  const [row] = await sql.unsafe<{ n: number }[]>(
+    `select count(*)::int as n from (select 1 from ${defaultPartition(table)} limit ${cap}) d`,
+  );
   return row?.n ?? 0;
 }
 
@@ -241,7 +279,9 @@ export async function dropPartitionsBefore(
     if (partition.to.getTime() > before.getTime()) break;
     const rows = await sql.begin(async (tx) => {
       await tx.unsafe(`set local lock_timeout = ${Math.max(1, Math.round(options.lockTimeoutMs ?? 2000))}`);
-      const [estimate] = await tx<{ rows: number }[]>`select greatest(reltuples, 0)::bigint as rows from pg_class where relname = ${partition.name}`;
+      const [estimate] = await tx<
+        { rows: number }[]
+      >`select greatest(reltuples, 0)::bigint as rows from pg_class where relname = ${partition.name}`;
       await options.beforeDrop?.(tx, partition);
       await tx.unsafe(`drop table ${partition.name}`);
       return Number(estimate?.rows ?? 0);
@@ -253,7 +293,11 @@ export async function dropPartitionsBefore(
 }
 
 /** keepPartitions for every time-partitioned table. */
-export async function keepAllPartitions(sql: Sql, now: Date, options: UpkeepOptions = {}): Promise<Record<TimePartitioned['name'], PartitionUpkeep>> {
+export async function keepAllPartitions(
+  sql: Sql,
+  now: Date,
+  options: UpkeepOptions = {},
+): Promise<Record<TimePartitioned['name'], PartitionUpkeep>> {
   const upkeep = {} as Record<TimePartitioned['name'], PartitionUpkeep>;
   for (const table of TIME_PARTITIONED) upkeep[table.name] = await keepPartitions(sql, table, now, options);
   return upkeep;

@@ -63,7 +63,9 @@ export class ReplicaMonitor {
       const at = this.clock();
       const [primary] = await this.primary<{ lsn: string }[]>`select pg_current_wal_insert_lsn()::text as lsn`;
       this.marks.push({ at, lsn: lsnValue(primary!.lsn) });
-      const [replica] = await this.replica<{ replayed: string | null }[]>`select pg_last_wal_replay_lsn()::text as replayed`;
+      const [replica] = await this.replica<
+        { replayed: string | null }[]
+      >`select pg_last_wal_replay_lsn()::text as replayed`;
       if (replica!.replayed === null) {
         this.fail('not a streaming replica: it replays no WAL (pg_last_wal_replay_lsn() is null)');
         return;
@@ -115,7 +117,12 @@ export class ReplicaMonitor {
     const lag = this.lagMs();
     if (lag === undefined) return { status: 'unavailable', lagSeconds: null, detail: this.reason };
     const lagSeconds = Math.round(lag) / 1000;
-    if (lag > this.maxLagMs) return { status: 'lagging', lagSeconds, detail: `more than CINV_REPLICA_MAX_LAG (${this.maxLagMs / 1000} s) behind: the primary serves analyst reads` };
+    if (lag > this.maxLagMs)
+      return {
+        status: 'lagging',
+        lagSeconds,
+        detail: `more than CINV_REPLICA_MAX_LAG (${this.maxLagMs / 1000} s) behind: the primary serves analyst reads`,
+      };
     return { status: 'ok', lagSeconds };
   }
 }

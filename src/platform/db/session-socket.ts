@@ -29,7 +29,10 @@ function typedMessage(type: number, body: Buffer): Buffer {
 
 const ROLLBACK = typedMessage(QUERY, Buffer.from('ROLLBACK\0'));
 const SYNC_MESSAGE = typedMessage(SYNC, Buffer.alloc(0));
-const tooManyConnections = typedMessage(0x45, Buffer.from('SFATAL\0VFATAL\0C53300\0Mtoo many connections to the embedded database\0\0'));
+const tooManyConnections = typedMessage(
+  0x45,
+  Buffer.from('SFATAL\0VFATAL\0C53300\0Mtoo many connections to the embedded database\0\0'),
+);
 
 /** Messages the backend answers as a whole; `last` is the type of the last one (0: the startup message). */
 interface Unit {
@@ -366,7 +369,9 @@ export class SessionSocketServer {
   private async closeOrphans(): Promise<void> {
     const names = this.orphans;
     this.orphans = [];
-    const closes = names.map((name) => typedMessage(CLOSE, Buffer.concat([Buffer.from('S'), Buffer.from(name), Buffer.alloc(1)])));
+    const closes = names.map((name) =>
+      typedMessage(CLOSE, Buffer.concat([Buffer.from('S'), Buffer.from(name), Buffer.alloc(1)])),
+    );
     try {
       await this.execute(Buffer.concat([...closes, SYNC_MESSAGE]), () => undefined);
     } catch {
@@ -376,6 +381,8 @@ export class SessionSocketServer {
 
   private execute(bytes: Buffer, onData: (data: Uint8Array) => void): Promise<void> {
     const { db } = this.options;
-    return db.runExclusive(() => db.execProtocolRawStream(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length), { onRawData: onData }));
+    return db.runExclusive(() =>
+      db.execProtocolRawStream(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length), { onRawData: onData }),
+    );
   }
 }

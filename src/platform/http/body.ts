@@ -31,7 +31,8 @@ export function isBrokenCompression(error: unknown): boolean {
 
 export const malformedCompression = () => new AppError(400, 'HTTP_400', 'Malformed compressed body');
 
-const endedEarly = () => new AppError(400, 'HTTP_400', 'The request body ended early (the client closed the connection)');
+const endedEarly = () =>
+  new AppError(400, 'HTTP_400', 'The request body ended early (the client closed the connection)');
 const tooLarge = (limit: number) => new AppError(413, 'HTTP_413', 'Request body too large', { limit });
 
 /**
@@ -81,7 +82,8 @@ export function readBody(request: IncomingMessage, limit: number): Promise<Buffe
 }
 
 /** `"__proto__":` as a key, however its letters are escaped (the check JSON parsers for Node use). */
-const PROTO_KEY = /"(?:_|\\u005[Ff])(?:_|\\u005[Ff])(?:p|\\u0070)(?:r|\\u0072)(?:o|\\u006[Ff])(?:t|\\u0074)(?:o|\\u006[Ff])(?:_|\\u005[Ff])(?:_|\\u005[Ff])"\s*:/;
+const PROTO_KEY =
+  /"(?:_|\\u005[Ff])(?:_|\\u005[Ff])(?:p|\\u0070)(?:r|\\u0072)(?:o|\\u006[Ff])(?:t|\\u0074)(?:o|\\u006[Ff])(?:_|\\u005[Ff])(?:_|\\u005[Ff])"\s*:/;
 /** A strict JSON body is an object or an array, after optional RFC 8259 whitespace. */
 const OBJECT_OR_ARRAY = /^[ \t\n\r]*[[{]/;
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
@@ -95,7 +97,8 @@ const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 export function parseJsonBody(bytes: Buffer): unknown {
   const content = bytes.subarray(0, 3).equals(UTF8_BOM) ? bytes.subarray(3) : bytes;
   if (content.length === 0) return {};
-  if (!isUtf8(content)) throw new AppError(400, 'HTTP_400', 'JSON body is not valid UTF-8; send the text encoded as UTF-8');
+  if (!isUtf8(content))
+    throw new AppError(400, 'HTTP_400', 'JSON body is not valid UTF-8; send the text encoded as UTF-8');
   const text = content.toString('utf8');
   let value: unknown;
   try {
@@ -105,7 +108,9 @@ export function parseJsonBody(bytes: Buffer): unknown {
     throw new AppError(400, 'HTTP_400', 'Malformed JSON body');
   }
   if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
-    throw new AppError(400, 'HTTP_400', `JSON body nested deeper than ${MAX_JSON_DEPTH} levels`, { max_depth: MAX_JSON_DEPTH });
+    throw new AppError(400, 'HTTP_400', `JSON body nested deeper than ${MAX_JSON_DEPTH} levels`, {
+      max_depth: MAX_JSON_DEPTH,
+    });
   }
   if (PROTO_KEY.test(text) && hasProtoKey(value)) {
     throw new AppError(400, 'HTTP_400', 'JSON body contains a "__proto__" key, which is not accepted');

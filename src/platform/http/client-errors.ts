@@ -16,7 +16,9 @@ const MAX_ECHOED_PATH = 2048;
  * out, as Koa's `ctx.path` leaves it out: it may hold what does not belong in a response or a log.
  */
 export function requestLineOf(raw: Buffer | undefined): { method: string; path: string } {
-  const line = /^([A-Za-z-]{1,32}) (\S+)(?: |\r?\n|$)/.exec(raw?.subarray(0, MAX_ECHOED_PATH + 64).toString('latin1') ?? '');
+  const line = /^([A-Za-z-]{1,32}) (\S+)(?: |\r?\n|$)/.exec(
+    raw?.subarray(0, MAX_ECHOED_PATH + 64).toString('latin1') ?? '',
+  );
   if (!line) return { method: '', path: '' };
   const target = line[2]!;
   let path = target.split(/[?#]/, 1)[0]!;
@@ -34,7 +36,7 @@ export function requestLineOf(raw: Buffer | undefined): { method: string; path: 
  */
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
-    if (!socket.writable || (error.code === 'ECONNRESET')) {
+    if (!socket.writable || error.code === 'ECONNRESET') {
       socket.destroy();
       return;
     }
@@ -45,7 +47,10 @@ export function answerClientErrors(server: Server): void {
     socket.on('error', () => socket.destroy());
     // a proxy's target (`CONNECT host:443`) is no path of this server
     if (!request.url?.startsWith('/')) {
-      answerOnSocket(socket, 405, 'Method not allowed', { method: 'CONNECT', path: (request.url ?? '').slice(0, MAX_ECHOED_PATH) });
+      answerOnSocket(socket, 405, 'Method not allowed', {
+        method: 'CONNECT',
+        path: (request.url ?? '').slice(0, MAX_ECHOED_PATH),
+      });
       return;
     }
     // without a listener Node drops the connection unanswered; this answers it on the same socket
@@ -61,8 +66,22 @@ export function answerClientErrors(server: Server): void {
   });
 }
 
-function answerOnSocket(socket: Duplex, status: number, message: string, request: { method: string; path: string }): void {
-  const body = JSON.stringify({ error: { id: randomUUID(), code: `HTTP_${status}`, message, details: {}, path: request.path, method: request.method } });
+function answerOnSocket(
+  socket: Duplex,
+  status: number,
+  message: string,
+  request: { method: string; path: string },
+): void {
+  const body = JSON.stringify({
+    error: {
+      id: randomUUID(),
+      code: `HTTP_${status}`,
+      message,
+      details: {},
+      path: request.path,
+      method: request.method,
+    },
+  });
   socket.end(
     `HTTP/1.1 ${status} ${message}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );

@@ -48,7 +48,10 @@ const VERSION = 1;
 const signingKey = (secret: string): Buffer => derivedKey(secret, 'cinv cursor signing v1');
 
 const filterHash = (filters: Record<string, unknown>): string =>
-  createHash('sha256').update(stringify(filters) ?? '').digest('base64url').slice(0, 22);
+  createHash('sha256')
+    .update(stringify(filters) ?? '')
+    .digest('base64url')
+    .slice(0, 22);
 
 /** The principal a walk reads as, and what bounds what it sees: its identity, superadmin flag and data scopes. */
 function readerHash(principal: Principal): string {
@@ -77,7 +80,8 @@ export function encodeCursor(secret: string, binding: CursorBinding, position: u
   return `${encoded}.${signature}`;
 }
 
-const sortText = (sort: string | null): string => (sort ? `sort_by=${sort.replace(':', ' sort_order=')}` : 'no sort_by');
+const sortText = (sort: string | null): string =>
+  sort ? `sort_by=${sort.replace(':', ' sort_order=')}` : 'no sort_by';
 
 /** The state of a cursor issued for exactly this binding; otherwise a route 422. */
 export function decodeCursor(secret: string, cursor: string, binding: CursorBinding): CursorState {
@@ -94,18 +98,28 @@ export function decodeCursor(secret: string, cursor: string, binding: CursorBind
   } catch {
     throw unprocessable('Malformed cursor');
   }
-  if (body.v !== VERSION || !Array.isArray(body.k) || (body.n !== undefined && !(Number.isSafeInteger(body.n) && body.n >= 0))) {
+  if (
+    body.v !== VERSION ||
+    !Array.isArray(body.k) ||
+    (body.n !== undefined && !(Number.isSafeInteger(body.n) && body.n >= 0))
+  ) {
     throw unprocessable('Malformed cursor');
   }
-  if (body.t !== binding.tenantId || body.s !== binding.scope) throw unprocessable('Cursor belongs to a different resource');
+  if (body.t !== binding.tenantId || body.s !== binding.scope)
+    throw unprocessable('Cursor belongs to a different resource');
   // after the resource: a cursor of another tenant says so first, and tells nothing of its issuer
   if (body.p !== readerHash(binding.reader)) {
-    throw unprocessable('Invalid cursor: it was issued to another principal, or before your data scopes changed; start the walk again', {
-      reason: 'foreign_cursor',
-    });
+    throw unprocessable(
+      'Invalid cursor: it was issued to another principal, or before your data scopes changed; start the walk again',
+      {
+        reason: 'foreign_cursor',
+      },
+    );
   }
   if (body.o !== binding.sort) {
-    throw unprocessable(`Cursor was issued with ${sortText(body.o)}; replay it with the same sorting (got ${sortText(binding.sort)})`);
+    throw unprocessable(
+      `Cursor was issued with ${sortText(body.o)}; replay it with the same sorting (got ${sortText(binding.sort)})`,
+    );
   }
   if (body.f !== filterHash(binding.filters)) throw unprocessable('Cursor was issued for a different filter set');
   return { key: body.k, total: body.n };

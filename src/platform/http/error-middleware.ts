@@ -90,7 +90,14 @@ function fromDatabaseError(error: { code?: unknown; name?: unknown }): AppError 
 export function renderError(ctx: Context, error: AppError, id: string = randomUUID()): void {
   const body: ErrorEnvelope = {
     // a request target that is not a path (`OPTIONS *`, a proxy's `host:port`) is named as sent
-    error: { id, code: error.code, message: error.message, details: error.details, path: ctx.path ?? ctx.url ?? '', method: ctx.method },
+    error: {
+      id,
+      code: error.code,
+      message: error.message,
+      details: error.details,
+      path: ctx.path ?? ctx.url ?? '',
+      method: ctx.method,
+    },
   };
   ctx.status = error.status;
   for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);

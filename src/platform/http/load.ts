@@ -140,13 +140,19 @@ const BULK: readonly BulkClass[] = [
   {
     reason: 'exports',
     // the routes' own negotiation: JSON first, so `*/*` or no Accept is a page, not an export
-    matches: (ctx) => (ctx.method === 'GET' || ctx.method === 'HEAD') && EXPORT_PATHS.has(ctx.path) && ctx.accepts('application/json', 'text/csv') === 'text/csv',
-    refusal: () => unavailable('The server is streaming as many CSV exports as it allows at once; retry shortly', 'exports_busy', 5),
+    matches: (ctx) =>
+      (ctx.method === 'GET' || ctx.method === 'HEAD') &&
+      EXPORT_PATHS.has(ctx.path) &&
+      ctx.accepts('application/json', 'text/csv') === 'text/csv',
+    refusal: () =>
+      unavailable('The server is streaming as many CSV exports as it allows at once; retry shortly', 'exports_busy', 5),
   },
   {
     reason: 'ndjson_pushes',
-    matches: (ctx) => ctx.method === 'POST' && INGEST_PATH.test(ctx.path) && ctx.is('application/x-ndjson') === 'application/x-ndjson',
-    refusal: () => unavailable('The server is taking as many NDJSON pushes as it allows at once; retry shortly', 'pushes_busy', 5),
+    matches: (ctx) =>
+      ctx.method === 'POST' && INGEST_PATH.test(ctx.path) && ctx.is('application/x-ndjson') === 'application/x-ndjson',
+    refusal: () =>
+      unavailable('The server is taking as many NDJSON pushes as it allows at once; retry shortly', 'pushes_busy', 5),
   },
 ];
 
@@ -185,7 +191,15 @@ export class LoadShedder {
     private readonly databaseWait: DatabaseWait,
   ) {
     if (limits.maxEventLoopDelayMs > 0) eventLoop();
-    for (const reason of ['in_flight', 'event_loop_delay', 'database_wait', 'exports', 'ndjson_pushes', 'long_polls'] as const) requestsShed.inc({ reason }, 0);
+    for (const reason of [
+      'in_flight',
+      'event_loop_delay',
+      'database_wait',
+      'exports',
+      'ndjson_pushes',
+      'long_polls',
+    ] as const)
+      requestsShed.inc({ reason }, 0);
   }
 
   get maxInFlight(): number {
@@ -217,7 +231,11 @@ export class LoadShedder {
     }
     if (this.longPolls >= this.limits.maxLongPolls) {
       requestsShed.inc({ reason: 'long_polls' });
-      throw unavailable('The server keeps as many change-feed reads waiting as it allows at once; retry shortly', 'long_polls_busy', 1);
+      throw unavailable(
+        'The server keeps as many change-feed reads waiting as it allows at once; retry shortly',
+        'long_polls_busy',
+        1,
+      );
     }
     this.longPolls++;
     this.longPollsBy.set(holder, held + 1);
@@ -247,12 +265,16 @@ export class LoadShedder {
 
   /** The refusal for a request arriving now, if it is refused. */
   private refusal(bulk: BulkClass | undefined): { reason: ShedReason; error: AppError } | undefined {
-    if (this.current >= this.limits.maxInFlight) return { reason: 'in_flight', error: overloaded('too many requests in flight') };
+    if (this.current >= this.limits.maxInFlight)
+      return { reason: 'in_flight', error: overloaded('too many requests in flight') };
     // a loop lagging with nothing else being served lags for work that has ended, or that refusing
     // this request would not relieve (a collection run): the request is served
-    if (this.current > 0 && this.loopLagging()) return { reason: 'event_loop_delay', error: overloaded('the event loop is behind') };
-    if (this.databaseQueued()) return { reason: 'database_wait', error: overloaded('requests are waiting for database connections') };
-    if (bulk && (this.bulk.get(bulk.reason) ?? 0) >= this.bulkLimit(bulk)) return { reason: bulk.reason, error: bulk.refusal() };
+    if (this.current > 0 && this.loopLagging())
+      return { reason: 'event_loop_delay', error: overloaded('the event loop is behind') };
+    if (this.databaseQueued())
+      return { reason: 'database_wait', error: overloaded('requests are waiting for database connections') };
+    if (bulk && (this.bulk.get(bulk.reason) ?? 0) >= this.bulkLimit(bulk))
+      return { reason: bulk.reason, error: bulk.refusal() };
     return undefined;
   }
 

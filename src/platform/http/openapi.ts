@@ -31,15 +31,18 @@ function parameters(schema: TSchema | undefined, location: 'path' | 'query'): Js
 }
 
 const ERROR_STATUSES: Record<number, string> = {
-  400: 'Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, ' +
+  400:
+    'Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, ' +
     'JSON nested deeper than 64 levels, a broken gzip or deflate stream).',
-  401: 'Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser ' +
+  401:
+    'Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser ' +
     '(`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards.',
   403: 'The key lacks the permission (`HTTP_403`).',
   404: 'Not found (`HTTP_404`).',
   413: 'The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`).',
   415: 'The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`).',
-  429: 'Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with ' +
+  429:
+    'Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with ' +
     '`Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` ' +
     'and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again).',
   422: 'Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`).',
@@ -70,7 +73,7 @@ const SERVED_BY = {
   [SERVED_BY_HEADER]: {
     description:
       'Which database answered: `replica` or `primary`. Present when a read replica (DATABASE_REPLICA_URL) is configured: ' +
-      'this read goes to it while it is within CINV_REPLICA_MAX_LAG and has replayed past the caller\'s last write.',
+      "this read goes to it while it is within CINV_REPLICA_MAX_LAG and has replayed past the caller's last write.",
     schema: { type: 'string', enum: ['replica', 'primary'] },
   },
 };
@@ -81,19 +84,25 @@ function operation(route: AnyRoute): Json {
     const content: Json = {};
     if (spec.schema) content['application/json'] = { schema: withoutId(spec.schema) };
     for (const [type, other] of Object.entries(spec.otherContent ?? {})) {
-      content[type] = other.description ? { schema: { type: 'string', description: other.description } } : { schema: { type: 'string' } };
+      content[type] = other.description
+        ? { schema: { type: 'string', description: other.description } }
+        : { schema: { type: 'string' } };
     }
     const response: Json = { description: spec.description };
     if (Object.keys(content).length > 0) response.content = content;
     if (spec.headers) response.headers = spec.headers;
-    if (route.analystRead && Number(status) < 300) response.headers = { ...(response.headers as Json | undefined), ...SERVED_BY };
+    if (route.analystRead && Number(status) < 300)
+      response.headers = { ...(response.headers as Json | undefined), ...SERVED_BY };
     responses[status] = response;
   }
   const errorRef = { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } };
   for (const status of errorStatuses(route)) {
     if (responses[status]) continue;
     const response: Json = { description: ERROR_STATUSES[status], content: errorRef };
-    if (status === 503 || status === 429) response.headers = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
+    if (status === 503 || status === 429)
+      response.headers = {
+        'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+      };
     responses[status] = response;
   }
   const op: Json = {
@@ -106,7 +115,8 @@ function operation(route: AnyRoute): Json {
   if (route.description) op.description = route.description;
   if (route.body) {
     const content: Json = { 'application/json': { schema: withoutId(route.body) } };
-    for (const type of route.streamTypes ?? []) content[type] = { schema: { type: 'string', description: 'Streamed; see the operation description.' } };
+    for (const type of route.streamTypes ?? [])
+      content[type] = { schema: { type: 'string', description: 'Streamed; see the operation description.' } };
     op.requestBody = { required: true, content };
   }
   op.security = route.access === 'public' ? [] : [{ ApiKeyAuth: [] }, { SessionCookie: [] }];
@@ -140,7 +150,8 @@ export function buildOpenApi(routes: readonly AnyRoute[], info: OpenApiInfo): Js
           type: 'apiKey',
           in: 'header',
           name: 'X-API-Key',
-          description: 'Keys look like `cinv_<tier>_...` (tiers adm, svc, ro, usr). Never accepted in the query string.',
+          description:
+            'Keys look like `cinv_<tier>_...` (tiers adm, svc, ro, usr). Never accepted in the query string.',
         },
         SessionCookie: {
           type: 'apiKey',

@@ -38,7 +38,10 @@ export class RateLimits {
   private warned = false;
 
   constructor(
-    config: Pick<Config, 'rateLimit' | 'rateBurst' | 'sessionRateLimit' | 'sessionRateBurst' | 'rateLimitOverrides' | 'redisUrl'>,
+    config: Pick<
+      Config,
+      'rateLimit' | 'rateBurst' | 'sessionRateLimit' | 'sessionRateBurst' | 'rateLimitOverrides' | 'redisUrl'
+    >,
     private readonly logger: Logger,
   ) {
     if (config.redisUrl) {
@@ -59,7 +62,11 @@ export class RateLimits {
       });
       this.redis.on('error', (error: Error) => {
         // once per outage, not once per reconnection attempt
-        if (!this.warned) this.logger.warn({ err: { message: error.message } }, 'Redis unreachable: rate limits hold per process until it is back');
+        if (!this.warned)
+          this.logger.warn(
+            { err: { message: error.message } },
+            'Redis unreachable: rate limits hold per process until it is back',
+          );
         this.warned = true;
         this.redisDown = error.message || 'unreachable';
       });
@@ -79,17 +86,28 @@ export class RateLimits {
     const duration = Math.max(1, Math.ceil((burst * 60) / limit));
     const options = { points: burst, duration, keyPrefix: `cinv:rl:${name}` };
     const memory = new RateLimiterMemory(options);
-    const limiter = this.redis ? new RateLimiterRedis({ ...options, storeClient: this.redis, rejectIfRedisNotReady: true, insuranceLimiter: memory }) : memory;
+    const limiter = this.redis
+      ? new RateLimiterRedis({
+          ...options,
+          storeClient: this.redis,
+          rejectIfRedisNotReady: true,
+          insuranceLimiter: memory,
+        })
+      : memory;
     return { name, limit, burst, limiter };
   }
 
   state(): RateLimitState {
     if (!this.redis) return { backend: 'memory', status: 'ok' };
-    return this.redisDown ? { backend: 'redis', status: 'degraded', detail: `per-process limits: ${this.redisDown}` } : { backend: 'redis', status: 'ok' };
+    return this.redisDown
+      ? { backend: 'redis', status: 'degraded', detail: `per-process limits: ${this.redisDown}` }
+      : { backend: 'redis', status: 'ok' };
   }
 
   private profileFor(method: string, path: string, interactive: boolean): Profile {
-    const match = this.overrides.find(({ rule }) => path.startsWith(rule.prefix) && (rule.method === undefined || rule.method === method));
+    const match = this.overrides.find(
+      ({ rule }) => path.startsWith(rule.prefix) && (rule.method === undefined || rule.method === method),
+    );
     return match?.profile ?? (interactive ? this.interactive : this.general);
   }
 

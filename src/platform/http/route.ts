@@ -46,7 +46,12 @@ export interface DeniedTarget {
 
 type Maybe<T extends TSchema | undefined> = T extends TSchema ? Static<T> : Record<string, never>;
 
-export interface RouteRequest<App, P extends TSchema | undefined, Q extends TSchema | undefined, B extends TSchema | undefined> {
+export interface RouteRequest<
+  App,
+  P extends TSchema | undefined,
+  Q extends TSchema | undefined,
+  B extends TSchema | undefined,
+> {
   ctx: Context;
   /** What the application hands every handler (its services and settings). */
   app: App;

@@ -14,7 +14,8 @@ import { compileBody, compileRequest, compileResponse, toFieldErrors } from '../
 type Check = (input: unknown) => unknown;
 
 /** What a request's allowance is counted against: the key or token, else the session's user. */
-const credentialOf = (principal: Principal): string => (principal.keyId ? `key:${principal.keyId}` : `user:${principal.user?.id ?? principal.id}`);
+const credentialOf = (principal: Principal): string =>
+  principal.keyId ? `key:${principal.keyId}` : `user:${principal.user?.id ?? principal.id}`;
 
 /**
  * A NUL character can be neither stored nor compared by PostgreSQL, so a parameter holding one
@@ -46,7 +47,12 @@ function requestCheck(schema: TSchema | undefined, location: FieldError['locatio
   return (input) => {
     // query and path objects are Koa's own and are coerced in place, so they are copied first
     // (their values are strings and arrays of strings: a copy one level down is a whole copy)
-    const value = Object.fromEntries(Object.entries((input ?? {}) as Record<string, unknown>).map(([name, raw]) => [name, Array.isArray(raw) ? [...(raw as unknown[])] : raw]));
+    const value = Object.fromEntries(
+      Object.entries((input ?? {}) as Record<string, unknown>).map(([name, raw]) => [
+        name,
+        Array.isArray(raw) ? [...(raw as unknown[])] : raw,
+      ]),
+    );
     refuseNul(value, location);
     const errors = validate(value, location);
     if (errors.length > 0) throw validationFailed(errors);
@@ -65,7 +71,9 @@ function responseCheck<App>(route: AnyRouteOf<App>): (ctx: Context) => void {
     if (typeof ctx.body === 'object' && 'pipe' in ctx.body) return;
     const body = JSON.parse(typeof ctx.body === 'string' ? ctx.body : JSON.stringify(ctx.body)) as unknown;
     if (!validate(body)) {
-      throw new Error(`response of ${route.method} ${route.path} does not match its schema: ${JSON.stringify(validate.errors)}`);
+      throw new Error(
+        `response of ${route.method} ${route.path} does not match its schema: ${JSON.stringify(validate.errors)}`,
+      );
     }
   };
 }
@@ -79,7 +87,9 @@ function statusCheck<App>(route: AnyRouteOf<App>): (error: unknown) => void {
   const declared = new Set([...Object.keys(route.responses).map(Number), ...errorStatuses(route)]);
   return (error) => {
     if (error instanceof AppError && !declared.has(error.status)) {
-      throw new Error(`${route.method} ${route.path} answered ${error.status} (${error.message}), which its OpenAPI operation does not declare`);
+      throw new Error(
+        `${route.method} ${route.path} answered ${error.status} (${error.message}), which its OpenAPI operation does not declare`,
+      );
     }
   };
 }
@@ -90,7 +100,13 @@ function statusCheck<App>(route: AnyRouteOf<App>): (error: unknown) => void {
  * compressed stream or a document nested deeper than MAX_JSON_DEPTH.
  */
 async function readJsonBody(ctx: Context, limit: number): Promise<unknown> {
-  if (!ctx.is('application/json')) throw new AppError(415, 'HTTP_415', 'Unsupported media type; send application/json' + (ctx.state.streamTypes ? ` or ${String(ctx.state.streamTypes)}` : ''));
+  if (!ctx.is('application/json'))
+    throw new AppError(
+      415,
+      'HTTP_415',
+      'Unsupported media type; send application/json' +
+        (ctx.state.streamTypes ? ` or ${String(ctx.state.streamTypes)}` : ''),
+    );
   return parseJsonBody(await readBody(ctx.req, limit));
 }
 
@@ -130,7 +146,10 @@ function resourceOf(path: string): string | undefined {
 type Handler<C, N, R> = (ctx: C, next: N) => R;
 
 /** A middleware that hands each request to the one of its resource, or to `rest`. */
-function byResource<C extends { path: string }, N, R>(held: ReadonlyMap<string | undefined, Handler<C, N, R>>, rest: Handler<C, N, R>): Handler<C, N, R> {
+function byResource<C extends { path: string }, N, R>(
+  held: ReadonlyMap<string | undefined, Handler<C, N, R>>,
+  rest: Handler<C, N, R>,
+): Handler<C, N, R> {
   return (ctx, next) => (held.get(resourceOf(ctx.path)) ?? rest)(ctx, next);
 }
 
@@ -142,7 +161,11 @@ function byResource<C extends { path: string }, N, R>(held: ReadonlyMap<string |
  * router: with every route in one, matching took some 45 µs of a CI detail's CPU. A resource named
  * by a parameter would match any request: then all routes share one router, as before.
  */
-export function buildRouter<App extends RouterApp>(app: App, routes: readonly AnyRouteOf<App>[], options: RouterOptions<App>) {
+export function buildRouter<App extends RouterApp>(
+  app: App,
+  routes: readonly AnyRouteOf<App>[],
+  options: RouterOptions<App>,
+) {
   const apart = !routes.some((route) => resourceOf(route.path)?.includes('{'));
   const groups = new Map<string | undefined, AnyRouteOf<App>[]>([[undefined, []]]);
   for (const route of routes) {
@@ -160,7 +183,11 @@ export function buildRouter<App extends RouterApp>(app: App, routes: readonly An
   };
 }
 
-function mountRoutes<App extends RouterApp>(app: App, routes: readonly AnyRouteOf<App>[], options: RouterOptions<App>): Router {
+function mountRoutes<App extends RouterApp>(
+  app: App,
+  routes: readonly AnyRouteOf<App>[],
+  options: RouterOptions<App>,
+): Router {
   // every method Node parses counts as known: one a path does not serve is a 405 with `Allow`, not a 501
   const router = new Router({ methods: [...METHODS] });
   for (const route of routes) {
@@ -188,7 +215,8 @@ function mountRoutes<App extends RouterApp>(app: App, routes: readonly AnyRouteO
           principal = await options.authenticate(ctx, app);
         } catch (error) {
           await app.limits.consume(ctx, `ip:${ctx.ip}`);
-          const signIn = error instanceof AppError && error.status === 401 ? options.signInRedirect?.(ctx, app) : undefined;
+          const signIn =
+            error instanceof AppError && error.status === 401 ? options.signInRedirect?.(ctx, app) : undefined;
           if (signIn !== undefined) {
             ctx.redirect(signIn);
             return;
@@ -200,7 +228,10 @@ function mountRoutes<App extends RouterApp>(app: App, routes: readonly AnyRouteO
         if (route.access !== 'authenticated') {
           const { resource, action } = route.access;
           if (!can(principal, resource, action)) {
-            const refusal = forbidden(`This key may not ${action} ${resource.replace(/_/g, ' ')}`, { resource, action });
+            const refusal = forbidden(`This key may not ${action} ${resource.replace(/_/g, ' ')}`, {
+              resource,
+              action,
+            });
             await naming(refusal);
             throw refusal;
           }
@@ -212,7 +243,10 @@ function mountRoutes<App extends RouterApp>(app: App, routes: readonly AnyRouteO
       const params = checkParams(ctx.params);
       const query = checkQuery(ctx.query);
       const body = streamed ? undefined : checkBody(received);
-      const analyst = typeof route.analystRead === 'function' ? route.analystRead(query as Record<string, unknown>) : route.analystRead === true;
+      const analyst =
+        typeof route.analystRead === 'function'
+          ? route.analystRead(query as Record<string, unknown>)
+          : route.analystRead === true;
       const served = analyst && options.analystApp ? options.analystApp(ctx, app, principal) : app;
       const result = await route
         .handler({ ctx, app: served, params, query, body, principal: principal as Principal })

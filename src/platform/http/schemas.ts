@@ -22,10 +22,16 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
  * bidirectional or invisible format character (`namePattern`), with spaces as `spaces` says.
  */
 export const HumanName = (options: { spaces?: NameSpaces; description?: string } = {}) =>
-  Type.String({ minLength: 1, maxLength: 200, pattern: namePattern(options.spaces ?? 'any'), description: options.description });
+  Type.String({
+    minLength: 1,
+    maxLength: 200,
+    pattern: namePattern(options.spaces ?? 'any'),
+    description: options.description,
+  });
 
 /** An instance of a source (a cluster, a server), as pushes and data scopes name it: the same characters as a HumanName. */
-export const ScopeId = (maxLength: number, description?: string) => Type.String({ minLength: 1, maxLength, pattern: namePattern('any'), description });
+export const ScopeId = (maxLength: number, description?: string) =>
+  Type.String({ minLength: 1, maxLength, pattern: namePattern('any'), description });
 export const JsonObject = (description?: string) => Type.Record(Type.String(), Type.Unknown(), { description });
 
 export const ErrorEnvelope = Type.Object(
@@ -45,14 +51,17 @@ export const ErrorEnvelope = Type.Object(
 );
 
 /** A 409 answer a route documents, with what causes it. */
-export const conflictResponse = (description: string) => ({ 409: { description: `${description} (\`HTTP_409\`).`, schema: ErrorEnvelope } });
+export const conflictResponse = (description: string) => ({
+  409: { description: `${description} (\`HTTP_409\`).`, schema: ErrorEnvelope },
+});
 
 /**
  * A numeric identifier in a path (sources, collectors): digits, validated as text so that no
  * precision is lost beyond 2^53. Use `bigintId` to read it; ids out of the database's range match
  * nothing (404).
  */
-export const NumericId = (description: string) => Type.String({ pattern: '^[0-9]+$', description: `${description} (an integer)` });
+export const NumericId = (description: string) =>
+  Type.String({ pattern: '^[0-9]+$', description: `${description} (an integer)` });
 
 const MAX_BIGINT = 9223372036854775807n;
 

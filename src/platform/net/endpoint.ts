@@ -13,7 +13,13 @@ import { domainToASCII } from 'node:url';
  * after DNS resolution (a name may resolve elsewhere later, or redirect).
  */
 
-const METADATA_NAMES = new Set(['metadata.google.internal', 'metadata.goog', 'metadata', 'instance-data', 'instance-data.ec2.internal']);
+const METADATA_NAMES = new Set([
+  'metadata.google.internal',
+  'metadata.goog',
+  'metadata',
+  'instance-data',
+  'instance-data.ec2.internal',
+]);
 
 /** Never reachable, whatever the settings. */
 const neverReachable = new BlockList();
@@ -103,7 +109,9 @@ export class AllowedHosts {
 
   allowsName(host: string): boolean {
     const name = normalHost(host) || host.toLowerCase();
-    return this.names.some((allowed) => (allowed.startsWith('*.') ? name.endsWith(allowed.slice(1)) : name === allowed));
+    return this.names.some((allowed) =>
+      allowed.startsWith('*.') ? name.endsWith(allowed.slice(1)) : name === allowed,
+    );
   }
 
   allowsAddress(address: string): boolean {
@@ -163,7 +171,8 @@ export function refusedAddress(address: string, policy: AllowedHosts): string | 
   const family = isIP(plain);
   if (family === 0) return undefined;
   const v4 = family === 4 ? plain : embeddedIPv4(plain);
-  const listed = (list: BlockList) => list.check(plain, family === 6 ? 'ipv6' : 'ipv4') || (v4 !== undefined && list.check(v4, 'ipv4'));
+  const listed = (list: BlockList) =>
+    list.check(plain, family === 6 ? 'ipv6' : 'ipv4') || (v4 !== undefined && list.check(v4, 'ipv4'));
   if (listed(neverReachable)) return `${plain} is a link-local or cloud metadata address`;
   if (!policy.allowPrivate && listed(nonPublic) && !(policy.listedPrivate && policy.allowsAddress(plain))) {
     return `${plain} is a loopback, private or otherwise non-public address (CINV_SOURCE_ALLOW_PRIVATE is false)`;
@@ -180,7 +189,8 @@ export function isPublicAddress(address: string): boolean {
   const family = isIP(plain);
   if (family === 0) return false;
   const v4 = family === 4 ? plain : embeddedIPv4(plain);
-  const listed = (list: BlockList) => list.check(plain, family === 6 ? 'ipv6' : 'ipv4') || (v4 !== undefined && list.check(v4, 'ipv4'));
+  const listed = (list: BlockList) =>
+    list.check(plain, family === 6 ? 'ipv6' : 'ipv4') || (v4 !== undefined && list.check(v4, 'ipv4'));
   return !listed(neverReachable) && !listed(nonPublic);
 }
 
@@ -205,7 +215,8 @@ export async function refusedEndpoint(url: URL, allowed: AllowedHosts): Promise<
   if (reason) return reason;
   const family = isIP(host);
   if (allowed.restricts) {
-    const ok = family === 0 ? allowed.allowsName(host) || (await resolvesInto(host, allowed)) : allowed.allowsAddress(host);
+    const ok =
+      family === 0 ? allowed.allowsName(host) || (await resolvesInto(host, allowed)) : allowed.allowsAddress(host);
     if (!ok) return `${host} is not in CINV_SOURCE_ALLOWED_HOSTS`;
   }
   if (family === 0) {

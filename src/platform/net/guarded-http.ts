@@ -43,7 +43,10 @@ export async function guardedGet(url: string, options: GuardedRequestOptions): P
  * redirect: the answer is the redirect itself, and a body is never sent where the endpoint that was
  * checked did not send it.
  */
-export async function guardedRequest(url: string, options: GuardedRequestOptions & { method?: string; body?: string | Buffer }): Promise<GuardedResponse> {
+export async function guardedRequest(
+  url: string,
+  options: GuardedRequestOptions & { method?: string; body?: string | Buffer },
+): Promise<GuardedResponse> {
   let current = new URL(url);
   const lookup = guardedLookup(options.allowedHosts);
   for (let hop = 0; hop <= (options.maxRedirects ?? 5); hop++) {
@@ -58,12 +61,17 @@ export async function guardedRequest(url: string, options: GuardedRequestOptions
     const location = response.headers.location;
     if (!REDIRECTS.has(response.status) || !location || options.body !== undefined) return response;
     current = new URL(location, current);
-    if (current.protocol !== 'http:' && current.protocol !== 'https:') throw new EndpointRefused(`redirect to ${current.protocol} refused`);
+    if (current.protocol !== 'http:' && current.protocol !== 'https:')
+      throw new EndpointRefused(`redirect to ${current.protocol} refused`);
   }
   throw new EndpointRefused('too many redirects');
 }
 
-function once(url: URL, options: GuardedRequestOptions & { method?: string; body?: string | Buffer }, lookup: ReturnType<typeof guardedLookup>): Promise<GuardedResponse> {
+function once(
+  url: URL,
+  options: GuardedRequestOptions & { method?: string; body?: string | Buffer },
+  lookup: ReturnType<typeof guardedLookup>,
+): Promise<GuardedResponse> {
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const limit = options.maxBytes ?? 64 * 1024 * 1024;
   return new Promise((resolve, reject) => {
@@ -93,7 +101,13 @@ function once(url: URL, options: GuardedRequestOptions & { method?: string; body
         });
         incoming.on('error', reject);
         incoming.on('end', () =>
-          resolve({ status: incoming.statusCode ?? 0, headers: incoming.headers, body: Buffer.concat(chunks), url: url.href, address }),
+          resolve({
+            status: incoming.statusCode ?? 0,
+            headers: incoming.headers,
+            body: Buffer.concat(chunks),
+            url: url.href,
+            address,
+          }),
         );
       },
     );

@@ -11,7 +11,10 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
     {
       level,
       base: { service: 'cinv' },
-      redact: { paths: ['req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers.authorization'], censor: '[redacted]' },
+      redact: {
+        paths: ['req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers.authorization'],
+        censor: '[redacted]',
+      },
     },
     destination ?? process.stdout,
   );

@@ -47,7 +47,8 @@ export const metricsRegistry = register;
  * exceeded), `exports` (CINV_MAX_EXPORTS reached), `ndjson_pushes` (CINV_MAX_NDJSON_PUSHES reached),
  * `long_polls` (CINV_MAX_LONG_POLLS change-feed reads waiting).
  */
-export type ShedReason = 'in_flight' | 'event_loop_delay' | 'database_wait' | 'exports' | 'ndjson_pushes' | 'long_polls';
+export type ShedReason =
+  'in_flight' | 'event_loop_delay' | 'database_wait' | 'exports' | 'ndjson_pushes' | 'long_polls';
 
 export const requestsShed = new Counter<'reason'>({
   name: 'cinv_http_requests_shed_total',
@@ -103,7 +104,7 @@ export const subscriptionDeliveries = new Counter<'sink' | 'outcome'>({
 
 export const subscriptionDeliveryLag = new Histogram<'sink'>({
   name: 'cinv_subscription_delivery_lag_seconds',
-  help: 'From the commit of a batch\'s first change record to the batch delivered, by sink type',
+  help: "From the commit of a batch's first change record to the batch delivered, by sink type",
   labelNames: ['sink'] as const,
   buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600, 86_400],
 });

@@ -30,7 +30,9 @@ const COUNTED_ROWS_PER_MS = 400;
 export async function countWithin(sql: Sql, rowsQuery: Fragment, timeoutMs: number, embedded = false): Promise<Count> {
   return sql.begin(async (tx) => {
     const estimate = async () => {
-      const [plan] = await tx<{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }[]>`explain (format json) ${rowsQuery}`;
+      const [plan] = await tx<
+        { 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }[]
+      >`explain (format json) ${rowsQuery}`;
       return Math.round(plan!['QUERY PLAN'][0].Plan['Plan Rows']);
     };
     if (!embedded) {

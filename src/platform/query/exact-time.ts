@@ -13,7 +13,8 @@ const EXACT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 export const isExactTime = (value: unknown): value is string => typeof value === 'string' && EXACT_TIME.test(value);
 
 /** The column as text at microsecond precision, in UTC. */
-export const exactTime = (sql: Sql, column: string): Fragment => sql`to_char(${sql(column)} at time zone 'UTC', ${EXACT_TIME_FORMAT})`;
+export const exactTime = (sql: Sql, column: string): Fragment =>
+  sql`to_char(${sql(column)} at time zone 'UTC', ${EXACT_TIME_FORMAT})`;
 
 /** An exact time (EXACT_TIME_FORMAT) as the API shows it (milliseconds, as Date#toISOString writes them), the rest cut as to_char's MS cuts it. */
 export const apiTimeOf = (exact: string): string => `${exact.slice(0, 23)}Z`;

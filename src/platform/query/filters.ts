@@ -3,7 +3,21 @@ import type { Fragment } from '../auth/scope.js';
 import { asJson } from '../db/database.js';
 import { invalidFilter } from '../errors.js';
 
-export const OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'like', 'ilike', 'startswith', 'in', 'nin', 'null', 'notnull'] as const;
+export const OPERATORS = [
+  'eq',
+  'ne',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'like',
+  'ilike',
+  'startswith',
+  'in',
+  'nin',
+  'null',
+  'notnull',
+] as const;
 export type Operator = (typeof OPERATORS)[number];
 
 const VALUELESS: ReadonlySet<Operator> = new Set(['null', 'notnull']);
@@ -68,17 +82,23 @@ function parseOne(raw: string, spec: FilterSpec): ParsedFilter {
   const value = second === -1 ? undefined : raw.slice(second + 1);
   if (!OPERATORS.includes(op)) throw invalidFilter(raw, `unknown operator "${op}"; use one of ${OPERATORS.join(', ')}`);
   if (VALUELESS.has(op) && value !== undefined) throw invalidFilter(raw, `operator "${op}" takes no value`);
-  if (!VALUELESS.has(op) && (value === undefined || value === '')) throw invalidFilter(raw, `operator "${op}" needs a value`);
+  if (!VALUELESS.has(op) && (value === undefined || value === ''))
+    throw invalidFilter(raw, `operator "${op}" needs a value`);
 
   // own keys only: a field named `constructor` or `__proto__` is unknown, not Object's
   const def = Object.hasOwn(spec.fields, field) ? spec.fields[field] : undefined;
   if (def) {
-    if (TEXT_ONLY.has(op) && def.kind !== 'text') throw invalidFilter(raw, `operator "${op}" applies to text fields only`);
+    if (TEXT_ONLY.has(op) && def.kind !== 'text')
+      throw invalidFilter(raw, `operator "${op}" applies to text fields only`);
     for (const item of op === 'in' || op === 'nin' ? value!.split(',') : value === undefined ? [] : [value]) {
-      if (def.kind === 'timestamp' && (!ISO_TIMESTAMP.test(item) || Number.isNaN(Date.parse(item)) || !realDate(item))) {
+      if (
+        def.kind === 'timestamp' &&
+        (!ISO_TIMESTAMP.test(item) || Number.isNaN(Date.parse(item)) || !realDate(item))
+      ) {
         throw invalidFilter(raw, `"${item}" is not an ISO 8601 timestamp`);
       }
-      if (def.kind === 'uuid' && !TEXT_ONLY.has(op) && !UUID.test(item)) throw invalidFilter(raw, `"${item}" is not a UUID`);
+      if (def.kind === 'uuid' && !TEXT_ONLY.has(op) && !UUID.test(item))
+        throw invalidFilter(raw, `"${item}" is not a UUID`);
       if (def.values && ['eq', 'ne', 'in', 'nin'].includes(op) && !def.values.includes(item)) {
         throw invalidFilter(raw, `"${item}" is not one of ${def.values.join(', ')}`);
       }
@@ -114,7 +134,8 @@ function columnCondition(sql: Sql, filter: ParsedFilter & { target: 'column' }):
   // timestamps travel as text: a parameter typed timestamptz would pass through a JS Date and lose
   // its microseconds
   const cast = def.kind === 'timestamp' ? sql`::text::timestamptz` : def.kind === 'uuid' ? sql`::uuid` : sql``;
-  const arrayCast = def.kind === 'timestamp' ? sql`::text[]::timestamptz[]` : def.kind === 'uuid' ? sql`::uuid[]` : sql`::text[]`;
+  const arrayCast =
+    def.kind === 'timestamp' ? sql`::text[]::timestamptz[]` : def.kind === 'uuid' ? sql`::uuid[]` : sql`::text[]`;
   if (def.array) {
     // a text[] column matches when one of its elements does; equality and lists are written as
     // containment and overlap, which a GIN index on the column serves
@@ -140,7 +161,14 @@ function columnCondition(sql: Sql, filter: ParsedFilter & { target: 'column' }):
   return scalarCondition(sql, sql`${sql(def.column)}`, op, value, cast, arrayCast);
 }
 
-function scalarCondition(sql: Sql, expr: Fragment, op: Operator, value: string | undefined, cast: Fragment, arrayCast: Fragment): Fragment {
+function scalarCondition(
+  sql: Sql,
+  expr: Fragment,
+  op: Operator,
+  value: string | undefined,
+  cast: Fragment,
+  arrayCast: Fragment,
+): Fragment {
   const v = value ?? '';
   switch (op) {
     case 'eq':
@@ -226,5 +254,7 @@ function jsonCondition(sql: Sql, filter: ParsedFilter & { target: 'json' }): Fra
 
 /** One `WHERE` fragment per filter; values are always bound parameters. */
 export function compileFilters(sql: Sql, filters: readonly ParsedFilter[]): Fragment[] {
-  return filters.map((filter) => (filter.target === 'column' ? columnCondition(sql, filter) : jsonCondition(sql, filter)));
+  return filters.map((filter) =>
+    filter.target === 'column' ? columnCondition(sql, filter) : jsonCondition(sql, filter),
+  );
 }

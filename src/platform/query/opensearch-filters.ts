@@ -18,9 +18,15 @@ function clause(filter: ParsedFilter): SearchClause {
   const list = value.split(',');
   switch (filter.op) {
     case 'eq':
-      return filter.def.kind === 'timestamp' ? { range: { [field]: { gte: value, lte: value } } } : { term: { [field]: value } };
+      return filter.def.kind === 'timestamp'
+        ? { range: { [field]: { gte: value, lte: value } } }
+        : { term: { [field]: value } };
     case 'ne':
-      return not(filter.def.kind === 'timestamp' ? { range: { [field]: { gte: value, lte: value } } } : { term: { [field]: value } });
+      return not(
+        filter.def.kind === 'timestamp'
+          ? { range: { [field]: { gte: value, lte: value } } }
+          : { term: { [field]: value } },
+      );
     case 'gt':
     case 'gte':
     case 'lt':
@@ -33,9 +39,15 @@ function clause(filter: ParsedFilter): SearchClause {
     case 'startswith':
       return { prefix: { [field]: { value } } };
     case 'in':
-      return filter.def.kind === 'timestamp' ? { bool: { should: list.map((v) => ({ range: { [field]: { gte: v, lte: v } } })), minimum_should_match: 1 } } : { terms: { [field]: list } };
+      return filter.def.kind === 'timestamp'
+        ? { bool: { should: list.map((v) => ({ range: { [field]: { gte: v, lte: v } } })), minimum_should_match: 1 } }
+        : { terms: { [field]: list } };
     case 'nin':
-      return not(filter.def.kind === 'timestamp' ? { bool: { should: list.map((v) => ({ range: { [field]: { gte: v, lte: v } } })) } } : { terms: { [field]: list } });
+      return not(
+        filter.def.kind === 'timestamp'
+          ? { bool: { should: list.map((v) => ({ range: { [field]: { gte: v, lte: v } } })) } }
+          : { terms: { [field]: list } },
+      );
     case 'null':
       return not({ exists: { field } });
     case 'notnull':

@@ -64,12 +64,18 @@ export function parseQuery(text: string, field = 'query'): ParsedQuery {
     joinNext = false;
   }
   if (!groups.some((group) => group.every((term) => !term.negated))) {
-    throw validationFailed([{ field, location: 'query', message: 'needs at least one word or "quoted text" that is not excluded with -' }]);
+    throw validationFailed([
+      { field, location: 'query', message: 'needs at least one word or "quoted text" that is not excluded with -' },
+    ]);
   }
   const unsearchable = groups.flat().find((term) => !searchable(tokensOf(term.text)));
   if (unsearchable) {
     throw validationFailed([
-      { field, location: 'query', message: `"${unsearchable.text.slice(0, 40)}…" is longer than any indexed token (200 characters, or parts of 100)` },
+      {
+        field,
+        location: 'query',
+        message: `"${unsearchable.text.slice(0, 40)}…" is longer than any indexed token (200 characters, or parts of 100)`,
+      },
     ]);
   }
   return groups;
@@ -88,13 +94,16 @@ const lexeme = (text: string): string => `'${text.replace(/\\/g, '\\\\').replace
 function termTsquery(term: Term): string {
   const tokens = tokensOf(term.text);
   const prefix = !term.quoted && tokens.whole.length > 1 ? ':*' : '';
-  const matched = tokens.whole.length <= MAX_WHOLE ? `${lexeme(tokens.whole)}${prefix}` : `(${tokens.parts.map(lexeme).join(' & ')})`;
+  const matched =
+    tokens.whole.length <= MAX_WHOLE ? `${lexeme(tokens.whole)}${prefix}` : `(${tokens.parts.map(lexeme).join(' & ')})`;
   return term.negated ? `!${matched}` : matched;
 }
 
 /** The query as tsquery text, to be cast with `::tsquery` (no parsing or stemming on the way). */
 export function toTsquery(query: ParsedQuery): string {
-  return query.map((group) => (group.length === 1 ? termTsquery(group[0]!) : `(${group.map(termTsquery).join(' | ')})`)).join(' & ');
+  return query
+    .map((group) => (group.length === 1 ? termTsquery(group[0]!) : `(${group.map(termTsquery).join(' | ')})`))
+    .join(' & ');
 }
 
 // ---- OpenSearch: bool clauses over the token fields the indexer fills ----
@@ -132,7 +141,9 @@ export function toOpenSearch(query: ParsedQuery): { must: Clause[]; must_not: Cl
     } else if (group.length === 1) {
       must.push(termClause(group[0]!));
     } else {
-      const options = group.map((term) => (term.negated ? { bool: { must_not: [termClause(term)] } } : termClause(term)));
+      const options = group.map((term) =>
+        term.negated ? { bool: { must_not: [termClause(term)] } } : termClause(term),
+      );
       must.push({ bool: { should: options, minimum_should_match: 1 } });
     }
   }

@@ -11,7 +11,6 @@ import { SignIn } from './views/sign-in';
 import type { ViewProps } from './views/view';
 import './styles.css';
 
-
 type ViewModule = { default: FunctionComponent<ViewProps> };
 
 /** Views load on demand: the first page carries only the shell and the sign-in form. */
@@ -72,7 +71,15 @@ function Navigation({ me, current }: { me: Me; current: string }) {
     ['changes', 'Changes', can(me, 'changes:read')],
     ['stats', 'Statistics', can(me, 'changes:read')],
     ['sources', 'Sources', can(me, 'sources:read') || can(me, 'collectors:read')],
-    ['admin', 'Administration', can(me, 'api_keys:read') || can(me, 'users:read') || can(me, 'audit:read') || can(me, 'subscriptions:read') || me.kind === 'user'],
+    [
+      'admin',
+      'Administration',
+      can(me, 'api_keys:read') ||
+        can(me, 'users:read') ||
+        can(me, 'audit:read') ||
+        can(me, 'subscriptions:read') ||
+        me.kind === 'user',
+    ],
   ];
   return (
     <nav aria-label="Views">
@@ -81,7 +88,10 @@ function Navigation({ me, current }: { me: Me; current: string }) {
           .filter(([, , allowed]) => allowed)
           .map(([name, label]) => (
             <li key={name}>
-              <Link href={`/${name}`} aria-current={current === name || (current === 'ci' && name === 'inventory') ? 'page' : undefined}>
+              <Link
+                href={`/${name}`}
+                aria-current={current === name || (current === 'ci' && name === 'inventory') ? 'page' : undefined}
+              >
                 {label}
               </Link>
             </li>

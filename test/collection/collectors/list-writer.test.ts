@@ -3,14 +3,23 @@ import { ListWriter } from '../../../src/collection/collectors/runs/execution.js
 import type { UniversalRecord } from '../../../src/inventory/write-path/records.js';
 
 const page = (from: number, count: number): UniversalRecord[] =>
-  Array.from({ length: count }, (_, i) => ({ external_id: `o/${from + i}`, ci_type: 'k8s.pod', name: `o${from + i}`, raw_data: {} }));
+  Array.from({ length: count }, (_, i) => ({
+    external_id: `o/${from + i}`,
+    ci_type: 'k8s.pod',
+    name: `o${from + i}`,
+    raw_data: {},
+  }));
 
 /** A write that ends when the test says so. */
 function controlledWrites() {
   const calls: { scopeId: string | null; ids: string[]; end: (error?: Error) => void }[] = [];
   const write = (scopeId: string | null, records: UniversalRecord[]) =>
     new Promise<void>((resolve, reject) => {
-      calls.push({ scopeId, ids: records.map((r) => r.external_id), end: (error) => (error ? reject(error) : resolve()) });
+      calls.push({
+        scopeId,
+        ids: records.map((r) => r.external_id),
+        end: (error) => (error ? reject(error) : resolve()),
+      });
     });
   return { calls, write };
 }

@@ -21,7 +21,12 @@ describe('cinv demo: a generated inventory with a week of history', function () 
   before(async () => {
     sql = (await testDatabase()).sql;
     await resetDatabase(sql);
-    loaded = await loadDemo(sql, { tenantId: DEFAULT_TENANT_ID, now: NOW, batchSize: 1000, progress: (done, total, what) => lines.push(`${done}/${total} ${what}`) });
+    loaded = await loadDemo(sql, {
+      tenantId: DEFAULT_TENANT_ID,
+      now: NOW,
+      batchSize: 1000,
+      progress: (done, total, what) => lines.push(`${done}/${total} ${what}`),
+    });
     app = await startTestApp();
     admin = await createKey(sql, 'adm');
   });
@@ -32,7 +37,9 @@ describe('cinv demo: a generated inventory with a week of history', function () 
   it('is the same every time for the same hour: the clusters and their events are generated, not random', () => {
     const [one, two] = [buildDemo(END), buildDemo(END)];
     expect(one.east.all()).to.deep.equal(two.east.all());
-    expect(one.steps.map((s) => [s.at.toISOString(), s.what])).to.deep.equal(two.steps.map((s) => [s.at.toISOString(), s.what]));
+    expect(one.steps.map((s) => [s.at.toISOString(), s.what])).to.deep.equal(
+      two.steps.map((s) => [s.at.toISOString(), s.what]),
+    );
     expect(one.steps[0]!.at.toISOString()).to.equal(new Date(END.getTime() - 7 * DAY).toISOString());
     expect(one.steps.at(-1)!.at.toISOString()).to.equal(END.toISOString());
   });
@@ -44,11 +51,18 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     expect(lines).to.have.lengthOf(loaded.steps);
     expect(lines.at(-1)).to.match(new RegExp(`^${loaded.steps}/${loaded.steps} 2026-11-20 15:00 latest collection`));
     const sources = (await app.get('/api/v1/sources?limit=100', admin)).body.items;
-    expect(sources.map((s: { name: string; status: string }) => `${s.name}:${s.status}`).sort()).to.deep.equal(
-      ['demo-east:disabled', 'demo-postgresql:disabled', 'demo-prometheus:disabled', 'demo-west:disabled'],
-    );
+    expect(sources.map((s: { name: string; status: string }) => `${s.name}:${s.status}`).sort()).to.deep.equal([
+      'demo-east:disabled',
+      'demo-postgresql:disabled',
+      'demo-prometheus:disabled',
+      'demo-west:disabled',
+    ]);
     // each says when it was last collected, and that it was healthy then: a source holding CIs is not 'not collected yet'
-    for (const source of sources as { name: string; last_collection: string | null; health_status: { status: string } | null }[]) {
+    for (const source of sources as {
+      name: string;
+      last_collection: string | null;
+      health_status: { status: string } | null;
+    }[]) {
       expect(source.last_collection, source.name).to.match(/^2026-11-20T1[45]:00:00/);
       expect(source.health_status?.status, source.name).to.equal('healthy');
     }
@@ -74,7 +88,10 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     expect(span!.deleted).to.be.above(200);
     const [east] = await sql<{ ci_id: string }[]>`
       select ci_id from configuration_items where ci_type = 'k8s.deployment' and namespace = 'shop' and name = 'checkout' and scope_id = 'east'`;
-    const history = (await app.get(`/api/v1/ci-changes/${east!.ci_id}?limit=100`, admin)).body.items as { changed_at: string; changes: { field: string; new_value: unknown }[] }[];
+    const history = (await app.get(`/api/v1/ci-changes/${east!.ci_id}?limit=100`, admin)).body.items as {
+      changed_at: string;
+      changes: { field: string; new_value: unknown }[];
+    }[];
     const yesterday = (hour: string) => history.find((c) => c.changed_at.startsWith(`2026-11-19T${hour}`));
     const shipped = yesterday('13:40');
     expect(JSON.stringify(shipped!.changes)).to.include('PAYMENT_TIMEOUT_MS');
@@ -91,10 +108,13 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     expect(nodes.body.items.map((n: { name: string }) => n.name)).to.deep.equal(['west-node-03']);
   });
 
-  it('leads from checkout\'s deployment to yesterday\'s crash loop: the pods it ran then, their restarts and their archiving', async () => {
+  it("leads from checkout's deployment to yesterday's crash loop: the pods it ran then, their restarts and their archiving", async () => {
     const [deployment] = await sql<{ ci_id: string }[]>`
       select ci_id from configuration_items where ci_type = 'k8s.deployment' and namespace = 'shop' and name = 'checkout' and scope_id = 'east'`;
-    const graph = await app.get(`/api/v1/configuration-items/${deployment!.ci_id}/graph?direction=downstream&depth=2&include_inactive=true&max_nodes=200`, admin);
+    const graph = await app.get(
+      `/api/v1/configuration-items/${deployment!.ci_id}/graph?direction=downstream&depth=2&include_inactive=true&max_nodes=200`,
+      admin,
+    );
     expect(graph.status).to.equal(200);
     const nodes = graph.body.nodes as { name: string; ci_type: string; status: string; depth: number }[];
     // the replica sets of earlier rollouts stay, scaled to 0; the pods they ran are archived, and still reached
@@ -103,7 +123,10 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     expect(archivedPods.every((pod) => pod.depth === 2)).to.equal(true);
     expect(nodes.filter((node) => node.ci_type === 'k8s.replicaset').length).to.be.at.least(3);
     expect((graph.body.edges as { ended_at?: string }[]).some((edge) => edge.ended_at)).to.equal(true);
-    const activeOnly = await app.get(`/api/v1/configuration-items/${deployment!.ci_id}/graph?direction=downstream&depth=2&max_nodes=200`, admin);
+    const activeOnly = await app.get(
+      `/api/v1/configuration-items/${deployment!.ci_id}/graph?direction=downstream&depth=2&max_nodes=200`,
+      admin,
+    );
     expect((activeOnly.body.nodes as { status: string }[]).every((node) => node.status === 'active')).to.equal(true);
 
     // one timeline around the deployment: the cause, the crash loop on the pods, the rollback
@@ -112,17 +135,43 @@ describe('cinv demo: a generated inventory with a week of history', function () 
       admin,
     );
     expect(around.status).to.equal(200);
-    const records = around.body.items as { ci_type: string; ci_name: string; change_type: string; changed_at: string; changes: { field: string }[] }[];
-    const restarts = records.filter((r) => r.ci_type === 'k8s.pod' && r.changes.some((c) => c.field === 'raw_data.status.containerStatuses' && /"restartCount":[1-9]/.test(JSON.stringify(c))));
+    const records = around.body.items as {
+      ci_type: string;
+      ci_name: string;
+      change_type: string;
+      changed_at: string;
+      changes: { field: string }[];
+    }[];
+    const restarts = records.filter(
+      (r) =>
+        r.ci_type === 'k8s.pod' &&
+        r.changes.some(
+          (c) => c.field === 'raw_data.status.containerStatuses' && /"restartCount":[1-9]/.test(JSON.stringify(c)),
+        ),
+    );
     expect(new Set(restarts.map((r) => r.ci_name)).size, 'pods whose restart count rose').to.be.at.least(3);
-    expect(records.some((r) => r.ci_type === 'k8s.deployment' && JSON.stringify(r).includes('PAYMENT_TIMEOUT_MS'))).to.equal(true);
-    expect(records.filter((r) => r.ci_type === 'k8s.pod' && r.change_type === 'DELETED' && r.changed_at.startsWith('2026-11-19T14:20')).length).to.be.at.least(3);
+    expect(
+      records.some((r) => r.ci_type === 'k8s.deployment' && JSON.stringify(r).includes('PAYMENT_TIMEOUT_MS')),
+    ).to.equal(true);
+    expect(
+      records.filter(
+        (r) => r.ci_type === 'k8s.pod' && r.change_type === 'DELETED' && r.changed_at.startsWith('2026-11-19T14:20'),
+      ).length,
+    ).to.be.at.least(3);
   });
 
   it('changes nothing when loaded again, and is removed whole with everything it brought', async () => {
     const [before] = await sql<{ n: number }[]>`select count(*)::int as n from change_records`;
-    const again = await loadDemo(sql, { tenantId: DEFAULT_TENANT_ID, now: new Date(NOW.getTime() + DAY), batchSize: 1000, progress: () => undefined });
-    expect(again).to.deep.equal({ loaded: false, sources: ['demo-east', 'demo-west', 'demo-prometheus', 'demo-postgresql'] });
+    const again = await loadDemo(sql, {
+      tenantId: DEFAULT_TENANT_ID,
+      now: new Date(NOW.getTime() + DAY),
+      batchSize: 1000,
+      progress: () => undefined,
+    });
+    expect(again).to.deep.equal({
+      loaded: false,
+      sources: ['demo-east', 'demo-west', 'demo-prometheus', 'demo-postgresql'],
+    });
     const [after] = await sql<{ n: number }[]>`select count(*)::int as n from change_records`;
     expect(after!.n).to.equal(before!.n);
 
@@ -137,7 +186,15 @@ describe('cinv demo: a generated inventory with a week of history', function () 
       union all select 'buckets', count(*)::int from change_stats_buckets
       union all select 'sources', count(*)::int from sources
       union all select 'collectors', count(*)::int from collectors`;
-    expect(Object.fromEntries(left.map((r) => [r.table, r.n]))).to.deep.equal({ cis: 0, changes: 0, relationships: 0, queue: 0, buckets: 0, sources: 0, collectors: 0 });
+    expect(Object.fromEntries(left.map((r) => [r.table, r.n]))).to.deep.equal({
+      cis: 0,
+      changes: 0,
+      relationships: 0,
+      queue: 0,
+      buckets: 0,
+      sources: 0,
+      collectors: 0,
+    });
     const stats = await app.get('/api/v1/changes/stats', admin);
     expect(stats.body.total_changes).to.equal(0);
     const list = await app.get('/api/v1/configuration-items?status=all', admin);

@@ -8,7 +8,14 @@ import { guardedGet } from '../../../src/platform/net/guarded-http.js';
 import type { CollectContext } from '../../../src/collection/types/plugin.js';
 import { registerCollectorType, unregisterCollectorType } from '../../../src/collection/types/registry.js';
 import { CollectionWorker } from '../../../src/collection/collectors/runs/worker.js';
-import { decryptCredentials, encryptCredentials, loadCredentials, MasterKeys, rotateMasterKey, storeCredentials } from '../../../src/collection/sources/credentials.js';
+import {
+  decryptCredentials,
+  encryptCredentials,
+  loadCredentials,
+  MasterKeys,
+  rotateMasterKey,
+  storeCredentials,
+} from '../../../src/collection/sources/credentials.js';
 import { DEFAULT_TENANT_ID } from '../../../src/platform/tenants.js';
 import { createKey, TEST_MASTER_KEY, useTestApp } from '../../support/app.js';
 import { buildPod } from '../../support/factories.js';
@@ -22,18 +29,24 @@ describe('source credentials', () => {
 
   beforeEach(async () => {
     admin = await createKey(app.current.sql, 'adm');
-    const created = await app.current.request('POST', SOURCES, { key: admin, body: { name: 'prod', collector_type: 'universal', endpoint: 'https://10.0.0.1' } });
+    const created = await app.current.request('POST', SOURCES, {
+      key: admin,
+      body: { name: 'prod', collector_type: 'universal', endpoint: 'https://10.0.0.1' },
+    });
     sourceId = String(created.body.id);
   });
 
   const keys = () => new MasterKeys(Buffer.from(TEST_MASTER_KEY, 'hex'));
-  const put = (body: unknown, key = admin) => app.current.request('PUT', `${SOURCES}/${sourceId}/credentials`, { key, body });
+  const put = (body: unknown, key = admin) =>
+    app.current.request('PUT', `${SOURCES}/${sourceId}/credentials`, { key, body });
   const reveal = (key = admin) => app.current.get(`${SOURCES}/${sourceId}/credentials/reveal`, key);
 
   it('stores them encrypted, reveals them to whoever holds credentials:read, and audits every reveal and refusal', async () => {
     const document = { type: 'basic', username: 'collector', password: 'pa55-w0rd-canary' };
     expect((await put(document)).status).to.equal(204);
-    const [stored] = await app.current.sql<{ ciphertext: Buffer; nonce: Buffer }[]>`select ciphertext, nonce from source_credentials`;
+    const [stored] = await app.current.sql<
+      { ciphertext: Buffer; nonce: Buffer }[]
+    >`select ciphertext, nonce from source_credentials`;
     expect(stored!.ciphertext.toString('latin1')).to.not.include('pa55-w0rd-canary');
     expect(stored!.nonce).to.have.length(12);
 
@@ -50,7 +63,16 @@ describe('source credentials', () => {
     expect(denied.status).to.equal(403);
 
     await app.current.context.audit.flush();
-    const events = await app.current.sql<{ event_type: string; actor_name: string; request_id: string | null; target_type: string | null; target_id: string | null; target_name: string | null }[]>`
+    const events = await app.current.sql<
+      {
+        event_type: string;
+        actor_name: string;
+        request_id: string | null;
+        target_type: string | null;
+        target_id: string | null;
+        target_name: string | null;
+      }[]
+    >`
       select event_type, actor_name, request_id, target_type, target_id, target_name from audit_events where event_type like 'credentials.%' order by id`;
     expect(events.map((e) => e.event_type)).to.deep.equal(['credentials.revealed', 'credentials.reveal_denied']);
     expect(events[1]).to.deep.include({ actor_name: 'dashboards', request_id: denied.body.error.id });
@@ -60,21 +82,32 @@ describe('source credentials', () => {
     // a source that does not exist is named as asked
     expect((await app.current.get(`${SOURCES}/999999/credentials/reveal`, readOnly)).status).to.equal(403);
     await app.current.context.audit.flush();
-    const [unknown] = await app.current.sql<{ target_type: string | null; target_id: string | null; target_name: string | null }[]>`
+    const [unknown] = await app.current.sql<
+      { target_type: string | null; target_id: string | null; target_name: string | null }[]
+    >`
       select target_type, target_id, target_name from audit_events where event_type = 'credentials.reveal_denied' order by id desc limit 1`;
     expect(unknown).to.deep.equal({ target_type: 'source', target_id: '999999', target_name: null });
 
     expect((await put({ type: 'token', token: 'replacement' })).status).to.equal(204);
     expect((await reveal()).body).to.deep.equal({ type: 'token', token: 'replacement' });
-    expect((await app.current.request('DELETE', `${SOURCES}/${sourceId}/credentials`, { key: admin })).status).to.equal(204);
+    expect((await app.current.request('DELETE', `${SOURCES}/${sourceId}/credentials`, { key: admin })).status).to.equal(
+      204,
+    );
     expect((await reveal()).status).to.equal(404);
   });
 
   it('are handled only by principals holding the whole source: a key of one instance gets an audited 403 and changes nothing', async () => {
     await put({ type: 'token', token: 'serves-every-instance' });
     const every = ['credentials:read', 'credentials:write', 'credentials:delete', 'sources:read'] as const;
-    const instance = await createKey(app.current.sql, 'svc', { name: 'one-instance', permissions: [...every], scopes: [{ sourceId, scopeId: 'pa' }] });
-    const stored = () => app.current.sql<{ ciphertext: Buffer }[]>`select ciphertext from source_credentials where source_id = ${sourceId}`;
+    const instance = await createKey(app.current.sql, 'svc', {
+      name: 'one-instance',
+      permissions: [...every],
+      scopes: [{ sourceId, scopeId: 'pa' }],
+    });
+    const stored = () =>
+      app.current.sql<
+        { ciphertext: Buffer }[]
+      >`select ciphertext from source_credentials where source_id = ${sourceId}`;
     const before = (await stored())[0]!.ciphertext;
 
     const replaced = await put({ type: 'token', token: 'taken-over' }, instance);
@@ -89,7 +122,9 @@ describe('source credentials', () => {
     expect((await reveal()).body).to.deep.equal({ type: 'token', token: 'serves-every-instance' });
 
     await app.current.context.audit.flush();
-    const refusals = await app.current.sql<{ event_type: string; details: { reason?: string }; target_id: string | null; target_name: string | null }[]>`
+    const refusals = await app.current.sql<
+      { event_type: string; details: { reason?: string }; target_id: string | null; target_name: string | null }[]
+    >`
       select event_type, details, target_id, target_name from audit_events where actor_name = 'one-instance' and outcome = 'failure' order by id`;
     expect(refusals.map((e) => [e.event_type, e.details.reason])).to.deep.equal([
       ['permission.denied', 'whole_source_required'],
@@ -98,7 +133,11 @@ describe('source credentials', () => {
     ]);
     expect(refusals[1]).to.deep.include({ target_id: sourceId, target_name: 'prod' });
 
-    const whole = await createKey(app.current.sql, 'svc', { name: 'whole-source', permissions: [...every], scopes: [{ sourceId, scopeId: null }] });
+    const whole = await createKey(app.current.sql, 'svc', {
+      name: 'whole-source',
+      permissions: [...every],
+      scopes: [{ sourceId, scopeId: null }],
+    });
     expect((await put({ type: 'token', token: 'by-the-whole-source' }, whole)).status).to.equal(204);
     expect((await reveal(whole)).body).to.deep.equal({ type: 'token', token: 'by-the-whole-source' });
   });
@@ -113,7 +152,10 @@ describe('source credentials', () => {
 
   it('destroys the credentials with the source, keeping its CIs', async () => {
     await put({ type: 'token', token: 'gone-with-the-source' });
-    await app.current.request('POST', `${SOURCES}/${sourceId}/ingest`, { key: admin, body: { items: [buildPod({ name: 'kept' })] } });
+    await app.current.request('POST', `${SOURCES}/${sourceId}/ingest`, {
+      key: admin,
+      body: { items: [buildPod({ name: 'kept' })] },
+    });
     expect((await app.current.request('DELETE', `${SOURCES}/${sourceId}`, { key: admin })).status).to.equal(200);
     expect((await app.current.sql`select count(*)::int as n from source_credentials`)[0]!.n).to.equal(0);
     expect((await app.current.get('/api/v1/configuration-items', admin)).body.total).to.equal(1);
@@ -121,9 +163,15 @@ describe('source credentials', () => {
 
   it('binds each ciphertext to its tenant, source and key version: copied anywhere else it does not decrypt', async () => {
     const sql = app.current.sql;
-    const other = await app.current.request('POST', SOURCES, { key: admin, body: { name: 'other', collector_type: 'universal' } });
+    const other = await app.current.request('POST', SOURCES, {
+      key: admin,
+      body: { name: 'other', collector_type: 'universal' },
+    });
     const sealed = await encryptCredentials(sql, keys(), DEFAULT_TENANT_ID, sourceId, { type: 'token', token: 't' });
-    expect(await decryptCredentials(sql, keys(), DEFAULT_TENANT_ID, sourceId, sealed)).to.deep.equal({ type: 'token', token: 't' });
+    expect(await decryptCredentials(sql, keys(), DEFAULT_TENANT_ID, sourceId, sealed)).to.deep.equal({
+      type: 'token',
+      token: 't',
+    });
     await expectRefusal(decryptCredentials(sql, keys(), DEFAULT_TENANT_ID, String(other.body.id), sealed));
 
     const tenantB = randomUUID();
@@ -143,7 +191,10 @@ describe('source credentials', () => {
   it('never repeats a nonce across 10 000 encryptions', async () => {
     const seen = new Set<string>();
     for (let i = 0; i < 10_000; i++) {
-      const sealed = await encryptCredentials(app.current.sql, keys(), DEFAULT_TENANT_ID, sourceId, { type: 'token', token: 'same' });
+      const sealed = await encryptCredentials(app.current.sql, keys(), DEFAULT_TENANT_ID, sourceId, {
+        type: 'token',
+        token: 'same',
+      });
       seen.add(sealed.nonce.toString('hex'));
     }
     expect(seen.size).to.equal(10_000);
@@ -152,7 +203,14 @@ describe('source credentials', () => {
   it('re-wraps the data keys under a new master key without touching the ciphertexts, resumably', async () => {
     const sql = app.current.sql;
     const old = keys();
-    await storeCredentials(sql, old, DEFAULT_TENANT_ID, sourceId, { type: 'token', token: 'survives rotation' }, new Date());
+    await storeCredentials(
+      sql,
+      old,
+      DEFAULT_TENANT_ID,
+      sourceId,
+      { type: 'token', token: 'survives rotation' },
+      new Date(),
+    );
     const tenantB = randomUUID();
     await sql`insert into tenants (id, slug, name) values (${tenantB}, ${`r-${tenantB.slice(0, 8)}`}, 'R')`;
     await encryptCredentials(sql, old, tenantB, sourceId, { type: 'token', token: 'x' });
@@ -165,16 +223,26 @@ describe('source credentials', () => {
     // an interrupted rotation: one tenant's key re-wrapped by hand, the run continues with the rest
     const [first] = await sql<{ tenant_id: string; version: number; wrapped: Buffer; master_fingerprint: string }[]>`
       select * from tenant_data_keys where tenant_id = ${DEFAULT_TENANT_ID}`;
-    const rewrapped = rotating.wrap(DEFAULT_TENANT_ID, first!.version, rotating.unwrap(DEFAULT_TENANT_ID, first!.version, first!.wrapped, first!.master_fingerprint));
+    const rewrapped = rotating.wrap(
+      DEFAULT_TENANT_ID,
+      first!.version,
+      rotating.unwrap(DEFAULT_TENANT_ID, first!.version, first!.wrapped, first!.master_fingerprint),
+    );
     await sql`update tenant_data_keys set wrapped = ${rewrapped.wrapped}, master_fingerprint = ${rewrapped.fingerprint} where tenant_id = ${DEFAULT_TENANT_ID}`;
     const heard: [number, number][] = [];
-    expect(await rotateMasterKey(sql, rotating, (done, total) => heard.push([done, total]))).to.deep.equal({ rewrapped: 1, remaining: 0 });
+    expect(await rotateMasterKey(sql, rotating, (done, total) => heard.push([done, total]))).to.deep.equal({
+      rewrapped: 1,
+      remaining: 0,
+    });
     expect(heard, 'the progress of the one key left').to.deep.equal([[1, 1]]);
     expect(await rotateMasterKey(sql, rotating)).to.deep.equal({ rewrapped: 0, remaining: 0 });
 
     const [after] = await sql<{ ciphertext: Buffer }[]>`select ciphertext from source_credentials`;
     expect(after!.ciphertext.equals(before!.ciphertext)).to.equal(true);
-    expect(await loadCredentials(sql, new MasterKeys(fresh), DEFAULT_TENANT_ID, sourceId)).to.deep.equal({ type: 'token', token: 'survives rotation' });
+    expect(await loadCredentials(sql, new MasterKeys(fresh), DEFAULT_TENANT_ID, sourceId)).to.deep.equal({
+      type: 'token',
+      token: 'survives rotation',
+    });
   });
 
   it('answers 409 when the server has no master key', async () => {
@@ -192,18 +260,29 @@ describe('source credentials', () => {
 
   it('never shows a planted secret in any response of any route, nor in the log', async () => {
     const canary = `canary-${randomBytes(12).toString('hex')}`;
-    await put({ type: 'tls', client_certificate: `cert-${canary}`, client_key: `key-${canary}`, ca_certificate: `ca-${canary}` });
+    await put({
+      type: 'tls',
+      client_certificate: `cert-${canary}`,
+      client_key: `key-${canary}`,
+      ca_certificate: `ca-${canary}`,
+    });
     await put({ type: 'basic', username: `user-${canary}`, password: canary });
     // the reveal route is the one that shows it (the walk below deletes the source at some point)
     expect((await reveal()).text).to.include(canary);
-    const [source] = await app.current.sql<{ collector_id: string }[]>`select collector_id::text from sources where id = ${sourceId}`;
+    const [source] = await app.current.sql<
+      { collector_id: string }[]
+    >`select collector_id::text from sources where id = ${sourceId}`;
     const ids: Record<string, string> = { source_id: sourceId, collector_id: source!.collector_id };
     const bodies: string[] = [];
     for (const route of apiRoutes) {
       if (route.path.endsWith('/credentials/reveal')) continue;
       const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => ids[name] ?? randomUUID());
       for (const accept of ['application/json', 'text/csv']) {
-        const reply = await app.current.request(route.method, path, { key: admin, body: route.body ? {} : undefined, headers: { accept } });
+        const reply = await app.current.request(route.method, path, {
+          key: admin,
+          body: route.body ? {} : undefined,
+          headers: { accept },
+        });
         bodies.push(`${route.method} ${path} ${reply.status} ${reply.text}`);
       }
     }
@@ -223,11 +302,18 @@ async function* echoingCollect(context: CollectContext) {
   const credentials = context.credentials;
   const headers: Record<string, string> = {};
   if (credentials?.type === 'token') headers.authorization = `Bearer ${credentials.token}`;
-  if (credentials?.type === 'basic') headers.authorization = `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
-  const tls = credentials?.type === 'tls' ? { cert: credentials.client_certificate, key: credentials.client_key, ca: credentials.ca_certificate } : undefined;
+  if (credentials?.type === 'basic')
+    headers.authorization = `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
+  const tls =
+    credentials?.type === 'tls'
+      ? { cert: credentials.client_certificate, key: credentials.client_key, ca: credentials.ca_certificate }
+      : undefined;
   const url = tls ? context.source.endpoint!.replace('http:', 'https:') : context.source.endpoint!;
   const reply = await guardedGet(url, { allowedHosts: context.allowedHosts, signal: context.signal, headers, tls });
-  if (reply.status !== 200) throw new Error(`${url} answered ${reply.status}: ${reply.body.toString('utf8')}; sent ${JSON.stringify(credentials)}`);
+  if (reply.status !== 200)
+    throw new Error(
+      `${url} answered ${reply.status}: ${reply.body.toString('utf8')}; sent ${JSON.stringify(credentials)}`,
+    );
   yield { scopeId: null, records: [] };
 }
 
@@ -241,7 +327,12 @@ describe('source credentials in failing collections (with a test collector type)
       type: 'test-echo',
       description: 'sends its credentials to a server that echoes them (tests only)',
       configSchema: Type.Object({}),
-      capabilities: { supports_universal_format: false, supports_multi_source: true, supports_watch: false, collects: true },
+      capabilities: {
+        supports_universal_format: false,
+        supports_multi_source: true,
+        supports_watch: false,
+        collects: true,
+      },
       collectables: [],
       endpointSchemes: ['http', 'https'],
       collect: echoingCollect,
@@ -265,24 +356,45 @@ describe('source credentials in failing collections (with a test collector type)
     const documents = [
       { type: 'token', token: canary },
       { type: 'basic', username: `user-${canary}`, password: `pw-${canary}` },
-      { type: 'tls', client_certificate: `-----BEGIN CERTIFICATE-----\n${canary}${canary}\n-----END CERTIFICATE-----`, client_key: `key-${canary}` },
+      {
+        type: 'tls',
+        client_certificate: `-----BEGIN CERTIFICATE-----\n${canary}${canary}\n-----END CERTIFICATE-----`,
+        client_key: `key-${canary}`,
+      },
     ];
     const bodies: string[] = [];
     const worker = new CollectionWorker(app.current.context, { concurrency: 1, leaseMs: 5000, pollMs: 60_000 });
     try {
       for (const [index, document] of documents.entries()) {
-        const created = await app.current.request('POST', SOURCES, { key: admin, body: { name: `echo-${index}`, collector_type: 'test-echo', endpoint } });
+        const created = await app.current.request('POST', SOURCES, {
+          key: admin,
+          body: { name: `echo-${index}`, collector_type: 'test-echo', endpoint },
+        });
         expect(created.status, created.text).to.equal(201);
         const id = created.body.id as number;
-        expect((await app.current.request('PUT', `${SOURCES}/${id}/credentials`, { key: admin, body: document })).status).to.equal(204);
-        const triggered = await app.current.request('POST', `/api/v1/collectors/${created.body.collector_id}/trigger?source_id=${id}`, { key: admin });
+        expect(
+          (await app.current.request('PUT', `${SOURCES}/${id}/credentials`, { key: admin, body: document })).status,
+        ).to.equal(204);
+        const triggered = await app.current.request(
+          'POST',
+          `/api/v1/collectors/${created.body.collector_id}/trigger?source_id=${id}`,
+          { key: admin },
+        );
         await worker.tick();
         await worker.idle();
         const run = await app.current.get(`/api/v1/collection-runs/${triggered.body.run_id}`, admin);
         expect(run.body.status, `the collection with ${document.type} credentials fails`).to.equal('failed');
         expect(run.body.error).to.be.a('string').and.not.equal('');
-        for (const path of [`/api/v1/collection-runs/${triggered.body.run_id}`, `${SOURCES}/${id}`, SOURCES, `/api/v1/collectors/${created.body.collector_id}/runs`,
-          `/api/v1/collectors/${created.body.collector_id}/health`, '/api/v1/collectors/health/all', '/api/v1/collectors', `/api/v1/collectors/${created.body.collector_id}/sources`]) {
+        for (const path of [
+          `/api/v1/collection-runs/${triggered.body.run_id}`,
+          `${SOURCES}/${id}`,
+          SOURCES,
+          `/api/v1/collectors/${created.body.collector_id}/runs`,
+          `/api/v1/collectors/${created.body.collector_id}/health`,
+          '/api/v1/collectors/health/all',
+          '/api/v1/collectors',
+          `/api/v1/collectors/${created.body.collector_id}/sources`,
+        ]) {
           bodies.push((await app.current.get(path, admin)).text);
         }
       }

@@ -15,7 +15,12 @@ describe('NDJSON pushes to a universal source', function () {
 
   beforeEach(async () => {
     admin = await createKey(app.current.sql, 'adm');
-    sourceId = (await app.current.request('POST', '/api/v1/sources', { key: admin, body: { name: 'agents', collector_type: 'universal' } })).body.id;
+    sourceId = (
+      await app.current.request('POST', '/api/v1/sources', {
+        key: admin,
+        body: { name: 'agents', collector_type: 'universal' },
+      })
+    ).body.id;
   });
 
   const push = (body: RequestInit['body'], query = '', headers: Record<string, string> = {}) =>
@@ -57,8 +62,13 @@ describe('NDJSON pushes to a universal source', function () {
     expect((await app.current.get('/api/v1/configuration-items?limit=1', admin)).body.total).to.equal(500);
     const broken = await push('{"external_id": "x",\n');
     expect(broken.status).to.equal(422);
-    expect(broken.body.error.details.errors[0]).to.deep.include({ field: 'items.0', message: 'is not a JSON document' });
-    const surrogate = await push(lines([buildPod({ name: 'lone' }), { ...buildPod({ name: 'lone-2' }), external_id: 'pod/x/\udfffy' }]));
+    expect(broken.body.error.details.errors[0]).to.deep.include({
+      field: 'items.0',
+      message: 'is not a JSON document',
+    });
+    const surrogate = await push(
+      lines([buildPod({ name: 'lone' }), { ...buildPod({ name: 'lone-2' }), external_id: 'pod/x/\udfffy' }]),
+    );
     expect(surrogate.status).to.equal(422);
     expect(surrogate.body.error.details.errors[0]).to.deep.include({ field: 'items.1' });
     expect(surrogate.body.error.details.errors[0].message).to.match(/valid Unicode/);
@@ -78,7 +88,9 @@ describe('NDJSON pushes to a universal source', function () {
     expect(accepted.last_collection).to.be.a('string');
     expect(accepted.last_error).to.equal(null);
     expect(accepted.health_status).to.deep.include({ status: 'healthy' });
-    expect(accepted.health_status.details.message).to.equal('push accepted: 1 received, 1 created, 0 updated, 1 changes');
+    expect(accepted.health_status.details.message).to.equal(
+      'push accepted: 1 received, 1 created, 0 updated, 1 changes',
+    );
 
     const refused = await push(lines([{ ...buildPod({ name: 'bad' }), ci_type: 'NOT A TYPE' }]));
     expect(refused.status).to.equal(422);
@@ -104,7 +116,8 @@ describe('NDJSON pushes to a universal source', function () {
       (function* () {
         while (sent < total) {
           const chunk: string[] = [];
-          for (let i = 0; i < 1000 && sent < total; i++, sent++) chunk.push(JSON.stringify(buildPod({ name: `bulk-${sent}` })));
+          for (let i = 0; i < 1000 && sent < total; i++, sent++)
+            chunk.push(JSON.stringify(buildPod({ name: `bulk-${sent}` })));
           yield Buffer.from(`${chunk.join('\n')}\n`);
         }
       })(),

@@ -40,7 +40,10 @@ describe('the request forgery guard on collector connections', () => {
   });
 
   const get = (path: string, allowed: string[] = [], allowPrivate = true) =>
-    guardedGet(`${base}${path}`, { allowedHosts: new AllowedHosts(allowed, { allowPrivate }), signal: AbortSignal.timeout(5000) });
+    guardedGet(`${base}${path}`, {
+      allowedHosts: new AllowedHosts(allowed, { allowPrivate }),
+      signal: AbortSignal.timeout(5000),
+    });
 
   async function refused(path: string, allowed: string[] = [], allowPrivate = true): Promise<string> {
     try {
@@ -70,9 +73,14 @@ describe('the request forgery guard on collector connections', () => {
   });
 
   it('refuses loopback and private addresses at connection time when they are not allowed, by name and in every spelling', async () => {
-    expect(await refused('/ok', [], false)).to.match(/127\.0\.0\.1 is a loopback, private or otherwise non-public address/);
+    expect(await refused('/ok', [], false)).to.match(
+      /127\.0\.0\.1 is a loopback, private or otherwise non-public address/,
+    );
     // (a name no earlier test connected to: a pooled keep-alive connection is not looked up again)
-    const viaName = await guardedGet(`http://localhost.:${port}/ok`, { allowedHosts: new AllowedHosts([], { allowPrivate: false }), signal: AbortSignal.timeout(5000) }).then(
+    const viaName = await guardedGet(`http://localhost.:${port}/ok`, {
+      allowedHosts: new AllowedHosts([], { allowPrivate: false }),
+      signal: AbortSignal.timeout(5000),
+    }).then(
       () => 'connected',
       (error: Error) => error.message,
     );
@@ -80,11 +88,17 @@ describe('the request forgery guard on collector connections', () => {
     // a database driver connects to the address checked here, written in any form
     const strict = new AllowedHosts([], { allowPrivate: false });
     for (const host of ['127.0.0.1', '0x7f.1', '2130706433', '[::1]', 'localhost', 'localhost.', '10.0.0.8']) {
-      const error = await guardedAddress(host, strict).then(() => undefined, (e: Error) => e);
+      const error = await guardedAddress(host, strict).then(
+        () => undefined,
+        (e: Error) => e,
+      );
       expect(error, host).to.be.instanceOf(EndpointRefused);
     }
     for (const host of ['169.254.169.254', '0xa9fea9fe', 'metadata.google.internal.']) {
-      const error = await guardedAddress(host, new AllowedHosts([])).then(() => undefined, (e: Error) => e);
+      const error = await guardedAddress(host, new AllowedHosts([])).then(
+        () => undefined,
+        (e: Error) => e,
+      );
       expect(error, host).to.be.instanceOf(EndpointRefused);
     }
     expect(await guardedAddress('0x7f.1', new AllowedHosts([]))).to.equal('127.0.0.1');
@@ -98,7 +112,11 @@ describe('the request forgery guard on collector connections', () => {
     // the redirect names localhost, allowed by name here, or else judged by every address it resolves to
     expect((await get('/to-localhost', ['127.0.0.1/32', 'localhost'])).status).to.equal(200);
     const addresses = (await lookup('localhost', { all: true })).map((a) => a.address);
-    if (addresses.every((a) => a === '127.0.0.1')) expect((await get('/to-localhost', ['127.0.0.1/32'])).status).to.equal(200);
-    else expect(await refused('/to-localhost', ['127.0.0.1/32'])).to.match(/localhost refused: not in CINV_SOURCE_ALLOWED_HOSTS/);
+    if (addresses.every((a) => a === '127.0.0.1'))
+      expect((await get('/to-localhost', ['127.0.0.1/32'])).status).to.equal(200);
+    else
+      expect(await refused('/to-localhost', ['127.0.0.1/32'])).to.match(
+        /localhost refused: not in CINV_SOURCE_ALLOWED_HOSTS/,
+      );
   });
 });

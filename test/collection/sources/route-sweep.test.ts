@@ -41,10 +41,14 @@ describe('sources and collectors routes: 401, 403, 404 and 422 for each', functi
 
   const routes = [...sourceRoutes, ...collectorRoutes].filter((route) => !gone(route));
   const call = (route: AnyRoute, ids: Record<string, string>, key?: string) =>
-    app.request(route.method, route.path.replace(/\{(\w+)\}/g, (_, param: string) => ids[param] ?? 'x'), {
-      key,
-      body: BODIES[name(route)] ?? (route.body ? {} : undefined),
-    });
+    app.request(
+      route.method,
+      route.path.replace(/\{(\w+)\}/g, (_, param: string) => ids[param] ?? 'x'),
+      {
+        key,
+        body: BODIES[name(route)] ?? (route.body ? {} : undefined),
+      },
+    );
 
   it('covers every route that takes a body with a body it accepts', () => {
     expect(routes.filter((r) => r.body && !(name(r) in BODIES)).map(name)).to.deep.equal([]);
@@ -54,7 +58,8 @@ describe('sources and collectors routes: 401, 403, 404 and 422 for each', functi
     it(`${name(route)}`, async () => {
       const missing = { source_id: '999999', collector_id: '999999', run_id: '00000000-0000-4000-8000-000000000000' };
       expect((await call(route, missing)).status, 'without credentials').to.equal(401);
-      if (typeof route.access === 'object') expect((await call(route, missing, powerless)).status, 'without the permission').to.equal(403);
+      if (typeof route.access === 'object')
+        expect((await call(route, missing, powerless)).status, 'without the permission').to.equal(403);
       if (route.params) {
         expect((await call(route, missing, admin)).status, 'an id naming nothing').to.equal(404);
         const malformed = { source_id: 'abc', collector_id: 'abc', run_id: 'not-a-uuid' };

@@ -16,7 +16,12 @@ describe('sources and collectors API', () => {
       type: 'test-cluster',
       description: 'test double of a collecting type',
       configSchema: Type.Object({ cluster_name: Type.Optional(Type.String({ minLength: 1 })) }),
-      capabilities: { supports_universal_format: false, supports_multi_source: true, supports_watch: true, collects: true },
+      capabilities: {
+        supports_universal_format: false,
+        supports_multi_source: true,
+        supports_watch: true,
+        collects: true,
+      },
       collectables: ['pods', 'nodes'],
       endpointSchemes: ['https'],
     });
@@ -35,15 +40,30 @@ describe('sources and collectors API', () => {
       name: 'prod',
       collector_type: 'test-cluster',
       endpoint: 'https://10.0.0.1:6443',
-      config: { cluster_name: 'prod', verify_ssl: false, collection_mode: 'hybrid', enabled_collectors: ['pods'], timeout: 30 },
+      config: {
+        cluster_name: 'prod',
+        verify_ssl: false,
+        collection_mode: 'hybrid',
+        enabled_collectors: ['pods'],
+        timeout: 30,
+      },
       schedule_config: { enabled: true, interval_minutes: 5 },
     });
     expect(created.status, created.text).to.equal(201);
-    expect(created.body).to.deep.include({ name: 'prod', endpoint: 'https://10.0.0.1:6443', status: 'enabled', last_error: null, health_status: null });
+    expect(created.body).to.deep.include({
+      name: 'prod',
+      endpoint: 'https://10.0.0.1:6443',
+      status: 'enabled',
+      last_error: null,
+      health_status: null,
+    });
     expect(created.body.schedule_config).to.deep.equal({ enabled: true, interval_minutes: 5 });
     expect(created.body.collector).to.deep.include({ name: 'test-cluster', collector_type: 'test-cluster' });
 
-    const second = await post(`/api/v1/collectors/${created.body.collector_id}/sources`, { name: 'staging', endpoint: 'https://10.0.0.2:6443' });
+    const second = await post(`/api/v1/collectors/${created.body.collector_id}/sources`, {
+      name: 'staging',
+      endpoint: 'https://10.0.0.2:6443',
+    });
     expect(second.status, second.text).to.equal(201);
     expect(second.body.collector_id).to.equal(created.body.collector_id);
     expect(second.body.schedule_config).to.deep.equal({ enabled: false, interval_minutes: 60 });
@@ -54,10 +74,16 @@ describe('sources and collectors API', () => {
     expect(pushed.body.collector).to.deep.include({ name: 'test-cluster', collector_type: 'universal' });
 
     const collectors = await app.current.get('/api/v1/collectors?name=test-cluster', admin);
-    expect(collectors.body.items.map((c: { collector_type: string }) => c.collector_type).sort()).to.deep.equal(['test-cluster', 'universal']);
+    expect(collectors.body.items.map((c: { collector_type: string }) => c.collector_type).sort()).to.deep.equal([
+      'test-cluster',
+      'universal',
+    ]);
     const byType = await app.current.get('/api/v1/collectors?type=test-cluster', admin);
     expect(byType.body.items).to.have.length(1);
-    expect(byType.body.items[0]).to.deep.include({ sources_total: 2, capabilities: { supports_universal_format: false, supports_multi_source: true } });
+    expect(byType.body.items[0]).to.deep.include({
+      sources_total: 2,
+      capabilities: { supports_universal_format: false, supports_multi_source: true },
+    });
 
     const list = await app.current.get(`${SOURCES}?collector_id=${created.body.collector_id}`, admin);
     expect(list.body).to.deep.include({ total: 2, offset: 0, limit: 50 });
@@ -88,10 +114,18 @@ describe('sources and collectors API', () => {
     await refuse({ endpoint: 'https://metadata.google.internal/computeMetadata/v1/' }, 'endpoint', /metadata/);
     await refuse({ config: { timeout: 0 } }, 'config.timeout', /must be >/);
     await refuse({ config: { collection_mode: 'sometimes' } }, 'config.collection_mode', /./);
-    await refuse({ config: { enabled_collectors: ['pods', 'secrets'] } }, 'config.enabled_collectors', /secrets.*pods, nodes/);
+    await refuse(
+      { config: { enabled_collectors: ['pods', 'secrets'] } },
+      'config.enabled_collectors',
+      /secrets.*pods, nodes/,
+    );
     await refuse({ config: { colection_mode: 'periodic' } }, 'config.colection_mode', /not allowed/);
     await refuse({ schedule_config: { interval_minutes: 0 } }, 'schedule_config.interval_minutes', /must be >= 1/);
-    const hybrid = await post(SOURCES, { name: 'x', collector_type: 'universal', config: { collection_mode: 'hybrid' } });
+    const hybrid = await post(SOURCES, {
+      name: 'x',
+      collector_type: 'universal',
+      config: { collection_mode: 'hybrid' },
+    });
     expect(hybrid.status).to.equal(422);
     expect(hybrid.body.error.details.errors[0]).to.deep.include({ field: 'config.collection_mode' });
     expect((await app.current.get(SOURCES, admin)).body.total).to.equal(0);
@@ -137,13 +171,23 @@ describe('sources and collectors API', () => {
     ];
     for (const host of spellings) {
       expect(await refused('test-cluster', `https://${host}/`), host).to.match(/metadata|link-local/);
-      expect(await refused('postgresql', `postgres://${host}:5432/postgres`), `postgres ${host}`).to.match(/metadata|link-local/);
+      expect(await refused('postgresql', `postgres://${host}:5432/postgres`), `postgres ${host}`).to.match(
+        /metadata|link-local/,
+      );
     }
     expect(await refused('postgresql', 'postgres://4294967296/')).to.match(/not a valid host name/);
     expect((await app.current.get(SOURCES, admin)).body.total).to.equal(0);
     // names and addresses that merely resemble them are ordinary endpoints
-    for (const endpoint of ['https://metadata.example.com/', 'https://169.254.example.com/', 'https://[2001:db8::a9fe:a9fe]/']) {
-      const reply = await post(SOURCES, { name: `fine-${endpoint.length}-${endpoint.charCodeAt(8)}`, collector_type: 'test-cluster', endpoint });
+    for (const endpoint of [
+      'https://metadata.example.com/',
+      'https://169.254.example.com/',
+      'https://[2001:db8::a9fe:a9fe]/',
+    ]) {
+      const reply = await post(SOURCES, {
+        name: `fine-${endpoint.length}-${endpoint.charCodeAt(8)}`,
+        collector_type: 'test-cluster',
+        endpoint,
+      });
       expect(reply.status, `${endpoint}: ${reply.text}`).to.equal(201);
     }
   });
@@ -180,26 +224,47 @@ describe('sources and collectors API', () => {
         expect(reply.body.error.details.errors[0].field).to.equal('endpoint');
         expect(reply.body.error.details.errors[0].message, endpoint).to.match(/CINV_SOURCE_ALLOW_PRIVATE is false/);
       }
-      const postgres = await post(SOURCES, { name: 'refused', collector_type: 'postgresql', endpoint: 'postgres://0x7f.1:5432/postgres' });
-      expect(postgres.body.error.details.errors[0].message).to.match(/127\.0\.0\.1 is a loopback.*CINV_SOURCE_ALLOW_PRIVATE is false/);
+      const postgres = await post(SOURCES, {
+        name: 'refused',
+        collector_type: 'postgresql',
+        endpoint: 'postgres://0x7f.1:5432/postgres',
+      });
+      expect(postgres.body.error.details.errors[0].message).to.match(
+        /127\.0\.0\.1 is a loopback.*CINV_SOURCE_ALLOW_PRIVATE is false/,
+      );
       // moving an existing source onto a private address is refused the same way
       const [first] = (await app.current.get(SOURCES, admin)).body.items;
-      const moved = await app.current.request('PUT', `${SOURCES}/${first.id}`, { key: admin, body: { endpoint: 'https://192.168.0.1/' } });
+      const moved = await app.current.request('PUT', `${SOURCES}/${first.id}`, {
+        key: admin,
+        body: { endpoint: 'https://192.168.0.1/' },
+      });
       expect(moved.status, moved.text).to.equal(422);
       // public addresses stay reachable; link-local ones stay refused, as they are when private ones are allowed
-      expect((await post(SOURCES, { name: 'public', collector_type: 'test-cluster', endpoint: 'https://203.0.113.7/' })).status).to.equal(201);
+      expect(
+        (await post(SOURCES, { name: 'public', collector_type: 'test-cluster', endpoint: 'https://203.0.113.7/' }))
+          .status,
+      ).to.equal(201);
     } finally {
       app.current.context.config.sourceAllowPrivate = true;
     }
-    const metadata = await post(SOURCES, { name: 'metadata', collector_type: 'test-cluster', endpoint: 'https://169.254.169.254/' });
+    const metadata = await post(SOURCES, {
+      name: 'metadata',
+      collector_type: 'test-cluster',
+      endpoint: 'https://169.254.169.254/',
+    });
     expect(metadata.status).to.equal(422);
   });
 
   it('keeps endpoints inside CINV_SOURCE_ALLOWED_HOSTS when it is set', async () => {
     app.current.context.config.sourceAllowedHosts = ['10.1.0.0/16', '*.example.com'];
     try {
-      expect((await post(SOURCES, { name: 'a', collector_type: 'test-cluster', endpoint: 'https://10.1.2.3' })).status).to.equal(201);
-      expect((await post(SOURCES, { name: 'b', collector_type: 'test-cluster', endpoint: 'https://k8s.example.com' })).status).to.equal(201);
+      expect(
+        (await post(SOURCES, { name: 'a', collector_type: 'test-cluster', endpoint: 'https://10.1.2.3' })).status,
+      ).to.equal(201);
+      expect(
+        (await post(SOURCES, { name: 'b', collector_type: 'test-cluster', endpoint: 'https://k8s.example.com' }))
+          .status,
+      ).to.equal(201);
       const outside = await post(SOURCES, { name: 'c', collector_type: 'test-cluster', endpoint: 'https://10.2.0.1' });
       expect(outside.status).to.equal(422);
       expect(outside.body.error.details.errors[0].message).to.include('CINV_SOURCE_ALLOWED_HOSTS');
@@ -217,7 +282,10 @@ describe('sources and collectors API', () => {
       schedule_config: { enabled: true, interval_minutes: 5 },
     });
     const id = created.body.id;
-    const updated = await put(`${SOURCES}/${id}`, { config: { timeout: 60, verify_ssl: null }, schedule_config: { interval_minutes: 10 } });
+    const updated = await put(`${SOURCES}/${id}`, {
+      config: { timeout: 60, verify_ssl: null },
+      schedule_config: { interval_minutes: 10 },
+    });
     expect(updated.status, updated.text).to.equal(200);
     expect(updated.body.config).to.deep.equal({ cluster_name: 'prod', timeout: 60 });
     expect(updated.body.schedule_config).to.deep.equal({ enabled: true, interval_minutes: 10 });
@@ -226,7 +294,10 @@ describe('sources and collectors API', () => {
     expect(bad.status).to.equal(422);
     const metadata = await put(`${SOURCES}/${id}`, { endpoint: 'https://169.254.169.254' });
     expect(metadata.status).to.equal(422);
-    expect((await app.current.get(`${SOURCES}/${id}`, admin)).body.config).to.deep.equal({ cluster_name: 'prod', timeout: 60 });
+    expect((await app.current.get(`${SOURCES}/${id}`, admin)).body.config).to.deep.equal({
+      cluster_name: 'prod',
+      timeout: 60,
+    });
     const renamed = await put(`${SOURCES}/${id}`, { name: 'production' });
     expect(renamed.body.name).to.equal('production');
   });
@@ -248,7 +319,9 @@ describe('sources and collectors API', () => {
     expect((await app.current.get(`${SOURCES}/${id}`, admin)).status).to.equal(404);
     expect((await push()).status).to.equal(404);
     expect((await put(`${SOURCES}/${id}`, { name: 'again' })).status).to.equal(404);
-    expect((await put(`${SOURCES}/${id}/health`, { status: 'healthy', message: 'ok', timestamp: 1 })).status).to.equal(404);
+    expect((await put(`${SOURCES}/${id}/health`, { status: 'healthy', message: 'ok', timestamp: 1 })).status).to.equal(
+      404,
+    );
     expect((await app.current.request('DELETE', `${SOURCES}/${id}`, { key: admin })).status).to.equal(404);
     const cis = await app.current.get('/api/v1/configuration-items', admin);
     expect(cis.body.items.map((ci: { name: string }) => ci.name)).to.deep.equal(['kept']);
@@ -261,10 +334,19 @@ describe('sources and collectors API', () => {
     await post(SOURCES, { name: 'b', collector_type: 'test-cluster', endpoint: 'https://10.0.0.2' });
     const collectorId = a.body.collector_id;
     const healthy = await app.current.get(`/api/v1/collectors/${collectorId}/health`, admin);
-    expect(healthy.body).to.deep.include({ status: 'healthy', capabilities: { supports_universal_format: false, supports_multi_source: true } });
+    expect(healthy.body).to.deep.include({
+      status: 'healthy',
+      capabilities: { supports_universal_format: false, supports_multi_source: true },
+    });
     expect(Object.keys(healthy.body.subsystems).sort()).to.deep.equal(['a', 'b']);
 
-    const reported = await put(`${SOURCES}/${a.body.id}/health`, { status: 'unhealthy', message: 'API server unreachable', timestamp: 1795000000.25, duration: 1.5, consecutive_errors: 3 });
+    const reported = await put(`${SOURCES}/${a.body.id}/health`, {
+      status: 'unhealthy',
+      message: 'API server unreachable',
+      timestamp: 1795000000.25,
+      duration: 1.5,
+      consecutive_errors: 3,
+    });
     expect(reported.status, reported.text).to.equal(200);
     const detail = await app.current.get(`${SOURCES}/${a.body.id}`, admin);
     expect(detail.body.health_status).to.deep.equal({
@@ -276,7 +358,12 @@ describe('sources and collectors API', () => {
     expect(degraded.body.status).to.equal('degraded');
     expect(degraded.body.subsystems.a.status).to.equal('unhealthy');
     const all = await app.current.get('/api/v1/collectors/health/all', admin);
-    expect(all.body.collectors.find((c: { id: number }) => c.id === collectorId)).to.deep.include({ status: 'degraded', sources_total: 2, sources_healthy: 1, sources_awaiting_data: 1 });
+    expect(all.body.collectors.find((c: { id: number }) => c.id === collectorId)).to.deep.include({
+      status: 'degraded',
+      sources_total: 2,
+      sources_healthy: 1,
+      sources_awaiting_data: 1,
+    });
   });
 
   it('answers the removed collector writes with 410 and where to go instead', async () => {
@@ -297,7 +384,10 @@ describe('sources and collectors API', () => {
     const readOnly = await createKey(app.current.sql, 'ro');
     expect((await app.current.get(SOURCES, readOnly)).status).to.equal(200);
     expect((await post(SOURCES, { name: 'x', collector_type: 'universal' }, readOnly)).status).to.equal(403);
-    const scoped = await createKey(app.current.sql, 'svc', { permissions: ['sources:write', 'sources:read'], scopes: [] });
+    const scoped = await createKey(app.current.sql, 'svc', {
+      permissions: ['sources:write', 'sources:read'],
+      scopes: [],
+    });
     const refused = await post(SOURCES, { name: 'x', collector_type: 'universal' }, scoped);
     expect(refused.status).to.equal(403);
     expect(refused.body.error.details).to.deep.include({ reason: 'scoped' });

@@ -1,6 +1,11 @@
 import { expect } from 'chai';
 import { Type } from '@sinclair/typebox';
-import { WatchExpired, type CollectContext, type WatchBatch, type WatchContext } from '../../../src/collection/types/plugin.js';
+import {
+  WatchExpired,
+  type CollectContext,
+  type WatchBatch,
+  type WatchContext,
+} from '../../../src/collection/types/plugin.js';
 import { registerCollectorType, unregisterCollectorType } from '../../../src/collection/types/registry.js';
 import { CollectionWorker, type WorkerOptions } from '../../../src/collection/collectors/runs/worker.js';
 import type { UniversalRecord } from '../../../src/inventory/write-path/records.js';
@@ -66,7 +71,14 @@ describe('hybrid collection: a list, then a watch written as deltas (with a test
   let admin: string;
   const workers: CollectionWorker[] = [];
   const worker = (current: TestApp, options: Partial<WorkerOptions> = {}) => {
-    const created = new CollectionWorker(current.context, { concurrency: 2, leaseMs: 300, pollMs: 60_000, watchBatchWaitMs: 150, watchRetryMs: 20, ...options });
+    const created = new CollectionWorker(current.context, {
+      concurrency: 2,
+      leaseMs: 300,
+      pollMs: 60_000,
+      watchBatchWaitMs: 150,
+      watchRetryMs: 20,
+      ...options,
+    });
     workers.push(created);
     return created;
   };
@@ -76,7 +88,12 @@ describe('hybrid collection: a list, then a watch written as deltas (with a test
       type: 'test-watch',
       description: 'lists and watches an in-memory world (tests only)',
       configSchema: Type.Object({}),
-      capabilities: { supports_universal_format: false, supports_multi_source: true, supports_watch: true, collects: true },
+      capabilities: {
+        supports_universal_format: false,
+        supports_multi_source: true,
+        supports_watch: true,
+        collects: true,
+      },
       collectables: [],
       endpointSchemes: ['https'],
       collect,
@@ -98,7 +115,8 @@ describe('hybrid collection: a list, then a watch written as deltas (with a test
   const run = async (id: string) => (await app.current.get(`/api/v1/collection-runs/${id}`, admin)).body;
   const ci = async (name: string) => {
     const found = await app.current.get(`/api/v1/configuration-items?status=all&filter=name:eq:${name}`, admin);
-    return found.body.items[0] as { ci_id: string; status: string; raw_data: { spec: { replicas: number } } } | undefined;
+    return found.body.items[0] as
+      { ci_id: string; status: string; raw_data: { spec: { replicas: number } } } | undefined;
   };
 
   /** Adds a hybrid source, triggers it and waits until its run lists and starts watching. */
@@ -106,17 +124,31 @@ describe('hybrid collection: a list, then a watch written as deltas (with a test
     lists.set(name, { records, version: 10 });
     const added = await app.current.request('POST', '/api/v1/sources', {
       key: admin,
-      body: { name, collector_type: 'test-watch', endpoint: 'https://10.9.0.1', config: { collection_mode: 'hybrid' }, schedule_config: { enabled: false, interval_minutes: 1 } },
+      body: {
+        name,
+        collector_type: 'test-watch',
+        endpoint: 'https://10.9.0.1',
+        config: { collection_mode: 'hybrid' },
+        schedule_config: { enabled: false, interval_minutes: 1 },
+      },
     });
     expect(added.status, added.text).to.equal(201);
-    const triggered = await app.current.request('POST', `/api/v1/collectors/${added.body.collector_id}/trigger?source_id=${added.body.id}`, { key: admin });
+    const triggered = await app.current.request(
+      'POST',
+      `/api/v1/collectors/${added.body.collector_id}/trigger?source_id=${added.body.id}`,
+      { key: admin },
+    );
     const running = worker(app.current, options);
     await running.tick();
     await waitFor(async () => (await run(triggered.body.run_id)).watching_since !== null);
-    return { source: added.body as { id: number; collector_id: number }, runId: triggered.body.run_id as string, running };
+    return {
+      source: added.body as { id: number; collector_id: number },
+      runId: triggered.body.run_id as string,
+      running,
+    };
   };
 
-  it('writes a watch\'s changes as merged deltas after the list, and shows the run watching', async () => {
+  it("writes a watch's changes as merged deltas after the list, and shows the run watching", async () => {
     const { source, runId, running } = await watching('hy-1', [buildPod({ name: 'a' }), buildPod({ name: 'b' })]);
     expect(running.watching).to.equal(1);
     const feed = feedOf('hy-1');
@@ -125,8 +157,19 @@ describe('hybrid collection: a list, then a watch written as deltas (with a test
     expect(detail.body.last_collection, 'the list is recorded on the source before the watch ends').to.be.a('string');
 
     // thirty modifications of one pod arrive at once: one update is written, with the last value
-    for (let i = 1; i <= 30; i++) feed.push({ scopeId: 'lab', upserts: [changed('a', i)], deletions: [], resume: { key: 'pods', version: String(10 + i) } });
-    feed.push({ scopeId: 'lab', upserts: [buildPod({ name: 'c' })], deletions: ['pod/default/b'], resume: { key: 'pods', version: '41' } });
+    for (let i = 1; i <= 30; i++)
+      feed.push({
+        scopeId: 'lab',
+        upserts: [changed('a', i)],
+        deletions: [],
+        resume: { key: 'pods', version: String(10 + i) },
+      });
+    feed.push({
+      scopeId: 'lab',
+      upserts: [buildPod({ name: 'c' })],
+      deletions: ['pod/default/b'],
+      resume: { key: 'pods', version: '41' },
+    });
     // a delta's upserts and its deletions are written in batches of their own: both are waited for
     await waitFor(async () => (await ci('c')) !== undefined && (await ci('b'))?.status === 'archived');
     expect((await ci('b'))!.status).to.equal('archived');
@@ -141,7 +184,9 @@ describe('hybrid collection: a list, then a watch written as deltas (with a test
     expect(current.status).to.equal('running');
     expect(current.counts).to.deep.include({ lists: 1, created: 3, archived: 1 });
     const metrics = (await app.current.get('/metrics')).text;
-    expect(metrics).to.match(/cinv_collection_watch_events_total\{collector_type="test-watch"\} (3[2-9]|[4-9]\d|\d{3,})/);
+    expect(metrics).to.match(
+      /cinv_collection_watch_events_total\{collector_type="test-watch"\} (3[2-9]|[4-9]\d|\d{3,})/,
+    );
     expect(metrics).to.match(/cinv_collection_watches [1-9]/);
   });
 
@@ -161,7 +206,11 @@ describe('hybrid collection: a list, then a watch written as deltas (with a test
     expect(feed.opened[2]).to.deep.equal({ from: { pods: '50' } });
     expect(await ci('y')).to.not.equal(undefined);
 
-    const again = await app.current.request('POST', `/api/v1/collectors/${source.collector_id}/trigger?source_id=${source.id}`, { key: admin });
+    const again = await app.current.request(
+      'POST',
+      `/api/v1/collectors/${source.collector_id}/trigger?source_id=${source.id}`,
+      { key: admin },
+    );
     expect(again.body.run_id, 'the watching run is the one that lists again').to.equal(runId);
     await waitFor(async () => feed.opened.length === 4);
     expect(listed.filter((n) => n === 'hy-2')).to.have.length(3);
@@ -182,7 +231,12 @@ describe('hybrid collection: a list, then a watch written as deltas (with a test
 
   it('ends the run when its interval is over, and a deleted source cancels its watching run', async () => {
     const { runId } = await watching('hy-4', [buildPod({ name: 'm' })]);
-    feedOf('hy-4').push({ scopeId: 'lab', upserts: [changed('m', 5)], deletions: [], resume: { key: 'pods', version: '12' } });
+    feedOf('hy-4').push({
+      scopeId: 'lab',
+      upserts: [changed('m', 5)],
+      deletions: [],
+      resume: { key: 'pods', version: '12' },
+    });
     await waitFor(async () => (await run(runId)).counts?.watch_events === 1);
     app.current.clock.now = new Date(app.current.clock.now.getTime() + 61_000);
     await waitFor(async () => (await run(runId)).status !== 'running');
@@ -192,10 +246,15 @@ describe('hybrid collection: a list, then a watch written as deltas (with a test
     expect(feedOf('hy-4').signals[0]!.aborted).to.equal(true);
 
     const other = await watching('hy-5', []);
-    expect((await app.current.request('DELETE', `/api/v1/sources/${other.source.id}`, { key: admin })).status).to.equal(200);
+    expect((await app.current.request('DELETE', `/api/v1/sources/${other.source.id}`, { key: admin })).status).to.equal(
+      200,
+    );
     // the run is cancelled at once; its worker notices at its next lease renewal
     await other.running.idle();
-    expect((await app.current.sql<{ status: string }[]>`select status from collection_runs where id = ${other.runId}`)[0]!.status).to.equal('cancelled');
+    expect(
+      (await app.current.sql<{ status: string }[]>`select status from collection_runs where id = ${other.runId}`)[0]!
+        .status,
+    ).to.equal('cancelled');
     expect(feedOf('hy-5').signals[0]!.aborted).to.equal(true);
   });
 
@@ -203,15 +262,28 @@ describe('hybrid collection: a list, then a watch written as deltas (with a test
     const { source, runId, running } = await watching('hy-6', []);
     await running.stop();
     expect((await run(runId)).status).to.equal('cancelled');
-    const [due] = await app.current.sql<{ next_run_at: Date }[]>`select next_run_at from sources where id = ${String(source.id)}`;
-    expect(due!.next_run_at.getTime(), 'another worker takes the source up at once').to.be.at.most(app.current.clock.now.getTime());
+    const [due] = await app.current.sql<
+      { next_run_at: Date }[]
+    >`select next_run_at from sources where id = ${String(source.id)}`;
+    expect(due!.next_run_at.getTime(), 'another worker takes the source up at once').to.be.at.most(
+      app.current.clock.now.getTime(),
+    );
 
     lists.set('hy-7', { records: [buildPod({ name: 'only-listed' })], version: 3 });
     const added = await app.current.request('POST', '/api/v1/sources', {
       key: admin,
-      body: { name: 'hy-7', collector_type: 'test-watch', endpoint: 'https://10.9.0.1', config: { collection_mode: 'hybrid' } },
+      body: {
+        name: 'hy-7',
+        collector_type: 'test-watch',
+        endpoint: 'https://10.9.0.1',
+        config: { collection_mode: 'hybrid' },
+      },
     });
-    const triggered = await app.current.request('POST', `/api/v1/collectors/${added.body.collector_id}/trigger?source_id=${added.body.id}`, { key: admin });
+    const triggered = await app.current.request(
+      'POST',
+      `/api/v1/collectors/${added.body.collector_id}/trigger?source_id=${added.body.id}`,
+      { key: admin },
+    );
     const full = worker(app.current, { watches: 0 });
     await full.tick();
     await full.idle();

@@ -15,8 +15,16 @@ describe('baselines: listed by every reader of the inventory, deleted only by th
   beforeEach(async () => {
     admin = await createKey(app.current.sql, 'adm');
     source = await buildSource(app.current.sql, 'k8s');
-    east = await createKey(app.current.sql, 'svc', { name: 'east', permissions: [...WRITE], scopes: [{ sourceId: source, scopeId: 'east' }] });
-    west = await createKey(app.current.sql, 'svc', { name: 'west', permissions: [...WRITE], scopes: [{ sourceId: source, scopeId: 'west' }] });
+    east = await createKey(app.current.sql, 'svc', {
+      name: 'east',
+      permissions: [...WRITE],
+      scopes: [{ sourceId: source, scopeId: 'east' }],
+    });
+    west = await createKey(app.current.sql, 'svc', {
+      name: 'west',
+      permissions: [...WRITE],
+      scopes: [{ sourceId: source, scopeId: 'west' }],
+    });
   });
 
   const create = async (key: string, name: string) => {
@@ -26,11 +34,14 @@ describe('baselines: listed by every reader of the inventory, deleted only by th
   };
   const remove = (key: string, id: string) => app.current.request<any>('DELETE', `/api/v1/baselines/${id}`, { key });
   const exists = async (id: string) => (await app.current.sql`select 1 from baselines where id = ${id}`).length === 1;
-  const keyId = async (name: string) => (await app.current.sql<{ id: string }[]>`select id::text from api_keys where name = ${name}`)[0]!.id;
+  const keyId = async (name: string) =>
+    (await app.current.sql<{ id: string }[]>`select id::text from api_keys where name = ${name}`)[0]!.id;
 
   it('records the principal that named it as its owner and refuses its deletion to others (403), keeping it', async () => {
     const id = await create(east, 'east release');
-    const [row] = await app.current.sql<{ api_key_id: string | null; user_id: string | null }[]>`select api_key_id::text, user_id::text from baselines where id = ${id}`;
+    const [row] = await app.current.sql<
+      { api_key_id: string | null; user_id: string | null }[]
+    >`select api_key_id::text, user_id::text from baselines where id = ${id}`;
     expect(row).to.deep.equal({ api_key_id: await keyId('east'), user_id: null });
 
     // shared reading: the other key lists it
@@ -50,7 +61,7 @@ describe('baselines: listed by every reader of the inventory, deleted only by th
     expect(await exists(id)).to.equal(false);
   });
 
-  it('lets a principal whose rights cover the owner\'s delete it, and no one narrower than the owner', async () => {
+  it("lets a principal whose rights cover the owner's delete it, and no one narrower than the owner", async () => {
     const byEast = await create(east, 'by east');
     expect((await remove(admin, byEast)).status, 'an adm key covers a scoped key').to.equal(204);
     expect(await exists(byEast)).to.equal(false);
@@ -58,12 +69,16 @@ describe('baselines: listed by every reader of the inventory, deleted only by th
     const byAdmin = await create(admin, 'by admin');
     expect((await remove(east, byAdmin)).status).to.equal(403);
     expect(await exists(byAdmin)).to.equal(true);
-    const whole = await createKey(app.current.sql, 'svc', { name: 'whole', permissions: [...WRITE], scopes: [{ sourceId: source, scopeId: null }] });
+    const whole = await createKey(app.current.sql, 'svc', {
+      name: 'whole',
+      permissions: [...WRITE],
+      scopes: [{ sourceId: source, scopeId: null }],
+    });
     expect((await remove(whole, byAdmin)).status, 'all data, but not every permission of the adm key').to.equal(403);
     expect(await exists(byAdmin)).to.equal(true);
   });
 
-  it('records the person behind a user token as the owner: the user\'s other tokens delete it, a covering key too, a narrower one not', async () => {
+  it("records the person behind a user token as the owner: the user's other tokens delete it, a covering key too, a narrower one not", async () => {
     const inDay = new Date(Date.now() + 86_400_000).toISOString();
     const ok = async (method: string, path: string, body: unknown) => {
       const reply = await app.current.request<any>(method, path, { key: admin, body });
@@ -73,18 +88,26 @@ describe('baselines: listed by every reader of the inventory, deleted only by th
     const user = await ok('POST', '/api/v1/users', { name: 'release manager' });
     await ok('PUT', `/api/v1/users/${user.id}/permissions`, { permissions: [...WRITE] });
     await ok('PUT', `/api/v1/users/${user.id}/scopes`, { scopes: [{ source_id: source, scope_id: null }] });
-    const first = (await ok('POST', `/api/v1/users/${user.id}/tokens`, { name: 'a', expires_at: inDay })).token as string;
-    const second = (await ok('POST', `/api/v1/users/${user.id}/tokens`, { name: 'b', expires_at: inDay })).token as string;
+    const first = (await ok('POST', `/api/v1/users/${user.id}/tokens`, { name: 'a', expires_at: inDay }))
+      .token as string;
+    const second = (await ok('POST', `/api/v1/users/${user.id}/tokens`, { name: 'b', expires_at: inDay }))
+      .token as string;
 
     const a = await create(first, 'release a');
-    const [row] = await app.current.sql<{ api_key_id: string | null; user_id: string | null }[]>`select api_key_id::text, user_id::text from baselines where id = ${a}`;
+    const [row] = await app.current.sql<
+      { api_key_id: string | null; user_id: string | null }[]
+    >`select api_key_id::text, user_id::text from baselines where id = ${a}`;
     expect(row).to.deep.equal({ api_key_id: null, user_id: user.id });
     expect((await remove(east, a)).status, 'one instance does not cover the whole source').to.equal(403);
     expect(await exists(a)).to.equal(true);
     expect((await remove(second, a)).status, 'the same user through another token').to.equal(204);
 
     const b = await create(first, 'release b');
-    const whole = await createKey(app.current.sql, 'svc', { name: 'whole', permissions: [...WRITE], scopes: [{ sourceId: source, scopeId: null }] });
+    const whole = await createKey(app.current.sql, 'svc', {
+      name: 'whole',
+      permissions: [...WRITE],
+      scopes: [{ sourceId: source, scopeId: null }],
+    });
     expect((await remove(whole, b)).status, 'the same rights cover the user').to.equal(204);
     expect(await exists(b)).to.equal(false);
   });
@@ -95,7 +118,11 @@ describe('baselines: listed by every reader of the inventory, deleted only by th
       values (gen_random_uuid(), ${DEFAULT_TENANT_ID}, 'legacy', now(), now(), 'key old') returning id::text`;
     expect((await remove(east, row!.id)).status).to.equal(403);
     expect(await exists(row!.id)).to.equal(true);
-    const everything = await createKey(app.current.sql, 'svc', { name: 'everything', permissions: [...WRITE], scopes: [{ sourceId: null, scopeId: null }] });
+    const everything = await createKey(app.current.sql, 'svc', {
+      name: 'everything',
+      permissions: [...WRITE],
+      scopes: [{ sourceId: null, scopeId: null }],
+    });
     expect((await remove(everything, row!.id)).status).to.equal(204);
     expect(await exists(row!.id)).to.equal(false);
   });

@@ -11,7 +11,18 @@ import { createKey, useTestApp } from '../../support/app.js';
 import { onRealPostgres } from '../../support/db.js';
 import { buildSource } from '../../support/factories.js';
 
-const HEADER = ['change_id', 'changed_at', 'change_type', 'ci_id', 'ci_name', 'ci_namespace', 'ci_type', 'field', 'old_value', 'new_value'];
+const HEADER = [
+  'change_id',
+  'changed_at',
+  'change_type',
+  'ci_id',
+  'ci_name',
+  'ci_namespace',
+  'ci_type',
+  'field',
+  'old_value',
+  'new_value',
+];
 
 /** RFC 4180: quoted fields double their quotes and may hold newlines. */
 function parseCsv(text: string): string[][] {
@@ -82,7 +93,13 @@ async function insert(sql: Sql, record: Seed): Promise<string> {
  * `count` records with two field changes each, spread over `names` CI names, one second apart,
  * set-based; the second change carries a sizeable array of objects.
  */
-async function bulkInsert(sql: Sql, source: string, count: number, names: number, scope: string | null = null): Promise<void> {
+async function bulkInsert(
+  sql: Sql,
+  source: string,
+  count: number,
+  names: number,
+  scope: string | null = null,
+): Promise<void> {
   await sql`
     insert into change_records (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields)
     select ${DEFAULT_TENANT_ID}, md5('ci' || (i % ${names}))::uuid, ${source}, ${scope}, 'pod' || (i % ${names}), 'default', 'k8s.pod', 'UPDATED',
@@ -114,22 +131,50 @@ describe('GET /api/v1/changes (CSV)', () => {
 
   it('writes a header and one row per field change: text as text, numbers and booleans as literals, null empty, objects and arrays as JSON', async () => {
     const tricky = 'line one\nline "two", with a comma';
-    const conditions = [{ type: 'Ready', status: 'False', reason: 'CrashLoopBackOff', lastProbeTime: null }, { type: 'PodScheduled', status: 'True' }];
+    const conditions = [
+      { type: 'Ready', status: 'False', reason: 'CrashLoopBackOff', lastProbeTime: null },
+      { type: 'PodScheduled', status: 'True' },
+    ];
     const ci = randomUUID();
     const created = await insert(app.current.sql, {
-      ci, name: 'web, "frontend"', namespace: null, kind: 'CREATED', at: '2026-01-01T09:00:00.123456Z', source, scope: null,
+      ci,
+      name: 'web, "frontend"',
+      namespace: null,
+      kind: 'CREATED',
+      at: '2026-01-01T09:00:00.123456Z',
+      source,
+      scope: null,
       changes: [{ field: 'status', old_value: null, new_value: 'active' }],
     });
     const updated = await insert(app.current.sql, {
-      ci, name: 'web, "frontend"', namespace: 'default', kind: 'UPDATED', at: '2026-01-01T10:00:00Z', source, scope: null,
+      ci,
+      name: 'web, "frontend"',
+      namespace: 'default',
+      kind: 'UPDATED',
+      at: '2026-01-01T10:00:00Z',
+      source,
+      scope: null,
       changes: [
         { field: 'raw_data.status.conditions', old_value: [], new_value: conditions },
-        { field: 'raw_data.metadata.annotations', old_value: { note: tricky }, new_value: { note: 'ok', 'a,b': [1, 2.5, true, null] } },
+        {
+          field: 'raw_data.metadata.annotations',
+          old_value: { note: tricky },
+          new_value: { note: 'ok', 'a,b': [1, 2.5, true, null] },
+        },
         { field: 'raw_data.spec.replicas', old_value: 2, new_value: 3 },
         { field: 'raw_data.metadata.labels.tier', old_value: 'web', new_value: null },
       ],
     });
-    await insert(app.current.sql, { ci, name: 'web', namespace: null, kind: 'UPDATED', at: '2026-01-01T11:00:00Z', source, scope: null, changes: [] });
+    await insert(app.current.sql, {
+      ci,
+      name: 'web',
+      namespace: null,
+      kind: 'UPDATED',
+      at: '2026-01-01T11:00:00Z',
+      source,
+      scope: null,
+      changes: [],
+    });
 
     const reply = await csv();
     expect(reply.status).to.equal(200);
@@ -141,16 +186,46 @@ describe('GET /api/v1/changes (CSV)', () => {
     expect(rows).to.have.lengthOf(5);
     expect(rows.map((r) => r[0])).to.deep.equal([updated, updated, updated, updated, created]);
     // complex values are JSON that parses back to the original, whatever quotes, commas and lines they hold
-    expect(rows.slice(0, 2).map((r) => ({ field: r[7], old_value: JSON.parse(r[8]!) as unknown, new_value: JSON.parse(r[9]!) as unknown }))).to.deep.equal([
+    expect(
+      rows
+        .slice(0, 2)
+        .map((r) => ({
+          field: r[7],
+          old_value: JSON.parse(r[8]!) as unknown,
+          new_value: JSON.parse(r[9]!) as unknown,
+        })),
+    ).to.deep.equal([
       { field: 'raw_data.status.conditions', old_value: [], new_value: conditions },
-      { field: 'raw_data.metadata.annotations', old_value: { note: tricky }, new_value: { note: 'ok', 'a,b': [1, 2.5, true, null] } },
+      {
+        field: 'raw_data.metadata.annotations',
+        old_value: { note: tricky },
+        new_value: { note: 'ok', 'a,b': [1, 2.5, true, null] },
+      },
     ]);
     expect(rows.slice(2, 4).map((r) => r.slice(7))).to.deep.equal([
       ['raw_data.spec.replicas', '2', '3'],
       ['raw_data.metadata.labels.tier', 'web', ''],
     ]);
-    expect(rows[4]).to.deep.equal([created, '2026-01-01T09:00:00.123Z', 'CREATED', ci, 'web, "frontend"', '', 'k8s.pod', 'status', '', 'active']);
-    expect(rows[0]!.slice(1, 7)).to.deep.equal(['2026-01-01T10:00:00.000Z', 'UPDATED', ci, 'web, "frontend"', 'default', 'k8s.pod']);
+    expect(rows[4]).to.deep.equal([
+      created,
+      '2026-01-01T09:00:00.123Z',
+      'CREATED',
+      ci,
+      'web, "frontend"',
+      '',
+      'k8s.pod',
+      'status',
+      '',
+      'active',
+    ]);
+    expect(rows[0]!.slice(1, 7)).to.deep.equal([
+      '2026-01-01T10:00:00.000Z',
+      'UPDATED',
+      ci,
+      'web, "frontend"',
+      'default',
+      'k8s.pod',
+    ]);
   });
 
   it('exports every match without a limit, and counts an explicit limit and offset in change records', async () => {
@@ -159,7 +234,9 @@ describe('GET /api/v1/changes (CSV)', () => {
     expect(all).to.have.lengthOf(1 + 9000);
     const ids = [...new Set(all.slice(1).map((r) => r[0]))];
     expect(ids).to.have.lengthOf(4500);
-    const expected = await app.current.sql<{ id: string }[]>`select id::text from change_records order by changed_at desc, change_records.id desc`;
+    const expected = await app.current.sql<
+      { id: string }[]
+    >`select id::text from change_records order by changed_at desc, change_records.id desc`;
     expect(ids).to.deep.equal(expected.map((r) => r.id));
 
     const limited = parseCsv((await csv('limit=10')).text);
@@ -172,17 +249,26 @@ describe('GET /api/v1/changes (CSV)', () => {
 
   it('walks sorted exports across batches without losing or repeating records that tie on the sort value', async () => {
     await bulkInsert(app.current.sql, source, 4500, 7);
-    for (const [sortBy, order] of [['ci_name', 'asc'], ['ci_type', 'desc'], ['change_type', 'asc'], ['changed_at', 'asc']] as const) {
+    for (const [sortBy, order] of [
+      ['ci_name', 'asc'],
+      ['ci_type', 'desc'],
+      ['change_type', 'asc'],
+      ['changed_at', 'asc'],
+    ] as const) {
       const rows = parseCsv((await csv(`sort_by=${sortBy}&sort_order=${order}`)).text).slice(1);
       const ids = [...new Set(rows.map((r) => r[0]))];
       const column = app.current.sql(sortBy);
       const direction = order === 'asc' ? app.current.sql`asc` : app.current.sql`desc`;
-      const expected = await app.current.sql<{ id: string }[]>`select id::text from change_records order by ${column} ${direction}, change_records.id ${direction}`;
+      const expected = await app.current.sql<
+        { id: string }[]
+      >`select id::text from change_records order by ${column} ${direction}, change_records.id ${direction}`;
       expect(ids, `${sortBy} ${order}`).to.deep.equal(expected.map((r) => r.id));
       expect(rows).to.have.lengthOf(9000);
     }
     const skipped = parseCsv((await csv('sort_by=ci_name&sort_order=desc&offset=100')).text).slice(1);
-    const rest = await app.current.sql<{ id: string }[]>`select id::text from change_records order by ci_name desc, change_records.id desc offset 100`;
+    const rest = await app.current.sql<
+      { id: string }[]
+    >`select id::text from change_records order by ci_name desc, change_records.id desc offset 100`;
     expect([...new Set(skipped.map((r) => r[0]))]).to.deep.equal(rest.map((r) => r.id));
     const window = parseCsv((await csv('sort_by=ci_name&sort_order=desc&limit=1000&offset=2500')).text).slice(1);
     expect([...new Set(window.map((r) => r[0]))]).to.deep.equal(rest.slice(2400, 3400).map((r) => r.id));
@@ -191,7 +277,13 @@ describe('GET /api/v1/changes (CSV)', () => {
   it('applies the same filters, search, dates and sort as the JSON list', async () => {
     await bulkInsert(app.current.sql, source, 300, 30);
     await insert(app.current.sql, {
-      ci: randomUUID(), name: 'special', namespace: 'kube-system', kind: 'DELETED', at: '2026-01-01T00:02:30Z', source, scope: null,
+      ci: randomUUID(),
+      name: 'special',
+      namespace: 'kube-system',
+      kind: 'DELETED',
+      at: '2026-01-01T00:02:30Z',
+      source,
+      scope: null,
       changes: [{ field: 'status', old_value: 'active', new_value: 'archived' }],
     });
     // records inserted by hand get their search documents the way older records do
@@ -205,7 +297,10 @@ describe('GET /api/v1/changes (CSV)', () => {
       'start_date=2026-01-01&end_date=2026-01-01&sort_by=ci_type&sort_order=asc',
     ];
     for (const query of queries) {
-      const json = await app.current.get<{ items: { id: string; changes: unknown[] }[]; total: number }>(`/api/v1/changes?${query}&limit=1000`, admin);
+      const json = await app.current.get<{ items: { id: string; changes: unknown[] }[]; total: number }>(
+        `/api/v1/changes?${query}&limit=1000`,
+        admin,
+      );
       expect(json.status, query).to.equal(200);
       const rows = parseCsv((await csv(query)).text).slice(1);
       expect([...new Set(rows.map((r) => r[0]))], query).to.deep.equal(json.body.items.map((i) => i.id));
@@ -222,13 +317,19 @@ describe('GET /api/v1/changes (CSV)', () => {
     expect((await csv('', admin, 'application/json')).body.total).to.equal(3);
     expect((await csv('', admin, '*/*')).body.total).to.equal(3);
     expect((await csv('', admin, 'text/*')).headers.get('content-type')).to.equal('text/csv; charset=utf-8');
-    expect((await csv('', admin, 'application/json;q=0.5, text/csv')).headers.get('content-type')).to.equal('text/csv; charset=utf-8');
+    expect((await csv('', admin, 'application/json;q=0.5, text/csv')).headers.get('content-type')).to.equal(
+      'text/csv; charset=utf-8',
+    );
 
     const withoutAccept = await new Promise<{ status: number; type: string | undefined }>((resolve, reject) => {
-      const request = http.get(`${app.current.baseUrl}/api/v1/changes`, { headers: { 'x-api-key': admin } }, (response) => {
-        response.resume();
-        resolve({ status: response.statusCode ?? 0, type: response.headers['content-type'] });
-      });
+      const request = http.get(
+        `${app.current.baseUrl}/api/v1/changes`,
+        { headers: { 'x-api-key': admin } },
+        (response) => {
+          response.resume();
+          resolve({ status: response.statusCode ?? 0, type: response.headers['content-type'] });
+        },
+      );
       request.on('error', reject);
     });
     expect(withoutAccept).to.deep.equal({ status: 200, type: 'application/json; charset=utf-8' });
@@ -240,10 +341,12 @@ describe('GET /api/v1/changes (CSV)', () => {
       expect(reply.body.error.details.available).to.deep.equal(['application/json', 'text/csv']);
     }
     expect((await csv('sort_by=nope')).status).to.equal(422);
-    expect((await app.current.request('GET', '/api/v1/changes', { headers: { accept: 'text/csv' } })).status).to.equal(401);
+    expect((await app.current.request('GET', '/api/v1/changes', { headers: { accept: 'text/csv' } })).status).to.equal(
+      401,
+    );
   });
 
-  it('exports only rows of changes inside the key\'s data scopes', async () => {
+  it("exports only rows of changes inside the key's data scopes", async () => {
     const other = await buildSource(app.current.sql, 'k8s-dev');
     await bulkInsert(app.current.sql, source, 50, 5, 'c1');
     await bulkInsert(app.current.sql, source, 40, 5, 'c2');
@@ -251,16 +354,28 @@ describe('GET /api/v1/changes (CSV)', () => {
     const keyFor = (scopes: { sourceId: string; scopeId: string | null }[]) =>
       createKey(app.current.sql, 'svc', { permissions: ['changes:read'], scopes });
     const scopedIds = async (key: string) => {
-      const ids = parseCsv((await csv('', key)).text).slice(1).map((r) => r[0]!);
+      const ids = parseCsv((await csv('', key)).text)
+        .slice(1)
+        .map((r) => r[0]!);
       return new Set(ids);
     };
     const inScope = async (where: { source: string; scope: string | null }) =>
-      new Set((await app.current.sql<{ id: string }[]>`
-        select id::text from change_records where source_id = ${where.source} and (${where.scope}::text is null or scope_id = ${where.scope})`).map((r) => r.id));
+      new Set(
+        (
+          await app.current.sql<{ id: string }[]>`
+        select id::text from change_records where source_id = ${where.source} and (${where.scope}::text is null or scope_id = ${where.scope})`
+        ).map((r) => r.id),
+      );
 
-    expect(await scopedIds(await keyFor([{ sourceId: source, scopeId: 'c1' }]))).to.deep.equal(await inScope({ source, scope: 'c1' }));
-    expect(await scopedIds(await keyFor([{ sourceId: source, scopeId: null }]))).to.deep.equal(await inScope({ source, scope: null }));
-    expect(await scopedIds(await keyFor([{ sourceId: other, scopeId: 'c1' }]))).to.deep.equal(await inScope({ source: other, scope: 'c1' }));
+    expect(await scopedIds(await keyFor([{ sourceId: source, scopeId: 'c1' }]))).to.deep.equal(
+      await inScope({ source, scope: 'c1' }),
+    );
+    expect(await scopedIds(await keyFor([{ sourceId: source, scopeId: null }]))).to.deep.equal(
+      await inScope({ source, scope: null }),
+    );
+    expect(await scopedIds(await keyFor([{ sourceId: other, scopeId: 'c1' }]))).to.deep.equal(
+      await inScope({ source: other, scope: 'c1' }),
+    );
     expect((await scopedIds(await keyFor([]))).size).to.equal(0);
   });
 
@@ -284,7 +399,9 @@ describe('GET /api/v1/changes (CSV)', () => {
       let lines = 0;
       let bytes = 0;
       try {
-        const response = await fetch(`${app.current.baseUrl}/api/v1/changes`, { headers: { accept: 'text/csv', 'x-api-key': admin } });
+        const response = await fetch(`${app.current.baseUrl}/api/v1/changes`, {
+          headers: { accept: 'text/csv', 'x-api-key': admin },
+        });
         expect(response.status).to.equal(200);
         for await (const chunk of response.body!) {
           const buffer = Buffer.from(chunk);

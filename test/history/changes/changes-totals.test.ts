@@ -16,7 +16,11 @@ describe('GET /api/v1/changes totals', function () {
     const { sql } = app.current;
     const admin = await createKey(sql, 'adm');
     const pods = Array.from({ length: 8 }, (_, i) => buildPod({ name: `t${i}` }));
-    const nodes = Array.from({ length: 3 }, (_, i) => ({ ...buildPod({ name: `n${i}` }), external_id: `node/n${i}`, ci_type: 'k8s.node' }));
+    const nodes = Array.from({ length: 3 }, (_, i) => ({
+      ...buildPod({ name: `n${i}` }),
+      external_id: `node/n${i}`,
+      ci_type: 'k8s.node',
+    }));
     let sourceId = '';
     for (let step = 0; step < 9; step++) {
       // changes every 25 minutes, across hour boundaries, in two instances
@@ -28,7 +32,10 @@ describe('GET /api/v1/changes totals', function () {
       // the first part is folded into the pre-aggregate, the rest still queued
       if (step === 4) await refreshStatsAggregate(sql, new Date(T0 + 4 * 25 * MINUTE));
     }
-    const scoped = await createKey(sql, 'svc', { permissions: ['changes:read'], scopes: [{ sourceId, scopeId: 'c1' }] });
+    const scoped = await createKey(sql, 'svc', {
+      permissions: ['changes:read'],
+      scopes: [{ sourceId, scopeId: 'c1' }],
+    });
     const queries = [
       '',
       'filter=change_type:eq:UPDATED',
@@ -61,7 +68,10 @@ describe('GET /api/v1/changes totals', function () {
         expect(reply.status, `${query}: ${reply.text}`).to.equal(200);
         // every match fits one page: the page is the truth the total must agree with
         expect(reply.body.items.length, query).to.be.below(1000);
-        expect({ total: reply.body.total, exact: reply.body.total_exact }, `${key === admin ? 'admin' : 'scoped'} ${query}`).to.deep.equal({
+        expect(
+          { total: reply.body.total, exact: reply.body.total_exact },
+          `${key === admin ? 'admin' : 'scoped'} ${query}`,
+        ).to.deep.equal({
           total: reply.body.items.length,
           exact: true,
         });

@@ -42,23 +42,83 @@ interface Seed {
 }
 
 const before = [{ type: 'Ready', status: 'True' }];
-const after = [{ type: 'Ready', status: 'False', reason: 'CrashLoopBackOff' }, { type: 'PodScheduled', status: 'True' }];
+const after = [
+  { type: 'Ready', status: 'False', reason: 'CrashLoopBackOff' },
+  { type: 'PodScheduled', status: 'True' },
+];
 const ALPHA = randomUUID();
 
 /** Six change records over two sources and three instances; `r6` has no field changes. */
 const SEEDS: Seed[] = [
-  { label: 'r1', ci: ALPHA, name: 'alpha', namespace: 'default', type: 'k8s.pod', kind: 'CREATED', at: '2026-01-01T09:00:00Z', scope: 'a1', changes: [{ field: 'status', old_value: null, new_value: 'active' }] },
   {
-    label: 'r2', ci: randomUUID(), name: 'bravo', namespace: null, type: 'k8s.node', kind: 'UPDATED', at: '2026-01-01T10:00:00Z', scope: 'a1',
+    label: 'r1',
+    ci: ALPHA,
+    name: 'alpha',
+    namespace: 'default',
+    type: 'k8s.pod',
+    kind: 'CREATED',
+    at: '2026-01-01T09:00:00Z',
+    scope: 'a1',
+    changes: [{ field: 'status', old_value: null, new_value: 'active' }],
+  },
+  {
+    label: 'r2',
+    ci: randomUUID(),
+    name: 'bravo',
+    namespace: null,
+    type: 'k8s.node',
+    kind: 'UPDATED',
+    at: '2026-01-01T10:00:00Z',
+    scope: 'a1',
     changes: [
       { field: 'raw_data.spec.replicas', old_value: 1, new_value: 2 },
       { field: 'raw_data.status.conditions', old_value: before, new_value: after },
     ],
   },
-  { label: 'r3', ci: randomUUID(), name: 'charlie', namespace: 'monitoring', type: 'prom.target', kind: 'UPDATED', at: '2026-01-01T10:00:00Z', scope: 'a1', changes: [{ field: 'raw_data.metadata.labels', old_value: { app: 'a' }, new_value: { app: 'b', tier: 'web' } }] },
-  { label: 'r4', ci: ALPHA, name: 'alpha', namespace: 'default', type: 'k8s.pod', kind: 'DELETED', at: '2026-01-02T00:00:00Z', scope: 'a2', changes: [{ field: 'status', old_value: 'active', new_value: 'archived' }] },
-  { label: 'r5', ci: randomUUID(), name: 'delta', namespace: null, type: 'k8s.node', kind: 'UPDATED', at: '2026-01-01T11:30:00Z', scope: 'b', changes: [{ field: 'raw_data.spec.taints', old_value: [{ key: 'gpu', effect: 'NoSchedule' }], new_value: [] }] },
-  { label: 'r6', ci: randomUUID(), name: 'bravo', namespace: null, type: 'k8s.node', kind: 'UPDATED', at: '2026-01-01T12:00:00Z', scope: 'a1', changes: [] },
+  {
+    label: 'r3',
+    ci: randomUUID(),
+    name: 'charlie',
+    namespace: 'monitoring',
+    type: 'prom.target',
+    kind: 'UPDATED',
+    at: '2026-01-01T10:00:00Z',
+    scope: 'a1',
+    changes: [{ field: 'raw_data.metadata.labels', old_value: { app: 'a' }, new_value: { app: 'b', tier: 'web' } }],
+  },
+  {
+    label: 'r4',
+    ci: ALPHA,
+    name: 'alpha',
+    namespace: 'default',
+    type: 'k8s.pod',
+    kind: 'DELETED',
+    at: '2026-01-02T00:00:00Z',
+    scope: 'a2',
+    changes: [{ field: 'status', old_value: 'active', new_value: 'archived' }],
+  },
+  {
+    label: 'r5',
+    ci: randomUUID(),
+    name: 'delta',
+    namespace: null,
+    type: 'k8s.node',
+    kind: 'UPDATED',
+    at: '2026-01-01T11:30:00Z',
+    scope: 'b',
+    changes: [{ field: 'raw_data.spec.taints', old_value: [{ key: 'gpu', effect: 'NoSchedule' }], new_value: [] }],
+  },
+  {
+    label: 'r6',
+    ci: randomUUID(),
+    name: 'bravo',
+    namespace: null,
+    type: 'k8s.node',
+    kind: 'UPDATED',
+    at: '2026-01-01T12:00:00Z',
+    scope: 'a1',
+    changes: [],
+  },
 ];
 
 interface Sources {
@@ -93,7 +153,10 @@ describe('GET /api/v1/changes (JSON)', () => {
 
   beforeEach(async () => {
     admin = await createKey(app.current.sql, 'adm');
-    sources = { a: await buildSource(app.current.sql, 'k8s-prod'), b: await buildSource(app.current.sql, 'prom-main', 'prometheus') };
+    sources = {
+      a: await buildSource(app.current.sql, 'k8s-prod'),
+      b: await buildSource(app.current.sql, 'prom-main', 'prometheus'),
+    };
     labelOf = await seed(app.current.sql, sources);
   });
 
@@ -158,7 +221,10 @@ describe('GET /api/v1/changes (JSON)', () => {
       [['changed_field:gte:raw_data.status'], ['r1', 'r2', 'r4']],
       [['changed_field:notnull'], ['r1', 'r2', 'r3', 'r4', 'r5']],
       [['changed_field:null'], []],
-      [['change_type:eq:UPDATED', 'changed_field:startswith:raw_data.spec'], ['r2', 'r5']],
+      [
+        ['change_type:eq:UPDATED', 'changed_field:startswith:raw_data.spec'],
+        ['r2', 'r5'],
+      ],
     ];
     for (const [filters, expected] of cases) {
       const query = filters.map((f) => `filter=${encodeURIComponent(f)}`).join('&');
@@ -167,7 +233,14 @@ describe('GET /api/v1/changes (JSON)', () => {
   });
 
   it('rejects unknown filter fields, operators and values with INVALID_FILTER', async () => {
-    for (const filter of ['status:eq:active', 'change_type:eq:ARCHIVED', 'changed_at:gte:yesterday', 'ci_id:eq:42', 'ci_name:regex:a', 'changed_at:like:2026']) {
+    for (const filter of [
+      'status:eq:active',
+      'change_type:eq:ARCHIVED',
+      'changed_at:gte:yesterday',
+      'ci_id:eq:42',
+      'ci_name:regex:a',
+      'changed_at:like:2026',
+    ]) {
       const reply = await app.current.get(`/api/v1/changes?filter=${encodeURIComponent(filter)}`, admin);
       expect(reply.status, filter).to.equal(400);
       expect(reply.body.error).to.include({ code: 'INVALID_FILTER' });
@@ -179,7 +252,12 @@ describe('GET /api/v1/changes (JSON)', () => {
     expect(await matching('start_date=2026-01-01T10:00:00Z')).to.deep.equal(['r2', 'r3', 'r4', 'r5']);
     expect(await matching('end_date=2026-01-01T10:00:00Z')).to.deep.equal(['r1', 'r2', 'r3']);
     expect(await matching('start_date=2026-01-01&end_date=2026-01-01')).to.deep.equal(['r1', 'r2', 'r3', 'r5']);
-    expect(await matching(`start_date=${encodeURIComponent('2026-01-01T11:00:00+01:00')}`)).to.deep.equal(['r2', 'r3', 'r4', 'r5']);
+    expect(await matching(`start_date=${encodeURIComponent('2026-01-01T11:00:00+01:00')}`)).to.deep.equal([
+      'r2',
+      'r3',
+      'r4',
+      'r5',
+    ]);
     expect(await matching('start_date=2026-01-01T10:00:00.000001Z')).to.deep.equal(['r4', 'r5']);
     expect(await matching('start_date=2026-01-02T00:00:00Z&end_date=2026-01-02T00:00:00Z')).to.deep.equal(['r4']);
   });
@@ -210,7 +288,11 @@ describe('GET /api/v1/changes (JSON)', () => {
       for (const order of ['asc', 'desc'] as const) {
         const sign = order === 'asc' ? 1 : -1;
         const expected = [...live]
-          .sort((x, y) => sign * (value[field]!(x) < value[field]!(y) ? -1 : value[field]!(x) > value[field]!(y) ? 1 : x.order - y.order))
+          .sort(
+            (x, y) =>
+              sign *
+              (value[field]!(x) < value[field]!(y) ? -1 : value[field]!(x) > value[field]!(y) ? 1 : x.order - y.order),
+          )
           .map((s) => s.label);
         expect(labels(await list(`sort_by=${field}&sort_order=${order}`)), `${field} ${order}`).to.deep.equal(expected);
       }
@@ -258,19 +340,34 @@ describe('GET /api/v1/changes (JSON)', () => {
     await app.current.sql`truncate change_records`;
     const pod = buildPod({ name: 'web-7f9c4', replicas: 1 });
     await ingest(app.current.sql, [pod], { now: new Date('2026-02-01T00:00:00Z') });
-    await ingest(app.current.sql, [buildPod({ name: 'web-7f9c4', replicas: 4, external_id: pod.external_id })], { now: new Date('2026-02-01T01:00:00Z') });
+    await ingest(app.current.sql, [buildPod({ name: 'web-7f9c4', replicas: 4, external_id: pod.external_id })], {
+      now: new Date('2026-02-01T01:00:00Z'),
+    });
     const spec = await list(`filter=${encodeURIComponent('changed_field:startswith:raw_data.spec')}`);
     expect(spec.total).to.equal(1);
-    expect(spec.items[0]!.changes.find((c) => c.field === 'raw_data.spec.replicas')).to.deep.equal({ field: 'raw_data.spec.replicas', old_value: 1, new_value: 4 });
+    expect(spec.items[0]!.changes.find((c) => c.field === 'raw_data.spec.replicas')).to.deep.equal({
+      field: 'raw_data.spec.replicas',
+      old_value: 1,
+      new_value: 4,
+    });
     expect((await list('search=web-7f')).total).to.equal(2);
   });
 
   describe('data scopes and access', () => {
-    it('lists only changes recorded in the key\'s sources and instances', async () => {
+    it("lists only changes recorded in the key's sources and instances", async () => {
       const scoped = async (scopes: { sourceId: string; scopeId: string | null }[]) =>
         createKey(app.current.sql, 'svc', { permissions: ['changes:read'], scopes });
-      expect(await matching('', await scoped([{ sourceId: sources.a, scopeId: 'a1' }]))).to.deep.equal(['r1', 'r2', 'r3']);
-      expect(await matching('', await scoped([{ sourceId: sources.a, scopeId: null }]))).to.deep.equal(['r1', 'r2', 'r3', 'r4']);
+      expect(await matching('', await scoped([{ sourceId: sources.a, scopeId: 'a1' }]))).to.deep.equal([
+        'r1',
+        'r2',
+        'r3',
+      ]);
+      expect(await matching('', await scoped([{ sourceId: sources.a, scopeId: null }]))).to.deep.equal([
+        'r1',
+        'r2',
+        'r3',
+        'r4',
+      ]);
       const b = await scoped([{ sourceId: sources.b, scopeId: null }]);
       expect(await matching('', b)).to.deep.equal(['r5']);
       expect(await matching(`filter=${encodeURIComponent(`ci_id:eq:${ALPHA}`)}`, b)).to.deep.equal([]);

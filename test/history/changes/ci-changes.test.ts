@@ -6,7 +6,13 @@ import { createKey, useTestApp } from '../../support/app.js';
 import { buildPod, buildSource, ciIdOf, ingest } from '../../support/factories.js';
 
 interface Page {
-  items: { id: string; ci_id: string; changed_at: string; change_type: string; changes: { field: string; old_value: unknown; new_value: unknown }[] }[];
+  items: {
+    id: string;
+    ci_id: string;
+    changed_at: string;
+    change_type: string;
+    changes: { field: string; old_value: unknown; new_value: unknown }[];
+  }[];
   total: number;
   offset: number;
   limit: number;
@@ -21,7 +27,14 @@ const T0 = Date.parse('2026-03-01T00:00:00Z');
  * empty, and pairs of records share a timestamp down to the microsecond, so the walk has to break
  * ties on the id and keep microseconds in its position.
  */
-async function seedHistory(sql: Sql, ciId: string, sourceId: string, scopeId: string | null, count: number, empty: (i: number) => boolean) {
+async function seedHistory(
+  sql: Sql,
+  ciId: string,
+  sourceId: string,
+  scopeId: string | null,
+  count: number,
+  empty: (i: number) => boolean,
+) {
   await sql`
     insert into change_records (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields)
     select ${DEFAULT_TENANT_ID}, ${ciId}, ${sourceId}, ${scopeId}, 'web', 'default', 'k8s.pod', 'UPDATED',
@@ -67,15 +80,21 @@ describe('GET /api/v1/ci-changes/{ci_id}', () => {
     expect(ids).to.deep.equal(expected.map((r) => r.id));
     expect(new Set(ids).size).to.equal(ids.length);
     for (const page of pages) expect(page).to.include({ total: 31, offset: 0, limit: 3 });
-    expect(pages.some((p) => p.items.length < 3 && p.has_more), 'a short page before the end').to.equal(true);
-    expect(pages.some((p) => p.items.length === 0 && p.has_more), 'an empty page before the end').to.equal(true);
+    expect(
+      pages.some((p) => p.items.length < 3 && p.has_more),
+      'a short page before the end',
+    ).to.equal(true);
+    expect(
+      pages.some((p) => p.items.length === 0 && p.has_more),
+      'an empty page before the end',
+    ).to.equal(true);
     expect(pages.at(-1)!.has_more).to.equal(false);
     const last = pages.at(-1)!.items.at(-1)!;
     expect(last.change_type).to.equal('CREATED');
     expect(last.changes).to.deep.include({ field: 'status', old_value: null, new_value: 'active' });
   });
 
-  it('counts once per walk: cursor pages carry the first page\'s total instead of counting again', async () => {
+  it("counts once per walk: cursor pages carry the first page's total instead of counting again", async () => {
     const pod = buildPod({ name: 'web' });
     const { sourceId } = await ingest(app.current.sql, [pod], { now: new Date(T0 - 60_000), scopeId: 'c1' });
     const ciId = await ciIdOf(app.current.sql, pod.external_id);
@@ -84,7 +103,10 @@ describe('GET /api/v1/ci-changes/{ci_id}', () => {
     expect(first.body.total).to.equal(11);
     // written while the walk goes on: the walk's total stays the one it started with
     await seedHistory(app.current.sql, ciId, sourceId, 'c1', 5, () => false);
-    const second = await app.current.get<Page>(`/api/v1/ci-changes/${ciId}?limit=4&cursor=${encodeURIComponent(first.body.next_cursor!)}`, admin);
+    const second = await app.current.get<Page>(
+      `/api/v1/ci-changes/${ciId}?limit=4&cursor=${encodeURIComponent(first.body.next_cursor!)}`,
+      admin,
+    );
     expect(second.body.total).to.equal(11);
     expect((await app.current.get<Page>(`/api/v1/ci-changes/${ciId}?limit=4`, admin)).body.total).to.equal(16);
   });
@@ -100,7 +122,12 @@ describe('GET /api/v1/ci-changes/{ci_id}', () => {
     const pages = await walk(`/api/v1/ci-changes/${ciId}`, admin, 4, 5);
     for (const page of pages) expect(page.offset).to.equal(5);
     const ids = pages.flatMap((p) => p.items.map((i) => i.id));
-    expect(ids).to.deep.equal(all.slice(5).filter((r) => !r.empty).map((r) => r.id));
+    expect(ids).to.deep.equal(
+      all
+        .slice(5)
+        .filter((r) => !r.empty)
+        .map((r) => r.id),
+    );
 
     const beyond = await app.current.get<Page>(`/api/v1/ci-changes/${ciId}?offset=500`, admin);
     expect(beyond.body).to.deep.include({ items: [], total: 13, offset: 500, has_more: false, next_cursor: null });
@@ -109,7 +136,10 @@ describe('GET /api/v1/ci-changes/{ci_id}', () => {
   it('refuses tampered, malformed and foreign cursors with a route 422', async () => {
     const pods = [buildPod({ name: 'a' }), buildPod({ name: 'b' })];
     const { sourceId } = await ingest(app.current.sql, pods, { now: new Date(T0) });
-    const [a, b] = [await ciIdOf(app.current.sql, pods[0]!.external_id), await ciIdOf(app.current.sql, pods[1]!.external_id)];
+    const [a, b] = [
+      await ciIdOf(app.current.sql, pods[0]!.external_id),
+      await ciIdOf(app.current.sql, pods[1]!.external_id),
+    ];
     await seedHistory(app.current.sql, a, sourceId, null, 6, () => false);
     const first = await app.current.get<Page>(`/api/v1/ci-changes/${a}?limit=2`, admin);
     const cursor = first.body.next_cursor!;
@@ -117,7 +147,9 @@ describe('GET /api/v1/ci-changes/{ci_id}', () => {
 
     const [body, signature] = cursor.split('.');
     const decoded = JSON.parse(Buffer.from(body!, 'base64url').toString()) as { k: string[] };
-    const forged = Buffer.from(JSON.stringify({ ...decoded, k: ['2030-01-01T00:00:00.000000Z', '1'] })).toString('base64url');
+    const forged = Buffer.from(JSON.stringify({ ...decoded, k: ['2030-01-01T00:00:00.000000Z', '1'] })).toString(
+      'base64url',
+    );
     for (const bad of [`${forged}.${signature}`, cursor.slice(0, -3), 'not-a-cursor', `${body}`]) {
       const reply = await app.current.get(`/api/v1/ci-changes/${a}?cursor=${encodeURIComponent(bad)}`, admin);
       expect(reply.status, bad).to.equal(422);
@@ -131,7 +163,9 @@ describe('GET /api/v1/ci-changes/{ci_id}', () => {
   it('keeps history readable after the CI was removed permanently, and 404s an id with neither', async () => {
     const pod = buildPod({ name: 'gone' });
     await ingest(app.current.sql, [pod], { now: new Date(T0) });
-    await ingest(app.current.sql, [{ ...pod, raw_data: { ...pod.raw_data, spec: { replicas: 3 } } }], { now: new Date(T0 + 60_000) });
+    await ingest(app.current.sql, [{ ...pod, raw_data: { ...pod.raw_data, spec: { replicas: 3 } } }], {
+      now: new Date(T0 + 60_000),
+    });
     const ciId = await ciIdOf(app.current.sql, pod.external_id);
     await app.current.sql`delete from configuration_items where ci_id = ${ciId}`;
 
@@ -144,7 +178,11 @@ describe('GET /api/v1/ci-changes/{ci_id}', () => {
 
     const unknown = await app.current.get('/api/v1/ci-changes/0190a7c4-1111-7222-8333-444455556666', admin);
     expect(unknown.status).to.equal(404);
-    expect(unknown.body.error).to.include({ code: 'HTTP_404', path: '/api/v1/ci-changes/0190a7c4-1111-7222-8333-444455556666', method: 'GET' });
+    expect(unknown.body.error).to.include({
+      code: 'HTTP_404',
+      path: '/api/v1/ci-changes/0190a7c4-1111-7222-8333-444455556666',
+      method: 'GET',
+    });
   });
 
   it('answers an existing CI without history with an empty page', async () => {
@@ -154,7 +192,14 @@ describe('GET /api/v1/ci-changes/{ci_id}', () => {
     await app.current.sql`delete from change_records where ci_id = ${ciId}`;
     const reply = await app.current.get<Page>(`/api/v1/ci-changes/${ciId}`, admin);
     expect(reply.status).to.equal(200);
-    expect(reply.body).to.deep.equal({ items: [], total: 0, offset: 0, limit: 100, has_more: false, next_cursor: null });
+    expect(reply.body).to.deep.equal({
+      items: [],
+      total: 0,
+      offset: 0,
+      limit: 100,
+      has_more: false,
+      next_cursor: null,
+    });
   });
 
   it('validates the id and the page parameters', async () => {
@@ -180,7 +225,10 @@ describe('GET /api/v1/ci-changes/{ci_id}', () => {
       await ingest(app.current.sql, [outside], { now: new Date(T0), scopeId: 'c2', mode: 'delta' });
       await ingest(app.current.sql, [other], { now: new Date(T0), source: 'k8s-dev', scopeId: 'c1' });
       const ids = await Promise.all([inside, outside, other].map((p) => ciIdOf(app.current.sql, p.external_id)));
-      const key = await createKey(app.current.sql, 'svc', { permissions: ['changes:read'], scopes: [{ sourceId, scopeId: 'c1' }] });
+      const key = await createKey(app.current.sql, 'svc', {
+        permissions: ['changes:read'],
+        scopes: [{ sourceId, scopeId: 'c1' }],
+      });
 
       const seen = await app.current.get<Page>(`/api/v1/ci-changes/${ids[0]}`, key);
       expect(seen.status).to.equal(200);
@@ -204,7 +252,10 @@ describe('GET /api/v1/ci-changes/{ci_id}', () => {
         insert into change_records (tenant_id, ci_id, source_id, scope_id, ci_name, ci_type, change_type, changed_at, changes, changed_fields)
         values (${DEFAULT_TENANT_ID}, ${ciId}, ${otherSource}, 'c9', 'moved', 'k8s.pod', 'UPDATED', ${new Date(T0 + 1000)},
                 ${app.current.sql.json(asJson([{ field: 'name', old_value: 'a', new_value: 'b' }]))}, array['name'])`;
-      const key = await createKey(app.current.sql, 'svc', { permissions: ['changes:read'], scopes: [{ sourceId, scopeId: 'c1' }] });
+      const key = await createKey(app.current.sql, 'svc', {
+        permissions: ['changes:read'],
+        scopes: [{ sourceId, scopeId: 'c1' }],
+      });
       const reply = await app.current.get<Page>(`/api/v1/ci-changes/${ciId}`, key);
       expect(reply.body.total).to.equal(1);
       expect(reply.body.items.map((i) => i.change_type)).to.deep.equal(['CREATED']);

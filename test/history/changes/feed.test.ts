@@ -14,12 +14,21 @@ interface FeedPage {
 }
 
 /** Follows the feed from `after` until it is caught up; every record read, in order. */
-async function follow(app: TestApp, key: string, query = '', after?: string, limit = 3): Promise<{ ids: string[]; names: string[]; cursor: string }> {
+async function follow(
+  app: TestApp,
+  key: string,
+  query = '',
+  after?: string,
+  limit = 3,
+): Promise<{ ids: string[]; names: string[]; cursor: string }> {
   const ids: string[] = [];
   const names: string[] = [];
   let cursor = after;
   for (;;) {
-    const reply = await app.get<FeedPage>(`/api/v1/changes/feed?limit=${limit}${query}${cursor ? `&after=${cursor}` : ''}`, key);
+    const reply = await app.get<FeedPage>(
+      `/api/v1/changes/feed?limit=${limit}${query}${cursor ? `&after=${cursor}` : ''}`,
+      key,
+    );
     expect(reply.status, reply.text).to.equal(200);
     ids.push(...reply.body.items.map((item) => item.id));
     names.push(...reply.body.items.map((item) => item.ci_name));
@@ -53,9 +62,15 @@ describe('the change feed', function () {
   after(() => app.close());
 
   it('hands out every record once in commit order, follows filters and scopes, and starts at the beginning or at now', async () => {
-    await ingest(app.sql, [buildPod({ name: 'feed-a' }), buildPod({ name: 'feed-b' })], { source: 'feed-one', scopeId: 'cluster-a' });
+    await ingest(app.sql, [buildPod({ name: 'feed-a' }), buildPod({ name: 'feed-b' })], {
+      source: 'feed-one',
+      scopeId: 'cluster-a',
+    });
     await ingest(app.sql, [buildPod({ name: 'feed-c' })], { source: 'feed-two', scopeId: 'cluster-b' });
-    await ingest(app.sql, [buildPod({ name: 'feed-a', replicas: 3 }), buildPod({ name: 'feed-b' })], { source: 'feed-one', scopeId: 'cluster-a' });
+    await ingest(app.sql, [buildPod({ name: 'feed-a', replicas: 3 }), buildPod({ name: 'feed-b' })], {
+      source: 'feed-one',
+      scopeId: 'cluster-a',
+    });
 
     const all = await follow(app, key);
     expect(all.names).to.deep.equal(['feed-a', 'feed-b', 'feed-c', 'feed-a']);
@@ -117,62 +132,66 @@ describe('the change feed', function () {
   });
 });
 
-(onRealPostgres ? describe : describe.skip)('the change feed under concurrent writers (skipped on the embedded database: PGlite has one session)', function () {
-  this.timeout(120_000);
-  let app: TestApp;
-  let key: string;
-  let sourceId: string;
-  before(async () => {
-    await resetDatabase((await testDatabase()).sql);
-    app = await startTestApp();
-    key = await createKey(app.sql, 'ro');
-    sourceId = await buildSource(app.sql, 'feed-writers');
-  });
-  after(() => app.close());
-
-  it('gives a record whose transaction took its id first but committed last to a follower that has read past its id', async () => {
-    const { cursor } = await follow(app, key);
-    let slowStarted!: () => void;
-    const inserted = new Promise<void>((resolve) => (slowStarted = resolve));
-    const slow = writeRecord(app.sql, sourceId, 'slow', 1500, slowStarted);
-    await inserted;
-    const fast = await writeRecord(app.sql, sourceId, 'fast');
-    // by id, the fast record follows the slow one, which is not visible yet: an id cursor would pass it for good
-    const before = await follow(app, key, '', cursor);
-    expect(before.names).to.deep.equal(['fast']);
-    const slowId = await slow;
-    expect(Number(slowId)).to.be.below(Number(fast));
-    const later = await follow(app, key, '', before.cursor);
-    expect(later.names).to.deep.equal(['slow']);
-  });
-
-  it('many writers with delayed commits: a follower reading all along receives every record exactly once', async () => {
-    const { cursor } = await follow(app, key);
-    const written: string[] = [];
-    let writing = true;
-    const writers = Array.from({ length: 6 }, async (_, writer) => {
-      for (let i = 0; i < 25; i++) written.push(await writeRecord(app.sql, sourceId, `w${writer}-${i}`, Math.floor(Math.random() * 40)));
+(onRealPostgres ? describe : describe.skip)(
+  'the change feed under concurrent writers (skipped on the embedded database: PGlite has one session)',
+  function () {
+    this.timeout(120_000);
+    let app: TestApp;
+    let key: string;
+    let sourceId: string;
+    before(async () => {
+      await resetDatabase((await testDatabase()).sql);
+      app = await startTestApp();
+      key = await createKey(app.sql, 'ro');
+      sourceId = await buildSource(app.sql, 'feed-writers');
     });
-    const received: string[] = [];
-    const follower = (async () => {
-      let at = cursor;
-      for (;;) {
-        const done = !writing;
-        const reply = await app.get<FeedPage>(`/api/v1/changes/feed?after=${at}&limit=7`, key);
-        expect(reply.status, reply.text).to.equal(200);
-        received.push(...reply.body.items.map((item) => item.id));
-        at = reply.body.next_cursor;
-        if (done && reply.body.caught_up) return;
-      }
-    })();
-    await Promise.all(writers);
-    writing = false;
-    await follower;
-    expect(received.length).to.equal(150);
-    expect(new Set(received).size).to.equal(150);
-    expect([...received].sort()).to.deep.equal([...written].sort());
-  });
-});
+    after(() => app.close());
+
+    it('gives a record whose transaction took its id first but committed last to a follower that has read past its id', async () => {
+      const { cursor } = await follow(app, key);
+      let slowStarted!: () => void;
+      const inserted = new Promise<void>((resolve) => (slowStarted = resolve));
+      const slow = writeRecord(app.sql, sourceId, 'slow', 1500, slowStarted);
+      await inserted;
+      const fast = await writeRecord(app.sql, sourceId, 'fast');
+      // by id, the fast record follows the slow one, which is not visible yet: an id cursor would pass it for good
+      const before = await follow(app, key, '', cursor);
+      expect(before.names).to.deep.equal(['fast']);
+      const slowId = await slow;
+      expect(Number(slowId)).to.be.below(Number(fast));
+      const later = await follow(app, key, '', before.cursor);
+      expect(later.names).to.deep.equal(['slow']);
+    });
+
+    it('many writers with delayed commits: a follower reading all along receives every record exactly once', async () => {
+      const { cursor } = await follow(app, key);
+      const written: string[] = [];
+      let writing = true;
+      const writers = Array.from({ length: 6 }, async (_, writer) => {
+        for (let i = 0; i < 25; i++)
+          written.push(await writeRecord(app.sql, sourceId, `w${writer}-${i}`, Math.floor(Math.random() * 40)));
+      });
+      const received: string[] = [];
+      const follower = (async () => {
+        let at = cursor;
+        for (;;) {
+          const done = !writing;
+          const reply = await app.get<FeedPage>(`/api/v1/changes/feed?after=${at}&limit=7`, key);
+          expect(reply.status, reply.text).to.equal(200);
+          received.push(...reply.body.items.map((item) => item.id));
+          at = reply.body.next_cursor;
+          if (done && reply.body.caught_up) return;
+        }
+      })();
+      await Promise.all(writers);
+      writing = false;
+      await follower;
+      expect(received.length).to.equal(150);
+      expect(new Set(received).size).to.equal(150);
+      expect([...received].sort()).to.deep.equal([...written].sort());
+    });
+  },
+);
 
 describe('long polls of the change feed', function () {
   this.timeout(30_000);
@@ -191,7 +210,11 @@ describe('long polls of the change feed', function () {
    */
   async function served(send: () => Promise<Answer>): Promise<Answer> {
     let reply = await send();
-    for (let tries = 1; tries < 20 && reply.status === 503 && reply.body?.error?.details?.reason === 'overloaded'; tries++) {
+    for (
+      let tries = 1;
+      tries < 20 && reply.status === 503 && reply.body?.error?.details?.reason === 'overloaded';
+      tries++
+    ) {
       await sleep(25);
       reply = await send();
     }

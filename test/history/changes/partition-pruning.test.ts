@@ -1,6 +1,11 @@
 import { expect } from 'chai';
 import type { Sql } from '../../../src/platform/db/database.js';
-import { AUDIT_EVENTS, CHANGE_RECORDS, keepAllPartitions, keepPartitions } from '../../../src/platform/db/partitions.js';
+import {
+  AUDIT_EVENTS,
+  CHANGE_RECORDS,
+  keepAllPartitions,
+  keepPartitions,
+} from '../../../src/platform/db/partitions.js';
 import { DEFAULT_TENANT_ID } from '../../../src/platform/tenants.js';
 import { createKey, useTestApp } from '../../support/app.js';
 import { testDatabase } from '../../support/db.js';
@@ -20,7 +25,8 @@ interface PlanNode {
 /** The partitions of `table` a plan actually read (a node executed at least once). */
 function partitionsRead(node: PlanNode, table: string, into = new Map<string, number>()): Map<string, number> {
   const name = node['Relation Name'];
-  if (name?.startsWith(`${table}_`) && (node['Actual Loops'] ?? 0) > 0) into.set(name, (into.get(name) ?? 0) + (node['Actual Rows'] ?? 0) * node['Actual Loops']!);
+  if (name?.startsWith(`${table}_`) && (node['Actual Loops'] ?? 0) > 0)
+    into.set(name, (into.get(name) ?? 0) + (node['Actual Rows'] ?? 0) * node['Actual Loops']!);
   for (const child of node.Plans ?? []) partitionsRead(child, table, into);
   return into;
 }
@@ -29,17 +35,28 @@ function partitionsRead(node: PlanNode, table: string, into = new Map<string, nu
  * Every query the request sent that reads `table`, run again under EXPLAIN ANALYZE with the same
  * parameters; returns the partitions each one read. Statements that write are left out.
  */
-async function readsOf(sql: Sql, captured: Captured[], table: string): Promise<{ query: string; read: string[]; rows: Map<string, number> }[]> {
+async function readsOf(
+  sql: Sql,
+  captured: Captured[],
+  table: string,
+): Promise<{ query: string; read: string[]; rows: Map<string, number> }[]> {
   const reads = [];
   for (const { query, parameters } of captured) {
-    if (!new RegExp(`\\b${table}\\b`).test(query) || /\b(insert|update|delete)\b/i.test(query) || !/^\s*(select|with)\b/i.test(query)) continue;
-    const [row] = await sql.unsafe<{ 'QUERY PLAN': [{ Plan: PlanNode }] }[]>(`explain (analyze, format json) ${query}`, parameters as never[]);
+    if (
+      !new RegExp(`\\b${table}\\b`).test(query) ||
+      /\b(insert|update|delete)\b/i.test(query) ||
+      !/^\s*(select|with)\b/i.test(query)
+    )
+      continue;
+    const [row] = await sql.unsafe<{ 'QUERY PLAN': [{ Plan: PlanNode }] }[]>(
+      `explain (analyze, format json) ${query}`,
+      parameters as never[],
+    );
     const rows = partitionsRead(row!['QUERY PLAN'][0].Plan, table);
     reads.push({ query, read: [...rows.keys()].sort(), rows });
   }
   return reads;
 }
-
 
 describe('reads of partitioned history touch only the months they ask for', function () {
   this.timeout(60_000);
@@ -76,7 +93,8 @@ describe('reads of partitioned history touch only the months they ask for', func
   async function capturing<T>(work: () => Promise<T>): Promise<T> {
     captured = [];
     const sql = await pool();
-    sql.options.debug = (_connection: number, query: string, parameters: unknown[]) => captured.push({ query, parameters });
+    sql.options.debug = (_connection: number, query: string, parameters: unknown[]) =>
+      captured.push({ query, parameters });
     try {
       return await work();
     } finally {
@@ -94,7 +112,10 @@ describe('reads of partitioned history touch only the months they ask for', func
     const routes: [string, string, Record<string, string>?][] = [
       ['global changes, newest first', `/api/v1/changes?${window}`],
       ['filtered by CI type', `/api/v1/changes?${window}&filter=${encodeURIComponent('ci_type:eq:k8s.node')}`],
-      ['filtered by changed field', `/api/v1/changes?${window}&filter=${encodeURIComponent('changed_field:eq:spec.replicas')}`],
+      [
+        'filtered by changed field',
+        `/api/v1/changes?${window}&filter=${encodeURIComponent('changed_field:eq:spec.replicas')}`,
+      ],
       ['sorted by CI name', `/api/v1/changes?${window}&sort_by=ci_name&sort_order=asc`],
       ['with a search term', `/api/v1/changes?${window}&search=shop`],
       ['as CSV', `/api/v1/changes?${window}`, { accept: 'text/csv' }],
@@ -119,13 +140,18 @@ describe('reads of partitioned history touch only the months they ask for', func
       const reads = await readsOf(app.current.sql, captured, 'audit_events');
       expect(reads.length).to.be.greaterThan(0);
       for (const { query, read } of reads) {
-        expect(read, query).to.satisfy((names: string[]) => names.every((n) => months.some((m) => n === `audit_events_y2031m${m}`)));
+        expect(read, query).to.satisfy((names: string[]) =>
+          names.every((n) => months.some((m) => n === `audit_events_y2031m${m}`)),
+        );
       }
     });
   }
 
-  it('a page of the newest changes, and of one CI\'s history, reads rows back only as far as the page reaches', async () => {
-    for (const path of ['/api/v1/changes?limit=5', `/api/v1/ci-changes/${(await app.current.sql<{ id: string }[]>`select md5('7')::uuid::text as id`)[0]!.id}?limit=5`]) {
+  it("a page of the newest changes, and of one CI's history, reads rows back only as far as the page reaches", async () => {
+    for (const path of [
+      '/api/v1/changes?limit=5',
+      `/api/v1/ci-changes/${(await app.current.sql<{ id: string }[]>`select md5('7')::uuid::text as id`)[0]!.id}?limit=5`,
+    ]) {
       const reply = await capturing(() => app.current.get<{ items: { changed_at: string }[] }>(path, admin));
       expect(reply.status, reply.text).to.equal(200);
       expect(reply.body.items).to.have.length(5);
@@ -137,7 +163,8 @@ describe('reads of partitioned history touch only the months they ask for', func
         // hold any time, so the months are merged rather than appended in order: each older month
         // gives the merge its newest row, one index descent, and no more
         expect(rows.get('change_records_y2031m07'), query).to.be.at.least(5);
-        for (const [name, read] of rows) if (name !== 'change_records_y2031m07') expect(read, `${name} in ${query}`).to.be.at.most(1);
+        for (const [name, read] of rows)
+          if (name !== 'change_records_y2031m07') expect(read, `${name} in ${query}`).to.be.at.most(1);
       }
     }
   });

@@ -8,7 +8,8 @@ import { DEFAULT_TENANT_ID } from '../../../src/platform/tenants.js';
 import { testConfig, testContext } from '../../support/app.js';
 import { resetDatabase, testDatabase, testProbe } from '../../support/db.js';
 
-const queued = async (sql: Sql) => Number((await sql<{ n: number }[]>`select count(*)::int as n from change_stats_queue`)[0]!.n);
+const queued = async (sql: Sql) =>
+  Number((await sql<{ n: number }[]>`select count(*)::int as n from change_stats_queue`)[0]!.n);
 
 function records(n: number, from: number): NewChangeRecord[] {
   return Array.from({ length: n }, (_, i) => ({
@@ -34,25 +35,32 @@ describe('statistics refresh on a backlog', () => {
 
   it('folds the queue before the schedule once a backlog waits, and leaves a smaller queue to the schedule', async () => {
     const logs: string[] = [];
-    const logger = createLogger('debug', new Writable({ write: (chunk, _e, done) => (logs.push(String(chunk)), done()) }));
+    const logger = createLogger(
+      'debug',
+      new Writable({ write: (chunk, _e, done) => (logs.push(String(chunk)), done()) }),
+    );
     // the schedule is a year away: only the run at start and the backlog can fold
     const config = testConfig({ statsRefreshSchedule: '0 0 1 1 *' });
     const context = testContext(await testDatabase(), await testProbe(), config, logger, { now: new Date() });
     const jobs = scheduleSearchJobs(context, { backlogCheckMs: 50 });
     try {
-      for (let waited = 0; waited < 5000 && !logs.join('').includes('statistics refreshed'); waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+      for (let waited = 0; waited < 5000 && !logs.join('').includes('statistics refreshed'); waited += 50)
+        await new Promise((resolve) => setTimeout(resolve, 50));
       await sql.begin((tx) => recordChanges(tx, records(FOLD_BACKLOG - 1, 0)));
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(await queued(sql)).to.equal(FOLD_BACKLOG - 1);
 
       await sql.begin((tx) => recordChanges(tx, records(1, FOLD_BACKLOG)));
-      for (let waited = 0; waited < 10_000 && (await queued(sql)) > 0; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+      for (let waited = 0; waited < 10_000 && (await queued(sql)) > 0; waited += 50)
+        await new Promise((resolve) => setTimeout(resolve, 50));
       expect(await queued(sql)).to.equal(0);
     } finally {
       await jobs.stop();
     }
     const [folded] = await sql<{ n: string }[]>`select coalesce(sum(changes), 0)::text as n from change_stats_buckets`;
     expect(Number(folded!.n)).to.equal(FOLD_BACKLOG);
-    expect(logs.join('')).to.match(/"reason":"backlog"[^\n]*statistics refreshed|statistics refreshed[^\n]*"reason":"backlog"/);
+    expect(logs.join('')).to.match(
+      /"reason":"backlog"[^\n]*statistics refreshed|statistics refreshed[^\n]*"reason":"backlog"/,
+    );
   });
 });

@@ -26,10 +26,14 @@ describe('search document backfill', () => {
     expect(await sql`select 1 from change_records where search_vector is null`).to.have.lengthOf(0);
     const [row] = await sql<{ ci_name: string; doc: string; expected: string }[]>`
       select ci_name, search_vector::text as doc, changes from change_records where ci_name = 'host-1000.example'`;
-    const [expected] = await sql<{ doc: string }[]>`select ${toTsvectorText(documentTokens({
-      ci_name: 'host-1000.example', ci_namespace: 'ns', ci_type: 'k8s.node',
-      changes: [{ field: 'raw_data.spec.image', old_value: 'nginx:1.1000', new_value: 'nginx:2.1000' }],
-    }))}::tsvector::text as doc`;
+    const [expected] = await sql<{ doc: string }[]>`select ${toTsvectorText(
+      documentTokens({
+        ci_name: 'host-1000.example',
+        ci_namespace: 'ns',
+        ci_type: 'k8s.node',
+        changes: [{ field: 'raw_data.spec.image', old_value: 'nginx:1.1000', new_value: 'nginx:2.1000' }],
+      }),
+    )}::tsvector::text as doc`;
     expect(row!.doc).to.equal(expected!.doc);
     // nothing left to do the second time
     expect(await backfillSearchDocuments(sql, 100)).to.equal(0);

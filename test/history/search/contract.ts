@@ -65,7 +65,10 @@ function statsOf(changes: ListedChange[], groupBy: 'hour' | 'day' | 'week') {
     total_changes: changes.length,
     affected_cis: new Set(changes.map((c) => c.ci_id)).size,
     changes_by_type: byType,
-    top_changed_ci_types: [...types].map(([ci_type, count]) => ({ ci_type, count })).sort((a, b) => b.count - a.count || (a.ci_type < b.ci_type ? -1 : 1)).slice(0, 10),
+    top_changed_ci_types: [...types]
+      .map(([ci_type, count]) => ({ ci_type, count }))
+      .sort((a, b) => b.count - a.count || (a.ci_type < b.ci_type ? -1 : 1))
+      .slice(0, 10),
     series: [...series.values()].sort((a, b) => (a.bucket_start < b.bucket_start ? -1 : 1)),
   };
 }
@@ -90,16 +93,31 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
       admin = await createKey(sql, 'adm');
       sourceA = await buildSource(sql, 'k8s-a');
       await buildSource(sql, 'prom-b', 'prometheus');
-      scoped = await createKey(sql, 'svc', { permissions: ['changes:read', 'changes:write'], scopes: [{ sourceId: sourceA, scopeId: 'c1' }] });
+      scoped = await createKey(sql, 'svc', {
+        permissions: ['changes:read', 'changes:write'],
+        scopes: [{ sourceId: sourceA, scopeId: 'c1' }],
+      });
 
       const app0 = buildPod({ name: 'app-0-7c9f0-0x0', namespace: 'default' });
       const withImage = (image: string, ip?: string) => ({
         ...app0,
-        raw_data: { ...app0.raw_data, spec: { containers: [{ name: 'app', image }] }, status: { phase: 'Running', ...(ip ? { podIP: ip } : {}) } },
+        raw_data: {
+          ...app0.raw_data,
+          spec: { containers: [{ name: 'app', image }] },
+          status: { phase: 'Running', ...(ip ? { podIP: ip } : {}) },
+        },
       });
-      const node = { ...buildPod({ name: 'db-1.prod.example', namespace: null }), external_id: 'node/db-1', ci_type: 'k8s.node' };
+      const node = {
+        ...buildPod({ name: 'db-1.prod.example', namespace: null }),
+        external_id: 'node/db-1',
+        ci_type: 'k8s.node',
+      };
       const staging = buildPod({ name: 'web-staging', namespace: 'staging' });
-      const promTarget = { ...buildPod({ name: 'prom-target-1', namespace: 'monitoring' }), external_id: 'target/1', ci_type: 'prom.target' };
+      const promTarget = {
+        ...buildPod({ name: 'prom-target-1', namespace: 'monitoring' }),
+        external_id: 'target/1',
+        ci_type: 'prom.target',
+      };
       // outside the default window
       await ingest(sql, [buildPod({ name: 'ancient' })], { source: 'k8s-a', scopeId: 'c1', now: ago(100) });
       await ingest(sql, [withImage('nginx:1.24'), staging], { source: 'k8s-a', scopeId: 'c1', now: ago(10, 10) });
@@ -107,7 +125,11 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
       await ingest(sql, [promTarget], { source: 'prom-b', now: ago(9, 3) });
       await ingest(sql, [withImage('nginx:1.25', '10.0.0.7')], { source: 'k8s-a', scopeId: 'c1', now: ago(10, 11) });
       await ingest(sql, [], { source: 'k8s-a', scopeId: 'c2', mode: 'delta', deletions: ['node/db-1'], now: ago(3) });
-      await ingest(sql, [{ ...promTarget, raw_data: { ...promTarget.raw_data, labels: { env: 'CrashLoopBackOff' } } }], { source: 'prom-b', now: ago(2, 5) });
+      await ingest(
+        sql,
+        [{ ...promTarget, raw_data: { ...promTarget.raw_data, labels: { env: 'CrashLoopBackOff' } } }],
+        { source: 'prom-b', now: ago(2, 5) },
+      );
       await t.sync();
     });
 
@@ -118,16 +140,34 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
     const search = async (query: string, key = admin, extra = '') => {
       const reply = await t.app.get(`/api/v1/changes/search?query=${encodeURIComponent(query)}${extra}`, key);
       expect(reply.status, `${query}: ${reply.text}`).to.equal(200);
-      return reply.body as { items: any[]; total: number; total_exact: boolean; took_ms: number; query: string; offset: number; limit: number };
+      return reply.body as {
+        items: any[];
+        total: number;
+        total_exact: boolean;
+        took_ms: number;
+        query: string;
+        offset: number;
+        limit: number;
+      };
     };
-    const names = (body: { items: { ci_name: string; change_type: string }[] }) => body.items.map((i) => `${i.ci_name}:${i.change_type}`).sort();
+    const names = (body: { items: { ci_name: string; change_type: string }[] }) =>
+      body.items.map((i) => `${i.ci_name}:${i.change_type}`).sort();
 
     it('finds records by name, whole or by part, without expanding short parts', async () => {
-      expect(names(await search('app-0-7c9f0-0x0'))).to.deep.equal(['app-0-7c9f0-0x0:CREATED', 'app-0-7c9f0-0x0:UPDATED']);
+      expect(names(await search('app-0-7c9f0-0x0'))).to.deep.equal([
+        'app-0-7c9f0-0x0:CREATED',
+        'app-0-7c9f0-0x0:UPDATED',
+      ]);
       expect(names(await search('7c9f0'))).to.deep.equal(['app-0-7c9f0-0x0:CREATED', 'app-0-7c9f0-0x0:UPDATED']);
-      expect(names(await search('db-1.prod.example'))).to.deep.equal(['db-1.prod.example:CREATED', 'db-1.prod.example:DELETED']);
+      expect(names(await search('db-1.prod.example'))).to.deep.equal([
+        'db-1.prod.example:CREATED',
+        'db-1.prod.example:DELETED',
+      ]);
       expect(names(await search('prod'))).to.deep.equal(['db-1.prod.example:CREATED', 'db-1.prod.example:DELETED']);
-      expect(names(await search('db-1.prod'))).to.deep.equal(['db-1.prod.example:CREATED', 'db-1.prod.example:DELETED']);
+      expect(names(await search('db-1.prod'))).to.deep.equal([
+        'db-1.prod.example:CREATED',
+        'db-1.prod.example:DELETED',
+      ]);
       // "app" is a prefix of the name and its first part: it matches, but "ap-0" is no name's prefix
       expect(names(await search('ap-0'))).to.deep.equal([]);
     });
@@ -139,7 +179,11 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
       expect(names(await search('containers'))).to.deep.equal(['app-0-7c9f0-0x0:UPDATED']);
       const image = await search('nginx:1.25');
       expect(names(image)).to.deep.equal(['app-0-7c9f0-0x0:UPDATED']);
-      expect(image.items[0].matched).to.deep.include({ in: 'new_value', field: 'raw_data.spec.containers', excerpt: '<em>nginx:1.25</em>' });
+      expect(image.items[0].matched).to.deep.include({
+        in: 'new_value',
+        field: 'raw_data.spec.containers',
+        excerpt: '<em>nginx:1.25</em>',
+      });
       expect(names(await search('nginx:1.24'))).to.deep.equal(['app-0-7c9f0-0x0:UPDATED']);
       expect(names(await search('10.0.0.7'))).to.deep.equal(['app-0-7c9f0-0x0:UPDATED']);
       expect(names(await search('crashloopbackoff'))).to.deep.equal(['prom-target-1:UPDATED']);
@@ -170,7 +214,10 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
       expect(next.items.map((i) => i.id)).to.not.have.members(everything.items.map((i) => i.id));
       // the scoped key sees its instance only
       expect(names(await search('k8s or prom', scoped, '&limit=50'))).to.deep.equal([
-        'ancient:CREATED', 'app-0-7c9f0-0x0:CREATED', 'app-0-7c9f0-0x0:UPDATED', 'web-staging:CREATED',
+        'ancient:CREATED',
+        'app-0-7c9f0-0x0:CREATED',
+        'app-0-7c9f0-0x0:UPDATED',
+        'web-staging:CREATED',
       ]);
       expect((await search('db-1.prod.example', scoped)).total).to.equal(0);
     });
@@ -216,16 +263,33 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
     it('answers explicit windows from the full history, with known figures', async () => {
       const start = ago(11).toISOString();
       const end = ago(8).toISOString();
-      const reply = await t.app.get(`/api/v1/changes/stats?start_date=${encodeURIComponent(start)}&end_date=${encodeURIComponent(end)}&group_by=day`, admin);
+      const reply = await t.app.get(
+        `/api/v1/changes/stats?start_date=${encodeURIComponent(start)}&end_date=${encodeURIComponent(end)}&group_by=day`,
+        admin,
+      );
       expect(reply.status, reply.text).to.equal(200);
       expect(reply.body.time_range).to.deep.equal({ start, end });
       // app, web-staging and db-1 created, app updated, prom-target-1 created
-      expect(reply.body).to.deep.include({ total_changes: 5, affected_cis: 4, changes_by_type: { created: 4, updated: 1, archived: 0 } });
-      expect(reply.body.top_changed_ci_types).to.deep.equal([{ ci_type: 'k8s.pod', count: 3 }, { ci_type: 'k8s.node', count: 1 }, { ci_type: 'prom.target', count: 1 }]);
-      const listed = await listAll(admin, `start_date=${encodeURIComponent(start)}&end_date=${encodeURIComponent(end)}`);
+      expect(reply.body).to.deep.include({
+        total_changes: 5,
+        affected_cis: 4,
+        changes_by_type: { created: 4, updated: 1, archived: 0 },
+      });
+      expect(reply.body.top_changed_ci_types).to.deep.equal([
+        { ci_type: 'k8s.pod', count: 3 },
+        { ci_type: 'k8s.node', count: 1 },
+        { ci_type: 'prom.target', count: 1 },
+      ]);
+      const listed = await listAll(
+        admin,
+        `start_date=${encodeURIComponent(start)}&end_date=${encodeURIComponent(end)}`,
+      );
       const { time_range: _range, ...figures } = reply.body;
       expect(figures).to.deep.equal(statsOf(listed, 'day'));
-      const scopedReply = await t.app.get(`/api/v1/changes/stats?start_date=${encodeURIComponent(ago(120).toISOString())}&group_by=week`, scoped);
+      const scopedReply = await t.app.get(
+        `/api/v1/changes/stats?start_date=${encodeURIComponent(ago(120).toISOString())}&group_by=week`,
+        scoped,
+      );
       const scopedListed = await listAll(scoped, `start_date=${encodeURIComponent(ago(120).toISOString())}`);
       const { time_range: _r, ...scopedFigures } = scopedReply.body;
       expect(scopedFigures).to.deep.equal(statsOf(scopedListed, 'week'));
@@ -241,7 +305,10 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
       expect(again.body.window.start).to.equal(before.time_range.start);
       const after = (await t.app.get('/api/v1/changes/stats', admin)).body;
       expect({ ...after, time_range: undefined }).to.deep.equal({ ...before, time_range: undefined });
-      expect((await t.app.request('POST', '/api/v1/changes/refresh-stats', { key: await createKey(t.app.sql, 'ro') })).status).to.equal(403);
+      expect(
+        (await t.app.request('POST', '/api/v1/changes/refresh-stats', { key: await createKey(t.app.sql, 'ro') }))
+          .status,
+      ).to.equal(403);
     });
 
     it('validates statistics parameters', async () => {
@@ -251,7 +318,10 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
       expect(reversed.status).to.equal(422);
       expect(reversed.body.error.details.errors[0].field).to.equal('end_date');
       // a start after now (the default end), or an end before 90 days ago (the default start)
-      const future = await t.app.get(`/api/v1/changes/stats?start_date=${encodeURIComponent('9999-12-31T23:59:59.999999Z')}`, admin);
+      const future = await t.app.get(
+        `/api/v1/changes/stats?start_date=${encodeURIComponent('9999-12-31T23:59:59.999999Z')}`,
+        admin,
+      );
       expect(future.status, future.text).to.equal(422);
       expect(future.body.error.details.errors[0].field).to.equal('start_date');
       const ancient = await t.app.get('/api/v1/changes/stats?end_date=0001-01-01', admin);
@@ -276,12 +346,23 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
         const { sql } = t.app;
         sourceEstate = await buildSource(sql, 'estate');
         const mover = (name: string, label: string) =>
-          buildPod({ name, namespace: 'shop', external_id: 'pod/mover', raw_data: { metadata: { name, namespace: 'shop', labels: { tier: label } } } });
+          buildPod({
+            name,
+            namespace: 'shop',
+            external_id: 'pod/mover',
+            raw_data: { metadata: { name, namespace: 'shop', labels: { tier: label } } },
+          });
         await ingest(sql, [mover('mover-of-pb', 'pb-only-label')], { source: 'estate', scopeId: 'pb', now: ago(4) });
-        await ingest(sql, [mover('mover-now-in-pa', 'pa-label')], { source: 'estate', scopeId: 'pa', mode: 'delta', now: ago(3) });
+        await ingest(sql, [mover('mover-now-in-pa', 'pa-label')], {
+          source: 'estate',
+          scopeId: 'pa',
+          mode: 'delta',
+          now: ago(3),
+        });
         await t.sync();
         moverId = await ciIdOf(sql, 'pod/mover');
-        const reader = (scopes: { sourceId: string; scopeId: string }[]) => createKey(sql, 'svc', { permissions: ['changes:read', 'configuration_items:read'], scopes });
+        const reader = (scopes: { sourceId: string; scopeId: string }[]) =>
+          createKey(sql, 'svc', { permissions: ['changes:read', 'configuration_items:read'], scopes });
         onlyA = await reader([{ sourceId: sourceEstate, scopeId: 'pa' }]);
         both = await reader([
           { sourceId: sourceEstate, scopeId: 'pa' },
@@ -294,7 +375,7 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
         ]);
       });
 
-      it('finds the move\'s record, old values and all, only for readers of both instances', async () => {
+      it("finds the move's record, old values and all, only for readers of both instances", async () => {
         for (const key of [admin, both]) {
           expect(names(await search('mover-now-in-pa', key))).to.deep.equal(['mover-now-in-pa:UPDATED']);
           expect(names(await search('pb-only-label', key))).to.deep.equal(['mover-now-in-pa:UPDATED']);
@@ -308,15 +389,23 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
         }
       });
 
-      it('leaves the move\'s record out of the moved CI\'s statistics for a reader of one instance', async () => {
+      it("leaves the move's record out of the moved CI's statistics for a reader of one instance", async () => {
         const window = `start_date=${encodeURIComponent(ago(5).toISOString())}&end_date=${encodeURIComponent(ago(1).toISOString())}`;
         const stats = async (key: string) => {
           const reply = await t.app.get(`/api/v1/changes/stats?related_to=${moverId}&${window}`, key);
           expect(reply.status, reply.text).to.equal(200);
           return reply.body;
         };
-        expect(await stats(both)).to.deep.include({ total_changes: 2, affected_cis: 1, changes_by_type: { created: 1, updated: 1, archived: 0 } });
-        expect(await stats(onlyA)).to.deep.include({ total_changes: 0, affected_cis: 0, changes_by_type: { created: 0, updated: 0, archived: 0 } });
+        expect(await stats(both)).to.deep.include({
+          total_changes: 2,
+          affected_cis: 1,
+          changes_by_type: { created: 1, updated: 1, archived: 0 },
+        });
+        expect(await stats(onlyA)).to.deep.include({
+          total_changes: 0,
+          affected_cis: 0,
+          changes_by_type: { created: 0, updated: 0, archived: 0 },
+        });
       });
     });
 
@@ -324,7 +413,8 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
     (backend === 'opensearch' ? describe : () => undefined)('the index mapping (OpenSearch only)', () => {
       /** An alias of its own beside the app's, whose indices the app's template does not match. */
       const scratch = () => `prev-${t.opensearch!.alias}`;
-      const mappingOf = async (index: string): Promise<any> => ((await t.opensearch!.client.indices.getMapping({ index })).body as any)[index].mappings;
+      const mappingOf = async (index: string): Promise<any> =>
+        ((await t.opensearch!.client.indices.getMapping({ index })).body as any)[index].mappings;
       const cleanUp = async () => {
         const { client } = t.opensearch!;
         for (const index of await aliasIndices(client, scratch())) await client.indices.delete({ index });
@@ -334,23 +424,34 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
       beforeEach(async () => {
         await cleanUp();
         const { client } = t.opensearch!;
-        await client.indices.putIndexTemplate({ name: scratch(), body: { ...previousTemplate(), index_patterns: [`${scratch()}-*`] } as never });
-        await client.indices.create({ index: `${scratch()}-v1-initial`, body: { aliases: { [scratch()]: {} } } as never });
+        await client.indices.putIndexTemplate({
+          name: scratch(),
+          body: { ...previousTemplate(), index_patterns: [`${scratch()}-*`] } as never,
+        });
+        await client.indices.create({
+          index: `${scratch()}-v1-initial`,
+          body: { aliases: { [scratch()]: {} } } as never,
+        });
       });
 
       afterEach(async () => {
         if (t.opensearch) await cleanUp();
       });
 
-      it('gives an index made from the previous template the new field at ensureIndex, and then takes a move\'s document', async () => {
+      it("gives an index made from the previous template the new field at ensureIndex, and then takes a move's document", async () => {
         const { client } = t.opensearch!;
         const index = `${scratch()}-v1-initial`;
-        const [move] = await t.app.sql<{ id: string }[]>`select id::text from change_records where moved_from_scope_id is not null limit 1`;
+        const [move] = await t.app.sql<
+          { id: string }[]
+        >`select id::text from change_records where moved_from_scope_id is not null limit 1`;
         const [document] = await loadChangeDocuments(t.app.sql, [move!.id]);
         expect(document!.moved_from_scope_id).to.equal('pb');
         // as the indexer writes: one bulk request, the item's result telling
         const put = async () => {
-          const { body } = await client.bulk({ refresh: true, body: [{ index: { _index: scratch(), _id: move!.id, routing: document!.tenant_id } }, document] as never });
+          const { body } = await client.bulk({
+            refresh: true,
+            body: [{ index: { _index: scratch(), _id: move!.id, routing: document!.tenant_id } }, document] as never,
+          });
           return (body as { items: { index: { status: number; error?: { type: string } } }[] }).items[0]!.index;
         };
         const refused = await put();
@@ -361,26 +462,47 @@ export function searchContract(title: string, target: TargetFactory, backend: 'p
         expect(await ensureIndex(client, scratch())).to.equal(index);
         const after = await mappingOf(index);
         expect(after.properties.moved_from_scope_id).to.deep.equal({ type: 'keyword' });
-        expect({ ...after.properties, moved_from_scope_id: undefined }).to.deep.equal({ ...before.properties, moved_from_scope_id: undefined });
+        expect({ ...after.properties, moved_from_scope_id: undefined }).to.deep.equal({
+          ...before.properties,
+          moved_from_scope_id: undefined,
+        });
         expect(after.dynamic).to.equal('strict');
         // a second start changes nothing
         await ensureIndex(client, scratch());
         expect(await mappingOf(index)).to.deep.equal(after);
 
         expect(await put()).to.deep.include({ status: 201 });
-        const found = await client.search({ index: scratch(), routing: document!.tenant_id, body: { query: { term: { moved_from_scope_id: 'pb' } } } as never });
+        const found = await client.search({
+          index: scratch(),
+          routing: document!.tenant_id,
+          body: { query: { term: { moved_from_scope_id: 'pb' } } } as never,
+        });
         expect((found.body.hits.hits as { _id: string }[]).map((hit) => hit._id)).to.deep.equal([move!.id]);
       });
 
-      it('adds a field with PUT _mapping, and refuses to change a mapped field\'s type (400 illegal_argument_exception)', async () => {
+      it("adds a field with PUT _mapping, and refuses to change a mapped field's type (400 illegal_argument_exception)", async () => {
         const { client } = t.opensearch!;
         const index = `${scratch()}-v1-initial`;
-        const added = await client.indices.putMapping({ index: scratch(), body: { properties: { moved_from_scope_id: { type: 'keyword' }, tokens: { properties: { extra: { type: 'keyword' } } } } } as never });
+        const added = await client.indices.putMapping({
+          index: scratch(),
+          body: {
+            properties: {
+              moved_from_scope_id: { type: 'keyword' },
+              tokens: { properties: { extra: { type: 'keyword' } } },
+            },
+          } as never,
+        });
         expect(added.body).to.deep.include({ acknowledged: true });
         const mapped = await mappingOf(index);
         expect(mapped.properties.moved_from_scope_id).to.deep.equal({ type: 'keyword' });
-        expect(mapped.properties.tokens.properties).to.deep.include({ extra: { type: 'keyword' }, name: { type: 'keyword' } });
-        for (const properties of [{ scope_id: { type: 'long' } }, { tokens: { properties: { name: { type: 'text' } } } }]) {
+        expect(mapped.properties.tokens.properties).to.deep.include({
+          extra: { type: 'keyword' },
+          name: { type: 'keyword' },
+        });
+        for (const properties of [
+          { scope_id: { type: 'long' } },
+          { tokens: { properties: { name: { type: 'text' } } } },
+        ]) {
           const refused = await client.indices.putMapping({ index, body: { properties } as never }).then(
             () => undefined,
             (error: { meta: { statusCode: number; body: { error: { type: string; reason: string } } } }) => error.meta,

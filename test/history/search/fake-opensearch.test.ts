@@ -29,7 +29,10 @@ function changeRecord(id: number, overrides: Record<string, unknown> = {}): Reco
 
 /** NDJSON lines indexing each record under its id, routed by tenant, as the project's indexer does. */
 function indexLines(index: string, records: Record<string, any>[]): Record<string, any>[] {
-  return records.flatMap((record) => [{ index: { _index: index, _id: String(record.id), routing: record.tenant_id } }, record]);
+  return records.flatMap((record) => [
+    { index: { _index: index, _id: String(record.id), routing: record.tenant_id } },
+    record,
+  ]);
 }
 
 async function expectResponseError(promise: Promise<unknown>): Promise<errors.ResponseError> {
@@ -79,7 +82,9 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
     });
 
     it('the fake stores the project index template and applies it to a matching new index', async () => {
-      expect((await client.indices.putIndexTemplate({ name: 'cinv-changes', body: template })).body).to.deep.equal({ acknowledged: true });
+      expect((await client.indices.putIndexTemplate({ name: 'cinv-changes', body: template })).body).to.deep.equal({
+        acknowledged: true,
+      });
       expect((await client.indices.existsIndexTemplate({ name: 'cinv-changes' })).body).to.equal(true);
       expect((await client.indices.existsIndexTemplate({ name: 'nope' })).body).to.equal(false);
       const stored: any = await client.indices.getIndexTemplate({ name: 'cinv-changes' });
@@ -94,15 +99,24 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
       expect((await client.indices.exists({ index: 'cinv-changes-missing' })).body).to.equal(false);
       const described = (await client.indices.get({ index: INDEX })).body[INDEX] as any;
       expect(described.mappings).to.deep.equal(template.template.mappings);
-      expect(described.settings.index).to.include({ number_of_shards: '1', max_result_window: '10000', provided_name: INDEX });
+      expect(described.settings.index).to.include({
+        number_of_shards: '1',
+        max_result_window: '10000',
+        provided_name: INDEX,
+      });
 
       const again = await expectResponseError(client.indices.create({ index: INDEX }));
       expect(again.meta.statusCode).to.equal(400);
       expect(again.meta.body.error.type).to.equal('resource_already_exists_exception');
       expect(again.meta.body.error.root_cause[0].type).to.equal('resource_already_exists_exception');
 
-      await client.indices.create({ index: 'unrelated', body: { mappings: { properties: { a: { type: 'keyword' } } } } });
-      expect(((await client.indices.get({ index: 'unrelated' })).body.unrelated as any).mappings).to.deep.equal({ properties: { a: { type: 'keyword' } } });
+      await client.indices.create({
+        index: 'unrelated',
+        body: { mappings: { properties: { a: { type: 'keyword' } } } },
+      });
+      expect(((await client.indices.get({ index: 'unrelated' })).body.unrelated as any).mappings).to.deep.equal({
+        properties: { a: { type: 'keyword' } },
+      });
       expect(fake.indices()).to.deep.equal([INDEX, 'unrelated']);
 
       expect((await client.indices.delete({ index: 'unrelated' })).body).to.deep.equal({ acknowledged: true });
@@ -111,47 +125,80 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
       expect(gone.meta.body.error.type).to.equal('index_not_found_exception');
     });
 
-    const mappingOf = async (index = INDEX): Promise<any> => ((await client.indices.getMapping({ index })).body as any)[index].mappings;
+    const mappingOf = async (index = INDEX): Promise<any> =>
+      ((await client.indices.getMapping({ index })).body as any)[index].mappings;
 
     it('the fake adds fields to an existing index with PUT _mapping, at any depth and through an alias, and indexes them', async () => {
       const { properties } = template.template.mappings;
       const { moved_from_scope_id: _added, ...before } = properties;
-      await client.indices.create({ index: INDEX, body: { mappings: { ...template.template.mappings, properties: before }, aliases: { 'cinv-changes': {} } } });
+      await client.indices.create({
+        index: INDEX,
+        body: { mappings: { ...template.template.mappings, properties: before }, aliases: { 'cinv-changes': {} } },
+      });
       expect(Object.keys((await mappingOf()).properties)).to.not.include('moved_from_scope_id');
-      const strict = await client.bulk({ body: indexLines(INDEX, [changeRecord(1, { moved_from_scope_id: 'scope-0' })]) });
+      const strict = await client.bulk({
+        body: indexLines(INDEX, [changeRecord(1, { moved_from_scope_id: 'scope-0' })]),
+      });
       expect((strict.body as any).items[0].index.error.type).to.equal('strict_dynamic_mapping_exception');
 
-      const put = await client.indices.putMapping({ index: 'cinv-changes', body: { properties: { moved_from_scope_id: { type: 'keyword' }, tokens: { properties: { extra: { type: 'keyword' } } } } } });
+      const put = await client.indices.putMapping({
+        index: 'cinv-changes',
+        body: {
+          properties: {
+            moved_from_scope_id: { type: 'keyword' },
+            tokens: { properties: { extra: { type: 'keyword' } } },
+          },
+        },
+      });
       expect(put.body).to.deep.equal({ acknowledged: true });
       const after = await mappingOf();
       expect(after.properties.moved_from_scope_id).to.deep.equal({ type: 'keyword' });
       // an object's fields are merged, not replaced
-      expect(after.properties.tokens.properties).to.deep.equal({ ...properties.tokens.properties, extra: { type: 'keyword' } });
+      expect(after.properties.tokens.properties).to.deep.equal({
+        ...properties.tokens.properties,
+        extra: { type: 'keyword' },
+      });
       expect(after.dynamic).to.equal('strict');
       expect(after._routing).to.deep.equal({ required: true });
       // the same properties again (a second start) change nothing
-      await client.indices.putMapping({ index: INDEX, body: { properties: { moved_from_scope_id: { type: 'keyword' } } } });
+      await client.indices.putMapping({
+        index: INDEX,
+        body: { properties: { moved_from_scope_id: { type: 'keyword' } } },
+      });
       expect(await mappingOf()).to.deep.equal(after);
 
-      const { body }: any = await client.bulk({ body: indexLines(INDEX, [changeRecord(1, { moved_from_scope_id: 'scope-0' }), changeRecord(2)]), refresh: 'wait_for' });
+      const { body }: any = await client.bulk({
+        body: indexLines(INDEX, [changeRecord(1, { moved_from_scope_id: 'scope-0' }), changeRecord(2)]),
+        refresh: 'wait_for',
+      });
       expect(body.errors, JSON.stringify(body.items)).to.equal(false);
       expect(await searchIds({ query: { term: { moved_from_scope_id: 'scope-0' } } })).to.deep.equal(['1']);
-      expect(await searchIds({ query: { bool: { must_not: [{ exists: { field: 'moved_from_scope_id' } }] } } })).to.deep.equal(['2']);
+      expect(
+        await searchIds({ query: { bool: { must_not: [{ exists: { field: 'moved_from_scope_id' } }] } } }),
+      ).to.deep.equal(['2']);
     });
 
-    it('the fake refuses to change a mapped field\'s type with a 400 illegal_argument_exception, and changes nothing', async () => {
+    it("the fake refuses to change a mapped field's type with a 400 illegal_argument_exception, and changes nothing", async () => {
       await client.indices.putIndexTemplate({ name: 'cinv-changes', body: template });
       await client.indices.create({ index: INDEX });
       const mapped = await mappingOf();
       const refusals: [Record<string, unknown>, RegExp][] = [
         [{ scope_id: { type: 'long' } }, /^mapper \[scope_id\] cannot be changed from type \[keyword\] to \[long\]$/],
-        [{ tokens: { properties: { name: { type: 'text' } } } }, /^mapper \[tokens\.name\] cannot be changed from type \[keyword\] to \[text\]$/],
+        [
+          { tokens: { properties: { name: { type: 'text' } } } },
+          /^mapper \[tokens\.name\] cannot be changed from type \[keyword\] to \[text\]$/,
+        ],
         [{ tokens: { type: 'keyword' } }, /tokens/],
         // a field to add beside a refused one is not added either
-        [{ added: { type: 'keyword' }, changed_at: { type: 'keyword' } }, /^mapper \[changed_at\] cannot be changed from type \[date\] to \[keyword\]$/],
+        [
+          { added: { type: 'keyword' }, changed_at: { type: 'keyword' } },
+          /^mapper \[changed_at\] cannot be changed from type \[date\] to \[keyword\]$/,
+        ],
       ];
       for (const [properties, reason] of refusals) {
-        const refused = await expectResponseError(client.indices.putMapping({ index: INDEX, body: { properties } as never }));
+        const refused = await expectResponseError(
+          client.indices.putMapping({ index: INDEX, body: { properties } as never }),
+        );
         expect(refused.meta.statusCode).to.equal(400);
         expect(refused.meta.body.error.type).to.equal('illegal_argument_exception');
         expect(refused.meta.body.error.reason).to.match(reason);
@@ -159,10 +206,19 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
         expect(await mappingOf()).to.deep.equal(mapped);
       }
       // a type written out where the index has none: an object is an object
-      expect((await client.indices.putMapping({ index: INDEX, body: { properties: { tokens: { type: 'object', properties: {} } } } })).body).to.deep.include({ acknowledged: true });
+      expect(
+        (
+          await client.indices.putMapping({
+            index: INDEX,
+            body: { properties: { tokens: { type: 'object', properties: {} } } },
+          })
+        ).body,
+      ).to.deep.include({ acknowledged: true });
       const empty = await expectResponseError(client.indices.putMapping({ index: INDEX, body: {} }));
       expect(empty.meta.body.error.type).to.equal('action_request_validation_exception');
-      const missing = await expectResponseError(client.indices.putMapping({ index: 'cinv-changes-missing', body: { properties: { a: { type: 'keyword' } } } }));
+      const missing = await expectResponseError(
+        client.indices.putMapping({ index: 'cinv-changes-missing', body: { properties: { a: { type: 'keyword' } } } }),
+      );
       expect(missing.meta.statusCode).to.equal(404);
     });
   });
@@ -229,7 +285,9 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
       await client.indices.putIndexTemplate({ name: 'cinv-changes', body: template });
       fake.failItems(['2'], { status: 400, type: 'mapper_parsing_exception', reason: 'bad document' });
       fake.failItems(['3'], { status: 429, type: 'es_rejected_execution_exception' }, { times: 1 });
-      const first: any = await client.bulk({ body: indexLines(INDEX, [changeRecord(1), changeRecord(2), changeRecord(3)]) });
+      const first: any = await client.bulk({
+        body: indexLines(INDEX, [changeRecord(1), changeRecord(2), changeRecord(3)]),
+      });
       const statuses = (response: any) => response.body.items.map((item: any) => item.index.status);
       expect(first.body.errors).to.equal(true);
       expect(statuses(first)).to.deep.equal([201, 400, 429]);
@@ -285,7 +343,10 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
     it('the fake lets the default client retry a 503 and records both attempts', async () => {
       fake.failNext({ kind: 'status', status: 503 });
       expect((await client.cluster.health()).statusCode).to.equal(200);
-      expect(fake.requests.map((request) => `${request.method} ${request.path}`)).to.deep.equal(['GET /_cluster/health', 'GET /_cluster/health']);
+      expect(fake.requests.map((request) => `${request.method} ${request.path}`)).to.deep.equal([
+        'GET /_cluster/health',
+        'GET /_cluster/health',
+      ]);
     });
   });
 
@@ -294,7 +355,9 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
       await client.indices.putIndexTemplate({ name: 'cinv-changes', body: template });
       await client.indices.create({ index: 'cinv-changes-a' });
       await client.indices.create({ index: 'cinv-changes-b' });
-      await client.indices.updateAliases({ body: { actions: [{ add: { index: 'cinv-changes-a', alias: 'cinv-changes' } }] } });
+      await client.indices.updateAliases({
+        body: { actions: [{ add: { index: 'cinv-changes-a', alias: 'cinv-changes' } }] },
+      });
       expect(fake.aliases()).to.deep.equal({ 'cinv-changes': ['cinv-changes-a'] });
       expect((await client.indices.exists({ index: 'cinv-changes' })).body).to.equal(true);
 
@@ -303,7 +366,10 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
       expect(await searchIds({}, 'cinv-changes')).to.deep.equal(['1']);
 
       const swap = {
-        actions: [{ remove: { index: 'cinv-changes-a', alias: 'cinv-changes' } }, { add: { index: 'cinv-changes-b', alias: 'cinv-changes' } }],
+        actions: [
+          { remove: { index: 'cinv-changes-a', alias: 'cinv-changes' } },
+          { add: { index: 'cinv-changes-b', alias: 'cinv-changes' } },
+        ],
       };
       expect((await client.indices.updateAliases({ body: swap })).body).to.deep.equal({ acknowledged: true });
       expect(fake.aliases()).to.deep.equal({ 'cinv-changes': ['cinv-changes-b'] });
@@ -312,14 +378,19 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
       expect(alias.body).to.deep.equal({ 'cinv-changes-b': { aliases: { 'cinv-changes': {} } } });
 
       const failing = {
-        actions: [{ remove: { index: 'cinv-changes-b', alias: 'cinv-changes' } }, { add: { index: 'cinv-changes-nope', alias: 'cinv-changes' } }],
+        actions: [
+          { remove: { index: 'cinv-changes-b', alias: 'cinv-changes' } },
+          { add: { index: 'cinv-changes-nope', alias: 'cinv-changes' } },
+        ],
       };
       const rejected = await expectResponseError(client.indices.updateAliases({ body: failing }));
       expect(rejected.meta.statusCode).to.equal(404);
       expect(rejected.meta.body.error.type).to.equal('index_not_found_exception');
       expect(fake.aliases(), 'nothing applied').to.deep.equal({ 'cinv-changes': ['cinv-changes-b'] });
 
-      await client.indices.updateAliases({ body: { actions: [{ add: { index: 'cinv-changes-a', alias: 'cinv-changes' } }] } });
+      await client.indices.updateAliases({
+        body: { actions: [{ add: { index: 'cinv-changes-a', alias: 'cinv-changes' } }] },
+      });
       const ambiguous: any = await client.bulk({ body: indexLines('cinv-changes', [changeRecord(2)]) });
       expect(ambiguous.body.items[0].index.status).to.equal(400);
       expect(ambiguous.body.items[0].index.error.type).to.equal('illegal_argument_exception');
@@ -333,47 +404,112 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
 
   describe('the fake query DSL', () => {
     const records = [
-      changeRecord(1, { ci_name: 'web-01', ci_type: 'server', change_type: 'created', changed_at: '2024-03-01T08:00:00Z', tokens: { name: ['web-01'], field: ['cpu', 'ram'] } }),
-      changeRecord(2, { ci_name: 'web-02', ci_type: 'server', change_type: 'updated', changed_at: '2024-03-02T08:00:00Z', changed_fields: ['ram', 'disk'] }),
-      changeRecord(3, { ci_name: 'db-01', ci_type: 'database', change_type: 'deleted', changed_at: '2024-03-03T08:00:00', has_changes: false }),
-      changeRecord(4, { ci_name: 'DB-02', ci_type: 'database', change_type: 'updated', changed_at: 1709539200000, changed_fields: [] }),
-      changeRecord(5, { ci_name: 'lb-01', ci_type: 'network', change_type: 'updated', changed_at: '2024-03-05T08:00:00.000+02:00', tenant_id: 'tenant-b' }),
+      changeRecord(1, {
+        ci_name: 'web-01',
+        ci_type: 'server',
+        change_type: 'created',
+        changed_at: '2024-03-01T08:00:00Z',
+        tokens: { name: ['web-01'], field: ['cpu', 'ram'] },
+      }),
+      changeRecord(2, {
+        ci_name: 'web-02',
+        ci_type: 'server',
+        change_type: 'updated',
+        changed_at: '2024-03-02T08:00:00Z',
+        changed_fields: ['ram', 'disk'],
+      }),
+      changeRecord(3, {
+        ci_name: 'db-01',
+        ci_type: 'database',
+        change_type: 'deleted',
+        changed_at: '2024-03-03T08:00:00',
+        has_changes: false,
+      }),
+      changeRecord(4, {
+        ci_name: 'DB-02',
+        ci_type: 'database',
+        change_type: 'updated',
+        changed_at: 1709539200000,
+        changed_fields: [],
+      }),
+      changeRecord(5, {
+        ci_name: 'lb-01',
+        ci_type: 'network',
+        change_type: 'updated',
+        changed_at: '2024-03-05T08:00:00.000+02:00',
+        tenant_id: 'tenant-b',
+      }),
     ];
     beforeEach(() => seed(records));
 
     it('the fake evaluates term, terms, prefix, wildcard, range, exists and ids', async () => {
       expect(await searchIds({ query: { term: { ci_type: 'database' } } })).to.have.members(['3', '4']);
-      expect(await searchIds({ query: { term: { ci_name: { value: 'db-02', case_insensitive: true } } } })).to.deep.equal(['4']);
+      expect(
+        await searchIds({ query: { term: { ci_name: { value: 'db-02', case_insensitive: true } } } }),
+      ).to.deep.equal(['4']);
       expect(await searchIds({ query: { term: { id: '2' } } }), 'long field compares as a number').to.deep.equal(['2']);
       expect(await searchIds({ query: { term: { has_changes: 'false' } } })).to.deep.equal(['3']);
-      expect(await searchIds({ query: { term: { changed_fields: 'disk' } } }), 'arrays match any element').to.deep.equal(['2']);
-      expect(await searchIds({ query: { terms: { change_type: ['created', 'deleted'] } } })).to.have.members(['1', '3']);
+      expect(
+        await searchIds({ query: { term: { changed_fields: 'disk' } } }),
+        'arrays match any element',
+      ).to.deep.equal(['2']);
+      expect(await searchIds({ query: { terms: { change_type: ['created', 'deleted'] } } })).to.have.members([
+        '1',
+        '3',
+      ]);
       expect(await searchIds({ query: { prefix: { ci_name: 'web-' } } })).to.have.members(['1', '2']);
-      expect(await searchIds({ query: { prefix: { ci_name: { value: 'db', case_insensitive: true } } } })).to.have.members(['3', '4']);
+      expect(
+        await searchIds({ query: { prefix: { ci_name: { value: 'db', case_insensitive: true } } } }),
+      ).to.have.members(['3', '4']);
       expect(await searchIds({ query: { wildcard: { ci_name: { value: '*-0?' } } } })).to.have.length(5);
-      expect(await searchIds({ query: { wildcard: { ci_name: { value: 'd*', case_insensitive: true } } } })).to.have.members(['3', '4']);
-      expect(await searchIds({ query: { term: { 'tokens.field': 'ram' } } }), 'dotted paths into objects').to.deep.equal(['1']);
+      expect(
+        await searchIds({ query: { wildcard: { ci_name: { value: 'd*', case_insensitive: true } } } }),
+      ).to.have.members(['3', '4']);
+      expect(
+        await searchIds({ query: { term: { 'tokens.field': 'ram' } } }),
+        'dotted paths into objects',
+      ).to.deep.equal(['1']);
       // 3 has no zone (UTC); 4 is epoch ms for 2024-03-04T08:00Z; 5 is 06:00Z.
       const range = { range: { changed_at: { gte: '2024-03-03T08:00:00Z', lt: '2024-03-05T06:00:00Z' } } };
       expect(await searchIds({ query: range })).to.have.members(['3', '4']);
       expect(await searchIds({ query: { range: { id: { gt: 3 } } } })).to.have.members(['4', '5']);
-      expect(await searchIds({ query: { range: { ci_name: { gte: 'm' } } } }), 'keywords compare as strings').to.deep.equal(['1', '2']);
-      expect(await searchIds({ query: { exists: { field: 'changed_fields' } } }), 'empty arrays do not exist').to.have.members(['1', '2', '3', '5']);
-      expect(await searchIds({ query: { exists: { field: 'changes' } } }), 'disabled objects are not indexed').to.deep.equal([]);
+      expect(
+        await searchIds({ query: { range: { ci_name: { gte: 'm' } } } }),
+        'keywords compare as strings',
+      ).to.deep.equal(['1', '2']);
+      expect(
+        await searchIds({ query: { exists: { field: 'changed_fields' } } }),
+        'empty arrays do not exist',
+      ).to.have.members(['1', '2', '3', '5']);
+      expect(
+        await searchIds({ query: { exists: { field: 'changes' } } }),
+        'disabled objects are not indexed',
+      ).to.deep.equal([]);
       expect(await searchIds({ query: { ids: { values: ['2', '5', '99'] } } })).to.have.members(['2', '5']);
     });
 
     it('the fake applies bool semantics: filter, must_not, should and minimum_should_match', async () => {
-      const filterOnly = { bool: { filter: [{ term: { tenant_id: 'tenant-a' } }], must_not: { term: { ci_type: 'database' } } } };
+      const filterOnly = {
+        bool: { filter: [{ term: { tenant_id: 'tenant-a' } }], must_not: { term: { ci_type: 'database' } } },
+      };
       expect(await searchIds({ query: filterOnly })).to.have.members(['1', '2']);
       const shouldOnly = { bool: { should: [{ term: { ci_type: 'network' } }, { term: { change_type: 'created' } }] } };
       expect(await searchIds({ query: shouldOnly }), 'should alone requires one match').to.have.members(['1', '5']);
-      const withFilter = { bool: { filter: { term: { ci_type: 'server' } }, should: [{ term: { change_type: 'deleted' } }] } };
+      const withFilter = {
+        bool: { filter: { term: { ci_type: 'server' } }, should: [{ term: { change_type: 'deleted' } }] },
+      };
       expect(await searchIds({ query: withFilter }), 'should is optional beside filter').to.have.members(['1', '2']);
       const required = { ...withFilter, bool: { ...withFilter.bool, minimum_should_match: 1 } };
       expect(await searchIds({ query: required })).to.deep.equal([]);
       const twoOfThree = {
-        bool: { should: [{ term: { ci_type: 'server' } }, { term: { change_type: 'updated' } }, { term: { has_changes: true } }], minimum_should_match: 2 },
+        bool: {
+          should: [
+            { term: { ci_type: 'server' } },
+            { term: { change_type: 'updated' } },
+            { term: { has_changes: true } },
+          ],
+          minimum_should_match: 2,
+        },
       };
       expect(await searchIds({ query: twoOfThree })).to.have.members(['1', '2', '4', '5']);
     });
@@ -382,11 +518,20 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
       const query = {
         bool: {
           filter: [{ term: { tenant_id: 'tenant-a' } }],
-          should: [{ term: { ci_type: { value: 'database', boost: 3 } } }, { prefix: { ci_name: 'db' } }, { terms: { change_type: ['updated'], boost: 2 } }],
+          should: [
+            { term: { ci_type: { value: 'database', boost: 3 } } },
+            { prefix: { ci_name: 'db' } },
+            { terms: { change_type: ['updated'], boost: 2 } },
+          ],
         },
       };
       const { body }: any = await client.search({ index: INDEX, body: { query } });
-      expect(body.hits.hits.map((hit: any) => [hit._id, hit._score])).to.deep.equal([['4', 5], ['3', 4], ['2', 2], ['1', 0]]);
+      expect(body.hits.hits.map((hit: any) => [hit._id, hit._score])).to.deep.equal([
+        ['4', 5],
+        ['3', 4],
+        ['2', 2],
+        ['1', 0],
+      ]);
       expect(body.hits.max_score).to.equal(5);
       expect(body.hits.hits[0]._routing).to.equal('tenant-a');
       const matchAll: any = await client.search({ index: INDEX, body: { query: { match_all: {} } } });
@@ -394,7 +539,10 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
     });
 
     it('the fake sorts on fields, pages with from/size and counts total hits', async () => {
-      const sorted: any = await client.search({ index: INDEX, body: { sort: [{ changed_at: { order: 'desc' } }], size: 2, from: 1 } });
+      const sorted: any = await client.search({
+        index: INDEX,
+        body: { sort: [{ changed_at: { order: 'desc' } }], size: 2, from: 1 },
+      });
       expect(sorted.body.hits.total).to.deep.equal({ value: 5, relation: 'eq' });
       expect(sorted.body.hits.max_score).to.equal(null);
       expect(sorted.body.hits.hits.map((hit: any) => [hit._id, hit._score, hit.sort])).to.deep.equal([
@@ -408,7 +556,10 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
       const limited: any = await client.search({ index: INDEX, body: { track_total_hits: 2, size: 0 } });
       expect(limited.body.hits.total).to.deep.equal({ value: 2, relation: 'gte' });
       expect(limited.body.hits.hits).to.deep.equal([]);
-      const filtered: any = await client.search({ index: INDEX, body: { query: { ids: { values: ['1'] } }, _source: ['ci_name', 'tokens.name'] } });
+      const filtered: any = await client.search({
+        index: INDEX,
+        body: { query: { ids: { values: ['1'] } }, _source: ['ci_name', 'tokens.name'] },
+      });
       expect(filtered.body.hits.hits[0]._source).to.deep.equal({ ci_name: 'web-01', tokens: { name: ['web-01'] } });
     });
 
@@ -416,12 +567,18 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
       const error = await expectResponseError(client.search({ index: INDEX, body: { from: 9995, size: 10 } }));
       expect(error.meta.statusCode).to.equal(400);
       expect(error.meta.body.error.root_cause[0].type).to.equal('illegal_argument_exception');
-      expect(error.meta.body.error.root_cause[0].reason).to.match(/^Result window is too large, from \+ size must be less than or equal to: \[10000\] but was \[10005\]/);
+      expect(error.meta.body.error.root_cause[0].reason).to.match(
+        /^Result window is too large, from \+ size must be less than or equal to: \[10000\] but was \[10005\]/,
+      );
       expect((await client.search({ index: INDEX, body: { from: 9990, size: 10 } })).statusCode).to.equal(200);
     });
 
     it('the fake refuses clauses outside its subset with a 400 parsing_exception', async () => {
-      for (const body of [{ query: { match: { ci_name: 'web' } } }, { aggs: { x: { avg: { field: 'id' } } } }, { highlight: {} }]) {
+      for (const body of [
+        { query: { match: { ci_name: 'web' } } },
+        { aggs: { x: { avg: { field: 'id' } } } },
+        { highlight: {} },
+      ]) {
         const error = await expectResponseError(client.search({ index: INDEX, body: body as any }));
         expect(error.meta.statusCode).to.equal(400);
         expect(error.meta.body.error.type).to.equal('parsing_exception');
@@ -452,7 +609,10 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
         fields: { terms: { field: 'changed_fields' } },
         cis: { cardinality: { field: 'ci_id', precision_threshold: 100 } },
         values: { value_count: { field: 'changed_fields' } },
-        servers: { filter: { term: { ci_type: 'server' } }, aggs: { fields: { terms: { field: 'changed_fields', order: { _key: 'asc' } } } } },
+        servers: {
+          filter: { term: { ci_type: 'server' } },
+          aggs: { fields: { terms: { field: 'changed_fields', order: { _key: 'asc' } } } },
+        },
       };
       const { body }: any = await client.search({ index: INDEX, body: { size: 0, aggs } });
       expect(body.aggregations.types).to.deep.equal({
@@ -483,7 +643,11 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
         changeRecord(5, { changed_at: '2024-03-18T12:00:00Z' }), // Monday, two weeks later
       ]);
       const histogram = async (interval: string, extra: Record<string, unknown> = {}) => {
-        const aggs = { over_time: { date_histogram: { field: 'changed_at', calendar_interval: interval, time_zone: 'UTC', ...extra } } };
+        const aggs = {
+          over_time: {
+            date_histogram: { field: 'changed_at', calendar_interval: interval, time_zone: 'UTC', ...extra },
+          },
+        };
         const { body }: any = await client.search({ index: INDEX, body: { size: 0, aggs } as any });
         return body.aggregations.over_time.buckets.map((bucket: any) => [bucket.key_as_string, bucket.doc_count]);
       };
@@ -509,9 +673,16 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
       ]);
       const { body }: any = await client.search({
         index: INDEX,
-        body: { size: 0, aggs: { h: { date_histogram: { field: 'changed_at', calendar_interval: '1h', min_doc_count: 1 } } } },
+        body: {
+          size: 0,
+          aggs: { h: { date_histogram: { field: 'changed_at', calendar_interval: '1h', min_doc_count: 1 } } },
+        },
       });
-      expect(body.aggregations.h.buckets[0]).to.deep.equal({ key_as_string: '2024-03-03T23:00:00.000Z', key: Date.parse('2024-03-03T23:00:00Z'), doc_count: 1 });
+      expect(body.aggregations.h.buckets[0]).to.deep.equal({
+        key_as_string: '2024-03-03T23:00:00.000Z',
+        key: Date.parse('2024-03-03T23:00:00Z'),
+        doc_count: 1,
+      });
     });
 
     it('the fake pages composite aggregations with after_key', async () => {
@@ -522,8 +693,15 @@ describe('fake OpenSearch server (a test double: no OpenSearch can run here)', (
         changeRecord(4, { ci_type: 'server', change_type: 'updated' }),
       ]);
       const page = async (after?: Record<string, unknown>) => {
-        const composite = { size: 2, sources: [{ type: { terms: { field: 'ci_type' } } }, { change: { terms: { field: 'change_type' } } }], ...(after && { after }) };
-        const { body }: any = await client.search({ index: INDEX, body: { size: 0, aggs: { pairs: { composite } } } as any });
+        const composite = {
+          size: 2,
+          sources: [{ type: { terms: { field: 'ci_type' } } }, { change: { terms: { field: 'change_type' } } }],
+          ...(after && { after }),
+        };
+        const { body }: any = await client.search({
+          index: INDEX,
+          body: { size: 0, aggs: { pairs: { composite } } } as any,
+        });
         return body.aggregations.pairs;
       };
       const first = await page();

@@ -35,7 +35,9 @@ const options = (overrides: Partial<IndexerOptions> = {}): IndexerOptions => ({
 });
 
 async function changeIds(sql: Sql): Promise<string[]> {
-  return (await sql<{ id: string }[]>`select cr.id::text as id from change_records cr order by cr.id`).map((row) => row.id);
+  return (await sql<{ id: string }[]>`select cr.id::text as id from change_records cr order by cr.id`).map(
+    (row) => row.id,
+  );
 }
 
 /** The ids of the documents of the index behind the alias. */
@@ -62,8 +64,16 @@ describe('outbox indexer against the fake OpenSearch server (a test double: no O
   });
 
   it('indexes every change record exactly once by id through 100 injected failures (fake OpenSearch)', async () => {
-    await ingest(sql, Array.from({ length: 240 }, (_, i) => buildPod({ name: `p${i}` })), { scopeId: 'c1' });
-    await ingest(sql, Array.from({ length: 240 }, (_, i) => buildPod({ name: `p${i}`, replicas: 2 })), { scopeId: 'c1' });
+    await ingest(
+      sql,
+      Array.from({ length: 240 }, (_, i) => buildPod({ name: `p${i}` })),
+      { scopeId: 'c1' },
+    );
+    await ingest(
+      sql,
+      Array.from({ length: 240 }, (_, i) => buildPod({ name: `p${i}`, replicas: 2 })),
+      { scopeId: 'c1' },
+    );
     const expected = await changeIds(sql);
     expect(expected).to.have.lengthOf(480);
     const indexedBefore = await metricValue('cinv_indexer_documents_indexed_total');
@@ -75,7 +85,12 @@ describe('outbox indexer against the fake OpenSearch server (a test double: no O
         const pick = rand();
         if (pick < 0.25) fake.failNext({ kind: 'reset' }, { path: /_bulk/ });
         else if (pick < 0.5) fake.failNext({ kind: 'status', status: pick < 0.4 ? 429 : 503 }, { path: /_bulk/ });
-        else fake.failItems(Array.from({ length: 3 }, () => expected[Math.floor(rand() * expected.length)]!), { status: pick < 0.75 ? 429 : 503, type: 'es_rejected_execution_exception' }, { times: 1 });
+        else
+          fake.failItems(
+            Array.from({ length: 3 }, () => expected[Math.floor(rand() * expected.length)]!),
+            { status: pick < 0.75 ? 429 : 503, type: 'es_rejected_execution_exception' },
+            { times: 1 },
+          );
         injected++;
       }
       const outcome = await indexer.runOnce().catch(() => ({ claimed: -1 }));
@@ -98,24 +113,47 @@ describe('outbox indexer against the fake OpenSearch server (a test double: no O
     const now = new Date('2026-11-20T00:00:00Z');
     const ago = (days: number) => new Date(now.getTime() - days * 86_400_000);
     const node = (name: string) => ({ ...buildPod({ name }), ci_type: 'k8s.node', external_id: `node/${name}` });
-    const deployment = (name: string) => ({ ...buildPod({ name }), ci_type: 'k8s.deployment', external_id: `deploy/${name}` });
-    await ingest(sql, [buildPod({ name: 'old-pod' }), node('old-node'), deployment('old-deploy')], { now: ago(400), mode: 'delta' });
+    const deployment = (name: string) => ({
+      ...buildPod({ name }),
+      ci_type: 'k8s.deployment',
+      external_id: `deploy/${name}`,
+    });
+    await ingest(sql, [buildPod({ name: 'old-pod' }), node('old-node'), deployment('old-deploy')], {
+      now: ago(400),
+      mode: 'delta',
+    });
     await ingest(sql, [buildPod({ name: 'new-pod' }), node('mid-node')], { now: ago(20), mode: 'delta' });
     await new OutboxIndexer(sql, client, options(), logger).drain();
     expect(await indexedIds(fake, client)).to.have.lengthOf(5);
-    const retention = { defaultMs: 30 * 86_400_000, byType: new Map<string, number | null>([['k8s.node', 10 * 86_400_000], ['k8s.deployment', null]]) };
-    const backend = new OpenSearchBackend(client, new ChangeStatistics(sql, { statsTimeoutMs: 10_000, now: () => now }), { alias: ALIAS, statsTimeoutMs: 10_000 });
+    const retention = {
+      defaultMs: 30 * 86_400_000,
+      byType: new Map<string, number | null>([
+        ['k8s.node', 10 * 86_400_000],
+        ['k8s.deployment', null],
+      ]),
+    };
+    const backend = new OpenSearchBackend(
+      client,
+      new ChangeStatistics(sql, { statsTimeoutMs: 10_000, now: () => now }),
+      { alias: ALIAS, statsTimeoutMs: 10_000 },
+    );
     expect(await backend.expire(horizonsAt(retention, now))).to.equal(3);
     await trimChangeHistory(sql, retention, now, 100);
     // what remains in the index is exactly what remains in PostgreSQL
     expect(await indexedIds(fake, client)).to.deep.equal(await changeIds(sql));
     const [index] = await aliasIndices(client, ALIAS);
-    expect([...fake.documents(index!).values()].map((doc) => doc.source.ci_name).sort()).to.deep.equal(['new-pod', 'old-deploy']);
+    expect([...fake.documents(index!).values()].map((doc) => doc.source.ci_name).sort()).to.deep.equal([
+      'new-pod',
+      'old-deploy',
+    ]);
     expect(await backend.expire([])).to.equal(0);
   });
 
   it('parks rows that keep failing permanently, with their error, and indexes them once re-queued (fake OpenSearch)', async () => {
-    await ingest(sql, Array.from({ length: 20 }, (_, i) => buildPod({ name: `q${i}` })));
+    await ingest(
+      sql,
+      Array.from({ length: 20 }, (_, i) => buildPod({ name: `q${i}` })),
+    );
     const ids = await changeIds(sql);
     const poisoned = ids.slice(3, 5);
     fake.failItems(poisoned, { status: 400, type: 'mapper_parsing_exception', reason: 'failed to parse field' });
@@ -170,7 +208,10 @@ describe('outbox indexer against the fake OpenSearch server (a test double: no O
   });
 
   it('finishes the batch in hand when stopped, and leaves the rest for later (fake OpenSearch)', async () => {
-    await ingest(sql, Array.from({ length: 30 }, (_, i) => buildPod({ name: `s${i}` })));
+    await ingest(
+      sql,
+      Array.from({ length: 30 }, (_, i) => buildPod({ name: `s${i}` })),
+    );
     const indexer = new OutboxIndexer(sql, client, options({ batchSize: 10, pollMs: 10 }), logger);
     await indexer.start();
     await indexer.stop();
@@ -195,34 +236,44 @@ describe('outbox indexer against the fake OpenSearch server (a test double: no O
     expect(await indexer.runOnce()).to.include({ claimed: 1, indexed: 1 });
   });
 
-  (onRealPostgres ? describe : describe.skip)('with several sessions (skipped on the embedded database: PGlite has one session)', () => {
-    it('lets competing indexers share the outbox without indexing a record twice (fake OpenSearch)', async () => {
-      await ingest(sql, Array.from({ length: 400 }, (_, i) => buildPod({ name: `c${i}` })));
-      const indexers = [0, 1, 2].map(() => new OutboxIndexer(sql, client, options({ batchSize: 20 }), logger));
-      await Promise.all(indexers.map((indexer) => indexer.drain()));
-      expect(await indexedIds(fake, client)).to.deep.equal(await changeIds(sql));
-      const sent = fake.requests.filter((r) => r.path.endsWith('_bulk')).flatMap((r) => (r.body as { index?: { _id: string } }[]).filter((line) => line.index).map((line) => line.index!._id));
-      expect(sent).to.have.lengthOf(400);
-      expect(new Set(sent).size).to.equal(400);
-    });
+  (onRealPostgres ? describe : describe.skip)(
+    'with several sessions (skipped on the embedded database: PGlite has one session)',
+    () => {
+      it('lets competing indexers share the outbox without indexing a record twice (fake OpenSearch)', async () => {
+        await ingest(
+          sql,
+          Array.from({ length: 400 }, (_, i) => buildPod({ name: `c${i}` })),
+        );
+        const indexers = [0, 1, 2].map(() => new OutboxIndexer(sql, client, options({ batchSize: 20 }), logger));
+        await Promise.all(indexers.map((indexer) => indexer.drain()));
+        expect(await indexedIds(fake, client)).to.deep.equal(await changeIds(sql));
+        const sent = fake.requests
+          .filter((r) => r.path.endsWith('_bulk'))
+          .flatMap((r) =>
+            (r.body as { index?: { _id: string } }[]).filter((line) => line.index).map((line) => line.index!._id),
+          );
+        expect(sent).to.have.lengthOf(400);
+        expect(new Set(sent).size).to.equal(400);
+      });
 
-    it('wakes on NOTIFY when a change is written, without waiting for its poll (fake OpenSearch)', async () => {
-      const indexer = new OutboxIndexer(sql, client, options({ listen: true, pollMs: 60_000 }), logger);
-      await indexer.start();
-      try {
-        await new Promise((resolve) => setTimeout(resolve, 200));
-        const written = performance.now();
-        await ingest(sql, [buildPod({ name: 'notified' })]);
-        let ids: string[] = [];
-        while (ids.length === 0 && performance.now() - written < 5000) {
-          await new Promise((resolve) => setTimeout(resolve, 20));
-          ids = (await aliasIndices(client, ALIAS)).length > 0 ? await indexedIds(fake, client) : [];
+      it('wakes on NOTIFY when a change is written, without waiting for its poll (fake OpenSearch)', async () => {
+        const indexer = new OutboxIndexer(sql, client, options({ listen: true, pollMs: 60_000 }), logger);
+        await indexer.start();
+        try {
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          const written = performance.now();
+          await ingest(sql, [buildPod({ name: 'notified' })]);
+          let ids: string[] = [];
+          while (ids.length === 0 && performance.now() - written < 5000) {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            ids = (await aliasIndices(client, ALIAS)).length > 0 ? await indexedIds(fake, client) : [];
+          }
+          expect(ids).to.have.lengthOf(1);
+          expect(performance.now() - written).to.be.below(2000);
+        } finally {
+          await indexer.stop();
         }
-        expect(ids).to.have.lengthOf(1);
-        expect(performance.now() - written).to.be.below(2000);
-      } finally {
-        await indexer.stop();
-      }
-    });
-  });
+      });
+    },
+  );
 });

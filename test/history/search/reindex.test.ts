@@ -42,7 +42,10 @@ describe('cinv reindex against the fake OpenSearch server (a test double: no Ope
     fake = await startFakeOpenSearch();
     client = createOpenSearchClient(fake.url);
     clock = 0;
-    await ingest(sql, Array.from({ length: 120 }, (_, i) => buildPod({ name: `r${i}` })));
+    await ingest(
+      sql,
+      Array.from({ length: 120 }, (_, i) => buildPod({ name: `r${i}` })),
+    );
   });
 
   afterEach(async () => {
@@ -51,7 +54,12 @@ describe('cinv reindex against the fake OpenSearch server (a test double: no Ope
 
   it('builds a new index from PostgreSQL, verifies it, moves the alias atomically and keeps the old index (fake OpenSearch)', async () => {
     // the live indexer has indexed part of it already, into the first index
-    await new OutboxIndexer(sql, client, { alias: ALIAS, batchSize: 50, maxAttempts: 3, pollMs: 1000, listen: false }, logger).runOnce();
+    await new OutboxIndexer(
+      sql,
+      client,
+      { alias: ALIAS, batchSize: 50, maxAttempts: 3, pollMs: 1000, listen: false },
+      logger,
+    ).runOnce();
     const [first] = await aliasIndices(client, ALIAS);
     expect(fake.documents(first!).size).to.equal(50);
     const log = output(false);
@@ -73,7 +81,7 @@ describe('cinv reindex against the fake OpenSearch server (a test double: no Ope
     expect(report.drained).to.equal(70);
     expect(await sql`select 1 from outbox`).to.have.lengthOf(0);
     expect(log.written.at(-1)).to.match(/^reindex cinv-changes-v1-\S+ 120\/120 \(100\.0%\) [\d,]+\/s ETA /);
-    expect((await runningReindex(sql, ALIAS))).to.equal(undefined);
+    expect(await runningReindex(sql, ALIAS)).to.equal(undefined);
   });
 
   it('deletes the previous index with --delete-old, and draws a progress bar on a terminal (fake OpenSearch)', async () => {
@@ -83,12 +91,14 @@ describe('cinv reindex against the fake OpenSearch server (a test double: no Ope
     expect(second.deleted).to.deep.equal([first.index]);
     expect(fake.indices()).to.not.include(first.index);
     expect(await aliasIndices(client, ALIAS)).to.deep.equal([second.index]);
-    expect(terminal.written.join("")).to.match(/\r\[[#-]+\] reindex /);
+    expect(terminal.written.join('')).to.match(/\r\[[#-]+\] reindex /);
     expect(terminal.written.at(-1)).to.match(/\n$/);
   });
 
   it('resumes an interrupted reindex from its last batch, retrying transient failures on the way (fake OpenSearch)', async () => {
-    const ids = (await sql<{ id: string }[]>`select cr.id::text as id from change_records cr order by cr.id`).map((row) => row.id);
+    const ids = (await sql<{ id: string }[]>`select cr.id::text as id from change_records cr order by cr.id`).map(
+      (row) => row.id,
+    );
     // batch 3 holds a document OpenSearch refuses: the reindex stops there, and the alias stays
     fake.failItems([ids[60]!], { status: 400, type: 'mapper_parsing_exception', reason: 'broken' });
     fake.failNext({ kind: 'status', status: 503 }, { path: /_bulk/, times: 1 });
@@ -112,10 +122,16 @@ describe('cinv reindex against the fake OpenSearch server (a test double: no Ope
     expect(report).to.include({ indexed: 120, verified: 120 });
     // only the remaining 70 documents were sent again (3 batches of 25), plus the final drain
     const resumedBulks = fake.requests.filter((r) => r.path.endsWith('_bulk')).slice(bulkRequests);
-    const sent = resumedBulks.flatMap((r) => (r.body as { index?: { _id: string; _index: string } }[]).filter((l) => l.index?._index === report.index).map((l) => l.index!._id));
+    const sent = resumedBulks.flatMap((r) =>
+      (r.body as { index?: { _id: string; _index: string } }[])
+        .filter((l) => l.index?._index === report.index)
+        .map((l) => l.index!._id),
+    );
     expect(sent.slice(0, 70)).to.deep.equal(ids.slice(50));
     expect(await aliasIndices(client, ALIAS)).to.deep.equal([report.index]);
-    const nothing = await reindex(sql, client, settings({ resume: true }), output(false), logger).catch((error: unknown) => error);
+    const nothing = await reindex(sql, client, settings({ resume: true }), output(false), logger).catch(
+      (error: unknown) => error,
+    );
     expect((nothing as Error).message).to.match(/no interrupted reindex/);
   });
 });

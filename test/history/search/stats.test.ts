@@ -1,6 +1,11 @@
 import { expect } from 'chai';
 import type { Sql } from '../../../src/platform/db/database.js';
-import { defaultWindowStats, historyStats, refreshStatsAggregate, SnapshotCache } from '../../../src/history/records/stats-store.js';
+import {
+  defaultWindowStats,
+  historyStats,
+  refreshStatsAggregate,
+  SnapshotCache,
+} from '../../../src/history/records/stats-store.js';
 import { DEFAULT_TENANT_ID } from '../../../src/platform/tenants.js';
 import { createKey, startTestApp } from '../../support/app.js';
 import { onRealPostgres, resetDatabase, testDatabase } from '../../support/db.js';
@@ -54,8 +59,16 @@ describe('statistics pre-aggregate', function () {
     expect((await refreshStatsAggregate(sql, NOW, 7)).rows).to.equal(30);
     expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
     // a third of the pods change two hours later, a few of them again three hours later
-    await ingest(sql, pods.map((p, i) => (i % 3 === 0 ? { ...p, raw_data: { ...p.raw_data, v: 2 } } : p)), { now: new Date(T0.getTime() + 2 * HOUR), scopeId: 'c1' });
-    await ingest(sql, pods.map((p, i) => (i % 3 === 0 ? { ...p, raw_data: { ...p.raw_data, v: i % 2 ? 3 : 2 } } : p)), { now: new Date(T0.getTime() + 5 * HOUR), scopeId: 'c1' });
+    await ingest(
+      sql,
+      pods.map((p, i) => (i % 3 === 0 ? { ...p, raw_data: { ...p.raw_data, v: 2 } } : p)),
+      { now: new Date(T0.getTime() + 2 * HOUR), scopeId: 'c1' },
+    );
+    await ingest(
+      sql,
+      pods.map((p, i) => (i % 3 === 0 ? { ...p, raw_data: { ...p.raw_data, v: i % 2 ? 3 : 2 } } : p)),
+      { now: new Date(T0.getTime() + 5 * HOUR), scopeId: 'c1' },
+    );
     await ingest(sql, [buildPod({ name: 'other' })], { source: 'other', now: new Date(T0.getTime() + 5 * HOUR) });
     const second = await refreshStatsAggregate(sql, NOW, 4);
     expect(second.rows).to.equal(10 + 5 + 1);
@@ -69,13 +82,32 @@ describe('statistics pre-aggregate', function () {
     const pods = Array.from({ length: 12 }, (_, i) => buildPod({ name: `w${i}` }));
     for (let step = 0; step < 8; step++) {
       const at = new Date(T0.getTime() + step * 37 * MINUTE);
-      await ingest(sql, pods.map((p, i) => ({ ...p, raw_data: { ...p.raw_data, step: i % (step + 1) } })), { now: at, scopeId: 'c1' });
+      await ingest(
+        sql,
+        pods.map((p, i) => ({ ...p, raw_data: { ...p.raw_data, step: i % (step + 1) } })),
+        { now: at, scopeId: 'c1' },
+      );
       // the first half is folded into the pre-aggregate, the rest waits in the queue
       if (step === 3) await refreshStatsAggregate(sql, NOW);
     }
-    const principal = { tenantId: DEFAULT_TENANT_ID, kind: 'api_key' as const, id: 'x', name: 'x', tier: 'adm' as const, superadmin: false, permissions: new Set<never>(), scopes: 'all' as const };
+    const principal = {
+      tenantId: DEFAULT_TENANT_ID,
+      kind: 'api_key' as const,
+      id: 'x',
+      name: 'x',
+      tier: 'adm' as const,
+      superadmin: false,
+      permissions: new Set<never>(),
+      scopes: 'all' as const,
+    };
     const windows: [number, number, boolean][] = [
-      [0, 300, false], [15, 200, false], [37, 111, true], [60, 180, true], [5, 20, false], [0, 60, true], [61, 239, false],
+      [0, 300, false],
+      [15, 200, false],
+      [37, 111, true],
+      [60, 180, true],
+      [5, 20, false],
+      [0, 60, true],
+      [61, 239, false],
     ];
     for (const [fromMinute, untilMinute, exclusive] of windows) {
       const from = new Date(T0.getTime() + fromMinute * MINUTE).toISOString();
@@ -87,16 +119,40 @@ describe('statistics pre-aggregate', function () {
         from change_records where changes <> '[]' and changed_at >= ${from}::timestamptz
           and (case when ${exclusive} then changed_at < ${until}::timestamptz else changed_at <= ${until}::timestamptz end)`;
       const label = `${fromMinute}-${untilMinute}${exclusive ? ' exclusive' : ''}`;
-      expect({ total: figures.total_changes, affected: figures.affected_cis, updated: figures.changes_by_type.updated, created: figures.changes_by_type.created }, label).to.deep.equal(expected);
-      expect(figures.series.reduce((sum, b) => sum + b.created + b.updated + b.archived, 0), label).to.equal(expected!.total);
+      expect(
+        {
+          total: figures.total_changes,
+          affected: figures.affected_cis,
+          updated: figures.changes_by_type.updated,
+          created: figures.changes_by_type.created,
+        },
+        label,
+      ).to.deep.equal(expected);
+      expect(
+        figures.series.reduce((sum, b) => sum + b.created + b.updated + b.archived, 0),
+        label,
+      ).to.equal(expected!.total);
     }
   });
 
   it('answers the default window from the snapshot it last decoded, until a refresh writes the snapshot again', async () => {
-    const admin = { tenantId: DEFAULT_TENANT_ID, kind: 'api_key' as const, id: 'x', name: 'x', tier: 'adm' as const, superadmin: false, permissions: new Set<never>(), scopes: 'all' as const };
+    const admin = {
+      tenantId: DEFAULT_TENANT_ID,
+      kind: 'api_key' as const,
+      id: 'x',
+      name: 'x',
+      tier: 'adm' as const,
+      superadmin: false,
+      permissions: new Set<never>(),
+      scopes: 'all' as const,
+    };
     const cache = new SnapshotCache();
     const hourAgo = () => new Date(Date.now() - HOUR);
-    await ingest(sql, Array.from({ length: 3 }, (_, i) => buildPod({ name: `k${i}` })), { now: hourAgo() });
+    await ingest(
+      sql,
+      Array.from({ length: 3 }, (_, i) => buildPod({ name: `k${i}` })),
+      { now: hourAgo() },
+    );
     await refreshStatsAggregate(sql, new Date());
     const first = await defaultWindowStats(sql, admin, 'hour', new Date(), cache);
     expect(first.total_changes).to.equal(3);
@@ -114,7 +170,7 @@ describe('statistics pre-aggregate', function () {
     expect(byDay.series.every((b) => b.bucket_start.endsWith('T00:00:00.000Z'))).to.equal(true);
   });
 
-  it('reads a data-scoped default window through the instance indexes, from the instance\'s rows alone', async () => {
+  it("reads a data-scoped default window through the instance indexes, from the instance's rows alone", async () => {
     // seven instances, every hour of the window, as many rows as the default window holds
     const start = new Date(Date.now() - 89 * 24 * HOUR);
     await sql`
@@ -127,23 +183,37 @@ describe('statistics pre-aggregate', function () {
       from generate_series(${start}::timestamptz, now(), interval '1 hour') as h, generate_series(0, 6) as i`;
     await sql`analyze change_stats_buckets`;
     await sql`analyze change_stats_affected`;
-    const scoped = { tenantId: DEFAULT_TENANT_ID, kind: 'api_key' as const, id: 'x', name: 'x', tier: 'svc' as const, superadmin: false, permissions: new Set<never>(), scopes: [{ sourceId: '1', scopeId: 'cluster-3' }] };
+    const scoped = {
+      tenantId: DEFAULT_TENANT_ID,
+      kind: 'api_key' as const,
+      id: 'x',
+      name: 'x',
+      tier: 'svc' as const,
+      superadmin: false,
+      permissions: new Set<never>(),
+      scopes: [{ sourceId: '1', scopeId: 'cluster-3' }],
+    };
     const captured: { query: string; parameters: unknown[] }[] = [];
     const pool = sql as Sql & { options: { debug?: unknown } };
-    pool.options.debug = (_connection: number, query: string, parameters: unknown[]) => captured.push({ query, parameters });
+    pool.options.debug = (_connection: number, query: string, parameters: unknown[]) =>
+      captured.push({ query, parameters });
     let figures;
     try {
       figures = await defaultWindowStats(sql, scoped, 'hour', new Date(), new SnapshotCache());
     } finally {
       pool.options.debug = false;
     }
-    const [hours] = await sql<{ n: number }[]>`select count(*)::int as n from change_stats_buckets where scope_id = 'cluster-3'`;
+    const [hours] = await sql<
+      { n: number }[]
+    >`select count(*)::int as n from change_stats_buckets where scope_id = 'cluster-3'`;
     expect(figures.total_changes).to.equal(3 * hours!.n);
     expect(figures.affected_cis).to.equal(2 * hours!.n);
     const instanceIndexes = new Set(
-      (await sql<{ name: string }[]>`
+      (
+        await sql<{ name: string }[]>`
         select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
-        where i.inhparent in ('change_stats_buckets_by_instance'::regclass, 'change_stats_affected_by_instance'::regclass)`).map((r) => r.name),
+        where i.inhparent in ('change_stats_buckets_by_instance'::regclass, 'change_stats_affected_by_instance'::regclass)`
+      ).map((r) => r.name),
     );
     const reads = captured.filter((c) => /change_stats_(buckets|affected)/.test(c.query));
     expect(reads).to.have.length(3);
@@ -151,64 +221,76 @@ describe('statistics pre-aggregate', function () {
       const plan = await planNodes(sql, query, parameters, { analyze: true });
       const indexed = plan.filter((node) => node['Index Name'] !== undefined);
       expect(indexed, query).to.not.be.empty;
-      for (const node of indexed) expect(instanceIndexes, `${node['Node Type']} for ${query}`).to.include(node['Index Name']);
+      for (const node of indexed)
+        expect(instanceIndexes, `${node['Node Type']} for ${query}`).to.include(node['Index Name']);
       // the rows read from the tables (one scan per monthly partition): the instance's, no more
-      const tableRows = plan.filter((node) => node['Relation Name'] !== undefined).reduce((sum, node) => sum + (node['Actual Rows'] ?? 0), 0);
+      const tableRows = plan
+        .filter((node) => node['Relation Name'] !== undefined)
+        .reduce((sum, node) => sum + (node['Actual Rows'] ?? 0), 0);
       expect(tableRows, query).to.equal(hours!.n);
     }
   });
 
-  (onRealPostgres ? describe : describe.skip)('with several sessions (skipped on the embedded database: PGlite has one session)', () => {
-    it('gives the same figures when several refreshes run at once as one refresh alone', async () => {
-      for (let hour = 0; hour < 6; hour++) {
-        await ingest(sql, Array.from({ length: 200 }, (_, i) => buildPod({ name: `c${i}`, replicas: hour })), { now: new Date(T0.getTime() + hour * HOUR), scopeId: `s${hour % 2}` });
-      }
-      const results = await Promise.all([0, 1, 2, 3].map(() => refreshStatsAggregate(sql, NOW, 150)));
-      expect(results.reduce((sum, r) => sum + r.rows, 0)).to.equal(1200);
-      expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
-    });
-
-    it('counts what was just written in the default window without waiting for a refresh, and says up to when', async () => {
-      const app = await startTestApp();
-      try {
-        const key = await createKey(sql, 'adm');
-        const empty = await app.get('/api/v1/changes/stats', key);
-        expect(empty.status, empty.text).to.equal(200);
-        expect(empty.body.total_changes).to.equal(0);
-        await ingest(sql, [buildPod({ name: 'fresh-1' }), buildPod({ name: 'fresh-2' })], { now: new Date(Date.now() - HOUR) });
-        const before = Date.now();
-        const fresh = await app.get('/api/v1/changes/stats', key);
-        expect(fresh.body).to.deep.include({ total_changes: 2, affected_cis: 2 });
-        expect(fresh.body.changes_by_type).to.deep.include({ created: 2 });
-        // the figures count up to the fold this read made
-        expect(Date.parse(fresh.body.time_range.end)).to.be.at.least(before - 1000);
-        const [queued] = await sql<{ n: number }[]>`select count(*)::int as n from change_stats_queue`;
-        expect(queued!.n).to.equal(0);
+  (onRealPostgres ? describe : describe.skip)(
+    'with several sessions (skipped on the embedded database: PGlite has one session)',
+    () => {
+      it('gives the same figures when several refreshes run at once as one refresh alone', async () => {
+        for (let hour = 0; hour < 6; hour++) {
+          await ingest(
+            sql,
+            Array.from({ length: 200 }, (_, i) => buildPod({ name: `c${i}`, replicas: hour })),
+            { now: new Date(T0.getTime() + hour * HOUR), scopeId: `s${hour % 2}` },
+          );
+        }
+        const results = await Promise.all([0, 1, 2, 3].map(() => refreshStatsAggregate(sql, NOW, 150)));
+        expect(results.reduce((sum, r) => sum + r.rows, 0)).to.equal(1200);
         expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
-      } finally {
-        await app.close();
-      }
-    });
+      });
 
-    it('answers 422 when an explicit window cannot be computed within CINV_STATS_TIMEOUT, never a hang or a 500', async () => {
-      await ingest(sql, [buildPod({ name: 'x' })]);
-      const app = await startTestApp({ statsTimeoutMs: 300 });
-      const holder = (await testDatabase()).connectOne();
-      try {
-        const key = await createKey(sql, 'adm');
-        await holder`begin`;
-        await holder`lock table change_records in access exclusive mode`;
-        const started = performance.now();
-        const reply = await app.get('/api/v1/changes/stats?start_date=2026-01-01', key);
-        expect(reply.status, reply.text).to.equal(422);
-        expect(reply.body.error).to.include({ code: 'HTTP_422' });
-        expect(reply.body.error.message).to.match(/narrow it with end_date/);
-        expect(performance.now() - started).to.be.below(3000);
-      } finally {
-        await holder`rollback`.catch(() => undefined);
-        await holder.end();
-        await app.close();
-      }
-    });
-  });
+      it('counts what was just written in the default window without waiting for a refresh, and says up to when', async () => {
+        const app = await startTestApp();
+        try {
+          const key = await createKey(sql, 'adm');
+          const empty = await app.get('/api/v1/changes/stats', key);
+          expect(empty.status, empty.text).to.equal(200);
+          expect(empty.body.total_changes).to.equal(0);
+          await ingest(sql, [buildPod({ name: 'fresh-1' }), buildPod({ name: 'fresh-2' })], {
+            now: new Date(Date.now() - HOUR),
+          });
+          const before = Date.now();
+          const fresh = await app.get('/api/v1/changes/stats', key);
+          expect(fresh.body).to.deep.include({ total_changes: 2, affected_cis: 2 });
+          expect(fresh.body.changes_by_type).to.deep.include({ created: 2 });
+          // the figures count up to the fold this read made
+          expect(Date.parse(fresh.body.time_range.end)).to.be.at.least(before - 1000);
+          const [queued] = await sql<{ n: number }[]>`select count(*)::int as n from change_stats_queue`;
+          expect(queued!.n).to.equal(0);
+          expect(await fromAggregate(sql)).to.deep.equal(await fromHistory(sql));
+        } finally {
+          await app.close();
+        }
+      });
+
+      it('answers 422 when an explicit window cannot be computed within CINV_STATS_TIMEOUT, never a hang or a 500', async () => {
+        await ingest(sql, [buildPod({ name: 'x' })]);
+        const app = await startTestApp({ statsTimeoutMs: 300 });
+        const holder = (await testDatabase()).connectOne();
+        try {
+          const key = await createKey(sql, 'adm');
+          await holder`begin`;
+          await holder`lock table change_records in access exclusive mode`;
+          const started = performance.now();
+          const reply = await app.get('/api/v1/changes/stats?start_date=2026-01-01', key);
+          expect(reply.status, reply.text).to.equal(422);
+          expect(reply.body.error).to.include({ code: 'HTTP_422' });
+          expect(reply.body.error.message).to.match(/narrow it with end_date/);
+          expect(performance.now() - started).to.be.below(3000);
+        } finally {
+          await holder`rollback`.catch(() => undefined);
+          await holder.end();
+          await app.close();
+        }
+      });
+    },
+  );
 });

@@ -39,7 +39,7 @@ interface Caller {
   permissions?: Permission[];
 }
 
-describe('change subscriptions: only the owner, or whoever covers the owner\'s rights, sees or acts on a subscription', function () {
+describe("change subscriptions: only the owner, or whoever covers the owner's rights, sees or acts on a subscription", function () {
   this.timeout(120_000);
   let app: TestApp;
   let admin: string;
@@ -58,11 +58,17 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
     return reply.body;
   };
   /** A token-only user holding these rights (given by the admin key), and a token of its own. */
-  async function userToken(permissions: Permission[], scopes: { source_id: string | null; scope_id: string | null }[]): Promise<{ id: string; token: string }> {
+  async function userToken(
+    permissions: Permission[],
+    scopes: { source_id: string | null; scope_id: string | null }[],
+  ): Promise<{ id: string; token: string }> {
     const user = await ok('POST', '/api/v1/users', { name: `subscriber ${++serial}` });
     await ok('PUT', `/api/v1/users/${user.id}/permissions`, { permissions });
     await ok('PUT', `/api/v1/users/${user.id}/scopes`, { scopes });
-    const token = await ok('POST', `/api/v1/users/${user.id}/tokens`, { name: 't', expires_at: new Date(app.clock.now.getTime() + 30 * 86_400_000).toISOString() });
+    const token = await ok('POST', `/api/v1/users/${user.id}/tokens`, {
+      name: 't',
+      expires_at: new Date(app.clock.now.getTime() + 30 * 86_400_000).toISOString(),
+    });
     return { id: user.id as string, token: token.token as string };
   }
 
@@ -72,7 +78,11 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
     admin = await createKey(app.sql, 'adm');
     sourceA = await buildSource(app.sql, 'sub-access-a');
     sourceB = await buildSource(app.sql, 'sub-access-b');
-    owner = await createKey(app.sql, 'svc', { name: 'owner A', permissions: OWNER_PERMISSIONS, scopes: [{ sourceId: sourceA, scopeId: 'cluster-a' }] });
+    owner = await createKey(app.sql, 'svc', {
+      name: 'owner A',
+      permissions: OWNER_PERMISSIONS,
+      scopes: [{ sourceId: sourceA, scopeId: 'cluster-a' }],
+    });
     server = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
@@ -85,12 +95,18 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
 
     // whose rights do not cover owner A's
-    callers['svc with subscriptions:write and another source\'s scope'] = {
-      key: await createKey(app.sql, 'svc', { permissions: OWNER_PERMISSIONS, scopes: [{ sourceId: sourceB, scopeId: null }] }),
+    callers["svc with subscriptions:write and another source's scope"] = {
+      key: await createKey(app.sql, 'svc', {
+        permissions: OWNER_PERMISSIONS,
+        scopes: [{ sourceId: sourceB, scopeId: null }],
+      }),
       permissions: OWNER_PERMISSIONS,
     };
     callers['svc with subscriptions:write and another instance of the same source'] = {
-      key: await createKey(app.sql, 'svc', { permissions: OWNER_PERMISSIONS, scopes: [{ sourceId: sourceA, scopeId: 'cluster-b' }] }),
+      key: await createKey(app.sql, 'svc', {
+        permissions: OWNER_PERMISSIONS,
+        scopes: [{ sourceId: sourceA, scopeId: 'cluster-b' }],
+      }),
       permissions: OWNER_PERMISSIONS,
     };
     callers['svc with subscriptions:read/write and no scope'] = {
@@ -101,13 +117,24 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
       key: await createKey(app.sql, 'svc', { permissions: ['subscriptions:write'] }),
       permissions: ['subscriptions:write'],
     };
-    callers['svc with the owner\'s scope but not changes:read'] = {
-      key: await createKey(app.sql, 'svc', { permissions: ['subscriptions:read', 'subscriptions:write'], scopes: [{ sourceId: sourceA, scopeId: null }] }),
+    callers["svc with the owner's scope but not changes:read"] = {
+      key: await createKey(app.sql, 'svc', {
+        permissions: ['subscriptions:read', 'subscriptions:write'],
+        scopes: [{ sourceId: sourceA, scopeId: null }],
+      }),
       permissions: ['subscriptions:read', 'subscriptions:write'],
     };
     callers['ro key (reads everything, writes nothing)'] = {
       key: await createKey(app.sql, 'ro'),
-      permissions: ['configuration_items:read', 'changes:read', 'relationships:read', 'sources:read', 'collectors:read', 'audit:read', 'subscriptions:read'],
+      permissions: [
+        'configuration_items:read',
+        'changes:read',
+        'relationships:read',
+        'sources:read',
+        'collectors:read',
+        'audit:read',
+        'subscriptions:read',
+      ],
     };
     callers['user token of a user with subscriptions:write and another scope'] = {
       key: (await userToken(OWNER_PERMISSIONS, [{ source_id: sourceB, scope_id: null }])).token,
@@ -121,7 +148,10 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
 
   /** A subscription of owner A with one delivered batch. */
   async function ownersSubscription(name: string): Promise<{ id: string; deliveryId: string; secret: string }> {
-    const made = await app.request('POST', '/api/v1/subscriptions', { key: owner, body: { name, sink: { type: 'webhook', url } } });
+    const made = await app.request('POST', '/api/v1/subscriptions', {
+      key: owner,
+      body: { name, sink: { type: 'webhook', url } },
+    });
     expect(made.status, made.text).to.equal(201);
     await ingest(app.sql, [buildPod({ name: `${name}-pod` })], { source: 'sub-access-a', scopeId: 'cluster-a' });
     const delivery = new SubscriptionDelivery(app.context);
@@ -131,7 +161,9 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
     } finally {
       await delivery.stop();
     }
-    const [batch] = await app.sql<{ id: string; status: string }[]>`select id::text as id, status from subscription_deliveries where subscription_id = ${made.body.id}`;
+    const [batch] = await app.sql<
+      { id: string; status: string }[]
+    >`select id::text as id, status from subscription_deliveries where subscription_id = ${made.body.id}`;
     expect(batch?.status).to.equal('delivered');
     return { id: made.body.id, deliveryId: batch!.id, secret: made.body.secret };
   }
@@ -139,11 +171,15 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
   /** What may not change when someone else tries: the row (settings, owner, secret) and its batches. */
   const plain = (rows: readonly object[]) => rows.map((row) => ({ ...row }));
   const stateOf = async (id: string) => ({
-    subscription: plain(await app.sql`
+    subscription: plain(
+      await app.sql`
       select name, owner_kind, owner_id, sink::text as sink, filters, search, enabled, state, secret_key_version, secret_nonce, secret_ciphertext,
              previous_ciphertext, previous_until, updated_at
-      from subscriptions where id = ${id}`),
-    deliveries: plain(await app.sql`select id::text as id, sequence::text as sequence, status, attempts, next_attempt_at, retry_since from subscription_deliveries where subscription_id = ${id} order by id`),
+      from subscriptions where id = ${id}`,
+    ),
+    deliveries: plain(
+      await app.sql`select id::text as id, sequence::text as sequence, status, attempts, next_attempt_at, retry_since from subscription_deliveries where subscription_id = ${id} order by id`,
+    ),
   });
 
   function call(route: Route, key: string, s: { id: string; deliveryId: string }): Promise<Reply> {
@@ -162,24 +198,27 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
       case 'rotate-secret':
         return app.request('POST', `${at}/rotate-secret`, { key, body: { overlap_seconds: 60 } });
       case 'PUT':
-        return app.request('PUT', at, { key, body: { name: 'taken over', sink: { type: 'webhook', url: 'http://127.0.0.1:9/elsewhere' }, filter: [] } });
+        return app.request('PUT', at, {
+          key,
+          body: { name: 'taken over', sink: { type: 'webhook', url: 'http://127.0.0.1:9/elsewhere' }, filter: [] },
+        });
       case 'DELETE':
         return app.request('DELETE', at, { key });
     }
   }
 
-  describe('principals whose rights do not cover the owner\'s: 404 (403 without the route\'s permission), and nothing changes', () => {
+  describe("principals whose rights do not cover the owner's: 404 (403 without the route's permission), and nothing changes", () => {
     let target: { id: string; deliveryId: string; secret: string };
     before(async () => {
       target = await ownersSubscription('owned by A');
     });
 
     for (const name of [
-      'svc with subscriptions:write and another source\'s scope',
+      "svc with subscriptions:write and another source's scope",
       'svc with subscriptions:write and another instance of the same source',
       'svc with subscriptions:read/write and no scope',
       'svc with only subscriptions:write and no scope',
-      'svc with the owner\'s scope but not changes:read',
+      "svc with the owner's scope but not changes:read",
       'ro key (reads everything, writes nothing)',
       'user token of a user with subscriptions:write and another scope',
     ]) {
@@ -189,11 +228,16 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
         for (const route of ROUTES) {
           const sent = received;
           const reply = await call(route, caller.key, target);
-          const permitted = NEEDS[route].every((p) => caller.permissions === undefined || caller.permissions.includes(p));
+          const permitted = NEEDS[route].every(
+            (p) => caller.permissions === undefined || caller.permissions.includes(p),
+          );
           if (route === 'list') {
             if (permitted) {
               expect(reply.status, `${route}: ${reply.text}`).to.equal(200);
-              expect(reply.body.items.map((s: { id: string }) => s.id), route).not.to.include(target.id);
+              expect(
+                reply.body.items.map((s: { id: string }) => s.id),
+                route,
+              ).not.to.include(target.id);
             } else {
               expect(reply.status, `${route}: ${reply.text}`).to.equal(403);
             }
@@ -217,7 +261,7 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
     });
   });
 
-  describe('the owner, and principals whose rights cover the owner\'s: every route answers', () => {
+  describe("the owner, and principals whose rights cover the owner's: every route answers", () => {
     const covering: Record<string, () => Promise<string>> = {
       'the owner itself': async () => owner,
       'adm key': async () => admin,
@@ -227,8 +271,12 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
         return boss.token;
       },
       'svc holding more permissions and the whole source': () =>
-        createKey(app.sql, 'svc', { permissions: [...OWNER_PERMISSIONS, 'configuration_items:read'], scopes: [{ sourceId: sourceA, scopeId: null }] }),
-      'user token of a user holding the owner\'s permissions and all data': async () => (await userToken(OWNER_PERMISSIONS, [{ source_id: null, scope_id: null }])).token,
+        createKey(app.sql, 'svc', {
+          permissions: [...OWNER_PERMISSIONS, 'configuration_items:read'],
+          scopes: [{ sourceId: sourceA, scopeId: null }],
+        }),
+      "user token of a user holding the owner's permissions and all data": async () =>
+        (await userToken(OWNER_PERMISSIONS, [{ source_id: null, scope_id: null }])).token,
     };
     for (const [name, keyOf] of Object.entries(covering)) {
       it(name, async () => {
@@ -238,7 +286,8 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
           const reply = await call(route, key, target);
           expect(reply.status, `${route}: ${reply.text}`).to.equal(route === 'DELETE' ? 204 : 200);
           if (route === 'list') expect(reply.body.items.map((s: { id: string }) => s.id)).to.include(target.id);
-          if (route === 'deliveries') expect(reply.body.items.map((d: { id: string }) => d.id)).to.deep.equal([target.deliveryId]);
+          if (route === 'deliveries')
+            expect(reply.body.items.map((d: { id: string }) => d.id)).to.deep.equal([target.deliveryId]);
           if (route === 'test') expect(reply.body.delivered).to.equal(true);
           if (route === 'redeliver') expect(reply.body.status).to.equal('pending');
           if (route === 'rotate-secret') expect(reply.body.secret).to.be.a('string').and.not.equal(target.secret);
@@ -250,15 +299,29 @@ describe('change subscriptions: only the owner, or whoever covers the owner\'s r
   });
 
   it('takes an owner who can no longer act as holding everything: only a principal holding everything then sees the subscription', async () => {
-    const ownerKey = await createKey(app.sql, 'svc', { permissions: OWNER_PERMISSIONS, scopes: [{ sourceId: sourceA, scopeId: 'cluster-a' }] });
-    const made = await app.request('POST', '/api/v1/subscriptions', { key: ownerKey, body: { name: 'orphan', sink: { type: 'webhook', url } } });
+    const ownerKey = await createKey(app.sql, 'svc', {
+      permissions: OWNER_PERMISSIONS,
+      scopes: [{ sourceId: sourceA, scopeId: 'cluster-a' }],
+    });
+    const made = await app.request('POST', '/api/v1/subscriptions', {
+      key: ownerKey,
+      body: { name: 'orphan', sink: { type: 'webhook', url } },
+    });
     expect(made.status, made.text).to.equal(201);
-    const wider = await createKey(app.sql, 'svc', { permissions: OWNER_PERMISSIONS, scopes: [{ sourceId: sourceA, scopeId: null }] });
+    const wider = await createKey(app.sql, 'svc', {
+      permissions: OWNER_PERMISSIONS,
+      scopes: [{ sourceId: sourceA, scopeId: null }],
+    });
     expect((await app.get(`/api/v1/subscriptions/${made.body.id}`, wider)).status).to.equal(200);
     await app.sql`update api_keys set revoked_at = now() where id = ${made.body.owner.id}`;
     expect((await app.get(`/api/v1/subscriptions/${made.body.id}`, wider)).status).to.equal(404);
-    expect((await app.request('POST', `/api/v1/subscriptions/${made.body.id}/rotate-secret`, { key: wider, body: {} })).status).to.equal(404);
-    expect((await app.get('/api/v1/subscriptions', wider)).body.items.map((s: { id: string }) => s.id)).not.to.include(made.body.id);
+    expect(
+      (await app.request('POST', `/api/v1/subscriptions/${made.body.id}/rotate-secret`, { key: wider, body: {} }))
+        .status,
+    ).to.equal(404);
+    expect((await app.get('/api/v1/subscriptions', wider)).body.items.map((s: { id: string }) => s.id)).not.to.include(
+      made.body.id,
+    );
     expect((await app.get(`/api/v1/subscriptions/${made.body.id}`, admin)).status).to.equal(200);
     expect((await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin })).status).to.equal(204);
   });

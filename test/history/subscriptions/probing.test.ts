@@ -13,7 +13,8 @@ const listen = async (server: Server | ReturnType<typeof createHttpServer>, host
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
   return (server.address() as AddressInfo).port;
 };
-const closeServer = (server: Server | ReturnType<typeof createHttpServer>) => new Promise<void>((resolve) => server.close(() => resolve()));
+const closeServer = (server: Server | ReturnType<typeof createHttpServer>) =>
+  new Promise<void>((resolve) => server.close(() => resolve()));
 
 /** A port nothing listens on: one just given up. */
 async function closedPort(): Promise<number> {
@@ -71,12 +72,15 @@ describe('change subscriptions: webhook answers do not map internal ports', func
   }
 
   const subscribe = async (name: string, port: number) => {
-    const made = await app.request('POST', '/api/v1/subscriptions', { key: admin, body: { name, sink: { type: 'webhook', url: `http://127.0.0.1:${port}/` } } });
+    const made = await app.request('POST', '/api/v1/subscriptions', {
+      key: admin,
+      body: { name, sink: { type: 'webhook', url: `http://127.0.0.1:${port}/` } },
+    });
     expect(made.status, made.text).to.equal(201);
     return made.body.id as string;
   };
 
-  it('answers the test of a closed port, a hang-up, a service that is not HTTP, a silent one and a loopback receiver\'s status alike, and logs the detail', async () => {
+  it("answers the test of a closed port, a hang-up, a service that is not HTTP, a silent one and a loopback receiver's status alike, and logs the detail", async () => {
     const targets = {
       closed: await closedPort(),
       'hang-up': await tcpService((socket) => socket.destroy()),
@@ -90,7 +94,11 @@ describe('change subscriptions: webhook answers do not map internal ports', func
       const id = await subscribe(`probe ${name}`, port);
       const tested = await app.request('POST', `/api/v1/subscriptions/${id}/test`, { key: admin });
       expect(tested.status, tested.text).to.equal(200);
-      answers[name] = { delivered: tested.body.delivered, response_status: tested.body.response_status, error: tested.body.error };
+      answers[name] = {
+        delivered: tested.body.delivered,
+        response_status: tested.body.response_status,
+        error: tested.body.error,
+      };
     }
     for (const name of Object.keys(targets)) {
       expect(answers[name], name).to.deep.equal({ delivered: false, response_status: null, error: NOT_TAKEN });
@@ -107,9 +115,12 @@ describe('change subscriptions: webhook answers do not map internal ports', func
     expect(delivered.body).to.deep.include({ delivered: true, response_status: null, error: null });
   });
 
-  it('keeps the deliveries log as coarse as the test, and the subscription\'s state too', async () => {
+  it("keeps the deliveries log as coarse as the test, and the subscription's state too", async () => {
     const closed = await subscribe('log closed', await closedPort());
-    const notHttp = await subscribe('log not http', await tcpService((socket) => socket.end('\x00\x00\x00\x08garbage')));
+    const notHttp = await subscribe(
+      'log not http',
+      await tcpService((socket) => socket.end('\x00\x00\x00\x08garbage')),
+    );
     const refusing = await subscribe('log 500', await httpReceiver(500));
     await ingest(app.sql, [buildPod({ name: 'probed' })], { source: 'sub-probe' });
     const delivery = new SubscriptionDelivery(app.context);
@@ -151,11 +162,15 @@ describe('change subscriptions: a receiver on a non-public address needs access 
       try {
         const port = await listen(receiver);
         const { sourceId } = await ingest(app.sql, [buildPod({ name: 'seen' })], { scopeId: 'c1' });
-        const scoped = await createKey(app.sql, 'svc', { permissions: ['subscriptions:write', 'subscriptions:read', 'changes:read'], scopes: [{ sourceId, scopeId: 'c1' }] });
+        const scoped = await createKey(app.sql, 'svc', {
+          permissions: ['subscriptions:write', 'subscriptions:read', 'changes:read'],
+          scopes: [{ sourceId, scopeId: 'c1' }],
+        });
         const admin = await createKey(app.sql, 'adm');
         const body = (name: string) => ({ name, sink: { type: 'webhook', url: `http://127.0.0.1:${port}/hook` } });
         const byScoped = await app.request('POST', '/api/v1/subscriptions', { key: scoped, body: body('scoped') });
-        const stored = async () => (await app.sql<{ name: string }[]>`select name from subscriptions order by name`).map((row) => row.name);
+        const stored = async () =>
+          (await app.sql<{ name: string }[]>`select name from subscriptions order by name`).map((row) => row.name);
         if (listed) {
           expect(byScoped.status, byScoped.text).to.equal(201);
           const tested = await app.request('POST', `/api/v1/subscriptions/${byScoped.body.id}/test`, { key: scoped });
@@ -185,7 +200,8 @@ describe('change subscriptions: a receiver on a non-public address needs access 
 
 describe('change subscriptions: whose HTTP status is shown', () => {
   it('takes as public only public unicast addresses, whatever way a non-public one is written', () => {
-    for (const address of ['8.8.8.8', '93.184.216.34', '2606:4700:4700::1111', '[2a00:1450:4001:80b::200e]']) expect(isPublicAddress(address), address).to.equal(true);
+    for (const address of ['8.8.8.8', '93.184.216.34', '2606:4700:4700::1111', '[2a00:1450:4001:80b::200e]'])
+      expect(isPublicAddress(address), address).to.equal(true);
     for (const address of [
       '127.0.0.1',
       '10.1.2.3',
@@ -233,7 +249,17 @@ class FakeNatsServer {
   private serve(socket: Socket): void {
     this.sockets.add(socket);
     socket.on('error', () => undefined);
-    const info = { server_id: 'FAKE', server_name: 'fake', version: '2.10.0', proto: 1, host: '127.0.0.1', port: this.port, headers: true, max_payload: 1_048_576, connect_urls: [this.advertised] };
+    const info = {
+      server_id: 'FAKE',
+      server_name: 'fake',
+      version: '2.10.0',
+      proto: 1,
+      host: '127.0.0.1',
+      port: this.port,
+      headers: true,
+      max_payload: 1_048_576,
+      connect_urls: [this.advertised],
+    };
     socket.write(`INFO ${JSON.stringify(info)}\r\n`);
     let buffered = '';
     socket.on('data', (chunk: Buffer) => {

@@ -42,7 +42,10 @@ class Receiver {
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
   }
 
-  batches(): { type: string; data: { subscription_id: string; sequence: number; records: { ci_name: string; ci_id: string; id: string }[] } }[] {
+  batches(): {
+    type: string;
+    data: { subscription_id: string; sequence: number; records: { ci_name: string; ci_id: string; id: string }[] };
+  }[] {
     return this.received.map((r) => JSON.parse(r.body));
   }
 
@@ -85,10 +88,14 @@ describe('change subscriptions: webhooks', function () {
     receiver.answer = 204;
   });
 
-  const create = async (body: Record<string, unknown>, key = admin) => app.request('POST', '/api/v1/subscriptions', { key, body });
+  const create = async (body: Record<string, unknown>, key = admin) =>
+    app.request('POST', '/api/v1/subscriptions', { key, body });
 
   it('creates, shows, changes and deletes subscriptions without ever showing a secret or a header value', async () => {
-    const made = await create({ name: 'crud', sink: { type: 'webhook', url: receiver.url, headers: { Authorization: 'Bearer s3cr3t-value' } } });
+    const made = await create({
+      name: 'crud',
+      sink: { type: 'webhook', url: receiver.url, headers: { Authorization: 'Bearer s3cr3t-value' } },
+    });
     expect(made.status, made.text + app.logs.filter((l) => l.includes('"level":50')).join('\n')).to.equal(201);
     expect(made.body.secret).to.match(/^whsec_[A-Za-z0-9+/=]{40,}$/);
     expect(made.body).to.deep.include({ name: 'crud', enabled: true, state: 'active', filter: [], search: null });
@@ -97,12 +104,19 @@ describe('change subscriptions: webhooks', function () {
     expect(shown.text).not.to.include('s3cr3t-value');
     expect(shown.text).not.to.include(made.body.secret);
     expect(shown.body.secret).to.equal(undefined);
-    expect((await app.get('/api/v1/subscriptions', admin)).body.items.map((s: { name: string }) => s.name)).to.include('crud');
+    expect((await app.get('/api/v1/subscriptions', admin)).body.items.map((s: { name: string }) => s.name)).to.include(
+      'crud',
+    );
     expect((await create({ name: 'crud', sink: { type: 'webhook', url: receiver.url } })).status).to.equal(409);
 
     const changed = await app.request('PUT', `/api/v1/subscriptions/${made.body.id}`, {
       key: admin,
-      body: { name: 'crud-2', sink: { type: 'webhook', url: receiver.url }, filter: ['ci_type:eq:k8s.pod'], enabled: false },
+      body: {
+        name: 'crud-2',
+        sink: { type: 'webhook', url: receiver.url },
+        filter: ['ci_type:eq:k8s.pod'],
+        enabled: false,
+      },
     });
     expect(changed.status, changed.text).to.equal(200);
     expect(changed.body).to.deep.include({ name: 'crud-2', enabled: false, filter: ['ci_type:eq:k8s.pod'] });
@@ -121,36 +135,70 @@ describe('change subscriptions: webhooks', function () {
     await refused({ sink: { type: 'webhook', url: 'ftp://example.com/x' } }, 'sink.url');
     await refused({ sink: { type: 'nats', url: 'http://127.0.0.1:4222', subject: 'a.b' } }, 'sink.url');
     // a metadata name or address however it is spelled, in a NATS URL as in any other
-    for (const url of ['nats://metadata.google.internal%2e:4222', 'nats://metadata%2E:4222', 'nats://[::ffff:0:a9fe:a9fe]:4222']) {
+    for (const url of [
+      'nats://metadata.google.internal%2e:4222',
+      'nats://metadata%2E:4222',
+      'nats://[::ffff:0:a9fe:a9fe]:4222',
+    ]) {
       const reply = await create({ name: `metadata-${Math.random()}`, sink: { type: 'nats', url, subject: 'a.b' } });
       expect(reply.status, reply.text).to.equal(422);
       expect(reply.body.error.details.errors[0], url).to.deep.include({ field: 'sink.url' });
       expect(reply.body.error.details.errors[0].message, url).to.match(/cloud metadata|link-local/);
     }
-    await refused({ sink: { type: 'webhook', url: receiver.url, headers: { 'webhook-id': 'x' } } }, 'sink.headers.webhook-id');
-    await refused({ sink: { type: 'webhook', url: receiver.url.replace('http://', 'http://robot:pa55word@') } }, 'sink.url');
+    await refused(
+      { sink: { type: 'webhook', url: receiver.url, headers: { 'webhook-id': 'x' } } },
+      'sink.headers.webhook-id',
+    );
+    await refused(
+      { sink: { type: 'webhook', url: receiver.url.replace('http://', 'http://robot:pa55word@') } },
+      'sink.url',
+    );
     await refused({ sink: { type: 'nats', url: 'nats://user:pa55word@127.0.0.1:4222', subject: 'a.b' } }, 'sink.url');
-    const badFilter = await create({ name: 'bad-filter', sink: { type: 'webhook', url: receiver.url }, filter: ['nosuch:eq:1'] });
+    const badFilter = await create({
+      name: 'bad-filter',
+      sink: { type: 'webhook', url: receiver.url },
+      filter: ['nosuch:eq:1'],
+    });
     expect(badFilter.status).to.equal(400);
     // a day the calendar lacks parses in JavaScript (it rolls over into March) but not in the database: refused now, not at every delivery
-    const badDay = await create({ name: 'bad-day', sink: { type: 'webhook', url: receiver.url }, filter: ['changed_at:gt:2024-02-30'] });
+    const badDay = await create({
+      name: 'bad-day',
+      sink: { type: 'webhook', url: receiver.url },
+      filter: ['changed_at:gt:2024-02-30'],
+    });
     expect(badDay.status, badDay.text).to.equal(400);
     expect(badDay.body.error.code).to.equal('INVALID_FILTER');
     // a token in the query is kept for sending but never shown
-    const tokened = await create({ name: 'tokened', sink: { type: 'webhook', url: `${receiver.url}?token=t0ken-value&x=1` } });
+    const tokened = await create({
+      name: 'tokened',
+      sink: { type: 'webhook', url: `${receiver.url}?token=t0ken-value&x=1` },
+    });
     expect(tokened.status, tokened.text).to.equal(201);
     expect(tokened.body.sink.url).to.equal(`${receiver.url}?token=***&x=***`);
     expect((await app.get(`/api/v1/subscriptions/${tokened.body.id}`, admin)).text).not.to.include('t0ken-value');
     await app.request('DELETE', `/api/v1/subscriptions/${tokened.body.id}`, { key: admin });
     const writerOnly = await createKey(app.sql, 'svc', { permissions: ['subscriptions:write', 'subscriptions:read'] });
-    expect((await create({ name: 'no-read', sink: { type: 'webhook', url: receiver.url } }, writerOnly)).status).to.equal(403);
+    expect(
+      (await create({ name: 'no-read', sink: { type: 'webhook', url: receiver.url } }, writerOnly)).status,
+    ).to.equal(403);
     const readOnly = await createKey(app.sql, 'ro');
     expect((await create({ name: 'ro', sink: { type: 'webhook', url: receiver.url } }, readOnly)).status).to.equal(403);
   });
 
-  it('delivers what commits after it was made, filtered, signed by Standard Webhooks, with the batch\'s id stable in the log', async () => {
-    const made = await create({ name: 'pods', sink: { type: 'webhook', url: receiver.url }, filter: ['ci_type:eq:k8s.pod'] });
-    await ingest(app.sql, [buildPod({ name: 'sub-pod-1' }), { ...buildPod({ name: 'sub-node-1' }), ci_type: 'k8s.node', external_id: 'node/sub-node-1' }], { source: 'sub-one' });
+  it("delivers what commits after it was made, filtered, signed by Standard Webhooks, with the batch's id stable in the log", async () => {
+    const made = await create({
+      name: 'pods',
+      sink: { type: 'webhook', url: receiver.url },
+      filter: ['ci_type:eq:k8s.pod'],
+    });
+    await ingest(
+      app.sql,
+      [
+        buildPod({ name: 'sub-pod-1' }),
+        { ...buildPod({ name: 'sub-node-1' }), ci_type: 'k8s.node', external_id: 'node/sub-node-1' },
+      ],
+      { source: 'sub-one' },
+    );
     await deliver();
     expect(receiver.received).to.have.length(1);
     const [message] = receiver.received;
@@ -169,7 +217,14 @@ describe('change subscriptions: webhooks', function () {
     const log = await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin);
     expect(log.status).to.equal(200);
     expect(log.body.items).to.have.length(1);
-    expect(log.body.items[0]).to.deep.include({ sequence: 1, status: 'delivered', attempts: 1, records: 1, response_status: 204, error: null });
+    expect(log.body.items[0]).to.deep.include({
+      sequence: 1,
+      status: 'delivered',
+      attempts: 1,
+      records: 1,
+      response_status: 204,
+      error: null,
+    });
     expect(log.body.items[0].message_id).to.equal(message!.headers['webhook-id']);
 
     // delivered batches leave the log after a week
@@ -196,7 +251,12 @@ describe('change subscriptions: webhooks', function () {
     expect(receiver.received).to.have.length(1);
     let log = (await app.get(`/api/v1/subscriptions/${id}/deliveries`, admin)).body.items;
     expect(log).to.have.length(1);
-    expect(log[0]).to.deep.include({ status: 'pending', attempts: 1, response_status: 500, error: 'the receiver answered 500' });
+    expect(log[0]).to.deep.include({
+      status: 'pending',
+      attempts: 1,
+      response_status: 500,
+      error: 'the receiver answered 500',
+    });
     expect(Date.parse(log[0].next_attempt_at) - app.clock.now.getTime()).to.be.within(500, 1000);
 
     // its time comes; the receiver is back: both batches, in order, the first with its first id,
@@ -237,14 +297,18 @@ describe('change subscriptions: webhooks', function () {
 
     // redelivered by hand: the same body and id, and the subscription is active again
     receiver.answer = 200;
-    const again = await app.request('POST', `/api/v1/subscriptions/${id}/deliveries/${log[0].id}/redeliver`, { key: admin });
+    const again = await app.request('POST', `/api/v1/subscriptions/${id}/deliveries/${log[0].id}/redeliver`, {
+      key: admin,
+    });
     expect(again.status, again.text).to.equal(200);
     expect(again.body.status).to.equal('pending');
     await deliver();
     const last = receiver.received[receiver.received.length - 1]!;
     expect(last.headers['webhook-id']).to.equal(receiver.received[0]!.headers['webhook-id']);
     expect((await app.get(`/api/v1/subscriptions/${id}`, admin)).body.state).to.equal('active');
-    expect((await app.request('POST', `/api/v1/subscriptions/${id}/deliveries/999999/redeliver`, { key: admin })).status).to.equal(404);
+    expect(
+      (await app.request('POST', `/api/v1/subscriptions/${id}/deliveries/999999/redeliver`, { key: admin })).status,
+    ).to.equal(404);
     await app.request('DELETE', `/api/v1/subscriptions/${id}`, { key: admin });
   });
 
@@ -252,23 +316,31 @@ describe('change subscriptions: webhooks', function () {
     const stalled = createServer(() => undefined);
     await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve));
     try {
-      const slow = await create({ name: 'stalled', sink: { type: 'webhook', url: `http://127.0.0.1:${(stalled.address() as AddressInfo).port}/` } });
+      const slow = await create({
+        name: 'stalled',
+        sink: { type: 'webhook', url: `http://127.0.0.1:${(stalled.address() as AddressInfo).port}/` },
+      });
       const fast = await create({ name: 'prompt', sink: { type: 'webhook', url: receiver.url } });
       await ingest(app.sql, [buildPod({ name: 'both-1' })], { source: 'sub-both' });
       const started = Date.now();
       await delivery.tick();
-      while (receiver.received.length === 0 && Date.now() - started < 5000) await new Promise((resolve) => setTimeout(resolve, 20));
+      while (receiver.received.length === 0 && Date.now() - started < 5000)
+        await new Promise((resolve) => setTimeout(resolve, 20));
       expect(receiver.batches().flatMap((b) => b.data.records.map((r) => r.ci_name))).to.deep.equal(['both-1']);
       expect(Date.now() - started).to.be.below(2000);
       const waiting = (await app.get(`/api/v1/subscriptions/${slow.body.id}/deliveries`, admin)).body.items;
-      expect(waiting.map((d: { status: string; attempts: number }) => [d.status, d.attempts])).to.deep.equal([['pending', 0]]);
+      expect(waiting.map((d: { status: string; attempts: number }) => [d.status, d.attempts])).to.deep.equal([
+        ['pending', 0],
+      ]);
       await app.request('DELETE', `/api/v1/subscriptions/${fast.body.id}`, { key: admin });
     } finally {
       stalled.closeAllConnections();
       await new Promise<void>((resolve) => stalled.close(() => resolve()));
       await delivery.settle();
     }
-    const given = (await app.get('/api/v1/subscriptions', admin)).body.items.find((s: { name: string }) => s.name === 'stalled');
+    const given = (await app.get('/api/v1/subscriptions', admin)).body.items.find(
+      (s: { name: string }) => s.name === 'stalled',
+    );
     const log = (await app.get(`/api/v1/subscriptions/${given.id}/deliveries`, admin)).body.items;
     expect(log[0]).to.deep.include({ status: 'pending', attempts: 1, response_status: null });
     expect(log[0].error).to.be.a('string');
@@ -296,11 +368,18 @@ describe('change subscriptions: webhooks', function () {
       await ingest(app.sql, [buildPod({ name: `many-${i}` })], { source: 'sub-many' });
       await deliver();
     }
-    const log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items as { id: string; sequence: number }[];
+    const log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items as {
+      id: string;
+      sequence: number;
+    }[];
     expect(log.map((d) => d.sequence)).to.deep.equal([11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
     receiver.received.length = 0;
     for (const sequence of [10, 2]) {
-      const again = await app.request('POST', `/api/v1/subscriptions/${made.body.id}/deliveries/${log.find((d) => d.sequence === sequence)!.id}/redeliver`, { key: admin });
+      const again = await app.request(
+        'POST',
+        `/api/v1/subscriptions/${made.body.id}/deliveries/${log.find((d) => d.sequence === sequence)!.id}/redeliver`,
+        { key: admin },
+      );
       expect(again.status, again.text).to.equal(200);
     }
     await deliver();
@@ -310,7 +389,8 @@ describe('change subscriptions: webhooks', function () {
 
   it('looks at a subscription only when it has something to do: records beyond its place, or a batch due', async () => {
     const made = await create({ name: 'idle', sink: { type: 'webhook', url: receiver.url } });
-    const due = async () => (await subscriptionsToDeliver(app.sql, 'a-test-process', app.clock.now)).includes(made.body.id);
+    const due = async () =>
+      (await subscriptionsToDeliver(app.sql, 'a-test-process', app.clock.now)).includes(made.body.id);
     expect(await due()).to.equal(false);
     await ingest(app.sql, [buildPod({ name: 'idle-1' }), buildPod({ name: 'idle-2' })], { source: 'sub-idle' });
     expect(await due()).to.equal(true);
@@ -352,9 +432,17 @@ describe('change subscriptions: webhooks', function () {
     await ingest(app.sql, [buildPod({ name: 'trimmed-2' })], { source: 'sub-trimmed' });
     await deliver();
     const log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items;
-    expect(log.map((d: { sequence: number; status: string }) => [d.sequence, d.status])).to.deep.equal([[2, 'delivered'], [1, 'dead']]);
+    expect(log.map((d: { sequence: number; status: string }) => [d.sequence, d.status])).to.deep.equal([
+      [2, 'delivered'],
+      [1, 'dead'],
+    ]);
     expect(log[1].error).to.include('retention');
-    expect(receiver.batches().slice(1).flatMap((b) => b.data.records.map((r) => r.ci_name))).to.deep.equal(['trimmed-2']);
+    expect(
+      receiver
+        .batches()
+        .slice(1)
+        .flatMap((b) => b.data.records.map((r) => r.ci_name)),
+    ).to.deep.equal(['trimmed-2']);
     await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
   });
 
@@ -369,10 +457,18 @@ describe('change subscriptions: webhooks', function () {
     await deliver();
     expect(receiver.received).to.have.length(1);
     receiver.answer = 200;
-    const enabled = await app.request('PUT', `/api/v1/subscriptions/${made.body.id}`, { key: admin, body: { name: 'gone', sink: { type: 'webhook', url: receiver.url } } });
+    const enabled = await app.request('PUT', `/api/v1/subscriptions/${made.body.id}`, {
+      key: admin,
+      body: { name: 'gone', sink: { type: 'webhook', url: receiver.url } },
+    });
     expect(enabled.body).to.deep.include({ enabled: true, state: 'active' });
     await deliver();
-    expect(receiver.batches().slice(1).flatMap((b) => b.data.records.map((r) => r.ci_name))).to.deep.equal(['gone-1', 'gone-2']);
+    expect(
+      receiver
+        .batches()
+        .slice(1)
+        .flatMap((b) => b.data.records.map((r) => r.ci_name)),
+    ).to.deep.equal(['gone-1', 'gone-2']);
     await app.request('DELETE', `/api/v1/subscriptions/${made.body.id}`, { key: admin });
   });
 
@@ -389,9 +485,16 @@ describe('change subscriptions: webhooks', function () {
       await create({ name: 'filtered', sink, filter: ['ci_name:eq:shared-3'] }),
       await create({ name: 'scoped', sink }, scoped),
     ].map((reply) => reply.body.id as string);
-    for (let i = 1; i <= 6; i++) await ingest(app.sql, [buildPod({ name: `shared-${i}` })], { source: 'sub-shared', scopeId: i % 2 ? 'cluster-a' : 'cluster-b' });
+    for (let i = 1; i <= 6; i++)
+      await ingest(app.sql, [buildPod({ name: `shared-${i}` })], {
+        source: 'sub-shared',
+        scopeId: i % 2 ? 'cluster-a' : 'cluster-b',
+      });
     // batches of two: most readings are full, the ones kept for the others
-    const small = new SubscriptionDelivery({ ...app.context, config: { ...app.context.config, subscriptionBatchRecords: 2 } });
+    const small = new SubscriptionDelivery({
+      ...app.context,
+      config: { ...app.context.config, subscriptionBatchRecords: 2 },
+    });
     try {
       for (let round = 0; round < 6; round++) {
         await small.tick();
@@ -400,13 +503,18 @@ describe('change subscriptions: webhooks', function () {
     } finally {
       await small.stop();
     }
-    const got = (id: string) => receiver.batches().filter((b) => b.data.subscription_id === id).flatMap((b) => b.data.records.map((r) => r.ci_name));
+    const got = (id: string) =>
+      receiver
+        .batches()
+        .filter((b) => b.data.subscription_id === id)
+        .flatMap((b) => b.data.records.map((r) => r.ci_name));
     const all = ['shared-1', 'shared-2', 'shared-3', 'shared-4', 'shared-5', 'shared-6'];
     expect(got(made[0]!)).to.deep.equal(all);
     expect(got(made[1]!)).to.deep.equal(all);
     expect(got(made[2]!)).to.deep.equal(['shared-3']);
     expect(got(made[3]!)).to.deep.equal(['shared-1', 'shared-3', 'shared-5']);
-    for (const id of made) await app.sql`update subscriptions set lease_owner = null, lease_until = null where id = ${id}`;
+    for (const id of made)
+      await app.sql`update subscriptions set lease_owner = null, lease_until = null where id = ${id}`;
     for (const id of made) await app.request('DELETE', `/api/v1/subscriptions/${id}`, { key: admin });
   });
 
@@ -460,7 +568,10 @@ describe('change subscriptions: webhooks', function () {
     const own = new Receiver();
     await own.start();
     try {
-      const taken = await app.request('PUT', `/api/v1/subscriptions/${made.body.id}`, { key: admin, body: { name: 'taken', sink: { type: 'webhook', url: own.url } } });
+      const taken = await app.request('PUT', `/api/v1/subscriptions/${made.body.id}`, {
+        key: admin,
+        body: { name: 'taken', sink: { type: 'webhook', url: own.url } },
+      });
       expect(taken.status, taken.text).to.equal(200);
       expect(taken.body.owner.id).not.to.equal(made.body.owner.id);
       // the previous owner's rights no longer cover the owner's: to it, the subscription is gone
@@ -473,12 +584,21 @@ describe('change subscriptions: webhooks', function () {
       await deliver();
       await deliver();
       // cut again with the new owner's rights: what the previous owner could not read is in it now
-      expect(own.batches().flatMap((b) => b.data.records.map((r) => r.ci_name))).to.have.members(['taken-a', 'taken-b']);
-      expect(Math.min(...own.batches().map((b) => b.data.sequence))).to.be.above(Math.max(...firstTry.map((b) => b.data.sequence)));
+      expect(own.batches().flatMap((b) => b.data.records.map((r) => r.ci_name))).to.have.members([
+        'taken-a',
+        'taken-b',
+      ]);
+      expect(Math.min(...own.batches().map((b) => b.data.sequence))).to.be.above(
+        Math.max(...firstTry.map((b) => b.data.sequence)),
+      );
       expect(receiver.received).to.have.length(firstTry.length);
 
       const sent = own.received.length;
-      const again = await app.request('POST', `/api/v1/subscriptions/${made.body.id}/deliveries/${setAside[0].id}/redeliver`, { key: admin });
+      const again = await app.request(
+        'POST',
+        `/api/v1/subscriptions/${made.body.id}/deliveries/${setAside[0].id}/redeliver`,
+        { key: admin },
+      );
       expect(again.status, again.text).to.equal(409);
       expect(again.body.error.details.reason).to.equal('other_owner');
       await deliver();
@@ -492,14 +612,20 @@ describe('change subscriptions: webhooks', function () {
   });
 
   it('sends a signed test message, signs with both secrets while a rotation overlaps, and never logs a secret', async () => {
-    const made = await create({ name: 'testing', sink: { type: 'webhook', url: receiver.url, headers: { 'X-Token': 'hdr-secret-1' } } });
+    const made = await create({
+      name: 'testing',
+      sink: { type: 'webhook', url: receiver.url, headers: { 'X-Token': 'hdr-secret-1' } },
+    });
     const tested = await app.request('POST', `/api/v1/subscriptions/${made.body.id}/test`, { key: admin });
     expect(tested.status, tested.text).to.equal(200);
     expect(tested.body).to.deep.include({ delivered: true, response_status: 204, error: null });
     expect(verified(made.body.secret, receiver.received[0]!)).to.deep.include({ type: 'cinv.test' });
     expect(receiver.received[0]!.headers['x-token']).to.equal('hdr-secret-1');
 
-    const rotated = await app.request('POST', `/api/v1/subscriptions/${made.body.id}/rotate-secret`, { key: admin, body: { overlap_seconds: 3600 } });
+    const rotated = await app.request('POST', `/api/v1/subscriptions/${made.body.id}/rotate-secret`, {
+      key: admin,
+      body: { overlap_seconds: 3600 },
+    });
     expect(rotated.status, rotated.text).to.equal(200);
     expect(rotated.body.secret).not.to.equal(made.body.secret);
     expect(rotated.body.secret_rotating_until).to.be.a('string');
@@ -522,144 +648,169 @@ describe('change subscriptions: webhooks', function () {
 
 const NATS_URL = process.env.CINV_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 
-describeWith(listening(NATS_URL, 4222))(`change subscriptions: a NATS JetStream sink (skipped outside CI when no NATS server listens at ${NATS_URL}; under CI=true a missing one fails)`, function () {
-  this.timeout(60_000);
-  let app: TestApp;
-  let admin: string;
-  let delivery: SubscriptionDelivery;
-  const stream = `CINV_TEST_${process.pid}_${Date.now()}`;
-  const subject = `cinv.test.${process.pid}.${Date.now()}`;
+describeWith(listening(NATS_URL, 4222))(
+  `change subscriptions: a NATS JetStream sink (skipped outside CI when no NATS server listens at ${NATS_URL}; under CI=true a missing one fails)`,
+  function () {
+    this.timeout(60_000);
+    let app: TestApp;
+    let admin: string;
+    let delivery: SubscriptionDelivery;
+    const stream = `CINV_TEST_${process.pid}_${Date.now()}`;
+    const subject = `cinv.test.${process.pid}.${Date.now()}`;
 
-  before(async () => {
-    await resetDatabase((await testDatabase()).sql);
-    app = await startTestApp();
-    admin = await createKey(app.sql, 'adm');
-    delivery = new SubscriptionDelivery(app.context);
-    const nc = await connect({ servers: new URL(NATS_URL).host });
-    const jsm = await jetstreamManager(nc);
-    await jsm.streams.add({ name: stream, subjects: [subject], duplicate_window: 60_000_000_000 });
-    await nc.close();
-  });
-  after(async () => {
-    await delivery.stop();
-    await app.close();
-    const nc = await connect({ servers: new URL(NATS_URL).host });
-    await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
-    await nc.close();
-  });
-
-  it('publishes each batch with Nats-Msg-Id, counted delivered on the stream\'s acknowledgement; a redelivery is deduplicated by JetStream', async () => {
-    const made = await app.request('POST', '/api/v1/subscriptions', { key: admin, body: { name: 'nats', sink: { type: 'nats', url: NATS_URL, subject } } });
-    expect(made.status, made.text).to.equal(201);
-    await ingest(app.sql, [buildPod({ name: 'nats-1' }), buildPod({ name: 'nats-2' })], { source: 'sub-nats' });
-    await delivery.tick();
-    await delivery.settle();
-    const log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items;
-    expect(log).to.have.length(1);
-    expect(log[0]).to.deep.include({ status: 'delivered', attempts: 1, records: 2 });
-
-    const nc = await connect({ servers: new URL(NATS_URL).host });
-    try {
+    before(async () => {
+      await resetDatabase((await testDatabase()).sql);
+      app = await startTestApp();
+      admin = await createKey(app.sql, 'adm');
+      delivery = new SubscriptionDelivery(app.context);
+      const nc = await connect({ servers: new URL(NATS_URL).host });
       const jsm = await jetstreamManager(nc);
-      const stored = await jsm.streams.getMessage(stream, { seq: 1 });
-      expect(stored!.header.get('Nats-Msg-Id')).to.equal(log[0].message_id);
-      const body = JSON.parse(new TextDecoder().decode(stored!.data));
-      expect(body.data.records.map((r: { ci_name: string }) => r.ci_name)).to.deep.equal(['nats-1', 'nats-2']);
-
-      await app.request('POST', `/api/v1/subscriptions/${made.body.id}/deliveries/${log[0].id}/redeliver`, { key: admin });
-      await delivery.tick();
-      await delivery.settle();
-      expect((await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items[0]).to.deep.include({ status: 'delivered', attempts: 2 });
-      expect((await jsm.streams.info(stream)).state.messages).to.equal(1);
-    } finally {
+      await jsm.streams.add({ name: stream, subjects: [subject], duplicate_window: 60_000_000_000 });
       await nc.close();
-    }
-  });
-});
-
-const NATS_SERVER = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find((file) => existsSync(file));
-
-describeWith(NATS_SERVER !== undefined)('change subscriptions: a private NATS server restarted during a run (skipped outside CI when nats-server is not installed; under CI=true a missing one fails)', function () {
-  this.timeout(90_000);
-  let app: TestApp;
-  let admin: string;
-  let delivery: SubscriptionDelivery;
-  let server: ChildProcess | undefined;
-  const store = mkdtempSync(path.join(tmpdir(), 'cinv-nats-'));
-  let port = 0;
-
-  const startNats = async () => {
-    server = spawn(NATS_SERVER!, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', store], { stdio: 'ignore' });
-    for (let i = 0; i < 100 && !listening(`nats://127.0.0.1:${port}`, 4222); i++) await sleep(50);
-  };
-  const stopNats = async () => {
-    const stopping = new Promise((resolve) => server!.once('exit', resolve));
-    server!.kill('SIGKILL');
-    await stopping;
-  };
-
-  before(async () => {
-    await resetDatabase((await testDatabase()).sql);
-    app = await startTestApp({ webhookTimeoutMs: 1500 });
-    admin = await createKey(app.sql, 'adm');
-    delivery = new SubscriptionDelivery(app.context);
-    const probe = createServer();
-    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-    port = (probe.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => probe.close(() => resolve()));
-    await startNats();
-    const nc = await connect({ servers: `127.0.0.1:${port}` });
-    await (await jetstreamManager(nc)).streams.add({ name: 'RESTARTED', subjects: ['cinv.restarted'], duplicate_window: 120_000_000_000 });
-    await nc.close();
-  });
-  after(async () => {
-    await delivery.stop();
-    await app.close();
-    if (server && server.exitCode === null) await stopNats();
-    rmSync(store, { recursive: true, force: true });
-  });
-
-  it('retries what failed while the server was down and delivers everything once it is back, none twice in the stream', async () => {
-    const deliver = async () => {
-      await delivery.tick();
-      await delivery.settle();
-    };
-    const made = await app.request('POST', '/api/v1/subscriptions', {
-      key: admin,
-      body: { name: 'restarted', sink: { type: 'nats', url: `nats://127.0.0.1:${port}`, subject: 'cinv.restarted' } },
     });
-    expect(made.status, made.text).to.equal(201);
-    await ingest(app.sql, [buildPod({ name: 'before-restart' })], { source: 'sub-restart' });
-    await deliver();
-    await stopNats();
-    await ingest(app.sql, [buildPod({ name: 'while-down' })], { source: 'sub-restart' });
-    await deliver();
-    let log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items;
-    expect(log.map((d: { status: string }) => d.status)).to.deep.equal(['pending', 'delivered']);
-    expect(log[0].error).to.match(/^NATS: /);
-
-    await startNats();
-    await ingest(app.sql, [buildPod({ name: 'after-restart' })], { source: 'sub-restart' });
-    for (let i = 0; i < 20; i++) {
-      await app.sql`update subscription_deliveries set next_attempt_at = now() - interval '1 hour' where status = 'pending'`;
-      await deliver();
-      log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items;
-      if (log.length === 3 && log.every((d: { status: string }) => d.status === 'delivered')) break;
-      await sleep(250);
-    }
-    expect(log.map((d: { sequence: number; status: string }) => [d.sequence, d.status])).to.deep.equal([[3, 'delivered'], [2, 'delivered'], [1, 'delivered']]);
-    const nc = await connect({ servers: `127.0.0.1:${port}` });
-    try {
-      const jsm = await jetstreamManager(nc);
-      expect((await jsm.streams.info('RESTARTED')).state.messages).to.equal(3);
-      const names: string[] = [];
-      for (let seq = 1; seq <= 3; seq++) {
-        const message = await jsm.streams.getMessage('RESTARTED', { seq });
-        names.push(...JSON.parse(new TextDecoder().decode(message!.data)).data.records.map((r: { ci_name: string }) => r.ci_name));
-      }
-      expect(names).to.deep.equal(['before-restart', 'while-down', 'after-restart']);
-    } finally {
+    after(async () => {
+      await delivery.stop();
+      await app.close();
+      const nc = await connect({ servers: new URL(NATS_URL).host });
+      await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
       await nc.close();
-    }
-  });
-});
+    });
+
+    it("publishes each batch with Nats-Msg-Id, counted delivered on the stream's acknowledgement; a redelivery is deduplicated by JetStream", async () => {
+      const made = await app.request('POST', '/api/v1/subscriptions', {
+        key: admin,
+        body: { name: 'nats', sink: { type: 'nats', url: NATS_URL, subject } },
+      });
+      expect(made.status, made.text).to.equal(201);
+      await ingest(app.sql, [buildPod({ name: 'nats-1' }), buildPod({ name: 'nats-2' })], { source: 'sub-nats' });
+      await delivery.tick();
+      await delivery.settle();
+      const log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items;
+      expect(log).to.have.length(1);
+      expect(log[0]).to.deep.include({ status: 'delivered', attempts: 1, records: 2 });
+
+      const nc = await connect({ servers: new URL(NATS_URL).host });
+      try {
+        const jsm = await jetstreamManager(nc);
+        const stored = await jsm.streams.getMessage(stream, { seq: 1 });
+        expect(stored!.header.get('Nats-Msg-Id')).to.equal(log[0].message_id);
+        const body = JSON.parse(new TextDecoder().decode(stored!.data));
+        expect(body.data.records.map((r: { ci_name: string }) => r.ci_name)).to.deep.equal(['nats-1', 'nats-2']);
+
+        await app.request('POST', `/api/v1/subscriptions/${made.body.id}/deliveries/${log[0].id}/redeliver`, {
+          key: admin,
+        });
+        await delivery.tick();
+        await delivery.settle();
+        expect(
+          (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items[0],
+        ).to.deep.include({ status: 'delivered', attempts: 2 });
+        expect((await jsm.streams.info(stream)).state.messages).to.equal(1);
+      } finally {
+        await nc.close();
+      }
+    });
+  },
+);
+
+const NATS_SERVER = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find((file) =>
+  existsSync(file),
+);
+
+describeWith(NATS_SERVER !== undefined)(
+  'change subscriptions: a private NATS server restarted during a run (skipped outside CI when nats-server is not installed; under CI=true a missing one fails)',
+  function () {
+    this.timeout(90_000);
+    let app: TestApp;
+    let admin: string;
+    let delivery: SubscriptionDelivery;
+    let server: ChildProcess | undefined;
+    const store = mkdtempSync(path.join(tmpdir(), 'cinv-nats-'));
+    let port = 0;
+
+    const startNats = async () => {
+      server = spawn(NATS_SERVER!, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', store], { stdio: 'ignore' });
+      for (let i = 0; i < 100 && !listening(`nats://127.0.0.1:${port}`, 4222); i++) await sleep(50);
+    };
+    const stopNats = async () => {
+      const stopping = new Promise((resolve) => server!.once('exit', resolve));
+      server!.kill('SIGKILL');
+      await stopping;
+    };
+
+    before(async () => {
+      await resetDatabase((await testDatabase()).sql);
+      app = await startTestApp({ webhookTimeoutMs: 1500 });
+      admin = await createKey(app.sql, 'adm');
+      delivery = new SubscriptionDelivery(app.context);
+      const probe = createServer();
+      await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+      port = (probe.address() as AddressInfo).port;
+      await new Promise<void>((resolve) => probe.close(() => resolve()));
+      await startNats();
+      const nc = await connect({ servers: `127.0.0.1:${port}` });
+      await (
+        await jetstreamManager(nc)
+      ).streams.add({ name: 'RESTARTED', subjects: ['cinv.restarted'], duplicate_window: 120_000_000_000 });
+      await nc.close();
+    });
+    after(async () => {
+      await delivery.stop();
+      await app.close();
+      if (server && server.exitCode === null) await stopNats();
+      rmSync(store, { recursive: true, force: true });
+    });
+
+    it('retries what failed while the server was down and delivers everything once it is back, none twice in the stream', async () => {
+      const deliver = async () => {
+        await delivery.tick();
+        await delivery.settle();
+      };
+      const made = await app.request('POST', '/api/v1/subscriptions', {
+        key: admin,
+        body: { name: 'restarted', sink: { type: 'nats', url: `nats://127.0.0.1:${port}`, subject: 'cinv.restarted' } },
+      });
+      expect(made.status, made.text).to.equal(201);
+      await ingest(app.sql, [buildPod({ name: 'before-restart' })], { source: 'sub-restart' });
+      await deliver();
+      await stopNats();
+      await ingest(app.sql, [buildPod({ name: 'while-down' })], { source: 'sub-restart' });
+      await deliver();
+      let log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items;
+      expect(log.map((d: { status: string }) => d.status)).to.deep.equal(['pending', 'delivered']);
+      expect(log[0].error).to.match(/^NATS: /);
+
+      await startNats();
+      await ingest(app.sql, [buildPod({ name: 'after-restart' })], { source: 'sub-restart' });
+      for (let i = 0; i < 20; i++) {
+        await app.sql`update subscription_deliveries set next_attempt_at = now() - interval '1 hour' where status = 'pending'`;
+        await deliver();
+        log = (await app.get(`/api/v1/subscriptions/${made.body.id}/deliveries`, admin)).body.items;
+        if (log.length === 3 && log.every((d: { status: string }) => d.status === 'delivered')) break;
+        await sleep(250);
+      }
+      expect(log.map((d: { sequence: number; status: string }) => [d.sequence, d.status])).to.deep.equal([
+        [3, 'delivered'],
+        [2, 'delivered'],
+        [1, 'delivered'],
+      ]);
+      const nc = await connect({ servers: `127.0.0.1:${port}` });
+      try {
+        const jsm = await jetstreamManager(nc);
+        expect((await jsm.streams.info('RESTARTED')).state.messages).to.equal(3);
+        const names: string[] = [];
+        for (let seq = 1; seq <= 3; seq++) {
+          const message = await jsm.streams.getMessage('RESTARTED', { seq });
+          names.push(
+            ...JSON.parse(new TextDecoder().decode(message!.data)).data.records.map(
+              (r: { ci_name: string }) => r.ci_name,
+            ),
+          );
+        }
+        expect(names).to.deep.equal(['before-restart', 'while-down', 'after-restart']);
+      } finally {
+        await nc.close();
+      }
+    });
+  },
+);

@@ -24,11 +24,18 @@ describe('security audit log', () => {
 
   it('records a denied permission with the error id the client was given, and who was refused', async () => {
     const readOnly = await createKey(app.current.sql, 'ro', { name: 'dashboards' });
-    const refused = await app.current.request('POST', '/api/v1/api-keys', { key: readOnly, body: { name: 'x', tier: 'adm' } });
+    const refused = await app.current.request('POST', '/api/v1/api-keys', {
+      key: readOnly,
+      body: { name: 'x', tier: 'adm' },
+    });
     expect(refused.status).to.equal(403);
     const [denied, ...rest] = await events('?event_type=permission.denied');
     expect(rest).to.deep.equal([]);
-    expect(denied).to.deep.include({ event_type: 'permission.denied', outcome: 'failure', request_id: refused.body.error.id });
+    expect(denied).to.deep.include({
+      event_type: 'permission.denied',
+      outcome: 'failure',
+      request_id: refused.body.error.id,
+    });
     expect(denied.actor).to.deep.include({ kind: 'api_key', name: 'dashboards' });
     expect(denied.details).to.deep.include({ route: 'POST /api/v1/api-keys', resource: 'api_keys', action: 'write' });
     expect(denied.client_address).to.be.a('string').and.not.equal('');
@@ -41,16 +48,22 @@ describe('security audit log', () => {
     expect((await app.current.get('/api/v1/configuration-items', 'not-a-key-at-all-secret-ish')).status).to.equal(401);
     expect((await app.current.get('/api/v1/configuration-items')).status).to.equal(401);
     const failures = await events('?event_type=auth.failed');
-    expect(failures.map((e) => e.details.reason).sort()).to.deep.equal(['malformed_key', 'missing_credentials', 'unknown_revoked_or_expired']);
+    expect(failures.map((e) => e.details.reason).sort()).to.deep.equal([
+      'malformed_key',
+      'missing_credentials',
+      'unknown_revoked_or_expired',
+    ]);
     const hinted = failures.find((e) => e.details.reason === 'unknown_revoked_or_expired');
     expect(hinted.details.key_hint).to.equal(`cinv_ro_…${revoked.slice(-4)}`);
-    const [stored] = await app.current.sql<{ dump: string }[]>`select coalesce(string_agg(audit_events::text, ' '), '') as dump from audit_events`;
+    const [stored] = await app.current.sql<
+      { dump: string }[]
+    >`select coalesce(string_agg(audit_events::text, ' '), '') as dump from audit_events`;
     expect(stored!.dump).to.not.include(revoked);
     expect(stored!.dump).to.not.include(revoked.slice(9, -4));
     expect(stored!.dump).to.not.include('not-a-key-at-all-secret-ish');
   });
 
-  it('takes a browser\'s session check without any credential as an answer, not a failed authentication', async () => {
+  it("takes a browser's session check without any credential as an answer, not a failed authentication", async () => {
     for (let i = 0; i < 3; i++) expect((await app.current.get('/auth/me')).status).to.equal(401);
     expect(await events('?event_type=auth.failed')).to.deep.equal([]);
     // a check that presents something refused is audited as anywhere else
@@ -65,9 +78,15 @@ describe('security audit log', () => {
   it('records a sign-in through the web page, refused or not, with the client address and agent it came from', async () => {
     const key = await createKey(app.current.sql, 'ro', { name: 'web reader' });
     const headers = { origin: app.current.baseUrl, 'user-agent': 'Mozilla/5.0 (cinv test)' };
-    expect((await app.current.request('POST', '/auth/session', { body: { api_key: 'cinv_ro_wrong' }, headers })).status).to.equal(401);
-    expect((await app.current.request('POST', '/auth/session', { body: { api_key: key }, headers })).status).to.equal(200);
-    const signIns = (await events()).filter((e) => e.details.method === 'session' || e.details.route === 'POST /auth/session');
+    expect(
+      (await app.current.request('POST', '/auth/session', { body: { api_key: 'cinv_ro_wrong' }, headers })).status,
+    ).to.equal(401);
+    expect((await app.current.request('POST', '/auth/session', { body: { api_key: key }, headers })).status).to.equal(
+      200,
+    );
+    const signIns = (await events()).filter(
+      (e) => e.details.method === 'session' || e.details.route === 'POST /auth/session',
+    );
     expect(signIns.map((e) => [e.event_type, e.client_address, e.user_agent]).sort()).to.deep.equal([
       ['auth.failed', '127.0.0.1', 'Mozilla/5.0 (cinv test)'],
       ['auth.succeeded', '127.0.0.1', 'Mozilla/5.0 (cinv test)'],
@@ -76,7 +95,8 @@ describe('security audit log', () => {
 
   it('writes one auth.succeeded per credential and client address in five minutes, not one per request', async () => {
     const key = await createKey(app.current.sql, 'ro', { name: 'busy' });
-    for (let i = 0; i < 4; i++) expect((await app.current.get('/api/v1/configuration-items', key)).status).to.equal(200);
+    for (let i = 0; i < 4; i++)
+      expect((await app.current.get('/api/v1/configuration-items', key)).status).to.equal(200);
     const busy = (await events('?event_type=auth.succeeded')).filter((e) => e.actor.name === 'busy');
     expect(busy).to.have.length(1);
     expect(busy[0].details).to.deep.include({ method: 'api_key' });
@@ -90,19 +110,25 @@ describe('security audit log', () => {
     const put = (p: string, body: unknown) => app.current.request('PUT', p, { key: admin, body });
     const key = await post('/api/v1/api-keys', { name: 'ci pipeline', tier: 'ro' });
     expect(key.status).to.equal(201);
-    expect((await app.current.request('DELETE', `/api/v1/api-keys/${key.body.id}`, { key: admin })).status).to.equal(200);
+    expect((await app.current.request('DELETE', `/api/v1/api-keys/${key.body.id}`, { key: admin })).status).to.equal(
+      200,
+    );
     const user = await post('/api/v1/users', { name: 'Deploy Bot', email: 'bot@example.com' });
     const expires = new Date(app.current.clock.now.getTime() + 86_400_000).toISOString();
     const token = await post(`/api/v1/users/${user.body.id}/tokens`, { name: 'deploys', expires_at: expires });
     expect(token.status).to.equal(201);
     const team = await post('/api/v1/teams', { name: 'platform' });
     expect((await put(`/api/v1/teams/${team.body.id}/members/${user.body.id}`, {})).status).to.equal(200);
-    expect((await put(`/api/v1/users/${user.body.id}/permissions`, { permissions: ['changes:read'] })).status).to.equal(200);
+    expect((await put(`/api/v1/users/${user.body.id}/permissions`, { permissions: ['changes:read'] })).status).to.equal(
+      200,
+    );
     expect((await post(`/api/v1/users/${user.body.id}/deactivate`, {})).status).to.equal(200);
 
     const all = await events('?limit=1000');
     const byType = (type: string) => all.filter((e) => e.event_type === type);
-    expect(byType('api_key.created')[0]).to.deep.include({ target: { type: 'api_key', id: key.body.id, name: 'ci pipeline' } });
+    expect(byType('api_key.created')[0]).to.deep.include({
+      target: { type: 'api_key', id: key.body.id, name: 'ci pipeline' },
+    });
     expect(byType('api_key.created')[0].actor).to.deep.include({ kind: 'api_key', name: 'ops admin' });
     expect(byType('api_key.revoked')[0].target.id).to.equal(key.body.id);
     expect(byType('user.created')[0].target).to.deep.include({ type: 'user', id: user.body.id });
@@ -127,31 +153,47 @@ describe('security audit log', () => {
     const times: string[] = first.body.items.map((e: any) => e.occurred_at);
     let cursor = first.body.next_cursor;
     while (cursor) {
-      const next = await app.current.get(`${AUDIT}?event_type=permission.denied&limit=2&cursor=${encodeURIComponent(cursor)}`, admin);
+      const next = await app.current.get(
+        `${AUDIT}?event_type=permission.denied&limit=2&cursor=${encodeURIComponent(cursor)}`,
+        admin,
+      );
       expect(next.status).to.equal(200);
       times.push(...next.body.items.map((e: any) => e.occurred_at));
       cursor = next.body.next_cursor;
     }
     expect(times).to.have.length(5);
     expect([...times].sort().reverse()).to.deep.equal(times);
-    const foreign = await app.current.get(`${AUDIT}?event_type=auth.failed&limit=2&cursor=${encodeURIComponent(first.body.next_cursor)}`, admin);
+    const foreign = await app.current.get(
+      `${AUDIT}?event_type=auth.failed&limit=2&cursor=${encodeURIComponent(first.body.next_cursor)}`,
+      admin,
+    );
     expect(foreign.status).to.equal(422);
 
     const actorId = (await events('?event_type=permission.denied&limit=1'))[0].actor.id;
     expect(await events(`?actor_id=${actorId}&outcome=failure`)).to.have.length(5);
-    expect((await events(`?actor_id=${actorId}&outcome=success`)).map((e) => e.event_type)).to.deep.equal(['auth.succeeded']);
+    expect((await events(`?actor_id=${actorId}&outcome=success`)).map((e) => e.event_type)).to.deep.equal([
+      'auth.succeeded',
+    ]);
     expect(await events(`?start_date=2000-01-01&end_date=2000-01-02`)).to.have.length(0);
 
     // a refused window is an answer, not a download cut short
-    const reversed = await app.current.request<any>('GET', `${AUDIT}?start_date=2002-12-27&end_date=2000-01-01`, { key: admin, headers: { accept: 'text/csv' } });
+    const reversed = await app.current.request<any>('GET', `${AUDIT}?start_date=2002-12-27&end_date=2000-01-01`, {
+      key: admin,
+      headers: { accept: 'text/csv' },
+    });
     expect(reversed.status).to.equal(422);
     expect(reversed.body.error.details.errors[0].field).to.equal('end_date');
 
-    const csv = await app.current.request('GET', `${AUDIT}?event_type=permission.denied`, { key: admin, headers: { accept: 'text/csv' } });
+    const csv = await app.current.request('GET', `${AUDIT}?event_type=permission.denied`, {
+      key: admin,
+      headers: { accept: 'text/csv' },
+    });
     expect(csv.status).to.equal(200);
     expect(csv.headers.get('content-disposition')).to.match(/^attachment; filename="audit-\d{8}T\d{6}Z\.csv"$/);
     const lines = csv.text.trim().split('\n');
-    expect(lines[0]).to.equal('id,occurred_at,event_type,outcome,actor_kind,actor_id,actor_name,target_type,target_id,target_name,client_address,user_agent,request_id,details');
+    expect(lines[0]).to.equal(
+      'id,occurred_at,event_type,outcome,actor_kind,actor_id,actor_name,target_type,target_id,target_name,client_address,user_agent,request_id,details',
+    );
     expect(lines).to.have.length(6);
     expect(lines[1]).to.include(',permission.denied,failure,api_key,');
   });

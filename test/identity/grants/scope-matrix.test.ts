@@ -46,15 +46,20 @@ interface MatrixRoute {
 }
 
 const EXEMPT: Record<string, string> = {
-  'GET /api/v1/subscriptions': 'listed only for the owner and principals covering its rights (matrix of its own: test/history/subscriptions/access.test.ts)',
+  'GET /api/v1/subscriptions':
+    'listed only for the owner and principals covering its rights (matrix of its own: test/history/subscriptions/access.test.ts)',
   'POST /api/v1/subscriptions': 'a write; the caller becomes the owner (tested with the subscriptions)',
   'GET /api/v1/subscriptions/{id}': 'owner or covering principals only (test/history/subscriptions/access.test.ts)',
   'PUT /api/v1/subscriptions/{id}': 'owner or covering principals only (test/history/subscriptions/access.test.ts)',
   'DELETE /api/v1/subscriptions/{id}': 'owner or covering principals only (test/history/subscriptions/access.test.ts)',
-  'POST /api/v1/subscriptions/{id}/rotate-secret': 'owner or covering principals only (test/history/subscriptions/access.test.ts)',
-  'GET /api/v1/subscriptions/{id}/deliveries': 'owner or covering principals only (test/history/subscriptions/access.test.ts)',
-  'POST /api/v1/subscriptions/{id}/deliveries/{delivery_id}/redeliver': 'owner or covering principals only (test/history/subscriptions/access.test.ts)',
-  'POST /api/v1/subscriptions/{id}/test': 'owner or covering principals only (test/history/subscriptions/access.test.ts)',
+  'POST /api/v1/subscriptions/{id}/rotate-secret':
+    'owner or covering principals only (test/history/subscriptions/access.test.ts)',
+  'GET /api/v1/subscriptions/{id}/deliveries':
+    'owner or covering principals only (test/history/subscriptions/access.test.ts)',
+  'POST /api/v1/subscriptions/{id}/deliveries/{delivery_id}/redeliver':
+    'owner or covering principals only (test/history/subscriptions/access.test.ts)',
+  'POST /api/v1/subscriptions/{id}/test':
+    'owner or covering principals only (test/history/subscriptions/access.test.ts)',
   'DELETE /api/v1/configuration-items/{ci_id}': 'a write; scoped deletes are tested with the configuration-items API',
   'POST /api/v1/sources': 'a write by principals with access to all data (tested with the sources API)',
   'PUT /api/v1/sources/{source_id}': 'a write (tested with the sources API)',
@@ -63,7 +68,8 @@ const EXEMPT: Record<string, string> = {
   'POST /api/v1/collectors/{collector_id}/sources': 'a write (tested with the sources API)',
   'PUT /api/v1/sources/{source_id}/credentials': 'a write of secrets, never returned (tested with the credentials)',
   'DELETE /api/v1/sources/{source_id}/credentials': 'a write (tested with the credentials)',
-  'GET /api/v1/sources/{source_id}/credentials/reveal': 'returns secrets, not inventory: permissioned, scoped and audited (tested with the credentials)',
+  'GET /api/v1/sources/{source_id}/credentials/reveal':
+    'returns secrets, not inventory: permissioned, scoped and audited (tested with the credentials)',
   'POST /api/v1/collectors/{collector_id}/trigger': 'a write (tested with the collection runs)',
   'GET /api/v1/collection-runs/{run_id}': 'run metadata of a visible source (tested with the collection runs)',
   'POST /api/v1/collectors': 'gone (410)',
@@ -82,7 +88,7 @@ const EXEMPT: Record<string, string> = {
   'POST /auth/logout': 'sign-out',
   'GET /auth/me': 'the caller itself',
   'GET /auth/methods': 'which sign-in methods are configured',
-  'POST /auth/session': 'sign-in with a key; the session acts as the key (tested with the web interface\'s server side)',
+  'POST /auth/session': "sign-in with a key; the session acts as the key (tested with the web interface's server side)",
   'GET /api/v1/users': 'identity administration, no inventory data',
   'POST /api/v1/users': 'identity administration',
   'GET /api/v1/users/{user_id}': 'identity administration',
@@ -100,7 +106,8 @@ const EXEMPT: Record<string, string> = {
   'DELETE /api/v1/teams/{team_id}/members/{user_id}': 'identity administration',
   'PUT /api/v1/teams/{team_id}/permissions': 'identity administration',
   'PUT /api/v1/teams/{team_id}/scopes': 'identity administration',
-  'GET /api/v1/saved-views': 'names of URL states, no inventory data: opening one reads under the opener\'s scopes (tested with the saved views)',
+  'GET /api/v1/saved-views':
+    "names of URL states, no inventory data: opening one reads under the opener's scopes (tested with the saved views)",
   'POST /api/v1/saved-views': 'a write of a URL state (tested with the saved views)',
   'DELETE /api/v1/saved-views/{view_id}': 'a write (tested with the saved views)',
   'GET /api/v1/tokens': "the caller's own tokens",
@@ -114,7 +121,8 @@ const EXEMPT: Record<string, string> = {
   'GET /api/v1/api-keys/{key_id}': 'key administration',
   'DELETE /api/v1/api-keys/{key_id}': 'key administration',
   'GET /api/v1/audit-events': 'the security audit log (tenant-bound, tested with the audit log)',
-  'GET /api/v1/baselines': 'named moments of the tenant, no inventory data: a diff against one reads under the reader\'s scopes (tested with the time machine)',
+  'GET /api/v1/baselines':
+    "named moments of the tenant, no inventory data: a diff against one reads under the reader's scopes (tested with the time machine)",
   'POST /api/v1/baselines': 'a write of a named moment (tested with the time machine)',
   'DELETE /api/v1/baselines/{baseline_id}': 'a write (tested with the time machine)',
 };
@@ -135,7 +143,8 @@ async function expectRefused(reply: Reply, who: PrincipalCase, allowed: boolean)
   return false;
 }
 
-const visibleSources = (world: World, who: PrincipalCase, of: 'sources' | 'collectors') => sorted(who.sources.map((s) => world[of][s]));
+const visibleSources = (world: World, who: PrincipalCase, of: 'sources' | 'collectors') =>
+  sorted(who.sources.map((s) => world[of][s]));
 
 /** A route about one source or collector: 200 for those the principal may see, 404 for the others. */
 function eachOf(of: 'sources' | 'collectors', path: (id: string) => string): MatrixRoute {
@@ -158,7 +167,11 @@ function eachOf(of: 'sources' | 'collectors', path: (id: string) => string): Mat
  * the principal's scope, and for one inside it 200 with `seen` checking the answer. `also`: a
  * permission the route needs beyond its declared one.
  */
-function eachCi(path: (id: string) => string, seen: (reply: Reply, ci: Ci, who: PrincipalCase, world: World) => void, also?: Permission): MatrixRoute {
+function eachCi(
+  path: (id: string) => string,
+  seen: (reply: Reply, ci: Ci, who: PrincipalCase, world: World) => void,
+  also?: Permission,
+): MatrixRoute {
   return {
     async check(world, who, declared) {
       const allowed = declared && (also === undefined || who.permissions === 'all' || who.permissions.has(also));
@@ -190,7 +203,9 @@ const MATRIX: Record<string, MatrixRoute> = {
     async check(world, who, allowed) {
       const reply = await world.app.get('/api/v1/sources', who.key);
       if (await expectRefused(reply, who, allowed)) return;
-      expect(sorted(reply.body.items.map((s: { id: number }) => String(s.id))), who.name).to.deep.equal(visibleSources(world, who, 'sources'));
+      expect(sorted(reply.body.items.map((s: { id: number }) => String(s.id))), who.name).to.deep.equal(
+        visibleSources(world, who, 'sources'),
+      );
     },
   },
   'GET /api/v1/sources/{source_id}': eachOf('sources', (id) => `/api/v1/sources/${id}`),
@@ -198,14 +213,18 @@ const MATRIX: Record<string, MatrixRoute> = {
     async check(world, who, allowed) {
       const reply = await world.app.get('/api/v1/collectors', who.key);
       if (await expectRefused(reply, who, allowed)) return;
-      expect(sorted(new Set(reply.body.items.map((c: { id: number }) => String(c.id)))), who.name).to.deep.equal(sorted(new Set(visibleSources(world, who, 'collectors'))));
+      expect(sorted(new Set(reply.body.items.map((c: { id: number }) => String(c.id)))), who.name).to.deep.equal(
+        sorted(new Set(visibleSources(world, who, 'collectors'))),
+      );
     },
   },
   'GET /api/v1/collectors/health/all': {
     async check(world, who, allowed) {
       const reply = await world.app.get('/api/v1/collectors/health/all', who.key);
       if (await expectRefused(reply, who, allowed)) return;
-      expect(sorted(new Set(reply.body.collectors.map((c: { id: number }) => String(c.id)))), who.name).to.deep.equal(sorted(new Set(visibleSources(world, who, 'collectors'))));
+      expect(sorted(new Set(reply.body.collectors.map((c: { id: number }) => String(c.id)))), who.name).to.deep.equal(
+        sorted(new Set(visibleSources(world, who, 'collectors'))),
+      );
     },
   },
   'GET /api/v1/collectors/{collector_id}': eachOf('collectors', (id) => `/api/v1/collectors/${id}`),
@@ -238,12 +257,17 @@ const MATRIX: Record<string, MatrixRoute> = {
       for (const query of ['', '&q=DEFAU', `&as_of=${new Date().toISOString()}`]) {
         const reply = await world.app.get(`/api/v1/configuration-items?status=all&limit=100${query}`, who.key);
         if (await expectRefused(reply, who, allowed)) return;
-        expect(sorted(reply.body.items.map((ci: { ci_id: string }) => ci.ci_id)), `${who.name}${query}`).to.deep.equal(visibleIds(world, who));
+        expect(sorted(reply.body.items.map((ci: { ci_id: string }) => ci.ci_id)), `${who.name}${query}`).to.deep.equal(
+          visibleIds(world, who),
+        );
         expect(reply.body.total, who.name).to.equal(who.sees!.length);
       }
     },
   },
-  'GET /api/v1/configuration-items/{ci_id}': eachCi((id) => `/api/v1/configuration-items/${id}`, () => {}),
+  'GET /api/v1/configuration-items/{ci_id}': eachCi(
+    (id) => `/api/v1/configuration-items/${id}`,
+    () => {},
+  ),
   // `to` given: the app's clock stands at its start, before these CIs were collected
   'GET /api/v1/configuration-items/{ci_id}/diff': eachCi(
     (id) => `/api/v1/configuration-items/${id}/diff?from=2000-01-01T00:00:00Z&to=${new Date().toISOString()}`,
@@ -251,9 +275,14 @@ const MATRIX: Record<string, MatrixRoute> = {
   ),
   'GET /api/v1/inventory/diff': {
     async check(world, who, allowed) {
-      const reply = await world.app.get(`/api/v1/inventory/diff?from=2000-01-01T00:00:00Z&to=${new Date().toISOString()}&limit=100`, who.key);
+      const reply = await world.app.get(
+        `/api/v1/inventory/diff?from=2000-01-01T00:00:00Z&to=${new Date().toISOString()}&limit=100`,
+        who.key,
+      );
       if (await expectRefused(reply, who, allowed)) return;
-      expect(sorted(reply.body.items.map((d: { ci_id: string }) => d.ci_id)), who.name).to.deep.equal(visibleIds(world, who));
+      expect(sorted(reply.body.items.map((d: { ci_id: string }) => d.ci_id)), who.name).to.deep.equal(
+        visibleIds(world, who),
+      );
       expect(reply.body.counts.appeared, who.name).to.equal(who.sees!.length);
     },
   },
@@ -272,7 +301,9 @@ const MATRIX: Record<string, MatrixRoute> = {
     (reply, ci, who, world) => {
       // depending on each other, each is around the other for a principal that sees both, hidden otherwise
       const { other, both } = otherSeen(ci, who);
-      expect(sorted(reply.body.nodes.map((n: { ci_id: string }) => n.ci_id)), `${who.name} ${ci}`).to.deep.equal(sorted([world.ids[ci], ...(both ? [world.ids[other!]] : [])]));
+      expect(sorted(reply.body.nodes.map((n: { ci_id: string }) => n.ci_id)), `${who.name} ${ci}`).to.deep.equal(
+        sorted([world.ids[ci], ...(both ? [world.ids[other!]] : [])]),
+      );
       expect(reply.body.hidden, `${who.name} ${ci}`).to.equal(other !== undefined && !both ? 2 : 0);
     },
   ),
@@ -280,9 +311,13 @@ const MATRIX: Record<string, MatrixRoute> = {
     (id) => `/api/v1/configuration-items/${id}/impact?changes=100`,
     (reply, ci, who, world) => {
       const { other, both } = otherSeen(ci, who);
-      expect([reply.body.downstream.total, reply.body.downstream.hidden], `${who.name} ${ci}`).to.deep.equal(both ? [1, 0] : [0, other ? 1 : 0]);
+      expect([reply.body.downstream.total, reply.body.downstream.hidden], `${who.name} ${ci}`).to.deep.equal(
+        both ? [1, 0] : [0, other ? 1 : 0],
+      );
       const changed = new Set<string>(reply.body.upstream.latest_changes.map((c: { ci_id: string }) => c.ci_id));
-      expect(sorted(changed), `${who.name} ${ci}`).to.deep.equal(sorted([world.ids[ci], ...(both ? [world.ids[other!]] : [])]));
+      expect(sorted(changed), `${who.name} ${ci}`).to.deep.equal(
+        sorted([world.ids[ci], ...(both ? [world.ids[other!]] : [])]),
+      );
     },
     // the summary reads the change history too
     'changes:read',
@@ -296,7 +331,10 @@ const MATRIX: Record<string, MatrixRoute> = {
           continue;
         }
         expect(reply.status, `${who.name} ${ci}`).to.equal(who.sees.includes(ci) ? 200 : 404);
-        if (reply.status === 200) expect(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id))).to.deep.equal(new Set([world.ids[ci]]));
+        if (reply.status === 200)
+          expect(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id))).to.deep.equal(
+            new Set([world.ids[ci]]),
+          );
       }
     },
   },
@@ -304,7 +342,9 @@ const MATRIX: Record<string, MatrixRoute> = {
     async check(world, who, allowed) {
       const reply = await world.app.get('/api/v1/changes?limit=1000', who.key);
       if (!(await expectRefused(reply, who, allowed))) {
-        expect(sorted(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id))), who.name).to.deep.equal(visibleIds(world, who));
+        expect(sorted(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id))), who.name).to.deep.equal(
+          visibleIds(world, who),
+        );
       }
       const csv = await world.app.request('GET', '/api/v1/changes', { key: who.key, headers: { accept: 'text/csv' } });
       if (who.sees === undefined || !allowed) {
@@ -312,7 +352,11 @@ const MATRIX: Record<string, MatrixRoute> = {
         return;
       }
       expect(csv.status).to.equal(200);
-      const ciIds = csv.text.trim().split('\n').slice(1).map((line) => line.split(',')[3]!);
+      const ciIds = csv.text
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((line) => line.split(',')[3]!);
       expect(sorted(new Set(ciIds)), `${who.name} CSV`).to.deep.equal(visibleIds(world, who));
     },
   },
@@ -320,7 +364,9 @@ const MATRIX: Record<string, MatrixRoute> = {
     async check(world, who, allowed) {
       const reply = await world.app.get('/api/v1/changes/search?query=matrix&limit=100', who.key);
       if (await expectRefused(reply, who, allowed)) return;
-      expect(sorted(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id))), who.name).to.deep.equal(visibleIds(world, who));
+      expect(sorted(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id))), who.name).to.deep.equal(
+        visibleIds(world, who),
+      );
     },
   },
   'GET /api/v1/changes/feed': {
@@ -328,7 +374,9 @@ const MATRIX: Record<string, MatrixRoute> = {
       const reply = await world.app.get('/api/v1/changes/feed?limit=1000', who.key);
       if (await expectRefused(reply, who, allowed)) return;
       expect(reply.body.caught_up, who.name).to.equal(true);
-      expect(sorted(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id))), who.name).to.deep.equal(visibleIds(world, who));
+      expect(sorted(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id))), who.name).to.deep.equal(
+        visibleIds(world, who),
+      );
     },
   },
   'GET /api/v1/changes/stats': {
@@ -356,24 +404,43 @@ describe('one scope matrix for every route that returns inventory data', functio
 
     const started = new Date(Date.now() - 60_000);
     const source = await ensureSource(sql, DEFAULT_TENANT_ID, 'matrix-source', 'kubernetes');
-    const pod = (name: string, target: string) => buildPod({ name, relationships: [{ type: 'depends_on', target_external_id: target }] });
+    const pod = (name: string, target: string) =>
+      buildPod({ name, relationships: [{ type: 'depends_on', target_external_id: target }] });
     const a1 = pod('matrix-a1', 'pod/default/matrix-a2');
     const a2 = pod('matrix-a2', 'pod/default/matrix-a1');
-    const sync = (scopeId: string, records: ReturnType<typeof buildPod>[], tenantId = DEFAULT_TENANT_ID, sourceId = source.id) =>
-      reconcile(sql, { tenantId, sourceId, scopeId, mode: 'snapshot', records });
+    const sync = (
+      scopeId: string,
+      records: ReturnType<typeof buildPod>[],
+      tenantId = DEFAULT_TENANT_ID,
+      sourceId = source.id,
+    ) => reconcile(sql, { tenantId, sourceId, scopeId, mode: 'snapshot', records });
     await sync('c1', [a1]);
     await sync('c2', [a2]);
     await sync('c1', [{ ...a1, raw_data: { ...a1.raw_data, changed: 1 } }]);
     await sync('c2', [{ ...a2, raw_data: { ...a2.raw_data, changed: 1 } }]);
     const otherSource = await ensureSource(sql, tenantB, 'matrix-source', 'kubernetes');
     const emptyCollector = await provisionCollector(sql, DEFAULT_TENANT_ID, 'universal', 'matrix-empty');
-    const emptySource = await insertSource(sql, DEFAULT_TENANT_ID, { collectorId: emptyCollector, name: 'matrix-empty', endpoint: null, config: {}, scheduleConfig: {} });
+    const emptySource = await insertSource(sql, DEFAULT_TENANT_ID, {
+      collectorId: emptyCollector,
+      name: 'matrix-empty',
+      endpoint: null,
+      config: {},
+      scheduleConfig: {},
+    });
     await sync('c1', [buildPod({ name: 'matrix-b1' })], tenantB, otherSource.id);
     const idOf = async (tenantId: string, name: string) =>
-      (await sql<{ ci_id: string }[]>`select ci_id from configuration_items where tenant_id = ${tenantId} and name = ${name}`)[0]!.ci_id;
+      (
+        await sql<
+          { ci_id: string }[]
+        >`select ci_id from configuration_items where tenant_id = ${tenantId} and name = ${name}`
+      )[0]!.ci_id;
     world = {
       app,
-      ids: { a1: await idOf(DEFAULT_TENANT_ID, 'matrix-a1'), a2: await idOf(DEFAULT_TENANT_ID, 'matrix-a2'), b1: await idOf(tenantB, 'matrix-b1') },
+      ids: {
+        a1: await idOf(DEFAULT_TENANT_ID, 'matrix-a1'),
+        a2: await idOf(DEFAULT_TENANT_ID, 'matrix-a2'),
+        b1: await idOf(tenantB, 'matrix-b1'),
+      },
       sources: { a: source.id, a2: emptySource!, b: otherSource.id },
       collectors: { a: source.collector_id, a2: emptyCollector, b: otherSource.collector_id },
       window: `start_date=${encodeURIComponent(started.toISOString())}&end_date=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`,
@@ -388,54 +455,141 @@ describe('one scope matrix for every route that returns inventory data', functio
       expect(reply.status, `${method} ${path}: ${reply.text}`).to.be.oneOf([200, 201]);
       return reply.body;
     };
-    const scopeBody = (scopes: typeof c1 | typeof all) => ({ scopes: scopes.map((s) => ({ source_id: s.sourceId, scope_id: s.scopeId })) });
+    const scopeBody = (scopes: typeof c1 | typeof all) => ({
+      scopes: scopes.map((s) => ({ source_id: s.sourceId, scope_id: s.scopeId })),
+    });
     const expires = new Date(Date.now() + 86_400_000).toISOString();
-    const userWith = async (name: string, permissions: Permission[], scopes: typeof c1 | typeof all, token: Record<string, unknown> = {}) => {
+    const userWith = async (
+      name: string,
+      permissions: Permission[],
+      scopes: typeof c1 | typeof all,
+      token: Record<string, unknown> = {},
+    ) => {
       const user = await request('POST', '/api/v1/users', { name, email: `${name}@example.com` });
       await request('PUT', `/api/v1/users/${user.id}/permissions`, { permissions });
       await request('PUT', `/api/v1/users/${user.id}/scopes`, scopeBody(scopes));
-      const minted = await request('POST', `/api/v1/users/${user.id}/tokens`, { name: 'matrix', expires_at: expires, ...token });
+      const minted = await request('POST', `/api/v1/users/${user.id}/tokens`, {
+        name: 'matrix',
+        expires_at: expires,
+        ...token,
+      });
       return { id: user.id as string, token: minted.token as string };
     };
 
     const every = 'all' as const;
     principals.push({ name: 'adm key', key: admin, sees: ['a1', 'a2'], sources: ['a', 'a2'], permissions: every });
-    principals.push({ name: 'ro key', key: await createKey(sql, 'ro', { name: 'ro key' }), sees: ['a1', 'a2'], sources: ['a', 'a2'], permissions: new Set<Permission>([...reads, 'sources:read', 'collectors:read', 'audit:read']) });
-    principals.push({ name: 'ro key, scope c1', key: await createKey(sql, 'ro', { name: 'ro key, scope c1', scopes: c1 }), sees: ['a1'], sources: ['a'], permissions: new Set<Permission>([...reads, 'sources:read', 'collectors:read', 'audit:read']) });
-    principals.push({ name: 'svc key, all scopes', key: await createKey(sql, 'svc', { permissions: reads, scopes: all }), sees: ['a1', 'a2'], sources: ['a', 'a2'], permissions: new Set(reads) });
-    principals.push({ name: 'svc key, scope c1', key: await createKey(sql, 'svc', { permissions: reads, scopes: c1 }), sees: ['a1'], sources: ['a'], permissions: new Set(reads) });
-    principals.push({ name: 'svc key, no scopes', key: await createKey(sql, 'svc', { permissions: reads, scopes: [] }), sees: [], sources: [], permissions: new Set(reads) });
+    principals.push({
+      name: 'ro key',
+      key: await createKey(sql, 'ro', { name: 'ro key' }),
+      sees: ['a1', 'a2'],
+      sources: ['a', 'a2'],
+      permissions: new Set<Permission>([...reads, 'sources:read', 'collectors:read', 'audit:read']),
+    });
+    principals.push({
+      name: 'ro key, scope c1',
+      key: await createKey(sql, 'ro', { name: 'ro key, scope c1', scopes: c1 }),
+      sees: ['a1'],
+      sources: ['a'],
+      permissions: new Set<Permission>([...reads, 'sources:read', 'collectors:read', 'audit:read']),
+    });
+    principals.push({
+      name: 'svc key, all scopes',
+      key: await createKey(sql, 'svc', { permissions: reads, scopes: all }),
+      sees: ['a1', 'a2'],
+      sources: ['a', 'a2'],
+      permissions: new Set(reads),
+    });
+    principals.push({
+      name: 'svc key, scope c1',
+      key: await createKey(sql, 'svc', { permissions: reads, scopes: c1 }),
+      sees: ['a1'],
+      sources: ['a'],
+      permissions: new Set(reads),
+    });
+    principals.push({
+      name: 'svc key, no scopes',
+      key: await createKey(sql, 'svc', { permissions: reads, scopes: [] }),
+      sees: [],
+      sources: [],
+      permissions: new Set(reads),
+    });
     principals.push({
       name: 'svc key, CI reads only',
-      key: await createKey(sql, 'svc', { permissions: ['configuration_items:read'], scopes: all, name: 'svc key, CI reads only' }),
+      key: await createKey(sql, 'svc', {
+        permissions: ['configuration_items:read'],
+        scopes: all,
+        name: 'svc key, CI reads only',
+      }),
       sees: ['a1', 'a2'],
       sources: ['a', 'a2'],
       permissions: new Set<Permission>(['configuration_items:read']),
     });
     const direct = await userWith('direct', reads, c1);
-    principals.push({ name: 'usr token, direct grants', key: direct.token, sees: ['a1'], sources: ['a'], permissions: new Set(reads), actorId: direct.id });
+    principals.push({
+      name: 'usr token, direct grants',
+      key: direct.token,
+      sees: ['a1'],
+      sources: ['a'],
+      permissions: new Set(reads),
+      actorId: direct.id,
+    });
 
     const teamUser = await userWith('teamed', [], []);
     const team = await request('POST', '/api/v1/teams', { name: 'matrix-team' });
     await request('PUT', `/api/v1/teams/${team.id}/permissions`, { permissions: reads });
     await request('PUT', `/api/v1/teams/${team.id}/scopes`, scopeBody(c1));
     await request('PUT', `/api/v1/teams/${team.id}/members/${teamUser.id}`, {});
-    principals.push({ name: 'usr token, team grants', key: teamUser.token, sees: ['a1'], sources: ['a'], permissions: new Set(reads), actorId: teamUser.id });
+    principals.push({
+      name: 'usr token, team grants',
+      key: teamUser.token,
+      sees: ['a1'],
+      sources: ['a'],
+      permissions: new Set(reads),
+      actorId: teamUser.id,
+    });
 
     const narrowPermissions: Permission[] = ['configuration_items:read', 'changes:read'];
-    const narrowed = await userWith('narrowed', reads, all, { permissions: narrowPermissions, scopes: scopeBody(c1).scopes });
-    principals.push({ name: 'usr token, narrowed', key: narrowed.token, sees: ['a1'], sources: ['a'], permissions: new Set(narrowPermissions), actorId: narrowed.id });
+    const narrowed = await userWith('narrowed', reads, all, {
+      permissions: narrowPermissions,
+      scopes: scopeBody(c1).scopes,
+    });
+    principals.push({
+      name: 'usr token, narrowed',
+      key: narrowed.token,
+      sees: ['a1'],
+      sources: ['a'],
+      permissions: new Set(narrowPermissions),
+      actorId: narrowed.id,
+    });
 
     const gone = await userWith('deactivated', reads, all);
     await request('POST', `/api/v1/users/${gone.id}/deactivate`, {});
-    principals.push({ name: 'usr token, deactivated user', key: gone.token, sees: undefined, sources: [], permissions: new Set(reads) });
+    principals.push({
+      name: 'usr token, deactivated user',
+      key: gone.token,
+      sees: undefined,
+      sources: [],
+      permissions: new Set(reads),
+    });
 
     const boss = await userWith('superadmin', [], []);
     await setSuperadmin(sql, DEFAULT_TENANT_ID, boss.id, true);
-    principals.push({ name: 'usr token, superadmin', key: boss.token, sees: ['a1', 'a2'], sources: ['a', 'a2'], permissions: every });
+    principals.push({
+      name: 'usr token, superadmin',
+      key: boss.token,
+      sees: ['a1', 'a2'],
+      sources: ['a', 'a2'],
+      permissions: every,
+    });
 
     const other = await issueApiKey(sql, TEST_SECRET, { tenantId: tenantB, name: 'other tenant admin', tier: 'adm' });
-    principals.push({ name: 'adm key of another tenant', key: other.key, sees: ['b1'], sources: ['b'], permissions: every });
+    principals.push({
+      name: 'adm key of another tenant',
+      key: other.key,
+      sees: ['b1'],
+      sources: ['b'],
+      permissions: every,
+    });
   });
 
   after(async () => {
@@ -455,7 +609,8 @@ describe('one scope matrix for every route that returns inventory data', functio
       const definition = apiRoutes.find((r) => routeName(r) === name)!;
       const access = definition.access as { resource: string; action: string };
       for (const who of principals) {
-        const allowed = who.permissions === 'all' || who.permissions.has(`${access.resource}:${access.action}` as Permission);
+        const allowed =
+          who.permissions === 'all' || who.permissions.has(`${access.resource}:${access.action}` as Permission);
         await route.check(world, who, allowed);
       }
     });

@@ -57,14 +57,22 @@ async function victim(world: World): Promise<{ externalId: string; ciId: string 
     mode: 'delta',
     records: [buildPod({ name: `victim-${world.counter}`, external_id: externalId, namespace: 'shop' })],
   });
-  const [row] = await world.app.sql<{ ci_id: string }[]>`select ci_id from configuration_items where external_id = ${externalId}`;
+  const [row] = await world.app.sql<
+    { ci_id: string }[]
+  >`select ci_id from configuration_items where external_id = ${externalId}`;
   return { externalId, ciId: row!.ci_id };
 }
 
 const rowOf = async (world: World, ciId: string) =>
-  JSON.stringify(await world.app.sql`select scope_id, name, status, raw_data, updated_at from configuration_items where ci_id = ${ciId}`);
+  JSON.stringify(
+    await world.app
+      .sql`select scope_id, name, status, raw_data, updated_at from configuration_items where ci_id = ${ciId}`,
+  );
 const sourceRow = async (world: World) =>
-  JSON.stringify(await world.app.sql`select s.name, s.status, s.config, s.health_status, (select md5(c::text) from source_credentials c where c.source_id = s.id) as credentials from sources s where s.id = ${world.sourceId}`);
+  JSON.stringify(
+    await world.app
+      .sql`select s.name, s.status, s.config, s.health_status, (select md5(c::text) from source_credentials c where c.source_id = s.id) as credentials from sources s where s.id = ${world.sourceId}`,
+  );
 
 /** 401/403 before anything else: the route's own permission. */
 const refusedWithout = (who: Writer, permission: Permission, otherwise: { status: number; changes: boolean }) =>
@@ -72,16 +80,34 @@ const refusedWithout = (who: Writer, permission: Permission, otherwise: { status
 
 const ingestInto = (shape: (externalId: string) => unknown): Attempt => ({
   expected: (who) =>
-    refusedWithout(who, 'configuration_items:write', !seesSource(who) ? { status: 404, changes: false } : holdsInstance(who, 'pb') ? { status: 200, changes: true } : { status: 403, changes: false }),
+    refusedWithout(
+      who,
+      'configuration_items:write',
+      !seesSource(who)
+        ? { status: 404, changes: false }
+        : holdsInstance(who, 'pb')
+          ? { status: 200, changes: true }
+          : { status: 403, changes: false },
+    ),
   async run(world, who) {
     const target = await victim(world);
     const before = await rowOf(world, target.ciId);
-    const reply = await world.app.request('POST', `/api/v1/sources/${world.sourceId}/ingest`, { key: who.key, body: shape(target.externalId) });
+    const reply = await world.app.request('POST', `/api/v1/sources/${world.sourceId}/ingest`, {
+      key: who.key,
+      body: shape(target.externalId),
+    });
     return { status: reply.status, changed: (await rowOf(world, target.ciId)) !== before, text: reply.text };
   },
 });
 
-const sourceWrite = (method: string, path: (world: World) => string, body: (n: number) => unknown, permission: Permission, wholeSource: 'source' | 'data', okStatus: number): Attempt => ({
+const sourceWrite = (
+  method: string,
+  path: (world: World) => string,
+  body: (n: number) => unknown,
+  permission: Permission,
+  wholeSource: 'source' | 'data',
+  okStatus: number,
+): Attempt => ({
   expected: (who) => {
     if (!may(who, permission)) return { status: 403, changes: false };
     if (!seesSource(who)) return { status: 404, changes: false };
@@ -104,9 +130,23 @@ const MATRIX: Record<string, Attempt> = {
     mode: 'delta',
     items: [buildPod({ name: 'stolen', external_id: externalId, namespace: 'shop' })],
   })),
-  'POST /api/v1/sources/{source_id}/ingest (deletion)': ingestInto((externalId) => ({ scope_id: 'pa', mode: 'delta', items: [], deletions: [externalId] })),
+  'POST /api/v1/sources/{source_id}/ingest (deletion)': ingestInto((externalId) => ({
+    scope_id: 'pa',
+    mode: 'delta',
+    items: [],
+    deletions: [externalId],
+  })),
   'POST /api/v1/sources/{source_id}/ingest (into pb itself)': {
-    expected: (who) => refusedWithout(who, 'configuration_items:write', !seesSource(who) ? { status: 404, changes: false } : holdsInstance(who, 'pb') ? { status: 200, changes: true } : { status: 403, changes: false }),
+    expected: (who) =>
+      refusedWithout(
+        who,
+        'configuration_items:write',
+        !seesSource(who)
+          ? { status: 404, changes: false }
+          : holdsInstance(who, 'pb')
+            ? { status: 200, changes: true }
+            : { status: 403, changes: false },
+      ),
     async run(world, who) {
       const target = await victim(world);
       const before = await rowOf(world, target.ciId);
@@ -118,7 +158,12 @@ const MATRIX: Record<string, Attempt> = {
     },
   },
   'DELETE /api/v1/configuration-items/{ci_id}': {
-    expected: (who) => (may(who, 'configuration_items:delete') ? (holdsInstance(who, 'pb') ? { status: 200, changes: true } : { status: 404, changes: false }) : { status: 403, changes: false }),
+    expected: (who) =>
+      may(who, 'configuration_items:delete')
+        ? holdsInstance(who, 'pb')
+          ? { status: 200, changes: true }
+          : { status: 404, changes: false }
+        : { status: 403, changes: false },
     async run(world, who) {
       const target = await victim(world);
       const before = await rowOf(world, target.ciId);
@@ -126,16 +171,47 @@ const MATRIX: Record<string, Attempt> = {
       return { status: reply.status, changed: (await rowOf(world, target.ciId)) !== before, text: reply.text };
     },
   },
-  'PUT /api/v1/sources/{source_id}/credentials': sourceWrite('PUT', (w) => `/api/v1/sources/${w.sourceId}/credentials`, (n) => ({ type: 'token', token: `matrix-token-${n}` }), 'credentials:write', 'source', 204),
-  'PUT /api/v1/sources/{source_id}/health': sourceWrite('PUT', (w) => `/api/v1/sources/${w.sourceId}/health`, (n) => ({ status: 'healthy', message: 'ok', timestamp: n }), 'sources:write', 'source', 200),
-  'PUT /api/v1/sources/{source_id}': sourceWrite('PUT', (w) => `/api/v1/sources/${w.sourceId}`, (n) => ({ name: `write-matrix-${n}` }), 'sources:write', 'data', 200),
+  'PUT /api/v1/sources/{source_id}/credentials': sourceWrite(
+    'PUT',
+    (w) => `/api/v1/sources/${w.sourceId}/credentials`,
+    (n) => ({ type: 'token', token: `matrix-token-${n}` }),
+    'credentials:write',
+    'source',
+    204,
+  ),
+  'PUT /api/v1/sources/{source_id}/health': sourceWrite(
+    'PUT',
+    (w) => `/api/v1/sources/${w.sourceId}/health`,
+    (n) => ({ status: 'healthy', message: 'ok', timestamp: n }),
+    'sources:write',
+    'source',
+    200,
+  ),
+  'PUT /api/v1/sources/{source_id}': sourceWrite(
+    'PUT',
+    (w) => `/api/v1/sources/${w.sourceId}`,
+    (n) => ({ name: `write-matrix-${n}` }),
+    'sources:write',
+    'data',
+    200,
+  ),
   'POST /api/v1/collectors/{collector_id}/trigger': {
     // the source's type does not collect: a principal allowed to trigger is told so (409), nothing is queued either way
-    expected: (who) => (!may(who, 'collectors:write') ? { status: 403, changes: false } : !seesSource(who) ? { status: 404, changes: false } : holdsSource(who) ? { status: 409, changes: false } : { status: 403, changes: false }),
+    expected: (who) =>
+      !may(who, 'collectors:write')
+        ? { status: 403, changes: false }
+        : !seesSource(who)
+          ? { status: 404, changes: false }
+          : holdsSource(who)
+            ? { status: 409, changes: false }
+            : { status: 403, changes: false },
     async run(world, who) {
-      const runs = async () => JSON.stringify(await world.app.sql`select count(*) from collection_runs where source_id = ${world.sourceId}`);
+      const runs = async () =>
+        JSON.stringify(await world.app.sql`select count(*) from collection_runs where source_id = ${world.sourceId}`);
       const before = await runs();
-      const reply = await world.app.request('POST', `/api/v1/collectors/${world.collectorId}/trigger`, { key: who.key });
+      const reply = await world.app.request('POST', `/api/v1/collectors/${world.collectorId}/trigger`, {
+        key: who.key,
+      });
       return { status: reply.status, changed: (await runs()) !== before, text: reply.text };
     },
   },
@@ -145,14 +221,16 @@ const EXEMPT: Record<string, string> = {
   'POST /api/v1/sources': 'creating a source needs all data (tested with the sources API)',
   'DELETE /api/v1/sources/{source_id}': 'deleting a source needs all data (tested with the sources API)',
   'POST /api/v1/collectors/{collector_id}/sources': 'adding a source needs all data (tested with the sources API)',
-  'DELETE /api/v1/sources/{source_id}/credentials': 'the rule of PUT credentials, one function (tested with the credentials)',
+  'DELETE /api/v1/sources/{source_id}/credentials':
+    'the rule of PUT credentials, one function (tested with the credentials)',
   'POST /api/v1/changes/refresh-stats': 'maintenance: folds the statistics queue, writes no inventory data',
   'POST /api/v1/subscriptions': 'an object of its owner (the owner matrix of the subscriptions)',
   'PUT /api/v1/subscriptions/{id}': 'an object of its owner (the owner matrix of the subscriptions)',
   'DELETE /api/v1/subscriptions/{id}': 'an object of its owner (the owner matrix of the subscriptions)',
   'POST /api/v1/subscriptions/{id}/rotate-secret': 'an object of its owner (the owner matrix of the subscriptions)',
   'POST /api/v1/subscriptions/{id}/test': 'an object of its owner (the owner matrix of the subscriptions)',
-  'POST /api/v1/subscriptions/{id}/deliveries/{delivery_id}/redeliver': 'an object of its owner (the owner matrix of the subscriptions)',
+  'POST /api/v1/subscriptions/{id}/deliveries/{delivery_id}/redeliver':
+    'an object of its owner (the owner matrix of the subscriptions)',
   'POST /api/v1/saved-views': 'an object of its owner (tested with the saved views)',
   'DELETE /api/v1/saved-views/{view_id}': 'an object of its owner (tested with the saved views)',
   'POST /api/v1/baselines': 'a named moment, no inventory data (tested with the time machine)',
@@ -201,7 +279,13 @@ describe('one write matrix for every route that writes: a principal writes only 
     await resetDatabase(sql);
     const app = await startTestApp();
     const source = await ensureSource(sql, DEFAULT_TENANT_ID, 'write-matrix', 'universal');
-    await reconcile(sql, { tenantId: DEFAULT_TENANT_ID, sourceId: source.id, scopeId: 'pa', mode: 'delta', records: [buildPod({ name: 'a-own', external_id: 'pod/a-own' })] });
+    await reconcile(sql, {
+      tenantId: DEFAULT_TENANT_ID,
+      sourceId: source.id,
+      scopeId: 'pa',
+      mode: 'delta',
+      records: [buildPod({ name: 'a-own', external_id: 'pod/a-own' })],
+    });
     world = { app, sourceId: source.id, collectorId: source.collector_id, counter: 0 };
 
     const admin = await createKey(sql, 'adm', { name: 'adm key' });
@@ -213,17 +297,55 @@ describe('one write matrix for every route that writes: a principal writes only 
     const pa = [{ sourceId: source.id, scopeId: 'pa' }];
     const scopeBody = { scopes: [{ source_id: source.id, scope_id: 'pa' }] };
     const expires = new Date(Date.now() + 86_400_000).toISOString();
-    const writes: Permission[] = ['configuration_items:write', 'configuration_items:delete', 'configuration_items:read', 'sources:write', 'sources:read', 'collectors:write', 'collectors:read', 'credentials:write'];
+    const writes: Permission[] = [
+      'configuration_items:write',
+      'configuration_items:delete',
+      'configuration_items:read',
+      'sources:write',
+      'sources:read',
+      'collectors:write',
+      'collectors:read',
+      'credentials:write',
+    ];
 
     writers.push({ name: 'adm key', key: admin, holds: 'all', allData: true, permissions: 'all' });
-    writers.push({ name: 'ro key', key: await createKey(sql, 'ro'), holds: 'all', allData: true, permissions: new Set<Permission>(['configuration_items:read', 'sources:read', 'collectors:read']) });
+    writers.push({
+      name: 'ro key',
+      key: await createKey(sql, 'ro'),
+      holds: 'all',
+      allData: true,
+      permissions: new Set<Permission>(['configuration_items:read', 'sources:read', 'collectors:read']),
+    });
     for (const permission of writes.filter((p) => !p.endsWith(':read'))) {
       const permissions = [permission, 'configuration_items:read', 'sources:read', 'collectors:read'] as Permission[];
-      writers.push({ name: `svc key, pa, ${permission}`, key: await createKey(sql, 'svc', { permissions, scopes: pa, name: `svc ${permission}` }), holds: ['pa'], permissions: new Set(permissions) });
+      writers.push({
+        name: `svc key, pa, ${permission}`,
+        key: await createKey(sql, 'svc', { permissions, scopes: pa, name: `svc ${permission}` }),
+        holds: ['pa'],
+        permissions: new Set(permissions),
+      });
     }
-    writers.push({ name: 'svc key, pa and pb', key: await createKey(sql, 'svc', { permissions: writes, scopes: [...pa, { sourceId: source.id, scopeId: 'pb' }] }), holds: ['pa', 'pb'], permissions: new Set(writes) });
-    writers.push({ name: 'svc key, whole source', key: await createKey(sql, 'svc', { permissions: writes, scopes: [{ sourceId: source.id, scopeId: null }] }), holds: 'all', permissions: new Set(writes) });
-    writers.push({ name: 'svc key, no scopes', key: await createKey(sql, 'svc', { permissions: writes, scopes: [] }), holds: [], permissions: new Set(writes) });
+    writers.push({
+      name: 'svc key, pa and pb',
+      key: await createKey(sql, 'svc', {
+        permissions: writes,
+        scopes: [...pa, { sourceId: source.id, scopeId: 'pb' }],
+      }),
+      holds: ['pa', 'pb'],
+      permissions: new Set(writes),
+    });
+    writers.push({
+      name: 'svc key, whole source',
+      key: await createKey(sql, 'svc', { permissions: writes, scopes: [{ sourceId: source.id, scopeId: null }] }),
+      holds: 'all',
+      permissions: new Set(writes),
+    });
+    writers.push({
+      name: 'svc key, no scopes',
+      key: await createKey(sql, 'svc', { permissions: writes, scopes: [] }),
+      holds: [],
+      permissions: new Set(writes),
+    });
 
     const user = await request('POST', '/api/v1/users', { name: 'writer', email: 'writer@example.com' });
     await request('PUT', `/api/v1/users/${user.id}/permissions`, { permissions: writes });
@@ -236,14 +358,28 @@ describe('one write matrix for every route that writes: a principal writes only 
     await request('PUT', `/api/v1/teams/${team.id}/permissions`, { permissions: writes });
     await request('PUT', `/api/v1/teams/${team.id}/scopes`, scopeBody);
     await request('PUT', `/api/v1/teams/${team.id}/members/${member.id}`, {});
-    const memberToken = await request('POST', `/api/v1/users/${member.id}/tokens`, { name: 'matrix', expires_at: expires });
-    writers.push({ name: 'usr token, team member', key: memberToken.token, holds: ['pa'], permissions: new Set(writes) });
+    const memberToken = await request('POST', `/api/v1/users/${member.id}/tokens`, {
+      name: 'matrix',
+      expires_at: expires,
+    });
+    writers.push({
+      name: 'usr token, team member',
+      key: memberToken.token,
+      holds: ['pa'],
+      permissions: new Set(writes),
+    });
 
     const boss = await request('POST', '/api/v1/users', { name: 'boss', email: 'boss@example.com' });
     // minted before the promotion: only a superadmin acts as one
     const bossToken = await request('POST', `/api/v1/users/${boss.id}/tokens`, { name: 'matrix', expires_at: expires });
     await setSuperadmin(sql, DEFAULT_TENANT_ID, boss.id, true);
-    writers.push({ name: 'usr token, superadmin', key: bossToken.token, holds: 'all', allData: true, permissions: 'all' });
+    writers.push({
+      name: 'usr token, superadmin',
+      key: bossToken.token,
+      holds: 'all',
+      allData: true,
+      permissions: 'all',
+    });
   });
 
   after(async () => {
@@ -253,8 +389,14 @@ describe('one write matrix for every route that writes: a principal writes only 
   it('covers every writing route: in the matrix, or exempt with the reason and the suite that covers it', () => {
     const names = apiRoutes.filter((route) => route.method !== 'GET').map(routeName);
     const covered = new Set([...Object.keys(MATRIX).map(baseName), ...Object.keys(EXEMPT)]);
-    expect(names.filter((name) => !covered.has(name)), 'add these routes to the write matrix (or to EXEMPT, with a reason)').to.deep.equal([]);
-    expect([...covered].filter((name) => !names.includes(name)), 'entries for routes that no longer exist').to.deep.equal([]);
+    expect(
+      names.filter((name) => !covered.has(name)),
+      'add these routes to the write matrix (or to EXEMPT, with a reason)',
+    ).to.deep.equal([]);
+    expect(
+      [...covered].filter((name) => !names.includes(name)),
+      'entries for routes that no longer exist',
+    ).to.deep.equal([]);
   });
 
   for (const [name, attempt] of Object.entries(MATRIX)) {
@@ -263,7 +405,10 @@ describe('one write matrix for every route that writes: a principal writes only 
         const expected = attempt.expected(who);
         const outcome = await attempt.run(world, who);
         expect(outcome.status, `${who.name}: ${outcome.text}`).to.equal(expected.status);
-        expect(outcome.changed, `${who.name}: the target ${expected.changes ? 'should have' : 'should not have'} changed`).to.equal(expected.changes);
+        expect(
+          outcome.changed,
+          `${who.name}: the target ${expected.changes ? 'should have' : 'should not have'} changed`,
+        ).to.equal(expected.changes);
       }
     });
   }

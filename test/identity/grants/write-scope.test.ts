@@ -11,7 +11,12 @@ import { buildPod, buildSource, ingest } from '../../support/factories.js';
  * Every check reads the database after the request, not only the status.
  */
 
-const WRITE: Permission[] = ['configuration_items:write', 'configuration_items:read', 'changes:read', 'relationships:read'];
+const WRITE: Permission[] = [
+  'configuration_items:write',
+  'configuration_items:read',
+  'changes:read',
+  'relationships:read',
+];
 
 interface StoredCi {
   external_id: string;
@@ -33,20 +38,35 @@ describe('write scopes: a scoped writer writes only inside its instances', () =>
       select external_id, scope_id, name, status from configuration_items where source_id = ${sourceId} order by external_id`;
     return new Map(rows.map((row) => [row.external_id, { ...row }]));
   };
-  const changeCount = async () => Number((await app.current.sql<{ n: string }[]>`select count(*) as n from change_records`)[0]!.n);
-  const push = (body: unknown, key = writerA) => app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, { key, body });
-  const pod = (name: string, extra: Partial<UniversalRecord> = {}) => buildPod({ name, namespace: 'shop', external_id: `pod/${name}`, ...extra });
+  const changeCount = async () =>
+    Number((await app.current.sql<{ n: string }[]>`select count(*) as n from change_records`)[0]!.n);
+  const push = (body: unknown, key = writerA) =>
+    app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, { key, body });
+  const pod = (name: string, extra: Partial<UniversalRecord> = {}) =>
+    buildPod({ name, namespace: 'shop', external_id: `pod/${name}`, ...extra });
 
   beforeEach(async () => {
     const { sql } = app.current;
     sourceId = await buildSource(sql, 'estate', 'universal');
     await ingest(sql, [pod('a-own')], { source: 'estate', scopeId: 'pa' });
-    await ingest(sql, [pod('b-victim'), pod('b-victim2'), pod('b-moved'), buildPod({ name: 'b-node', external_id: 'node/b-node', ci_type: 'k8s.node', namespace: null })], {
-      source: 'estate',
-      scopeId: 'pb',
-    });
+    await ingest(
+      sql,
+      [
+        pod('b-victim'),
+        pod('b-victim2'),
+        pod('b-moved'),
+        buildPod({ name: 'b-node', external_id: 'node/b-node', ci_type: 'k8s.node', namespace: null }),
+      ],
+      {
+        source: 'estate',
+        scopeId: 'pb',
+      },
+    );
     writerA = await createKey(sql, 'svc', { permissions: WRITE, scopes: [{ sourceId, scopeId: 'pa' }] });
-    readerA = await createKey(sql, 'svc', { permissions: ['configuration_items:read', 'changes:read'], scopes: [{ sourceId, scopeId: 'pa' }] });
+    readerA = await createKey(sql, 'svc', {
+      permissions: ['configuration_items:read', 'changes:read'],
+      scopes: [{ sourceId, scopeId: 'pa' }],
+    });
     readerBoth = await createKey(sql, 'svc', {
       permissions: ['configuration_items:read', 'changes:read'],
       scopes: [
@@ -57,7 +77,7 @@ describe('write scopes: a scoped writer writes only inside its instances', () =>
     admin = await createKey(sql, 'adm');
   });
 
-  it('refuses a deletion of another instance\'s CI with a 403 naming it, audited, and archives nothing', async () => {
+  it("refuses a deletion of another instance's CI with a 403 naming it, audited, and archives nothing", async () => {
     const before = await stored();
     const changes = await changeCount();
     const reply = await push({ scope_id: 'pa', mode: 'delta', items: [], deletions: ['pod/b-victim'] });
@@ -67,11 +87,13 @@ describe('write scopes: a scoped writer writes only inside its instances', () =>
     expect(await stored()).to.deep.equal(before);
     expect(await changeCount()).to.equal(changes);
     await app.current.context.audit.flush();
-    const [denied] = await app.current.sql<{ n: string }[]>`select count(*) as n from audit_events where event_type = 'permission.denied'`;
+    const [denied] = await app.current.sql<
+      { n: string }[]
+    >`select count(*) as n from audit_events where event_type = 'permission.denied'`;
     expect(Number(denied!.n)).to.be.greaterThan(0);
   });
 
-  it('refuses to take over another instance\'s CI by its external id, and writes nothing of the batch', async () => {
+  it("refuses to take over another instance's CI by its external id, and writes nothing of the batch", async () => {
     const before = await stored();
     const changes = await changeCount();
     const reply = await push({ scope_id: 'pa', items: [pod('a-new'), pod('b-victim2', { name: 'stolen' })] });
@@ -85,7 +107,9 @@ describe('write scopes: a scoped writer writes only inside its instances', () =>
 
   it('refuses the NDJSON form in the same way', async () => {
     const before = await stored();
-    const lines = [{ mode: 'delta', scope_id: 'pa' }, pod('b-victim', { name: 'stolen' })].map((line) => JSON.stringify(line)).join('\n');
+    const lines = [{ mode: 'delta', scope_id: 'pa' }, pod('b-victim', { name: 'stolen' })]
+      .map((line) => JSON.stringify(line))
+      .join('\n');
     const reply = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest?mode=delta&scope_id=pa`, {
       key: writerA,
       rawBody: lines.split('\n').slice(1).join('\n') + '\n',
@@ -96,10 +120,20 @@ describe('write scopes: a scoped writer writes only inside its instances', () =>
   });
 
   it('writes, updates and deletes inside its own instance as before', async () => {
-    const created = await push({ scope_id: 'pa', items: [pod('a-own', { name: 'a-own' }), pod('a-second')], mode: 'delta', deletions: [] });
+    const created = await push({
+      scope_id: 'pa',
+      items: [pod('a-own', { name: 'a-own' }), pod('a-second')],
+      mode: 'delta',
+      deletions: [],
+    });
     expect(created.status).to.equal(200);
     expect(created.body.created).to.equal(1);
-    const deleted = await push({ scope_id: 'pa', mode: 'delta', items: [], deletions: ['pod/a-second', 'pod/never-seen'] });
+    const deleted = await push({
+      scope_id: 'pa',
+      mode: 'delta',
+      items: [],
+      deletions: ['pod/a-second', 'pod/never-seen'],
+    });
     expect(deleted.status).to.equal(200);
     expect(deleted.body.archived).to.equal(1);
     const after = await stored();
@@ -111,32 +145,67 @@ describe('write scopes: a scoped writer writes only inside its instances', () =>
     const reply = await push({
       scope_id: 'pa',
       mode: 'delta',
-      items: [pod('a-own', { relationships: [{ type: 'runs_on', target_external_id: 'node/b-node' }, { type: 'runs_on', target_external_id: 'node/missing' }] })],
+      items: [
+        pod('a-own', {
+          relationships: [
+            { type: 'runs_on', target_external_id: 'node/b-node' },
+            { type: 'runs_on', target_external_id: 'node/missing' },
+          ],
+        }),
+      ],
     });
     expect(reply.status).to.equal(200);
     expect(reply.body.relationships).to.deep.include({ written: 0, unresolved: 2 });
     const edges = await app.current.sql`select 1 from relationships where source_id = ${sourceId}`;
     expect(edges).to.have.length(0);
     // the missing target arrives in another instance: the reference still does not resolve into it
-    await ingest(app.current.sql, [buildPod({ name: 'missing', external_id: 'node/missing', ci_type: 'k8s.node', namespace: null })], { source: 'estate', scopeId: 'pb', mode: 'delta' });
+    await ingest(
+      app.current.sql,
+      [buildPod({ name: 'missing', external_id: 'node/missing', ci_type: 'k8s.node', namespace: null })],
+      { source: 'estate', scopeId: 'pb', mode: 'delta' },
+    );
     expect(await app.current.sql`select 1 from relationships where source_id = ${sourceId}`).to.have.length(0);
     // an administrator's reference resolves wherever the target is
-    const byAdmin = await push({ scope_id: 'pa', mode: 'delta', items: [pod('a-admin', { relationships: [{ type: 'runs_on', target_external_id: 'node/b-node' }] })] }, admin);
+    const byAdmin = await push(
+      {
+        scope_id: 'pa',
+        mode: 'delta',
+        items: [pod('a-admin', { relationships: [{ type: 'runs_on', target_external_id: 'node/b-node' }] })],
+      },
+      admin,
+    );
     expect(byAdmin.body.relationships).to.deep.include({ written: 1, unresolved: 0 });
   });
 
-  it('resolves a pending reference of a scoped writer when its target arrives inside the writer\'s instances', async () => {
-    await push({ scope_id: 'pa', mode: 'delta', items: [pod('a-own', { relationships: [{ type: 'runs_on', target_external_id: 'node/later' }] })] });
-    const arrived = await push({ scope_id: 'pa', mode: 'delta', items: [buildPod({ name: 'later', external_id: 'node/later', ci_type: 'k8s.node', namespace: null })] });
+  it("resolves a pending reference of a scoped writer when its target arrives inside the writer's instances", async () => {
+    await push({
+      scope_id: 'pa',
+      mode: 'delta',
+      items: [pod('a-own', { relationships: [{ type: 'runs_on', target_external_id: 'node/later' }] })],
+    });
+    const arrived = await push({
+      scope_id: 'pa',
+      mode: 'delta',
+      items: [buildPod({ name: 'later', external_id: 'node/later', ci_type: 'k8s.node', namespace: null })],
+    });
     expect(arrived.status).to.equal(200);
-    const edges = await app.current.sql<{ to_scope_id: string }[]>`select to_scope_id from relationships where source_id = ${sourceId}`;
+    const edges = await app.current.sql<
+      { to_scope_id: string }[]
+    >`select to_scope_id from relationships where source_id = ${sourceId}`;
     expect(edges.map((edge) => edge.to_scope_id)).to.deep.equal(['pa']);
   });
 
   it('shows the record of a move only to readers of both instances, on every history route', async () => {
-    const moved = await push({ scope_id: 'pa', mode: 'delta', items: [pod('b-moved', { name: 'b-moved-renamed' })] }, admin);
+    const moved = await push(
+      { scope_id: 'pa', mode: 'delta', items: [pod('b-moved', { name: 'b-moved-renamed' })] },
+      admin,
+    );
     expect(moved.status).to.equal(200);
-    const ciId = (await app.current.sql<{ ci_id: string }[]>`select ci_id from configuration_items where external_id = 'pod/b-moved'`)[0]!.ci_id;
+    const ciId = (
+      await app.current.sql<
+        { ci_id: string }[]
+      >`select ci_id from configuration_items where external_id = 'pod/b-moved'`
+    )[0]!.ci_id;
     const [record] = await app.current.sql<{ moved_from_scope_id: string; scope_id: string }[]>`
       select moved_from_scope_id, scope_id from change_records where ci_id = ${ciId} and change_type = 'UPDATED'`;
     expect(record).to.deep.equal({ moved_from_scope_id: 'pb', scope_id: 'pa' });
@@ -152,9 +221,15 @@ describe('write scopes: a scoped writer writes only inside its instances', () =>
       const both = await app.current.get(path, readerBoth);
       expect(both.status, `${path} both`).to.equal(200);
       expect(both.text, `${path} both`).to.include('b-moved-renamed');
-      expect(onlyA.status === 404 || !onlyA.text.includes('b-moved'), `${path} shows pb's values to a reader of pa only`).to.equal(true);
+      expect(
+        onlyA.status === 404 || !onlyA.text.includes('b-moved'),
+        `${path} shows pb's values to a reader of pa only`,
+      ).to.equal(true);
     }
-    const csv = await app.current.request('GET', `/api/v1/changes?filter=ci_id:eq:${ciId}`, { key: readerA, headers: { accept: 'text/csv' } });
+    const csv = await app.current.request('GET', `/api/v1/changes?filter=ci_id:eq:${ciId}`, {
+      key: readerA,
+      headers: { accept: 'text/csv' },
+    });
     expect(csv.text).to.not.include('b-moved');
     // the counts agree with what each reader can list: the statistics' default window (the
     // pre-aggregate), an explicit window, and the list's totals
@@ -166,7 +241,9 @@ describe('write scopes: a scoped writer writes only inside its instances', () =>
       [readerBoth, 1],
     ] as const) {
       const listed = await app.current.get(`/api/v1/changes?limit=1000&${window}`, reader);
-      const updates = listed.body.items.filter((item: { change_type: string }) => item.change_type === 'UPDATED').length;
+      const updates = listed.body.items.filter(
+        (item: { change_type: string }) => item.change_type === 'UPDATED',
+      ).length;
       expect(updates).to.equal(movesSeen);
       expect(listed.body.total).to.equal(listed.body.items.length);
       for (const path of ['/api/v1/changes/stats', `/api/v1/changes/stats?${window}`]) {
@@ -183,25 +260,48 @@ describe('write scopes: a scoped writer writes only inside its instances', () =>
 
   it('keeps a collection of the whole source and credentials to principals that hold every instance', async () => {
     const scopedAdmin = await createKey(app.current.sql, 'svc', {
-      permissions: ['credentials:write', 'credentials:read', 'collectors:write', 'collectors:read', 'sources:read', 'sources:write'],
+      permissions: [
+        'credentials:write',
+        'credentials:read',
+        'collectors:write',
+        'collectors:read',
+        'sources:read',
+        'sources:write',
+      ],
       scopes: [{ sourceId, scopeId: 'pa' }],
     });
-    const credentials = await app.current.request('PUT', `/api/v1/sources/${sourceId}/credentials`, { key: scopedAdmin, body: { type: 'token', token: 'secret-token-1' } });
+    const credentials = await app.current.request('PUT', `/api/v1/sources/${sourceId}/credentials`, {
+      key: scopedAdmin,
+      body: { type: 'token', token: 'secret-token-1' },
+    });
     expect(credentials.status).to.equal(403);
-    const [held] = await app.current.sql<{ n: string }[]>`select count(*) as n from source_credentials where source_id = ${sourceId}`;
+    const [held] = await app.current.sql<
+      { n: string }[]
+    >`select count(*) as n from source_credentials where source_id = ${sourceId}`;
     expect(Number(held!.n)).to.equal(0);
-    const [collector] = await app.current.sql<{ collector_id: string }[]>`select collector_id::text from sources where id = ${sourceId}`;
-    const trigger = await app.current.request('POST', `/api/v1/collectors/${collector!.collector_id}/trigger`, { key: scopedAdmin, body: {} });
+    const [collector] = await app.current.sql<
+      { collector_id: string }[]
+    >`select collector_id::text from sources where id = ${sourceId}`;
+    const trigger = await app.current.request('POST', `/api/v1/collectors/${collector!.collector_id}/trigger`, {
+      key: scopedAdmin,
+      body: {},
+    });
     // the universal type does not collect (409) for a principal allowed to try; a scoped one is refused first
     expect(trigger.status).to.equal(403);
   });
 
-  it('never changes a row outside a randomly scoped writer\'s instances, whatever it pushes (property)', async () => {
+  it("never changes a row outside a randomly scoped writer's instances, whatever it pushes (property)", async () => {
     const instances = ['pa', 'pb', 'pc'];
     const ids = ['pod/x1', 'pod/x2', 'pod/x3', 'pod/b-victim', 'pod/a-own', 'node/b-node'];
     const keys = new Map<string, string>();
     for (const held of [['pa'], ['pb'], ['pa', 'pc']]) {
-      keys.set(held.join('+'), await createKey(app.current.sql, 'svc', { permissions: WRITE, scopes: held.map((scopeId) => ({ sourceId, scopeId })) }));
+      keys.set(
+        held.join('+'),
+        await createKey(app.current.sql, 'svc', {
+          permissions: WRITE,
+          scopes: held.map((scopeId) => ({ sourceId, scopeId })),
+        }),
+      );
     }
     // an administrator moves CIs between all three, which the readers' check below needs
     keys.set(instances.join('+'), admin);
@@ -232,10 +332,20 @@ describe('write scopes: a scoped writer writes only inside its instances', () =>
           const held = holder.split('+');
           const before = await snapshotOutside(held);
           const records = items.map(({ id, name, target }) =>
-            buildPod({ external_id: id, name, namespace: 'shop', ...(target ? { relationships: [{ type: 'depends_on', target_external_id: target }] } : {}) }),
+            buildPod({
+              external_id: id,
+              name,
+              namespace: 'shop',
+              ...(target ? { relationships: [{ type: 'depends_on', target_external_id: target }] } : {}),
+            }),
           );
           const itemIds = new Set(records.map((record) => record.external_id));
-          const body = { scope_id: scopeId, mode, items: records, ...(mode === 'delta' ? { deletions: deletions.filter((id) => !itemIds.has(id)) } : {}) };
+          const body = {
+            scope_id: scopeId,
+            mode,
+            items: records,
+            ...(mode === 'delta' ? { deletions: deletions.filter((id) => !itemIds.has(id)) } : {}),
+          };
           const reply = await push(body, keys.get(holder)!);
           expect([200, 403], reply.text).to.include(reply.status);
           if (!held.includes(scopeId)) expect(reply.status).to.equal(403);
@@ -245,7 +355,9 @@ describe('write scopes: a scoped writer writes only inside its instances', () =>
       { numRuns: 40, seed: 20261201 },
     );
     // and every record a reader of pa can fetch holds values from pa only
-    const [moves] = await app.current.sql<{ n: string }[]>`select count(*) as n from change_records where moved_from_scope_id is not null`;
+    const [moves] = await app.current.sql<
+      { n: string }[]
+    >`select count(*) as n from change_records where moved_from_scope_id is not null`;
     expect(Number(moves!.n), 'the pushes moved CIs between instances').to.be.greaterThan(0);
     for (const [reader, sees] of [
       [readerA, ['pa']],

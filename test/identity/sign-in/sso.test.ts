@@ -13,7 +13,13 @@ describe('single sign-on against a real OpenID provider (oidc-provider, in proce
   let app: TestApp;
   let provider: RunningProvider;
   let admin: string;
-  const alice: ProviderAccount = { sub: 'alice-sub', name: 'Alice Liddell', email: 'alice@example.com', email_verified: true, groups: [] };
+  const alice: ProviderAccount = {
+    sub: 'alice-sub',
+    name: 'Alice Liddell',
+    email: 'alice@example.com',
+    email_verified: true,
+    groups: [],
+  };
 
   before(async () => {
     const { sql } = await testDatabase();
@@ -46,7 +52,10 @@ describe('single sign-on against a real OpenID provider (oidc-provider, in proce
   });
 
   /** Signs in through the provider as `account`; returns the browser and where it landed. */
-  async function signIn(account: ProviderAccount, returnTo?: string): Promise<{ browser: Browser; landed: string; status: number }> {
+  async function signIn(
+    account: ProviderAccount,
+    returnTo?: string,
+  ): Promise<{ browser: Browser; landed: string; status: number }> {
     provider.signInAs(account);
     const browser = new Browser();
     const start = `${app.baseUrl}/auth/login${returnTo === undefined ? '' : `?return_to=${encodeURIComponent(returnTo)}`}`;
@@ -107,12 +116,17 @@ describe('single sign-on against a real OpenID provider (oidc-provider, in proce
     app.clock.now = new Date(app.clock.now.getTime() + 25 * HOUR);
     const redirected = await api(other, `${LIST}?limit=5`, { headers: { accept: 'text/html' } });
     expect(redirected.status).to.equal(302);
-    expect(redirected.headers.get('location')).to.equal(`/auth/login?return_to=${encodeURIComponent(`${LIST}?limit=5`)}`);
+    expect(redirected.headers.get('location')).to.equal(
+      `/auth/login?return_to=${encodeURIComponent(`${LIST}?limit=5`)}`,
+    );
   });
 
   it('signs out at once; cross-site sign-out and unsafe requests are refused', async () => {
     const { browser } = await signIn(alice);
-    const crossSite = await api(browser, '/auth/logout', { method: 'POST', headers: { origin: 'https://evil.example.com' } });
+    const crossSite = await api(browser, '/auth/logout', {
+      method: 'POST',
+      headers: { origin: 'https://evil.example.com' },
+    });
     expect(crossSite.status).to.equal(403);
     const token = await api(browser, '/api/v1/tokens', {
       method: 'POST',
@@ -129,7 +143,10 @@ describe('single sign-on against a real OpenID provider (oidc-provider, in proce
 
     // a browser form post is sent on to the provider's logout, which returns it to the sign-in page
     const { browser: formUser } = await signIn(alice);
-    const formOut = await api(formUser, '/auth/logout', { method: 'POST', headers: { origin: app.baseUrl, accept: 'text/html' } });
+    const formOut = await api(formUser, '/auth/logout', {
+      method: 'POST',
+      headers: { origin: app.baseUrl, accept: 'text/html' },
+    });
     expect(formOut.status).to.equal(303);
     const providerLogout = new URL(formOut.headers.get('location')!);
     expect(providerLogout.origin).to.equal(provider.issuer);
@@ -168,11 +185,13 @@ describe('single sign-on against a real OpenID provider (oidc-provider, in proce
     expect(nonceBrowser.cookie(app.baseUrl, 'cinv_session')).to.equal(undefined);
 
     await app.context.audit.flush();
-    const failures = await app.sql<{ n: number }[]>`select count(*)::int as n from audit_events where event_type = 'auth.failed' and details->>'reason' = 'sso_failed'`;
+    const failures = await app.sql<
+      { n: number }[]
+    >`select count(*)::int as n from audit_events where event_type = 'auth.failed' and details->>'reason' = 'sso_failed'`;
     expect(failures[0]!.n).to.equal(3);
   });
 
-  it('refuses a deactivated user\'s session and tokens on the next request', async () => {
+  it("refuses a deactivated user's session and tokens on the next request", async () => {
     const bob: ProviderAccount = { sub: 'bob-sub', name: 'Bob', email: 'bob@example.com', groups: [] };
     const { browser } = await signIn(bob);
     const minted = await api(browser, '/api/v1/tokens', {
@@ -195,9 +214,20 @@ describe('single sign-on against a real OpenID provider (oidc-provider, in proce
 
   it('maps the groups claim to teams of the same name, adding and removing memberships at each sign-in', async () => {
     const team = await app.request('POST', '/api/v1/teams', { key: admin, body: { name: 'platform' } });
-    await app.request('PUT', `/api/v1/teams/${team.body.id}/permissions`, { key: admin, body: { permissions: ['configuration_items:read'] } });
-    await app.request('PUT', `/api/v1/teams/${team.body.id}/scopes`, { key: admin, body: { scopes: [{ source_id: null, scope_id: null }] } });
-    const carol: ProviderAccount = { sub: 'carol-sub', name: 'Carol', email: 'carol@example.com', groups: ['platform', 'unknown-group'] };
+    await app.request('PUT', `/api/v1/teams/${team.body.id}/permissions`, {
+      key: admin,
+      body: { permissions: ['configuration_items:read'] },
+    });
+    await app.request('PUT', `/api/v1/teams/${team.body.id}/scopes`, {
+      key: admin,
+      body: { scopes: [{ source_id: null, scope_id: null }] },
+    });
+    const carol: ProviderAccount = {
+      sub: 'carol-sub',
+      name: 'Carol',
+      email: 'carol@example.com',
+      groups: ['platform', 'unknown-group'],
+    };
 
     const member = await signIn(carol);
     const list = await api(member.browser, LIST);

@@ -20,13 +20,18 @@ describe('users, teams and user tokens', () => {
   async function tokenUser(name = 'deploy bot', email: string | null = 'bot@example.com') {
     const created = await post('/api/v1/users', { name, email });
     expect(created.status).to.equal(201);
-    const minted = await post(`/api/v1/users/${created.body.id}/tokens`, { name: 'ci', expires_at: inDays(app.current, 30) });
+    const minted = await post(`/api/v1/users/${created.body.id}/tokens`, {
+      name: 'ci',
+      expires_at: inDays(app.current, 30),
+    });
     expect(minted.status, JSON.stringify(minted.body)).to.equal(201);
     return { userId: created.body.id as string, token: minted.body.token as string, tokenId: minted.body.id as string };
   }
 
   it('a new user holds nothing until a team gives it rights, and loses them with the membership on the next request', async () => {
-    const { sourceId } = await ingest(app.current.sql, [buildPod({ name: 'a', namespace: 'team-a' })], { scopeId: 'cluster-1' });
+    const { sourceId } = await ingest(app.current.sql, [buildPod({ name: 'a', namespace: 'team-a' })], {
+      scopeId: 'cluster-1',
+    });
     await ingest(app.current.sql, [buildPod({ name: 'b', namespace: 'team-b' })], { scopeId: 'cluster-2' });
     const { userId, token } = await tokenUser();
     expect(token).to.match(/^cinv_usr_/);
@@ -38,8 +43,13 @@ describe('users, teams and user tokens', () => {
 
     const team = await post('/api/v1/teams', { name: 'platform' });
     expect(team.status).to.equal(201);
-    expect((await put(`/api/v1/teams/${team.body.id}/permissions`, { permissions: ['configuration_items:read'] })).status).to.equal(200);
-    expect((await put(`/api/v1/teams/${team.body.id}/scopes`, { scopes: [{ source_id: sourceId, scope_id: 'cluster-1' }] })).status).to.equal(200);
+    expect(
+      (await put(`/api/v1/teams/${team.body.id}/permissions`, { permissions: ['configuration_items:read'] })).status,
+    ).to.equal(200);
+    expect(
+      (await put(`/api/v1/teams/${team.body.id}/scopes`, { scopes: [{ source_id: sourceId, scope_id: 'cluster-1' }] }))
+        .status,
+    ).to.equal(200);
     expect((await put(`/api/v1/teams/${team.body.id}/members/${userId}`, {})).status).to.equal(200);
 
     const seen = await app.current.get(LIST, token);
@@ -47,7 +57,10 @@ describe('users, teams and user tokens', () => {
     expect(seen.body.items.map((ci: { namespace: string }) => ci.namespace)).to.deep.equal(['team-a']);
 
     const detail = await app.current.get(`/api/v1/users/${userId}`, admin);
-    expect(detail.body.effective).to.deep.equal({ permissions: ['configuration_items:read'], scopes: [{ source_id: sourceId, scope_id: 'cluster-1' }] });
+    expect(detail.body.effective).to.deep.equal({
+      permissions: ['configuration_items:read'],
+      scopes: [{ source_id: sourceId, scope_id: 'cluster-1' }],
+    });
     expect(detail.body.teams).to.deep.equal([{ id: team.body.id, name: 'platform' }]);
 
     expect((await del(`/api/v1/teams/${team.body.id}/members/${userId}`)).status).to.equal(200);
@@ -55,13 +68,19 @@ describe('users, teams and user tokens', () => {
   });
 
   it('a narrowed token holds what it names and its user still has', async () => {
-    const { sourceId } = await ingest(app.current.sql, [buildPod({ name: 'a', namespace: 'team-a' })], { scopeId: 'cluster-1' });
+    const { sourceId } = await ingest(app.current.sql, [buildPod({ name: 'a', namespace: 'team-a' })], {
+      scopeId: 'cluster-1',
+    });
     await ingest(app.current.sql, [buildPod({ name: 'b', namespace: 'team-b' })], { scopeId: 'cluster-2' });
     const { userId } = await tokenUser();
     await put(`/api/v1/users/${userId}/permissions`, { permissions: ['configuration_items:read', 'changes:read'] });
     await put(`/api/v1/users/${userId}/scopes`, { scopes: [{ source_id: sourceId, scope_id: null }] });
 
-    const refused = await post(`/api/v1/users/${userId}/tokens`, { name: 'x', expires_at: inDays(app.current, 1), permissions: ['users:read'] });
+    const refused = await post(`/api/v1/users/${userId}/tokens`, {
+      name: 'x',
+      expires_at: inDays(app.current, 1),
+      permissions: ['users:read'],
+    });
     expect(refused.status).to.equal(422);
     expect(JSON.stringify(refused.body.error.details)).to.include('users:read');
 
@@ -118,14 +137,20 @@ describe('users, teams and user tokens', () => {
     const text = JSON.stringify(listed.body);
     expect(text).to.not.include(token);
     expect(text).to.not.include('key_hash');
-    expect(listed.body.find((t: { id: string }) => t.id === tokenId)).to.include({ name: 'ci', hint: token.slice(-4), expired: false });
+    expect(listed.body.find((t: { id: string }) => t.id === tokenId)).to.include({
+      name: 'ci',
+      hint: token.slice(-4),
+      expired: false,
+    });
 
     // an API key has no tokens of its own
     expect((await app.current.get('/api/v1/tokens', admin)).status).to.equal(403);
 
     const other = listed.body.find((t: { id: string }) => t.id !== tokenId);
     expect((await del(`/api/v1/tokens/${other.id}`, token)).status).to.equal(200);
-    expect((await post('/api/v1/tokens', { name: 'room again', expires_at: inDays(app.current, 10) }, token)).status).to.equal(201);
+    expect(
+      (await post('/api/v1/tokens', { name: 'room again', expires_at: inDays(app.current, 10) }, token)).status,
+    ).to.equal(201);
     expect((await del(`/api/v1/users/${userId}/tokens/${tokenId}`)).status).to.equal(200);
     expect((await app.current.get('/api/v1/me', token)).status).to.equal(401);
   });
@@ -156,8 +181,12 @@ describe('users, teams and user tokens', () => {
     expect((await post('/api/v1/teams', { name: 'ops' })).status).to.equal(409);
     const team = (await app.current.get('/api/v1/teams', admin)).body.items[0];
     expect((await put(`/api/v1/teams/${team.id}/permissions`, { permissions: ['things:read'] })).status).to.equal(422);
-    expect((await put(`/api/v1/teams/${team.id}/scopes`, { scopes: [{ source_id: '999', scope_id: null }] })).status).to.equal(422);
-    expect((await put(`/api/v1/teams/${team.id}/scopes`, { scopes: [{ source_id: null, scope_id: 'x' }] })).status).to.equal(422);
+    expect(
+      (await put(`/api/v1/teams/${team.id}/scopes`, { scopes: [{ source_id: '999', scope_id: null }] })).status,
+    ).to.equal(422);
+    expect(
+      (await put(`/api/v1/teams/${team.id}/scopes`, { scopes: [{ source_id: null, scope_id: 'x' }] })).status,
+    ).to.equal(422);
     expect((await del(`/api/v1/teams/${team.id}`)).status).to.equal(200);
     expect((await app.current.get(`/api/v1/teams/${team.id}`, admin)).status).to.equal(404);
   });
@@ -178,7 +207,12 @@ describe('API key management', () => {
     const { sourceId } = await ingest(app.current.sql, [buildPod({ name: 'a' })], { scopeId: 'cluster-1' });
     const created = await app.current.request('POST', '/api/v1/api-keys', {
       key: admin,
-      body: { name: 'collector', tier: 'svc', permissions: ['configuration_items:read'], scopes: [{ source_id: sourceId, scope_id: 'cluster-1' }] },
+      body: {
+        name: 'collector',
+        tier: 'svc',
+        permissions: ['configuration_items:read'],
+        scopes: [{ source_id: sourceId, scope_id: 'cluster-1' }],
+      },
     });
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
     expect(created.body.key).to.match(/^cinv_svc_/);
@@ -190,12 +224,20 @@ describe('API key management', () => {
     expect(JSON.stringify(listed.body)).to.not.include(created.body.key);
 
     const svc = await createKey(app.current.sql, 'svc', { permissions: ['api_keys:write', 'api_keys:read'] });
-    const escalate = await app.current.request('POST', '/api/v1/api-keys', { key: svc, body: { name: 'root', tier: 'adm' } });
+    const escalate = await app.current.request('POST', '/api/v1/api-keys', {
+      key: svc,
+      body: { name: 'root', tier: 'adm' },
+    });
     expect(escalate.status).to.equal(403);
-    const wider = await app.current.request('POST', '/api/v1/api-keys', { key: svc, body: { name: 'w', tier: 'svc', permissions: ['users:write'] } });
+    const wider = await app.current.request('POST', '/api/v1/api-keys', {
+      key: svc,
+      body: { name: 'w', tier: 'svc', permissions: ['users:write'] },
+    });
     expect(wider.status).to.equal(403);
 
-    expect((await app.current.request('DELETE', `/api/v1/api-keys/${created.body.id}`, { key: admin })).status).to.equal(200);
+    expect(
+      (await app.current.request('DELETE', `/api/v1/api-keys/${created.body.id}`, { key: admin })).status,
+    ).to.equal(200);
     expect((await app.current.get(LIST, created.body.key)).status).to.equal(401);
     expect((await app.current.get(`/api/v1/api-keys/${created.body.id}`, admin)).body.revoked_at).to.be.a('string');
   });
@@ -204,7 +246,13 @@ describe('API key management', () => {
     const admin = await createKey(app.current.sql, 'adm');
     const { sourceId } = await ingest(app.current.sql, [buildPod({ name: 'a' })], { scopeId: 'cluster-1' });
     const one = { source_id: sourceId, scope_id: 'cluster-1' };
-    const repeated = [one, { ...one }, { source_id: `0${sourceId}`, scope_id: 'cluster-1' }, { source_id: sourceId, scope_id: null }, { source_id: sourceId, scope_id: null }];
+    const repeated = [
+      one,
+      { ...one },
+      { source_id: `0${sourceId}`, scope_id: 'cluster-1' },
+      { source_id: sourceId, scope_id: null },
+      { source_id: sourceId, scope_id: null },
+    ];
     const key = await app.current.request('POST', '/api/v1/api-keys', {
       key: admin,
       body: { name: 'twice', tier: 'svc', permissions: ['configuration_items:read'], scopes: repeated },
@@ -212,11 +260,17 @@ describe('API key management', () => {
     expect(key.status, key.text).to.equal(201);
     expect(key.body.scopes).to.have.deep.members([one, { source_id: sourceId, scope_id: null }]);
     expect(key.body.scopes).to.have.length(2);
-    const ro = await app.current.request('POST', '/api/v1/api-keys', { key: admin, body: { name: 'ro twice', tier: 'ro', scopes: [one, one] } });
+    const ro = await app.current.request('POST', '/api/v1/api-keys', {
+      key: admin,
+      body: { name: 'ro twice', tier: 'ro', scopes: [one, one] },
+    });
     expect(ro.status, ro.text).to.equal(201);
     expect(ro.body.scopes).to.deep.equal([one]);
 
-    const user = await app.current.request('POST', '/api/v1/users', { key: admin, body: { name: 'twice', email: null } });
+    const user = await app.current.request('POST', '/api/v1/users', {
+      key: admin,
+      body: { name: 'twice', email: null },
+    });
     const token = await app.current.request('POST', `/api/v1/users/${user.body.id}/tokens`, {
       key: admin,
       body: { name: 'twice', expires_at: inDays(app.current, 30), scopes: [one, one] },

@@ -47,8 +47,16 @@ describe(`pages of a raw_data filter, with few matches and with many (${onRealPo
       });
     const all = Array.from({ length: PODS }, (_, i) => pod(i));
     // two instances of one source, created at two moments: east holds the even pods
-    await ingest(sql, all.filter((_, i) => i % 2 === 0), { scopeId: 'east', now: new Date('2026-03-01T00:00:00Z') });
-    await ingest(sql, all.filter((_, i) => i % 2 === 1), { scopeId: 'west', now: new Date('2026-03-01T00:01:00Z') });
+    await ingest(
+      sql,
+      all.filter((_, i) => i % 2 === 0),
+      { scopeId: 'east', now: new Date('2026-03-01T00:00:00Z') },
+    );
+    await ingest(
+      sql,
+      all.filter((_, i) => i % 2 === 1),
+      { scopeId: 'west', now: new Date('2026-03-01T00:01:00Z') },
+    );
     admin = await createKey(sql, 'adm');
     const [source] = await sql<{ id: string }[]>`select id::text from sources where name = 'k8s-prod'`;
     eastOnly = await createKey(sql, 'ro', { scopes: [{ sourceId: source!.id, scopeId: 'east' }] });
@@ -95,7 +103,9 @@ describe(`pages of a raw_data filter, with few matches and with many (${onRealPo
   });
 
   it('combines a raw_data filter with a column filter and a status', async () => {
-    const p = await page('filter=raw_data.spec.nodeName:eq:node-b&filter=namespace:eq:ns-1&status=active&sort_by=name&sort_order=asc&limit=50');
+    const p = await page(
+      'filter=raw_data.spec.nodeName:eq:node-b&filter=namespace:eq:ns-1&status=active&sort_by=name&sort_order=asc&limit=50',
+    );
     const expected = Array.from({ length: PODS }, (_, i) => i).filter((i) => i >= 600 && i % 3 === 1);
     expect(p.total).to.equal(expected.length);
     expect(names(p)).to.deep.equal(expected.slice(0, 50).map(name));

@@ -14,8 +14,20 @@ const at = (hours: number) => new Date(T0 + hours * 3_600_000);
  *   delta  prod     k8s.pod         replicas "7"  (no app)   created 03:00 updated +1d04h seen 03:00  inactive
  */
 function records() {
-  const pod = (name: string, namespace: string | null, ciType: string, spec: Record<string, unknown>, labels: Record<string, string>) =>
-    buildPod({ name, namespace, ci_type: ciType, external_id: `x/${name}`, raw_data: { metadata: { name, labels }, spec } });
+  const pod = (
+    name: string,
+    namespace: string | null,
+    ciType: string,
+    spec: Record<string, unknown>,
+    labels: Record<string, string>,
+  ) =>
+    buildPod({
+      name,
+      namespace,
+      ci_type: ciType,
+      external_id: `x/${name}`,
+      raw_data: { metadata: { name, labels }, spec },
+    });
   return {
     alpha: pod('alpha-web', 'prod', 'k8s.pod', { replicas: 3 }, { app: 'Web' }),
     beta: pod('Beta-db', 'staging', 'k8s.deployment', { replicas: 2 }, { app: 'db' }),
@@ -38,7 +50,16 @@ describe('GET /api/v1/configuration-items', () => {
     await ingest(sql, [r.alpha, r.beta, r.gamma, r.delta], { now: at(3) });
     await ingest(sql, [r.alpha, r.betaUpdated, r.gamma], { now: at(5) });
     await ingest(sql, [r.alpha, r.betaUpdated, r.gamma], { now: at(6) });
-    await sweepLifecycle(sql, { inactiveAfterMs: 24 * 3_600_000, archiveInactiveAfterMs: 7 * 86_400_000, archiveRetentionMs: 7 * 86_400_000, batchSize: 100 }, at(28));
+    await sweepLifecycle(
+      sql,
+      {
+        inactiveAfterMs: 24 * 3_600_000,
+        archiveInactiveAfterMs: 7 * 86_400_000,
+        archiveRetentionMs: 7 * 86_400_000,
+        batchSize: 100,
+      },
+      at(28),
+    );
   });
 
   const names = async (query: string): Promise<string[]> => {
@@ -184,10 +205,16 @@ describe('GET /api/v1/configuration-items', () => {
 
   it('says where each listed CI comes from, and narrows to a source or an instance', async () => {
     const { sql } = app.current;
-    await ingest(sql, [buildPod({ name: 'elsewhere', external_id: 'x/elsewhere' })], { source: 'other', scopeId: 'cluster-9', now: at(6) });
+    await ingest(sql, [buildPod({ name: 'elsewhere', external_id: 'x/elsewhere' })], {
+      source: 'other',
+      scopeId: 'cluster-9',
+      now: at(6),
+    });
     const [other] = await sql<{ id: string }[]>`select id::text from sources where name = 'other'`;
     const listed = await app.current.get('/api/v1/configuration-items?status=all&limit=1000', key);
-    const elsewhere = (listed.body.items as { name: string; source_id: number; scope_id: string | null }[]).find((ci) => ci.name === 'elsewhere')!;
+    const elsewhere = (listed.body.items as { name: string; source_id: number; scope_id: string | null }[]).find(
+      (ci) => ci.name === 'elsewhere',
+    )!;
     expect(elsewhere).to.include({ source_id: Number(other!.id), scope_id: 'cluster-9' });
     expect(await names(`source_id=${other!.id}`)).to.deep.equal(['elsewhere']);
     expect(await names('filter=scope_id:eq:cluster-9')).to.deep.equal(['elsewhere']);
@@ -196,12 +223,16 @@ describe('GET /api/v1/configuration-items', () => {
   });
 
   it('combines repeated filters with AND', async () => {
-    expect(await names('filter=namespace:eq:prod&filter=ci_type:eq:k8s.pod&filter=raw_data.spec.replicas:gte:3')).to.deep.equal(['alpha-web']);
+    expect(
+      await names('filter=namespace:eq:prod&filter=ci_type:eq:k8s.pod&filter=raw_data.spec.replicas:gte:3'),
+    ).to.deep.equal(['alpha-web']);
   });
 
   it('shows active CIs by default and honours the status parameter', async () => {
     const list = async (q: string) =>
-      ((await app.current.get(`/api/v1/configuration-items${q}`, key)).body.items as { name: string }[]).map((i) => i.name).sort();
+      ((await app.current.get(`/api/v1/configuration-items${q}`, key)).body.items as { name: string }[])
+        .map((i) => i.name)
+        .sort();
     expect(await list('')).to.deep.equal(['Beta-db', 'alpha-web', 'gamma_web%']);
     expect(await list('?status=inactive')).to.deep.equal(['delta']);
     expect(await list('?status=archived')).to.deep.equal([]);
@@ -212,7 +243,10 @@ describe('GET /api/v1/configuration-items', () => {
   it('pages with offset and limit, reporting the total of all matches', async () => {
     const seen: string[] = [];
     for (let offset = 0; offset < 4; offset += 3) {
-      const reply = await app.current.get(`/api/v1/configuration-items?status=all&sort_by=name&sort_order=asc&limit=3&offset=${offset}`, key);
+      const reply = await app.current.get(
+        `/api/v1/configuration-items?status=all&sort_by=name&sort_order=asc&limit=3&offset=${offset}`,
+        key,
+      );
       expect(reply.body).to.include({ total: 4, offset, limit: 3 });
       seen.push(...(reply.body.items as { name: string }[]).map((i) => i.name));
     }
@@ -230,7 +264,10 @@ describe('GET /api/v1/configuration-items', () => {
         const walked: string[] = [];
         let cursor: string | null = null;
         do {
-          const reply = await app.current.get(`${base}&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, key);
+          const reply = await app.current.get(
+            `${base}&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+            key,
+          );
           expect(reply.status, reply.text).to.equal(200);
           expect(reply.body).to.include({ total: 4, offset: 0 });
           walked.push(...(reply.body.items as { ci_id: string }[]).map((i) => i.ci_id));
@@ -245,7 +282,10 @@ describe('GET /api/v1/configuration-items', () => {
   it('refuses a cursor replayed with other filters or sorting, or altered, with a route 422', async () => {
     const first = await app.current.get('/api/v1/configuration-items?status=all&sort_by=name&limit=2', key);
     const cursor = encodeURIComponent(first.body.next_cursor as string);
-    const next = await app.current.get(`/api/v1/configuration-items?status=all&sort_by=name&limit=50&cursor=${cursor}`, key);
+    const next = await app.current.get(
+      `/api/v1/configuration-items?status=all&sort_by=name&limit=50&cursor=${cursor}`,
+      key,
+    );
     expect(next.body.items).to.have.lengthOf(2);
     expect(next.body).to.include({ has_more: false, next_cursor: null });
     for (const [query, message] of [
@@ -261,34 +301,62 @@ describe('GET /api/v1/configuration-items', () => {
     }
   });
 
-  it('refuses another principal\'s cursor with a route 422: a scoped key never gets the total of a wider walk', async () => {
+  it("refuses another principal's cursor with a route 422: a scoped key never gets the total of a wider walk", async () => {
     const { sql } = app.current;
-    await ingest(sql, ['e1', 'e2', 'e3'].map((name) => buildPod({ name, external_id: `x/${name}` })), { source: 'other', scopeId: 'cluster-9', now: at(6) });
+    await ingest(
+      sql,
+      ['e1', 'e2', 'e3'].map((name) => buildPod({ name, external_id: `x/${name}` })),
+      { source: 'other', scopeId: 'cluster-9', now: at(6) },
+    );
     const [other] = await sql<{ id: string }[]>`select id::text from sources where name = 'other'`;
-    const scoped = await createKey(sql, 'svc', { permissions: ['configuration_items:read'], scopes: [{ sourceId: other!.id, scopeId: 'cluster-9' }] });
+    const scoped = await createKey(sql, 'svc', {
+      permissions: ['configuration_items:read'],
+      scopes: [{ sourceId: other!.id, scopeId: 'cluster-9' }],
+    });
     const wide = await app.current.get('/api/v1/configuration-items?status=all&sort_by=name&limit=1', key);
     const own = await app.current.get('/api/v1/configuration-items?status=all&sort_by=name&limit=1', scoped);
     expect([wide.body.total, own.body.total]).to.deep.equal([7, 3]);
 
-    const replayed = await app.current.get(`/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(wide.body.next_cursor)}`, scoped);
+    const replayed = await app.current.get(
+      `/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(wide.body.next_cursor)}`,
+      scoped,
+    );
     expect(replayed.status, replayed.text).to.equal(422);
     expect(replayed.body.error).to.deep.include({ code: 'HTTP_422', details: { reason: 'foreign_cursor' } });
     expect(replayed.body.error.message).to.match(/^Invalid cursor: it was issued to another principal/);
     expect(replayed.body).to.not.have.property('total');
-    const back = await app.current.get(`/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(own.body.next_cursor)}`, key);
+    const back = await app.current.get(
+      `/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(own.body.next_cursor)}`,
+      key,
+    );
     expect(back.status).to.equal(422);
     // each walks on with its own cursor and its own total
-    const next = await app.current.get(`/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(own.body.next_cursor)}`, scoped);
-    expect([next.status, next.body.total, next.body.items.map((i: { name: string }) => i.name)]).to.deep.equal([200, 3, ['e2']]);
+    const next = await app.current.get(
+      `/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(own.body.next_cursor)}`,
+      scoped,
+    );
+    expect([next.status, next.body.total, next.body.items.map((i: { name: string }) => i.name)]).to.deep.equal([
+      200,
+      3,
+      ['e2'],
+    ]);
   });
 
   it('sorts by every whitelisted field in both orders', async () => {
-    const byCreated = (await app.current.get('/api/v1/configuration-items?status=all&sort_by=created_at&sort_order=asc', key)).body.items as { created_at: string }[];
+    const byCreated = (
+      await app.current.get('/api/v1/configuration-items?status=all&sort_by=created_at&sort_order=asc', key)
+    ).body.items as { created_at: string }[];
     expect(byCreated.map((i) => i.created_at)).to.deep.equal([...byCreated.map((i) => i.created_at)].sort());
     for (const field of ['updated_at', 'last_seen', 'name', 'namespace', 'ci_type', 'status']) {
-      const asc = (await app.current.get(`/api/v1/configuration-items?status=all&sort_by=${field}&sort_order=asc`, key)).body.items as { ci_id: string }[];
-      const desc = (await app.current.get(`/api/v1/configuration-items?status=all&sort_by=${field}&sort_order=desc`, key)).body.items as { ci_id: string }[];
-      expect(asc.map((i) => i.ci_id), field).to.deep.equal(desc.map((i) => i.ci_id).reverse());
+      const asc = (await app.current.get(`/api/v1/configuration-items?status=all&sort_by=${field}&sort_order=asc`, key))
+        .body.items as { ci_id: string }[];
+      const desc = (
+        await app.current.get(`/api/v1/configuration-items?status=all&sort_by=${field}&sort_order=desc`, key)
+      ).body.items as { ci_id: string }[];
+      expect(
+        asc.map((i) => i.ci_id),
+        field,
+      ).to.deep.equal(desc.map((i) => i.ci_id).reverse());
     }
     const bad = await app.current.get('/api/v1/configuration-items?sort_by=raw_data', key);
     expect(bad.status).to.equal(422);
@@ -301,12 +369,22 @@ describe('GET /api/v1/configuration-items', () => {
       '/api/v1/configuration-items?status=all&filter=name:eq:alpha-web&include_attributes=spec.replicas,metadata.labels.app&include_attributes=raw_data.spec.missing',
       key,
     );
-    expect(reply.body.items[0].attributes).to.deep.equal({ 'spec.replicas': 3, 'metadata.labels.app': 'Web', 'raw_data.spec.missing': null });
-    expect(reply.body.items[0].raw_data).to.deep.equal({ metadata: { name: 'alpha-web', labels: { app: 'Web' } }, spec: { replicas: 3 } });
+    expect(reply.body.items[0].attributes).to.deep.equal({
+      'spec.replicas': 3,
+      'metadata.labels.app': 'Web',
+      'raw_data.spec.missing': null,
+    });
+    expect(reply.body.items[0].raw_data).to.deep.equal({
+      metadata: { name: 'alpha-web', labels: { app: 'Web' } },
+      spec: { replicas: 3 },
+    });
   });
 
   it('returns the type-data shape only together with a ci_type filter', async () => {
-    const reply = await app.current.get('/api/v1/configuration-items?filter=ci_type:eq:k8s.pod&include_type_data=true&limit=1&sort_by=name', key);
+    const reply = await app.current.get(
+      '/api/v1/configuration-items?filter=ci_type:eq:k8s.pod&include_type_data=true&limit=1&sort_by=name',
+      key,
+    );
     expect(reply.status).to.equal(200);
     expect(Object.keys(reply.body).sort()).to.deep.equal(['has_more', 'items', 'next_cursor', 'total', 'total_exact']);
     expect(reply.body.total_exact).to.equal(true);
@@ -314,9 +392,16 @@ describe('GET /api/v1/configuration-items', () => {
     const [item] = reply.body.items;
     expect(Object.keys(item).sort()).to.deep.equal(['attributes', 'id', 'type']);
     expect(item.type).to.equal('k8s.pod');
-    expect(item.attributes).to.deep.equal({ name: 'alpha-web', namespace: 'prod', pod: { phase: 'Running', restarts: 0 } });
+    expect(item.attributes).to.deep.equal({
+      name: 'alpha-web',
+      namespace: 'prod',
+      pod: { phase: 'Running', restarts: 0 },
+    });
 
-    const paged = await app.current.get('/api/v1/configuration-items?status=all&filter=ci_type:eq:k8s.pod&include_type_data=true&limit=1', key);
+    const paged = await app.current.get(
+      '/api/v1/configuration-items?status=all&filter=ci_type:eq:k8s.pod&include_type_data=true&limit=1',
+      key,
+    );
     expect(paged.body).to.include({ total: 2, has_more: true });
 
     const ignored = await app.current.get('/api/v1/configuration-items?include_type_data=true', key);
@@ -340,7 +425,11 @@ describe('GET /api/v1/configuration-items', () => {
     it(`rejects the malformed filter ${filter} with a 400 naming it`, async () => {
       const reply = await app.current.get(`/api/v1/configuration-items?filter=${encodeURIComponent(filter)}`, key);
       expect(reply.status).to.equal(400);
-      expect(reply.body.error).to.include({ code: 'INVALID_FILTER', path: '/api/v1/configuration-items', method: 'GET' });
+      expect(reply.body.error).to.include({
+        code: 'INVALID_FILTER',
+        path: '/api/v1/configuration-items',
+        method: 'GET',
+      });
       expect(reply.body.error.details.filter).to.equal(filter);
       expect(reply.body.error.message).to.match(reason);
     });

@@ -14,12 +14,19 @@ describe(`the way back of one write (${onRealPostgres ? 'PostgreSQL server' : 'e
   this.timeout(60_000);
   const before = {
     metadata: { name: 'web-1', namespace: 'default', labels: { app: 'web', tier: 'front' }, annotations: { a: '1' } },
-    spec: { containers: [{ name: 'app', image: 'nginx:1.25' }], affinity: { node: { zone: 'a', rack: { row: 1, slot: 2 } } } },
+    spec: {
+      containers: [{ name: 'app', image: 'nginx:1.25' }],
+      affinity: { node: { zone: 'a', rack: { row: 1, slot: 2 } } },
+    },
     status: { phase: 'Running', hostIP: '10.0.0.1', conditions: { ready: true } },
   };
   const after = {
     metadata: { name: 'web-1', namespace: 'default', labels: { app: 'web', track: 'canary' }, annotations: { a: '1' } },
-    spec: { containers: [{ name: 'app', image: 'nginx:1.27' }], affinity: { node: { zone: 'a', rack: { row: 1, slot: 3, unit: 'u1' } } }, paused: true },
+    spec: {
+      containers: [{ name: 'app', image: 'nginx:1.27' }],
+      affinity: { node: { zone: 'a', rack: { row: 1, slot: 3, unit: 'u1' } } },
+      paused: true,
+    },
     status: { phase: null, conditions: [{ type: 'Ready' }] },
   };
 
@@ -33,7 +40,9 @@ describe(`the way back of one write (${onRealPostgres ? 'PostgreSQL server' : 'e
     const [write] = await sql<{ undo: { p: string[]; v?: unknown }[]; same: boolean }[]>`
       select undo, before_digest = (select cinv_state_digest(to_jsonb(s)) from configuration_items c cross join lateral cinv_ci_at(to_jsonb(c), ${T0}) s where c.ci_id = ${ciId}) as same
       from ci_undo where ci_id = ${ciId}`;
-    const raw = write!.undo.filter((op) => op.p[0] === 'raw_data').map((op) => JSON.stringify([op.p.join('.'), 'v' in op ? op.v : '(absent)']));
+    const raw = write!.undo
+      .filter((op) => op.p[0] === 'raw_data')
+      .map((op) => JSON.stringify([op.p.join('.'), 'v' in op ? op.v : '(absent)']));
     expect(raw.sort()).to.deep.equal(
       [
         ['raw_data.metadata.labels.tier', 'front'],
@@ -50,8 +59,14 @@ describe(`the way back of one write (${onRealPostgres ? 'PostgreSQL server' : 'e
         .sort(),
     );
     const paths = write!.undo.map((op) => op.p.join('.'));
-    for (const path of paths) expect(paths.filter((other) => other.startsWith(`${path}.`)), `operations inside ${path}`).to.deep.equal([]);
-    expect(write!.same, 'the digest recorded before the write is that of the CI taken back to before it').to.equal(true);
+    for (const path of paths)
+      expect(
+        paths.filter((other) => other.startsWith(`${path}.`)),
+        `operations inside ${path}`,
+      ).to.deep.equal([]);
+    expect(write!.same, 'the digest recorded before the write is that of the CI taken back to before it').to.equal(
+      true,
+    );
 
     const [then] = await sql<{ raw_data: unknown }[]>`
       select s.raw_data from configuration_items c cross join lateral cinv_ci_at(to_jsonb(c), ${T0}) s where c.ci_id = ${ciId}`;

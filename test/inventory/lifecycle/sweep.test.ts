@@ -10,12 +10,21 @@ import { buildPod, ciIdOf, ingest } from '../../support/factories.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const settings: LifecycleSettings = { inactiveAfterMs: 24 * HOUR, archiveInactiveAfterMs: 7 * DAY, archiveRetentionMs: 7 * DAY, batchSize: 2 };
+const settings: LifecycleSettings = {
+  inactiveAfterMs: 24 * HOUR,
+  archiveInactiveAfterMs: 7 * DAY,
+  archiveRetentionMs: 7 * DAY,
+  batchSize: 2,
+};
 const T0 = Date.parse('2026-05-01T00:00:00Z');
 const at = (ms: number) => new Date(T0 + ms);
 
 const statuses = async (sql: Sql) =>
-  Object.fromEntries((await sql<{ name: string; status: string }[]>`select name, status from configuration_items order by name`).map((r) => [r.name, r.status]));
+  Object.fromEntries(
+    (await sql<{ name: string; status: string }[]>`select name, status from configuration_items order by name`).map(
+      (r) => [r.name, r.status],
+    ),
+  );
 
 describe('lifecycle sweep', () => {
   let sql: Sql;
@@ -29,17 +38,37 @@ describe('lifecycle sweep', () => {
     await ingest(sql, pods, { now: at(0) });
     await ingest(sql, [buildPod({ name: 'fresh' })], { now: at(20 * HOUR) });
 
-    expect(await sweepLifecycle(sql, settings, at(23 * HOUR))).to.deep.equal({ inactivated: 0, archived: 0, removed: 0 });
-    expect(await sweepLifecycle(sql, settings, at(25 * HOUR))).to.deep.equal({ inactivated: 5, archived: 0, removed: 0 });
+    expect(await sweepLifecycle(sql, settings, at(23 * HOUR))).to.deep.equal({
+      inactivated: 0,
+      archived: 0,
+      removed: 0,
+    });
+    expect(await sweepLifecycle(sql, settings, at(25 * HOUR))).to.deep.equal({
+      inactivated: 5,
+      archived: 0,
+      removed: 0,
+    });
     expect(await statuses(sql)).to.deep.include({ 'old-0': 'inactive', 'old-4': 'inactive', fresh: 'active' });
     const ciId = await ciIdOf(sql, 'pod/default/old-0');
     const [moved] = await sql`select status_updated_at from configuration_items where ci_id = ${ciId}`;
     expect(moved!.status_updated_at.toISOString()).to.equal(at(25 * HOUR).toISOString());
 
     // fresh goes inactive at 44h; old ones archive 7 days after they went inactive
-    expect(await sweepLifecycle(sql, settings, at(25 * HOUR + 7 * DAY - 1))).to.deep.equal({ inactivated: 1, archived: 0, removed: 0 });
-    expect(await sweepLifecycle(sql, settings, at(25 * HOUR + 7 * DAY + 1))).to.deep.equal({ inactivated: 0, archived: 5, removed: 0 });
-    expect(await sweepLifecycle(sql, settings, at(25 * HOUR + 14 * DAY + 2))).to.deep.equal({ inactivated: 0, archived: 1, removed: 5 });
+    expect(await sweepLifecycle(sql, settings, at(25 * HOUR + 7 * DAY - 1))).to.deep.equal({
+      inactivated: 1,
+      archived: 0,
+      removed: 0,
+    });
+    expect(await sweepLifecycle(sql, settings, at(25 * HOUR + 7 * DAY + 1))).to.deep.equal({
+      inactivated: 0,
+      archived: 5,
+      removed: 0,
+    });
+    expect(await sweepLifecycle(sql, settings, at(25 * HOUR + 14 * DAY + 2))).to.deep.equal({
+      inactivated: 0,
+      archived: 1,
+      removed: 5,
+    });
     expect(await statuses(sql)).to.deep.equal({ fresh: 'archived' });
 
     const history = await sql`select change_type, changes from change_records where ci_id = ${ciId} order by id`;
@@ -68,13 +97,20 @@ describe('lifecycle sweep', () => {
     await sweepLifecycle(sql, settings, at(2 * DAY));
     await ingest(sql, [pod], { now: at(3 * DAY) });
     expect(await statuses(sql)).to.deep.equal({ back: 'active' });
-    expect(await sweepLifecycle(sql, settings, at(3 * DAY + HOUR))).to.deep.equal({ inactivated: 0, archived: 0, removed: 0 });
+    expect(await sweepLifecycle(sql, settings, at(3 * DAY + HOUR))).to.deep.equal({
+      inactivated: 0,
+      archived: 0,
+      removed: 0,
+    });
   });
 
   it('runs on its schedule and stops cleanly', async () => {
     await ingest(sql, [buildPod({ name: 'scheduled' })], { now: at(0) });
     const logs: string[] = [];
-    const logger = createLogger('info', new Writable({ write: (chunk, _e, done) => (logs.push(String(chunk)), done()) }));
+    const logger = createLogger(
+      'info',
+      new Writable({ write: (chunk, _e, done) => (logs.push(String(chunk)), done()) }),
+    );
     const config = testConfig({ sweepSchedule: '* * * * * *' });
     const context = testContext(await testDatabase(), await testProbe(), config, logger, { now: at(2 * DAY) });
     const jobs = scheduleSweeps(context);

@@ -34,10 +34,14 @@ describe('relationships left behind by CIs that left the active inventory', func
     raw_data: { metadata: { name } },
     relationships,
   });
-  const manages = (kind: string, ...names: string[]) => names.map((name) => ({ type: 'manages', target_external_id: `${kind}/shop/${name}` }));
+  const manages = (kind: string, ...names: string[]) =>
+    names.map((name) => ({ type: 'manages', target_external_id: `${kind}/shop/${name}` }));
 
   async function push(body: object): Promise<void> {
-    const pushed = await app.request('POST', `/api/v1/sources/${source}/ingest`, { key: admin, body: { scope_id: 'east', ...body } });
+    const pushed = await app.request('POST', `/api/v1/sources/${source}/ingest`, {
+      key: admin,
+      body: { scope_id: 'east', ...body },
+    });
     expect(pushed.status, pushed.text).to.equal(200);
   }
 
@@ -45,7 +49,10 @@ describe('relationships left behind by CIs that left the active inventory', func
     await resetDatabase((await testDatabase()).sql);
     app = await startTestApp();
     admin = await createKey(app.sql, 'adm');
-    const created = await app.request('POST', '/api/v1/sources', { key: admin, body: { name: 'agents', collector_type: 'universal' } });
+    const created = await app.request('POST', '/api/v1/sources', {
+      key: admin,
+      body: { name: 'agents', collector_type: 'universal' },
+    });
     source = (created.body as { id: number }).id;
     scoped = await createKey(app.sql, 'ro', { scopes: [{ sourceId: String(source), scopeId: 'west' }] });
     await push({
@@ -68,7 +75,8 @@ describe('relationships left behind by CIs that left the active inventory', func
       ],
       deletions: ['replicaset/shop/checkout-old', 'pod/shop/checkout-old-a', 'pod/shop/checkout-old-b'],
     });
-    for (const row of await app.sql<{ ci_id: string; name: string }[]>`select ci_id, name from configuration_items`) ids.set(row.name, row.ci_id);
+    for (const row of await app.sql<{ ci_id: string; name: string }[]>`select ci_id, name from configuration_items`)
+      ids.set(row.name, row.ci_id);
   });
 
   after(async () => {
@@ -76,7 +84,9 @@ describe('relationships left behind by CIs that left the active inventory', func
   });
 
   const listed = async (name: string, query = '', key = admin) => {
-    const response = await app.request('GET', `/api/v1/configuration-items/${ids.get(name)}/relationships${query}`, { key });
+    const response = await app.request('GET', `/api/v1/configuration-items/${ids.get(name)}/relationships${query}`, {
+      key,
+    });
     expect(response.status, response.text).to.equal(200);
     return response.body as { items: Listed[]; total: number };
   };
@@ -103,7 +113,11 @@ describe('relationships left behind by CIs that left the active inventory', func
   });
 
   it('walks from the deployment to the pods its old replica set ran, with those edges marked ended', async () => {
-    const response = await app.request('GET', `/api/v1/configuration-items/${ids.get('checkout')}/graph?direction=downstream&depth=2&include_inactive=true`, { key: admin });
+    const response = await app.request(
+      'GET',
+      `/api/v1/configuration-items/${ids.get('checkout')}/graph?direction=downstream&depth=2&include_inactive=true`,
+      { key: admin },
+    );
     expect(response.status, response.text).to.equal(200);
     const graph = response.body as Graph;
     expect(graph.nodes.map((node) => `${node.depth} ${node.name} ${node.status}`).sort()).to.deep.equal([
@@ -116,16 +130,31 @@ describe('relationships left behind by CIs that left the active inventory', func
       '2 moved active',
     ]);
     // the deployment's link to its old replica set ended; the archived replica set's own links were never rewritten
-    expect(graph.edges.filter((edge) => edge.ended_at).map((edge) => [edge.from, edge.to])).to.deep.equal([[ids.get('checkout'), ids.get('checkout-old')]]);
+    expect(graph.edges.filter((edge) => edge.ended_at).map((edge) => [edge.from, edge.to])).to.deep.equal([
+      [ids.get('checkout'), ids.get('checkout-old')],
+    ]);
     expect(graph.edges).to.have.length(6);
 
-    const activeOnly = await app.request('GET', `/api/v1/configuration-items/${ids.get('checkout')}/graph?direction=downstream&depth=2`, { key: admin });
-    expect((activeOnly.body as Graph).nodes.map((node) => node.name).sort()).to.deep.equal(['checkout', 'checkout-new', 'checkout-new-a', 'moved']);
+    const activeOnly = await app.request(
+      'GET',
+      `/api/v1/configuration-items/${ids.get('checkout')}/graph?direction=downstream&depth=2`,
+      { key: admin },
+    );
+    expect((activeOnly.body as Graph).nodes.map((node) => node.name).sort()).to.deep.equal([
+      'checkout',
+      'checkout-new',
+      'checkout-new-a',
+      'moved',
+    ]);
     expect((activeOnly.body as Graph).edges.some((edge) => edge.ended_at)).to.equal(false);
   });
 
-  it('brings the archived pods\' history into the changes around the deployment', async () => {
-    const response = await app.request('GET', `/api/v1/changes?related_to=${ids.get('checkout')}&filter=change_type:eq:DELETED&limit=50`, { key: admin });
+  it("brings the archived pods' history into the changes around the deployment", async () => {
+    const response = await app.request(
+      'GET',
+      `/api/v1/changes?related_to=${ids.get('checkout')}&filter=change_type:eq:DELETED&limit=50`,
+      { key: admin },
+    );
     expect(response.status, response.text).to.equal(200);
     const names = (response.body as { items: { ci_name: string }[] }).items.map((change) => change.ci_name).sort();
     expect(names).to.deep.equal(['checkout-old', 'checkout-old-a', 'checkout-old-b']);
@@ -141,7 +170,11 @@ describe('relationships left behind by CIs that left the active inventory', func
   });
 
   it('shows a key outside the instance none of it', async () => {
-    const response = await app.request('GET', `/api/v1/configuration-items/${ids.get('checkout')}/relationships?include_inactive=true`, { key: scoped });
+    const response = await app.request(
+      'GET',
+      `/api/v1/configuration-items/${ids.get('checkout')}/relationships?include_inactive=true`,
+      { key: scoped },
+    );
     expect(response.status).to.equal(404);
   });
 

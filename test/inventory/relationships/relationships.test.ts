@@ -70,7 +70,8 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
     seed = await seedHub(app.current.sql);
   });
 
-  const get = async (ciId: string, params: Params = {}, key: string = admin): Promise<Reply> => app.current.get(url(ciId, params), key);
+  const get = async (ciId: string, params: Params = {}, key: string = admin): Promise<Reply> =>
+    app.current.get(url(ciId, params), key);
 
   async function ok(ciId: string, params: Params = {}, key: string = admin): Promise<Page> {
     const reply = await get(ciId, params, key);
@@ -101,7 +102,10 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
       const anonymous = await app.current.get(pathOf(seed.hub));
       expect(anonymous.status).to.equal(401);
       expect(anonymous.body.error.code).to.equal('HTTP_401');
-      const ciReader = await createKey(app.current.sql, 'svc', { permissions: ['configuration_items:read'], scopes: [{ sourceId: null, scopeId: null }] });
+      const ciReader = await createKey(app.current.sql, 'svc', {
+        permissions: ['configuration_items:read'],
+        scopes: [{ sourceId: null, scopeId: null }],
+      });
       const denied = await get(seed.hub, {}, ciReader);
       expect(denied.status).to.equal(403);
       expect(denied.body.error.code).to.equal('HTTP_403');
@@ -123,7 +127,13 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
   describe('listing', () => {
     it('lists both directions with the documented item fields', async () => {
       const page = await ok(seed.hub);
-      expect(page).to.include({ total: seed.live + seed.dangling, offset: 0, limit: 100, has_more: false, next_cursor: null });
+      expect(page).to.include({
+        total: seed.live + seed.dangling,
+        offset: 0,
+        limit: 100,
+        has_more: false,
+        next_cursor: null,
+      });
       expect(page.items).to.have.lengthOf(seed.live);
       const manages = page.items.find((i) => i.relationship_type === 'manages' && i.related_ci_name === podName(1))!;
       expect(manages).to.include({
@@ -134,9 +144,18 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
       });
       const runsOn = page.items.find((i) => i.relationship_type === 'runs_on' && i.related_ci_name === podName(1))!;
       expect(runsOn).to.include({ direction: 'incoming', related_ci_id: seed.ids[podName(1)] });
-      expect(Object.keys(runsOn).sort()).to.deep.equal(
-        ['created_at', 'direction', 'ended_at', 'id', 'last_seen', 'related_ci_id', 'related_ci_name', 'related_ci_status', 'related_ci_type', 'relationship_type'],
-      );
+      expect(Object.keys(runsOn).sort()).to.deep.equal([
+        'created_at',
+        'direction',
+        'ended_at',
+        'id',
+        'last_seen',
+        'related_ci_id',
+        'related_ci_name',
+        'related_ci_status',
+        'related_ci_type',
+        'relationship_type',
+      ]);
       expect(new Date(runsOn.created_at).getTime()).to.be.a('number').and.not.NaN;
       expect(new Date(runsOn.last_seen).getTime()).to.be.at.least(new Date(runsOn.created_at).getTime());
     });
@@ -186,8 +205,14 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
 
       const everything = await ok(seed.hub, { include_inactive: true });
       expect(everything.total).to.equal(seed.live + seed.dangling);
-      const statuses = Object.fromEntries(everything.items.map((i) => [i.related_ci_name + i.direction, i.related_ci_status]));
-      expect(statuses).to.include({ [`${podName(3)}incoming`]: 'archived', 'svc-02outgoing': 'inactive', [`${podName(4)}incoming`]: 'active' });
+      const statuses = Object.fromEntries(
+        everything.items.map((i) => [i.related_ci_name + i.direction, i.related_ci_status]),
+      );
+      expect(statuses).to.include({
+        [`${podName(3)}incoming`]: 'archived',
+        'svc-02outgoing': 'inactive',
+        [`${podName(4)}incoming`]: 'active',
+      });
     });
 
     it('lists a relationship of a CI to itself once, as outgoing', async () => {
@@ -281,7 +306,9 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
       expect(withOffset.offset).to.equal(2);
       expect(withoutOffset.offset).to.equal(0);
       expect(withOffset.items.map((i) => i.id)).to.deep.equal(withoutOffset.items.map((i) => i.id));
-      expect(withOffset.items.map((i) => i.id)).to.deep.equal(all.slice(4, 4 + withOffset.items.length).map((i) => i.id));
+      expect(withOffset.items.map((i) => i.id)).to.deep.equal(
+        all.slice(4, 4 + withOffset.items.length).map((i) => i.id),
+      );
     });
 
     it('ends with has_more false and a null cursor exactly when the rows run out', async () => {
@@ -315,7 +342,12 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
       const first = await ok(seed.hub, { sort_by: 'related_ci_name', limit: seed.dangling });
       expect(first).to.include({ has_more: true, total: seed.live + seed.dangling });
       expect(first.items).to.deep.equal([]);
-      const next = await ok(seed.hub, { sort_by: 'related_ci_name', sort_order: 'asc', limit: 2, cursor: first.next_cursor! });
+      const next = await ok(seed.hub, {
+        sort_by: 'related_ci_name',
+        sort_order: 'asc',
+        limit: 2,
+        cursor: first.next_cursor!,
+      });
       expect(next.items.map((i) => [i.related_ci_name, i.direction])).to.deep.equal([
         [podName(1), 'outgoing'],
         [podName(1), 'incoming'],
@@ -323,10 +355,30 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
     });
 
     it('combines sorting with the direction and type filters', async () => {
-      const { items } = await walk(seed.hub, { sort_by: 'related_ci_name', sort_order: 'desc', direction: 'outgoing', limit: 2 });
-      expect(items.map((i) => i.related_ci_name)).to.deep.equal(['svc-03', 'svc-02', 'svc-01', 'svc-01', podName(2), podName(1)]);
-      const typed = await walk(seed.hub, { sort_by: 'related_ci_type', relationship_types: 'manages,runs_on', limit: 3 });
-      expect(typed.items.map((i) => i.related_ci_type)).to.deep.equal([...Array(8).fill('k8s.pod'), 'k8s.service', 'k8s.service']);
+      const { items } = await walk(seed.hub, {
+        sort_by: 'related_ci_name',
+        sort_order: 'desc',
+        direction: 'outgoing',
+        limit: 2,
+      });
+      expect(items.map((i) => i.related_ci_name)).to.deep.equal([
+        'svc-03',
+        'svc-02',
+        'svc-01',
+        'svc-01',
+        podName(2),
+        podName(1),
+      ]);
+      const typed = await walk(seed.hub, {
+        sort_by: 'related_ci_type',
+        relationship_types: 'manages,runs_on',
+        limit: 3,
+      });
+      expect(typed.items.map((i) => i.related_ci_type)).to.deep.equal([
+        ...Array(8).fill('k8s.pod'),
+        'k8s.service',
+        'k8s.service',
+      ]);
       expect(typed.pages[0]!.total).to.equal(10 + 2);
     });
 
@@ -361,7 +413,11 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
     it('refuses an unsorted cursor replayed with sort_by', async () => {
       const cursor = await cursorFor(seed.hub, {});
       expectRoute422(await get(seed.hub, { sort_by: 'relationship_type', cursor }), seed.hub, /sort/);
-      expectRoute422(await get(seed.hub, { sort_by: 'relationship_type', sort_order: 'desc', cursor }), seed.hub, /sort/);
+      expectRoute422(
+        await get(seed.hub, { sort_by: 'relationship_type', sort_order: 'desc', cursor }),
+        seed.hub,
+        /sort/,
+      );
     });
 
     it('refuses a cursor replayed with a different direction, relationship_types or include_inactive', async () => {
@@ -371,7 +427,11 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
       expectRoute422(await replay({ direction: 'outgoing', relationship_types: 'runs_on' }), seed.hub, /filter/);
       expectRoute422(await replay({ direction: 'incoming' }), seed.hub, /filter/);
       expectRoute422(await replay({ direction: 'incoming', relationship_types: 'runs_on,hosts' }), seed.hub, /filter/);
-      expectRoute422(await replay({ direction: 'incoming', relationship_types: 'runs_on', include_inactive: true }), seed.hub, /filter/);
+      expectRoute422(
+        await replay({ direction: 'incoming', relationship_types: 'runs_on', include_inactive: true }),
+        seed.hub,
+        /filter/,
+      );
       expect((await replay({ direction: 'incoming', relationship_types: ' runs_on' })).status).to.equal(200);
     });
 
@@ -382,7 +442,13 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
       const moved = Buffer.from(JSON.stringify({ ...decoded, k: [0, '1'] })).toString('base64url');
       const flipped = signature.slice(0, -2) + (signature.endsWith('AA') ? 'BB' : 'AA');
       const reader = (await principalForKey(app.current.sql, TEST_SECRET, admin, new Date()))!;
-      const foreignBinding = { tenantId: DEFAULT_TENANT_ID, reader, scope: `relationships:${seed.hub}`, sort: null, filters: { direction: null, relationship_types: null, include_inactive: false } };
+      const foreignBinding = {
+        tenantId: DEFAULT_TENANT_ID,
+        reader,
+        scope: `relationships:${seed.hub}`,
+        sort: null,
+        filters: { direction: null, relationship_types: null, include_inactive: false },
+      };
       const otherSecret = encodeCursor('another-secret-another-secret-0000000000', foreignBinding, [0, '1']);
       const attempts: [string, RegExp][] = [
         [`${moved}.${signature}`, /altered/],
@@ -397,17 +463,21 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
         [encodeCursor(TEST_SECRET, foreignBinding, [2, '1']), /Malformed/],
         [encodeCursor(TEST_SECRET, foreignBinding, [0, '1; drop table relationships']), /Malformed/],
       ];
-      for (const [tampered, message] of attempts) expectRoute422(await get(seed.hub, { limit: 2, cursor: tampered }), seed.hub, message);
+      for (const [tampered, message] of attempts)
+        expectRoute422(await get(seed.hub, { limit: 2, cursor: tampered }), seed.hub, message);
       // a genuine cursor of another CI's walk
       const podPage = await ok(seed.ids[podName(1)]!, { limit: 1 });
       expectRoute422(await get(seed.hub, { limit: 1, cursor: podPage.next_cursor! }), seed.hub, /different resource/);
     });
   });
 
-  it('counts once per walk: cursor pages carry the first page\'s total instead of counting again', async () => {
+  it("counts once per walk: cursor pages carry the first page's total instead of counting again", async () => {
     const first = await ok(seed.hub, { limit: 5 });
     expect(first.total).to.equal(seed.live + seed.dangling);
-    await insertRelationship(app.current.sql, seed.hub, seed.ids['svc-02']!, 'watches', seed.sourceId, { from: 'cluster-a', to: 'cluster-a' });
+    await insertRelationship(app.current.sql, seed.hub, seed.ids['svc-02']!, 'watches', seed.sourceId, {
+      from: 'cluster-a',
+      to: 'cluster-a',
+    });
     const second = await ok(seed.hub, { limit: 5, cursor: first.next_cursor! });
     expect(second.total).to.equal(first.total);
     expect((await ok(seed.hub, { limit: 5 })).total).to.equal(first.total + 1);
@@ -419,14 +489,22 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
     beforeEach(async () => {
       const { sql } = app.current;
       // cluster-b pods of the same source run on the hub in cluster-a
-      const bPods = [1, 2].map((n) => buildPod({ name: `b-pod-${n}`, relationships: [{ type: 'runs_on', target_external_id: 'node/hub' }] }));
+      const bPods = [1, 2].map((n) =>
+        buildPod({ name: `b-pod-${n}`, relationships: [{ type: 'runs_on', target_external_id: 'node/hub' }] }),
+      );
       await ingest(sql, bPods, { scopeId: 'cluster-b' });
       const promSource = await buildSource(sql, 'prom', 'prometheus');
-      await ingest(sql, [buildPod({ name: 'target-1', external_id: 'target/1', ci_type: 'prometheus.target' })], { source: 'prom' });
+      await ingest(sql, [buildPod({ name: 'target-1', external_id: 'target/1', ci_type: 'prometheus.target' })], {
+        source: 'prom',
+      });
       const prom = await ciIdOf(sql, 'target/1');
       await insertRelationship(sql, prom, seed.hub, 'scrapes', promSource);
       // a cluster-b pod that ran on the hub, removed for good since: its row stays, dangling
-      await ingest(sql, [buildPod({ name: 'b-gone', relationships: [{ type: 'runs_on', target_external_id: 'node/hub' }] })], { scopeId: 'cluster-b' });
+      await ingest(
+        sql,
+        [buildPod({ name: 'b-gone', relationships: [{ type: 'runs_on', target_external_id: 'node/hub' }] })],
+        { scopeId: 'cluster-b' },
+      );
       await hardDelete(sql, await ciIdOf(sql, 'pod/default/b-gone'));
       outside = { bPod: await ciIdOf(sql, 'pod/default/b-pod-1'), prom };
     });
@@ -440,13 +518,21 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
       expect(page.items.map((i) => i.related_ci_name)).to.include.members(['b-pod-1', 'b-pod-2', 'target-1']);
     });
 
-    it('never lists or counts neighbours outside a scoped key\'s instance, in any mode', async () => {
+    it("never lists or counts neighbours outside a scoped key's instance, in any mode", async () => {
       const key = await scopedKey([{ sourceId: seed.sourceId, scopeId: 'cluster-a' }]);
       const hidden = new Set(['b-pod-1', 'b-pod-2', 'target-1']);
-      for (const params of [{}, { include_inactive: true }, { direction: 'incoming' }, { relationship_types: 'runs_on,scrapes' }] as Params[]) {
+      for (const params of [
+        {},
+        { include_inactive: true },
+        { direction: 'incoming' },
+        { relationship_types: 'runs_on,scrapes' },
+      ] as Params[]) {
         const page = await ok(seed.hub, params, key);
         const unrestricted = await ok(seed.hub, params);
-        expect(page.items.some((i) => hidden.has(i.related_ci_name)), JSON.stringify(params)).to.equal(false);
+        expect(
+          page.items.some((i) => hidden.has(i.related_ci_name)),
+          JSON.stringify(params),
+        ).to.equal(false);
         const hiddenCount = unrestricted.items.filter((i) => hidden.has(i.related_ci_name)).length;
         expect(hiddenCount).to.be.greaterThan(0);
         // the vanished cluster-b pod is counted for the unrestricted key only (it is never listed)
@@ -461,9 +547,11 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
       }
     });
 
-    it('answers 404 for a CI outside the key\'s scopes, whether another instance or another source', async () => {
+    it("answers 404 for a CI outside the key's scopes, whether another instance or another source", async () => {
       const clusterB = await scopedKey([{ sourceId: seed.sourceId, scopeId: 'cluster-b' }]);
-      const prom = await scopedKey([{ sourceId: await buildSource(app.current.sql, 'prom', 'prometheus'), scopeId: null }]);
+      const prom = await scopedKey([
+        { sourceId: await buildSource(app.current.sql, 'prom', 'prometheus'), scopeId: null },
+      ]);
       const nothing = await createKey(app.current.sql, 'svc', { permissions: ['relationships:read'] });
       for (const key of [clusterB, prom, nothing]) {
         const reply = await get(seed.hub, {}, key);
@@ -478,7 +566,7 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
       expect(fromProm.total).to.equal(0);
     });
 
-    it('refuses another principal\'s cursor (422), so a scoped key never gets an unrestricted walk\'s page or total', async () => {
+    it("refuses another principal's cursor (422), so a scoped key never gets an unrestricted walk's page or total", async () => {
       const key = await scopedKey([{ sourceId: seed.sourceId, scopeId: 'cluster-a' }]);
       const unrestricted = await ok(seed.hub, { limit: 2 });
       const own = await ok(seed.hub, { limit: 2 }, key);
@@ -500,7 +588,9 @@ describe('GET /api/v1/configuration-items/{ci_id}/relationships', () => {
       const page = await ok(seed.hub, {}, key);
       // both cluster-b pods, and the vanished one of cluster-b, which this key may count
       expect(page.total).to.equal(seed.live + seed.dangling + 2 + 1);
-      expect(page.items.map((i) => i.related_ci_name)).to.include.members(['b-pod-1', 'b-pod-2']).and.not.include('target-1');
+      expect(page.items.map((i) => i.related_ci_name))
+        .to.include.members(['b-pod-1', 'b-pod-2'])
+        .and.not.include('target-1');
     });
   });
 });

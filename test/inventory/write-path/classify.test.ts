@@ -1,5 +1,10 @@
 import { expect } from 'chai';
-import { classifyBatch, fieldChanges, splitBatches, type ClassifyInput } from '../../../src/inventory/write-path/classify.js';
+import {
+  classifyBatch,
+  fieldChanges,
+  splitBatches,
+  type ClassifyInput,
+} from '../../../src/inventory/write-path/classify.js';
 import { contentHash, metricsOf } from '../../../src/inventory/write-path/content.js';
 import { partOf } from '../../../src/inventory/write-path/parts.js';
 import type { UniversalRecord } from '../../../src/inventory/write-path/records.js';
@@ -50,8 +55,16 @@ function classify(records: UniversalRecord[], states: StoredState[]) {
   return classifyBatch(input);
 }
 
-const newState = (record: UniversalRecord): StoredState => ({ external_id: record.external_id, ci_id: null, stored: null });
-const storedState = (row: StoredContent): StoredState => ({ external_id: row.external_id, ci_id: row.ci_id, stored: row });
+const newState = (record: UniversalRecord): StoredState => ({
+  external_id: record.external_id,
+  ci_id: null,
+  stored: null,
+});
+const storedState = (row: StoredContent): StoredState => ({
+  external_id: row.external_id,
+  ci_id: row.ci_id,
+  stored: row,
+});
 
 describe('classifyBatch', () => {
   it('plans a new record as an insert with a fresh UUIDv7, its CREATED change and its last_seen row', () => {
@@ -60,7 +73,13 @@ describe('classifyBatch', () => {
     expect(plan.inserts).to.have.lengthOf(1);
     const [write] = plan.inserts;
     expect(write!.ci_id).to.match(UUID_V7);
-    expect(write).to.deep.include({ scope_id: 'cluster-1', external_id: 'pod/default/a', name: 'a', namespace: 'default', content_hash: contentHash(record) });
+    expect(write).to.deep.include({
+      scope_id: 'cluster-1',
+      external_id: 'pod/default/a',
+      name: 'a',
+      namespace: 'default',
+      content_hash: contentHash(record),
+    });
     // metrics are kept beside last_seen, not in the CI row
     expect(write!.type_data).to.deep.equal({ phase: 'Running' });
     expect(plan.seen).to.deep.equal([{ ci_id: write!.ci_id, metrics: '{"cpu":0.1}' }]);
@@ -110,7 +129,12 @@ describe('classifyBatch', () => {
     expect(plan.inserts).to.be.empty;
     expect(plan.seen).to.deep.equal([{ ci_id: row.ci_id, metrics: '{"cpu":0.7}' }]);
     expect(plan.changes).to.have.lengthOf(1);
-    expect(plan.changes[0]).to.deep.include({ change_type: 'UPDATED', ci_id: row.ci_id, ci_name: 'web', scope_id: 'cluster-1' });
+    expect(plan.changes[0]).to.deep.include({
+      change_type: 'UPDATED',
+      ci_id: row.ci_id,
+      ci_name: 'web',
+      scope_id: 'cluster-1',
+    });
     expect(plan.changes[0]!.changes).to.deep.equal([{ field: 'raw_data.spec.replicas', old_value: 1, new_value: 3 }]);
   });
 
@@ -130,7 +154,10 @@ describe('classifyBatch', () => {
   it('reactivates an inactive or archived CI seen again, recording the status move', () => {
     const inactive = pod('phoenix');
     const archived = pod('ash');
-    const rows = [storedAs(inactive, '0190a000-0000-7000-8000-000000000003', 'inactive'), storedAs(archived, '0190a000-0000-7000-8000-000000000004', 'archived')];
+    const rows = [
+      storedAs(inactive, '0190a000-0000-7000-8000-000000000003', 'inactive'),
+      storedAs(archived, '0190a000-0000-7000-8000-000000000004', 'archived'),
+    ];
     const plan = classify([inactive, archived], rows.map(storedState));
     expect(plan.reactivated).to.equal(2);
     expect(plan.updates).to.have.lengthOf(2);
@@ -213,8 +240,12 @@ describe('fieldChanges: type_data beside raw_data', () => {
   const before = storedAs(role(true, 10, ['readers']), 'ci-1');
   const after = role(false, 20, ['readers', 'writers']);
 
-  it('records a derived type_data (every collector type) not at all: its changes repeat raw_data\'s', () => {
-    expect(fieldChanges(before, after, true).map((c) => c.field)).to.deep.equal(['raw_data.member_of', 'raw_data.rolcanlogin', 'raw_data.rolconnlimit']);
+  it("records a derived type_data (every collector type) not at all: its changes repeat raw_data's", () => {
+    expect(fieldChanges(before, after, true).map((c) => c.field)).to.deep.equal([
+      'raw_data.member_of',
+      'raw_data.rolcanlogin',
+      'raw_data.rolconnlimit',
+    ]);
   });
 
   it('records pushed type_data except the values that moved exactly as a raw_data value did', () => {
@@ -229,8 +260,13 @@ describe('fieldChanges: type_data beside raw_data', () => {
   });
 
   it('records a pushed type_data change that raw_data does not carry, also when raw_data did not change', () => {
-    const renamedOnly = { ...role(true, 10, ['readers']), type_data: { can_login: true, connection_limit: 10, member_of: ['readers'], tier: 'gold' } };
-    expect(fieldChanges(before, renamedOnly, false)).to.deep.equal([{ field: 'type_data.tier', old_value: null, new_value: 'gold' }]);
+    const renamedOnly = {
+      ...role(true, 10, ['readers']),
+      type_data: { can_login: true, connection_limit: 10, member_of: ['readers'], tier: 'gold' },
+    };
+    expect(fieldChanges(before, renamedOnly, false)).to.deep.equal([
+      { field: 'type_data.tier', old_value: null, new_value: 'gold' },
+    ]);
     // the same change when type_data is derived: nothing to record (and no real collector sends it)
     expect(fieldChanges(before, renamedOnly, true)).to.deep.equal([]);
   });
@@ -271,7 +307,7 @@ describe('splitBatches', () => {
     expect(gone).to.deep.equal([['x', 'y'], ['z']]);
   });
 
-  it('in lanes, splits more than one batch by part, each record in the lane of its external id\'s part', () => {
+  it("in lanes, splits more than one batch by part, each record in the lane of its external id's part", () => {
     const records = Array.from({ length: 40 }, (_, i) => pod(`pod-${i}`));
     const { lanes } = splitBatches([...records, { ...records[0]!, name: 'again' }], [], 8, true);
     expect(lanes.map((lane) => lane.part)).to.deep.equal([0, 1]);
@@ -280,7 +316,9 @@ describe('splitBatches', () => {
       expect(lane.batches.flat().every((record) => partOf(record.external_id) === lane.part)).to.equal(true);
     }
     const written = lanes.flatMap((lane) => lane.batches.flat());
-    expect(written.map((record) => record.external_id).sort()).to.deep.equal(records.map((record) => record.external_id).sort());
+    expect(written.map((record) => record.external_id).sort()).to.deep.equal(
+      records.map((record) => record.external_id).sort(),
+    );
     expect(written.find((record) => record.external_id === records[0]!.external_id)!.name).to.equal('again');
     expect(Math.min(...lanes.map((lane) => lane.batches.flat().length))).to.be.greaterThan(5);
   });

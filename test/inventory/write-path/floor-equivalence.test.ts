@@ -62,10 +62,20 @@ describe('the reconcile beside an independent writer of the same rows (the floor
     for (const [minute, at] of collections.entries()) {
       const now = new Date(T0 + minute * 60_000);
       const records = [...cluster(SHAPE, at)];
-      oneLaneResults.push(await reconcile(sql, { tenantId: DEFAULT_TENANT_ID, sourceId: cinvSource, scopeId: SCOPE, mode: 'snapshot', records }, { now, batchSize: 100 }));
+      oneLaneResults.push(
+        await reconcile(
+          sql,
+          { tenantId: DEFAULT_TENANT_ID, sourceId: cinvSource, scopeId: SCOPE, mode: 'snapshot', records },
+          { now, batchSize: 100 },
+        ),
+      );
       await floor.collect({ items: [...cluster(SHAPE, at)] as UniversalRecord[] }, now);
       lanesResults.push(
-        await reconcile(sql, { tenantId: DEFAULT_TENANT_ID, sourceId: lanesSource, scopeId: SCOPE, mode: 'snapshot', records }, { now, batchSize: 100, lanes: true }),
+        await reconcile(
+          sql,
+          { tenantId: DEFAULT_TENANT_ID, sourceId: lanesSource, scopeId: SCOPE, mode: 'snapshot', records },
+          { now, batchSize: 100, lanes: true },
+        ),
       );
     }
   });

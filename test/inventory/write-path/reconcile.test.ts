@@ -20,7 +20,9 @@ interface ChangeRow {
 }
 
 const changesOf = (sql: Sql, ciId: string) =>
-  sql<ChangeRow[]>`select id::text, ci_id, change_type, ci_name, ci_namespace, ci_type, changes from change_records where ci_id = ${ciId} order by id`;
+  sql<
+    ChangeRow[]
+  >`select id::text, ci_id, change_type, ci_name, ci_namespace, ci_type, changes from change_records where ci_id = ${ciId} order by id`;
 
 const count = async (sql: Sql, table: string) =>
   Number((await sql<{ n: string }[]>`select count(*) as n from ${sql(table)}`)[0]!.n);
@@ -39,15 +41,24 @@ describe('reconcile', () => {
     const pods = [buildPod({ name: 'a' }), buildPod({ name: 'b', namespace: null })];
     const result = await ingest(sql, pods, { now: at(0), scopeId: 'cluster-1' });
     expect(result).to.include({ received: 2, created: 2, updated: 0, unchanged: 0, changes: 2 });
-    const [ci] = await sql`select c.*, l.last_seen from configuration_items c join ci_last_seen l using (ci_id) where external_id = ${pods[0]!.external_id}`;
-    expect(ci).to.include({ name: 'a', namespace: 'default', ci_type: 'k8s.pod', status: 'active', scope_id: 'cluster-1' });
+    const [ci] =
+      await sql`select c.*, l.last_seen from configuration_items c join ci_last_seen l using (ci_id) where external_id = ${pods[0]!.external_id}`;
+    expect(ci).to.include({
+      name: 'a',
+      namespace: 'default',
+      ci_type: 'k8s.pod',
+      status: 'active',
+      scope_id: 'cluster-1',
+    });
     expect(ci!.last_seen.toISOString()).to.equal(at(0).toISOString());
     expect(ci!.raw_data).to.deep.equal(pods[0]!.raw_data);
     const [created] = await changesOf(sql, ci!.ci_id);
     expect(created).to.include({ change_type: 'CREATED', ci_name: 'a', ci_namespace: 'default', ci_type: 'k8s.pod' });
     expect(created!.changes).to.deep.include({ field: 'status', old_value: null, new_value: 'active' });
     const outbox = await sql`select aggregate_id, payload from outbox order by id`;
-    expect(outbox.map((o) => o.aggregate_id)).to.have.members((await sql`select id::text from change_records`).map((r) => r.id));
+    expect(outbox.map((o) => o.aggregate_id)).to.have.members(
+      (await sql`select id::text from change_records`).map((r) => r.id),
+    );
   });
 
   it('records field-level updates with dotted paths, keeping arrays of objects as real JSON', async () => {
@@ -72,7 +83,11 @@ describe('reconcile', () => {
     expect(update!.change_type).to.equal('UPDATED');
     const byField = Object.fromEntries(update!.changes.map((c) => [c.field, c]));
     expect(Object.keys(byField)).to.have.members(['raw_data.spec.replicas', 'raw_data.status.conditions']);
-    expect(byField['raw_data.spec.replicas']).to.deep.equal({ field: 'raw_data.spec.replicas', old_value: 2, new_value: 5 });
+    expect(byField['raw_data.spec.replicas']).to.deep.equal({
+      field: 'raw_data.spec.replicas',
+      old_value: 2,
+      new_value: 5,
+    });
     const conditionChange = byField['raw_data.status.conditions']!;
     expect(conditionChange.new_value).to.be.an('array').that.deep.equals(conditions);
     expect(conditionChange.old_value).to.be.an('array').with.lengthOf(1);
@@ -90,15 +105,30 @@ describe('reconcile', () => {
       ...pod,
       raw_data: {
         ...pod.raw_data,
-        metadata: { ...(pod.raw_data.metadata as object), resourceVersion: '999', managedFields: [{ manager: 'kubelet' }] },
-        status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', lastProbeTime: '2026-03-01T00:05:00Z', lastHeartbeatTime: '2026-03-01T00:05:00Z' }] },
+        metadata: {
+          ...(pod.raw_data.metadata as object),
+          resourceVersion: '999',
+          managedFields: [{ manager: 'kubelet' }],
+        },
+        status: {
+          phase: 'Running',
+          conditions: [
+            {
+              type: 'Ready',
+              status: 'True',
+              lastProbeTime: '2026-03-01T00:05:00Z',
+              lastHeartbeatTime: '2026-03-01T00:05:00Z',
+            },
+          ],
+        },
       },
     };
     const result = await ingest(sql, [recollected], { now: at(5) });
     expect(result).to.include({ unchanged: 1, updated: 0, created: 0, changes: 0 });
     expect(await count(sql, 'change_records')).to.equal(before.changes);
     expect(await count(sql, 'outbox')).to.equal(before.outbox);
-    const [after] = await sql`select c.updated_at, l.last_seen from configuration_items c join ci_last_seen l using (ci_id)`;
+    const [after] =
+      await sql`select c.updated_at, l.last_seen from configuration_items c join ci_last_seen l using (ci_id)`;
     expect(after!.updated_at.toISOString()).to.equal(row!.updated_at.toISOString());
     expect(after!.last_seen.toISOString()).to.equal(at(5).toISOString());
   });
@@ -124,9 +154,15 @@ describe('reconcile', () => {
     await ingest(sql, [a!, b!, c!], { now: at(0) });
     const snapshot = await ingest(sql, [a!], { now: at(1) });
     expect(snapshot.archived).to.equal(0);
-    expect((await sql`select status from configuration_items where external_id = ${b!.external_id}`)[0]!.status).to.equal('active');
+    expect(
+      (await sql`select status from configuration_items where external_id = ${b!.external_id}`)[0]!.status,
+    ).to.equal('active');
 
-    const delta = await ingest(sql, [], { mode: 'delta', deletions: [b!.external_id, 'pod/default/never-seen'], now: at(2) });
+    const delta = await ingest(sql, [], {
+      mode: 'delta',
+      deletions: [b!.external_id, 'pod/default/never-seen'],
+      now: at(2),
+    });
     expect(delta).to.include({ archived: 1, changes: 1 });
     const ciId = await ciIdOf(sql, b!.external_id);
     const [ci] = await sql`select status, status_updated_at from configuration_items where ci_id = ${ciId}`;
@@ -154,7 +190,11 @@ describe('reconcile', () => {
     const pod = buildPod({ name: 'metered', type_data: { phase: 'Running', metrics: { cpu: '100m', memory: 1024 } } });
     await ingest(sql, [pod], { now: at(0) });
     const ciId = await ciIdOf(sql, pod.external_id);
-    const moved = await ingest(sql, [{ ...pod, type_data: { phase: 'Running', metrics: { cpu: '250m', memory: 2048 } } }], { now: at(5) });
+    const moved = await ingest(
+      sql,
+      [{ ...pod, type_data: { phase: 'Running', metrics: { cpu: '250m', memory: 2048 } } }],
+      { now: at(5) },
+    );
     expect(moved).to.include({ unchanged: 1, updated: 0, changes: 0 });
     const [row] = await sql`
       select c.type_data, c.updated_at, l.metrics, l.last_seen from configuration_items c join ci_last_seen l using (ci_id) where ci_id = ${ciId}`;
@@ -163,7 +203,9 @@ describe('reconcile', () => {
     expect(row!.updated_at.toISOString()).to.equal(at(0).toISOString());
     expect(row!.last_seen.toISOString()).to.equal(at(5).toISOString());
     // a real change still writes the row, and the metrics it came with
-    const changed = await ingest(sql, [{ ...pod, type_data: { phase: 'Failed', metrics: { cpu: '0' } } }], { now: at(10) });
+    const changed = await ingest(sql, [{ ...pod, type_data: { phase: 'Failed', metrics: { cpu: '0' } } }], {
+      now: at(10),
+    });
     expect(changed).to.include({ updated: 1, changes: 1 });
     const [update] = (await changesOf(sql, ciId)).filter((c) => c.change_type === 'UPDATED');
     expect(update!.changes).to.deep.equal([{ field: 'type_data.phase', old_value: 'Running', new_value: 'Failed' }]);
@@ -175,13 +217,23 @@ describe('reconcile', () => {
     expect(none!.metrics).to.equal(null);
   });
 
-  it('resolves relationships by external id and replaces an object\'s outgoing set', async () => {
+  it("resolves relationships by external id and replaces an object's outgoing set", async () => {
     const node = { ...buildPod({ name: 'node-1' }), external_id: 'node/node-1', ci_type: 'k8s.node' };
     const node2 = { ...buildPod({ name: 'node-2' }), external_id: 'node/node-2', ci_type: 'k8s.node' };
-    const pod = buildPod({ name: 'web', relationships: [{ type: 'runs_on', target_external_id: 'node/node-1' }, { type: 'runs_on', target_external_id: 'node/ghost' }] });
+    const pod = buildPod({
+      name: 'web',
+      relationships: [
+        { type: 'runs_on', target_external_id: 'node/node-1' },
+        { type: 'runs_on', target_external_id: 'node/ghost' },
+      ],
+    });
     const first = await ingest(sql, [pod, node, node2], { now: at(0) });
     expect(first.relationships).to.deep.equal({ written: 1, removed: 0, unresolved: 1 });
-    const [podId, node1Id, node2Id] = await Promise.all([ciIdOf(sql, pod.external_id), ciIdOf(sql, 'node/node-1'), ciIdOf(sql, 'node/node-2')]);
+    const [podId, node1Id, node2Id] = await Promise.all([
+      ciIdOf(sql, pod.external_id),
+      ciIdOf(sql, 'node/node-1'),
+      ciIdOf(sql, 'node/node-2'),
+    ]);
     let rels = await sql`select from_ci_id, to_ci_id, relationship_type from relationships`;
     expect(rels).to.deep.equal([{ from_ci_id: podId, to_ci_id: node1Id, relationship_type: 'runs_on' }]);
 
@@ -193,7 +245,11 @@ describe('reconcile', () => {
   });
 
   it('keeps the relationships of a reconcile stopped between batches, completing them on the next ingest', async () => {
-    const nodes = ['n1', 'n2'].map((n) => ({ ...buildPod({ name: n }), external_id: `node/${n}`, ci_type: 'k8s.node' }));
+    const nodes = ['n1', 'n2'].map((n) => ({
+      ...buildPod({ name: n }),
+      external_id: `node/${n}`,
+      ci_type: 'k8s.node',
+    }));
     const pods = Array.from({ length: 4 }, (_, i) =>
       buildPod({ name: `p${i}`, relationships: [{ type: 'runs_on', target_external_id: `node/n${(i % 2) + 1}` }] }),
     );
@@ -237,7 +293,10 @@ describe('reconcile', () => {
     expect(second).to.include({ created: 1, unchanged: 1 });
     expect(second.relationships).to.deep.equal({ written: 1, removed: 0, unresolved: 0 });
     const [rel] = await sql`select from_ci_id, to_ci_id from relationships`;
-    expect(rel).to.deep.equal({ from_ci_id: await ciIdOf(sql, pod.external_id), to_ci_id: await ciIdOf(sql, 'node/late') });
+    expect(rel).to.deep.equal({
+      from_ci_id: await ciIdOf(sql, pod.external_id),
+      to_ci_id: await ciIdOf(sql, 'node/late'),
+    });
     // an owner that drops the reference before the target exists leaves nothing waiting
     const other = buildPod({ name: 'fickle', relationships: [{ type: 'runs_on', target_external_id: 'node/never' }] });
     await ingest(sql, [other], { now: at(2) });
@@ -247,9 +306,12 @@ describe('reconcile', () => {
 
   it('records a change of 100 000 fields, or of 3 000 keys of 300 characters, without losing the rest of its batch', async function () {
     this.timeout(120_000);
-    const manyKeys = (value: number) => Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, i + value]));
+    const manyKeys = (value: number) =>
+      Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, i + value]));
     const bigKeys = (value: string) => {
-      const keys = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`${String(i).padStart(4, '0')}${'x'.repeat(296)}`, value]));
+      const keys = Object.fromEntries(
+        Array.from({ length: 3000 }, (_, i) => [`${String(i).padStart(4, '0')}${'x'.repeat(296)}`, value]),
+      );
       // and one key far longer than an index entry can hold
       return { ...keys, ['y'.repeat(4000)]: value };
     };
@@ -271,9 +333,12 @@ describe('reconcile', () => {
       select jsonb_array_length(changes) as n, (select max(length(c ->> 'field')) from jsonb_array_elements(changes) c) as longest
       from change_records where ci_id = ${await ciIdOf(sql, longKeys.external_id)} and change_type = 'UPDATED'`;
     expect(longChange).to.deep.equal({ n: 3001, longest: 'raw_data.labels.'.length + 4000 });
-    expect(await sql`select 1 from configuration_items where external_id = ${neighbour.external_id}`).to.have.lengthOf(1);
+    expect(await sql`select 1 from configuration_items where external_id = ${neighbour.external_id}`).to.have.lengthOf(
+      1,
+    );
     // the capped search document still finds the CI by name
-    const found = await sql`select ci_name from change_records where search_vector @@ to_tsquery('simple', 'wide') and change_type = 'UPDATED'`;
+    const found =
+      await sql`select ci_name from change_records where search_vector @@ to_tsquery('simple', 'wide') and change_type = 'UPDATED'`;
     expect(found.map((r) => r.ci_name)).to.deep.equal(['wide']);
   });
 
@@ -287,7 +352,11 @@ describe('reconcile', () => {
     }
     expect(failure?.code).to.equal('VALIDATION_ERROR');
     expect(failure!.details!.errors).to.deep.equal([
-      { field: 'deletions.1', location: 'body', message: 'is also listed in items; send an id as an item or as a deletion, not both' },
+      {
+        field: 'deletions.1',
+        location: 'body',
+        message: 'is also listed in items; send an id as an item or as a deletion, not both',
+      },
     ]);
   });
 
@@ -337,7 +406,9 @@ describe('reconcile', () => {
     const analyses = async () => {
       // the statistics views answer from a snapshot taken at their first read in a transaction
       await sql`select pg_stat_clear_snapshot()`;
-      const [row] = await sql<{ n: string }[]>`select analyze_count::text as n from pg_stat_user_tables where relname = 'configuration_items'`;
+      const [row] = await sql<
+        { n: string }[]
+      >`select analyze_count::text as n from pg_stat_user_tables where relname = 'configuration_items'`;
       return Number(row!.n);
     };
     const load = newBulkLoad(5);
@@ -345,7 +416,11 @@ describe('reconcile', () => {
     const before = await analyses();
     const pages = [];
     for (const n of [1, 2, 3, 4]) {
-      await reconcile(sql, { tenantId: DEFAULT_TENANT_ID, sourceId, scopeId: null, mode: 'snapshot', records: page(n) }, { load });
+      await reconcile(
+        sql,
+        { tenantId: DEFAULT_TENANT_ID, sourceId, scopeId: null, mode: 'snapshot', records: page(n) },
+        { load },
+      );
       pages.push(await analyses());
     }
     // three creations per page: the second page reaches five, and the refresh is not repeated
@@ -354,7 +429,18 @@ describe('reconcile', () => {
   });
 
   it('splits a source into parts the same way in the process and in the database', async () => {
-    const ids = ['pod/default/a', 'node/worker-1', 'Pod/kube-system/coredns-7d8b', 'pod/naïve/é', 'svc/日本/名前', '🙂/x', '', 'e\u0301/𝔘𝔫𝔦𝔠𝔬𝔡𝔢', 'ß/Ω/€/\u{10FFFF}', 'x'.repeat(300)];
+    const ids = [
+      'pod/default/a',
+      'node/worker-1',
+      'Pod/kube-system/coredns-7d8b',
+      'pod/naïve/é',
+      'svc/日本/名前',
+      '🙂/x',
+      '',
+      'e\u0301/𝔘𝔫𝔦𝔠𝔬𝔡𝔢',
+      'ß/Ω/€/\u{10FFFF}',
+      'x'.repeat(300),
+    ];
     for (let i = 0; i < 200; i++) ids.push(`pod/ns-${i % 7}/web-${i}`);
     const rows = await sql<{ id: string; part: number }[]>`
       select id, ${sql.unsafe(partExpression('id'))} as part from unnest(${ids}::text[]) as t(id)`;
@@ -400,7 +486,12 @@ describe('reconcile', () => {
       inKey.raw_data = { spec: { containers: [{ ['na\u0000me']: 'x' }] } };
       const inValue = buildPod({ name: 'in-value' });
       inValue.raw_data = { metadata: { labels: { team: 'a\u0000b' } } };
-      const errors = refusal({ mode: 'delta', scope_id: 'prod', items: [buildPod({ name: 'clean' }), inKey, inValue], deletions: ['gone\u0000'] });
+      const errors = refusal({
+        mode: 'delta',
+        scope_id: 'prod',
+        items: [buildPod({ name: 'clean' }), inKey, inValue],
+        deletions: ['gone\u0000'],
+      });
       expect(errors!.map((e) => e.field)).to.deep.equal(['items.1', 'items.2', 'deletions.0']);
       expect(refusal({ items: [buildPod({ name: 'clean' })] })).to.equal(undefined);
       // an instance id is refused by its schema already: it may hold no control character at all
@@ -412,7 +503,12 @@ describe('reconcile', () => {
     it('refuses unpaired surrogates anywhere an item, the scope or a deletion holds text, and takes pairs', () => {
       const lone = buildPod({ name: 'lone' });
       lone.raw_data = { spec: { ['\ud800']: ['fine', 'x\udbff'] } };
-      const errors = refusal({ mode: 'delta', scope_id: 'prod\udc00', items: [buildPod({ name: 'pair \ud83d\ude80' }), lone], deletions: ['\udfff'] });
+      const errors = refusal({
+        mode: 'delta',
+        scope_id: 'prod\udc00',
+        items: [buildPod({ name: 'pair \ud83d\ude80' }), lone],
+        deletions: ['\udfff'],
+      });
       expect(errors!.map((e) => e.field)).to.deep.equal(['items.1', 'scope_id', 'deletions.0']);
       expect(errors!.every((e) => /valid Unicode/.test(e.message))).to.equal(true);
       // a NUL is named before a surrogate in the same item

@@ -17,7 +17,7 @@ async function failureOf(statement: Promise<unknown>): Promise<string | undefine
   }
 }
 
-describe('the inventory tables\' references, checked per statement', () => {
+describe("the inventory tables' references, checked per statement", () => {
   let sql: Sql;
   let sourceId: string;
   let ciId: string;
@@ -37,7 +37,9 @@ describe('the inventory tables\' references, checked per statement', () => {
   it('refuses CIs of a tenant or a source that does not exist, as the foreign keys did, and keeps nothing of the statement', async () => {
     expect(await failureOf(insertCi(NO_TENANT, sourceId, 'orphan'))).to.equal('23503');
     expect(await failureOf(insertCi(DEFAULT_TENANT_ID, '999999', 'orphan'))).to.equal('23503');
-    expect(await failureOf(sql`update configuration_items set source_id = 999999 where ci_id = ${ciId}`)).to.equal('23503');
+    expect(await failureOf(sql`update configuration_items set source_id = 999999 where ci_id = ${ciId}`)).to.equal(
+      '23503',
+    );
     expect(await sql`select 1 from configuration_items where name = 'orphan'`).to.have.length(0);
     const [ci] = await sql`select source_id::text from configuration_items where ci_id = ${ciId}`;
     expect(ci!.source_id).to.equal(sourceId);
@@ -59,9 +61,15 @@ describe('the inventory tables\' references, checked per statement', () => {
         insert into relationships (tenant_id, source_id, from_ci_id, to_ci_id, relationship_type, created_at, last_seen)
         values (${NO_TENANT}, ${sourceId}, ${ciId}, ${ciId}, 'runs_on', now(), now())`),
     ).to.equal('23503');
-    expect(await failureOf(sql`update change_records set tenant_id = ${NO_TENANT} where ci_id = ${ciId}`)).to.equal('23503');
+    expect(await failureOf(sql`update change_records set tenant_id = ${NO_TENANT} where ci_id = ${ciId}`)).to.equal(
+      '23503',
+    );
     // a statement whose rows all point somewhere passes
-    expect(await failureOf(sql`insert into ci_last_seen (ci_id, tenant_id, last_seen) values (${ciId}, ${DEFAULT_TENANT_ID}, now()) on conflict (ci_id) do update set last_seen = excluded.last_seen`)).to.equal(undefined);
+    expect(
+      await failureOf(
+        sql`insert into ci_last_seen (ci_id, tenant_id, last_seen) values (${ciId}, ${DEFAULT_TENANT_ID}, now()) on conflict (ci_id) do update set last_seen = excluded.last_seen`,
+      ),
+    ).to.equal(undefined);
   });
 
   it('removes the last-seen rows of deleted CIs, and refuses to delete a source or tenant that still has CIs', async () => {
@@ -82,32 +90,37 @@ describe('the inventory tables\' references, checked per statement', () => {
     expect((await sql`select name from tenants where id = ${DEFAULT_TENANT_ID}`)[0]!.name).to.equal('renamed tenant');
   });
 
-  (onRealPostgres ? describe : describe.skip)('beside a concurrent writer (skipped on the embedded database: PGlite has one session)', () => {
-    it('makes a delete of a source wait for an insert that refers to it, then refuses it', async () => {
-      const { sourceId: other } = await ingest(sql, [], { source: 'deleted-while-written' });
-      const deleter = await otherProcessConnection();
-      try {
-        let deleted: Promise<string | undefined> | undefined;
-        await sql.begin(async (tx) => {
-          await tx`
+  (onRealPostgres ? describe : describe.skip)(
+    'beside a concurrent writer (skipped on the embedded database: PGlite has one session)',
+    () => {
+      it('makes a delete of a source wait for an insert that refers to it, then refuses it', async () => {
+        const { sourceId: other } = await ingest(sql, [], { source: 'deleted-while-written' });
+        const deleter = await otherProcessConnection();
+        try {
+          let deleted: Promise<string | undefined> | undefined;
+          await sql.begin(async (tx) => {
+            await tx`
             insert into configuration_items (ci_id, tenant_id, source_id, external_id, ci_type, name, status, raw_data, type_data, content_hash, created_at, updated_at)
             values (gen_random_uuid(), ${DEFAULT_TENANT_ID}, ${other}, 'pod/x/late', 'k8s.pod', 'late', 'active', '{}', '{}', '\\x00', now(), now())`;
-          deleted = failureOf(deleter`delete from sources where id = ${other}`);
-          // the delete waits on the insert's lock of the source (a new connection first connects)
-          let seen = 0;
-          for (let tries = 0; tries < 50 && seen === 0; tries++) {
-            await new Promise((resolve) => setTimeout(resolve, 100));
-            // the activity view is read once per transaction unless its snapshot is cleared
-            await tx`select pg_stat_clear_snapshot()`;
-            seen = (await tx`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like 'delete from sources%'`)[0]!.n as number;
-          }
-          expect(seen).to.equal(1);
-        });
-        expect(await deleted).to.equal('23503');
-        expect(await sql`select 1 from configuration_items where source_id = ${other}`).to.have.length(1);
-      } finally {
-        await deleter.end();
-      }
-    });
-  });
+            deleted = failureOf(deleter`delete from sources where id = ${other}`);
+            // the delete waits on the insert's lock of the source (a new connection first connects)
+            let seen = 0;
+            for (let tries = 0; tries < 50 && seen === 0; tries++) {
+              await new Promise((resolve) => setTimeout(resolve, 100));
+              // the activity view is read once per transaction unless its snapshot is cleared
+              await tx`select pg_stat_clear_snapshot()`;
+              seen = (
+                await tx`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like 'delete from sources%'`
+              )[0]!.n as number;
+            }
+            expect(seen).to.equal(1);
+          });
+          expect(await deleted).to.equal('23503');
+          expect(await sql`select 1 from configuration_items where source_id = ${other}`).to.have.length(1);
+        } finally {
+          await deleter.end();
+        }
+      });
+    },
+  );
 });

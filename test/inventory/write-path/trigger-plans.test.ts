@@ -33,7 +33,11 @@ describe(`plans of the write path's triggers (${onRealPostgres ? 'PostgreSQL ser
       where c.relname = any(${WRITE_PATH}) and c.relnamespace = current_schema()::regnamespace
         and t.tgparentid = 0 and (t.tgtype & 1) = 1 and l.lanname = 'plpgsql'
       order by 1, 2`;
-    expect(triggers.map((t) => t.tgname)).to.include.members(['cinv_undo', 'cinv_version_changed', 'change_feed_at_commit']);
+    expect(triggers.map((t) => t.tgname)).to.include.members([
+      'cinv_undo',
+      'cinv_version_changed',
+      'change_feed_at_commit',
+    ]);
     for (const trigger of triggers) {
       expect(trigger.config ?? [], `${trigger.relname}.${trigger.tgname}`).to.include('plan_cache_mode=auto');
     }

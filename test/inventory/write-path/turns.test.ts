@@ -12,7 +12,11 @@ describe('per-source turns', () => {
       events.push(`${name} end`);
       return name;
     };
-    const results = await Promise.all([inTurn('a', job('a1', 40)), inTurn('a', job('a2', 10)), inTurn('b', job('b1', 10))]);
+    const results = await Promise.all([
+      inTurn('a', job('a1', 40)),
+      inTurn('a', job('a2', 10)),
+      inTurn('b', job('b1', 10)),
+    ]);
     expect(results).to.deep.equal(['a1', 'a2', 'b1']);
     expect(events.indexOf('a2 start')).to.be.greaterThan(events.indexOf('a1 end'));
     expect(events.indexOf('b1 start')).to.be.lessThan(events.indexOf('a1 end'));
@@ -29,8 +33,14 @@ describe('per-source turns', () => {
 
   it('answers 503 source_busy to a caller that would wait longer than it may', async () => {
     const long = inTurn('d', () => sleep(300));
-    const impatient = await inTurn('d', async () => 'ran', 50).catch((error: { status: number; details: unknown; headers: unknown }) => error);
-    expect(impatient).to.deep.include({ status: 503, details: { reason: 'source_busy' }, headers: { 'Retry-After': '5' } });
+    const impatient = await inTurn('d', async () => 'ran', 50).catch(
+      (error: { status: number; details: unknown; headers: unknown }) => error,
+    );
+    expect(impatient).to.deep.include({
+      status: 503,
+      details: { reason: 'source_busy' },
+      headers: { 'Retry-After': '5' },
+    });
     await long;
     // whoever comes after the impatient caller still gets a turn
     expect(await inTurn('d', async () => 'later')).to.equal('later');

@@ -37,7 +37,11 @@ describe('authentication and authorization', () => {
   };
 
   it('stores only a keyed hash of the key', async () => {
-    const { id, key } = await issueApiKey(app.current.sql, TEST_SECRET, { tenantId: DEFAULT_TENANT_ID, name: 'k', tier: 'adm' });
+    const { id, key } = await issueApiKey(app.current.sql, TEST_SECRET, {
+      tenantId: DEFAULT_TENANT_ID,
+      name: 'k',
+      tier: 'adm',
+    });
     const [row] = await app.current.sql`select * from api_keys where id = ${id}`;
     const stored = JSON.stringify(row, (_k, v) => (v?.type === 'Buffer' ? Buffer.from(v.data).toString('hex') : v));
     expect(stored).to.not.include(key);
@@ -78,7 +82,10 @@ describe('authentication and authorization', () => {
     const [a, b, c] = await Promise.all(['p1', 'p2', 'p3'].map((n) => ciIdOf(app.current.sql, `pod/default/${n}`)));
     const adm = await createKey(app.current.sql, 'adm');
     const ro = await createKey(app.current.sql, 'ro');
-    const reader = await createKey(app.current.sql, 'svc', { permissions: ['configuration_items:read'], scopes: [{ sourceId: null, scopeId: null }] });
+    const reader = await createKey(app.current.sql, 'svc', {
+      permissions: ['configuration_items:read'],
+      scopes: [{ sourceId: null, scopeId: null }],
+    });
     const deleter = await createKey(app.current.sql, 'svc', {
       permissions: ['configuration_items:read', 'configuration_items:delete'],
       scopes: [{ sourceId: null, scopeId: null }],
@@ -95,7 +102,11 @@ describe('authentication and authorization', () => {
     expect((await app.current.request('DELETE', `${LIST}/${a}`, { key: deleter })).status).to.equal(200);
     expect((await app.current.request('DELETE', `${LIST}/${b}`, { key: adm })).status).to.equal(200);
     expect((await app.current.get(`${LIST}/${c}`, ro)).status).to.equal(200);
-    const ingestByRo = await app.current.request('POST', `/api/v1/sources/${await buildSource(app.current.sql)}/ingest`, { key: ro, body: { items: [] } });
+    const ingestByRo = await app.current.request(
+      'POST',
+      `/api/v1/sources/${await buildSource(app.current.sql)}/ingest`,
+      { key: ro, body: { items: [] } },
+    );
     expect(ingestByRo.status).to.equal(403);
   });
 
@@ -107,13 +118,27 @@ describe('authentication and authorization', () => {
     const k8s = await buildSource(sql, 'k8s');
     const prom = await buildSource(sql, 'prom');
     const read = ['configuration_items:read', 'configuration_items:delete'] as const;
-    const cluster1 = await createKey(sql, 'svc', { permissions: [...read], scopes: [{ sourceId: k8s, scopeId: 'cluster-1' }] });
-    const wholeK8s = await createKey(sql, 'svc', { permissions: [...read], scopes: [{ sourceId: k8s, scopeId: null }] });
-    const mixed = await createKey(sql, 'svc', { permissions: [...read], scopes: [{ sourceId: k8s, scopeId: 'cluster-2' }, { sourceId: prom, scopeId: null }] });
+    const cluster1 = await createKey(sql, 'svc', {
+      permissions: [...read],
+      scopes: [{ sourceId: k8s, scopeId: 'cluster-1' }],
+    });
+    const wholeK8s = await createKey(sql, 'svc', {
+      permissions: [...read],
+      scopes: [{ sourceId: k8s, scopeId: null }],
+    });
+    const mixed = await createKey(sql, 'svc', {
+      permissions: [...read],
+      scopes: [
+        { sourceId: k8s, scopeId: 'cluster-2' },
+        { sourceId: prom, scopeId: null },
+      ],
+    });
     const unscoped = await createKey(sql, 'svc', { permissions: [...read] });
 
     const visible = async (key: string) =>
-      ((await app.current.get(`${LIST}?sort_by=name&sort_order=asc`, key)).body.items as { name: string }[]).map((i) => i.name);
+      ((await app.current.get(`${LIST}?sort_by=name&sort_order=asc`, key)).body.items as { name: string }[]).map(
+        (i) => i.name,
+      );
     expect(await visible(cluster1)).to.deep.equal(['a1']);
     expect(await visible(wholeK8s)).to.deep.equal(['a1', 'a2']);
     expect(await visible(mixed)).to.deep.equal(['a2', 'b1']);
@@ -134,19 +159,31 @@ describe('authentication and authorization', () => {
     const { sql } = app.current;
     const k8s = await buildSource(sql, 'k8s');
     const prom = await buildSource(sql, 'prom');
-    const writer = await createKey(sql, 'svc', { permissions: ['configuration_items:write'], scopes: [{ sourceId: k8s, scopeId: 'cluster-1' }] });
+    const writer = await createKey(sql, 'svc', {
+      permissions: ['configuration_items:write'],
+      scopes: [{ sourceId: k8s, scopeId: 'cluster-1' }],
+    });
     const body = (scope: string) => ({ scope_id: scope, items: [buildPod({ name: `w-${scope}` })] });
-    const ok = await app.current.request('POST', `/api/v1/sources/${k8s}/ingest`, { key: writer, body: body('cluster-1') });
+    const ok = await app.current.request('POST', `/api/v1/sources/${k8s}/ingest`, {
+      key: writer,
+      body: body('cluster-1'),
+    });
     expect(ok.status).to.equal(200);
     expect(ok.body).to.include({ received: 1, created: 1 });
-    const otherInstance = await app.current.request('POST', `/api/v1/sources/${k8s}/ingest`, { key: writer, body: body('cluster-2') });
+    const otherInstance = await app.current.request('POST', `/api/v1/sources/${k8s}/ingest`, {
+      key: writer,
+      body: body('cluster-2'),
+    });
     expect(otherInstance.status).to.equal(403);
-    const otherSource = await app.current.request('POST', `/api/v1/sources/${prom}/ingest`, { key: writer, body: body('x') });
+    const otherSource = await app.current.request('POST', `/api/v1/sources/${prom}/ingest`, {
+      key: writer,
+      body: body('x'),
+    });
     expect(otherSource.status).to.equal(404);
     expect(await sql`select name from configuration_items`).to.deep.equal([{ name: 'w-cluster-1' }]);
   });
 
-  it('bounds every read by the key\'s tenant', async () => {
+  it("bounds every read by the key's tenant", async () => {
     const { sql } = app.current;
     await ingest(sql, [buildPod({ name: 'default-tenant-pod' })]);
     const ciId = await ciIdOf(sql, 'pod/default/default-tenant-pod');

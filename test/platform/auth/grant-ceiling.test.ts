@@ -1,7 +1,12 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { assertWithinCeiling, beyond, type Rights } from '../../../src/platform/auth/grant-ceiling.js';
-import { everyPermission, type DataScope, type Permission, type Principal } from '../../../src/platform/auth/principal.js';
+import {
+  everyPermission,
+  type DataScope,
+  type Permission,
+  type Principal,
+} from '../../../src/platform/auth/principal.js';
 import { AppError } from '../../../src/platform/errors.js';
 import { contains, type Rights as ModelRights } from '../../support/rights-oracle.js';
 
@@ -11,9 +16,15 @@ const SOURCES = ['1', '2', '3'];
 const scope: fc.Arbitrary<DataScope> = fc.oneof(
   { arbitrary: fc.constant({ sourceId: null, scopeId: null }), weight: 1 },
   { arbitrary: fc.record({ sourceId: fc.constantFrom(...SOURCES), scopeId: fc.constant(null) }), weight: 3 },
-  { arbitrary: fc.record({ sourceId: fc.constantFrom(...SOURCES), scopeId: fc.constantFrom('a', 'b', 'c') }), weight: 6 },
+  {
+    arbitrary: fc.record({ sourceId: fc.constantFrom(...SOURCES), scopeId: fc.constantFrom('a', 'b', 'c') }),
+    weight: 6,
+  },
 );
-const scopes = fc.oneof({ arbitrary: fc.constant('all' as const), weight: 1 }, { arbitrary: fc.array(scope, { maxLength: 4 }), weight: 5 });
+const scopes = fc.oneof(
+  { arbitrary: fc.constant('all' as const), weight: 1 },
+  { arbitrary: fc.array(scope, { maxLength: 4 }), weight: 5 },
+);
 const rights: fc.Arbitrary<Rights & { permissions: Permission[] }> = fc.record({
   superadmin: fc.oneof({ arbitrary: fc.constant(false), weight: 9 }, { arbitrary: fc.constant(true), weight: 1 }),
   permissions: fc.subarray(PERMISSIONS),
@@ -55,10 +66,15 @@ describe('grant ceiling (property tests against an independent model of data sco
         expect(refused === undefined, JSON.stringify({ caller, wanted })).to.equal(within);
         if (!refused) return;
         expect(refused.status).to.equal(403);
-        const exceeding = refused.details.exceeding as { permissions: Permission[]; scopes: { source_id: string | null; scope_id: string | null }[]; superadmin: boolean };
+        const exceeding = refused.details.exceeding as {
+          permissions: Permission[];
+          scopes: { source_id: string | null; scope_id: string | null }[];
+          superadmin: boolean;
+        };
         // each named excess really exceeds: the caller with it added would hold it
         for (const p of exceeding.permissions) expect(caller.permissions).to.not.include(p);
-        for (const s of exceeding.scopes) expect(contains(model(caller), { permissions: [], scopes: [s] }, SOURCES)).to.equal(false);
+        for (const s of exceeding.scopes)
+          expect(contains(model(caller), { permissions: [], scopes: [s] }, SOURCES)).to.equal(false);
       }),
       { numRuns: 2000 },
     );
@@ -74,7 +90,10 @@ describe('grant ceiling (property tests against an independent model of data sco
           refused = true;
         }
         const grew = beyond(before, after) !== undefined;
-        if (!refused && grew) expect(contains(model(caller), model(after), SOURCES), JSON.stringify({ caller, before, after })).to.equal(true);
+        if (!refused && grew)
+          expect(contains(model(caller), model(after), SOURCES), JSON.stringify({ caller, before, after })).to.equal(
+            true,
+          );
         // taking rights away is never refused
         if (!grew) expect(refused).to.equal(false);
       }),

@@ -6,7 +6,15 @@ import type { Sql } from '../../../src/platform/db/database.js';
 import { onRealPostgres, otherProcessConnection } from '../../support/db.js';
 
 const LIST = '/api/v1/configuration-items';
-const principal = { id: 'k', tenantId: 't', kind: 'api_key', name: 'k', superadmin: false, permissions: new Set(), scopes: 'all' } as unknown as Principal;
+const principal = {
+  id: 'k',
+  tenantId: 't',
+  kind: 'api_key',
+  name: 'k',
+  superadmin: false,
+  permissions: new Set(),
+  scopes: 'all',
+} as unknown as Principal;
 
 describe('the key cache (PrincipalCache)', () => {
   it('does not keep what a lookup read before a change it was told of, nor anything before its listener is up', () => {
@@ -22,7 +30,7 @@ describe('the key cache (PrincipalCache)', () => {
     expect(cache.get('a', 1_001)).to.equal(principal);
   });
 
-  it('lets an entry go at its key\'s expiry, at its maximum age, and when the clock goes back', () => {
+  it("lets an entry go at its key's expiry, at its maximum age, and when the clock goes back", () => {
     const cache = new PrincipalCache(5_000);
     cache.listened();
     cache.store('a', principal, new Date(3_000), cache.generation, 1_000);
@@ -108,9 +116,18 @@ describe('the key cache of a server', () => {
 
     const user = await current.request('POST', '/api/v1/users', { key: admin, body: { name: 'ann' } });
     const expiresAt = new Date(current.clock.now.getTime() + 86_400_000).toISOString();
-    const token = await current.request('POST', `/api/v1/users/${user.body.id}/tokens`, { key: admin, body: { name: 't', expires_at: expiresAt } });
-    await current.request('PUT', `/api/v1/users/${user.body.id}/permissions`, { key: admin, body: { permissions: ['configuration_items:read'] } });
-    await current.request('PUT', `/api/v1/users/${user.body.id}/scopes`, { key: admin, body: { scopes: [{ source_id: null, scope_id: null }] } });
+    const token = await current.request('POST', `/api/v1/users/${user.body.id}/tokens`, {
+      key: admin,
+      body: { name: 't', expires_at: expiresAt },
+    });
+    await current.request('PUT', `/api/v1/users/${user.body.id}/permissions`, {
+      key: admin,
+      body: { permissions: ['configuration_items:read'] },
+    });
+    await current.request('PUT', `/api/v1/users/${user.body.id}/scopes`, {
+      key: admin,
+      body: { scopes: [{ source_id: null, scope_id: null }] },
+    });
     expect(await status(current, token.body.token)).to.equal(200);
     await other`delete from grants where user_id = ${user.body.id}`;
     expect(await until(current, token.body.token, 403), 'a withdrawn grant').to.be.below(200);
@@ -118,30 +135,35 @@ describe('the key cache of a server', () => {
     expect(await until(current, token.body.token, 401), 'a deactivated user').to.be.below(200);
   });
 
-  (onRealPostgres ? describe : describe.skip)('told by PostgreSQL (skipped on the embedded database: there every unit another process runs drops the cache)', () => {
-    it('is not told of a key\'s use: the bookkeeping write keeps the cache', async () => {
-      const current = app.current;
-      const key = await createKey(current.sql, 'ro');
-      expect(await status(current, key)).to.equal(200);
-      const generation = current.context.principals!.generation;
-      await other`update api_keys set last_used_at = now()`;
-      await other`update users set last_login_at = now()`;
-      // a change that is announced, after the unannounced ones, so that waiting for it is enough
-      await other`update api_keys set name = name || '' where tier = 'adm'`;
-      for (let i = 0; i < 200 && current.context.principals!.generation === generation; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-      expect(current.context.principals!.generation, 'one drop: the announced change').to.equal(generation + 1);
-    });
+  (onRealPostgres ? describe : describe.skip)(
+    'told by PostgreSQL (skipped on the embedded database: there every unit another process runs drops the cache)',
+    () => {
+      it("is not told of a key's use: the bookkeeping write keeps the cache", async () => {
+        const current = app.current;
+        const key = await createKey(current.sql, 'ro');
+        expect(await status(current, key)).to.equal(200);
+        const generation = current.context.principals!.generation;
+        await other`update api_keys set last_used_at = now()`;
+        await other`update users set last_login_at = now()`;
+        // a change that is announced, after the unannounced ones, so that waiting for it is enough
+        await other`update api_keys set name = name || '' where tier = 'adm'`;
+        for (let i = 0; i < 200 && current.context.principals!.generation === generation; i++)
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(current.context.principals!.generation, 'one drop: the announced change').to.equal(generation + 1);
+      });
 
-    it('drops everything when its listening connection comes back: what was said meanwhile is lost', async () => {
-      const current = app.current;
-      const key = await createKey(current.sql, 'ro', { name: 'while-away' });
-      expect(await status(current, key)).to.equal(200);
-      const generation = current.context.principals!.generation;
-      await other`select pg_terminate_backend(pid) from pg_stat_activity where query ilike 'listen%' and datname = current_database()`;
-      for (let i = 0; i < 300 && current.context.principals!.generation === generation; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-      expect(current.context.principals!.generation, 'listening again').to.be.above(generation);
-      expect(current.context.principals!.size).to.equal(0);
-      expect(await status(current, key)).to.equal(200);
-    });
-  });
+      it('drops everything when its listening connection comes back: what was said meanwhile is lost', async () => {
+        const current = app.current;
+        const key = await createKey(current.sql, 'ro', { name: 'while-away' });
+        expect(await status(current, key)).to.equal(200);
+        const generation = current.context.principals!.generation;
+        await other`select pg_terminate_backend(pid) from pg_stat_activity where query ilike 'listen%' and datname = current_database()`;
+        for (let i = 0; i < 300 && current.context.principals!.generation === generation; i++)
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(current.context.principals!.generation, 'listening again').to.be.above(generation);
+        expect(current.context.principals!.size).to.equal(0);
+        expect(await status(current, key)).to.equal(200);
+      });
+    },
+  );
 });

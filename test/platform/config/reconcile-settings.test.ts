@@ -8,12 +8,20 @@ describe('reconcile lane settings', () => {
     const server = { DATABASE_URL: 'postgres://cinv@db/cinv', CINV_SECRET: SECRET };
     expect(loadConfig(server).reconcileLanes).to.equal(true);
     expect(loadConfig({ ...server, CINV_DB_POOL_SIZE: '3' }).reconcileLanes).to.equal(true);
-    expect(loadConfig({ ...server, CINV_DB_POOL_SIZE: '2' }).reconcileLanes, 'a lane would wait behind the other for a connection').to.equal(false);
+    expect(
+      loadConfig({ ...server, CINV_DB_POOL_SIZE: '2' }).reconcileLanes,
+      'a lane would wait behind the other for a connection',
+    ).to.equal(false);
     expect(loadConfig({ ...server, CINV_RECONCILE_LANES: 'false' }).reconcileLanes).to.equal(false);
-    expect(() => loadConfig({ ...server, CINV_RECONCILE_LANES: 'sometimes' })).to.throw(ConfigError, /CINV_RECONCILE_LANES/);
+    expect(() => loadConfig({ ...server, CINV_RECONCILE_LANES: 'sometimes' })).to.throw(
+      ConfigError,
+      /CINV_RECONCILE_LANES/,
+    );
   });
 
   it('keeps one lane on the embedded database, which has one session', () => {
-    expect(loadConfig({ CINV_DATA_DIR: '/tmp/cinv-lane-settings', CINV_RECONCILE_LANES: 'true' }).reconcileLanes).to.equal(false);
+    expect(
+      loadConfig({ CINV_DATA_DIR: '/tmp/cinv-lane-settings', CINV_RECONCILE_LANES: 'true' }).reconcileLanes,
+    ).to.equal(false);
   });
 });

@@ -28,7 +28,8 @@ async function ownDatabase(): Promise<{ db: RawDatabase; url?: string; drop(): P
 async function migrateToUnpartitioned(sql: Sql): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'cinv-legacy-sql-'));
   try {
-    for (const migration of (await listMigrations()).filter((m) => m.version <= 15)) copyFileSync(migration.file, path.join(dir, path.basename(migration.file)));
+    for (const migration of (await listMigrations()).filter((m) => m.version <= 15))
+      copyFileSync(migration.file, path.join(dir, path.basename(migration.file)));
     await migrate(sql, dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -52,7 +53,10 @@ async function fillLegacy(sql: Sql, n: number): Promise<void> {
 }
 
 /** An installation from before partitioning holding `n` records, upgraded (the move pending), handed to `work` and dropped after. */
-async function withUpgradedInstallation(n: number, work: (own: { db: RawDatabase; url?: string }) => Promise<void>): Promise<void> {
+async function withUpgradedInstallation(
+  n: number,
+  work: (own: { db: RawDatabase; url?: string }) => Promise<void>,
+): Promise<void> {
   const own = await ownDatabase();
   try {
     await migrateToUnpartitioned(own.db.sql);
@@ -64,7 +68,8 @@ async function withUpgradedInstallation(n: number, work: (own: { db: RawDatabase
   }
 }
 
-const relkind = async (sql: Sql, name: string) => (await sql<{ relkind: string }[]>`select relkind from pg_class where relname = ${name}`)[0]?.relkind ?? null;
+const relkind = async (sql: Sql, name: string) =>
+  (await sql<{ relkind: string }[]>`select relkind from pg_class where relname = ${name}`)[0]?.relkind ?? null;
 
 async function writeRecord(sql: Sql, name: string, at: string): Promise<void> {
   await sql`
@@ -82,7 +87,9 @@ describe(`moving existing history into partitions online (${onRealPostgres ? 'Po
         ['change_records', 'copying'],
       ]);
       expect(await relkind(sql, 'change_records')).to.equal('r');
-      const [queue] = await sql<{ missing: number }[]>`select count(*) filter (where changed_at is null)::int as missing from change_stats_queue`;
+      const [queue] = await sql<
+        { missing: number }[]
+      >`select count(*) filter (where changed_at is null)::int as missing from change_stats_queue`;
       expect(queue!.missing).to.equal(0);
 
       // the service goes on writing the current table: an insert, an update, a delete, all mirrored
@@ -97,7 +104,8 @@ describe(`moving existing history into partitions online (${onRealPostgres ? 'Po
         progress: {
           phase: () => undefined,
           copied: (table) => {
-            if (table === 'change_records') during.push(writeRecord(sql, `during-${++batches}`, '2031-02-15T00:00:00Z'));
+            if (table === 'change_records')
+              during.push(writeRecord(sql, `during-${++batches}`, '2031-02-15T00:00:00Z'));
           },
         },
       });
@@ -135,47 +143,68 @@ describe(`moving existing history into partitions online (${onRealPostgres ? 'Po
     });
   });
 
-  (onRealPostgres ? it : it.skip)('resumes after the mover is killed with SIGKILL mid-copy, and ends with every row once (skipped on the embedded database: one process holds it)', async () => {
-    await withUpgradedInstallation(60_000, async (own) => {
-      const { sql } = own.db;
-      const env = { DATABASE_URL: own.url, CINV_SECRET: 'partition-test-secret-partition-test-0123', LOG_LEVEL: 'warn', PORT: '0' };
-      const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), 'migrate', '--batch-size', '200'], {
-        cwd: ROOT,
-        env: { ...process.env, CINV_TEST_DATABASE_URL: undefined, ...env },
-        stdio: 'ignore',
+  (onRealPostgres ? it : it.skip)(
+    'resumes after the mover is killed with SIGKILL mid-copy, and ends with every row once (skipped on the embedded database: one process holds it)',
+    async () => {
+      await withUpgradedInstallation(60_000, async (own) => {
+        const { sql } = own.db;
+        const env = {
+          DATABASE_URL: own.url,
+          CINV_SECRET: 'partition-test-secret-partition-test-0123',
+          LOG_LEVEL: 'warn',
+          PORT: '0',
+        };
+        const child = spawn(
+          process.execPath,
+          ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), 'migrate', '--batch-size', '200'],
+          {
+            cwd: ROOT,
+            env: { ...process.env, CINV_TEST_DATABASE_URL: undefined, ...env },
+            stdio: 'ignore',
+          },
+        );
+        const exited = new Promise((resolve) => child.on('exit', resolve));
+        for (let copied = 0; copied < 5000;) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          const [row] = await sql<
+            { copied: string }[]
+          >`select copied::text from partition_migrations where table_name = 'change_records'`;
+          copied = Number(row?.copied ?? 0);
+        }
+        child.kill('SIGKILL');
+        await exited;
+        const [state] = await sql<
+          { status: string; copied: string }[]
+        >`select status, copied::text from partition_migrations where table_name = 'change_records'`;
+        expect(state!.status).to.equal('copying');
+        expect(Number(state!.copied)).to.be.within(5000, 59_999);
+
+        const resumed = await runCli(['migrate'], env);
+        expect(resumed.code, resumed.stderr).to.equal(0);
+        expect(resumed.stdout).to.include('change_records: partitioned, 60000 rows moved');
+        const [after] = await sql<
+          { rows: number; ids: number }[]
+        >`select count(*)::int as rows, count(distinct id)::int as ids from change_records`;
+        expect(after).to.deep.equal({ rows: 60_000, ids: 60_000 });
       });
-      const exited = new Promise((resolve) => child.on('exit', resolve));
-      for (let copied = 0; copied < 5000; ) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        const [row] = await sql<{ copied: string }[]>`select copied::text from partition_migrations where table_name = 'change_records'`;
-        copied = Number(row?.copied ?? 0);
-      }
-      child.kill('SIGKILL');
-      await exited;
-      const [state] = await sql<{ status: string; copied: string }[]>`select status, copied::text from partition_migrations where table_name = 'change_records'`;
-      expect(state!.status).to.equal('copying');
-      expect(Number(state!.copied)).to.be.within(5000, 59_999);
+    },
+  );
 
-      const resumed = await runCli(['migrate'], env);
-      expect(resumed.code, resumed.stderr).to.equal(0);
-      expect(resumed.stdout).to.include('change_records: partitioned, 60000 rows moved');
-      const [after] = await sql<{ rows: number; ids: number }[]>`select count(*)::int as rows, count(distinct id)::int as ids from change_records`;
-      expect(after).to.deep.equal({ rows: 60_000, ids: 60_000 });
-    });
-  });
-
-  (onRealPostgres ? it : it.skip)('plans without JIT on a server pool: a lookup per queued record across the months is not compiled (skipped on the embedded database: built without JIT)', async () => {
-    await withUpgradedInstallation(8000, async ({ db: { sql } }) => {
-      await migrateIntoPartitions(sql, { batchSize: 1000 });
-      await sql`insert into change_stats_queue (change_id, changed_at) select id, changed_at from change_records on conflict do nothing`;
-      await sql`analyze change_stats_queue`;
-      const plan = await sql.unsafe<{ 'QUERY PLAN': string }[]>(
-        `explain (analyze) select count(*) from change_stats_queue q
+  (onRealPostgres ? it : it.skip)(
+    'plans without JIT on a server pool: a lookup per queued record across the months is not compiled (skipped on the embedded database: built without JIT)',
+    async () => {
+      await withUpgradedInstallation(8000, async ({ db: { sql } }) => {
+        await migrateIntoPartitions(sql, { batchSize: 1000 });
+        await sql`insert into change_stats_queue (change_id, changed_at) select id, changed_at from change_records on conflict do nothing`;
+        await sql`analyze change_stats_queue`;
+        const plan = await sql.unsafe<{ 'QUERY PLAN': string }[]>(
+          `explain (analyze) select count(*) from change_stats_queue q
          cross join lateral (select * from change_records r where r.id = q.change_id and r.changed_at = q.changed_at offset 0) cr`,
-      );
-      const text = plan.map((row) => row['QUERY PLAN']).join('\n');
-      expect(text).to.match(/Append/);
-      expect(text).not.to.match(/JIT:/);
-    });
-  });
+        );
+        const text = plan.map((row) => row['QUERY PLAN']).join('\n');
+        expect(text).to.match(/Append/);
+        expect(text).not.to.match(/JIT:/);
+      });
+    },
+  );
 });

@@ -41,7 +41,9 @@ async function record(sql: Sql, name: string, at: string, ciType = 'k8s.pod'): P
 
 /** Each record's partition, by name. */
 async function homes(sql: Sql): Promise<Record<string, string>> {
-  const rows = await sql<{ name: string; home: string }[]>`select ci_name as name, tableoid::regclass::text as home from change_records`;
+  const rows = await sql<
+    { name: string; home: string }[]
+  >`select ci_name as name, tableoid::regclass::text as home from change_records`;
   return Object.fromEntries(rows.map((r) => [r.name, r.home]));
 }
 
@@ -62,7 +64,11 @@ describe('change history partitions', () => {
   it('files each record under the month of its UTC time: the last microsecond, the first instant, and times written with offsets', async () => {
     const { sql } = app.current;
     const upkeep = await keepPartitions(sql, CHANGE_RECORDS, new Date('2031-03-15T00:00:00Z'));
-    expect(upkeep.created).to.include.members(['change_records_y2031m03', 'change_records_y2031m04', 'change_records_y2031m06']);
+    expect(upkeep.created).to.include.members([
+      'change_records_y2031m03',
+      'change_records_y2031m04',
+      'change_records_y2031m06',
+    ]);
     await record(sql, 'last-of-march', '2031-03-31T23:59:59.999999Z');
     await record(sql, 'first-of-april', '2031-04-01T00:00:00Z');
     // local midnight past in Brazil, already April in UTC; and the reverse east of Greenwich
@@ -74,7 +80,9 @@ describe('change history partitions', () => {
       'april-in-utc': 'change_records_y2031m04',
       'march-in-utc': 'change_records_y2031m03',
     });
-    const [row] = await sql<{ n: number }[]>`select count(*)::int as n from change_records where changed_at >= '2031-04-01T00:00:00Z' and changed_at < '2031-05-01T00:00:00Z'`;
+    const [row] = await sql<
+      { n: number }[]
+    >`select count(*)::int as n from change_records where changed_at >= '2031-04-01T00:00:00Z' and changed_at < '2031-05-01T00:00:00Z'`;
     const n = row!.n;
     expect(n).to.equal(2);
   });
@@ -83,19 +91,27 @@ describe('change history partitions', () => {
     const { sql, context, logs } = app.current;
     await record(sql, 'far-future', '2099-07-04T12:00:00Z');
     await record(sql, 'far-past', '1999-12-31T23:59:59Z');
-    expect(await homes(sql)).to.deep.equal({ 'far-future': 'change_records_default', 'far-past': 'change_records_default' });
+    expect(await homes(sql)).to.deep.equal({
+      'far-future': 'change_records_default',
+      'far-past': 'change_records_default',
+    });
     expect(await defaultRows(sql, CHANGE_RECORDS)).to.equal(2);
 
     await runSweep(context);
-    expect(await homes(sql)).to.deep.equal({ 'far-future': 'change_records_y2099m07', 'far-past': 'change_records_y1999m12' });
+    expect(await homes(sql)).to.deep.equal({
+      'far-future': 'change_records_y2099m07',
+      'far-past': 'change_records_y1999m12',
+    });
     expect(await defaultRows(sql, CHANGE_RECORDS)).to.equal(0);
-    const report = logs.map((line) => JSON.parse(line) as { msg: string; table?: string; moved?: number }).find((l) => /outside the monthly partitions/.test(l.msg));
+    const report = logs
+      .map((line) => JSON.parse(line) as { msg: string; table?: string; moved?: number })
+      .find((l) => /outside the monthly partitions/.test(l.msg));
     expect(report).to.include({ table: 'change_records', moved: 2 });
     // the months made ahead of the sweep's clock exist too
     expect(await names(sql)).to.include(partitionName(CHANGE_RECORDS, addMonths(monthOf(context.now()), MONTHS_AHEAD)));
   });
 
-  it('drops the months past the horizon whole, trims only the month holding it, and forgets the dropped records\' queue entries', async () => {
+  it("drops the months past the horizon whole, trims only the month holding it, and forgets the dropped records' queue entries", async () => {
     const { sql } = app.current;
     const now = new Date('2031-06-15T00:00:00Z');
     await keepAllPartitions(sql, new Date('2031-02-01T00:00:00Z'));
@@ -107,7 +123,8 @@ describe('change history partitions', () => {
       ['apr-kept', '2031-04-20T00:00:00Z'],
       ['may', '2031-05-05T00:00:00Z'],
       ['jun', '2031-06-10T00:00:00Z'],
-    ]) await record(sql, name!, at!);
+    ])
+      await record(sql, name!, at!);
     await refreshStatsAggregate(sql, now);
     // 60 days before 15 June: 16 April (months of the other tests go as well: before the horizon too)
     const trimmed = await trimChangeHistory(sql, { defaultMs: 60 * DAY, byType: new Map() }, now, 100);
@@ -130,22 +147,31 @@ describe('change history partitions', () => {
              array(select to_char(day at time zone 'UTC', 'MM-DD') || '=' || changes from change_stats_days order by 1) as days`;
     expect(stats).to.deep.equal({ hours: ['04-20', '05-05', '06-10'], days: ['04-20=1', '05-05=1', '06-10=1'] });
     expect(Object.keys(await homes(sql)).sort()).to.deep.equal(['apr-kept', 'jun', 'may']);
-    expect(await names(sql)).to.include('change_records_y2031m04').and.not.include('change_records_y2031m03');
+    expect(await names(sql))
+      .to.include('change_records_y2031m04')
+      .and.not.include('change_records_y2031m03');
     const [row] = await sql<{ orphans: number }[]>`
       select count(*)::int as orphans from change_stats_queue q where not exists (select 1 from change_records cr where cr.id = q.change_id)`;
     const orphans = row!.orphans;
     expect(orphans).to.equal(0);
     // idempotent
-    expect((await trimChangeHistory(sql, { defaultMs: 60 * DAY, byType: new Map() }, now, 100)).partitions).to.deep.equal([]);
+    expect(
+      (await trimChangeHistory(sql, { defaultMs: 60 * DAY, byType: new Map() }, now, 100)).partitions,
+    ).to.deep.equal([]);
   });
 
-  it('keeps a month that a longer-kept type still needs, deleting only the expired types\' records in it', async () => {
+  it("keeps a month that a longer-kept type still needs, deleting only the expired types' records in it", async () => {
     const { sql } = app.current;
     const now = new Date('2032-06-15T00:00:00Z');
     await keepPartitions(sql, CHANGE_RECORDS, new Date('2032-02-01T00:00:00Z'));
     await record(sql, 'pod', '2032-02-10T00:00:00Z');
     await record(sql, 'node', '2032-02-10T00:00:00Z', 'k8s.node');
-    const trimmed = await trimChangeHistory(sql, { defaultMs: 60 * DAY, byType: new Map([['k8s.node', 365 * DAY]]) }, now, 100);
+    const trimmed = await trimChangeHistory(
+      sql,
+      { defaultMs: 60 * DAY, byType: new Map([['k8s.node', 365 * DAY]]) },
+      now,
+      100,
+    );
     expect(trimmed.partitions).not.to.include('change_records_y2032m02');
     expect(await homes(sql)).to.deep.equal({ node: 'change_records_y2032m02' });
   });
@@ -191,7 +217,11 @@ describe('change history partitions', () => {
                '[{"field": "status", "old_value": "a", "new_value": "b"}]', '{status}'
         from generate_series(1, 50000) g`;
       const inDefault = async () =>
-        (await sql<{ n: number }[]>`select count(*)::int as n from change_records_default where changed_at >= '2099-05-01' and changed_at < '2099-06-01'`)[0]!.n;
+        (
+          await sql<
+            { n: number }[]
+          >`select count(*)::int as n from change_records_default where changed_at >= '2099-05-01' and changed_at < '2099-06-01'`
+        )[0]!.n;
       expect(await inDefault()).to.equal(50_000);
 
       const now = new Date('2099-05-10T00:00:00Z');
@@ -203,15 +233,23 @@ describe('change history partitions', () => {
       expect(bounded.created).to.deep.equal([]);
       expect(await names(sql)).not.to.include.members(['change_records_y2099m05', ...ahead]);
       expect(await inDefault()).to.equal(50_000);
-      const [all] = await sql<{ n: number }[]>`select count(distinct ci_name)::int as n from change_records where ci_name like 'bulk-%'`;
+      const [all] = await sql<
+        { n: number }[]
+      >`select count(distinct ci_name)::int as n from change_records where ci_name like 'bulk-%'`;
       expect(all?.n).to.equal(50_000);
 
       // the next sweeps leave it untried until its retry is due, though they could move it now
-      const waiting = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS - 1000), { moveTimeoutMs: 0, retries });
+      const waiting = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS - 1000), {
+        moveTimeoutMs: 0,
+        retries,
+      });
       expect(waiting.deferred).to.deep.equal(['change_records_y2099m05', ...ahead]);
       expect(await inDefault()).to.equal(50_000);
 
-      const unbounded = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS), { moveTimeoutMs: 0, retries });
+      const unbounded = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS), {
+        moveTimeoutMs: 0,
+        retries,
+      });
       expect(unbounded.deferred).to.deep.equal([]);
       expect(unbounded.created).to.deep.equal(['change_records_y2099m05', ...ahead]);
       expect(unbounded.movedFromDefault).to.equal(50_000);
@@ -231,8 +269,15 @@ describe('change history partitions', () => {
     // as a try of January that ran out of time leaves it, in another process
     await new PartitionRetries(sql).deferred('change_records_y2031m01', now);
     const retries = new PartitionRetries(sql);
-    const early = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS - 1), { retries });
-    expect(early.created).to.deep.equal(['change_records_y2031m06', 'change_records_y2031m07', 'change_records_y2031m08', 'change_records_y2031m09']);
+    const early = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS - 1), {
+      retries,
+    });
+    expect(early.created).to.deep.equal([
+      'change_records_y2031m06',
+      'change_records_y2031m07',
+      'change_records_y2031m08',
+      'change_records_y2031m09',
+    ]);
     expect(early.deferred).to.deep.equal(['change_records_y2031m01', 'change_records_y2031m02']);
     expect(await homes(sql)).to.include({ late: 'change_records_default', later: 'change_records_default' });
     const due = await keepPartitions(sql, CHANGE_RECORDS, new Date(now.getTime() + RETRY_FIRST_WAIT_MS), { retries });
@@ -286,7 +331,12 @@ describe('change history partitions', () => {
     const { sql } = app.current;
     await record(sql, 'stray', '2031-01-10T00:00:00Z');
     const upkeep = await keepPartitions(sql, CHANGE_RECORDS, new Date('2031-06-10T00:00:00Z'), { aheadOnly: true });
-    expect(upkeep.created).to.deep.equal(['change_records_y2031m06', 'change_records_y2031m07', 'change_records_y2031m08', 'change_records_y2031m09']);
+    expect(upkeep.created).to.deep.equal([
+      'change_records_y2031m06',
+      'change_records_y2031m07',
+      'change_records_y2031m08',
+      'change_records_y2031m09',
+    ]);
     expect(await homes(sql)).to.include({ stray: 'change_records_default' });
     const swept = await keepPartitions(sql, CHANGE_RECORDS, new Date('2031-06-10T00:00:00Z'));
     expect(swept.created).to.deep.equal(['change_records_y2031m01']);
@@ -294,49 +344,60 @@ describe('change history partitions', () => {
     await sql`delete from change_records where ci_name = 'stray'`;
   });
 
-  (onRealPostgres ? describe : describe.skip)('beside concurrent writers (skipped on the embedded database: PGlite has one session)', () => {
-    it('creates months and drops expired ones while other sessions keep writing, losing no write', async function () {
-      this.timeout(60_000);
-      const { sql } = app.current;
-      const writers = postgres(REAL_DATABASE_URL!, { max: 4, onnotice: () => {} });
-      try {
-        await keepPartitions(sql, CHANGE_RECORDS, new Date('2034-01-01T00:00:00Z'));
-        await record(sql, 'expired', '2034-01-05T00:00:00Z');
-        let stop = false;
-        let written = 0;
-        const writing = Array.from({ length: 4 }, async (_, w) => {
-          for (let i = 0; !stop; i++) {
-            // into the months being created, a month being kept, and the default until its month exists
-            const at = new Date(Date.UTC(2034, 2 + (i % 14), 1 + (i % 27), w)).toISOString();
-            await record(writers as unknown as Sql, `w${w}-${i}`, at);
-            written++;
+  (onRealPostgres ? describe : describe.skip)(
+    'beside concurrent writers (skipped on the embedded database: PGlite has one session)',
+    () => {
+      it('creates months and drops expired ones while other sessions keep writing, losing no write', async function () {
+        this.timeout(60_000);
+        const { sql } = app.current;
+        const writers = postgres(REAL_DATABASE_URL!, { max: 4, onnotice: () => {} });
+        try {
+          await keepPartitions(sql, CHANGE_RECORDS, new Date('2034-01-01T00:00:00Z'));
+          await record(sql, 'expired', '2034-01-05T00:00:00Z');
+          let stop = false;
+          let written = 0;
+          const writing = Array.from({ length: 4 }, async (_, w) => {
+            for (let i = 0; !stop; i++) {
+              // into the months being created, a month being kept, and the default until its month exists
+              const at = new Date(Date.UTC(2034, 2 + (i % 14), 1 + (i % 27), w)).toISOString();
+              await record(writers as unknown as Sql, `w${w}-${i}`, at);
+              written++;
+            }
+          });
+          // the writers are under way before the first month is made
+          // (a writer's failure ends the wait with its error)
+          while (written < 20)
+            await Promise.race([new Promise((resolve) => setTimeout(resolve, 5)), Promise.all(writing)]);
+          const before = written;
+          for (let step = 0; step < 14; step++) {
+            await keepPartitions(sql, CHANGE_RECORDS, new Date(Date.UTC(2034, 1 + step, 1)));
+            // 30 days before 15 March: January goes whole, while the writers write from March on
+            if (step === 3) {
+              const trimmed = await trimChangeHistory(
+                sql,
+                { defaultMs: 30 * DAY, byType: new Map() },
+                new Date('2034-03-15T00:00:00Z'),
+                100,
+              );
+              expect(trimmed.partitions).to.include('change_records_y2034m01');
+            }
           }
-        });
-        // the writers are under way before the first month is made
-        // (a writer's failure ends the wait with its error)
-        while (written < 20) await Promise.race([new Promise((resolve) => setTimeout(resolve, 5)), Promise.all(writing)]);
-        const before = written;
-        for (let step = 0; step < 14; step++) {
-          await keepPartitions(sql, CHANGE_RECORDS, new Date(Date.UTC(2034, 1 + step, 1)));
-          // 30 days before 15 March: January goes whole, while the writers write from March on
-          if (step === 3) {
-            const trimmed = await trimChangeHistory(sql, { defaultMs: 30 * DAY, byType: new Map() }, new Date('2034-03-15T00:00:00Z'), 100);
-            expect(trimmed.partitions).to.include('change_records_y2034m01');
-          }
+          const during = written - before;
+          stop = true;
+          await Promise.all(writing);
+          const [row] = await sql<
+            { n: number }[]
+          >`select count(*)::int as n from change_records where ci_name like 'w%'`;
+          const n = row!.n;
+          expect(n).to.equal(written);
+          expect(during, 'writes while the months were made and dropped').to.be.greaterThan(0);
+          expect(Object.keys(await homes(sql))).not.to.include('expired');
+          await keepPartitions(sql, CHANGE_RECORDS, new Date('2035-03-01T00:00:00Z'));
+          expect(await defaultRows(sql, CHANGE_RECORDS)).to.equal(0);
+        } finally {
+          await writers.end();
         }
-        const during = written - before;
-        stop = true;
-        await Promise.all(writing);
-        const [row] = await sql<{ n: number }[]>`select count(*)::int as n from change_records where ci_name like 'w%'`;
-    const n = row!.n;
-        expect(n).to.equal(written);
-        expect(during, 'writes while the months were made and dropped').to.be.greaterThan(0);
-        expect(Object.keys(await homes(sql))).not.to.include('expired');
-        await keepPartitions(sql, CHANGE_RECORDS, new Date('2035-03-01T00:00:00Z'));
-        expect(await defaultRows(sql, CHANGE_RECORDS)).to.equal(0);
-      } finally {
-        await writers.end();
-      }
-    });
-  });
+      });
+    },
+  );
 });

@@ -10,10 +10,17 @@ describe('read replica settings and WAL positions', () => {
     const config = loadConfig({ ...primary, DATABASE_REPLICA_URL: 'postgres://cinv@replica/cinv' });
     expect(config.databaseReplicaUrl).to.equal('postgres://cinv@replica/cinv');
     expect(config.replicaMaxLagMs).to.equal(30_000);
-    expect(loadConfig({ ...primary, DATABASE_REPLICA_URL: 'postgres://r/cinv', CINV_REPLICA_MAX_LAG: '2s' }).replicaMaxLagMs).to.equal(2000);
+    expect(
+      loadConfig({ ...primary, DATABASE_REPLICA_URL: 'postgres://r/cinv', CINV_REPLICA_MAX_LAG: '2s' }).replicaMaxLagMs,
+    ).to.equal(2000);
     expect(loadConfig(primary).databaseReplicaUrl).to.equal(undefined);
-    expect(() => loadConfig({ DATABASE_REPLICA_URL: 'postgres://r/cinv', CINV_DATA_DIR: '/tmp/cinv-replica-settings' })).to.throw(ConfigError, /DATABASE_REPLICA_URL: needs DATABASE_URL/);
-    expect(() => loadConfig({ ...primary, DATABASE_REPLICA_URL: 'mysql://r/cinv' })).to.throw(ConfigError, /DATABASE_REPLICA_URL: must start with postgres/);
+    expect(() =>
+      loadConfig({ DATABASE_REPLICA_URL: 'postgres://r/cinv', CINV_DATA_DIR: '/tmp/cinv-replica-settings' }),
+    ).to.throw(ConfigError, /DATABASE_REPLICA_URL: needs DATABASE_URL/);
+    expect(() => loadConfig({ ...primary, DATABASE_REPLICA_URL: 'mysql://r/cinv' })).to.throw(
+      ConfigError,
+      /DATABASE_REPLICA_URL: must start with postgres/,
+    );
   });
 
   it('orders WAL positions by both halves, the low one as a 32-bit number', () => {

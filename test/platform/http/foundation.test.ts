@@ -13,7 +13,10 @@ function expectEnvelope(body: any, status: { code: string; path: string; method:
 }
 
 /** Sends bytes as they are (methods fetch refuses, requests Node's parser refuses) and reads the answer. */
-function rawRequest(baseUrl: string, text: string): Promise<{ status: number; headers: Record<string, string>; body: any }> {
+function rawRequest(
+  baseUrl: string,
+  text: string,
+): Promise<{ status: number; headers: Record<string, string>; body: any }> {
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname, () => socket.write(text));
@@ -26,7 +29,9 @@ function rawRequest(baseUrl: string, text: string): Promise<{ status: number; he
       if (end === -1 || !length || answer.length < end + 4 + Number(length[1])) return;
       socket.destroy();
       const [statusLine, ...lines] = answer.slice(0, end).split('\r\n');
-      const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+      const headers = Object.fromEntries(
+        lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+      );
       resolve({ status: Number(statusLine!.split(' ')[1]), headers, body: JSON.parse(answer.slice(end + 4)) });
     });
     socket.on('error', reject);
@@ -53,7 +58,12 @@ describe('HTTP foundation', () => {
       expect(reply.status, path).to.equal(200);
       expect(reply.body, path).to.have.property('items');
     }
-    for (const path of ['/api/v1/', '/api/v1/configuration-items-x', '/api/v1/configuration-items%2F', '/api/v2/configuration-items']) {
+    for (const path of [
+      '/api/v1/',
+      '/api/v1/configuration-items-x',
+      '/api/v1/configuration-items%2F',
+      '/api/v2/configuration-items',
+    ]) {
       const reply = await app.current.get(path, admin);
       expect(reply.status, path).to.equal(404);
       expectEnvelope(reply.body, { code: 'HTTP_404', path, method: 'GET' });
@@ -72,7 +82,10 @@ describe('HTTP foundation', () => {
   it('answers TRACE, CONNECT and other methods no route serves with 405 and Allow, or 404 on an unknown path', async () => {
     const path = '/api/v1/configuration-items';
     for (const method of ['TRACE', 'CONNECT', 'PROPFIND', 'LINK']) {
-      const reply = await rawRequest(app.current.baseUrl, `${method} ${path} HTTP/1.1\r\nHost: cinv\r\nX-API-Key: ${admin}\r\n\r\n`);
+      const reply = await rawRequest(
+        app.current.baseUrl,
+        `${method} ${path} HTTP/1.1\r\nHost: cinv\r\nX-API-Key: ${admin}\r\n\r\n`,
+      );
       expect(reply.status, method).to.equal(405);
       expectEnvelope(reply.body, { code: 'HTTP_405', path, method });
       expect(reply.headers.allow, method).to.equal('HEAD, GET');
@@ -82,17 +95,30 @@ describe('HTTP foundation', () => {
     expect(unknown.status).to.equal(404);
     expectEnvelope(unknown.body, { code: 'HTTP_404', path: '/api/v1/nothing-here', method: 'TRACE' });
     // a proxy's tunnel request names no path of this server
-    const tunnel = await rawRequest(app.current.baseUrl, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    const tunnel = await rawRequest(
+      app.current.baseUrl,
+      'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+    );
     expect(tunnel.status).to.equal(405);
     expectEnvelope(tunnel.body, { code: 'HTTP_405', path: 'example.com:443', method: 'CONNECT' });
   });
 
   it('names the path and method of requests the HTTP parser refuses', async () => {
     const cases: [string, number, string, string][] = [
-      [`GET /api/v1/configuration-items?api_key=x HTTP/1.1\r\nHost: cinv\r\nX-Big: ${'x'.repeat(20_000)}\r\n\r\n`, 431, 'GET', '/api/v1/configuration-items'],
+      [
+        `GET /api/v1/configuration-items?api_key=x HTTP/1.1\r\nHost: cinv\r\nX-Big: ${'x'.repeat(20_000)}\r\n\r\n`,
+        431,
+        'GET',
+        '/api/v1/configuration-items',
+      ],
       ['POST /api/v1/sources HTTP/1.1\r\nHost: cinv\r\nContent-Length: many\r\n\r\n', 400, 'POST', '/api/v1/sources'],
       ['GET /api/v1/changes HTTP/1.1\r\nBad Header: x\r\n\r\n', 400, 'GET', '/api/v1/changes'],
-      [`GET /api/v1/${'long/'.repeat(4000)} HTTP/1.1\r\nHost: cinv\r\n\r\n`, 431, 'GET', `/api/v1/${'long/'.repeat(4000)}`.slice(0, 2048)],
+      [
+        `GET /api/v1/${'long/'.repeat(4000)} HTTP/1.1\r\nHost: cinv\r\n\r\n`,
+        431,
+        'GET',
+        `/api/v1/${'long/'.repeat(4000)}`.slice(0, 2048),
+      ],
     ];
     for (const [request, status, method, path] of cases) {
       const reply = await rawRequest(app.current.baseUrl, request);
@@ -114,7 +140,11 @@ describe('HTTP foundation', () => {
         expect(reply.text).to.not.include(other);
       }
     }
-    const written = await app.current.request('POST', `/api/v1/sources/${await buildSource(app.current.sql)}/ingest?token=${other}`, { key: admin, body: { items: [] } });
+    const written = await app.current.request(
+      'POST',
+      `/api/v1/sources/${await buildSource(app.current.sql)}/ingest?token=${other}`,
+      { key: admin, body: { items: [] } },
+    );
     expect(written.status).to.equal(401);
     expect(app.current.logs.join('\n')).to.not.include(other.slice(9, 30));
     // parameters that merely contain such a word are ordinary parameters
@@ -124,7 +154,10 @@ describe('HTTP foundation', () => {
   it('answers a body over the limit with 413', async () => {
     const sourceId = await buildSource(app.current.sql);
     const items = Array.from({ length: 40 }, (_, i) => buildPod({ name: `big-${i}` }));
-    const reply = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, { key: admin, body: { items } });
+    const reply = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest`, {
+      key: admin,
+      body: { items },
+    });
     expect(reply.status).to.equal(413);
     expectEnvelope(reply.body, { code: 'HTTP_413', path: `/api/v1/sources/${sourceId}/ingest`, method: 'POST' });
     expect(await app.current.sql`select 1 from configuration_items`).to.have.lengthOf(0);
@@ -133,11 +166,19 @@ describe('HTTP foundation', () => {
   it('answers malformed JSON with 400 and a non-JSON body with 415', async () => {
     const sourceId = await buildSource(app.current.sql);
     const path = `/api/v1/sources/${sourceId}/ingest`;
-    const malformed = await app.current.request('POST', path, { key: admin, rawBody: '{"items": [', headers: { 'content-type': 'application/json' } });
+    const malformed = await app.current.request('POST', path, {
+      key: admin,
+      rawBody: '{"items": [',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(malformed.status).to.equal(400);
     expectEnvelope(malformed.body, { code: 'HTTP_400', path, method: 'POST' });
     expect(malformed.body.error.message).to.equal('Malformed JSON body');
-    const text = await app.current.request('POST', path, { key: admin, rawBody: 'items', headers: { 'content-type': 'text/plain' } });
+    const text = await app.current.request('POST', path, {
+      key: admin,
+      rawBody: 'items',
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(text.status).to.equal(415);
     expectEnvelope(text.body, { code: 'HTTP_415', path, method: 'POST' });
   });
@@ -179,7 +220,9 @@ describe('HTTP foundation', () => {
     expect(reply.body.error.message).to.equal('Internal server error');
     expect(reply.body.error.details).to.deep.equal({});
     expect(reply.text).to.not.match(/ci_last_seen|select|relation|at .*\.ts/i);
-    const logged = app.current.logs.map((line) => JSON.parse(line)).find((entry) => entry.errorId === reply.body.error.id);
+    const logged = app.current.logs
+      .map((line) => JSON.parse(line))
+      .find((entry) => entry.errorId === reply.body.error.id);
     expect(logged, 'log line with the error id').to.exist;
     expect(logged.level).to.equal(50);
     expect(JSON.stringify(logged)).to.match(/ci_last_seen/);
@@ -199,18 +242,26 @@ describe('HTTP foundation', () => {
     const doc = reply.body;
     expect(doc.openapi).to.equal('3.1.0');
     expect(doc.components.securitySchemes.ApiKeyAuth).to.include({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
-    expect(doc.components.securitySchemes.SessionCookie).to.include({ type: 'apiKey', in: 'cookie', name: 'cinv_session' });
+    expect(doc.components.securitySchemes.SessionCookie).to.include({
+      type: 'apiKey',
+      in: 'cookie',
+      name: 'cinv_session',
+    });
     for (const route of apiRoutes) {
       const op = doc.paths[route.path]?.[route.method.toLowerCase()];
       expect(op, `${route.method} ${route.path}`).to.exist;
       if (route.access === 'public') {
         // signing in and out: reachable without credentials
-        expect(route.path, 'only the sign-in routes are public').to.match(/^\/auth\/(login|callback|logout|methods|session)$/);
+        expect(route.path, 'only the sign-in routes are public').to.match(
+          /^\/auth\/(login|callback|logout|methods|session)$/,
+        );
         expect(op.security).to.deep.equal([]);
         continue;
       }
       expect(op.security).to.deep.equal([{ ApiKeyAuth: [] }, { SessionCookie: [] }]);
-      expect(op.responses['401'].content['application/json'].schema.$ref).to.equal('#/components/schemas/ErrorEnvelope');
+      expect(op.responses['401'].content['application/json'].schema.$ref).to.equal(
+        '#/components/schemas/ErrorEnvelope',
+      );
     }
     for (const path of ['/health', '/metrics', '/openapi.json', '/docs', '/redoc']) {
       expect(doc.paths[path]?.get?.security, path).to.deep.equal([]);
@@ -227,7 +278,18 @@ describe('HTTP foundation', () => {
     const doc = (await app.current.get('/openapi.json')).body;
     expect(doc.paths['/openapi.json'].get.responses['200'].content['application/json'].schema.type).to.equal('object');
     const statuses = (path: string, method = 'get') => Object.keys(doc.paths[path][method].responses).sort();
-    expect(statuses('/api/v1/sources/{source_id}/ingest', 'post')).to.include.members(['200', '400', '401', '403', '404', '413', '415', '422', '500', '503']);
+    expect(statuses('/api/v1/sources/{source_id}/ingest', 'post')).to.include.members([
+      '200',
+      '400',
+      '401',
+      '403',
+      '404',
+      '413',
+      '415',
+      '422',
+      '500',
+      '503',
+    ]);
     for (const path of ['/api/v1/configuration-items', '/api/v1/changes']) {
       expect(statuses(path), path).to.include.members(['200', '400', '401', '403', '422', '500', '503']);
     }
@@ -266,7 +328,9 @@ describe('HTTP foundation', () => {
     await app.current.get('/api/v1/configuration-items', admin);
     const reply = await app.current.get('/metrics');
     expect(reply.status).to.equal(200);
-    expect(reply.text).to.match(/cinv_http_request_duration_seconds_bucket\{[^}]*method="GET"[^}]*route="\/api\/v1\/configuration-items"[^}]*status="200"/);
+    expect(reply.text).to.match(
+      /cinv_http_request_duration_seconds_bucket\{[^}]*method="GET"[^}]*route="\/api\/v1\/configuration-items"[^}]*status="200"/,
+    );
     expect(reply.text).to.match(/^cinv_process_cpu_user_seconds_total \d/m);
     expect(reply.text).to.match(/^cinv_cis_reconciled_total\{outcome="created"\} [1-9]/m);
     expect(reply.text).to.match(/^cinv_changes_written_total [1-9]/m);

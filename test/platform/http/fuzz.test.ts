@@ -42,9 +42,15 @@ describe('schema-derived fuzzing of every route', function () {
     await resetDatabase(sql);
     app = await startTestApp();
     const node = { ...buildPod({ name: 'fuzz-node' }), external_id: 'node/fuzz-node', ci_type: 'k8s.node' };
-    const pods = Array.from({ length: 5 }, (_, i) => buildPod({ name: `fuzz-${i}`, relationships: [{ type: 'runs_on', target_external_id: 'node/fuzz-node' }] }));
+    const pods = Array.from({ length: 5 }, (_, i) =>
+      buildPod({ name: `fuzz-${i}`, relationships: [{ type: 'runs_on', target_external_id: 'node/fuzz-node' }] }),
+    );
     await ingest(sql, [...pods, node], { scopeId: 'c1' });
-    await ingest(sql, pods.map((p) => ({ ...p, raw_data: { ...p.raw_data, extra: 1 } })), { scopeId: 'c1' });
+    await ingest(
+      sql,
+      pods.map((p) => ({ ...p, raw_data: { ...p.raw_data, extra: 1 } })),
+      { scopeId: 'c1' },
+    );
     const other = await buildSource(sql, 'other-source');
     const ciIds = await Promise.all([...pods.map((p) => p.external_id), 'node/fuzz-node'].map((id) => ciIdOf(sql, id)));
     const [source] = await sql<{ id: string }[]>`select id::text from sources where name = 'k8s-prod'`;
@@ -54,7 +60,10 @@ describe('schema-derived fuzzing of every route', function () {
       keys: [
         await createKey(sql, 'adm'),
         await createKey(sql, 'ro'),
-        await createKey(sql, 'svc', { permissions: ['configuration_items:read', 'changes:read', 'configuration_items:write'], scopes: [{ sourceId: source!.id, scopeId: 'c1' }] }),
+        await createKey(sql, 'svc', {
+          permissions: ['configuration_items:read', 'changes:read', 'configuration_items:write'],
+          scopes: [{ sourceId: source!.id, scopeId: 'c1' }],
+        }),
       ],
     };
     doc = (await app.get('/openapi.json')).body;
@@ -65,12 +74,16 @@ describe('schema-derived fuzzing of every route', function () {
   });
 
   it('covers every operation of the OpenAPI document', () => {
-    const operations = Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods as object).map((m) => `${m} ${path}`));
+    const operations = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.keys(methods as object).map((m) => `${m} ${path}`),
+    );
     expect(operations.length).to.be.at.least(14);
   });
 
   const operationsOf = () =>
-    Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, methods]) => Object.keys(methods).map((method) => ({ path, method })));
+    Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, methods]) =>
+      Object.keys(methods).map((method) => ({ path, method })),
+    );
 
   it(`answers ${RUNS} generated requests per operation below 500, with a declared status and the error envelope`, async () => {
     const report: string[] = [];
@@ -81,7 +94,11 @@ describe('schema-derived fuzzing of every route', function () {
       const started = performance.now();
       await fc.assert(
         fc.asyncProperty(requestsFor(doc, path, method, world), async (request) => {
-          const response = await fetch(app.baseUrl + request.path, { method: request.method, headers: request.headers, body: request.body });
+          const response = await fetch(app.baseUrl + request.path, {
+            method: request.method,
+            headers: request.headers,
+            body: request.body,
+          });
           const text = await response.text();
           const where = `${request.describe}\n→ ${response.status} ${text.slice(0, 500)}`;
           expect(response.status, where).to.be.below(500);

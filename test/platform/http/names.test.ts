@@ -29,18 +29,30 @@ describe('names people give and instance ids', () => {
     expect(user.status, user.text).to.equal(201);
     const team = await post('/api/v1/teams', { name: 'plain' });
     expect(team.status, team.text).to.equal(201);
-    const source = await post('/api/v1/sources', { name: 'plain', collector_type: 'universal', schedule_config: { enabled: false } });
+    const source = await post('/api/v1/sources', {
+      name: 'plain',
+      collector_type: 'universal',
+      schedule_config: { enabled: false },
+    });
     expect(source.status, source.text).to.equal(201);
     const creations: [string, (name: string) => Promise<Reply>, string][] = [
       ['source', (name) => post('/api/v1/sources', { name, collector_type: 'universal' }), 'name'],
       ['source update', (name) => put(`/api/v1/sources/${source.body.id}`, { name }), 'name'],
-      ['collector', (name) => post('/api/v1/sources', { name: 'other', collector_type: 'universal', collector_name: name }), 'collector_name'],
+      [
+        'collector',
+        (name) => post('/api/v1/sources', { name: 'other', collector_type: 'universal', collector_name: name }),
+        'collector_name',
+      ],
       ['api key', (name) => post('/api/v1/api-keys', { name, tier: 'ro' }), 'name'],
       ['user', (name) => post('/api/v1/users', { name, email: null }), 'name'],
       ['token', (name) => post(`/api/v1/users/${user.body.id}/tokens`, { name, expires_at: inDays(30) }), 'name'],
       ['team', (name) => post('/api/v1/teams', { name }), 'name'],
       ['team update', (name) => put(`/api/v1/teams/${team.body.id}`, { name }), 'name'],
-      ['subscription', (name) => post('/api/v1/subscriptions', { name, sink: { type: 'webhook', url: 'https://example.com/hook' } }), 'name'],
+      [
+        'subscription',
+        (name) => post('/api/v1/subscriptions', { name, sink: { type: 'webhook', url: 'https://example.com/hook' } }),
+        'name',
+      ],
       ['saved view', (name) => post('/api/v1/saved-views', { name, view: 'inventory', query: '' }), 'name'],
       ['baseline', (name) => post('/api/v1/baselines', { name }), 'name'],
     ];
@@ -51,7 +63,9 @@ describe('names people give and instance ids', () => {
         refusedNaming(await create(`${character}lead`), field, `${what} starting with ${code}`);
       }
     }
-    expect((await app.current.get('/api/v1/sources', admin)).body.items.map((s: { name: string }) => s.name)).to.deep.equal(['plain']);
+    expect(
+      (await app.current.get('/api/v1/sources', admin)).body.items.map((s: { name: string }) => s.name),
+    ).to.deep.equal(['plain']);
     // the scripts and emoji that need joiners, and other languages, are names like any other
     for (const name of ['می‌خواهم', '👩‍💻 on call', 'Zürich α', 'שלום team']) {
       const made = await post('/api/v1/teams', { name });
@@ -65,18 +79,34 @@ describe('names people give and instance ids', () => {
     const item = { external_id: 'a', ci_type: 'app.service', name: 'a', raw_data: {} };
     for (const character of UNSHOWN) {
       const scopeId = `cluster${character}-1`;
-      refusedNaming(await post(`/api/v1/sources/${sourceId}/ingest`, { scope_id: scopeId, items: [item] }), 'scope_id', `push ${JSON.stringify(scopeId)}`);
-      const ndjson = await app.current.request('POST', `/api/v1/sources/${sourceId}/ingest?scope_id=${encodeURIComponent(scopeId)}`, {
-        key: admin,
-        rawBody: `${JSON.stringify(item)}\n`,
-        headers: { 'content-type': 'application/x-ndjson' },
-      });
+      refusedNaming(
+        await post(`/api/v1/sources/${sourceId}/ingest`, { scope_id: scopeId, items: [item] }),
+        'scope_id',
+        `push ${JSON.stringify(scopeId)}`,
+      );
+      const ndjson = await app.current.request(
+        'POST',
+        `/api/v1/sources/${sourceId}/ingest?scope_id=${encodeURIComponent(scopeId)}`,
+        {
+          key: admin,
+          rawBody: `${JSON.stringify(item)}\n`,
+          headers: { 'content-type': 'application/x-ndjson' },
+        },
+      );
       refusedNaming(ndjson, 'scope_id', `NDJSON push ${JSON.stringify(scopeId)}`);
       const scopes = [{ source_id: sourceId, scope_id: scopeId }];
-      refusedNaming(await post('/api/v1/api-keys', { name: 'scoped', tier: 'ro', scopes }), 'scopes.0.scope_id', `key scope ${JSON.stringify(scopeId)}`);
+      refusedNaming(
+        await post('/api/v1/api-keys', { name: 'scoped', tier: 'ro', scopes }),
+        'scopes.0.scope_id',
+        `key scope ${JSON.stringify(scopeId)}`,
+      );
     }
     const user = await post('/api/v1/users', { name: 'scoped', email: null });
-    refusedNaming(await put(`/api/v1/users/${user.body.id}/scopes`, { scopes: [{ source_id: sourceId, scope_id: 'a\u202Eb' }] }), 'scopes.0.scope_id', 'user scope');
+    refusedNaming(
+      await put(`/api/v1/users/${user.body.id}/scopes`, { scopes: [{ source_id: sourceId, scope_id: 'a\u202Eb' }] }),
+      'scopes.0.scope_id',
+      'user scope',
+    );
     expect(await app.current.sql`select 1 from configuration_items where source_id = ${sourceId}`).to.have.lengthOf(0);
     // an ordinary instance id is taken
     const pushed = await post(`/api/v1/sources/${sourceId}/ingest`, { scope_id: 'cluster-1', items: [item] });

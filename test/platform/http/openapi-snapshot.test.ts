@@ -2,7 +2,12 @@ import { expect } from 'chai';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { startTestApp, type TestApp } from '../../support/app.js';
-import { renderSnapshot, servedOpenApi, SNAPSHOT_COMMAND, SNAPSHOT_FILE } from '../../support/write-openapi-snapshot.js';
+import {
+  renderSnapshot,
+  servedOpenApi,
+  SNAPSHOT_COMMAND,
+  SNAPSHOT_FILE,
+} from '../../support/write-openapi-snapshot.js';
 
 /**
  * The API surface changes only on purpose: the document served at GET /openapi.json must equal the

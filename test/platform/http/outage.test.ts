@@ -17,78 +17,93 @@ async function timed(app: TestApp, method: string, path: string, key: string, bo
 
 // The outage is a PostgreSQL server of the test's own, stopped and started again; the embedded
 // database lives inside the process and cannot go away on its own.
-(onRealPostgres ? describe : describe.skip)('database outage (a private PostgreSQL cluster the test stops and starts; skipped on the embedded database, which cannot go away)', function () {
-  this.timeout(120_000);
-  let cluster: PrivateCluster;
-  let app: TestApp;
-  let key: string;
-  let sourceId: string;
-  let close: () => Promise<void>;
+(onRealPostgres ? describe : describe.skip)(
+  'database outage (a private PostgreSQL cluster the test stops and starts; skipped on the embedded database, which cannot go away)',
+  function () {
+    this.timeout(120_000);
+    let cluster: PrivateCluster;
+    let app: TestApp;
+    let key: string;
+    let sourceId: string;
+    let close: () => Promise<void>;
 
-  before(async () => {
-    cluster = await createPrivateCluster();
-    const raw = connectServer(cluster.url, { poolSize: 4, acquireTimeoutMs: ACQUIRE_TIMEOUT_MS, statementTimeoutMs: 15_000 });
-    const probe = raw.connectOne();
-    await migrate(raw.sql);
-    app = await startTestApp({ dbAcquireTimeoutMs: ACQUIRE_TIMEOUT_MS }, { raw, probe });
-    key = await createKey(raw.sql, 'adm');
-    sourceId = await buildSource(raw.sql, 'outage');
-    close = async () => {
-      await app.close();
-      await Promise.all([raw.close(), probe.end({ timeout: 1 })]);
-    };
-  });
+    before(async () => {
+      cluster = await createPrivateCluster();
+      const raw = connectServer(cluster.url, {
+        poolSize: 4,
+        acquireTimeoutMs: ACQUIRE_TIMEOUT_MS,
+        statementTimeoutMs: 15_000,
+      });
+      const probe = raw.connectOne();
+      await migrate(raw.sql);
+      app = await startTestApp({ dbAcquireTimeoutMs: ACQUIRE_TIMEOUT_MS }, { raw, probe });
+      key = await createKey(raw.sql, 'adm');
+      sourceId = await buildSource(raw.sql, 'outage');
+      close = async () => {
+        await app.close();
+        await Promise.all([raw.close(), probe.end({ timeout: 1 })]);
+      };
+    });
 
-  after(async () => {
-    await close?.();
-    await cluster?.destroy();
-  });
+    after(async () => {
+      await close?.();
+      await cluster?.destroy();
+    });
 
-  it('answers 503 with Retry-After within the acquire timeout while the database is down, and recovers without a restart', async () => {
-    const snapshot = { scope_id: 'c1', items: [buildPod({ name: 'before-outage' })] };
-    expect((await timed(app, 'POST', `/api/v1/sources/${sourceId}/ingest`, key, snapshot)).status).to.equal(200);
-    expect((await timed(app, 'GET', '/api/v1/configuration-items', key)).status).to.equal(200);
+    it('answers 503 with Retry-After within the acquire timeout while the database is down, and recovers without a restart', async () => {
+      const snapshot = { scope_id: 'c1', items: [buildPod({ name: 'before-outage' })] };
+      expect((await timed(app, 'POST', `/api/v1/sources/${sourceId}/ingest`, key, snapshot)).status).to.equal(200);
+      expect((await timed(app, 'GET', '/api/v1/configuration-items', key)).status).to.equal(200);
 
-    await cluster.stop();
-    // requests of every kind, several at once, as under load
-    const during = await Promise.all(
-      Array.from({ length: 12 }, (_, i) =>
-        i % 3 === 2
-          ? timed(app, 'POST', `/api/v1/sources/${sourceId}/ingest`, key, { scope_id: 'c1', items: [buildPod({ name: `during-${i}` })] })
-          : timed(app, 'GET', i % 3 === 0 ? '/api/v1/configuration-items' : '/api/v1/changes', key),
-      ),
-    );
-    for (const reply of during) {
-      expect(reply.status, reply.text).to.equal(503);
-      expect(reply.body.error.code).to.equal('HTTP_503');
-      expect(reply.body.error.details.reason).to.be.oneOf(['database_unavailable', 'database_busy']);
-      expect(Number(reply.headers.get('retry-after'))).to.be.greaterThan(0);
-      expect(reply.ms, 'answered within the acquire timeout').to.be.below(ACQUIRE_TIMEOUT_MS + 500);
-    }
-    const health = await timed(app, 'GET', '/health', key);
-    expect(health.status).to.equal(503);
-    expect(health.body.checks.database.status).to.equal('unavailable');
-    expect(health.ms).to.be.below(ACQUIRE_TIMEOUT_MS + 500);
-    // while it is known to be down, requests are refused at once
-    const refused = await timed(app, 'GET', '/api/v1/configuration-items', key);
-    expect(refused.status).to.equal(503);
-    expect(refused.ms).to.be.below(250);
+      await cluster.stop();
+      // requests of every kind, several at once, as under load
+      const during = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          i % 3 === 2
+            ? timed(app, 'POST', `/api/v1/sources/${sourceId}/ingest`, key, {
+                scope_id: 'c1',
+                items: [buildPod({ name: `during-${i}` })],
+              })
+            : timed(app, 'GET', i % 3 === 0 ? '/api/v1/configuration-items' : '/api/v1/changes', key),
+        ),
+      );
+      for (const reply of during) {
+        expect(reply.status, reply.text).to.equal(503);
+        expect(reply.body.error.code).to.equal('HTTP_503');
+        expect(reply.body.error.details.reason).to.be.oneOf(['database_unavailable', 'database_busy']);
+        expect(Number(reply.headers.get('retry-after'))).to.be.greaterThan(0);
+        expect(reply.ms, 'answered within the acquire timeout').to.be.below(ACQUIRE_TIMEOUT_MS + 500);
+      }
+      const health = await timed(app, 'GET', '/health', key);
+      expect(health.status).to.equal(503);
+      expect(health.body.checks.database.status).to.equal('unavailable');
+      expect(health.ms).to.be.below(ACQUIRE_TIMEOUT_MS + 500);
+      // while it is known to be down, requests are refused at once
+      const refused = await timed(app, 'GET', '/api/v1/configuration-items', key);
+      expect(refused.status).to.equal(503);
+      expect(refused.ms).to.be.below(250);
 
-    await cluster.start();
-    let recovered = await timed(app, 'GET', '/api/v1/configuration-items', key);
-    for (let waited = 0; recovered.status !== 200 && waited < 10_000; waited += 200) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      recovered = await timed(app, 'GET', '/api/v1/configuration-items', key);
-    }
-    expect(recovered.status, recovered.text).to.equal(200);
-    expect((await timed(app, 'GET', '/health', key)).status).to.equal(200);
+      await cluster.start();
+      let recovered = await timed(app, 'GET', '/api/v1/configuration-items', key);
+      for (let waited = 0; recovered.status !== 200 && waited < 10_000; waited += 200) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        recovered = await timed(app, 'GET', '/api/v1/configuration-items', key);
+      }
+      expect(recovered.status, recovered.text).to.equal(200);
+      expect((await timed(app, 'GET', '/health', key)).status).to.equal(200);
 
-    // the writes refused during the outage lost nothing: sent again, they apply once
-    const retried = await timed(app, 'POST', `/api/v1/sources/${sourceId}/ingest`, key, { scope_id: 'c1', items: [buildPod({ name: 'during-2' })] });
-    expect(retried.status).to.equal(200);
-    expect(retried.body.created).to.equal(1);
-    const names = (await timed(app, 'GET', '/api/v1/configuration-items?sort_by=name&sort_order=asc', key)).body.items.map((ci: { name: string }) => ci.name);
-    expect(names).to.deep.equal(['before-outage', 'during-2']);
-    expect(app.logs.filter((line) => line.includes('unhandled'))).to.deep.equal([]);
-  });
-});
+      // the writes refused during the outage lost nothing: sent again, they apply once
+      const retried = await timed(app, 'POST', `/api/v1/sources/${sourceId}/ingest`, key, {
+        scope_id: 'c1',
+        items: [buildPod({ name: 'during-2' })],
+      });
+      expect(retried.status).to.equal(200);
+      expect(retried.body.created).to.equal(1);
+      const names = (
+        await timed(app, 'GET', '/api/v1/configuration-items?sort_by=name&sort_order=asc', key)
+      ).body.items.map((ci: { name: string }) => ci.name);
+      expect(names).to.deep.equal(['before-outage', 'during-2']);
+      expect(app.logs.filter((line) => line.includes('unhandled'))).to.deep.equal([]);
+    });
+  },
+);

@@ -13,10 +13,21 @@ interface Timed {
   ms: number;
 }
 
-async function timedGet(app: TestApp, path: string, key?: string, headers: Record<string, string> = {}): Promise<Timed> {
+async function timedGet(
+  app: TestApp,
+  path: string,
+  key?: string,
+  headers: Record<string, string> = {},
+): Promise<Timed> {
   const started = performance.now();
   const reply = await app.request('GET', path, { key, headers });
-  return { status: reply.status, body: reply.body, text: reply.text, headers: reply.headers, ms: performance.now() - started };
+  return {
+    status: reply.status,
+    body: reply.body,
+    text: reply.text,
+    headers: reply.headers,
+    ms: performance.now() - started,
+  };
 }
 
 /**
@@ -51,119 +62,131 @@ async function blockCiTable(): Promise<{ release(): Promise<void>; blocked(): Pr
 const AT_ONCE_MS = 1000;
 
 const waitUntil = async (condition: () => boolean, ms = 5000) => {
-  for (let waited = 0; !condition() && waited < ms; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+  for (let waited = 0; !condition() && waited < ms; waited += 10)
+    await new Promise((resolve) => setTimeout(resolve, 10));
 };
 
 // Slow requests are made by a table lock, which needs a second session: PGlite has only one.
-(onRealPostgres ? describe : describe.skip)('overload (skipped on the embedded database: requests are held by a table lock, which needs a PostgreSQL server)', function () {
-  this.timeout(60_000);
-  let key: string;
+(onRealPostgres ? describe : describe.skip)(
+  'overload (skipped on the embedded database: requests are held by a table lock, which needs a PostgreSQL server)',
+  function () {
+    this.timeout(60_000);
+    let key: string;
 
-  beforeEach(async () => {
-    const { sql } = await testDatabase();
-    await resetDatabase(sql);
-    await ingest(sql, [buildPod({ name: 'a' }), buildPod({ name: 'b' })]);
-  });
+    beforeEach(async () => {
+      const { sql } = await testDatabase();
+      await resetDatabase(sql);
+      await ingest(sql, [buildPod({ name: 'a' }), buildPod({ name: 'b' })]);
+    });
 
-  it('answers requests beyond CINV_MAX_IN_FLIGHT with an immediate 503 while the admitted ones complete and /health stays 200', async () => {
-    const app = await startTestApp({ maxInFlight: 4, dbAcquireTimeoutMs: 10_000 });
-    let lock: Awaited<ReturnType<typeof blockCiTable>> | undefined;
-    try {
-      key = await createKey(app.sql, 'adm');
-      lock = await blockCiTable();
-      const admitted = Array.from({ length: 4 }, () => timedGet(app, '/api/v1/configuration-items', key));
-      await waitUntil(() => app.context.gate.busy >= 4);
-      const excess = await Promise.all(Array.from({ length: 12 }, () => timedGet(app, '/api/v1/configuration-items', key)));
-      for (const reply of excess) {
-        expect(reply.status).to.equal(503);
-        expect(reply.body.error).to.include({ code: 'HTTP_503' });
-        expect(reply.body.error.details.reason).to.equal('overloaded');
-        expect(reply.headers.get('retry-after')).to.equal('1');
-        expect(reply.ms, 'refused at once').to.be.below(AT_ONCE_MS);
+    it('answers requests beyond CINV_MAX_IN_FLIGHT with an immediate 503 while the admitted ones complete and /health stays 200', async () => {
+      const app = await startTestApp({ maxInFlight: 4, dbAcquireTimeoutMs: 10_000 });
+      let lock: Awaited<ReturnType<typeof blockCiTable>> | undefined;
+      try {
+        key = await createKey(app.sql, 'adm');
+        lock = await blockCiTable();
+        const admitted = Array.from({ length: 4 }, () => timedGet(app, '/api/v1/configuration-items', key));
+        await waitUntil(() => app.context.gate.busy >= 4);
+        const excess = await Promise.all(
+          Array.from({ length: 12 }, () => timedGet(app, '/api/v1/configuration-items', key)),
+        );
+        for (const reply of excess) {
+          expect(reply.status).to.equal(503);
+          expect(reply.body.error).to.include({ code: 'HTTP_503' });
+          expect(reply.body.error.details.reason).to.equal('overloaded');
+          expect(reply.headers.get('retry-after')).to.equal('1');
+          expect(reply.ms, 'refused at once').to.be.below(AT_ONCE_MS);
+        }
+        const health = await timedGet(app, '/health');
+        expect(health.status).to.equal(200);
+        expect(health.body.checks.database.status).to.equal('ok');
+        const ready = await timedGet(app, '/health/ready');
+        expect(ready.status).to.equal(503);
+        expect(ready.body.status).to.equal('saturated');
+        expect(ready.body.checks.load).to.include({ in_flight: 4, max_in_flight: 4 });
+        expect((await timedGet(app, '/metrics')).status).to.equal(200);
+
+        await lock.release();
+        for (const reply of await Promise.all(admitted)) {
+          expect(reply.status).to.equal(200);
+          expect(reply.body.total).to.equal(2);
+        }
+        await waitUntil(() => app.context.gate.busy === 0);
+        expect((await timedGet(app, '/health/ready')).body.status).to.equal('ready');
+        expect((await timedGet(app, '/api/v1/configuration-items', key)).status).to.equal(200);
+      } finally {
+        // a failed expectation must not leave the admitted requests (and the app's close) waiting
+        await lock?.release();
+        await app.close();
       }
-      const health = await timedGet(app, '/health');
-      expect(health.status).to.equal(200);
-      expect(health.body.checks.database.status).to.equal('ok');
-      const ready = await timedGet(app, '/health/ready');
-      expect(ready.status).to.equal(503);
-      expect(ready.body.status).to.equal('saturated');
-      expect(ready.body.checks.load).to.include({ in_flight: 4, max_in_flight: 4 });
-      expect((await timedGet(app, '/metrics')).status).to.equal(200);
+    });
 
-      await lock.release();
-      for (const reply of await Promise.all(admitted)) {
-        expect(reply.status).to.equal(200);
-        expect(reply.body.total).to.equal(2);
+    it('answers 503 database_busy to requests that wait longer than the acquire timeout for a connection', async () => {
+      // the acquire timeout alone: requests already waiting must not make the next ones shed at once
+      const app = await startTestApp({ maxInFlight: 100, dbAcquireTimeoutMs: 400, shedDatabaseWaitMs: 0 });
+      let lock: Awaited<ReturnType<typeof blockCiTable>> | undefined;
+      try {
+        key = await createKey(app.sql, 'adm');
+        const capacity = app.context.gate.capacity;
+        lock = await blockCiTable();
+        const holding = Array.from({ length: capacity }, () =>
+          timedGet(app, '/api/v1/configuration-items/00000000-0000-4000-8000-000000000000', key),
+        );
+        // every connection is stuck behind the lock (not merely busy: background writes such as the
+        // audit log's take a connection for a moment too)
+        for (let waited = 0; (await lock.blocked()) < capacity && waited < 5000; waited += 20)
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        await waitUntil(() => app.context.gate.busy >= capacity);
+        const waiting = await Promise.all(Array.from({ length: 3 }, () => timedGet(app, '/api/v1/changes', key)));
+        for (const reply of waiting) {
+          expect(reply.status).to.equal(503);
+          expect(reply.body.error.details.reason).to.equal('database_busy');
+          expect(reply.ms).to.be.within(350, 1500);
+        }
+        // the liveness check has a connection of its own and still answers
+        expect((await timedGet(app, '/health')).status).to.equal(200);
+        await lock.release();
+        for (const reply of await Promise.all(holding)) expect(reply.status).to.equal(404);
+        expect((await timedGet(app, '/api/v1/changes', key)).status).to.equal(200);
+      } finally {
+        // a failed expectation must not leave the table locked for the suites after this one
+        await lock?.release();
+        await app.close();
       }
-      await waitUntil(() => app.context.gate.busy === 0);
-      expect((await timedGet(app, '/health/ready')).body.status).to.equal('ready');
-      expect((await timedGet(app, '/api/v1/configuration-items', key)).status).to.equal(200);
-    } finally {
-      // a failed expectation must not leave the admitted requests (and the app's close) waiting
-      await lock?.release();
-      await app.close();
-    }
-  });
+    });
 
-  it('answers 503 database_busy to requests that wait longer than the acquire timeout for a connection', async () => {
-    // the acquire timeout alone: requests already waiting must not make the next ones shed at once
-    const app = await startTestApp({ maxInFlight: 100, dbAcquireTimeoutMs: 400, shedDatabaseWaitMs: 0 });
-    let lock: Awaited<ReturnType<typeof blockCiTable>> | undefined;
-    try {
-      key = await createKey(app.sql, 'adm');
-      const capacity = app.context.gate.capacity;
-      lock = await blockCiTable();
-      const holding = Array.from({ length: capacity }, () => timedGet(app, '/api/v1/configuration-items/00000000-0000-4000-8000-000000000000', key));
-      // every connection is stuck behind the lock (not merely busy: background writes such as the
-      // audit log's take a connection for a moment too)
-      for (let waited = 0; (await lock.blocked()) < capacity && waited < 5000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
-      await waitUntil(() => app.context.gate.busy >= capacity);
-      const waiting = await Promise.all(Array.from({ length: 3 }, () => timedGet(app, '/api/v1/changes', key)));
-      for (const reply of waiting) {
-        expect(reply.status).to.equal(503);
-        expect(reply.body.error.details.reason).to.equal('database_busy');
-        expect(reply.ms).to.be.within(350, 1500);
+    it('ends request statements at CINV_STATEMENT_TIMEOUT with a 503, while ingests get the longer bulk timeout', async () => {
+      const raw = connectServer(REAL_DATABASE_URL!, { poolSize: 4, acquireTimeoutMs: 5000, statementTimeoutMs: 300 });
+      const probe = raw.connectOne();
+      const app = await startTestApp({ statementTimeoutMs: 300, bulkStatementTimeoutMs: 10_000 }, { raw, probe });
+      try {
+        key = await createKey(app.sql, 'adm');
+        const sourceId = await buildSource(app.sql, 'slow');
+        let lock = await blockCiTable();
+        const started = performance.now();
+        const list = await app.get('/api/v1/configuration-items', key);
+        expect(list.status).to.equal(503);
+        expect(list.body.error.details.reason).to.equal('statement_timeout');
+        expect(performance.now() - started).to.be.below(2000);
+        await lock.release();
+
+        lock = await blockCiTable();
+        const ingesting = app.request('POST', `/api/v1/sources/${sourceId}/ingest`, {
+          key,
+          body: { items: [buildPod({ name: 'patient' })] },
+        });
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await lock.release();
+        const ingested = await ingesting;
+        expect(ingested.status, ingested.text).to.equal(200);
+        expect(ingested.body.created).to.equal(1);
+      } finally {
+        await app.close();
+        await Promise.all([raw.close(), probe.end({ timeout: 1 })]);
       }
-      // the liveness check has a connection of its own and still answers
-      expect((await timedGet(app, '/health')).status).to.equal(200);
-      await lock.release();
-      for (const reply of await Promise.all(holding)) expect(reply.status).to.equal(404);
-      expect((await timedGet(app, '/api/v1/changes', key)).status).to.equal(200);
-    } finally {
-      // a failed expectation must not leave the table locked for the suites after this one
-      await lock?.release();
-      await app.close();
-    }
-  });
-
-  it('ends request statements at CINV_STATEMENT_TIMEOUT with a 503, while ingests get the longer bulk timeout', async () => {
-    const raw = connectServer(REAL_DATABASE_URL!, { poolSize: 4, acquireTimeoutMs: 5000, statementTimeoutMs: 300 });
-    const probe = raw.connectOne();
-    const app = await startTestApp({ statementTimeoutMs: 300, bulkStatementTimeoutMs: 10_000 }, { raw, probe });
-    try {
-      key = await createKey(app.sql, 'adm');
-      const sourceId = await buildSource(app.sql, 'slow');
-      let lock = await blockCiTable();
-      const started = performance.now();
-      const list = await app.get('/api/v1/configuration-items', key);
-      expect(list.status).to.equal(503);
-      expect(list.body.error.details.reason).to.equal('statement_timeout');
-      expect(performance.now() - started).to.be.below(2000);
-      await lock.release();
-
-      lock = await blockCiTable();
-      const ingesting = app.request('POST', `/api/v1/sources/${sourceId}/ingest`, { key, body: { items: [buildPod({ name: 'patient' })] } });
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      await lock.release();
-      const ingested = await ingesting;
-      expect(ingested.status, ingested.text).to.equal(200);
-      expect(ingested.body.created).to.equal(1);
-    } finally {
-      await app.close();
-      await Promise.all([raw.close(), probe.end({ timeout: 1 })]);
-    }
-  });
-});
+    });
+  },
+);
 
 /** Takes every connection of the app's pool through its gate, as busy requests would. */
 async function holdGate(gate: DatabaseGate): Promise<{ release(): void }> {
@@ -201,7 +224,7 @@ function hogEventLoop(turnMs: number): { stop(): void } {
 }
 
 async function eventually(condition: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  for (const until = performance.now() + ms; performance.now() < until; ) {
+  for (const until = performance.now() + ms; performance.now() < until;) {
     if (await condition()) return;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -288,7 +311,9 @@ describe('load shedding: bulk limits and saturation', function () {
       waiting = timedGet(app, '/api/v1/configuration-items', key);
       await waitUntil(() => gate.queue.oldestWaitMs > 100);
 
-      const shed = await Promise.all(Array.from({ length: 3 }, () => timedGet(app!, '/api/v1/configuration-items', key)));
+      const shed = await Promise.all(
+        Array.from({ length: 3 }, () => timedGet(app!, '/api/v1/configuration-items', key)),
+      );
       for (const reply of shed) {
         expectShed(reply, 'overloaded', '1');
         expect(reply.ms, 'refused at once').to.be.below(AT_ONCE_MS);
@@ -317,7 +342,10 @@ describe('load shedding: bulk limits and saturation', function () {
     let held: { release(): void } | undefined;
     let waiting: Promise<Timed> | undefined;
     try {
-      await eventually(async () => (await app!.get('/health/ready')).body.status === 'saturated', 'readiness reports the lagging loop');
+      await eventually(
+        async () => (await app!.get('/health/ready')).body.status === 'saturated',
+        'readiness reports the lagging loop',
+      );
       // with nothing else in flight, refusing a request would relieve nothing: it is served (here
       // up to its missing credentials)
       expect((await timedGet(app, '/api/v1/configuration-items')).status).to.equal(401);

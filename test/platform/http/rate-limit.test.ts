@@ -48,7 +48,10 @@ describe('rate limits per credential', function () {
     const origin = { origin: app.baseUrl };
     const opened = await app.request('POST', '/auth/session', { body: { api_key: key }, headers: origin });
     expect(opened.status, opened.text).to.equal(200);
-    const cookie = opened.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const cookie = opened.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
     const byKey = [];
     for (let i = 0; i < 4; i++) byKey.push((await app.get(LIST, key)).status);
     expect(byKey, 'the key alone is held to its own limit').to.deep.equal([200, 200, 200, 429]);
@@ -58,7 +61,9 @@ describe('rate limits per credential', function () {
       bySession.push(reply.status);
       if (i === 0) expect(reply.headers.get('x-ratelimit-limit')).to.equal('8');
     }
-    expect(bySession, 'the session has the session allowance, untouched by the key\'s').to.deep.equal([200, 200, 200, 200, 200, 200, 200, 200, 429]);
+    expect(bySession, "the session has the session allowance, untouched by the key's").to.deep.equal([
+      200, 200, 200, 200, 200, 200, 200, 200, 429,
+    ]);
   });
 
   it('refuses the request beyond the burst with a 429 envelope and Retry-After, and reports the allowance on every answer', async () => {
@@ -89,7 +94,11 @@ describe('rate limits per credential', function () {
   });
 
   it('gives paths named in the overrides their own, lower allowance', async () => {
-    const app = await start({ rateLimit: 100, rateBurst: 100, rateLimitOverrides: [{ prefix: '/api/v1/changes', method: 'GET', limit: 2, burst: 2 }] });
+    const app = await start({
+      rateLimit: 100,
+      rateBurst: 100,
+      rateLimitOverrides: [{ prefix: '/api/v1/changes', method: 'GET', limit: 2, burst: 2 }],
+    });
     const key = await createKey(app.sql, 'ro');
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await app.get('/api/v1/changes', key)).status);
@@ -112,24 +121,27 @@ describe('rate limits per credential', function () {
     expect(app.logs.some((line) => line.includes('Redis unreachable'))).to.equal(true);
   });
 
-  describeWith(listening(REDIS_URL, 6379))('shared through the real Redis at CINV_TEST_REDIS_URL (skipped outside CI when no Redis answers there; under CI=true a missing Redis fails)', () => {
-    before(async () => {
-      if (!(await redisAnswers(REDIS_URL))) throw new Error(`no Redis answers at ${REDIS_URL}`);
-    });
+  describeWith(listening(REDIS_URL, 6379))(
+    'shared through the real Redis at CINV_TEST_REDIS_URL (skipped outside CI when no Redis answers there; under CI=true a missing Redis fails)',
+    () => {
+      before(async () => {
+        if (!(await redisAnswers(REDIS_URL))) throw new Error(`no Redis answers at ${REDIS_URL}`);
+      });
 
-    it('holds one allowance across two replicas', async () => {
-      // a new key per run: counts another run left in the same Redis belong to other credentials
-      const limits = { rateLimit: 4, rateBurst: 4, redisUrl: REDIS_URL };
-      const [a, b] = [await start(limits), await start(limits)];
-      const key = await createKey(a.sql, 'ro', { name: `shared-${randomUUID()}` });
-      await waitFor(() => a.context.limits.state().status === 'ok' && b.context.limits.state().status === 'ok');
-      const statuses = [];
-      for (let i = 0; i < 5; i++) statuses.push((await (i % 2 === 0 ? a : b).get(LIST, key)).status);
-      expect(statuses).to.deep.equal([200, 200, 200, 200, 429]);
-      const ready = await a.get('/health/ready');
-      expect(ready.body.checks.rate_limits).to.deep.equal({ backend: 'redis', status: 'ok' });
-    });
-  });
+      it('holds one allowance across two replicas', async () => {
+        // a new key per run: counts another run left in the same Redis belong to other credentials
+        const limits = { rateLimit: 4, rateBurst: 4, redisUrl: REDIS_URL };
+        const [a, b] = [await start(limits), await start(limits)];
+        const key = await createKey(a.sql, 'ro', { name: `shared-${randomUUID()}` });
+        await waitFor(() => a.context.limits.state().status === 'ok' && b.context.limits.state().status === 'ok');
+        const statuses = [];
+        for (let i = 0; i < 5; i++) statuses.push((await (i % 2 === 0 ? a : b).get(LIST, key)).status);
+        expect(statuses).to.deep.equal([200, 200, 200, 200, 429]);
+        const ready = await a.get('/health/ready');
+        expect(ready.body.checks.rate_limits).to.deep.equal({ backend: 'redis', status: 'ok' });
+      });
+    },
+  );
 });
 
 async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {

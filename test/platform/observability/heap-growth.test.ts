@@ -37,9 +37,14 @@ describe('a large bulk write', () => {
     let started = Infinity;
     let ended = -Infinity;
     const observer = new PerformanceObserver((list) => {
-      seen += list.getEntries().filter(
-        (entry) => (entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR && entry.startTime >= started && entry.startTime <= ended,
-      ).length;
+      seen += list
+        .getEntries()
+        .filter(
+          (entry) =>
+            (entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR &&
+            entry.startTime >= started &&
+            entry.startTime <= ended,
+        ).length;
     });
     observer.observe({ entryTypes: ['gc'] });
     started = performance.now();

@@ -2,10 +2,23 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { WatchExpired, type CollectContext, type CollectorType, type CredentialDocument } from '../../types/plugin.js';
 import { collectorType } from '../../types/registry.js';
 import type { AppContext } from '../../../context.js';
-import { addReconcileResult, emptyReconcileResult, newBulkLoad, reconcile, type BulkLoad, type ReconcileResult } from '../../../inventory/write-path/reconcile.js';
+import {
+  addReconcileResult,
+  emptyReconcileResult,
+  newBulkLoad,
+  reconcile,
+  type BulkLoad,
+  type ReconcileResult,
+} from '../../../inventory/write-path/reconcile.js';
 import type { UniversalRecord } from '../../../inventory/write-path/records.js';
 import type { AllowedHosts } from '../../../platform/net/endpoint.js';
-import { collectionDuration, collectionRuns, recordsCollected, watchesActive, watchEvents } from '../../../platform/observability/metrics.js';
+import {
+  collectionDuration,
+  collectionRuns,
+  recordsCollected,
+  watchesActive,
+  watchEvents,
+} from '../../../platform/observability/metrics.js';
 import { collectionCredentials, getSource, type SourceRow } from '../../sources/service.js';
 import { failureText, messageOf, type FailureSite } from './failures.js';
 import { markListing, markWatching, renewLease, type ClaimedRun } from './leases.js';
@@ -13,7 +26,13 @@ import { finishRun, recordOnSource, type Components } from './runs.js';
 import { coalesce, type Deltas } from './watch.js';
 
 /** What a run reconciled, over all its batches. */
-type Counts = ReconcileResult & { batches: number; lists: number; watch_events: number; watch_reconnects: number; reconcile_ms: number };
+type Counts = ReconcileResult & {
+  batches: number;
+  lists: number;
+  watch_events: number;
+  watch_reconnects: number;
+  reconcile_ms: number;
+};
 
 const MAX_WATCH_RETRY_MS = 30_000;
 
@@ -69,7 +88,12 @@ interface Collection {
   load: BulkLoad;
 }
 
-const collectedSource = (source: SourceRow) => ({ id: source.id, name: source.name, endpoint: source.endpoint, config: source.config });
+const collectedSource = (source: SourceRow) => ({
+  id: source.id,
+  name: source.name,
+  endpoint: source.endpoint,
+  config: source.config,
+});
 
 /**
  * One claimed run, from its source to its recorded outcome: lists the source as a snapshot in
@@ -84,7 +108,14 @@ export class RunExecution {
   /** Stops the current watch (not the run). */
   private stopWatch: ((why: WatchStop) => void) | undefined;
   private readonly started = performance.now();
-  private readonly counts: Counts = { ...emptyReconcileResult(), batches: 0, lists: 0, watch_events: 0, watch_reconnects: 0, reconcile_ms: 0 };
+  private readonly counts: Counts = {
+    ...emptyReconcileResult(),
+    batches: 0,
+    lists: 0,
+    watch_events: 0,
+    watch_reconnects: 0,
+    reconcile_ms: 0,
+  };
   private status: 'succeeded' | 'partial' | 'failed' | 'cancelled' = 'succeeded';
   private error: string | null = null;
   private credentials: CredentialDocument | undefined;
@@ -104,12 +135,15 @@ export class RunExecution {
     const watchUntil = this.app.now().getTime() + intervalMs;
     const heartbeat = this.startHeartbeat(watchUntil);
     try {
-      if (!source || !type?.collect) throw new Error(source ? `collector type ${source.collector_type} does not collect` : 'the source is gone');
+      if (!source || !type?.collect)
+        throw new Error(source ? `collector type ${source.collector_type} does not collect` : 'the source is gone');
       await this.collect(source, type, watchUntil);
     } catch (caught) {
       const cancelled = this.controller.signal.aborted;
       this.status = cancelled ? 'cancelled' : 'failed';
-      this.error = cancelled ? messageOf(this.controller.signal.reason) : this.failureText(caught, { run: this.run.id, source: source?.name });
+      this.error = cancelled
+        ? messageOf(this.controller.signal.reason)
+        : this.failureText(caught, { run: this.run.id, source: source?.name });
     } finally {
       clearInterval(heartbeat);
       this.setWatching(false);
@@ -120,15 +154,27 @@ export class RunExecution {
   /** Renews the lease every third of it; tells the watch to stop when a trigger asks or the interval is over. */
   private startHeartbeat(watchUntil: number): NodeJS.Timeout {
     const { sql, logger } = this.app;
-    const heartbeat = setInterval(() => {
-      renewLease(sql, this.run.id, this.worker.id, this.app.now(), this.worker.options.leaseMs, this.watching ? this.counts : undefined)
-        .then((lease) => {
-          if (!lease.held) this.controller.abort(new Error('the run was cancelled or taken over by another worker'));
-          else if (lease.resync) this.stopWatch?.('resync');
-          else if (this.app.now().getTime() >= watchUntil) this.stopWatch?.('due');
-        })
-        .catch((error: unknown) => logger.warn({ err: error, run: this.run.id }, 'could not renew a collection lease'));
-    }, Math.max(50, Math.floor(this.worker.options.leaseMs / 3)));
+    const heartbeat = setInterval(
+      () => {
+        renewLease(
+          sql,
+          this.run.id,
+          this.worker.id,
+          this.app.now(),
+          this.worker.options.leaseMs,
+          this.watching ? this.counts : undefined,
+        )
+          .then((lease) => {
+            if (!lease.held) this.controller.abort(new Error('the run was cancelled or taken over by another worker'));
+            else if (lease.resync) this.stopWatch?.('resync');
+            else if (this.app.now().getTime() >= watchUntil) this.stopWatch?.('due');
+          })
+          .catch((error: unknown) =>
+            logger.warn({ err: error, run: this.run.id }, 'could not renew a collection lease'),
+          );
+      },
+      Math.max(50, Math.floor(this.worker.options.leaseMs / 3)),
+    );
     heartbeat.unref();
     return heartbeat;
   }
@@ -137,20 +183,39 @@ export class RunExecution {
   private async collect(source: SourceRow, type: CollectorType, watchUntil: number): Promise<void> {
     const { sql, logger } = this.app;
     this.credentials = await collectionCredentials(this.app, this.run.tenant_id, source);
-    const collection: Collection = { source, type, credentials: this.credentials, signal: this.controller.signal, resume: new Map(), components: {}, load: newBulkLoad() };
+    const collection: Collection = {
+      source,
+      type,
+      credentials: this.credentials,
+      signal: this.controller.signal,
+      resume: new Map(),
+      components: {},
+      load: newBulkLoad(),
+    };
     await this.list(collection);
     this.components = collection.components;
     const failedParts = Object.entries(this.components).filter(([, c]) => c.status === 'unhealthy');
     if (failedParts.length > 0) {
       this.status = 'partial';
-      this.error = failedParts.map(([name, c]) => `${name}: ${c.message ?? 'failed'}`).join('; ').slice(0, 2000);
+      this.error = failedParts
+        .map(([name, c]) => `${name}: ${c.message ?? 'failed'}`)
+        .join('; ')
+        .slice(0, 2000);
     }
     if (source.config.collection_mode !== 'hybrid' || !type.watch) return;
     if (this.worker.watching() >= (this.worker.options.watches ?? 100)) {
-      logger.warn({ run: this.run.id, source: source.name }, 'watch limit reached (CINV_WORKER_WATCHES): the source is listed on its schedule only');
+      logger.warn(
+        { run: this.run.id, source: source.name },
+        'watch limit reached (CINV_WORKER_WATCHES): the source is listed on its schedule only',
+      );
       return;
     }
-    const listed = { status: this.status === 'partial' ? ('partial' as const) : ('succeeded' as const), error: this.error, durationMs: this.elapsedMs(), components: this.components };
+    const listed = {
+      status: this.status === 'partial' ? ('partial' as const) : ('succeeded' as const),
+      error: this.error,
+      durationMs: this.elapsedMs(),
+      components: this.components,
+    };
     await recordOnSource(sql, source.id, listed, this.app.now());
     await this.follow(collection, watchUntil);
   }
@@ -159,7 +224,9 @@ export class RunExecution {
   private async list(collection: Collection): Promise<void> {
     const { source, type } = collection;
     const timeoutSeconds = typeof source.config.timeout === 'number' ? source.config.timeout : undefined;
-    const signal = timeoutSeconds ? AbortSignal.any([collection.signal, AbortSignal.timeout(timeoutSeconds * 1000)]) : collection.signal;
+    const signal = timeoutSeconds
+      ? AbortSignal.any([collection.signal, AbortSignal.timeout(timeoutSeconds * 1000)])
+      : collection.signal;
     const resume = new Map<string, string>();
     const components: Components = {};
     collection.load = newBulkLoad();
@@ -167,9 +234,15 @@ export class RunExecution {
       components[name] =
         error === undefined
           ? { status: 'healthy' }
-          : { status: 'unhealthy', message: this.failureText(error, { run: this.run.id, source: source.name, component: name }) };
+          : {
+              status: 'unhealthy',
+              message: this.failureText(error, { run: this.run.id, source: source.name, component: name }),
+            };
     };
-    const writer = new ListWriter((scopeId, records) => this.reconcile(collection, scopeId, 'snapshot', records, []), LIST_PART_BATCHES * this.app.config.reconcileBatchSize);
+    const writer = new ListWriter(
+      (scopeId, records) => this.reconcile(collection, scopeId, 'snapshot', records, []),
+      LIST_PART_BATCHES * this.app.config.reconcileBatchSize,
+    );
     try {
       for await (const batch of type.collect!(this.contextFor(collection, signal, component))) {
         signal.throwIfAborted();
@@ -219,7 +292,9 @@ export class RunExecution {
   }
 
   /** One connection of the watch, until it ends, fails or is stopped; says how it ended. */
-  private async watchOnce(collection: Collection): Promise<{ delivered: boolean; relist: boolean; stopped: WatchStop | 'done' }> {
+  private async watchOnce(
+    collection: Collection,
+  ): Promise<{ delivered: boolean; relist: boolean; stopped: WatchStop | 'done' }> {
     const { logger } = this.app;
     const { source, type } = collection;
     const stop = new AbortController();
@@ -230,11 +305,26 @@ export class RunExecution {
     try {
       const component = (name: string, error?: unknown) => {
         if (error !== undefined) {
-          logger.warn({ run: this.run.id, source: source.name, component: name, err: this.failureText(error, { run: this.run.id, source: source.name, component: name }) }, 'watch component failed');
+          logger.warn(
+            {
+              run: this.run.id,
+              source: source.name,
+              component: name,
+              err: this.failureText(error, { run: this.run.id, source: source.name, component: name }),
+            },
+            'watch component failed',
+          );
         }
       };
-      const watch = type.watch!({ ...this.contextFor(collection, signal, component), from: Object.fromEntries(collection.resume) });
-      for await (const deltas of coalesce(watch, this.worker.options.watchBatchObjects ?? 500, this.worker.options.watchBatchWaitMs ?? 1000)) {
+      const watch = type.watch!({
+        ...this.contextFor(collection, signal, component),
+        from: Object.fromEntries(collection.resume),
+      });
+      for await (const deltas of coalesce(
+        watch,
+        this.worker.options.watchBatchObjects ?? 500,
+        this.worker.options.watchBatchWaitMs ?? 1000,
+      )) {
         await this.writeDeltas(collection, deltas);
         delivered = true;
         if (signal.aborted) break;
@@ -242,7 +332,15 @@ export class RunExecution {
     } catch (caught) {
       if (collection.signal.aborted) throw caught;
       if (caught instanceof WatchExpired) relist = true;
-      else if (!stop.signal.aborted) logger.warn({ run: this.run.id, source: source.name, err: this.failureText(caught, { run: this.run.id, source: source.name }) }, 'watch dropped; reconnecting');
+      else if (!stop.signal.aborted)
+        logger.warn(
+          {
+            run: this.run.id,
+            source: source.name,
+            err: this.failureText(caught, { run: this.run.id, source: source.name }),
+          },
+          'watch dropped; reconnecting',
+        );
     } finally {
       this.stopWatch = undefined;
       stop.abort('done');
@@ -273,13 +371,27 @@ export class RunExecution {
     await markWatching(sql, this.run.id, this.worker.id, this.app.now());
   }
 
-  private async reconcile(collection: Collection, scopeId: string | null, mode: 'snapshot' | 'delta', records: readonly UniversalRecord[], deletions: readonly string[]): Promise<void> {
+  private async reconcile(
+    collection: Collection,
+    scopeId: string | null,
+    mode: 'snapshot' | 'delta',
+    records: readonly UniversalRecord[],
+    deletions: readonly string[],
+  ): Promise<void> {
     const { config } = this.app;
     const started = performance.now();
     const result = await reconcile(
       this.app.sql,
       // every collector type computes type_data from raw_data
-      { tenantId: this.run.tenant_id, sourceId: collection.source.id, scopeId, mode, records, deletions, typeDataDerived: true },
+      {
+        tenantId: this.run.tenant_id,
+        sourceId: collection.source.id,
+        scopeId,
+        mode,
+        records,
+        deletions,
+        typeDataDerived: true,
+      },
       {
         now: this.app.now(),
         batchSize: config.reconcileBatchSize,
@@ -297,16 +409,36 @@ export class RunExecution {
     const { status, counts, error, components } = this;
     const durationMs = this.elapsedMs();
     const run = { id: this.run.id, worker: this.worker.id, sourceId: this.run.source_id };
-    const recorded = await this.app.sql.begin((tx) => finishRun(tx, run, { status, counts, error, durationMs, components, requeue: this.worker.stopping() }, this.app.now()));
+    const recorded = await this.app.sql.begin((tx) =>
+      finishRun(
+        tx,
+        run,
+        { status, counts, error, durationMs, components, requeue: this.worker.stopping() },
+        this.app.now(),
+      ),
+    );
     const typeLabel = source?.collector_type ?? 'unknown';
     collectionRuns.inc({ collector_type: typeLabel, outcome: status });
     collectionDuration.observe({ collector_type: typeLabel }, durationMs / 1000);
     recordsCollected.inc({ collector_type: typeLabel }, counts.received);
-    this.app.logger.info({ run: this.run.id, source: source?.name, status, durationMs, recorded, received: counts.received }, 'collection run ended');
+    this.app.logger.info(
+      { run: this.run.id, source: source?.name, status, durationMs, recorded, received: counts.received },
+      'collection run ended',
+    );
   }
 
-  private contextFor(collection: Collection, signal: AbortSignal, component: CollectContext['component']): CollectContext {
-    return { source: collectedSource(collection.source), credentials: collection.credentials, signal, component, allowedHosts: this.worker.allowedHosts };
+  private contextFor(
+    collection: Collection,
+    signal: AbortSignal,
+    component: CollectContext['component'],
+  ): CollectContext {
+    return {
+      source: collectedSource(collection.source),
+      credentials: collection.credentials,
+      signal,
+      component,
+      allowedHosts: this.worker.allowedHosts,
+    };
   }
 
   private failureText(error: unknown, where: FailureSite): string {
@@ -343,7 +475,8 @@ export class ListWriter {
 
   /** Takes a page; waits only when the part it fills must wait for the write before it. */
   async add(scopeId: string | null, records: readonly UniversalRecord[]): Promise<void> {
-    if (this.held.length > 0 && (scopeId !== this.scopeId || this.held.length + records.length > this.size)) await this.send();
+    if (this.held.length > 0 && (scopeId !== this.scopeId || this.held.length + records.length > this.size))
+      await this.send();
     this.scopeId = scopeId;
     for (const record of records) this.held.push(record);
   }

@@ -10,7 +10,10 @@ export const messageOf = (error: unknown, credentials?: CredentialDocument): str
 /** An error's message; one Node leaves empty (a refused connection to every address of a name) is told by its parts or its code. */
 function ownWords(error: Error): string {
   if (error.message) return error.message;
-  const parts = error instanceof AggregateError ? error.errors.map((e: unknown) => (e instanceof Error ? e.message : String(e))).filter(Boolean) : [];
+  const parts =
+    error instanceof AggregateError
+      ? error.errors.map((e: unknown) => (e instanceof Error ? e.message : String(e))).filter(Boolean)
+      : [];
   if (parts.length > 0) return parts.join('; ');
   const code = (error as { code?: unknown }).code;
   return typeof code === 'string' ? `${error.name}: ${code}` : error.name;
@@ -22,7 +25,8 @@ const PROGRAMMING_ERRORS = [TypeError, RangeError, ReferenceError, SyntaxError, 
  * Codes that make even such an error a collection failure: the network, DNS and TLS, and URLs or
  * header values that come from the source's settings or credentials.
  */
-const COLLECTION_CODES = /^(E[A-Z0-9_]+|ERR_TLS_\w+|ERR_SSL_\w+|ERR_INVALID_URL|ERR_INVALID_CHAR|ERR_INVALID_HTTP_TOKEN|ERR_STREAM_PREMATURE_CLOSE|UND_ERR_\w+)$/;
+const COLLECTION_CODES =
+  /^(E[A-Z0-9_]+|ERR_TLS_\w+|ERR_SSL_\w+|ERR_INVALID_URL|ERR_INVALID_CHAR|ERR_INVALID_HTTP_TOKEN|ERR_STREAM_PREMATURE_CLOSE|UND_ERR_\w+)$/;
 
 /**
  * Whether a failure comes from the code rather than from the source: a message such as "Cannot
@@ -50,12 +54,20 @@ export interface FailureSite {
  * failure's own words, credentials struck out, for a collection failure; for a mistake in the
  * code, a sentence pointing to the log line that holds the whole error under the same id.
  */
-export function failureText(logger: Logger, error: unknown, where: FailureSite, credentials?: CredentialDocument): string {
+export function failureText(
+  logger: Logger,
+  error: unknown,
+  where: FailureSite,
+  credentials?: CredentialDocument,
+): string {
   if (!isInternalFailure(error)) return messageOf(error, credentials);
   const errorId = randomUUID();
   const redact = (text: string | undefined) => (text === undefined ? undefined : redactCredentials(text, credentials));
   // logged by hand rather than as `err`: the text and stack go through the same redaction
-  const failure = error instanceof Error ? { type: error.name, message: redact(error.message), stack: redact(error.stack) } : { value: redact(String(error)) };
+  const failure =
+    error instanceof Error
+      ? { type: error.name, message: redact(error.message), stack: redact(error.stack) }
+      : { value: redact(String(error)) };
   logger.error({ errorId, ...where, failure }, 'collection failed on an internal error');
   return `The collector failed unexpectedly (internal error ${errorId}); see the server log`;
 }

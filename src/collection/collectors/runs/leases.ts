@@ -17,7 +17,13 @@ export interface ClaimedRun {
  * worker died). Rows another worker is claiming are skipped, not waited for. The claimed sources'
  * next scheduled run moves one interval on from now.
  */
-export async function claimRuns(sql: Queryable, worker: string, limit: number, now: Date, leaseMs: number): Promise<ClaimedRun[]> {
+export async function claimRuns(
+  sql: Queryable,
+  worker: string,
+  limit: number,
+  now: Date,
+  leaseMs: number,
+): Promise<ClaimedRun[]> {
   if (limit <= 0) return [];
   const leaseUntil = new Date(now.getTime() + leaseMs);
   const claimed = await sql<ClaimedRun[]>`
@@ -49,7 +55,14 @@ export interface Lease {
  * Extends a run's lease and records its counts so far (a watching run's are visible while it
  * watches).
  */
-export async function renewLease(sql: Queryable, runId: string, worker: string, now: Date, leaseMs: number, counts?: object): Promise<Lease> {
+export async function renewLease(
+  sql: Queryable,
+  runId: string,
+  worker: string,
+  now: Date,
+  leaseMs: number,
+  counts?: object,
+): Promise<Lease> {
   const [row] = await sql<{ resync: boolean }[]>`
     update collection_runs set lease_expires_at = ${new Date(now.getTime() + leaseMs)},
            counts = ${counts ? sql`${sql.json(asJson(counts))}` : sql`counts`}

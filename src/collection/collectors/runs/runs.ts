@@ -52,7 +52,12 @@ export async function enqueueDue(sql: Queryable, types: readonly string[], now: 
  * Queues a manual run of a source, or returns the one already queued or running. A run that is
  * watching (hybrid) is asked to list everything again, which it does before it watches on.
  */
-export async function enqueueManual(sql: Queryable, tenantId: string, source: { id: string; collector_id: string }, now: Date): Promise<string> {
+export async function enqueueManual(
+  sql: Queryable,
+  tenantId: string,
+  source: { id: string; collector_id: string },
+  now: Date,
+): Promise<string> {
   const [queued] = await sql<{ id: string }[]>`
     insert into collection_runs (id, tenant_id, collector_id, source_id, status, trigger, queued_at)
     values (${uuidv7()}, ${tenantId}, ${source.collector_id}, ${source.id}, 'queued', 'manual', ${now})
@@ -83,7 +88,12 @@ export interface RunOutcome {
 }
 
 /** Ends a run and records it on its source (see `recordOnSource`). False when the run was no longer this worker's. */
-export async function finishRun(sql: Queryable, run: { id: string; worker: string; sourceId: string }, outcome: RunOutcome, now: Date): Promise<boolean> {
+export async function finishRun(
+  sql: Queryable,
+  run: { id: string; worker: string; sourceId: string },
+  outcome: RunOutcome,
+  now: Date,
+): Promise<boolean> {
   const [ended] = await sql<{ id: string }[]>`
     update collection_runs set status = ${outcome.status}, finished_at = ${now}, counts = ${sql.json(asJson(outcome.counts))},
            error = ${outcome.error}, lease_owner = null, lease_expires_at = null
@@ -104,7 +114,9 @@ export async function finishRun(sql: Queryable, run: { id: string; worker: strin
 export async function recordOnSource(
   sql: Queryable,
   sourceId: string,
-  outcome: { status: 'succeeded' | 'partial' | 'failed'; error: string | null; durationMs: number; components?: Components } | RunOutcome,
+  outcome:
+    | { status: 'succeeded' | 'partial' | 'failed'; error: string | null; durationMs: number; components?: Components }
+    | RunOutcome,
   now: Date,
 ): Promise<void> {
   const failed = outcome.status === 'failed';
@@ -117,7 +129,11 @@ export async function recordOnSource(
     status: failed ? 'unhealthy' : partial ? 'degraded' : 'healthy',
     last_check: now.toISOString(),
     details: {
-      message: failed ? (outcome.error ?? 'collection failed') : partial ? `collected in part: ${outcome.error ?? ''}` : 'collection succeeded',
+      message: failed
+        ? (outcome.error ?? 'collection failed')
+        : partial
+          ? `collected in part: ${outcome.error ?? ''}`
+          : 'collection succeeded',
       duration: String(outcome.durationMs / 1000),
       consecutive_errors: String(errors),
     },
@@ -134,7 +150,8 @@ export async function recordOnSource(
     where id = ${sourceId}`;
 }
 
-const runsVisibleTo = (sql: Sql, principal: Principal) => sourcesVisibleTo(sql, principal, { tenant: 'r.tenant_id', source: 'r.source_id' });
+const runsVisibleTo = (sql: Sql, principal: Principal) =>
+  sourcesVisibleTo(sql, principal, { tenant: 'r.tenant_id', source: 'r.source_id' });
 
 /** One run of a source the principal may see. */
 export async function getRun(sql: Sql, principal: Principal, runId: string): Promise<RunRow | undefined> {

@@ -62,7 +62,11 @@ class DeltaBuffer {
  * bookmark, is handed on too, so the resume point moves on a quiet source). The watch is read ahead while a merged
  * batch is written, but at most one read is outstanding.
  */
-export async function* coalesce(watch: AsyncIterable<WatchBatch>, maxObjects: number, maxWaitMs: number): AsyncGenerator<Deltas> {
+export async function* coalesce(
+  watch: AsyncIterable<WatchBatch>,
+  maxObjects: number,
+  maxWaitMs: number,
+): AsyncGenerator<Deltas> {
   const iterator = watch[Symbol.asyncIterator]();
   const buffer = new DeltaBuffer();
   let pending: Promise<IteratorResult<WatchBatch>> | undefined;

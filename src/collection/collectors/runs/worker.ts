@@ -42,7 +42,13 @@ export class CollectionWorker {
     private readonly options: WorkerOptions,
   ) {
     this.allowedHosts = allowedHostsOf(app.config);
-    this.claimant = { id: this.id, options, allowedHosts: this.allowedHosts, stopping: () => this.stopped, watching: () => this.watching };
+    this.claimant = {
+      id: this.id,
+      options,
+      allowedHosts: this.allowedHosts,
+      stopping: () => this.stopped,
+      watching: () => this.watching,
+    };
   }
 
   start(): void {
@@ -96,7 +102,9 @@ export class CollectionWorker {
     const execution = new RunExecution(this.app, this.claimant, run);
     const done = execution
       .execute()
-      .catch((error: unknown) => this.app.logger.error({ err: error, run: run.id }, 'collection run could not be recorded'))
+      .catch((error: unknown) =>
+        this.app.logger.error({ err: error, run: run.id }, 'collection run could not be recorded'),
+      )
       .finally(() => this.running.delete(run.id));
     this.running.set(run.id, { execution, done });
   }

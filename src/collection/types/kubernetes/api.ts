@@ -54,10 +54,16 @@ export class KubeApi {
     // an installation without a kubernetes source never needs
     const { KubeConfig } = await import('@kubernetes/client-node');
     const api = new KubeApi(endpoint.replace(/\/$/, ''), context, new KubeConfig());
-    api.kc.loadFromOptions({ clusters: [cluster], users: [user], contexts: [{ name: 'cinv', cluster: 'cluster', user: 'cinv' }], currentContext: 'cinv' });
+    api.kc.loadFromOptions({
+      clusters: [cluster],
+      users: [user],
+      contexts: [{ name: 'cinv', cluster: 'cluster', user: 'cinv' }],
+      currentContext: 'cinv',
+    });
     const options: RequestOptions = { headers: {} };
     await api.kc.applyToHTTPSOptions(options);
-    const pem = (value: unknown) => (value === undefined ? undefined : Buffer.isBuffer(value) ? value.toString('utf8') : String(value));
+    const pem = (value: unknown) =>
+      value === undefined ? undefined : Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
     api.request = {
       headers: options.headers as Record<string, string>,
       tls: { ca: pem(options.ca), cert: pem(options.cert), key: pem(options.key) },
@@ -70,8 +76,13 @@ export class KubeApi {
   async get(path: string, query: Record<string, string> = {}): Promise<Json | null> {
     const url = new URL(`${this.base}${path}`);
     for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
-    const timeout = typeof this.context.source.config.timeout === 'number' ? this.context.source.config.timeout * 1000 : 60_000;
-    const reply = await guardedGet(url.href, { ...this.request, allowedHosts: this.context.allowedHosts, signal: AbortSignal.any([this.context.signal, AbortSignal.timeout(timeout)]) });
+    const timeout =
+      typeof this.context.source.config.timeout === 'number' ? this.context.source.config.timeout * 1000 : 60_000;
+    const reply = await guardedGet(url.href, {
+      ...this.request,
+      allowedHosts: this.context.allowedHosts,
+      signal: AbortSignal.any([this.context.signal, AbortSignal.timeout(timeout)]),
+    });
     if (reply.status === 404) return null;
     if (reply.status === 410) throw new WatchExpired(`${path}: the list's continue token expired`);
     if (reply.status !== 200) {

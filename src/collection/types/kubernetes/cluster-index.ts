@@ -10,7 +10,9 @@ export class ClusterIndex {
   register(spec: KindSpec, id: string, object: Obj): void {
     this.forget(id);
     const namespace = object.metadata?.namespace;
-    const owners = (object.metadata?.ownerReferences ?? []).map((o) => `${o.kind.toLowerCase()}/${namespace}/${o.name}`);
+    const owners = (object.metadata?.ownerReferences ?? []).map(
+      (o) => `${o.kind.toLowerCase()}/${namespace}/${o.name}`,
+    );
     this.ownersOf.set(id, owners);
     for (const owner of owners) this.add(this.children, owner, id);
     if (spec.singular === 'endpointslice') {
@@ -33,7 +35,9 @@ export class ClusterIndex {
     const slice = this.slicePods.get(id);
     if (slice) {
       this.slicePods.delete(id);
-      const still = new Set([...this.slicePods.values()].filter((s) => s.service === slice.service).flatMap((s) => s.pods));
+      const still = new Set(
+        [...this.slicePods.values()].filter((s) => s.service === slice.service).flatMap((s) => s.pods),
+      );
       this.servicePods.set(slice.service, still);
     }
   }

@@ -7,7 +7,9 @@ import type { Usage } from './type-data.js';
 
 /** The instance CIs are scoped by: `config.cluster_name`, else the API server's host. */
 export const scopeOf = (context: CollectContext) =>
-  typeof context.source.config.cluster_name === 'string' ? context.source.config.cluster_name : new URL(context.source.endpoint ?? 'https://cluster').hostname;
+  typeof context.source.config.cluster_name === 'string'
+    ? context.source.config.cluster_name
+    : new URL(context.source.endpoint ?? 'https://cluster').hostname;
 
 /** Usage per node and pod from `metrics.k8s.io`; a cluster without it is a failed `metrics` component, not a failed run. */
 async function usageOf(api: KubeApi, context: CollectContext): Promise<Usage> {
@@ -16,12 +18,19 @@ async function usageOf(api: KubeApi, context: CollectContext): Promise<Usage> {
     const nodes = await api.get('/apis/metrics.k8s.io/v1beta1/nodes');
     const pods = await api.get('/apis/metrics.k8s.io/v1beta1/pods');
     for (const item of list(nodes?.items)) {
-      usage.nodes.set(String(get(item, 'metadata', 'name')), { cpu_cores: quantity(get(item, 'usage', 'cpu')), memory_bytes: quantity(get(item, 'usage', 'memory')) });
+      usage.nodes.set(String(get(item, 'metadata', 'name')), {
+        cpu_cores: quantity(get(item, 'usage', 'cpu')),
+        memory_bytes: quantity(get(item, 'usage', 'memory')),
+      });
     }
     for (const item of list(pods?.items)) {
       const containers = list(item.containers);
-      const sum = (resource: string) => containers.reduce((total, c) => total + (quantity(get(c, 'usage', resource)) ?? 0), 0);
-      usage.pods.set(`${String(get(item, 'metadata', 'namespace'))}/${String(get(item, 'metadata', 'name'))}`, { cpu_cores: sum('cpu'), memory_bytes: sum('memory') });
+      const sum = (resource: string) =>
+        containers.reduce((total, c) => total + (quantity(get(c, 'usage', resource)) ?? 0), 0);
+      usage.pods.set(`${String(get(item, 'metadata', 'namespace'))}/${String(get(item, 'metadata', 'name'))}`, {
+        cpu_cores: sum('cpu'),
+        memory_bytes: sum('memory'),
+      });
     }
     if (nodes || pods) context.component('metrics');
   } catch (error) {

@@ -18,8 +18,16 @@ import { watchKubernetes } from './watch.js';
  */
 
 const ConfigSchema = Type.Object({
-  cluster_name: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The cluster name CIs are scoped by (default the API server host).' })),
-  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 5000, description: 'Objects per list request (`limit`, default 500).' })),
+  cluster_name: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 256,
+      description: 'The cluster name CIs are scoped by (default the API server host).',
+    }),
+  ),
+  page_size: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 5000, description: 'Objects per list request (`limit`, default 500).' }),
+  ),
 });
 
 export const kubernetesType: CollectorType = {

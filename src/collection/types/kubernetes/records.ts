@@ -24,8 +24,12 @@ const RELATIONSHIPS: Partial<Record<Kind, (object: Obj, id: string, index: Clust
     const volume = str(get(object, 'spec', 'volumeName'));
     return volume ? [{ type: 'bound_to', target_external_id: `persistentvolume/${volume}` }] : [];
   },
-  service: (_object, id, index) => [...(index.servicePods.get(id) ?? [])].sort().map((pod) => ({ type: 'routes_to', target_external_id: pod })),
-  ingress: (object) => [...backends(object)].sort().map((service) => ({ type: 'exposes', target_external_id: `service/${object.metadata?.namespace}/${service}` })),
+  service: (_object, id, index) =>
+    [...(index.servicePods.get(id) ?? [])].sort().map((pod) => ({ type: 'routes_to', target_external_id: pod })),
+  ingress: (object) =>
+    [...backends(object)]
+      .sort()
+      .map((service) => ({ type: 'exposes', target_external_id: `service/${object.metadata?.namespace}/${service}` })),
 };
 
 function relationshipsOf(spec: KindSpec, id: string, object: Obj, index: ClusterIndex): Relationship[] {
@@ -33,7 +37,8 @@ function relationshipsOf(spec: KindSpec, id: string, object: Obj, index: Cluster
   const out: Relationship[] = [];
   if (spec.namespaced && namespace) out.push({ type: 'member_of', target_external_id: `namespace/${namespace}` });
   out.push(...(RELATIONSHIPS[spec.singular]?.(object, id, index) ?? []));
-  for (const child of [...(index.children.get(id) ?? [])].sort()) out.push({ type: 'manages', target_external_id: child });
+  for (const child of [...(index.children.get(id) ?? [])].sort())
+    out.push({ type: 'manages', target_external_id: child });
   return out;
 }
 

@@ -38,7 +38,14 @@ export function backends(object: Obj): Set<string> {
   return names;
 }
 
-const REPLICA_KEYS = ['desired_replicas', 'ready_replicas', 'updated_replicas', 'available_replicas', 'images', 'strategy'] as const;
+const REPLICA_KEYS = [
+  'desired_replicas',
+  'ready_replicas',
+  'updated_replicas',
+  'available_replicas',
+  'images',
+  'strategy',
+] as const;
 
 /** Deployments, stateful sets and replica sets report their replicas alike. */
 const replicated: TypeDataExtractor = {
@@ -56,7 +63,17 @@ const replicated: TypeDataExtractor = {
 /** One extractor per kind, in the order the OpenAPI document lists the kinds' `type_data`. */
 export const TYPE_DATA: Record<Kind, TypeDataExtractor> = {
   pod: {
-    keys: ['phase', 'node', 'pod_ip', 'pod_ips', 'host_ip', 'qos_class', 'containers', 'metrics.cpu_cores', 'metrics.memory_bytes'],
+    keys: [
+      'phase',
+      'node',
+      'pod_ip',
+      'pod_ips',
+      'host_ip',
+      'qos_class',
+      'containers',
+      'metrics.cpu_cores',
+      'metrics.memory_bytes',
+    ],
     extract: ({ object, status, spec }, usage) => {
       const statuses = new Map(list(status.containerStatuses).map((c) => [c.name, c]));
       return {
@@ -77,7 +94,19 @@ export const TYPE_DATA: Record<Kind, TypeDataExtractor> = {
     },
   },
   node: {
-    keys: ['capacity', 'allocatable', 'kubelet_version', 'os_image', 'kernel_version', 'container_runtime', 'architecture', 'unschedulable', 'conditions', 'metrics.cpu_cores', 'metrics.memory_bytes'],
+    keys: [
+      'capacity',
+      'allocatable',
+      'kubelet_version',
+      'os_image',
+      'kernel_version',
+      'container_runtime',
+      'architecture',
+      'unschedulable',
+      'conditions',
+      'metrics.cpu_cores',
+      'metrics.memory_bytes',
+    ],
     extract: ({ object, status, spec }, usage) => {
       const info = (status.nodeInfo ?? {}) as Json;
       return {
@@ -110,7 +139,12 @@ export const TYPE_DATA: Record<Kind, TypeDataExtractor> = {
   },
   service: {
     keys: ['type', 'cluster_ip', 'ports', 'selector'],
-    extract: ({ spec }) => ({ type: spec.type ?? 'ClusterIP', cluster_ip: spec.clusterIP ?? null, ports: spec.ports ?? [], selector: spec.selector ?? {} }),
+    extract: ({ spec }) => ({
+      type: spec.type ?? 'ClusterIP',
+      cluster_ip: spec.clusterIP ?? null,
+      ports: spec.ports ?? [],
+      selector: spec.selector ?? {},
+    }),
   },
   namespace: {
     keys: ['phase', 'labels'],
@@ -119,7 +153,10 @@ export const TYPE_DATA: Record<Kind, TypeDataExtractor> = {
   configmap: {
     keys: ['keys', 'binary_keys'],
     // the stored object holds the key names only (see rawOf)
-    extract: ({ object }) => ({ keys: (object.data_keys as string[] | undefined) ?? [], binary_keys: (object.binary_data_keys as string[] | undefined) ?? [] }),
+    extract: ({ object }) => ({
+      keys: (object.data_keys as string[] | undefined) ?? [],
+      binary_keys: (object.binary_data_keys as string[] | undefined) ?? [],
+    }),
   },
   persistentvolume: {
     keys: ['capacity', 'access_modes', 'storage_class', 'reclaim_policy', 'phase', 'claim'],
@@ -144,11 +181,21 @@ export const TYPE_DATA: Record<Kind, TypeDataExtractor> = {
   },
   job: {
     keys: ['completions', 'parallelism', 'active', 'succeeded', 'failed'],
-    extract: ({ status, spec }) => ({ completions: spec.completions ?? null, parallelism: spec.parallelism ?? null, active: status.active ?? 0, succeeded: status.succeeded ?? 0, failed: status.failed ?? 0 }),
+    extract: ({ status, spec }) => ({
+      completions: spec.completions ?? null,
+      parallelism: spec.parallelism ?? null,
+      active: status.active ?? 0,
+      succeeded: status.succeeded ?? 0,
+      failed: status.failed ?? 0,
+    }),
   },
   cronjob: {
     keys: ['schedule', 'suspend', 'last_schedule_time'],
-    extract: ({ status, spec }) => ({ schedule: spec.schedule ?? null, suspend: spec.suspend === true, last_schedule_time: status.lastScheduleTime ?? null }),
+    extract: ({ status, spec }) => ({
+      schedule: spec.schedule ?? null,
+      suspend: spec.suspend === true,
+      last_schedule_time: status.lastScheduleTime ?? null,
+    }),
   },
   endpointslice: {
     keys: ['service', 'address_type', 'endpoints', 'ports'],
@@ -163,7 +210,9 @@ export const TYPE_DATA: Record<Kind, TypeDataExtractor> = {
     keys: ['ingress_class', 'hosts', 'services'],
     extract: ({ object, spec }) => ({
       ingress_class: spec.ingressClassName ?? null,
-      hosts: list(spec.rules).map((r) => r.host).filter(Boolean),
+      hosts: list(spec.rules)
+        .map((r) => r.host)
+        .filter(Boolean),
       services: [...backends(object)],
     }),
   },
@@ -172,7 +221,9 @@ export const TYPE_DATA: Record<Kind, TypeDataExtractor> = {
 /** The `type_data` of an object as stored (see rawOf). */
 export function typeDataOf(kind: Kind, object: Obj, usage: Usage): Json {
   const extractor = TYPE_DATA[kind] as TypeDataExtractor | undefined;
-  return extractor ? extractor.extract({ object, status: (object.status ?? {}) as Json, spec: (object.spec ?? {}) as Json }, usage) : {};
+  return extractor
+    ? extractor.extract({ object, status: (object.status ?? {}) as Json, spec: (object.spec ?? {}) as Json }, usage)
+    : {};
 }
 
 /** The documented `type_data` keys per `ci_type`, for the OpenAPI document and the tests that hold the data to it. */

@@ -47,7 +47,12 @@ function eventHandler(spec: KindSpec, scopeId: string, index: ClusterIndex, queu
     const resume = version ? { key: spec.name, version } : undefined;
     if (phase === 'ERROR') {
       const code = get(object, 'code');
-      queue.push({ error: code === 410 ? new WatchExpired(`${spec.path}: ${str(get(object, 'message')) ?? 'resource version too old'}`) : new Error(`${spec.path}: ${str(get(object, 'message')) ?? 'watch error'}`) });
+      queue.push({
+        error:
+          code === 410
+            ? new WatchExpired(`${spec.path}: ${str(get(object, 'message')) ?? 'resource version too old'}`)
+            : new Error(`${spec.path}: ${str(get(object, 'message')) ?? 'watch error'}`),
+      });
     } else if (phase === 'BOOKMARK') {
       queue.push({ batch: { scopeId, upserts: [], deletions: [], resume } });
     } else if (phase === 'DELETED') {
@@ -94,7 +99,14 @@ export async function* watchKubernetes(context: WatchContext): AsyncGenerator<Wa
     await Promise.all(
       watched.map(async (spec) => {
         const from = { resourceVersion: context.from[spec.name]!, allowWatchBookmarks: true };
-        controllers.push(await watcher.watch(spec.path, from, eventHandler(spec, scopeId, index, queue), doneHandler(spec, context.signal, queue)));
+        controllers.push(
+          await watcher.watch(
+            spec.path,
+            from,
+            eventHandler(spec, scopeId, index, queue),
+            doneHandler(spec, context.signal, queue),
+          ),
+        );
       }),
     );
     for (;;) {

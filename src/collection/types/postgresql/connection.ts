@@ -19,7 +19,12 @@ export async function targetOf(context: CollectContext): Promise<Target> {
   const port = url.port === '' ? 5432 : Number(url.port);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const config = context.source.config;
-  const database = typeof config.database === 'string' ? config.database : url.pathname.length > 1 ? decodeURIComponent(url.pathname.slice(1)) : 'postgres';
+  const database =
+    typeof config.database === 'string'
+      ? config.database
+      : url.pathname.length > 1
+        ? decodeURIComponent(url.pathname.slice(1))
+        : 'postgres';
   const serverName = typeof config.server_name === 'string' ? config.server_name : `${host}:${port}`;
   return { host, port, address: await guardedAddress(host, context.allowedHosts), database, serverName };
 }
@@ -29,7 +34,13 @@ function sslOf(context: CollectContext, target: Target): postgres.Options<Record
   const mode = typeof context.source.config.sslmode === 'string' ? context.source.config.sslmode : 'prefer';
   const verify = mode === 'verify-full' && context.source.config.verify_ssl !== false;
   if (credentials?.type === 'tls') {
-    return { cert: credentials.client_certificate, key: credentials.client_key, ca: credentials.ca_certificate, servername: target.host, rejectUnauthorized: verify };
+    return {
+      cert: credentials.client_certificate,
+      key: credentials.client_key,
+      ca: credentials.ca_certificate,
+      servername: target.host,
+      rejectUnauthorized: verify,
+    };
   }
   if (mode === 'disable') return false;
   if (mode === 'prefer') return 'prefer';
@@ -57,7 +68,11 @@ export function connect(context: CollectContext, target: Target, database: strin
     connect_timeout: Math.max(1, Math.min(30, Math.ceil(timeoutSeconds))),
     idle_timeout: 5,
     onnotice: () => {},
-    connection: { application_name: 'cinv collector', default_transaction_read_only: true, statement_timeout: Math.ceil(timeoutSeconds * 1000) },
+    connection: {
+      application_name: 'cinv collector',
+      default_transaction_read_only: true,
+      statement_timeout: Math.ceil(timeoutSeconds * 1000),
+    },
   };
   const sql = postgres(options);
   const close = () => void sql.end({ timeout: 0 });

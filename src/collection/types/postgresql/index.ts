@@ -3,7 +3,14 @@ import type { UniversalRecord } from '../../../inventory/write-path/records.js';
 import type { CollectContext, CollectedBatch, CollectorType } from '../plugin.js';
 import { isEnabled, loadPart } from '../shared/parts.js';
 import { connect, targetOf } from './connection.js';
-import { databaseRecord, databaseRows, extensionRecords, roleRecords, serverRecord, type DatabaseRow } from './records.js';
+import {
+  databaseRecord,
+  databaseRows,
+  extensionRecords,
+  roleRecords,
+  serverRecord,
+  type DatabaseRow,
+} from './records.js';
 
 /**
  * The `postgresql` collector type: a PostgreSQL server, its databases, roles and extensions, read
@@ -17,19 +24,32 @@ import { databaseRecord, databaseRows, extensionRecords, roleRecords, serverReco
 const KINDS = ['server', 'databases', 'roles', 'extensions'] as const;
 
 const ConfigSchema = Type.Object({
-  server_name: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The instance name CIs are scoped by (default `host:port` of the endpoint).' })),
-  database: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'The database to connect to first (default `postgres`).' })),
-  sslmode: Type.Optional(
-    Type.Union(['disable', 'prefer', 'require', 'verify-full'].map((m) => Type.Literal(m)), {
-      description: '`prefer` (default): TLS when the server offers it; `require`: TLS without verifying the certificate; `verify-full`: TLS with the certificate verified (`verify_ssl: false` lowers it to `require`).',
+  server_name: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 256,
+      description: 'The instance name CIs are scoped by (default `host:port` of the endpoint).',
     }),
+  ),
+  database: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 63, description: 'The database to connect to first (default `postgres`).' }),
+  ),
+  sslmode: Type.Optional(
+    Type.Union(
+      ['disable', 'prefer', 'require', 'verify-full'].map((m) => Type.Literal(m)),
+      {
+        description:
+          '`prefer` (default): TLS when the server offers it; `require`: TLS without verifying the certificate; `verify-full`: TLS with the certificate verified (`verify_ssl: false` lowers it to `require`).',
+      },
+    ),
   ),
 });
 
 const ROWS_PER_BATCH = 1000;
 
 async function* inBatches(scopeId: string, records: UniversalRecord[]): AsyncGenerator<CollectedBatch> {
-  for (let i = 0; i < records.length; i += ROWS_PER_BATCH) yield { scopeId, records: records.slice(i, i + ROWS_PER_BATCH) };
+  for (let i = 0; i < records.length; i += ROWS_PER_BATCH)
+    yield { scopeId, records: records.slice(i, i + ROWS_PER_BATCH) };
 }
 
 /**
@@ -96,10 +116,25 @@ export const postgresqlType: CollectorType = {
     '`postgresql.database`, `postgresql.role` and `postgresql.extension`, with `hosted_on`, `owned_by`, `member_of` and ' +
     '`installed_in` relationships. Endpoint `postgres://host:port`; credentials `basic` or `tls`.',
   configSchema: ConfigSchema,
-  capabilities: { supports_universal_format: false, supports_multi_source: true, supports_watch: false, collects: true },
+  capabilities: {
+    supports_universal_format: false,
+    supports_multi_source: true,
+    supports_watch: false,
+    collects: true,
+  },
   collectables: KINDS,
   ciTypes: {
-    'postgresql.server': ['version', 'data_checksums', 'max_connections', 'shared_buffers', 'wal_level', 'replication_role', 'started_at', 'metrics.uptime_seconds', 'metrics.client_connections'],
+    'postgresql.server': [
+      'version',
+      'data_checksums',
+      'max_connections',
+      'shared_buffers',
+      'wal_level',
+      'replication_role',
+      'started_at',
+      'metrics.uptime_seconds',
+      'metrics.client_connections',
+    ],
     'postgresql.database': ['owner', 'encoding', 'collation', 'connection_limit', 'is_template', 'metrics.size_bytes'],
     'postgresql.role': ['login', 'superuser', 'createdb', 'connection_limit', 'member_of'],
     'postgresql.extension': ['version', 'schema', 'database'],

@@ -31,18 +31,28 @@ function plain(row: Record<string, unknown>): Record<string, unknown> {
 
 /** The server itself: version, role in replication, the settings above and, under `metrics`, what moves. */
 export async function serverRecord(sql: postgres.Sql, target: Target): Promise<UniversalRecord> {
-  const [info] = await sql<{ version: string; version_num: number; in_recovery: boolean; started_at: Date; now: Date }[]>`
+  const [info] = await sql<
+    { version: string; version_num: number; in_recovery: boolean; started_at: Date; now: Date }[]
+  >`
     select current_setting('server_version') as version, current_setting('server_version_num')::int as version_num,
            pg_is_in_recovery() as in_recovery, pg_postmaster_start_time() as started_at, now() as now`;
   const settings = await sql<{ name: string; value: string }[]>`
     select name, current_setting(name) as value from pg_settings where name = any(${SETTINGS}) order by name`;
-  const [connections] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where backend_type = 'client backend'`;
+  const [connections] = await sql<
+    { n: number }[]
+  >`select count(*)::int as n from pg_stat_activity where backend_type = 'client backend'`;
   const setting = Object.fromEntries(settings.map((s) => [s.name, s.value]));
   return {
     external_id: 'server',
     ci_type: 'postgresql.server',
     name: target.serverName,
-    raw_data: { version: info!.version, version_num: info!.version_num, in_recovery: info!.in_recovery, started_at: info!.started_at.toISOString(), settings: setting },
+    raw_data: {
+      version: info!.version,
+      version_num: info!.version_num,
+      in_recovery: info!.in_recovery,
+      started_at: info!.started_at.toISOString(),
+      settings: setting,
+    },
     type_data: {
       version: info!.version,
       data_checksums: setting.data_checksums === 'on',

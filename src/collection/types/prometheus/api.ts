@@ -29,8 +29,10 @@ export class PrometheusApi {
   ) {
     const credentials = context.credentials;
     if (credentials?.type === 'token') this.headers.authorization = `Bearer ${credentials.token}`;
-    else if (credentials?.type === 'basic') this.headers.authorization = `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
-    else if (credentials?.type === 'tls') throw new Error('prometheus sources take basic or token credentials, or none');
+    else if (credentials?.type === 'basic')
+      this.headers.authorization = `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
+    else if (credentials?.type === 'tls')
+      throw new Error('prometheus sources take basic or token credentials, or none');
   }
 
   async get<T>(path: string, query: Record<string, string> = {}): Promise<T> {

@@ -18,7 +18,13 @@ import { hostRecords, serverRecord, targetRecord } from './records.js';
 const KINDS = ['server', 'targets', 'hosts'] as const;
 
 const ConfigSchema = Type.Object({
-  server_name: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The instance name CIs are scoped by (default `host:port` of the endpoint).' })),
+  server_name: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 256,
+      description: 'The instance name CIs are scoped by (default `host:port` of the endpoint).',
+    }),
+  ),
 });
 
 /** One list of the server: the server itself, the hosts, then the targets (which name the hosts they describe). */
@@ -29,7 +35,8 @@ async function* collectPrometheus(context: CollectContext): AsyncGenerator<Colle
   const scopeId = typeof context.source.config.server_name === 'string' ? context.source.config.server_name : url.host;
   const api = new PrometheusApi(endpoint.endsWith('/') ? endpoint : `${endpoint}/`, context);
   // the targets tell whether the server can be reached at all: if not, the run fails
-  const targets = (await api.get<{ activeTargets: ActiveTarget[] }>('/api/v1/targets', { state: 'active' })).activeTargets;
+  const targets = (await api.get<{ activeTargets: ActiveTarget[] }>('/api/v1/targets', { state: 'active' }))
+    .activeTargets;
   const part = <T>(name: string, load: () => Promise<T>) => loadPart(context, name, load);
   if (isEnabled(context, 'server')) {
     const server = await part('server', () => serverRecord(api, scopeId));
@@ -45,7 +52,8 @@ async function* collectPrometheus(context: CollectContext): AsyncGenerator<Colle
   }
   if (isEnabled(context, 'targets')) {
     const described = new Set((hosts ?? []).map((h) => h.external_id.slice('host/'.length)));
-    for (let i = 0; i < targets.length; i += 1000) yield { scopeId, records: targets.slice(i, i + 1000).map((t) => targetRecord(t, described)) };
+    for (let i = 0; i < targets.length; i += 1000)
+      yield { scopeId, records: targets.slice(i, i + 1000).map((t) => targetRecord(t, described)) };
     context.component('targets');
   }
 }
@@ -57,12 +65,49 @@ export const prometheusType: CollectorType = {
     '`prometheus.server`, `prometheus.target` and `host.linux`, with `scraped_by` and `describes` relationships. ' +
     'Endpoint `http(s)://host:9090`; credentials none, `basic` or `token`.',
   configSchema: ConfigSchema,
-  capabilities: { supports_universal_format: false, supports_multi_source: true, supports_watch: false, collects: true },
+  capabilities: {
+    supports_universal_format: false,
+    supports_multi_source: true,
+    supports_watch: false,
+    collects: true,
+  },
   collectables: KINDS,
   ciTypes: {
-    'prometheus.server': ['version', 'revision', 'go_version', 'storage_retention', 'config_reloaded_at', 'config_reload_ok', 'started_at', 'metrics.goroutines', 'metrics.time_series', 'metrics.corrupted_chunks'],
-    'prometheus.target': ['job', 'instance', 'labels', 'health', 'last_error', 'metrics.last_scrape', 'metrics.last_scrape_duration_seconds'],
-    'host.linux': ['hostname', 'os_name', 'os_version', 'kernel', 'architecture', 'cpu_count', 'memory_bytes', 'instance', 'filesystems', 'network_interfaces', 'metrics.memory_available_bytes', 'metrics.load1'],
+    'prometheus.server': [
+      'version',
+      'revision',
+      'go_version',
+      'storage_retention',
+      'config_reloaded_at',
+      'config_reload_ok',
+      'started_at',
+      'metrics.goroutines',
+      'metrics.time_series',
+      'metrics.corrupted_chunks',
+    ],
+    'prometheus.target': [
+      'job',
+      'instance',
+      'labels',
+      'health',
+      'last_error',
+      'metrics.last_scrape',
+      'metrics.last_scrape_duration_seconds',
+    ],
+    'host.linux': [
+      'hostname',
+      'os_name',
+      'os_version',
+      'kernel',
+      'architecture',
+      'cpu_count',
+      'memory_bytes',
+      'instance',
+      'filesystems',
+      'network_interfaces',
+      'metrics.memory_available_bytes',
+      'metrics.load1',
+    ],
   },
   endpointSchemes: ['http', 'https'],
   collect: collectPrometheus,

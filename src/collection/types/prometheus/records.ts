@@ -14,7 +14,12 @@ export async function serverRecord(api: PrometheusApi, name: string): Promise<Un
     name,
     raw_data: {
       build,
-      runtime: { storageRetention: runtime.storageRetention, lastConfigTime: runtime.lastConfigTime, reloadConfigSuccess: runtime.reloadConfigSuccess, startTime: runtime.startTime },
+      runtime: {
+        storageRetention: runtime.storageRetention,
+        lastConfigTime: runtime.lastConfigTime,
+        reloadConfigSuccess: runtime.reloadConfigSuccess,
+        startTime: runtime.startTime,
+      },
     },
     type_data: {
       version: build.version,
@@ -24,7 +29,11 @@ export async function serverRecord(api: PrometheusApi, name: string): Promise<Un
       config_reloaded_at: runtime.lastConfigTime ?? null,
       config_reload_ok: runtime.reloadConfigSuccess ?? null,
       started_at: runtime.startTime ?? null,
-      metrics: { goroutines: runtime.goroutineCount ?? null, time_series: runtime.timeSeriesCount ?? null, corrupted_chunks: runtime.corruptionCount ?? null },
+      metrics: {
+        goroutines: runtime.goroutineCount ?? null,
+        time_series: runtime.timeSeriesCount ?? null,
+        corrupted_chunks: runtime.corruptionCount ?? null,
+      },
     },
   };
 }
@@ -76,7 +85,8 @@ function byInstance(samples: Sample[]): Map<string, Sample[]> {
 }
 
 const valueOf = (samples: Sample[] | undefined) => (samples?.[0] ? Number(samples[0].value[1]) : null);
-const strip = (labels: Record<string, string>, ...names: string[]) => Object.fromEntries(Object.entries(labels).filter(([k]) => !['__name__', 'instance', 'job', ...names].includes(k)));
+const strip = (labels: Record<string, string>, ...names: string[]) =>
+  Object.fromEntries(Object.entries(labels).filter(([k]) => !['__name__', 'instance', 'job', ...names].includes(k)));
 
 /** The node_exporter hosts the server scrapes, one query per attribute set over all of them. */
 export async function hostRecords(api: PrometheusApi): Promise<UniversalRecord[]> {
@@ -90,12 +100,25 @@ export async function hostRecords(api: PrometheusApi): Promise<UniversalRecord[]
     api.query('node_memory_MemAvailable_bytes'),
     api.query('node_load1'),
   ]);
-  const [osBy, cpuBy, memoryBy, fsBy, netBy, availableBy, loadBy] = [os, cpus, memory, filesystems, interfaces, available, load].map(byInstance);
+  const [osBy, cpuBy, memoryBy, fsBy, netBy, availableBy, loadBy] = [
+    os,
+    cpus,
+    memory,
+    filesystems,
+    interfaces,
+    available,
+    load,
+  ].map(byInstance);
   return uname.map(({ metric }) => {
     const instance = metric.instance!;
     const osInfo = osBy!.get(instance)?.[0]?.metric;
     const filesystemList = (fsBy!.get(instance) ?? [])
-      .map((s) => ({ mountpoint: s.metric.mountpoint ?? '', device: s.metric.device ?? '', fstype: s.metric.fstype ?? '', size_bytes: Number(s.value[1]) }))
+      .map((s) => ({
+        mountpoint: s.metric.mountpoint ?? '',
+        device: s.metric.device ?? '',
+        fstype: s.metric.fstype ?? '',
+        size_bytes: Number(s.value[1]),
+      }))
       .sort((a, b) => a.mountpoint.localeCompare(b.mountpoint));
     const interfaceList = (netBy!.get(instance) ?? [])
       .map((s) => strip(s.metric))
@@ -113,7 +136,13 @@ export async function hostRecords(api: PrometheusApi): Promise<UniversalRecord[]
       external_id: `host/${instance}`,
       ci_type: 'host.linux',
       name: attributes.hostname,
-      raw_data: { uname: strip(metric), os: osInfo ? strip(osInfo) : null, ...attributes, filesystems: filesystemList, network_interfaces: interfaceList },
+      raw_data: {
+        uname: strip(metric),
+        os: osInfo ? strip(osInfo) : null,
+        ...attributes,
+        filesystems: filesystemList,
+        network_interfaces: interfaceList,
+      },
       type_data: {
         ...attributes,
         instance,

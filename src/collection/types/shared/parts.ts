@@ -11,7 +11,11 @@ export function isEnabled(context: CollectContext, part: string): boolean {
  * `undefined`, so the other parts go on. Records are yielded outside it, so that a failure to
  * write them is the run's, not the part's. An aborted run is not a part's failure.
  */
-export async function loadPart<T>(context: CollectContext, name: string, load: () => Promise<T>): Promise<T | undefined> {
+export async function loadPart<T>(
+  context: CollectContext,
+  name: string,
+  load: () => Promise<T>,
+): Promise<T | undefined> {
   try {
     return await load();
   } catch (error) {

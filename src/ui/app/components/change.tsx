@@ -21,7 +21,14 @@ export interface ChangeRecord {
   matched?: { in: string; field?: string; excerpt: string }[];
 }
 
-const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'", '&#x27;': "'" };
+const ENTITIES: Record<string, string> = {
+  '&amp;': '&',
+  '&lt;': '<',
+  '&gt;': '>',
+  '&quot;': '"',
+  '&#39;': "'",
+  '&#x27;': "'",
+};
 const unescape = (text: string) => text.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (entity) => ENTITIES[entity] ?? entity);
 
 /** A search excerpt (HTML-escaped, matches in `<em>`) as text with highlighted marks, never as HTML. */
@@ -30,7 +37,11 @@ export function Excerpt({ text }: { text: string }) {
   return (
     <span class="excerpt">
       {parts.map((part, index) =>
-        part.startsWith('<em>') ? <mark key={index}>{unescape(part.slice(4, -5))}</mark> : <span key={index}>{unescape(part)}</span>,
+        part.startsWith('<em>') ? (
+          <mark key={index}>{unescape(part.slice(4, -5))}</mark>
+        ) : (
+          <span key={index}>{unescape(part)}</span>
+        ),
       )}
     </span>
   );
@@ -40,7 +51,17 @@ export function Excerpt({ text }: { text: string }) {
  * One change record: a line that opens into the diff of each field it changed. `asOf`: where the
  * CI is shown as it was right after this change.
  */
-export function ChangeItem({ record, showCi, mode, asOf }: { record: ChangeRecord; showCi: boolean; mode: 'inline' | 'split'; asOf?: string }) {
+export function ChangeItem({
+  record,
+  showCi,
+  mode,
+  asOf,
+}: {
+  record: ChangeRecord;
+  showCi: boolean;
+  mode: 'inline' | 'split';
+  asOf?: string;
+}) {
   const [open, setOpen] = useState(false);
   const fields = record.changes.map((change) => change.field);
   return (
@@ -57,7 +78,11 @@ export function ChangeItem({ record, showCi, mode, asOf }: { record: ChangeRecor
           </span>
         </button>
         {asOf ? (
-          <Link href={asOf} class="as-of" aria-label={`As of then: the item right after the change of ${dateTime(record.changed_at)}`}>
+          <Link
+            href={asOf}
+            class="as-of"
+            aria-label={`As of then: the item right after the change of ${dateTime(record.changed_at)}`}
+          >
             As of then
           </Link>
         ) : null}
@@ -90,7 +115,12 @@ export function ChangeItem({ record, showCi, mode, asOf }: { record: ChangeRecor
                 <code>{change.field}</code>
               </h4>
               {/* a new CI's fields had no value before, not a null one */}
-              <DiffView field={change.field} before={record.change_type === 'CREATED' ? undefined : change.old_value} after={change.new_value} mode={mode} />
+              <DiffView
+                field={change.field}
+                before={record.change_type === 'CREATED' ? undefined : change.old_value}
+                after={change.new_value}
+                mode={mode}
+              />
             </section>
           ))}
         </div>
@@ -99,7 +129,13 @@ export function ChangeItem({ record, showCi, mode, asOf }: { record: ChangeRecor
   );
 }
 
-export function DiffModePicker({ mode, setMode }: { mode: 'inline' | 'split'; setMode: (mode: 'inline' | 'split') => void }) {
+export function DiffModePicker({
+  mode,
+  setMode,
+}: {
+  mode: 'inline' | 'split';
+  setMode: (mode: 'inline' | 'split') => void;
+}) {
   // a page may hold several pickers (a CI's timeline and the changes around it): radios of one name are one group
   const name = `diff-mode-${useId()}`;
   return (

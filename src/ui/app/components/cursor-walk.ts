@@ -13,8 +13,17 @@ export interface CursorPage<T> {
  * Walks a cursor-paged list: the first page when `key` changes, the next when asked (`more`), each
  * page appended; the first page is kept whole (`first`), for what only it carries (totals, counts).
  */
-export function useCursorWalk<T, P extends CursorPage<T> = CursorPage<T>>(key: string, load: (cursor: string | undefined, signal: AbortSignal) => Promise<P>) {
-  const [state, setState] = useState<{ items: T[]; first?: P; next?: string | null; busy: boolean; error?: ReturnType<typeof asApiError> }>({ items: [], busy: true });
+export function useCursorWalk<T, P extends CursorPage<T> = CursorPage<T>>(
+  key: string,
+  load: (cursor: string | undefined, signal: AbortSignal) => Promise<P>,
+) {
+  const [state, setState] = useState<{
+    items: T[];
+    first?: P;
+    next?: string | null;
+    busy: boolean;
+    error?: ReturnType<typeof asApiError>;
+  }>({ items: [], busy: true });
   const [request, setRequest] = useState<{ key: string; cursor?: string }>({ key });
   useEffect(() => {
     // the first page of the key the walk began with is asked already: asking again would load it twice
@@ -35,7 +44,8 @@ export function useCursorWalk<T, P extends CursorPage<T> = CursorPage<T>>(key: s
         }));
       },
       (error: unknown) => {
-        if (!controller.signal.aborted) setState((previous) => ({ ...previous, busy: false, error: asApiError(error) }));
+        if (!controller.signal.aborted)
+          setState((previous) => ({ ...previous, busy: false, error: asApiError(error) }));
       },
     );
     return () => controller.abort();

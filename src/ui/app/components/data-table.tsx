@@ -8,7 +8,17 @@ export interface Column<T> {
 }
 
 /** A labelled table of rows, one column definition per header and cell. */
-export function DataTable<T>({ label, columns, rows, rowKey }: { label: string; columns: readonly (Column<T> | false)[]; rows: readonly T[]; rowKey: (row: T) => string | number }) {
+export function DataTable<T>({
+  label,
+  columns,
+  rows,
+  rowKey,
+}: {
+  label: string;
+  columns: readonly (Column<T> | false)[];
+  rows: readonly T[];
+  rowKey: (row: T) => string | number;
+}) {
   const shown = columns.filter((column): column is Column<T> => column !== false);
   return (
     <div class="table-wrap">

@@ -36,10 +36,23 @@ function lines(node: DiffNode, label: string, depth: number, out: Line[]): void 
         node.kind === 'object'
           ? node.entries.map((entry) => ({ label: entry.key, node: entry.node }))
           : node.items.map((item) => ({ label: `[${item.newIndex ?? item.oldIndex}]`, node: item.node }));
-      out.push({ depth, label, kind: 'open', old: node.kind === 'object' ? '{' : '[', new: node.kind === 'object' ? '{' : '[' });
+      out.push({
+        depth,
+        label,
+        kind: 'open',
+        old: node.kind === 'object' ? '{' : '[',
+        new: node.kind === 'object' ? '{' : '[',
+      });
       let run: typeof children = [];
       const flush = () => {
-        if (run.length > UNCHANGED_RUN) out.push({ depth: depth + 1, label: '', kind: 'skipped', old: `… ${run.length} unchanged`, new: `… ${run.length} unchanged` });
+        if (run.length > UNCHANGED_RUN)
+          out.push({
+            depth: depth + 1,
+            label: '',
+            kind: 'skipped',
+            old: `… ${run.length} unchanged`,
+            new: `… ${run.length} unchanged`,
+          });
         else for (const child of run) lines(child.node, child.label, depth + 1, out);
         run = [];
       };
@@ -51,19 +64,43 @@ function lines(node: DiffNode, label: string, depth: number, out: Line[]): void 
         }
       }
       flush();
-      out.push({ depth, label: '', kind: 'close', old: node.kind === 'object' ? '}' : ']', new: node.kind === 'object' ? '}' : ']' });
+      out.push({
+        depth,
+        label: '',
+        kind: 'close',
+        old: node.kind === 'object' ? '}' : ']',
+        new: node.kind === 'object' ? '}' : ']',
+      });
     }
   }
 }
 
-const SIGN: Record<Line['kind'], string> = { same: ' ', added: '+', removed: '−', changed: '~', open: ' ', close: ' ', skipped: ' ' };
+const SIGN: Record<Line['kind'], string> = {
+  same: ' ',
+  added: '+',
+  removed: '−',
+  changed: '~',
+  open: ' ',
+  close: ' ',
+  skipped: ' ',
+};
 
 function Label({ line }: { line: Line }) {
   return line.label ? <span class="diff-key">{line.label}: </span> : null;
 }
 
 /** Old and new value of one field change, diffed structurally; `mode` picks inline or side by side. */
-export function DiffView({ field, before, after, mode }: { field: string; before: unknown; after: unknown; mode: 'inline' | 'split' }) {
+export function DiffView({
+  field,
+  before,
+  after,
+  mode,
+}: {
+  field: string;
+  before: unknown;
+  after: unknown;
+  mode: 'inline' | 'split';
+}) {
   const out: Line[] = [];
   lines(diff(before, after), '', 0, out);
   if (mode === 'split') {
@@ -107,12 +144,16 @@ export function DiffView({ field, before, after, mode }: { field: string; before
         if (line.kind === 'changed') {
           return [
             <div key={`${index}-old`} class="diff-removed" style={pad}>
-              <span class="sign" aria-hidden="true">−</span>
+              <span class="sign" aria-hidden="true">
+                −
+              </span>
               <Label line={line} />
               <span class="del">{line.old}</span>
             </div>,
             <div key={`${index}-new`} class="diff-added" style={pad}>
-              <span class="sign" aria-hidden="true">+</span>
+              <span class="sign" aria-hidden="true">
+                +
+              </span>
               <Label line={line} />
               <span class="ins">{line.new}</span>
             </div>,
@@ -124,7 +165,11 @@ export function DiffView({ field, before, after, mode }: { field: string; before
             <span class="sign" aria-hidden="true">
               {SIGN[line.kind]}
             </span>
-            {line.kind === 'added' ? <span class="sr-only">added </span> : line.kind === 'removed' ? <span class="sr-only">removed </span> : null}
+            {line.kind === 'added' ? (
+              <span class="sr-only">added </span>
+            ) : line.kind === 'removed' ? (
+              <span class="sr-only">removed </span>
+            ) : null}
             <Label line={line} />
             <span class={line.kind === 'added' ? 'ins' : line.kind === 'removed' ? 'del' : ''}>{text}</span>
           </div>,

@@ -5,7 +5,17 @@ import { setParams } from '../lib/router';
 export type Choice = string | readonly [value: string, label: string];
 
 /** A select inside its label, so the label's text names it. */
-export function SelectField({ label, value, onValue, choices }: { label: string; value: string; onValue: (value: string) => void; choices: readonly Choice[] }) {
+export function SelectField({
+  label,
+  value,
+  onValue,
+  choices,
+}: {
+  label: string;
+  value: string;
+  onValue: (value: string) => void;
+  choices: readonly Choice[];
+}) {
   return (
     <label>
       {label}{' '}
@@ -24,11 +34,25 @@ export function SelectField({ label, value, onValue, choices }: { label: string;
 }
 
 /** A text input inside its label, so the label's text names it. */
-export function TextField(props: { label: string; value: string; onValue: (value: string) => void; type?: string; required?: boolean; placeholder?: string }) {
+export function TextField(props: {
+  label: string;
+  value: string;
+  onValue: (value: string) => void;
+  type?: string;
+  required?: boolean;
+  placeholder?: string;
+}) {
   const { label, value, onValue, type, required, placeholder } = props;
   return (
     <label>
-      {label} <input type={type} required={required} value={value} placeholder={placeholder} onInput={(event) => onValue((event.currentTarget as HTMLInputElement).value)} />
+      {label}{' '}
+      <input
+        type={type}
+        required={required}
+        value={value}
+        placeholder={placeholder}
+        onInput={(event) => onValue((event.currentTarget as HTMLInputElement).value)}
+      />
     </label>
   );
 }
@@ -45,14 +69,24 @@ export function useDraft(current: string): [string, (value: string) => void] {
   if (over.current.value !== current) over.current = { value: current, changes: over.current.changes + 1 };
   const changes = over.current.changes;
   const [draft, setDraft] = useState<{ value: string; changes: number }>();
-  return [draft !== undefined && draft.changes === changes ? draft.value : current, (value) => setDraft({ value, changes })];
+  return [
+    draft !== undefined && draft.changes === changes ? draft.value : current,
+    (value) => setDraft({ value, changes }),
+  ];
 }
 
 /**
  * A search box over the URL's `q`: what is typed reaches the URL (and so the view's query) only when
  * submitted, and starts the view on its first page.
  */
-export function SearchBox(props: { q: string; label: string; id: string; formClass: string; placeholder?: string; maxLength?: number }) {
+export function SearchBox(props: {
+  q: string;
+  label: string;
+  id: string;
+  formClass: string;
+  placeholder?: string;
+  maxLength?: number;
+}) {
   const { q, label, id, formClass, placeholder, maxLength } = props;
   const [draft, setDraft] = useDraft(q);
   return (

@@ -1,6 +1,20 @@
 import { useState } from 'preact/hooks';
 
-export const OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'like', 'ilike', 'startswith', 'in', 'nin', 'null', 'notnull'] as const;
+export const OPERATORS = [
+  'eq',
+  'ne',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'like',
+  'ilike',
+  'startswith',
+  'in',
+  'nin',
+  'null',
+  'notnull',
+] as const;
 const VALUELESS = new Set(['null', 'notnull']);
 const OPERATOR_LABELS: Record<string, string> = {
   eq: '= equals',
@@ -79,7 +93,15 @@ export function FilterBuilder(props: FilterBuilderProps) {
             ))}
           </select>
         </label>
-        {draft.isJson ? <PathField listId={`${id}-paths`} field={field} path={draft.path} setPath={draft.setPath} suggestions={suggestions} /> : null}
+        {draft.isJson ? (
+          <PathField
+            listId={`${id}-paths`}
+            field={field}
+            path={draft.path}
+            setPath={draft.setPath}
+            suggestions={suggestions}
+          />
+        ) : null}
         <label>
           <span>Operator</span>
           <select value={op} onChange={(event) => draft.setOp((event.currentTarget as HTMLSelectElement).value)}>
@@ -93,7 +115,10 @@ export function FilterBuilder(props: FilterBuilderProps) {
         {VALUELESS.has(op) ? null : (
           <label>
             <span>Value</span>
-            <input value={draft.value} onInput={(event) => draft.setValue((event.currentTarget as HTMLInputElement).value)} />
+            <input
+              value={draft.value}
+              onInput={(event) => draft.setValue((event.currentTarget as HTMLInputElement).value)}
+            />
           </label>
         )}
         <button type="submit">Add filter</button>
@@ -104,12 +129,23 @@ export function FilterBuilder(props: FilterBuilderProps) {
 }
 
 /** A path inside a JSON field, offered the paths of that field seen in the rows on screen. */
-function PathField(props: { listId: string; field: string; path: string; setPath: (path: string) => void; suggestions: readonly string[] }) {
+function PathField(props: {
+  listId: string;
+  field: string;
+  path: string;
+  setPath: (path: string) => void;
+  suggestions: readonly string[];
+}) {
   const { listId, field, path, setPath, suggestions } = props;
   return (
     <label>
       <span>Path</span>
-      <input list={listId} value={path} placeholder="spec.replicas" onInput={(event) => setPath((event.currentTarget as HTMLInputElement).value)} />
+      <input
+        list={listId}
+        value={path}
+        placeholder="spec.replicas"
+        onInput={(event) => setPath((event.currentTarget as HTMLInputElement).value)}
+      />
       <datalist id={listId}>
         {suggestions
           .filter((suggestion) => suggestion.startsWith(`${field}.`))
@@ -127,7 +163,11 @@ function FilterChips({ filters, onChange }: { filters: readonly string[]; onChan
       {filters.map((filter, index) => (
         <li key={`${filter}-${index}`}>
           <code>{filter}</code>
-          <button type="button" aria-label={`Remove filter ${filter}`} onClick={() => onChange(filters.filter((_, i) => i !== index))}>
+          <button
+            type="button"
+            aria-label={`Remove filter ${filter}`}
+            onClick={() => onChange(filters.filter((_, i) => i !== index))}
+          >
             ×
           </button>
         </li>

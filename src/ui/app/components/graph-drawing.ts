@@ -16,7 +16,18 @@ export interface GraphNode {
 }
 
 /** Distinct colours for CI types, readable on light and dark backgrounds. */
-export const PALETTE = ['#2563eb', '#16a34a', '#d97706', '#9333ea', '#0891b2', '#dc2626', '#65a30d', '#db2777', '#4f46e5', '#0d9488'];
+export const PALETTE = [
+  '#2563eb',
+  '#16a34a',
+  '#d97706',
+  '#9333ea',
+  '#0891b2',
+  '#dc2626',
+  '#65a30d',
+  '#db2777',
+  '#4f46e5',
+  '#0d9488',
+];
 /** With more types than colours, the next ten take the next shape. */
 export const SHAPES = ['ellipse', 'round-rectangle', 'diamond', 'triangle', 'hexagon'] as const;
 export type Shape = (typeof SHAPES)[number];
@@ -50,7 +61,12 @@ export interface TypeStyle {
 /** A colour and shape per CI type of the drawing: types in name order, so a type keeps its look as the radius changes. */
 export function typeStyles(nodes: readonly GraphNode[]): Map<string, TypeStyle> {
   const types = [...new Set(nodes.map((node) => node.ci_type))].sort();
-  return new Map(types.map((type, index) => [type, { colour: PALETTE[index % PALETTE.length]!, shape: SHAPES[Math.floor(index / PALETTE.length) % SHAPES.length]! }]));
+  return new Map(
+    types.map((type, index) => [
+      type,
+      { colour: PALETTE[index % PALETTE.length]!, shape: SHAPES[Math.floor(index / PALETTE.length) % SHAPES.length]! },
+    ]),
+  );
 }
 
 /** The colours of the page as the current scheme resolves them (a canvas takes no CSS variable nor light-dark()). */
@@ -67,7 +83,13 @@ export function resolveColours(probe: HTMLElement): Colours {
     probe.style.color = `var(${variable})`;
     return getComputedStyle(probe).color;
   };
-  const colours = { text: resolve('--text'), panel: resolve('--panel'), muted: resolve('--muted'), accent: resolve('--accent'), font: getComputedStyle(probe).fontFamily };
+  const colours = {
+    text: resolve('--text'),
+    panel: resolve('--panel'),
+    muted: resolve('--muted'),
+    accent: resolve('--accent'),
+    font: getComputedStyle(probe).fontFamily,
+  };
   probe.style.removeProperty('color');
   return colours;
 }
@@ -85,7 +107,8 @@ export function onSchemeChange(callback: () => void): () => void {
 }
 
 /** A long name cut in its middle: names of one kind tend to differ at their ends (pods by their suffix). */
-export const shortName = (name: string) => (name.length > MAX_LABEL ? `${name.slice(0, MAX_LABEL / 2 - 1)}…${name.slice(-(MAX_LABEL / 2))}` : name);
+export const shortName = (name: string) =>
+  name.length > MAX_LABEL ? `${name.slice(0, MAX_LABEL / 2 - 1)}…${name.slice(-(MAX_LABEL / 2))}` : name;
 
 export function stylesheet(colours: Colours): cytoscape.StylesheetJson {
   return [
@@ -109,17 +132,43 @@ export function stylesheet(colours: Colours): cytoscape.StylesheetJson {
       },
     },
     { selector: 'node.labelled', style: { label: 'data(label)' } },
-    { selector: 'node.centre', style: { width: CENTRE, height: CENTRE, 'border-width': 3, 'border-color': colours.text } },
-    { selector: 'node.inactive', style: { opacity: 0.6, 'border-width': 2, 'border-style': 'dashed', 'border-color': colours.muted } },
+    {
+      selector: 'node.centre',
+      style: { width: CENTRE, height: CENTRE, 'border-width': 3, 'border-color': colours.text },
+    },
+    {
+      selector: 'node.inactive',
+      style: { opacity: 0.6, 'border-width': 2, 'border-style': 'dashed', 'border-color': colours.muted },
+    },
     { selector: 'node.archived', style: { opacity: 0.45, 'background-color': colours.muted } },
-    { selector: 'node.hover', style: { 'border-width': 3, 'border-color': colours.accent, 'border-style': 'solid', opacity: 1 } },
+    {
+      selector: 'node.hover',
+      style: { 'border-width': 3, 'border-color': colours.accent, 'border-style': 'solid', opacity: 1 },
+    },
     {
       selector: 'edge',
-      style: { width: 1, 'line-color': colours.muted, 'target-arrow-color': colours.muted, 'target-arrow-shape': 'triangle', 'arrow-scale': 0.7, 'curve-style': 'straight', opacity: 0.7 },
+      style: {
+        width: 1,
+        'line-color': colours.muted,
+        'target-arrow-color': colours.muted,
+        'target-arrow-shape': 'triangle',
+        'arrow-scale': 0.7,
+        'curve-style': 'straight',
+        opacity: 0.7,
+      },
     },
     // what a CI had when it left the active inventory: walkable, and drawn as past
     { selector: 'edge.ended', style: { 'line-style': 'dashed', opacity: 0.5 } },
-    { selector: 'edge.hover', style: { width: 2, 'line-color': colours.accent, 'target-arrow-color': colours.accent, opacity: 1, 'z-index': 10 } },
+    {
+      selector: 'edge.hover',
+      style: {
+        width: 2,
+        'line-color': colours.accent,
+        'target-arrow-color': colours.accent,
+        opacity: 1,
+        'z-index': 10,
+      },
+    },
   ];
 }
 
@@ -144,11 +193,15 @@ export function placeLabels(view: cytoscape.Core, measure: (text: string) => num
   const grid = new Map<string, Box[]>();
   const cells = (box: Box) => {
     const keys: string[] = [];
-    for (let x = Math.floor(box.x1 / cell); x <= Math.floor(box.x2 / cell); x++) for (let y = Math.floor(box.y1 / cell); y <= Math.floor(box.y2 / cell); y++) keys.push(`${x},${y}`);
+    for (let x = Math.floor(box.x1 / cell); x <= Math.floor(box.x2 / cell); x++)
+      for (let y = Math.floor(box.y1 / cell); y <= Math.floor(box.y2 / cell); y++) keys.push(`${x},${y}`);
     return keys;
   };
   const overlaps = (a: Box, b: Box) => a.x1 < b.x2 && b.x1 < a.x2 && a.y1 < b.y2 && b.y1 < a.y2;
-  const ordered = view.nodes().toArray().sort((a, b) => rank(a) - rank(b));
+  const ordered = view
+    .nodes()
+    .toArray()
+    .sort((a, b) => rank(a) - rank(b));
   function rank(node: cytoscape.NodeSingular) {
     if (node.id() === first) return -2;
     if (node.hasClass('centre')) return -1;
@@ -162,7 +215,12 @@ export function placeLabels(view: cytoscape.Core, measure: (text: string) => num
       const x1 = at.x + (radius + 3) * zoom - LABEL_GAP;
       // the label's line, its background's padding, and a pixel of room above and below
       const half = fontPx * 0.62 + zoom + 1;
-      const box = { x1, x2: x1 + measure(node.data('label') as string) * zoom + 2 * LABEL_GAP + 2 * zoom, y1: at.y - half, y2: at.y + half };
+      const box = {
+        x1,
+        x2: x1 + measure(node.data('label') as string) * zoom + 2 * LABEL_GAP + 2 * zoom,
+        y1: at.y - half,
+        y2: at.y + half,
+      };
       if (box.x2 < 0 || box.x1 > width || box.y2 < 0 || box.y1 > height) continue;
       const keys = cells(box);
       if (keys.some((key) => grid.get(key)?.some((other) => overlaps(box, other)))) continue;
@@ -181,7 +239,8 @@ export function placeLabels(view: cytoscape.Core, measure: (text: string) => num
 /** Fits the drawing to its box, no closer than FIT_ZOOM. */
 export function fit(view: cytoscape.Core): void {
   view.fit(undefined, 24);
-  if (view.zoom() > FIT_ZOOM) view.zoom({ level: FIT_ZOOM, renderedPosition: { x: view.width() / 2, y: view.height() / 2 } });
+  if (view.zoom() > FIT_ZOOM)
+    view.zoom({ level: FIT_ZOOM, renderedPosition: { x: view.width() / 2, y: view.height() / 2 } });
 }
 
 declare global {

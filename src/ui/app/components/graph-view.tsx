@@ -6,7 +6,22 @@ import { count, dateTime } from '../lib/format';
 import { Link, navigate } from '../lib/router';
 import { SelectField } from './fields';
 import { Empty, Show, useLoad } from './states';
-import { fit, FONT, type GraphNode, MAX_LABEL, onSchemeChange, placeLabels, resolveColours, ROW, shortName, SIMPLEX_NODES, stylesheet, TO_DEPENDS, type TypeStyle, typeStyles } from './graph-drawing';
+import {
+  fit,
+  FONT,
+  type GraphNode,
+  MAX_LABEL,
+  onSchemeChange,
+  placeLabels,
+  resolveColours,
+  ROW,
+  shortName,
+  SIMPLEX_NODES,
+  stylesheet,
+  TO_DEPENDS,
+  type TypeStyle,
+  typeStyles,
+} from './graph-drawing';
 
 cytoscape.use(dagre);
 
@@ -38,11 +53,29 @@ const SIZES = ['100', '500', '2000', '5000'];
  * re-centres on the CI clicked. The same CIs are listed below the drawing by depth, as links, for
  * the keyboard and screen readers.
  */
-export function GraphView({ ciId, asOf, radius, onRadius }: { ciId: string; asOf?: string; radius: Radius; onRadius: (radius: Radius) => void }) {
+export function GraphView({
+  ciId,
+  asOf,
+  radius,
+  onRadius,
+}: {
+  ciId: string;
+  asOf?: string;
+  radius: Radius;
+  onRadius: (radius: Radius) => void;
+}) {
   const [maxNodes, setMaxNodes] = useState('500');
   const [inactive, setInactive] = useState(false);
-  const query = { depth: radius.depth, direction: radius.direction, max_nodes: Number(maxNodes), include_inactive: inactive, ...(asOf ? { as_of: asOf } : {}) };
-  const loaded = useLoad(`${ciId} ${JSON.stringify(query)}`, (signal) => api<Graph>(`/api/v1/configuration-items/${encodeURIComponent(ciId)}/graph`, { query, signal }));
+  const query = {
+    depth: radius.depth,
+    direction: radius.direction,
+    max_nodes: Number(maxNodes),
+    include_inactive: inactive,
+    ...(asOf ? { as_of: asOf } : {}),
+  };
+  const loaded = useLoad(`${ciId} ${JSON.stringify(query)}`, (signal) =>
+    api<Graph>(`/api/v1/configuration-items/${encodeURIComponent(ciId)}/graph`, { query, signal }),
+  );
   const moment = asOf ? `?as_of=${encodeURIComponent(asOf)}` : '';
   return (
     <section aria-labelledby="graph-heading" class="graph-view">
@@ -52,26 +85,56 @@ export function GraphView({ ciId, asOf, radius, onRadius }: { ciId: string; asOf
           <legend class="sr-only">Direction</legend>
           {DIRECTIONS.map(([value, label]) => (
             <label key={value}>
-              <input type="radio" name="graph-direction" checked={radius.direction === value} onChange={() => onRadius({ ...radius, direction: value })} />
+              <input
+                type="radio"
+                name="graph-direction"
+                checked={radius.direction === value}
+                onChange={() => onRadius({ ...radius, direction: value })}
+              />
               {label}
             </label>
           ))}
         </fieldset>
-        <SelectField label="Depth" value={String(radius.depth)} onValue={(value) => onRadius({ ...radius, depth: Number(value) })} choices={['1', '2', '3', '4', '5', '6']} />
-        <SelectField label="At most" value={maxNodes} onValue={setMaxNodes} choices={SIZES.map((size) => [size, `${count(Number(size))} items`] as const)} />
+        <SelectField
+          label="Depth"
+          value={String(radius.depth)}
+          onValue={(value) => onRadius({ ...radius, depth: Number(value) })}
+          choices={['1', '2', '3', '4', '5', '6']}
+        />
+        <SelectField
+          label="At most"
+          value={maxNodes}
+          onValue={setMaxNodes}
+          choices={SIZES.map((size) => [size, `${count(Number(size))} items`] as const)}
+        />
         <label>
-          <input type="checkbox" checked={inactive} onChange={(event) => setInactive((event.currentTarget as HTMLInputElement).checked)} /> Inactive and archived too
+          <input
+            type="checkbox"
+            checked={inactive}
+            onChange={(event) => setInactive((event.currentTarget as HTMLInputElement).checked)}
+          />{' '}
+          Inactive and archived too
         </label>
       </div>
       <Show loaded={loaded} what="the items around it">
         {(graph) => (
           <>
             <p class="meta" role="status">
-              {count(graph.nodes.length - 1)} item{graph.nodes.length === 2 ? '' : 's'} within {radius.depth} step{radius.depth === 1 ? '' : 's'}
-              {graph.truncated ? `, the nearest ${count(graph.nodes.length)} shown (raise the limit or walk less deep to see more)` : ''}
-              {graph.hidden > 0 ? `; ${count(graph.hidden)} relationship${graph.hidden === 1 ? '' : 's'} lead outside the data you may see` : ''}.
+              {count(graph.nodes.length - 1)} item{graph.nodes.length === 2 ? '' : 's'} within {radius.depth} step
+              {radius.depth === 1 ? '' : 's'}
+              {graph.truncated
+                ? `, the nearest ${count(graph.nodes.length)} shown (raise the limit or walk less deep to see more)`
+                : ''}
+              {graph.hidden > 0
+                ? `; ${count(graph.hidden)} relationship${graph.hidden === 1 ? '' : 's'} lead outside the data you may see`
+                : ''}
+              .
             </p>
-            {graph.nodes.length <= 1 ? <Empty>Nothing around it in this direction.</Empty> : <GraphBody graph={graph} centre={ciId} moment={moment} />}
+            {graph.nodes.length <= 1 ? (
+              <Empty>Nothing around it in this direction.</Empty>
+            ) : (
+              <GraphBody graph={graph} centre={ciId} moment={moment} />
+            )}
           </>
         )}
       </Show>
@@ -97,7 +160,17 @@ interface Hovered {
   detail: string;
 }
 
-function Drawing({ graph, centre, moment, styles }: { graph: Graph; centre: string; moment: string; styles: Map<string, TypeStyle> }) {
+function Drawing({
+  graph,
+  centre,
+  moment,
+  styles,
+}: {
+  graph: Graph;
+  centre: string;
+  moment: string;
+  styles: Map<string, TypeStyle>;
+}) {
   const box = useRef<HTMLDivElement>(null);
   const probe = useRef<HTMLSpanElement>(null);
   const cy = useRef<cytoscape.Core | null>(null);
@@ -120,14 +193,31 @@ function Drawing({ graph, centre, moment, styles }: { graph: Graph; centre: stri
         ...graph.nodes.map((node) => {
           const look = styles.get(node.ci_type)!;
           return {
-            data: { id: node.ci_id, label: shortName(node.name), colour: look.colour, shape: look.shape, depth: node.depth },
+            data: {
+              id: node.ci_id,
+              label: shortName(node.name),
+              colour: look.colour,
+              shape: look.shape,
+              depth: node.depth,
+            },
             classes: [node.status, node.ci_id === centre ? 'centre' : ''].filter(Boolean).join(' '),
           };
         }),
         // each relationship from the CI that depends to the one it depends on: the layers follow the dependencies
         ...graph.edges.map((edge, index) => {
           const [source, target] = TO_DEPENDS.has(edge.relationship_type) ? [edge.to, edge.from] : [edge.from, edge.to];
-          return { data: { id: `e${index}`, source, target, type: edge.relationship_type, from: edge.from, to: edge.to, ended: edge.ended_at ?? '' }, classes: edge.ended_at ? 'ended' : '' };
+          return {
+            data: {
+              id: `e${index}`,
+              source,
+              target,
+              type: edge.relationship_type,
+              from: edge.from,
+              to: edge.to,
+              ended: edge.ended_at ?? '',
+            },
+            classes: edge.ended_at ? 'ended' : '',
+          };
         }),
       ],
       style: stylesheet(colours),
@@ -173,7 +263,14 @@ function Drawing({ graph, centre, moment, styles }: { graph: Graph; centre: stri
       relabel();
       if (ci) {
         const at = node.renderedPosition();
-        const detail = [ci.ci_type, ci.namespace, ci.status !== 'active' ? ci.status : null, ci.depth === 0 ? 'this item' : `${ci.depth} step${ci.depth === 1 ? '' : 's'} away`].filter(Boolean).join(' · ');
+        const detail = [
+          ci.ci_type,
+          ci.namespace,
+          ci.status !== 'active' ? ci.status : null,
+          ci.depth === 0 ? 'this item' : `${ci.depth} step${ci.depth === 1 ? '' : 's'} away`,
+        ]
+          .filter(Boolean)
+          .join(' · ');
         setHovered({ x: at.x, y: at.y, title: ci.name, detail });
       }
     });
@@ -221,17 +318,28 @@ function Drawing({ graph, centre, moment, styles }: { graph: Graph; centre: stri
   }, [graph, centre, moment, styles]);
   const zoomBy = (factor: number) => {
     const view = cy.current;
-    if (view) view.zoom({ level: view.zoom() * factor, renderedPosition: { x: view.width() / 2, y: view.height() / 2 } });
+    if (view)
+      view.zoom({ level: view.zoom() * factor, renderedPosition: { x: view.width() / 2, y: view.height() / 2 } });
   };
   return (
     <div class="graph-frame">
-      <div ref={box} class="graph-canvas" role="img" aria-label={`Drawing of ${graph.nodes.length} items and ${graph.edges.length} relationships; the list below it holds the same items`} />
+      <div
+        ref={box}
+        class="graph-canvas"
+        role="img"
+        aria-label={`Drawing of ${graph.nodes.length} items and ${graph.edges.length} relationships; the list below it holds the same items`}
+      />
       <span ref={probe} class="graph-probe" aria-hidden="true" />
       <div class="graph-controls">
         <button type="button" onClick={() => zoomBy(1.4)} aria-label="Zoom in" title="Zoom in (or the mouse wheel)">
           +
         </button>
-        <button type="button" onClick={() => zoomBy(1 / 1.4)} aria-label="Zoom out" title="Zoom out (or the mouse wheel)">
+        <button
+          type="button"
+          onClick={() => zoomBy(1 / 1.4)}
+          aria-label="Zoom out"
+          title="Zoom out (or the mouse wheel)"
+        >
           −
         </button>
         <button type="button" onClick={() => cy.current && fit(cy.current)} title="Show the whole graph again">
@@ -279,7 +387,9 @@ function Legend({ graph, styles }: { graph: Graph; styles: Map<string, TypeStyle
             <span class="swatch shape-ellipse archived" aria-hidden="true" /> grey and faded: archived
           </li>
         ) : null}
-        {graph.edges.some((edge) => edge.ended_at) ? <li>dashed lines: what an item had when it left the active inventory</li> : null}
+        {graph.edges.some((edge) => edge.ended_at) ? (
+          <li>dashed lines: what an item had when it left the active inventory</li>
+        ) : null}
         <li>left depends on right; an arrow points at what is depended on</li>
         <li>names that would overlap are left out: zoom in (wheel, +) or hover an item; drag to pan</li>
       </ul>
@@ -290,7 +400,8 @@ function Legend({ graph, styles }: { graph: Graph; styles: Map<string, TypeStyle
 function NodeList({ graph, moment, styles }: { graph: Graph; moment: string; styles: Map<string, TypeStyle> }) {
   const byDepth = useMemo(() => {
     const depths = new Map<number, GraphNode[]>();
-    for (const node of graph.nodes) if (node.depth > 0) depths.set(node.depth, [...(depths.get(node.depth) ?? []), node]);
+    for (const node of graph.nodes)
+      if (node.depth > 0) depths.set(node.depth, [...(depths.get(node.depth) ?? []), node]);
     return [...depths.entries()].sort(([a], [b]) => a - b);
   }, [graph]);
   return (
@@ -305,7 +416,11 @@ function NodeList({ graph, moment, styles }: { graph: Graph; moment: string; sty
               const look = styles.get(node.ci_type);
               return (
                 <li key={node.ci_id}>
-                  <span class={`swatch shape-${look?.shape ?? 'ellipse'}`} style={{ background: look?.colour }} aria-hidden="true" />
+                  <span
+                    class={`swatch shape-${look?.shape ?? 'ellipse'}`}
+                    style={{ background: look?.colour }}
+                    aria-hidden="true"
+                  />
                   <Link href={`/ci/${node.ci_id}${moment}`}>{node.name}</Link>{' '}
                   <span class="meta">
                     {node.ci_type}

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 
-const isContainer = (value: unknown): value is Record<string, unknown> | unknown[] => typeof value === 'object' && value !== null;
+const isContainer = (value: unknown): value is Record<string, unknown> | unknown[] =>
+  typeof value === 'object' && value !== null;
 
 /** `raw_data.spec.containers.0.image`: the dotted path the API's filters and `include_attributes` take (array positions as segments). */
 export const childPath = (parent: string, key: string | number): string => `${parent}.${key}`;
@@ -43,7 +44,9 @@ function Node({ name, value, path, depth }: { name: string; value: unknown; path
       </li>
     );
   }
-  const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((item, index) => [index, item]) : Object.entries(value);
+  const entries: [string | number, unknown][] = Array.isArray(value)
+    ? value.map((item, index) => [index, item])
+    : Object.entries(value);
   const summary = Array.isArray(value) ? `[${value.length}]` : `{${entries.length}}`;
   return (
     <li>
@@ -56,7 +59,13 @@ function Node({ name, value, path, depth }: { name: string; value: unknown; path
         {open ? (
           <ul class="json-children">
             {entries.map(([key, child]) => (
-              <Node key={key} name={typeof key === 'number' ? `[${key}]` : key} value={child} path={childPath(path, key)} depth={depth + 1} />
+              <Node
+                key={key}
+                name={typeof key === 'number' ? `[${key}]` : key}
+                value={child}
+                path={childPath(path, key)}
+                depth={depth + 1}
+              />
             ))}
           </ul>
         ) : null}

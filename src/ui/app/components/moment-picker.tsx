@@ -28,15 +28,24 @@ export function MomentPicker({ asOf }: { asOf: string | undefined }) {
         ))}
       </div>
       <label>
-        Moment{' '}
-        <TimeInput seconds value={asOf} onValue={go} />
+        Moment <TimeInput seconds value={asOf} onValue={go} />
       </label>
     </fieldset>
   );
 }
 
 /** Says plainly that the view shows the past, and leads back to the present. */
-export function PastNotice({ asOf, what, now, compare }: { asOf: string; what: string; now: string; compare?: string }) {
+export function PastNotice({
+  asOf,
+  what,
+  now,
+  compare,
+}: {
+  asOf: string;
+  what: string;
+  now: string;
+  compare?: string;
+}) {
   return (
     <p class="past-notice" role="note">
       Showing {what} as it was stored at <strong>{dateTime(asOf)}</strong>. Last seen times and metrics are not history.{' '}

@@ -20,7 +20,9 @@ interface SavedView {
  * that saves the view as it is now (its URL state) under a name, privately or shared.
  */
 export function SavedViews({ view, params }: { view: ViewName; params: URLSearchParams }) {
-  const loaded = useLoad(`saved-views:${view}`, (signal) => api<{ items: SavedView[] }>('/api/v1/saved-views', { query: { view }, signal }));
+  const loaded = useLoad(`saved-views:${view}`, (signal) =>
+    api<{ items: SavedView[] }>('/api/v1/saved-views', { query: { view }, signal }),
+  );
   const [name, setName] = useState('');
   const [shared, setShared] = useState(false);
   const action = useAction();
@@ -50,7 +52,9 @@ export function SavedViews({ view, params }: { view: ViewName; params: URLSearch
           {items.map((saved) => (
             <li key={saved.id}>
               <Link href={`/${view}${saved.query ? `?${saved.query}` : ''}`}>{saved.name}</Link>
-              <span class="meta">{saved.shared ? ` shared${saved.mine ? '' : ` by ${saved.owner.name}`}` : ' private'}</span>
+              <span class="meta">
+                {saved.shared ? ` shared${saved.mine ? '' : ` by ${saved.owner.name}`}` : ' private'}
+              </span>
               {saved.mine ? (
                 <button type="button" class="link" onClick={() => remove(saved)}>
                   Delete<span class="sr-only"> {saved.name}</span>
@@ -64,10 +68,21 @@ export function SavedViews({ view, params }: { view: ViewName; params: URLSearch
       )}
       <form class="inline" onSubmit={save}>
         <label>
-          View name <input value={name} required maxLength={200} onInput={(event) => setName((event.currentTarget as HTMLInputElement).value)} />
+          View name{' '}
+          <input
+            value={name}
+            required
+            maxLength={200}
+            onInput={(event) => setName((event.currentTarget as HTMLInputElement).value)}
+          />
         </label>
         <label>
-          <input type="checkbox" checked={shared} onChange={(event) => setShared((event.currentTarget as HTMLInputElement).checked)} /> Share with everyone
+          <input
+            type="checkbox"
+            checked={shared}
+            onChange={(event) => setShared((event.currentTarget as HTMLInputElement).checked)}
+          />{' '}
+          Share with everyone
         </label>
         <button type="submit" disabled={action.busy}>
           Save this view

@@ -18,7 +18,10 @@ function typing(target: EventTarget | null): boolean {
 
 /** The view's search or filter box: the change search, else the first text field of the view. */
 function searchBox(): HTMLElement | null {
-  return document.getElementById('change-query') ?? document.querySelector<HTMLElement>('main input[type="search"], main input:not([type]), main input[type="text"]');
+  return (
+    document.getElementById('change-query') ??
+    document.querySelector<HTMLElement>('main input[type="search"], main input:not([type]), main input[type="text"]')
+  );
 }
 
 /**

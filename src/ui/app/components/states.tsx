@@ -38,7 +38,12 @@ export function useLoad<T>(key: string | null, load: (signal: AbortSignal) => Pr
     return () => controller.abort();
   }, [current]);
   const loading = state.settled !== current;
-  return { data: state.data, error: loading ? undefined : state.error, loading, reload: () => setGeneration((n) => n + 1) };
+  return {
+    data: state.data,
+    error: loading ? undefined : state.error,
+    loading,
+    reload: () => setGeneration((n) => n + 1),
+  };
 }
 
 /** A user's action (a form's submit, a download) with its busy flag and the error to show. */
@@ -83,7 +88,10 @@ function fieldErrors(error: ApiError): { field: string; message: string }[] {
   const errors = error.details.errors;
   if (!Array.isArray(errors)) return [];
   return errors
-    .filter((entry): entry is { field: string; message: string } => typeof entry?.field === 'string' && typeof entry?.message === 'string')
+    .filter(
+      (entry): entry is { field: string; message: string } =>
+        typeof entry?.field === 'string' && typeof entry?.message === 'string',
+    )
     .slice(0, 10);
 }
 
@@ -134,7 +142,15 @@ export function ErrorBox({ error, retry }: { error: ApiError; retry?: () => void
 }
 
 /** Loading, error or the content, for one load. */
-export function Show<T>({ loaded, what, children }: { loaded: Loaded<T>; what: string; children: (data: T) => ComponentChildren }) {
+export function Show<T>({
+  loaded,
+  what,
+  children,
+}: {
+  loaded: Loaded<T>;
+  what: string;
+  children: (data: T) => ComponentChildren;
+}) {
   if (loaded.error) return <ErrorBox error={loaded.error} retry={loaded.reload} />;
   if (loaded.data === undefined) return <Loading what={what} />;
   return <div aria-busy={loaded.loading}>{children(loaded.data)}</div>;
@@ -186,7 +202,10 @@ export function Secret({ value, onDone }: { value: string; onDone: () => void })
         <button
           type="button"
           onClick={() => {
-            void navigator.clipboard?.writeText(value).then(() => setCopied(true), () => setCopied(false));
+            void navigator.clipboard?.writeText(value).then(
+              () => setCopied(true),
+              () => setCopied(false),
+            );
           }}
         >
           {copied ? 'Copied' : 'Copy'}

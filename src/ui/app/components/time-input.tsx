@@ -6,7 +6,15 @@ import { fromTimeInput, timeZone, toTimeInput, zoneLabel } from '../lib/format';
  * the browser's locale: a datetime-local input shows its locale's order (mm/dd/yyyy) beside the
  * ISO dates everywhere else. The value is taken when the input is left or Enter is pressed.
  */
-export function TimeInput({ value, onValue, seconds = false }: { value: string | undefined; onValue: (iso: string | undefined) => void; seconds?: boolean }) {
+export function TimeInput({
+  value,
+  onValue,
+  seconds = false,
+}: {
+  value: string | undefined;
+  onValue: (iso: string | undefined) => void;
+  seconds?: boolean;
+}) {
   const shown = toTimeInput(value, seconds);
   const [draft, setDraft] = useState(shown);
   const [invalid, setInvalid] = useState(false);
@@ -27,7 +35,7 @@ export function TimeInput({ value, onValue, seconds = false }: { value: string |
       class="time-input"
       size={seconds ? 19 : 16}
       placeholder={seconds ? 'YYYY-MM-DD HH:MM:SS' : 'YYYY-MM-DD HH:MM'}
-      title={`${seconds ? 'YYYY-MM-DD HH:MM:SS' : 'YYYY-MM-DD HH:MM'}, ${zoneLabel()}${timeZone() === 'utc' ? '' : ' (the browser\'s zone)'}`}
+      title={`${seconds ? 'YYYY-MM-DD HH:MM:SS' : 'YYYY-MM-DD HH:MM'}, ${zoneLabel()}${timeZone() === 'utc' ? '' : " (the browser's zone)"}`}
       aria-invalid={invalid}
       value={draft}
       onInput={(event) => setDraft((event.currentTarget as HTMLInputElement).value)}

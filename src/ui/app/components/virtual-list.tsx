@@ -1,6 +1,13 @@
 import type { ComponentChildren } from 'preact';
 import { useLayoutEffect, useReducer, useRef, useState } from 'preact/hooks';
-import { elementScroll, measureElement, observeElementOffset, observeElementRect, Virtualizer, type VirtualizerOptions } from '@tanstack/virtual-core';
+import {
+  elementScroll,
+  measureElement,
+  observeElementOffset,
+  observeElementRect,
+  Virtualizer,
+  type VirtualizerOptions,
+} from '@tanstack/virtual-core';
 
 /**
  * A scrolling list that renders only the rows in view (plus a few), measuring each as it renders,

@@ -120,4 +120,5 @@ export interface Me {
   scopes: 'all' | { source_id: string | null; scope_id: string | null }[];
 }
 
-export const can = (me: Me | undefined, permission: string): boolean => !!me && (me.superadmin || me.permissions.includes(permission));
+export const can = (me: Me | undefined, permission: string): boolean =>
+  !!me && (me.superadmin || me.permissions.includes(permission));

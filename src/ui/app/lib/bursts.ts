@@ -38,7 +38,13 @@ const foldedFields = (record: BurstRecord): string[] =>
 function signature(record: BurstRecord): string {
   const fields = foldedFields(record);
   const status = record.changes.find((change) => change.field === 'status');
-  return JSON.stringify([record.change_type, record.ci_type, record.ci_namespace, fields, status ? status.new_value : null]);
+  return JSON.stringify([
+    record.change_type,
+    record.ci_type,
+    record.ci_namespace,
+    fields,
+    status ? status.new_value : null,
+  ]);
 }
 
 /**
@@ -87,6 +93,9 @@ export function describeBurst(burst: Burst<BurstRecord>): string {
   const repeats = burst.records.length > burst.cis ? ` (${burst.records.length} changes)` : '';
   if (burst.change_type === 'CREATED') return `${what} created${repeats}`;
   if (burst.change_type === 'DELETED') return `${what} archived${repeats}`;
-  const fields = burst.fields.length > 2 ? `${burst.fields.slice(0, 2).join(', ')} +${burst.fields.length - 2} more` : burst.fields.join(', ');
+  const fields =
+    burst.fields.length > 2
+      ? `${burst.fields.slice(0, 2).join(', ')} +${burst.fields.length - 2} more`
+      : burst.fields.join(', ');
   return `${fields} changed on ${what}${repeats}`;
 }

@@ -7,7 +7,12 @@ export { csvText } from './csv-format';
  * Every item an offset-paged list answers, `pageSize` at a time, up to `max` items: for exports
  * the API has no stream for. `progress` hears the count after each page.
  */
-export async function allPages<T>(page: (offset: number, limit: number) => Promise<T[]>, pageSize: number, max: number, progress?: (items: number) => void): Promise<T[]> {
+export async function allPages<T>(
+  page: (offset: number, limit: number) => Promise<T[]>,
+  pageSize: number,
+  max: number,
+  progress?: (items: number) => void,
+): Promise<T[]> {
   const items: T[] = [];
   while (items.length < max) {
     const next = await page(items.length, Math.min(pageSize, max - items.length));
@@ -23,4 +28,7 @@ export const saveCsv = (text: string, name: string): void => saveBlob(new Blob([
 
 /** `inventory-20261123T101500Z.csv` */
 export const exportName = (what: string, now = new Date()): string =>
-  `${what}-${now.toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '')}.csv`;
+  `${what}-${now
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replace(/[-:]/g, '')}.csv`;

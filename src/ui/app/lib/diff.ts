@@ -25,7 +25,8 @@ const LCS_LIMIT = 250_000;
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** JSON with sorted keys: two values are equal when their canonical texts are. */
 export function canonical(value: unknown): string {
@@ -66,7 +67,8 @@ function commonSubsequence(before: string[], after: string[]): [number, number][
   const lengths = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
   for (let i = n - 1; i >= 0; i--) {
     for (let j = m - 1; j >= 0; j--) {
-      lengths[i]![j] = before[i] === after[j] ? lengths[i + 1]![j + 1]! + 1 : Math.max(lengths[i + 1]![j]!, lengths[i]![j + 1]!);
+      lengths[i]![j] =
+        before[i] === after[j] ? lengths[i + 1]![j + 1]! + 1 : Math.max(lengths[i + 1]![j]!, lengths[i]![j + 1]!);
     }
   }
   const pairs: [number, number][] = [];
@@ -80,7 +82,8 @@ function commonSubsequence(before: string[], after: string[]): [number, number][
   return pairs;
 }
 
-const sameShape = (a: unknown, b: unknown): boolean => (isObject(a) && isObject(b)) || (Array.isArray(a) && Array.isArray(b));
+const sameShape = (a: unknown, b: unknown): boolean =>
+  (isObject(a) && isObject(b)) || (Array.isArray(a) && Array.isArray(b));
 
 function diffArrays(before: Json[], after: Json[]): DiffNode {
   const pairs = commonSubsequence(before.map(canonical), after.map(canonical));

@@ -51,8 +51,22 @@ const pad = (n: number) => String(n).padStart(2, '0');
 /** The calendar fields of an instant in the chosen zone. */
 function fields(date: Date, which: TimeZone) {
   return which === 'utc'
-    ? { y: date.getUTCFullYear(), mo: date.getUTCMonth() + 1, d: date.getUTCDate(), h: date.getUTCHours(), mi: date.getUTCMinutes(), s: date.getUTCSeconds() }
-    : { y: date.getFullYear(), mo: date.getMonth() + 1, d: date.getDate(), h: date.getHours(), mi: date.getMinutes(), s: date.getSeconds() };
+    ? {
+        y: date.getUTCFullYear(),
+        mo: date.getUTCMonth() + 1,
+        d: date.getUTCDate(),
+        h: date.getUTCHours(),
+        mi: date.getUTCMinutes(),
+        s: date.getUTCSeconds(),
+      }
+    : {
+        y: date.getFullYear(),
+        mo: date.getMonth() + 1,
+        d: date.getDate(),
+        h: date.getHours(),
+        mi: date.getMinutes(),
+        s: date.getSeconds(),
+      };
 }
 
 /** `2026-11-23 10:15:02` in the chosen zone (see `timeZone`). */
@@ -91,7 +105,14 @@ export function fromTimeInput(value: string, which: TimeZone = zone): string | u
   if (!text) return undefined;
   const match = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2}))?)?$/.exec(text);
   if (!match) return null;
-  const [y, mo, d, h, mi, s] = match.slice(1).map((part) => Number(part ?? 0)) as [number, number, number, number, number, number];
+  const [y, mo, d, h, mi, s] = match.slice(1).map((part) => Number(part ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const date = which === 'utc' ? new Date(Date.UTC(y, mo - 1, d, h, mi, s)) : new Date(y, mo - 1, d, h, mi, s);
   // Date rolls 2026-02-30 over into March: a day or hour that does not exist is not a time
   const back = fields(date, which);
@@ -105,7 +126,13 @@ export function relative(value: string | null | undefined, now = Date.now()): st
   const seconds = Math.round((new Date(value).getTime() - now) / 1000);
   const abs = Math.abs(seconds);
   const [amount, unit] =
-    abs < 60 ? [abs, 's'] : abs < 3600 ? [Math.round(abs / 60), 'min'] : abs < 86_400 ? [Math.round(abs / 3600), 'h'] : [Math.round(abs / 86_400), 'd'];
+    abs < 60
+      ? [abs, 's']
+      : abs < 3600
+        ? [Math.round(abs / 60), 'min']
+        : abs < 86_400
+          ? [Math.round(abs / 3600), 'h']
+          : [Math.round(abs / 86_400), 'd'];
   return seconds < 0 ? `${amount} ${unit} ago` : `in ${amount} ${unit}`;
 }
 

@@ -51,19 +51,26 @@ export function navigate(to: string, options: { replace?: boolean } = {}): void 
  * The current view's query string with some parameters replaced (undefined or '' removes one).
  * A cursor belongs to the page it was issued for: moving `offset` without naming a cursor drops it.
  */
-export function withParams(params: URLSearchParams, changes: Record<string, string | readonly string[] | undefined>): string {
+export function withParams(
+  params: URLSearchParams,
+  changes: Record<string, string | readonly string[] | undefined>,
+): string {
   const next = new URLSearchParams(params);
   if ('offset' in changes && !('cursor' in changes)) next.delete('cursor');
   for (const [name, value] of Object.entries(changes)) {
     next.delete(name);
-    for (const item of Array.isArray(value) ? value : [value]) if (item !== undefined && item !== '') next.append(name, item as string);
+    for (const item of Array.isArray(value) ? value : [value])
+      if (item !== undefined && item !== '') next.append(name, item as string);
   }
   const text = next.toString();
   return text ? `?${text}` : '';
 }
 
 /** Replaces query parameters of the current view, as a new history entry. */
-export function setParams(changes: Record<string, string | readonly string[] | undefined>, options: { replace?: boolean } = {}): void {
+export function setParams(
+  changes: Record<string, string | readonly string[] | undefined>,
+  options: { replace?: boolean } = {},
+): void {
   const { path, params } = here();
   navigate(path + withParams(params, changes), options);
 }
@@ -94,7 +101,15 @@ export function Link({ href, children, ...rest }: LinkProps) {
       {...rest}
       href={url}
       onClick={(event) => {
-        if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+        if (
+          event.defaultPrevented ||
+          event.button !== 0 ||
+          event.metaKey ||
+          event.ctrlKey ||
+          event.shiftKey ||
+          event.altKey
+        )
+          return;
         event.preventDefault();
         navigate(url);
       }}

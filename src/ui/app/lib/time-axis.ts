@@ -13,7 +13,8 @@ const MAX_TICKS = 8;
  */
 export function timeTicks(from: number, to: number, which: TimeZone = timeZone()): { at: number; label: string }[] {
   const offsetMs = which === 'utc' ? 0 : -new Date(from).getTimezoneOffset() * 60_000;
-  const step = TICK_STEPS.find((candidate) => (to - from) / candidate <= MAX_TICKS) ?? TICK_STEPS[TICK_STEPS.length - 1]!;
+  const step =
+    TICK_STEPS.find((candidate) => (to - from) / candidate <= MAX_TICKS) ?? TICK_STEPS[TICK_STEPS.length - 1]!;
   const first = Math.ceil((from + offsetMs) / step) * step - offsetMs;
   const ticks: { at: number; label: string }[] = [];
   for (let at = first; at <= to; at += step) {

@@ -46,11 +46,21 @@ export default function CiView({ place }: ViewProps) {
   const id = place.path.split('/')[2] ?? '';
   const asOf = place.params.get('as_of') || undefined;
   const loaded = useLoad(`${id} ${asOf ?? ''}`, (signal) =>
-    api<CiDetail>(`/api/v1/configuration-items/${encodeURIComponent(id)}`, { query: asOf ? { as_of: asOf } : {}, signal }),
+    api<CiDetail>(`/api/v1/configuration-items/${encodeURIComponent(id)}`, {
+      query: asOf ? { as_of: asOf } : {},
+      signal,
+    }),
   );
   return (
     <>
-      {asOf ? <PastNotice asOf={asOf} what="this configuration item" now={`/ci/${id}`} compare={`/compare?from=${encodeURIComponent(asOf)}&ci=${encodeURIComponent(id)}`} /> : null}
+      {asOf ? (
+        <PastNotice
+          asOf={asOf}
+          what="this configuration item"
+          now={`/ci/${id}`}
+          compare={`/compare?from=${encodeURIComponent(asOf)}&ci=${encodeURIComponent(id)}`}
+        />
+      ) : null}
       <MomentPicker asOf={asOf} />
       <Show loaded={loaded} what="the configuration item">
         {(ci) => <Detail ci={ci} asOf={asOf} params={place.params} at={place.at} />}
@@ -66,7 +76,8 @@ function Detail({ ci, asOf, params, at }: { ci: CiDetail; asOf?: string; params:
     <article class="ci-detail">
       <header class="ci-header">
         <p class="meta">
-          <Link href={asOf ? `/inventory?as_of=${encodeURIComponent(asOf)}` : '/inventory'}>Inventory</Link> / {ci.ci_type}
+          <Link href={asOf ? `/inventory?as_of=${encodeURIComponent(asOf)}` : '/inventory'}>Inventory</Link> /{' '}
+          {ci.ci_type}
         </p>
         <h1>{ci.name}</h1>
         <dl class="facts">
@@ -119,7 +130,11 @@ function Detail({ ci, asOf, params, at }: { ci: CiDetail; asOf?: string; params:
           </section>
           <section aria-labelledby="type-heading">
             <h2 id="type-heading">Type data</h2>
-            {Object.keys(typeData).length ? <JsonTree value={typeData} root="type_data" /> : <Empty>This type has no type data.</Empty>}
+            {Object.keys(typeData).length ? (
+              <JsonTree value={typeData} root="type_data" />
+            ) : (
+              <Empty>This type has no type data.</Empty>
+            )}
             {metrics ? (
               <>
                 <h3>Metrics</h3>
@@ -143,7 +158,10 @@ function Relationships({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
   const [inactive, setInactive] = useState(ci.status !== 'active');
   const moment = { ...(asOf ? { as_of: asOf } : {}), ...(inactive ? { include_inactive: true } : {}) };
   const walk = useCursorWalk<Relationship>(`${ci.ci_id} ${asOf ?? ''} ${inactive}`, (cursor, signal) =>
-    api<CursorPage<Relationship>>(`/api/v1/configuration-items/${ci.ci_id}/relationships`, { query: cursor ? { cursor, ...moment } : { limit: 200, ...moment }, signal }),
+    api<CursorPage<Relationship>>(`/api/v1/configuration-items/${ci.ci_id}/relationships`, {
+      query: cursor ? { cursor, ...moment } : { limit: 200, ...moment },
+      signal,
+    }),
   );
   const groups = useMemo(() => {
     const byKey = new Map<string, Relationship[]>();
@@ -172,7 +190,9 @@ function Relationships({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
           <ul class="neighbours">
             {items.map((relationship) => (
               <li key={relationship.id}>
-                <Link href={`/ci/${relationship.related_ci_id}${asOf ? `?as_of=${encodeURIComponent(asOf)}` : ''}`}>{relationship.related_ci_name}</Link>{' '}
+                <Link href={`/ci/${relationship.related_ci_id}${asOf ? `?as_of=${encodeURIComponent(asOf)}` : ''}`}>
+                  {relationship.related_ci_name}
+                </Link>{' '}
                 <span class="meta">
                   {relationship.related_ci_type} · {relationship.related_ci_status}
                   {relationship.ended_at ? ` · ended ${dateTime(relationship.ended_at)}` : ''}
@@ -194,7 +214,10 @@ function Relationships({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
 function Timeline({ ci }: { ci: CiDetail }) {
   const [mode, setMode] = useState<'inline' | 'split'>('inline');
   const walk = useCursorWalk<ChangeRecord>(ci.ci_id, (cursor, signal) =>
-    api<CursorPage<ChangeRecord>>(`/api/v1/ci-changes/${ci.ci_id}`, { query: cursor ? { cursor } : { limit: 500 }, signal }),
+    api<CursorPage<ChangeRecord>>(`/api/v1/ci-changes/${ci.ci_id}`, {
+      query: cursor ? { cursor } : { limit: 500 },
+      signal,
+    }),
   );
   return (
     <section aria-labelledby="timeline-heading" class="timeline">
@@ -215,7 +238,14 @@ function Timeline({ ci }: { ci: CiDetail }) {
           onNearEnd={walk.next ? walk.more : undefined}
           row={(index) => {
             const record = walk.items[index]!;
-            return <ChangeItem record={record} showCi={false} mode={mode} asOf={`/ci/${ci.ci_id}?as_of=${encodeURIComponent(record.changed_at)}`} />;
+            return (
+              <ChangeItem
+                record={record}
+                showCi={false}
+                mode={mode}
+                asOf={`/ci/${ci.ci_id}?as_of=${encodeURIComponent(record.changed_at)}`}
+              />
+            );
           }}
         />
       ) : null}
@@ -230,10 +260,27 @@ interface ChangePage {
 }
 
 /** What changed around the CI (its radius, as the graph above walks it) in the window the URL holds, newest first. */
-function ChangesAround({ ciId, radius, params, at }: { ciId: string; radius: Radius; params: URLSearchParams; at: number }) {
+function ChangesAround({
+  ciId,
+  radius,
+  params,
+  at,
+}: {
+  ciId: string;
+  radius: Radius;
+  params: URLSearchParams;
+  at: number;
+}) {
   const [mode, setMode] = useState<'inline' | 'split'>('inline');
   const window = windowOf(params, at);
-  const query = { related_to: ciId, depth: radius.depth, direction: radius.direction, start_date: window.start, end_date: window.end, limit: 100 };
+  const query = {
+    related_to: ciId,
+    depth: radius.depth,
+    direction: radius.direction,
+    start_date: window.start,
+    end_date: window.end,
+    limit: 100,
+  };
   const loaded = useLoad(JSON.stringify(query), (signal) => api<ChangePage>('/api/v1/changes', { query, signal }));
   return (
     <section aria-labelledby="around-heading" class="timeline">
@@ -251,7 +298,10 @@ function ChangesAround({ ciId, radius, params, at }: { ciId: string; radius: Rad
               <p class="meta">
                 {page.total_exact ? '' : 'About '}
                 {page.total.toLocaleString('en')} change{page.total === 1 ? '' : 's'}
-                {page.total > page.items.length ? `, the newest ${page.items.length} shown: narrow the window to see the rest` : ''}.
+                {page.total > page.items.length
+                  ? `, the newest ${page.items.length} shown: narrow the window to see the rest`
+                  : ''}
+                .
               </p>
               <ul class="changes" aria-label="Changes around this item">
                 {bursts(page.items).map((entry) =>
@@ -276,13 +326,14 @@ function ChangesAround({ ciId, radius, params, at }: { ciId: string; radius: Rad
 
 /** Repeats of one change on sibling CIs (a rollout, a crash loop) as one line that opens into its records. */
 function BurstItem({ burst, mode }: { burst: Burst<ChangeRecord>; mode: 'inline' | 'split' }) {
-  const span = burst.newest === burst.oldest ? dateTime(burst.newest) : `${dateTime(burst.oldest)} – ${timeOfDay(burst.newest)}`;
+  const span =
+    burst.newest === burst.oldest ? dateTime(burst.newest) : `${dateTime(burst.oldest)} – ${timeOfDay(burst.newest)}`;
   const what = describeBurst(burst);
   return (
     <details class={`burst change-${burst.change_type.toLowerCase()}`}>
       <summary>
-        <span class={`badge ${burst.change_type.toLowerCase()}`}>{burst.change_type}</span> <time dateTime={burst.newest}>{span}</time>{' '}
-        <span class="burst-what">{what}</span>
+        <span class={`badge ${burst.change_type.toLowerCase()}`}>{burst.change_type}</span>{' '}
+        <time dateTime={burst.newest}>{span}</time> <span class="burst-what">{what}</span>
       </summary>
       <ul class="changes" aria-label={what}>
         {burst.records.map((record) => (

@@ -43,7 +43,10 @@ interface CiDiff {
   to: string;
   existed: { from: boolean; to: boolean };
   fields: { field: string; old_value: unknown; new_value: unknown }[];
-  relationships: Record<'added' | 'removed', { id: string; relationship_type: string; direction: 'outgoing' | 'incoming'; related_ci_id: string }[]>;
+  relationships: Record<
+    'added' | 'removed',
+    { id: string; relationship_type: string; direction: 'outgoing' | 'incoming'; related_ci_id: string }[]
+  >;
   changes: { total: number };
 }
 
@@ -68,18 +71,35 @@ export default function Compare({ me, place }: ViewProps) {
   const to = params.get('to') || undefined;
   const ciType = params.get('ci_type') || undefined;
   const selected = params.get('ci') || undefined;
-  const baselines = useLoad('baselines', (signal) => api<{ items: Baseline[] }>('/api/v1/baselines', { query: { limit: 1000 }, signal }));
+  const baselines = useLoad('baselines', (signal) =>
+    api<{ items: Baseline[] }>('/api/v1/baselines', { query: { limit: 1000 }, signal }),
+  );
   const names = baselines.data?.items ?? [];
   return (
     <section class="compare">
       <h1>Compare two moments</h1>
       <div class="toolbar">
-        <MomentField label="From" value={from} baselines={names} onValue={(value) => setParams({ from: value, ci: undefined })} />
-        <MomentField label="To" value={to} baselines={names} allowNow onValue={(value) => setParams({ to: value, ci: undefined })} />
+        <MomentField
+          label="From"
+          value={from}
+          baselines={names}
+          onValue={(value) => setParams({ from: value, ci: undefined })}
+        />
+        <MomentField
+          label="To"
+          value={to}
+          baselines={names}
+          allowNow
+          onValue={(value) => setParams({ to: value, ci: undefined })}
+        />
       </div>
       <div class="segmented" role="group" aria-label="Compare a span up to now">
         {SPANS.map(([label, ms]) => (
-          <button key={label} type="button" onClick={() => setParams({ from: new Date(Date.now() - ms).toISOString(), to: undefined, ci: undefined })}>
+          <button
+            key={label}
+            type="button"
+            onClick={() => setParams({ from: new Date(Date.now() - ms).toISOString(), to: undefined, ci: undefined })}
+          >
             {label}
           </button>
         ))}
@@ -88,33 +108,51 @@ export default function Compare({ me, place }: ViewProps) {
       {from ? (
         <Differences from={from} to={to} ciType={ciType} selected={selected} params={params} />
       ) : (
-        <Empty>Pick the earlier moment (a time or a baseline) to see what changed since, or one of the spans above.</Empty>
+        <Empty>
+          Pick the earlier moment (a time or a baseline) to see what changed since, or one of the spans above.
+        </Empty>
       )}
     </section>
   );
 }
 
 /** One side of the comparison: a baseline by name, or any moment (`allowNow`: none means now). */
-function MomentField({ label, value, baselines, allowNow, onValue }: { label: string; value?: string; baselines: Baseline[]; allowNow?: boolean; onValue: (value: string | undefined) => void }) {
+function MomentField({
+  label,
+  value,
+  baselines,
+  allowNow,
+  onValue,
+}: {
+  label: string;
+  value?: string;
+  baselines: Baseline[];
+  allowNow?: boolean;
+  onValue: (value: string | undefined) => void;
+}) {
   const named = value !== undefined && !isTimestamp(value) ? value : '';
   return (
     <fieldset class="window moment">
       <legend>{label}</legend>
       <label>
         Baseline{' '}
-        <select value={named} onChange={(event) => onValue((event.currentTarget as HTMLSelectElement).value || undefined)}>
+        <select
+          value={named}
+          onChange={(event) => onValue((event.currentTarget as HTMLSelectElement).value || undefined)}
+        >
           <option value="">{allowNow ? '— (now or a moment)' : '— (a moment)'}</option>
           {baselines.map((baseline) => (
             <option key={baseline.id} value={baseline.name}>
               {baseline.name} ({dateTime(baseline.at)})
             </option>
           ))}
-          {named && !baselines.some((baseline) => baseline.name === named) ? <option value={named}>{named}</option> : null}
+          {named && !baselines.some((baseline) => baseline.name === named) ? (
+            <option value={named}>{named}</option>
+          ) : null}
         </select>
       </label>
       <label>
-        Moment{' '}
-        <TimeInput seconds value={named ? undefined : value} onValue={onValue} />
+        Moment <TimeInput seconds value={named ? undefined : value} onValue={onValue} />
       </label>
       {allowNow && value === undefined ? <span class="meta">now</span> : null}
     </fieldset>
@@ -140,7 +178,13 @@ function NameBaseline({ at, onNamed }: { at?: string; onNamed: () => void }) {
         });
       }}
     >
-      <TextField label={at && isTimestamp(at) ? 'Name the later moment' : 'Name this moment'} value={name} onValue={setName} required placeholder="release 4.2" />
+      <TextField
+        label={at && isTimestamp(at) ? 'Name the later moment' : 'Name this moment'}
+        value={name}
+        onValue={setName}
+        required
+        placeholder="release 4.2"
+      />
       <button type="submit" disabled={action.busy || name.trim() === ''}>
         Save baseline
       </button>
@@ -163,12 +207,27 @@ const WORDS = {
   all: { appeared: 'appeared', disappeared: 'disappeared', changed: 'changed' },
 } as const;
 
-function Differences({ from, to, ciType, selected, params }: { from: string; to?: string; ciType?: string; selected?: string; params: URLSearchParams }) {
+function Differences({
+  from,
+  to,
+  ciType,
+  selected,
+  params,
+}: {
+  from: string;
+  to?: string;
+  ciType?: string;
+  selected?: string;
+  params: URLSearchParams;
+}) {
   const over = params.get('status') === 'all' ? 'all' : 'active';
   const words = WORDS[over];
   const query = { from, to, status: over, filter: ciType ? [`ci_type:eq:${ciType}`] : undefined };
   const walk = useCursorWalk<Difference, InventoryDiffPage>(JSON.stringify(query), (cursor, signal) =>
-    api<InventoryDiffPage>('/api/v1/inventory/diff', { query: cursor ? { ...query, cursor } : { ...query, limit: 100 }, signal }),
+    api<InventoryDiffPage>('/api/v1/inventory/diff', {
+      query: cursor ? { ...query, cursor } : { ...query, limit: 100 },
+      signal,
+    }),
   );
   const first = walk.first;
   if (walk.error && !first) return <ErrorBox error={walk.error} />;
@@ -180,11 +239,21 @@ function Differences({ from, to, ciType, selected, params }: { from: string; to?
       <fieldset class="segmented">
         <legend class="sr-only">Compare</legend>
         <label>
-          <input type="radio" name="compare-over" checked={over === 'active'} onChange={() => setParams({ status: undefined, ci: undefined })} />
+          <input
+            type="radio"
+            name="compare-over"
+            checked={over === 'active'}
+            onChange={() => setParams({ status: undefined, ci: undefined })}
+          />
           The active inventory
         </label>
         <label>
-          <input type="radio" name="compare-over" checked={over === 'all'} onChange={() => setParams({ status: 'all', ci: undefined })} />
+          <input
+            type="radio"
+            name="compare-over"
+            checked={over === 'all'}
+            onChange={() => setParams({ status: 'all', ci: undefined })}
+          />
           Every status (archiving is a change of status)
         </label>
       </fieldset>
@@ -192,11 +261,13 @@ function Differences({ from, to, ciType, selected, params }: { from: string; to?
         From <strong>{dateTime(first.from)}</strong> to <strong>{dateTime(first.to)}</strong>
         {over === 'active' ? (
           <>
-            : {count(counts.appeared)} entered the active inventory, {count(counts.disappeared)} left it (archived, inactive or removed), {count(counts.changed)} changed
+            : {count(counts.appeared)} entered the active inventory, {count(counts.disappeared)} left it (archived,
+            inactive or removed), {count(counts.changed)} changed
           </>
         ) : (
           <>
-            : {count(counts.appeared)} appeared, {count(counts.disappeared)} disappeared, {count(counts.changed)} changed
+            : {count(counts.appeared)} appeared, {count(counts.disappeared)} disappeared, {count(counts.changed)}{' '}
+            changed
           </>
         )}
         {ciType ? ` among ${ciType}` : ''}.
@@ -216,7 +287,10 @@ function Differences({ from, to, ciType, selected, params }: { from: string; to?
             {counts.by_type.map((row) => (
               <tr key={row.ci_type}>
                 <th scope="row">
-                  <Link href={`/compare${withParams(params, { ci_type: ciType === row.ci_type ? undefined : row.ci_type, ci: undefined })}`} aria-current={ciType === row.ci_type ? 'true' : undefined}>
+                  <Link
+                    href={`/compare${withParams(params, { ci_type: ciType === row.ci_type ? undefined : row.ci_type, ci: undefined })}`}
+                    aria-current={ciType === row.ci_type ? 'true' : undefined}
+                  >
                     {row.ci_type}
                   </Link>
                 </th>
@@ -263,7 +337,10 @@ function Differences({ from, to, ciType, selected, params }: { from: string; to?
                         {item.changed_fields.length > 3 ? ` +${item.changed_fields.length - 3} more` : ''}
                       </span>
                     ) : null}{' '}
-                    <Link href={`/compare${withParams(params, { ci: item.ci_id })}`} aria-label={`Diff of ${item.name}`}>
+                    <Link
+                      href={`/compare${withParams(params, { ci: item.ci_id })}`}
+                      aria-label={`Diff of ${item.name}`}
+                    >
                       Diff
                     </Link>
                   </td>
@@ -279,7 +356,14 @@ function Differences({ from, to, ciType, selected, params }: { from: string; to?
           {walk.error ? <ErrorBox error={walk.error} /> : null}
         </div>
       )}
-      {selected ? <CiDifference ciId={selected} from={first.from} to={first.to} name={walk.items.find((item) => item.ci_id === selected)?.name} /> : null}
+      {selected ? (
+        <CiDifference
+          ciId={selected}
+          from={first.from}
+          to={first.to}
+          name={walk.items.find((item) => item.ci_id === selected)?.name}
+        />
+      ) : null}
     </div>
   );
 }
@@ -290,7 +374,9 @@ function CiDifference({ ciId, from, to, name }: { ciId: string; from: string; to
   const panel = useRef<HTMLElement>(null);
   // the list can be long: the chosen CI's difference is brought into view
   useEffect(() => panel.current?.scrollIntoView({ block: 'start' }), [ciId]);
-  const loaded = useLoad(`${ciId} ${from} ${to}`, (signal) => api<CiDiff>(`/api/v1/configuration-items/${encodeURIComponent(ciId)}/diff`, { query: { from, to }, signal }));
+  const loaded = useLoad(`${ciId} ${from} ${to}`, (signal) =>
+    api<CiDiff>(`/api/v1/configuration-items/${encodeURIComponent(ciId)}/diff`, { query: { from, to }, signal }),
+  );
   return (
     <section ref={panel} class="ci-difference" aria-labelledby="ci-difference-heading">
       <div class="section-head">
@@ -301,9 +387,9 @@ function CiDifference({ ciId, from, to, name }: { ciId: string; from: string; to
         {(diff) => (
           <>
             <p class="meta">
-              {diff.existed.from ? 'Existed' : 'Did not exist'} at the earlier moment, {diff.existed.to ? 'existed' : 'did not exist'} at the later.{' '}
-              {count(diff.changes.total)} change record{diff.changes.total === 1 ? '' : 's'} in between:{' '}
-              <Link href={`/ci/${ciId}`}>see its timeline</Link>.
+              {diff.existed.from ? 'Existed' : 'Did not exist'} at the earlier moment,{' '}
+              {diff.existed.to ? 'existed' : 'did not exist'} at the later. {count(diff.changes.total)} change record
+              {diff.changes.total === 1 ? '' : 's'} in between: <Link href={`/ci/${ciId}`}>see its timeline</Link>.
             </p>
             {diff.fields.length === 0 ? <Empty>No field differs.</Empty> : null}
             {diff.fields.map((field) => (
@@ -322,7 +408,11 @@ function CiDifference({ ciId, from, to, name }: { ciId: string; from: string; to
                     {diff.relationships[which].map((edge) => (
                       <li key={edge.id}>
                         {edge.direction === 'outgoing' ? `${edge.relationship_type} →` : `← ${edge.relationship_type}`}{' '}
-                        <Link href={`/ci/${edge.related_ci_id}?as_of=${encodeURIComponent(which === 'added' ? to : from)}`}>{scalar(edge.related_ci_id)}</Link>
+                        <Link
+                          href={`/ci/${edge.related_ci_id}?as_of=${encodeURIComponent(which === 'added' ? to : from)}`}
+                        >
+                          {scalar(edge.related_ci_id)}
+                        </Link>
                       </li>
                     ))}
                   </ul>

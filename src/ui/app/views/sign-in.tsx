@@ -19,7 +19,9 @@ export function SignIn({ place, onSignedIn }: { place: Place; onSignedIn: (me: M
   const [error, setError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
   useEffect(() => {
-    api<{ sso: boolean; api_key: boolean }>('/auth/methods').then(setMethods, () => setMethods({ sso: false, api_key: true }));
+    api<{ sso: boolean; api_key: boolean }>('/auth/methods').then(setMethods, () =>
+      setMethods({ sso: false, api_key: true }),
+    );
   }, []);
   const target = returnTo(place);
   const submit = async (event: Event) => {
@@ -67,15 +69,15 @@ export function SignIn({ place, onSignedIn }: { place: Place; onSignedIn: (me: M
       {error?.status === 401 ? (
         <div class="hint" role="note" aria-label="How to get a key">
           <p>
-            That key is unknown, revoked or expired. An administrator makes one on the server's command line (it is shown
-            once), or in the web interface under Administration:
+            That key is unknown, revoked or expired. An administrator makes one on the server's command line (it is
+            shown once), or in the web interface under Administration:
           </p>
           <pre>
             <code>npm run cinv -- keys create --tier adm --name admin</code>
           </pre>
           <p class="meta">
-            <code>--tier ro</code> reads everything but secrets; <code>--tier svc</code> with <code>--permission</code> and{' '}
-            <code>--scope</code> holds only what it names. <code>cinv keys create --help</code> lists the options.
+            <code>--tier ro</code> reads everything but secrets; <code>--tier svc</code> with <code>--permission</code>{' '}
+            and <code>--scope</code> holds only what it names. <code>cinv keys create --help</code> lists the options.
           </p>
         </div>
       ) : null}

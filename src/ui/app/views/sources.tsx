@@ -39,7 +39,13 @@ interface Run {
 }
 
 interface Health {
-  collectors: { id: number; status: 'healthy' | 'degraded'; sources_total: number; sources_healthy: number; sources_awaiting_data: number }[];
+  collectors: {
+    id: number;
+    status: 'healthy' | 'degraded';
+    sources_total: number;
+    sources_healthy: number;
+    sources_awaiting_data: number;
+  }[];
 }
 
 type CollectorHealth = Health['collectors'][number];
@@ -89,7 +95,14 @@ export default function Sources({ me }: ViewProps) {
           collectors.length === 0 ? (
             <Empty>No collectors yet: add a source through the API (POST /api/v1/sources).</Empty>
           ) : (
-            collectors.map((collector) => <CollectorPanel key={collector.id} collector={collector} health={health.get(collector.id)} mayTrigger={can(me, 'collectors:write')} />)
+            collectors.map((collector) => (
+              <CollectorPanel
+                key={collector.id}
+                collector={collector}
+                health={health.get(collector.id)}
+                mayTrigger={can(me, 'collectors:write')}
+              />
+            ))
           )
         }
       </Show>
@@ -105,7 +118,9 @@ function useCollector(collector: Collector) {
       api<{ items: Run[] }>(`/api/v1/collectors/${collector.id}/runs`, { query: { limit: 10 }, signal }),
     ]);
     // the last error is on each source's detail; collectors hold a handful of sources
-    const details = await Promise.all(sources.slice(0, 50).map((source) => api<Source>(`/api/v1/sources/${source.id}`, { signal })));
+    const details = await Promise.all(
+      sources.slice(0, 50).map((source) => api<Source>(`/api/v1/sources/${source.id}`, { signal })),
+    );
     return { sources: details.concat(sources.slice(50)), runs: runs.items };
   });
   const [message, setMessage] = useState<string>();
@@ -139,7 +154,15 @@ function healthOf(health: CollectorHealth): { state: string; line: string } {
   return { state, line: awaiting ? `${shown}, ${awaiting} awaiting first data` : shown };
 }
 
-function CollectorPanel({ collector, health, mayTrigger }: { collector: Collector; health?: CollectorHealth; mayTrigger: boolean }) {
+function CollectorPanel({
+  collector,
+  health,
+  mayTrigger,
+}: {
+  collector: Collector;
+  health?: CollectorHealth;
+  mayTrigger: boolean;
+}) {
   const { loaded, message, error, trigger } = useCollector(collector);
   return (
     <section class="collector" aria-labelledby={`collector-${collector.id}`}>
@@ -163,7 +186,11 @@ function CollectorPanel({ collector, health, mayTrigger }: { collector: Collecto
       <Show loaded={loaded} what="sources">
         {({ sources, runs }) => (
           <>
-            {sources.length === 0 ? <Empty>No sources.</Empty> : <SourcesTable collector={collector} sources={sources} trigger={mayTrigger ? trigger : undefined} />}
+            {sources.length === 0 ? (
+              <Empty>No sources.</Empty>
+            ) : (
+              <SourcesTable collector={collector} sources={sources} trigger={mayTrigger ? trigger : undefined} />
+            )}
             <h3>Recent runs</h3>
             {runs.length === 0 ? <Empty>No runs yet.</Empty> : <RunsTable collector={collector} runs={runs} />}
           </>
@@ -174,7 +201,15 @@ function CollectorPanel({ collector, health, mayTrigger }: { collector: Collecto
 }
 
 /** A collector's sources; `trigger`, when the sign-in may collect, adds a "collect now" button to each. */
-function SourcesTable({ collector, sources, trigger }: { collector: Collector; sources: Source[]; trigger?: (source: Source) => void }) {
+function SourcesTable({
+  collector,
+  sources,
+  trigger,
+}: {
+  collector: Collector;
+  sources: Source[];
+  trigger?: (source: Source) => void;
+}) {
   return (
     <DataTable
       label={`Sources of ${collector.name}`}
@@ -195,18 +230,29 @@ function SourcesTable({ collector, sources, trigger }: { collector: Collector; s
           header: 'Health',
           cell: (source) => (
             <>
-              <span class={`health ${source.health_status?.status ?? 'unknown'}`}>{source.health_status?.status ?? (source.endpoint ? 'not collected yet' : 'no push yet')}</span>
-              {source.health_status?.details?.message ? <div class="meta">{source.health_status.details.message}</div> : null}
+              <span class={`health ${source.health_status?.status ?? 'unknown'}`}>
+                {source.health_status?.status ?? (source.endpoint ? 'not collected yet' : 'no push yet')}
+              </span>
+              {source.health_status?.details?.message ? (
+                <div class="meta">{source.health_status.details.message}</div>
+              ) : null}
             </>
           ),
         },
-        { header: 'Last collection', cell: (source) => <span title={dateTime(source.last_collection)}>{relative(source.last_collection)}</span> },
+        {
+          header: 'Last collection',
+          cell: (source) => <span title={dateTime(source.last_collection)}>{relative(source.last_collection)}</span>,
+        },
         { header: 'Next run', cell: nextRun },
         { header: 'Last error', class: 'error-text', cell: (source) => source.last_error ?? '—' },
         trigger !== undefined && {
           header: 'Actions',
           cell: (source) => (
-            <button type="button" onClick={() => trigger(source)} disabled={source.status !== 'enabled' || collector.collector_type === 'universal'}>
+            <button
+              type="button"
+              onClick={() => trigger(source)}
+              disabled={source.status !== 'enabled' || collector.collector_type === 'universal'}
+            >
               Collect now<span class="sr-only"> {source.name}</span>
             </button>
           ),

@@ -56,7 +56,12 @@ export default function StatsView({ place }: ViewProps) {
           <legend>Group by</legend>
           {GROUPS.map(([name, label]) => (
             <label key={name}>
-              <input type="radio" name="group_by" checked={groupBy === name} onChange={() => setParams({ group_by: name === 'day' ? undefined : name })} />
+              <input
+                type="radio"
+                name="group_by"
+                checked={groupBy === name}
+                onChange={() => setParams({ group_by: name === 'day' ? undefined : name })}
+              />
               {label}
             </label>
           ))}
@@ -64,7 +69,12 @@ export default function StatsView({ place }: ViewProps) {
         <fieldset class="segmented">
           <legend>Scale</legend>
           <label>
-            <input type="radio" name="scale" checked={scale === 'linear'} onChange={() => setParams({ scale: undefined })} />
+            <input
+              type="radio"
+              name="scale"
+              checked={scale === 'linear'}
+              onChange={() => setParams({ scale: undefined })}
+            />
             Linear
           </label>
           <label title="One large load (a first collection) leaves the rest of the window readable">
@@ -87,9 +97,17 @@ export default function StatsView({ place }: ViewProps) {
               <Tile label="Archived" value={stats.changes_by_type.archived} kind="archived" />
             </div>
             <h2>Changes over time</h2>
-            {stats.series.length === 0 || stats.total_changes === 0 ? <Empty>No changes in this window.</Empty> : <SeriesChart series={stats.series} bucket={bucket} range={stats.time_range} scale={scale} />}
+            {stats.series.length === 0 || stats.total_changes === 0 ? (
+              <Empty>No changes in this window.</Empty>
+            ) : (
+              <SeriesChart series={stats.series} bucket={bucket} range={stats.time_range} scale={scale} />
+            )}
             <h2>Most changed CI types</h2>
-            {stats.top_changed_ci_types.length === 0 ? <Empty>No changes in this window.</Empty> : <TopTypes stats={stats} />}
+            {stats.top_changed_ci_types.length === 0 ? (
+              <Empty>No changes in this window.</Empty>
+            ) : (
+              <TopTypes stats={stats} />
+            )}
           </>
         )}
       </Show>
@@ -121,7 +139,17 @@ const CHART = { width: 900, height: 240, left: 56, bottom: 24 };
  * totals), and a time axis labelled at round steps; each part of a bar is a link to the change
  * search for that bucket and kind, and names the whole bucket when pointed at.
  */
-function SeriesChart({ series, bucket, range, scale }: { series: Stats['series']; bucket: number; range: Stats['time_range']; scale: Scale }) {
+function SeriesChart({
+  series,
+  bucket,
+  range,
+  scale,
+}: {
+  series: Stats['series'];
+  bucket: number;
+  range: Stats['time_range'];
+  scale: Scale;
+}) {
   const { width, height, left, bottom } = CHART;
   const from = new Date(range.start).getTime();
   const to = new Date(range.end).getTime();
@@ -131,11 +159,19 @@ function SeriesChart({ series, bucket, range, scale }: { series: Stats['series']
   const largest = Math.max(1, ...series.map((point) => point.created + point.updated + point.archived));
   const top = scale === 'log' ? 10 ** Math.ceil(Math.log10(largest)) : niceCeiling(largest);
   const barWidth = Math.max(2, Math.min(48, (bucket / span) * plot * 0.8));
-  const yOf = scale === 'log' ? (value: number) => height - (Math.log10(1 + value) / Math.log10(1 + top)) * (height - 8) : (value: number) => height - (value / top) * (height - 8);
-  const valueTicks = scale === 'log' ? Array.from({ length: Math.log10(top) + 1 }, (_, power) => 10 ** power) : [0, top / 2, top];
+  const yOf =
+    scale === 'log'
+      ? (value: number) => height - (Math.log10(1 + value) / Math.log10(1 + top)) * (height - 8)
+      : (value: number) => height - (value / top) * (height - 8);
+  const valueTicks =
+    scale === 'log' ? Array.from({ length: Math.log10(top) + 1 }, (_, power) => 10 ** power) : [0, top / 2, top];
   return (
     <figure class="chart">
-      <svg viewBox={`0 0 ${width} ${height + bottom}`} role="group" aria-label={`Changes per bucket: created, updated, archived (${scale === 'log' ? 'logarithmic' : 'linear'} scale)`}>
+      <svg
+        viewBox={`0 0 ${width} ${height + bottom}`}
+        role="group"
+        aria-label={`Changes per bucket: created, updated, archived (${scale === 'log' ? 'logarithmic' : 'linear'} scale)`}
+      >
         {valueTicks.map((tick) => (
           <g key={tick} class="tick">
             <line x1={left} x2={width} y1={yOf(tick)} y2={yOf(tick)} class={tick === 0 ? 'axis' : 'grid'} />

@@ -25,9 +25,21 @@ interface AuditPage {
 }
 
 const EVENT_TYPES = [
-  'auth.succeeded', 'auth.failed', 'api_key.created', 'api_key.revoked', 'token.created', 'token.revoked', 'permission.denied',
-  'credentials.revealed', 'credentials.reveal_denied', 'user.created', 'user.deactivated', 'user.reactivated', 'user.promoted',
-  'grant.changed', 'membership.changed',
+  'auth.succeeded',
+  'auth.failed',
+  'api_key.created',
+  'api_key.revoked',
+  'token.created',
+  'token.revoked',
+  'permission.denied',
+  'credentials.revealed',
+  'credentials.reveal_denied',
+  'user.created',
+  'user.deactivated',
+  'user.reactivated',
+  'user.promoted',
+  'grant.changed',
+  'membership.changed',
 ];
 
 export function Audit({ params }: { params: URLSearchParams }) {
@@ -61,7 +73,12 @@ export function Audit({ params }: { params: URLSearchParams }) {
 /** Event type and outcome, kept in the URL; the CSV download takes the same filters and every page. */
 function AuditFilters({ eventType, outcome }: { eventType?: string; outcome?: string }) {
   const action = useAction();
-  const csv = () => download('/api/v1/audit-events', { accept: 'text/csv', query: { event_type: eventType, outcome } }, exportName('audit'));
+  const csv = () =>
+    download(
+      '/api/v1/audit-events',
+      { accept: 'text/csv', query: { event_type: eventType, outcome } },
+      exportName('audit'),
+    );
   return (
     <>
       <div class="filter-row">
@@ -97,9 +114,16 @@ function AuditTable({ events }: { events: AuditEvent[] }) {
         { header: 'Event', cell: (event) => event.event_type },
         { header: 'Outcome', cell: (event) => event.outcome },
         { header: 'Actor', cell: (event) => event.actor.name ?? event.actor.kind },
-        { header: 'Target', cell: (event) => (event.target ? `${event.target.type} ${event.target.name ?? event.target.id}` : '—') },
+        {
+          header: 'Target',
+          cell: (event) => (event.target ? `${event.target.type} ${event.target.name ?? event.target.id}` : '—'),
+        },
         { header: 'Client', cell: (event) => event.client_address ?? '—' },
-        { header: 'Details', class: 'value', cell: (event) => (Object.keys(event.details).length ? JSON.stringify(event.details) : '') },
+        {
+          header: 'Details',
+          class: 'value',
+          cell: (event) => (Object.keys(event.details).length ? JSON.stringify(event.details) : ''),
+        },
       ]}
     />
   );
@@ -114,7 +138,11 @@ function AuditPager({ page, newer }: { page: AuditPage; newer: boolean }) {
           ← Newer
         </button>
       ) : null}
-      <button type="button" disabled={!page.has_more || !page.next_cursor} onClick={() => setParams({ cursor: page.next_cursor ?? undefined })}>
+      <button
+        type="button"
+        disabled={!page.has_more || !page.next_cursor}
+        onClick={() => setParams({ cursor: page.next_cursor ?? undefined })}
+      >
         Older →
       </button>
     </nav>

@@ -4,7 +4,17 @@ import { api } from '../../lib/api';
 import { ErrorBox, useAction } from '../../components/states';
 
 /** A section's create form: the button waits for the server, and a refusal shows below the form. */
-export function CreateForm({ label, submit, onSubmit, children }: { label: string; submit: string; onSubmit: () => Promise<void>; children: ComponentChildren }) {
+export function CreateForm({
+  label,
+  submit,
+  onSubmit,
+  children,
+}: {
+  label: string;
+  submit: string;
+  onSubmit: () => Promise<void>;
+  children: ComponentChildren;
+}) {
   const action = useAction();
   return (
     <>
@@ -27,7 +37,17 @@ export function CreateForm({ label, submit, onSubmit, children }: { label: strin
 }
 
 /** Revokes (or deletes: `verb`) after a second click, so a stray click removes nothing. */
-export function RevokeButton({ label, path, done, verb = 'Revoke' }: { label: string; path: string; done: () => void; verb?: string }) {
+export function RevokeButton({
+  label,
+  path,
+  done,
+  verb = 'Revoke',
+}: {
+  label: string;
+  path: string;
+  done: () => void;
+  verb?: string;
+}) {
   const [armed, setArmed] = useState(false);
   const action = useAction();
   return (

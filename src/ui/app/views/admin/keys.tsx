@@ -39,7 +39,13 @@ export function Keys({ me }: { me: Me }) {
       {secret ? <Secret value={secret} onDone={() => setSecret(undefined)} /> : null}
       {mayWrite ? <KeyForm me={me} created={created} /> : null}
       <Show loaded={loaded} what="API keys">
-        {(keys) => (keys.length === 0 ? <Empty>No API keys.</Empty> : <KeysTable keys={keys} revoked={mayWrite ? loaded.reload : undefined} />)}
+        {(keys) =>
+          keys.length === 0 ? (
+            <Empty>No API keys.</Empty>
+          ) : (
+            <KeysTable keys={keys} revoked={mayWrite ? loaded.reload : undefined} />
+          )
+        }
       </Show>
     </section>
   );
@@ -60,7 +66,10 @@ function KeyForm({ me, created }: { me: Me; created: (key: string) => void }) {
       submit="Create key"
       onSubmit={async () => {
         const rights = tier === 'svc' ? { permissions, scopes } : {};
-        const answer = await api<{ key: string }>('/api/v1/api-keys', { method: 'POST', body: { name, tier, ...rights } });
+        const answer = await api<{ key: string }>('/api/v1/api-keys', {
+          method: 'POST',
+          body: { name, tier, ...rights },
+        });
         created(answer.key);
         setName('');
         setPermissions([]);
@@ -93,7 +102,12 @@ function KeysTable({ keys, revoked }: { keys: ApiKey[]; revoked?: () => void }) 
         { header: 'Created', cell: (key) => dateTime(key.created_at) },
         { header: 'Expires', cell: (key) => dateTime(key.expires_at) },
         { header: 'Last used', cell: (key) => dateTime(key.last_used_at) },
-        revoked !== undefined && { header: 'Actions', cell: (key) => <RevokeButton label={`Revoke key ${key.name}`} path={`/api/v1/api-keys/${key.id}`} done={revoked} /> },
+        revoked !== undefined && {
+          header: 'Actions',
+          cell: (key) => (
+            <RevokeButton label={`Revoke key ${key.name}`} path={`/api/v1/api-keys/${key.id}`} done={revoked} />
+          ),
+        },
       ]}
     />
   );

@@ -22,7 +22,15 @@ const checkedOf = (event: Event) => (event.currentTarget as HTMLInputElement).ch
  * The permissions a new key is to hold: the signed-in principal's own, and no others, since no one
  * grants more than they hold (the API refuses it anyway).
  */
-export function PermissionsPicker({ me, chosen, onChange }: { me: Me; chosen: readonly string[]; onChange: (next: string[]) => void }) {
+export function PermissionsPicker({
+  me,
+  chosen,
+  onChange,
+}: {
+  me: Me;
+  chosen: readonly string[];
+  onChange: (next: string[]) => void;
+}) {
   const own = [...me.permissions].sort();
   return (
     <fieldset class="rights">
@@ -31,7 +39,11 @@ export function PermissionsPicker({ me, chosen, onChange }: { me: Me; chosen: re
       <div class="choices">
         {own.map((permission) => (
           <label key={permission}>
-            <input type="checkbox" checked={chosen.includes(permission)} onChange={(event) => onChange(toggled(chosen, permission, checkedOf(event), (a, b) => a === b))} />{' '}
+            <input
+              type="checkbox"
+              checked={chosen.includes(permission)}
+              onChange={(event) => onChange(toggled(chosen, permission, checkedOf(event), (a, b) => a === b))}
+            />{' '}
             {permission}
           </label>
         ))}
@@ -44,10 +56,20 @@ export function PermissionsPicker({ me, chosen, onChange }: { me: Me; chosen: re
  * The data a new key may see, inside the signed-in principal's own: all data or chosen sources for a
  * principal that sees everything, a choice among its own scopes otherwise.
  */
-export function ScopesPicker({ me, chosen, onChange }: { me: Me; chosen: readonly ScopeChoice[]; onChange: (next: ScopeChoice[]) => void }) {
+export function ScopesPicker({
+  me,
+  chosen,
+  onChange,
+}: {
+  me: Me;
+  chosen: readonly ScopeChoice[];
+  onChange: (next: ScopeChoice[]) => void;
+}) {
   const everything = me.scopes === 'all';
   const names = useSourceNames();
-  const choices: ScopeChoice[] = everything ? [ALL_DATA, ...[...names.keys()].map((id) => ({ source_id: String(id), scope_id: null }))] : (me.scopes as ScopeChoice[]);
+  const choices: ScopeChoice[] = everything
+    ? [ALL_DATA, ...[...names.keys()].map((id) => ({ source_id: String(id), scope_id: null }))]
+    : (me.scopes as ScopeChoice[]);
   const labelOf = (scope: ScopeChoice) =>
     scope.source_id === null
       ? 'All data'
@@ -59,7 +81,11 @@ export function ScopesPicker({ me, chosen, onChange }: { me: Me; chosen: readonl
       <div class="choices">
         {choices.map((scope) => (
           <label key={`${scope.source_id}:${scope.scope_id}`}>
-            <input type="checkbox" checked={chosen.some((entry) => sameScope(entry, scope))} onChange={(event) => onChange(toggled(chosen, scope, checkedOf(event), sameScope))} />{' '}
+            <input
+              type="checkbox"
+              checked={chosen.some((entry) => sameScope(entry, scope))}
+              onChange={(event) => onChange(toggled(chosen, scope, checkedOf(event), sameScope))}
+            />{' '}
             {labelOf(scope)}
           </label>
         ))}

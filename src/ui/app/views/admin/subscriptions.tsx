@@ -44,15 +44,17 @@ const SINKS = [
 
 /** Change subscriptions: listed with their state, created with the signing secret shown once, tested, deleted. */
 export function Subscriptions({ me }: { me: Me }) {
-  const loaded = useLoad('subscriptions', (signal) => api<{ items: Subscription[] }>('/api/v1/subscriptions', { signal }));
+  const loaded = useLoad('subscriptions', (signal) =>
+    api<{ items: Subscription[] }>('/api/v1/subscriptions', { signal }),
+  );
   const [secret, setSecret] = useState<string>();
   const mayWrite = can(me, 'subscriptions:write');
   return (
     <section aria-labelledby="subscriptions-heading">
       <h2 id="subscriptions-heading">Change subscriptions</h2>
       <p class="hint">
-        Each subscription sends the changes its owner may read, as they commit, to a webhook (signed by Standard Webhooks) or a NATS
-        subject. Its owner is whoever created or last changed it.
+        Each subscription sends the changes its owner may read, as they commit, to a webhook (signed by Standard
+        Webhooks) or a NATS subject. Its owner is whoever created or last changed it.
       </p>
       {secret ? <Secret value={secret} onDone={() => setSecret(undefined)} /> : null}
       {mayWrite ? (
@@ -65,7 +67,11 @@ export function Subscriptions({ me }: { me: Me }) {
       ) : null}
       <Show loaded={loaded} what="subscriptions">
         {({ items }) =>
-          items.length === 0 ? <Empty>No subscriptions.</Empty> : <SubscriptionsTable items={items} changed={mayWrite ? loaded.reload : undefined} />
+          items.length === 0 ? (
+            <Empty>No subscriptions.</Empty>
+          ) : (
+            <SubscriptionsTable items={items} changed={mayWrite ? loaded.reload : undefined} />
+          )
         }
       </Show>
     </section>
@@ -103,11 +109,26 @@ function SubscriptionForm({ created }: { created: (secret: string) => void }) {
         }}
       >
         <TextField label="Name" required value={name} onValue={setName} />
-        <SelectField label="Sink" value={type} onValue={(value) => setType(value as 'webhook' | 'nats')} choices={SINKS} />
-        <TextField label={type === 'nats' ? 'NATS server URL' : 'Webhook URL'} required value={url} onValue={setUrl} placeholder={type === 'nats' ? 'nats://host:4222' : 'https://…'} />
+        <SelectField
+          label="Sink"
+          value={type}
+          onValue={(value) => setType(value as 'webhook' | 'nats')}
+          choices={SINKS}
+        />
+        <TextField
+          label={type === 'nats' ? 'NATS server URL' : 'Webhook URL'}
+          required
+          value={url}
+          onValue={setUrl}
+          placeholder={type === 'nats' ? 'nats://host:4222' : 'https://…'}
+        />
         {type === 'nats' ? <TextField label="Subject" required value={subject} onValue={setSubject} /> : null}
-        {type === 'webhook' ? <TextField label="Extra header name" value={headerName} onValue={setHeaderName} placeholder="Authorization" /> : null}
-        {type === 'webhook' && headerName ? <TextField label="Extra header value" type="password" value={headerValue} onValue={setHeaderValue} /> : null}
+        {type === 'webhook' ? (
+          <TextField label="Extra header name" value={headerName} onValue={setHeaderName} placeholder="Authorization" />
+        ) : null}
+        {type === 'webhook' && headerName ? (
+          <TextField label="Extra header value" type="password" value={headerValue} onValue={setHeaderValue} />
+        ) : null}
         <TextField label="Search (optional)" value={search} onValue={setSearch} />
       </CreateForm>
     </div>
@@ -126,15 +147,26 @@ function SubscriptionsTable({ items, changed }: { items: Subscription[]; changed
       columns={[
         { header: 'Name', cell: (s) => <Link href={`/admin/subscriptions/${s.id}`}>{s.name}</Link> },
         { header: 'Sink', cell: (s) => <code>{sinkOf(s)}</code> },
-        { header: 'Filter', cell: (s) => [...s.filter, ...(s.search ? [`search: ${s.search}`] : [])].join(', ') || 'every change' },
-        { header: 'State', cell: (s) => `${s.enabled ? s.state : 'disabled'}${s.state_reason ? `: ${s.state_reason}` : ''}` },
+        {
+          header: 'Filter',
+          cell: (s) => [...s.filter, ...(s.search ? [`search: ${s.search}`] : [])].join(', ') || 'every change',
+        },
+        {
+          header: 'State',
+          cell: (s) => `${s.enabled ? s.state : 'disabled'}${s.state_reason ? `: ${s.state_reason}` : ''}`,
+        },
         { header: 'Owner', cell: (s) => s.owner.name },
         changed !== undefined && {
           header: 'Actions',
           cell: (s) => (
             <>
               <TestButton subscription={s} />
-              <RevokeButton label={`Delete ${s.name}`} verb="Delete" path={`/api/v1/subscriptions/${s.id}`} done={changed} />
+              <RevokeButton
+                label={`Delete ${s.name}`}
+                verb="Delete"
+                path={`/api/v1/subscriptions/${s.id}`}
+                done={changed}
+              />
             </>
           ),
         },
@@ -144,12 +176,25 @@ function SubscriptionsTable({ items, changed }: { items: Subscription[]; changed
 }
 
 /** A button that calls the API once at a time; what `perform` returns is announced beside it, an error shown under it. */
-function ActionButton({ label, name, perform }: { label: string; name: string; perform: () => Promise<string | void> }) {
+function ActionButton({
+  label,
+  name,
+  perform,
+}: {
+  label: string;
+  name: string;
+  perform: () => Promise<string | void>;
+}) {
   const action = useAction();
   const [result, setResult] = useState<string>();
   return (
     <>
-      <button type="button" aria-label={name} disabled={action.busy} onClick={() => void action.run(async () => setResult((await perform()) ?? undefined))}>
+      <button
+        type="button"
+        aria-label={name}
+        disabled={action.busy}
+        onClick={() => void action.run(async () => setResult((await perform()) ?? undefined))}
+      >
         {label}
       </button>
       {result ? <span role="status"> {result}</span> : null}
@@ -164,11 +209,15 @@ function TestButton({ subscription }: { subscription: Subscription }) {
       label="Test"
       name={`Send a test message to ${subscription.name}`}
       perform={async () => {
-        const answer = await api<{ delivered: boolean; response_status: number | null; response_ms: number; error: string | null }>(
-          `/api/v1/subscriptions/${subscription.id}/test`,
-          { method: 'POST' },
-        );
-        return answer.delivered ? `Delivered (${answer.response_status ?? 'acknowledged'}, ${answer.response_ms} ms)` : `Not delivered: ${answer.error}`;
+        const answer = await api<{
+          delivered: boolean;
+          response_status: number | null;
+          response_ms: number;
+          error: string | null;
+        }>(`/api/v1/subscriptions/${subscription.id}/test`, { method: 'POST' });
+        return answer.delivered
+          ? `Delivered (${answer.response_status ?? 'acknowledged'}, ${answer.response_ms} ms)`
+          : `Not delivered: ${answer.error}`;
       }}
     />
   );
@@ -176,8 +225,12 @@ function TestButton({ subscription }: { subscription: Subscription }) {
 
 /** One subscription's delivery log, newest first, with redelivery of what went out or was given up. */
 export function SubscriptionDeliveries({ id, me }: { id: string; me: Me }) {
-  const subscription = useLoad(`subscription:${id}`, (signal) => api<Subscription>(`/api/v1/subscriptions/${id}`, { signal }));
-  const deliveries = useLoad(`deliveries:${id}`, (signal) => api<{ items: Delivery[] }>(`/api/v1/subscriptions/${id}/deliveries?limit=100`, { signal }));
+  const subscription = useLoad(`subscription:${id}`, (signal) =>
+    api<Subscription>(`/api/v1/subscriptions/${id}`, { signal }),
+  );
+  const deliveries = useLoad(`deliveries:${id}`, (signal) =>
+    api<{ items: Delivery[] }>(`/api/v1/subscriptions/${id}/deliveries?limit=100`, { signal }),
+  );
   const mayWrite = can(me, 'subscriptions:write');
   return (
     <section aria-labelledby="deliveries-heading">
@@ -212,14 +265,20 @@ export function SubscriptionDeliveries({ id, me }: { id: string; me: Me }) {
                 { header: 'Records', cell: (d) => d.records },
                 { header: 'Status', cell: (d) => d.status },
                 { header: 'Attempts', cell: (d) => d.attempts },
-                { header: 'Last answer', cell: (d) => (d.response_status === null ? '—' : `${d.response_status} in ${d.response_ms} ms`) },
+                {
+                  header: 'Last answer',
+                  cell: (d) => (d.response_status === null ? '—' : `${d.response_status} in ${d.response_ms} ms`),
+                },
                 { header: 'Error', cell: (d) => d.error ?? '' },
                 { header: 'Last attempt', cell: (d) => dateTime(d.last_attempt_at) },
                 { header: 'Next attempt', cell: (d) => dateTime(d.next_attempt_at) },
                 { header: 'Message id', cell: (d) => <code>{d.message_id}</code> },
                 mayWrite && {
                   header: 'Actions',
-                  cell: (d) => (d.status === 'pending' ? null : <RedeliverButton subscriptionId={id} delivery={d} done={deliveries.reload} />),
+                  cell: (d) =>
+                    d.status === 'pending' ? null : (
+                      <RedeliverButton subscriptionId={id} delivery={d} done={deliveries.reload} />
+                    ),
                 },
               ]}
             />
@@ -230,7 +289,15 @@ export function SubscriptionDeliveries({ id, me }: { id: string; me: Me }) {
   );
 }
 
-function RedeliverButton({ subscriptionId, delivery, done }: { subscriptionId: string; delivery: Delivery; done: () => void }) {
+function RedeliverButton({
+  subscriptionId,
+  delivery,
+  done,
+}: {
+  subscriptionId: string;
+  delivery: Delivery;
+  done: () => void;
+}) {
   return (
     <ActionButton
       label="Redeliver"

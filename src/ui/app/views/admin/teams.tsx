@@ -13,7 +13,9 @@ interface Team {
 }
 
 export function Teams({ me }: { me: Me }) {
-  const loaded = useLoad('teams', (signal) => api<{ items: Team[] }>('/api/v1/teams', { query: { limit: 200 }, signal }));
+  const loaded = useLoad('teams', (signal) =>
+    api<{ items: Team[] }>('/api/v1/teams', { query: { limit: 200 }, signal }),
+  );
   return (
     <section aria-labelledby="teams-heading">
       <h2 id="teams-heading">Teams</h2>

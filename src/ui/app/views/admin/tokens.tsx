@@ -37,7 +37,13 @@ export function Tokens({ base, title, mayWrite }: { base: string; title: string;
       {secret ? <Secret value={secret} onDone={() => setSecret(undefined)} /> : null}
       {mayWrite ? <TokenForm base={base} created={created} /> : null}
       <Show loaded={loaded} what="tokens">
-        {(tokens) => (tokens.length === 0 ? <Empty>No tokens.</Empty> : <TokensTable base={base} tokens={tokens} revoked={mayWrite ? loaded.reload : undefined} />)}
+        {(tokens) =>
+          tokens.length === 0 ? (
+            <Empty>No tokens.</Empty>
+          ) : (
+            <TokensTable base={base} tokens={tokens} revoked={mayWrite ? loaded.reload : undefined} />
+          )
+        }
       </Show>
     </section>
   );
@@ -77,7 +83,12 @@ function TokensTable({ base, tokens, revoked }: { base: string; tokens: Token[];
         { header: 'Created', cell: (token) => dateTime(token.created_at) },
         { header: 'Expires', cell: (token) => `${dateTime(token.expires_at)}${token.expired ? ' (expired)' : ''}` },
         { header: 'Last used', cell: (token) => dateTime(token.last_used_at) },
-        revoked !== undefined && { header: 'Actions', cell: (token) => <RevokeButton label={`Revoke token ${token.name}`} path={`${base}/${token.id}`} done={revoked} /> },
+        revoked !== undefined && {
+          header: 'Actions',
+          cell: (token) => (
+            <RevokeButton label={`Revoke token ${token.name}`} path={`${base}/${token.id}`} done={revoked} />
+          ),
+        },
       ]}
     />
   );

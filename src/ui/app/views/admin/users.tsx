@@ -20,13 +20,21 @@ interface User {
 }
 
 export function Users({ me }: { me: Me }) {
-  const loaded = useLoad('users', (signal) => api<{ items: User[] }>('/api/v1/users', { query: { limit: 200 }, signal }));
+  const loaded = useLoad('users', (signal) =>
+    api<{ items: User[] }>('/api/v1/users', { query: { limit: 200 }, signal }),
+  );
   return (
     <section aria-labelledby="users-heading">
       <h2 id="users-heading">Users</h2>
       {can(me, 'users:write') ? <UserForm created={loaded.reload} /> : null}
       <Show loaded={loaded} what="users">
-        {(page) => (page.items.length === 0 ? <Empty>No users yet: people appear here at their first single sign-on.</Empty> : <UsersTable users={page.items} />)}
+        {(page) =>
+          page.items.length === 0 ? (
+            <Empty>No users yet: people appear here at their first single sign-on.</Empty>
+          ) : (
+            <UsersTable users={page.items} />
+          )
+        }
       </Show>
     </section>
   );
@@ -87,7 +95,11 @@ export function UserTokens({ userId, me }: { userId: string; me: Me }) {
           <p>
             <Link href="/admin/users">← Users</Link>
           </p>
-          <Tokens base={`/api/v1/users/${found.id}/tokens`} title={`Tokens of ${found.name}`} mayWrite={can(me, 'users:write')} />
+          <Tokens
+            base={`/api/v1/users/${found.id}/tokens`}
+            title={`Tokens of ${found.name}`}
+            mayWrite={can(me, 'users:write')}
+          />
         </>
       )}
     </Show>

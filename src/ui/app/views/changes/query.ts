@@ -35,7 +35,14 @@ function changeQuery(params: URLSearchParams, at: number) {
   const { limit, offset } = pageOf(params);
   const window = windowOf(params, at);
   const searching = q.length > 0;
-  const query = { query: searching ? q : undefined, filter: filtersOf(params), start_date: window.start, end_date: window.end, limit, offset };
+  const query = {
+    query: searching ? q : undefined,
+    filter: filtersOf(params),
+    start_date: window.start,
+    end_date: window.end,
+    limit,
+    offset,
+  };
   const path = searching ? '/api/v1/changes/search' : '/api/v1/changes';
   return { q, limit, offset, searching, query, path };
 }
@@ -53,14 +60,44 @@ export function useChangeExport({ searching, path, query }: { searching: boolean
   const start = () =>
     void action.run(async () => {
       if (!searching) {
-        await download('/api/v1/changes', { accept: 'text/csv', query: { ...query, limit: undefined, offset: undefined } }, exportName('changes'));
+        await download(
+          '/api/v1/changes',
+          { accept: 'text/csv', query: { ...query, limit: undefined, offset: undefined } },
+          exportName('changes'),
+        );
         return;
       }
       // search results are ranked and capped at the result window: the browser walks them
-      const records = await allPages(async (offset, limit) => (await api<ChangePage>(path, { query: { ...query, offset, limit } })).items, 500, SEARCH_WINDOW);
-      const header = ['change_id', 'changed_at', 'change_type', 'ci_id', 'ci_name', 'ci_namespace', 'ci_type', 'field', 'old_value', 'new_value'];
+      const records = await allPages(
+        async (offset, limit) => (await api<ChangePage>(path, { query: { ...query, offset, limit } })).items,
+        500,
+        SEARCH_WINDOW,
+      );
+      const header = [
+        'change_id',
+        'changed_at',
+        'change_type',
+        'ci_id',
+        'ci_name',
+        'ci_namespace',
+        'ci_type',
+        'field',
+        'old_value',
+        'new_value',
+      ];
       const rows = records.flatMap((record) =>
-        record.changes.map((change) => [record.id, record.changed_at, record.change_type, record.ci_id, record.ci_name, record.ci_namespace, record.ci_type, change.field, change.old_value, change.new_value]),
+        record.changes.map((change) => [
+          record.id,
+          record.changed_at,
+          record.change_type,
+          record.ci_id,
+          record.ci_name,
+          record.ci_namespace,
+          record.ci_type,
+          change.field,
+          change.old_value,
+          change.new_value,
+        ]),
       );
       saveCsv(csvText(header, rows), exportName('change-search'));
     });

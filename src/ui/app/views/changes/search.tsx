@@ -5,7 +5,15 @@ const CHANGE_TYPES = ['CREATED', 'UPDATED', 'DELETED'];
 
 /** The search box of the change search. */
 export function SearchForm({ q }: { q: string }) {
-  return <SearchBox q={q} label="Search changes" id="change-query" formClass="search" placeholder='nginx:1.25 replicas -staging "db-1.prod"' />;
+  return (
+    <SearchBox
+      q={q}
+      label="Search changes"
+      id="change-query"
+      formClass="search"
+      placeholder='nginx:1.25 replicas -staging "db-1.prod"'
+    />
+  );
 }
 
 export function SearchHelp() {
@@ -44,7 +52,17 @@ export function ChangeFilters({ params }: { params: URLSearchParams }) {
   );
 }
 
-function FilterInput({ name, label, placeholder, params }: { name: string; label: string; placeholder: string; params: URLSearchParams }) {
+function FilterInput({
+  name,
+  label,
+  placeholder,
+  params,
+}: {
+  name: string;
+  label: string;
+  placeholder: string;
+  params: URLSearchParams;
+}) {
   const [value, setValue] = useDraft(params.get(name) ?? '');
   return (
     <form

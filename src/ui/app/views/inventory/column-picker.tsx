@@ -17,7 +17,12 @@ export function ColumnPicker({ columns, suggestions }: { columns: string[]; sugg
     >
       <label>
         <span>Add a column from raw_data</span>
-        <input list="column-paths" value={path} placeholder="spec.nodeName" onInput={(event) => setPath((event.currentTarget as HTMLInputElement).value)} />
+        <input
+          list="column-paths"
+          value={path}
+          placeholder="spec.nodeName"
+          onInput={(event) => setPath((event.currentTarget as HTMLInputElement).value)}
+        />
       </label>
       <datalist id="column-paths">
         {suggestions.map((suggestion) => (

@@ -25,12 +25,25 @@ export default function Inventory({ place }: ViewProps) {
   return (
     <section class="inventory">
       <h1>Inventory</h1>
-      {view.asOf ? <PastNotice asOf={view.asOf} what="the inventory" now={`/inventory${withParams(params, { as_of: undefined, offset: undefined })}`} compare={`/compare?from=${encodeURIComponent(view.asOf)}`} /> : null}
+      {view.asOf ? (
+        <PastNotice
+          asOf={view.asOf}
+          what="the inventory"
+          now={`/inventory${withParams(params, { as_of: undefined, offset: undefined })}`}
+          compare={`/compare?from=${encodeURIComponent(view.asOf)}`}
+        />
+      ) : null}
       <SavedViews view="inventory" params={params} />
       <MomentPicker asOf={view.asOf} />
       <StatusTabs status={view.status} />
       <div class="toolbar">
-        <SearchBox q={view.q} label="Search names, namespaces and types" id="ci-query" formClass="inline" maxLength={200} />
+        <SearchBox
+          q={view.q}
+          label="Search names, namespaces and types"
+          id="ci-query"
+          formClass="inline"
+          maxLength={200}
+        />
         <SelectField
           label="Source"
           value={view.sourceId}
@@ -51,16 +64,30 @@ export default function Inventory({ place }: ViewProps) {
         <button type="button" onClick={csv.start} disabled={csv.progress !== undefined}>
           {csv.progress ? `Exporting ${csv.progress}` : 'Download CSV'}
         </button>
-        <SelectField label="Rows per page" value={String(limit)} onValue={(value) => setParams({ limit: value, offset: undefined })} choices={PAGE_SIZES} />
+        <SelectField
+          label="Rows per page"
+          value={String(limit)}
+          onValue={(value) => setParams({ limit: value, offset: undefined })}
+          choices={PAGE_SIZES}
+        />
       </div>
       {csv.error ? <ErrorBox error={csv.error} /> : null}
       <Show loaded={view.loaded} what="configuration items">
         {(page) =>
           page.items.length === 0 ? (
-            <Empty>No configuration items match this view{filters.length ? ': remove a filter or change the status tab.' : '.'}</Empty>
+            <Empty>
+              No configuration items match this view
+              {filters.length ? ': remove a filter or change the status tab.' : '.'}
+            </Empty>
           ) : (
             <>
-              <CiTable items={page.items} columns={columns} sources={sources} sort={{ params, sortBy: view.sortBy, sortOrder: view.sortOrder }} asOf={view.asOf} />
+              <CiTable
+                items={page.items}
+                columns={columns}
+                sources={sources}
+                sort={{ params, sortBy: view.sortBy, sortOrder: view.sortOrder }}
+                asOf={view.asOf}
+              />
               <Pager
                 label="Configuration items"
                 offset={offset}
@@ -70,7 +97,9 @@ export default function Inventory({ place }: ViewProps) {
                 exact={page.total_exact}
                 hasMore={page.has_more}
                 go={goToOffset}
-                next={() => setParams({ offset: String(offset + page.items.length), cursor: page.next_cursor ?? undefined })}
+                next={() =>
+                  setParams({ offset: String(offset + page.items.length), cursor: page.next_cursor ?? undefined })
+                }
               />
             </>
           )

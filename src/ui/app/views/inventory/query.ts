@@ -76,13 +76,21 @@ function inventoryQuery(params: URLSearchParams) {
   return { status, filters, q, sourceId, sortBy: sorted, sortOrder, limit, offset, columns, query, asOf };
 }
 
-const fetchCis = (query: CiQuery, signal?: AbortSignal) => api<CiPage>('/api/v1/configuration-items', { query, signal });
+const fetchCis = (query: CiQuery, signal?: AbortSignal) =>
+  api<CiPage>('/api/v1/configuration-items', { query, signal });
 
 /** The page the URL asks for, and the raw_data paths of its first rows for the filter and column pickers. */
 export function useInventoryQuery(params: URLSearchParams) {
   const view = inventoryQuery(params);
   const loaded = useLoad(JSON.stringify(view.query), (signal) => fetchCis(view.query, signal));
-  const suggestions = useMemo(() => leafPaths((loaded.data?.items ?? []).slice(0, 50).map((ci) => ci.raw_data), 'raw_data'), [loaded.data]);
+  const suggestions = useMemo(
+    () =>
+      leafPaths(
+        (loaded.data?.items ?? []).slice(0, 50).map((ci) => ci.raw_data),
+        'raw_data',
+      ),
+    [loaded.data],
+  );
   return { ...view, loaded, suggestions };
 }
 
@@ -102,7 +110,20 @@ export function useInventoryExport(query: CiQuery, columns: string[], sources: R
         cursor = page.next_cursor ?? undefined;
       } while (cursor && cis.length < CSV_ROWS);
       // the columns the table shows, Source and Instance included, then the added ones
-      const header = ['ci_id', 'name', 'namespace', 'ci_type', 'status', 'source_id', 'source', 'instance', 'last_seen', 'created_at', 'updated_at', ...columns];
+      const header = [
+        'ci_id',
+        'name',
+        'namespace',
+        'ci_type',
+        'status',
+        'source_id',
+        'source',
+        'instance',
+        'last_seen',
+        'created_at',
+        'updated_at',
+        ...columns,
+      ];
       const rows = cis.map((ci) => [
         ci.ci_id,
         ci.name,

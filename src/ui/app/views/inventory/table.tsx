@@ -21,7 +21,19 @@ interface Sort {
 }
 
 /** One page of configuration items; each header sorts by its column, descending first. */
-export function CiTable({ items, columns, sort, sources, asOf }: { items: Ci[]; columns: string[]; sort: Sort; sources: ReadonlyMap<number, string>; asOf?: string }) {
+export function CiTable({
+  items,
+  columns,
+  sort,
+  sources,
+  asOf,
+}: {
+  items: Ci[];
+  columns: string[];
+  sort: Sort;
+  sources: ReadonlyMap<number, string>;
+  asOf?: string;
+}) {
   return (
     <div class="table-wrap">
       <table class="grid" aria-label="Configuration items">
@@ -50,7 +62,13 @@ export function CiTable({ items, columns, sort, sources, asOf }: { items: Ci[]; 
         </thead>
         <tbody>
           {items.map((ci) => (
-            <CiRow key={ci.ci_id} ci={ci} columns={columns} source={sources.get(ci.source_id) ?? `source ${ci.source_id}`} asOf={asOf} />
+            <CiRow
+              key={ci.ci_id}
+              ci={ci}
+              columns={columns}
+              source={sources.get(ci.source_id) ?? `source ${ci.source_id}`}
+              asOf={asOf}
+            />
           ))}
         </tbody>
       </table>
@@ -104,7 +122,11 @@ function CiRow({ ci, columns, source, asOf }: { ci: Ci; columns: string[]; sourc
 function SortHeader({ field, label, sort }: { field: string; label: string; sort: Sort }) {
   const { params, sortBy, sortOrder } = sort;
   const active = sortBy === field;
-  const href = withParams(params, { sort_by: field, sort_order: active && sortOrder === 'desc' ? 'asc' : 'desc', offset: undefined });
+  const href = withParams(params, {
+    sort_by: field,
+    sort_order: active && sortOrder === 'desc' ? 'asc' : 'desc',
+    offset: undefined,
+  });
   return (
     <th scope="col" aria-sort={active ? (sortOrder === 'asc' ? 'ascending' : 'descending') : 'none'}>
       <Link href={`/inventory${href}`} class="sort">
