@@ -187,13 +187,11 @@ describe('GET /api/v1/changes (CSV)', () => {
     expect(rows.map((r) => r[0])).to.deep.equal([updated, updated, updated, updated, created]);
     // complex values are JSON that parses back to the original, whatever quotes, commas and lines they hold
     expect(
-      rows
-        .slice(0, 2)
-        .map((r) => ({
-          field: r[7],
-          old_value: JSON.parse(r[8]!) as unknown,
-          new_value: JSON.parse(r[9]!) as unknown,
-        })),
+      rows.slice(0, 2).map((r) => ({
+        field: r[7],
+        old_value: JSON.parse(r[8]!) as unknown,
+        new_value: JSON.parse(r[9]!) as unknown,
+      })),
     ).to.deep.equal([
       { field: 'raw_data.status.conditions', old_value: [], new_value: conditions },
       {
