@@ -137,7 +137,7 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     ...apiRoutes,
   );
 
-  const koa = new Koa({ proxy: process.env.CINV_TRUST_PROXY === 'true' });
+  const koa = new Koa({ proxy: app.config.trustProxy });
   // signs the session cookies; derived from CINV_SECRET, so every replica accepts every cookie
   koa.keys = [derivedKey(app.config.secret, 'cinv cookie signing v1').toString('base64url')];
   // errors that escape the envelope middleware: a client that hung up mid-stream is routine

@@ -7,6 +7,11 @@ import { parseDuration } from './duration.js';
 export interface Config {
   port: number;
   host: string;
+  /**
+   * Whether `X-Forwarded-*` headers are believed (CINV_TRUST_PROXY=true, behind a reverse proxy):
+   * they then give the client's address and protocol, so `Secure` cookies work behind TLS.
+   */
+  trustProxy: boolean;
   /** Real PostgreSQL connection string; undefined means the embedded database. */
   databaseUrl: string | undefined;
   databasePoolSize: number;
@@ -311,6 +316,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     port,
     host: env.HOST || '0.0.0.0',
+    trustProxy: env.CINV_TRUST_PROXY === 'true',
     databaseUrl,
     databasePoolSize,
     databaseReplicaUrl: replicaUrl(env, databaseUrl),
