@@ -11,7 +11,7 @@ const CONTEXT = '^src/context[.]ts$';
 /** Every folder inside an area but the shared models above is a feature; the web interface is one too. */
 const AREAS = '(identity|collection|inventory|history|operations)';
 const FEATURES = `^src/(?!(history/records|inventory/write-path|collection/types|history/search)/)${AREAS}/[^/]+/|^src/ui/`;
-const TOP = '^src/(app|server|cli)[.]ts$|^src/cli/|^src/build[.]mjs$';
+const TOP = '^src/(app|server|cli|workers)[.]ts$|^src/cli/|^src/build[.]mjs$';
 const LAYERS = [GROUND, CORE, DOMAIN, SEARCH, CONTEXT, FEATURES, TOP].join('|');
 
 /** `from` may not import `to`. */

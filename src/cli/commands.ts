@@ -4,6 +4,7 @@ import type { Snapshot } from '../inventory/write-path/records.js';
 import type { ReconcileResult } from '../inventory/write-path/reconcile.js';
 import { DEFAULT_TENANT_ID } from '../platform/tenants.js';
 import { openForCommand, single, UsageError, withDatabase, type Flags } from './shared.js';
+import type { RunOptions } from '../server.js';
 
 /** What `cinv migrate` says as each step of an online move begins. */
 const PHASES = {
@@ -22,7 +23,7 @@ export {
   usersPromoteCommand,
 } from './keys.js';
 
-export async function serveCommand(options: { api: boolean; scheduler: boolean; indexer: boolean }): Promise<void> {
+export async function serveCommand(options: RunOptions): Promise<void> {
   const config = loadConfig();
   if (options.indexer && !options.api && !options.scheduler && !config.opensearchUrl) {
     throw new UsageError('the indexer mirrors change records into OpenSearch: set OPENSEARCH_URL');
