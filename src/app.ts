@@ -114,6 +114,75 @@ function loadLimits(app: AppContext): LoadLimits {
   };
 }
 
+/** Errors that escape the envelope middleware: a client that hung up mid-stream is routine. */
+function reportResponseError(app: AppContext, error: NodeJS.ErrnoException): void {
+  if (error.code === 'ECONNRESET' || error.code === 'EPIPE' || error.code === 'ERR_STREAM_PREMATURE_CLOSE') {
+    app.logger.debug({ code: error.code }, 'client went away during the response');
+    return;
+  }
+  app.logger.error({ err: error }, 'response failed');
+}
+
+const timeRequests: Koa.Middleware = async (ctx, next) => {
+  const stop = httpRequestDuration.startTimer();
+  try {
+    await next();
+  } finally {
+    stop({
+      method: ctx.method,
+      route: (ctx.state.route as string | undefined) ?? 'unmatched',
+      status: String(ctx.status),
+    });
+  }
+};
+
+/**
+ * This process's own changes to keys, users, grants or scopes are not left to the notification
+ * (sql/0031), which could arrive after the client's next request: any request that may have written
+ * drops the cached principals before its response goes out (the sign-in callback updates the user
+ * and its teams on a GET).
+ */
+function forgetPrincipalsAfterWrites(app: AppContext): Koa.Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } finally {
+      if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.path === '/auth/callback') app.principals?.forget();
+    }
+  };
+}
+
+/** Runs after the router and its method check: turns their bare statuses into the envelope. */
+const envelopeBareStatuses: Koa.Middleware = async (ctx, next) => {
+  await next();
+  if (ctx.body != null) return;
+  if (ctx.status === 404) throw new AppError(404, 'HTTP_404', 'Route not found');
+  if (ctx.status === 405) {
+    throw new AppError(405, 'HTTP_405', 'Method not allowed', { allowed: ctx.response.get('Allow').split(/,\s*/) });
+  }
+};
+
+/**
+ * A sign-in in progress (state, nonce, PKCE verifier, where to return) rides in a short-lived
+ * cookie, encrypted as well as signed: the verifier must not be readable by page scripts or logs.
+ * Only the two steps of a sign-in read or write it; other requests do not pay for its bookkeeping.
+ */
+function signInCookie(app: AppContext, koa: Koa): Koa.Middleware {
+  const loginSession = createSession(
+    {
+      key: 'cinv_login',
+      maxAge: 10 * 60_000,
+      httpOnly: true,
+      sameSite: 'lax',
+      signed: true,
+      ...loginCookieCodec(app.config.secret),
+    },
+    koa,
+  );
+  return (ctx, next) =>
+    ctx.path === '/auth/login' || ctx.path === '/auth/callback' ? loginSession(ctx, next) : next();
+}
+
 export interface AppOptions {
   /** Validate every JSON response against its declared schema (tests turn this on). */
   checkResponses?: boolean;
@@ -140,14 +209,7 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
   const koa = new Koa({ proxy: app.config.trustProxy });
   // signs the session cookies; derived from CINV_SECRET, so every replica accepts every cookie
   koa.keys = [derivedKey(app.config.secret, 'cinv cookie signing v1').toString('base64url')];
-  // errors that escape the envelope middleware: a client that hung up mid-stream is routine
-  koa.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code === 'ECONNRESET' || error.code === 'EPIPE' || error.code === 'ERR_STREAM_PREMATURE_CLOSE') {
-      app.logger.debug({ code: error.code }, 'client went away during the response');
-      return;
-    }
-    app.logger.error({ err: error }, 'response failed');
-  });
+  koa.on('error', (error: NodeJS.ErrnoException) => reportResponseError(app, error));
   const router = buildRouter(app, routes, {
     checkResponses: options.checkResponses ?? false,
     authenticate,
@@ -158,61 +220,16 @@ export function createApp(app: AppContext, options: AppOptions = {}): Koa {
     wrote: app.analystReads ? (_ctx, _app, principal) => app.analystReads!.wrote(principal) : undefined,
   });
 
-  koa.use(async (ctx, next) => {
-    const stop = httpRequestDuration.startTimer();
-    try {
-      await next();
-    } finally {
-      stop({
-        method: ctx.method,
-        route: (ctx.state.route as string | undefined) ?? 'unmatched',
-        status: String(ctx.status),
-      });
-    }
-  });
-  // this process's own changes to keys, users, grants or scopes are not left to the notification
-  // (sql/0031), which could arrive after the client's next request: any request that may have
-  // written drops the cached principals before its response goes out (the sign-in callback
-  // updates the user and its teams on a GET)
-  koa.use(async (ctx, next) => {
-    try {
-      await next();
-    } finally {
-      if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.path === '/auth/callback') app.principals?.forget();
-    }
-  });
+  koa.use(timeRequests);
+  koa.use(forgetPrincipalsAfterWrites(app));
   koa.use(load.middleware());
   koa.use(
     errorMiddleware(app.logger, (ctx, error, id) =>
       auditRefusal(app.audit, DEFAULT_TENANT_ID, ctx, error.status, error.details, id),
     ),
   );
-  // runs after the router and its method check: turns their bare statuses into the envelope
-  koa.use(async (ctx, next) => {
-    await next();
-    if (ctx.body != null) return;
-    if (ctx.status === 404) throw new AppError(404, 'HTTP_404', 'Route not found');
-    if (ctx.status === 405) {
-      throw new AppError(405, 'HTTP_405', 'Method not allowed', { allowed: ctx.response.get('Allow').split(/,\s*/) });
-    }
-  });
-  // a sign-in in progress (state, nonce, PKCE verifier, where to return) rides in a short-lived
-  // cookie, encrypted as well as signed: the verifier must not be readable by page scripts or logs.
-  // Only the two steps of a sign-in read or write it; other requests do not pay for its bookkeeping
-  const loginSession = createSession(
-    {
-      key: 'cinv_login',
-      maxAge: 10 * 60_000,
-      httpOnly: true,
-      sameSite: 'lax',
-      signed: true,
-      ...loginCookieCodec(app.config.secret),
-    },
-    koa,
-  );
-  koa.use((ctx, next) =>
-    ctx.path === '/auth/login' || ctx.path === '/auth/callback' ? loginSession(ctx, next) : next(),
-  );
+  koa.use(envelopeBareStatuses);
+  koa.use(signInCookie(app, koa));
   koa.use(webInterface());
   koa.use(router.routes());
   koa.use(router.allowedMethods());
