@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ListWriter } from '../../../src/collection/collectors/runs/execution.js';
+import { ListWriter } from '../../../src/collection/collectors/runs/list-writer.js';
 import type { UniversalRecord } from '../../../src/inventory/write-path/records.js';
 
 const page = (from: number, count: number): UniversalRecord[] =>

@@ -2,16 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { WatchExpired, type CollectContext, type CollectorType, type CredentialDocument } from '../../types/plugin.js';
 import { collectorType } from '../../types/registry.js';
 import type { AppContext } from '../../../context.js';
-import {
-  addReconcileResult,
-  emptyReconcileResult,
-  newBulkLoad,
-  reconcile,
-  type BulkLoad,
-  type ReconcileResult,
-} from '../../../inventory/write-path/reconcile.js';
+import { newBulkLoad, type BulkLoad } from '../../../inventory/write-path/reconcile.js';
 import type { UniversalRecord } from '../../../inventory/write-path/records.js';
-import type { AllowedHosts } from '../../../platform/net/endpoint.js';
 import {
   collectionDuration,
   collectionRuns,
@@ -20,59 +12,18 @@ import {
   watchEvents,
 } from '../../../platform/observability/metrics.js';
 import { collectionCredentials, getSource, type SourceRow } from '../../sources/service.js';
-import { failureText, messageOf, type FailureSite } from './failures.js';
+import type { Claimant } from './claimant.js';
+import { failedPartsText, failureText, messageOf, type FailureSite } from './failures.js';
 import { markListing, markWatching, renewLease, type ClaimedRun } from './leases.js';
+import { LIST_PART_BATCHES, ListWriter } from './list-writer.js';
 import { finishRun, recordOnSource, type Components } from './runs.js';
 import { coalesce, type Deltas } from './watch.js';
-
-/** What a run reconciled, over all its batches. */
-type Counts = ReconcileResult & {
-  batches: number;
-  lists: number;
-  watch_events: number;
-  watch_reconnects: number;
-  reconcile_ms: number;
-};
+import { emptyCounts, reconcileBatch, type Counts } from './writes.js';
 
 const MAX_WATCH_RETRY_MS = 30_000;
 
-/**
- * Reconcile batches per part of a list (ListWriter): enough for each of the two lanes to send a
- * batch while it prepares the next. Measured on a collection of 185 200 objects (batches of 1000):
- * parts of two batches 49 s, of ten 44.7 s, of twenty 43.0 s, for twice the records held.
- */
-const LIST_PART_BATCHES = 10;
-
 /** Why a watch was stopped from outside: a trigger asked for a new list, or the run's interval is over. */
 type WatchStop = 'resync' | 'due';
-
-/** The worker's settings a run follows. */
-export interface ExecutionOptions {
-  /** How long a claim holds without renewal; a dead worker's runs are taken over after it. */
-  leaseMs: number;
-  /**
-   * Hybrid sources this worker watches at once (CINV_WORKER_WATCHES). A watch mostly waits, so it
-   * does not hold one of the `concurrency` slots; beyond this many, hybrid runs end after their list.
-   */
-  watches?: number;
-  /** A watch's changes are written when this many objects changed, or ... */
-  watchBatchObjects?: number;
-  /** ... this long after the first of them arrived. */
-  watchBatchWaitMs?: number;
-  /** First wait before reconnecting a watch that failed without delivering anything; doubles up to 30 s. */
-  watchRetryMs?: number;
-}
-
-/** What a run's execution needs of the worker that claimed it. */
-export interface Claimant {
-  id: string;
-  options: ExecutionOptions;
-  allowedHosts: AllowedHosts;
-  /** The worker is stopping: a run it cancels is to be taken up again soon. */
-  stopping(): boolean;
-  /** Runs of the worker that are watching now. */
-  watching(): number;
-}
 
 /** One run's collection: the source, its type, its credentials and what it did so far. */
 interface Collection {
@@ -108,14 +59,7 @@ export class RunExecution {
   /** Stops the current watch (not the run). */
   private stopWatch: ((why: WatchStop) => void) | undefined;
   private readonly started = performance.now();
-  private readonly counts: Counts = {
-    ...emptyReconcileResult(),
-    batches: 0,
-    lists: 0,
-    watch_events: 0,
-    watch_reconnects: 0,
-    reconcile_ms: 0,
-  };
+  private readonly counts: Counts = emptyCounts();
   private status: 'succeeded' | 'partial' | 'failed' | 'cancelled' = 'succeeded';
   private error: string | null = null;
   private credentials: CredentialDocument | undefined;
@@ -194,13 +138,10 @@ export class RunExecution {
     };
     await this.list(collection);
     this.components = collection.components;
-    const failedParts = Object.entries(this.components).filter(([, c]) => c.status === 'unhealthy');
-    if (failedParts.length > 0) {
+    const failedParts = failedPartsText(this.components);
+    if (failedParts !== undefined) {
       this.status = 'partial';
-      this.error = failedParts
-        .map(([name, c]) => `${name}: ${c.message ?? 'failed'}`)
-        .join('; ')
-        .slice(0, 2000);
+      this.error = failedParts;
     }
     if (source.config.collection_mode !== 'hybrid' || !type.watch) return;
     if (this.worker.watching() >= (this.worker.options.watches ?? 100)) {
@@ -371,37 +312,15 @@ export class RunExecution {
     await markWatching(sql, this.run.id, this.worker.id, this.app.now());
   }
 
-  private async reconcile(
+  private reconcile(
     collection: Collection,
     scopeId: string | null,
     mode: 'snapshot' | 'delta',
     records: readonly UniversalRecord[],
     deletions: readonly string[],
   ): Promise<void> {
-    const { config } = this.app;
-    const started = performance.now();
-    const result = await reconcile(
-      this.app.sql,
-      // every collector type computes type_data from raw_data
-      {
-        tenantId: this.run.tenant_id,
-        sourceId: collection.source.id,
-        scopeId,
-        mode,
-        records,
-        deletions,
-        typeDataDerived: true,
-      },
-      {
-        now: this.app.now(),
-        batchSize: config.reconcileBatchSize,
-        statementTimeoutMs: config.bulkStatementTimeoutMs,
-        lanes: config.reconcileLanes,
-        load: collection.load,
-      },
-    );
-    addReconcileResult(this.counts, result);
-    this.counts.reconcile_ms += Math.round(performance.now() - started);
+    const target = { tenantId: this.run.tenant_id, sourceId: collection.source.id, load: collection.load };
+    return reconcileBatch(this.app, this.counts, target, { scopeId, mode, records, deletions });
   }
 
   /** Ends the run (unless it is no longer this worker's) and counts it in the metrics. */
@@ -453,52 +372,5 @@ export class RunExecution {
     if (this.watching === watching) return;
     this.watching = watching;
     watchesActive.inc(watching ? 1 : -1);
-  }
-}
-
-/**
- * Writes a list's pages in parts of about `size` records of one scope, one part at a time, while
- * the pages of the next part are fetched. A part larger than a reconcile batch is written in
- * lanes (ReconcileOptions.lanes), so a list of a large source keeps the database's cores busy
- * and its fetching overlaps its writing; page by page, each page was one small transaction on one
- * connection, fetched only once the page before it was written.
- */
-export class ListWriter {
-  private scopeId: string | null = null;
-  private held: UniversalRecord[] = [];
-  private writing: Promise<void> | undefined;
-
-  constructor(
-    private readonly write: (scopeId: string | null, records: UniversalRecord[]) => Promise<void>,
-    private readonly size: number,
-  ) {}
-
-  /** Takes a page; waits only when the part it fills must wait for the write before it. */
-  async add(scopeId: string | null, records: readonly UniversalRecord[]): Promise<void> {
-    if (this.held.length > 0 && (scopeId !== this.scopeId || this.held.length + records.length > this.size))
-      await this.send();
-    this.scopeId = scopeId;
-    for (const record of records) this.held.push(record);
-  }
-
-  /** Writes what is held and waits for every write. */
-  async flush(): Promise<void> {
-    if (this.held.length > 0) await this.send();
-    await this.writing;
-  }
-
-  /** Waits for the write in flight, failed or not. */
-  async settled(): Promise<void> {
-    await this.writing?.catch(() => {});
-  }
-
-  /** Starts writing what is held, once the write before it has ended (its failure is thrown here). */
-  private async send(): Promise<void> {
-    await this.writing;
-    const writing = this.write(this.scopeId, this.held);
-    // a failure is reported by the next add, flush or settled; until then it is not unhandled
-    writing.catch(() => {});
-    this.writing = writing;
-    this.held = [];
   }
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { CredentialDocument } from '../../types/plugin.js';
 import type { Logger } from '../../../platform/observability/logger.js';
 import { redactCredentials } from '../../sources/credentials.js';
+import type { Components } from './runs.js';
 
 /** The message of a failure, with the source's credentials struck out (a server may echo what it was sent). */
 export const messageOf = (error: unknown, credentials?: CredentialDocument): string =>
@@ -70,4 +71,14 @@ export function failureText(
       : { value: redact(String(error)) };
   logger.error({ errorId, ...where, failure }, 'collection failed on an internal error');
   return `The collector failed unexpectedly (internal error ${errorId}); see the server log`;
+}
+
+/** What a list that failed in some of its parts reports: each failed part and why; undefined when none failed. */
+export function failedPartsText(components: Components): string | undefined {
+  const failedParts = Object.entries(components).filter(([, c]) => c.status === 'unhealthy');
+  if (failedParts.length === 0) return undefined;
+  return failedParts
+    .map(([name, c]) => `${name}: ${c.message ?? 'failed'}`)
+    .join('; ')
+    .slice(0, 2000);
 }

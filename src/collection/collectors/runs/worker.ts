@@ -5,7 +5,8 @@ import type { AppContext } from '../../../context.js';
 import type { AllowedHosts } from '../../../platform/net/endpoint.js';
 import { sourcesDueNotRunning } from '../../../platform/observability/metrics.js';
 import { allowedHostsOf } from '../../../platform/net/endpoint.js';
-import { RunExecution, type Claimant, type ExecutionOptions } from './execution.js';
+import type { Claimant, ExecutionOptions } from './claimant.js';
+import { RunExecution } from './execution.js';
 import { claimRuns, type ClaimedRun } from './leases.js';
 import { countQueued, enqueueDue } from './runs.js';
 
