@@ -1,77 +1,30 @@
-import type { Context } from 'koa';
-import type { Readable } from 'node:stream';
-import { auditChange } from '../../platform/audit/log.js';
-import { requireMasterKeys, undecryptable } from '../../platform/auth/envelope.js';
-import {
-  coversScope,
-  coversSource,
-  coversWholeSource,
-  writableInstances,
-  type Principal,
-} from '../../platform/auth/principal.js';
-import type { CredentialDocument } from '../types/plugin.js';
+import { coversWholeSource, type Principal } from '../../platform/auth/principal.js';
 import { collectorType, knownCollectorTypes } from '../types/registry.js';
 import type { AppContext } from '../../context.js';
 import type { Queryable } from '../../platform/db/database.js';
-import { AppError, conflict, forbidden, notFound } from '../../platform/errors.js';
+import { conflict, forbidden } from '../../platform/errors.js';
 import { bigintId } from '../../platform/http/schemas.js';
 import { allowedHostsOf } from '../../platform/net/endpoint.js';
-import {
-  addReconcileResult,
-  assertStorable,
-  emptyReconcileResult,
-  newBulkLoad,
-  reconcile,
-  type ReconcileResult,
-} from '../../inventory/write-path/reconcile.js';
-import type { Snapshot } from '../../inventory/write-path/records.js';
-import { destroyCredentials, loadCredentials, MasterKeys, storeCredentials } from './credentials.js';
-import { ndjsonBatches } from './ndjson.js';
-import { holdHeapTight } from '../../platform/observability/heap-growth.js';
+import { assertUnscoped, sourceOr404 } from './access.js';
+import { destroyCredentials } from './credentials.js';
 import type { HealthBody, NewCollectorSource, NewSource, SourceQuery, SourceUpdate } from './schema.js';
 import { assertSourceSettings, requireCollectorType } from './settings.js';
 import {
   cancelRunsOf,
   deleteSource,
-  findSourceById,
   getSource,
   insertSource,
   listSources,
   provisionCollector,
-  recordPush,
   setSourceHealth,
   updateSource,
   type SourceRow,
 } from './store.js';
 
-/** A live source the principal may see, or a 404 (a source outside its scopes is reported absent). */
-export async function sourceOr404(app: AppContext, principal: Principal, rawId: string): Promise<SourceRow> {
-  const id = bigintId(rawId);
-  const source = id === undefined ? undefined : await getSource(app.sql, principal.tenantId, id);
-  if (!source || !coversSource(principal, source.id)) throw notFound('Source not found', { source_id: rawId });
-  return source;
-}
-
-/**
- * The source a refused request on it (a credential reveal) names in the audit log: the id as asked,
- * with the source's name when the tenant has it. The log is read by auditors, not by the refused
- * principal, so the name is given even when that principal may not see the source.
- */
-export async function refusedSourceTarget(
-  app: AppContext,
-  principal: Principal,
-  rawId: string,
-): Promise<{ type: 'source'; id: string; name: string | null }> {
-  const id = /^[0-9]+$/.test(rawId) ? bigintId(rawId) : undefined;
-  const source = id === undefined ? undefined : await findSourceById(app.sql, principal.tenantId, id);
-  return { type: 'source', id: source?.id ?? rawId, name: source?.name ?? null };
-}
-
-/** Creating or changing a source needs a principal whose scopes cover it: a scoped key could not see it afterwards. */
-export function assertUnscoped(principal: Principal): void {
-  if (!principal.superadmin && principal.scopes !== 'all')
-    throw forbidden('Only a principal with access to all data may add sources', { reason: 'scoped' });
-}
+/** Routes and other features reach sources through this one module, whichever of its neighbours does the work. */
+export { assertUnscoped, refusedSourceTarget, sourceOr404 } from './access.js';
+export { ingest, type Push } from './ingest.js';
+export { collectionCredentials, removeCredentials, revealCredentials, setCredentials } from './credential-access.js';
 
 /** A page of the sources the principal may see; a collector id too large to exist matches nothing. */
 export async function listSourcesPage(
@@ -225,194 +178,6 @@ export async function reportHealth(
     app.now(),
   );
   return source;
-}
-
-/**
- * A push: a validated JSON body, or an NDJSON stream with its mode and scope from the query. The
- * stream is opened only once the source and scope are known to be writable, so those refusals come
- * before one about the body's encoding.
- */
-export type Push =
-  | { body: typeof Snapshot.static }
-  | { open: () => Readable; mode: 'snapshot' | 'delta' | undefined; scopeId: string | undefined };
-
-/**
- * Reconciles a push into a source the principal may write into. The reconciler writes each batch
- * in its own transaction: a large push is never one transaction, and a push stopped by a bad line
- * keeps the batches before it.
- */
-export async function ingest(
-  app: AppContext,
-  principal: Principal,
-  rawId: string,
-  push: Push,
-): Promise<ReconcileResult> {
-  const sourceId = bigintId(rawId);
-  const source = sourceId === undefined ? undefined : await findSourceById(app.sql, principal.tenantId, sourceId);
-  const scopeId = ('body' in push ? push.body.scope_id : push.scopeId) ?? null;
-  // a source outside every scope of the key is reported as absent, not as forbidden
-  if (!source || !coversSource(principal, source.id)) throw notFound('Source not found', { source_id: rawId });
-  if (source.status === 'disabled')
-    throw conflict(
-      'This source is disabled: enable it (PUT /api/v1/sources/{id} with status enabled) to push into it',
-      { source_id: source.id },
-    );
-  if (!coversScope(principal, source.id, scopeId)) {
-    throw forbidden('This key may not write into that instance of the source', { scope_id: scopeId });
-  }
-  const started = performance.now();
-  const outcome = (told: { result?: ReconcileResult; error?: string }) =>
-    recordPush(app.sql, principal.tenantId, source.id, app.now(), {
-      ...told,
-      durationMs: Math.round(performance.now() - started),
-    });
-  try {
-    const held = writableInstances(principal, source.id);
-    const target = {
-      tenantId: principal.tenantId,
-      sourceId: source.id,
-      scopeId,
-      writable: held === 'all' ? undefined : held,
-    };
-    const result = await reconcilePush(app, target, push);
-    await outcome({ result });
-    return result;
-  } catch (error) {
-    // a refused body is the pusher's to fix: the source shows it until a push succeeds; a refusal
-    // for the server's own reasons (busy, unavailable) says nothing about the source
-    if (error instanceof AppError && error.status < 500) await outcome({ error: error.message });
-    throw error;
-  }
-}
-
-async function reconcilePush(
-  app: AppContext,
-  target: { tenantId: string; sourceId: string; scopeId: string | null; writable: readonly string[] | undefined },
-  push: Push,
-): Promise<ReconcileResult> {
-  const options = {
-    now: app.now(),
-    batchSize: app.config.reconcileBatchSize,
-    statementTimeoutMs: app.config.bulkStatementTimeoutMs,
-    lanes: app.config.reconcileLanes,
-  };
-  if ('body' in push) {
-    // the route has validated the schema already
-    assertStorable(push.body);
-    return reconcile(
-      app.sql,
-      { ...target, mode: push.body.mode ?? 'snapshot', records: push.body.items, deletions: push.body.deletions },
-      options,
-    );
-  }
-  const mode = push.mode ?? 'snapshot';
-  const total = emptyReconcileResult();
-  const load = newBulkLoad();
-  // between batches too: reading the next one allocates as fast as writing the last
-  const release = holdHeapTight({ large: true });
-  try {
-    for await (const batch of ndjsonBatches(push.open(), {
-      mode,
-      batchSize: app.config.reconcileBatchSize,
-      maxLineBytes: app.config.bodyLimitBytes,
-    })) {
-      addReconcileResult(
-        total,
-        await reconcile(
-          app.sql,
-          { ...target, mode, records: batch.records, deletions: batch.deletions },
-          { ...options, load },
-        ),
-      );
-    }
-  } finally {
-    release();
-  }
-  return total;
-}
-
-const masterKeys = (app: AppContext) => requireMasterKeys(app.config, 'Credentials cannot be stored or read');
-
-/**
- * The decrypted credentials a collection of the source uses: none when it has none, or when this
- * server holds no master key to decrypt them.
- */
-export async function collectionCredentials(
-  app: AppContext,
-  tenantId: string,
-  source: SourceRow,
-): Promise<CredentialDocument | undefined> {
-  const { config } = app;
-  if (!source.credentials || !config.masterKey) return undefined;
-  return loadCredentials(app.sql, new MasterKeys(config.masterKey, config.previousMasterKey), tenantId, source.id);
-}
-
-/**
- * The source whose credentials the principal sets, removes or reveals: they serve every instance
- * of the source, so only a principal whose data scopes cover the whole source may handle them
- * (403 `whole_source_required`, audited as the other refusals are); a source it cannot see is a 404.
- */
-async function credentialSourceOr403(app: AppContext, principal: Principal, rawId: string): Promise<SourceRow> {
-  const source = await sourceOr404(app, principal, rawId);
-  if (!coversWholeSource(principal, source.id)) {
-    throw forbidden(
-      'Credentials serve every instance of the source: only a principal holding the whole source may handle them',
-      {
-        reason: 'whole_source_required',
-        source_id: source.id,
-      },
-    );
-  }
-  return source;
-}
-
-/** Encrypts and stores a source's credentials; the tenant's first data key is created in the same transaction. */
-export async function setCredentials(
-  app: AppContext,
-  principal: Principal,
-  rawId: string,
-  document: CredentialDocument,
-): Promise<void> {
-  const source = await credentialSourceOr403(app, principal, rawId);
-  const keys = masterKeys(app);
-  await app.sql.begin((tx) => storeCredentials(tx, keys, principal.tenantId, source.id, document, app.now()));
-}
-
-/** Removes a source's credentials; a 404 when it has none. */
-export async function removeCredentials(app: AppContext, principal: Principal, rawId: string): Promise<void> {
-  const source = await credentialSourceOr403(app, principal, rawId);
-  if (!(await destroyCredentials(app.sql, principal.tenantId, source.id)))
-    throw notFound('This source has no credentials', { source_id: rawId });
-}
-
-/**
- * A source's credentials, decrypted, with the `credentials.revealed` audit event written in the
- * same transaction before they leave: a reveal that cannot be recorded does not happen.
- */
-export async function revealCredentials(
-  app: AppContext,
-  ctx: Context,
-  principal: Principal,
-  rawId: string,
-): Promise<CredentialDocument> {
-  const source = await credentialSourceOr403(app, principal, rawId);
-  const keys = masterKeys(app);
-  return app.sql.begin(async (tx) => {
-    const document = await loadCredentials(tx, keys, principal.tenantId, source.id).catch(
-      undecryptable('The credentials'),
-    );
-    if (!document) throw notFound('This source has no credentials', { source_id: rawId });
-    await auditChange(
-      tx,
-      app.audit,
-      ctx,
-      principal,
-      'credentials.revealed',
-      { type: 'source', id: source.id, name: source.name },
-      { credential_type: document.type },
-    );
-    return document;
-  });
 }
 
 /**
