@@ -30,6 +30,21 @@ function parameters(schema: TSchema | undefined, location: 'path' | 'query'): Js
   });
 }
 
+/**
+ * The path's parameters: those its route declares, then any `{name}` of the path it declares no
+ * schema for (the removed collector routes answer 410 whatever the id), which OpenAPI requires
+ * every operation of the path to name all the same.
+ */
+function pathParameters(route: AnyRoute): Json[] {
+  const declared = parameters(route.params, 'path');
+  const named = new Set(declared.map((parameter) => parameter.name));
+  const undeclared = [...route.path.matchAll(/\{(\w+)\}/g)]
+    .map((match) => match[1]!)
+    .filter((name) => !named.has(name))
+    .map((name): Json => ({ name, in: 'path', required: true, schema: { type: 'string' } }));
+  return [...declared, ...undeclared];
+}
+
 const ERROR_STATUSES: Record<number, string> = {
   400:
     'Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, ' +
@@ -109,7 +124,7 @@ function operation(route: AnyRoute): Json {
     operationId: route.operationId,
     summary: route.summary,
     tags: route.tags,
-    parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
+    parameters: [...pathParameters(route), ...parameters(route.query, 'query')],
     responses,
   };
   if (route.description) op.description = route.description;
