@@ -1,7 +1,9 @@
 /**
  * Writes the OpenAPI document the server serves at GET /openapi.json to test/fixtures/openapi.json
  * (or to the file named as the first argument), pretty-printed with sorted keys so that its diffs
- * read well. `npm run openapi:snapshot` runs it; test/platform/http/openapi-snapshot.test.ts compares the
+ * read well; when it writes the committed copy, the web interface's types generated from it follow
+ * (see write-api-types.ts).
+ * `npm run openapi:snapshot` runs it; test/platform/http/openapi-snapshot.test.ts compares the
  * served document with the committed copy.
  */
 import { writeFileSync } from 'node:fs';
@@ -10,6 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { stringify } from 'safe-stable-stringify';
 import { startTestApp, type TestApp } from './app.js';
 import { closeTestDatabase } from './db.js';
+import { writeApiTypes } from './write-api-types.js';
 
 export const SNAPSHOT_FILE = fileURLToPath(new URL('../fixtures/openapi.json', import.meta.url));
 export const SNAPSHOT_COMMAND = 'npm run openapi:snapshot';
@@ -37,6 +40,8 @@ async function main(): Promise<void> {
   }
   const shown = path.relative(process.cwd(), target);
   console.log(`wrote ${shown.startsWith('..') ? target : shown}`);
+  // a copy written elsewhere is for looking at; the committed one is what the interface is typed by
+  if (target === SNAPSHOT_FILE) await writeApiTypes(target);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
