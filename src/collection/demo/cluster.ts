@@ -3,6 +3,20 @@ import { externalId, SPECS, type Kind, type KindSpec, type Obj } from '../types/
 import { recordOf } from '../types/kubernetes/records.js';
 import type { Usage } from '../types/kubernetes/type-data.js';
 import type { UniversalRecord } from '../../inventory/write-path/records.js';
+import {
+  claimObject,
+  configMapObject,
+  deploymentObject,
+  ingressObject,
+  nodeObject,
+  podObject,
+  replicaSetObject,
+  serviceObject,
+  sliceObject,
+  type App,
+  type Meta,
+  type PodPlace,
+} from './cluster-objects.js';
 import type { Random } from './random.js';
 
 const SPEC = new Map(SPECS.map((spec) => [spec.singular, spec]));
@@ -13,29 +27,6 @@ export interface ClusterPlan {
   name: string;
   nodes: number;
   teams: readonly { namespace: string; apps: readonly string[] }[];
-}
-
-interface PodPlace {
-  name: string;
-  node: string;
-  ip: string;
-  started: string;
-}
-
-interface App {
-  namespace: string;
-  name: string;
-  image: string;
-  version: number;
-  replicas: number;
-  /** The replica set serving now, by its pod-template hash. */
-  hash: string;
-  /** Its pods by position: name, node, address and start. */
-  pods: PodPlace[];
-  env: Record<string, string>;
-  config: string | undefined;
-  claim: string | undefined;
-  crashing: boolean;
 }
 
 /**
@@ -155,37 +146,9 @@ export class DemoCluster {
   }
 
   addNode(): string {
-    const n = this.nodeCount++;
-    const name = `${this.plan.name}-node-${String(n).padStart(2, '0')}`;
-    const large = n % 3 === 0;
-    this.put('node', {
-      metadata: this.meta(name, undefined, {
-        'kubernetes.io/hostname': name,
-        'topology.kubernetes.io/zone': `${this.plan.name}-${'abc'[n % 3]}`,
-        'node.kubernetes.io/instance-type': large ? 'm6i.4xlarge' : 'm6i.2xlarge',
-      }),
-      spec: {
-        providerID: `aws:///${this.plan.name}-${'abc'[n % 3]}/i-0${this.random.suffix(16)}`,
-        podCIDR: `10.${this.ip}.${n}.0/24`,
-      },
-      status: {
-        capacity: { cpu: large ? '16' : '8', memory: large ? '64Gi' : '32Gi', pods: '110' },
-        allocatable: { cpu: large ? '15800m' : '7800m', memory: large ? '62Gi' : '30Gi', pods: '110' },
-        conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }],
-        nodeInfo: {
-          kubeletVersion: 'v1.30.4',
-          osImage: 'Bottlerocket OS 1.20.3 (aws-k8s-1.30)',
-          kernelVersion: '6.1.102',
-          containerRuntimeVersion: 'containerd://1.7.20',
-          architecture: 'amd64',
-        },
-        addresses: [
-          { type: 'InternalIP', address: `10.${this.ip}.${n}.10` },
-          { type: 'Hostname', address: name },
-        ],
-      },
-    });
-    return name;
+    const node = nodeObject(this.plan.name, this.nodeCount++, this.ip, this.meta, this.random);
+    this.put('node', node);
+    return node.metadata!.name!;
   }
 
   /** A node drained and gone: its pods come up again on the others. */
@@ -230,52 +193,14 @@ export class DemoCluster {
       crashing: false,
     };
     this.apps.set(`${namespace}/${name}`, app);
-    if (app.config) {
-      this.put('configmap', {
-        metadata: this.meta(app.config, namespace, { app: name }),
-        data: { 'app.yaml': 'listen: 8080', 'log.yaml': 'level: info' },
-      });
-    }
-    if (app.claim) {
-      this.put('persistentvolumeclaim', {
-        metadata: this.meta(app.claim, namespace, { app: name }),
-        spec: {
-          accessModes: ['ReadWriteOnce'],
-          storageClassName: 'gp3',
-          resources: { requests: { storage: `${this.random.pick([20, 50, 100])}Gi` } },
-        },
-        status: { phase: 'Bound', capacity: { storage: '50Gi' } },
-      });
-    }
+    if (app.config) this.put('configmap', configMapObject(app, this.meta));
+    if (app.claim) this.put('persistentvolumeclaim', claimObject(app, this.meta, this.random));
     for (let i = 0; i < app.replicas; i++) this.putPod(app, i);
     this.putReplicaSet(app, app.hash, app.replicas);
     this.putDeployment(app);
-    this.put('service', {
-      metadata: this.meta(name, namespace, { app: name }),
-      spec: {
-        type: 'ClusterIP',
-        clusterIP: `172.20.${this.random.int(0, 255)}.${this.random.int(1, 254)}`,
-        selector: { app: name },
-        ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
-      },
-    });
+    this.put('service', serviceObject(app, this.meta, this.random));
     this.putSlice(app);
-    if (this.random.next() < 0.15) {
-      this.put('ingress', {
-        metadata: this.meta(name, namespace, { app: name }),
-        spec: {
-          ingressClassName: 'alb',
-          rules: [
-            {
-              host: `${name}.${this.plan.name}.example.com`,
-              http: {
-                paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name, port: { number: 80 } } } }],
-              },
-            },
-          ],
-        },
-      });
-    }
+    if (this.random.next() < 0.15) this.put('ingress', ingressObject(app, this.plan.name, this.meta));
   }
 
   private replaceReplicaSet(app: App, previous: string): void {
@@ -300,109 +225,21 @@ export class DemoCluster {
     };
   }
 
-  private containers(app: App) {
-    return [
-      {
-        name: app.name,
-        image: `${app.image}:1.${app.version}.0`,
-        ports: [{ containerPort: 8080, protocol: 'TCP' }],
-        env: Object.entries(app.env).map(([name, value]) => ({ name, value })),
-        resources: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '512Mi' } },
-      },
-    ];
-  }
-
-  private volumes(app: App) {
-    return [
-      ...(app.config ? [{ name: 'config', configMap: { name: app.config } }] : []),
-      ...(app.claim ? [{ name: 'data', persistentVolumeClaim: { claimName: app.claim } }] : []),
-    ];
-  }
-
   private putDeployment(app: App): void {
-    const ready = app.crashing ? 0 : app.replicas;
-    this.put('deployment', {
-      metadata: { ...this.meta(app.name, app.namespace, { app: app.name }), generation: app.version },
-      spec: {
-        replicas: app.replicas,
-        selector: { matchLabels: { app: app.name } },
-        strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' } },
-        template: {
-          metadata: { labels: { app: app.name } },
-          spec: { containers: this.containers(app), volumes: this.volumes(app) },
-        },
-      },
-      status: {
-        observedGeneration: app.version,
-        replicas: app.replicas,
-        readyReplicas: ready,
-        updatedReplicas: app.replicas,
-        availableReplicas: ready,
-      },
-    });
+    this.put('deployment', deploymentObject(app, this.meta));
   }
 
   private putReplicaSet(app: App, hash: string, replicas: number): void {
-    const ready = app.crashing && hash === app.hash ? 0 : replicas;
-    this.put('replicaset', {
-      metadata: {
-        ...this.meta(`${app.name}-${hash}`, app.namespace, { app: app.name, 'pod-template-hash': hash }),
-        ownerReferences: [{ kind: 'Deployment', name: app.name }],
-      },
-      spec: {
-        replicas,
-        selector: { matchLabels: { app: app.name, 'pod-template-hash': hash } },
-        template: { spec: { containers: this.containers(app) } },
-      },
-      status: { replicas, readyReplicas: ready, availableReplicas: ready },
-    });
+    this.put('replicaset', replicaSetObject(app, hash, replicas, this.meta));
   }
 
   private putPod(app: App, i: number, restarts = 0): void {
     const pod = (app.pods[i] ??= this.place(app, i));
-    const { name, node } = pod;
-    this.put('pod', {
-      metadata: {
-        ...this.meta(name, app.namespace, { app: app.name, 'pod-template-hash': app.hash }),
-        ownerReferences: [{ kind: 'ReplicaSet', name: `${app.name}-${app.hash}` }],
-      },
-      spec: {
-        nodeName: node,
-        containers: this.containers(app),
-        volumes: this.volumes(app),
-        serviceAccountName: app.name,
-      },
-      status: {
-        phase: 'Running',
-        podIP: pod.ip,
-        hostIP: this.hostIp(node),
-        qosClass: 'Burstable',
-        startTime: pod.started,
-        containerStatuses: [
-          {
-            name: app.name,
-            image: `${app.image}:1.${app.version}.0`,
-            ready: !app.crashing,
-            restartCount: restarts,
-            state: app.crashing ? { waiting: { reason: 'CrashLoopBackOff' } } : { running: { startedAt: pod.started } },
-          },
-        ],
-      },
-    });
+    this.put('pod', podObject(app, pod, this.hostIp(pod.node), restarts, this.meta));
   }
 
   private putSlice(app: App): void {
-    this.put('endpointslice', {
-      metadata: this.meta(`${app.name}-http`, app.namespace, { 'kubernetes.io/service-name': app.name }),
-      addressType: 'IPv4',
-      endpoints: app.pods.map((pod) => ({
-        addresses: [pod.ip],
-        nodeName: pod.node,
-        conditions: { ready: !app.crashing },
-        targetRef: { kind: 'Pod', name: pod.name, namespace: app.namespace },
-      })),
-      ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
-    });
+    this.put('endpointslice', sliceObject(app, this.meta));
   }
 
   private hostIp(node: string): string {
@@ -412,16 +249,15 @@ export class DemoCluster {
     return address ?? `10.${this.ip}.0.10`;
   }
 
-  private meta(name: string, namespace: string | undefined, labels: Record<string, string> | undefined) {
-    return {
-      name,
-      ...(namespace ? { namespace } : {}),
-      uid: `${this.random.suffix(8)}-${this.random.suffix(4)}-4${this.random.suffix(3)}-8${this.random.suffix(3)}-${this.random.suffix(12)}`,
-      resourceVersion: String(this.version++),
-      creationTimestamp: this.clock().toISOString(),
-      labels: labels ?? {},
-    };
-  }
+  /** An arrow bound to the cluster, handed to the object builders: each call draws a uid and takes the next resource version. */
+  private readonly meta: Meta = (name, namespace, labels) => ({
+    name,
+    ...(namespace ? { namespace } : {}),
+    uid: `${this.random.suffix(8)}-${this.random.suffix(4)}-4${this.random.suffix(3)}-8${this.random.suffix(3)}-${this.random.suffix(12)}`,
+    resourceVersion: String(this.version++),
+    creationTimestamp: this.clock().toISOString(),
+    labels: labels ?? {},
+  });
 
   private put(kind: Kind, object: Obj): void {
     const spec = specOf(kind);

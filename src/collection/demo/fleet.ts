@@ -90,58 +90,74 @@ export function prometheusRecords(state: FleetState): UniversalRecord[] {
 const DATABASES = ['orders', 'catalog', 'payments'];
 
 export function postgresqlRecords(state: FleetState): UniversalRecord[] {
-  const records: UniversalRecord[] = [
-    {
-      external_id: 'server',
-      ci_type: 'postgresql.server',
-      name: 'pg-demo-primary',
-      raw_data: {
-        version: '16.4',
-        version_num: 160004,
-        in_recovery: false,
-        started_at: '2026-01-01T00:00:00.000Z',
-        settings: {
-          max_connections: String(state.maxConnections),
-          shared_buffers: '4GB',
-          wal_level: 'replica',
-          data_checksums: 'on',
-          server_encoding: 'UTF8',
-          ssl: 'on',
-        },
-      },
-      type_data: {
-        version: '16.4',
-        max_connections: state.maxConnections,
+  return [
+    serverRecord(state),
+    ...roleRecords(state),
+    ...DATABASES.flatMap((database) => databaseRecords(state, database)),
+  ];
+}
+
+function serverRecord(state: FleetState): UniversalRecord {
+  return {
+    external_id: 'server',
+    ci_type: 'postgresql.server',
+    name: 'pg-demo-primary',
+    raw_data: {
+      version: '16.4',
+      version_num: 160004,
+      in_recovery: false,
+      started_at: '2026-01-01T00:00:00.000Z',
+      settings: {
+        max_connections: String(state.maxConnections),
         shared_buffers: '4GB',
         wal_level: 'replica',
-        replication_role: 'primary',
+        data_checksums: 'on',
+        server_encoding: 'UTF8',
+        ssl: 'on',
       },
     },
-  ];
-  for (const [role, limit] of [...state.roleLimits].sort(([a], [b]) => a.localeCompare(b))) {
-    const group = role === 'app_readers' || role === 'app_writers';
-    const memberOf = group ? [] : role.endsWith('_ro') ? ['app_readers'] : ['app_writers'];
-    records.push({
-      external_id: `role/${role}`,
-      ci_type: 'postgresql.role',
-      name: role,
-      raw_data: {
-        login: !group,
-        superuser: false,
-        createdb: false,
-        createrole: false,
-        replication: false,
-        inherit: true,
-        connection_limit: limit,
-        member_of: memberOf,
-      },
-      type_data: { login: !group, superuser: false, createdb: false, connection_limit: limit, member_of: memberOf },
-      relationships: memberOf.map((g) => ({ type: 'member_of', target_external_id: `role/${g}` })),
+    type_data: {
+      version: '16.4',
+      max_connections: state.maxConnections,
+      shared_buffers: '4GB',
+      wal_level: 'replica',
+      replication_role: 'primary',
+    },
+  };
+}
+
+/** The two group roles, and each database's application and read-only roles in them. */
+function roleRecords(state: FleetState): UniversalRecord[] {
+  return [...state.roleLimits]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([role, limit]) => {
+      const group = role === 'app_readers' || role === 'app_writers';
+      const memberOf = group ? [] : role.endsWith('_ro') ? ['app_readers'] : ['app_writers'];
+      return {
+        external_id: `role/${role}`,
+        ci_type: 'postgresql.role',
+        name: role,
+        raw_data: {
+          login: !group,
+          superuser: false,
+          createdb: false,
+          createrole: false,
+          replication: false,
+          inherit: true,
+          connection_limit: limit,
+          member_of: memberOf,
+        },
+        type_data: { login: !group, superuser: false, createdb: false, connection_limit: limit, member_of: memberOf },
+        relationships: memberOf.map((g) => ({ type: 'member_of', target_external_id: `role/${g}` })),
+      };
     });
-  }
-  for (const database of DATABASES) {
-    const owner = `${database}_app`;
-    records.push({
+}
+
+/** A database and the extensions installed in it (the same in every database). */
+function databaseRecords(state: FleetState, database: string): UniversalRecord[] {
+  const owner = `${database}_app`;
+  const records: UniversalRecord[] = [
+    {
       external_id: `database/${database}`,
       ci_type: 'postgresql.database',
       name: database,
@@ -160,18 +176,18 @@ export function postgresqlRecords(state: FleetState): UniversalRecord[] {
         { type: 'hosted_on', target_external_id: 'server' },
         { type: 'owned_by', target_external_id: `role/${owner}` },
       ],
+    },
+  ];
+  for (const [extension, version] of state.extensions) {
+    records.push({
+      external_id: `extension/${database}/${extension}`,
+      ci_type: 'postgresql.extension',
+      name: extension,
+      namespace: database,
+      raw_data: { version, schema: 'public', relocatable: extension !== 'plpgsql' },
+      type_data: { version, schema: 'public', database },
+      relationships: [{ type: 'installed_in', target_external_id: `database/${database}` }],
     });
-    for (const [extension, version] of state.extensions) {
-      records.push({
-        external_id: `extension/${database}/${extension}`,
-        ci_type: 'postgresql.extension',
-        name: extension,
-        namespace: database,
-        raw_data: { version, schema: 'public', relocatable: extension !== 'plpgsql' },
-        type_data: { version, schema: 'public', database },
-        relationships: [{ type: 'installed_in', target_external_id: `database/${database}` }],
-      });
-    }
   }
   return records;
 }

@@ -174,6 +174,9 @@ export interface Demo {
   end: Date;
 }
 
+/** The moment of a step: `hour:minute` on a day of the week, counted from its first midnight (UTC). */
+type At = (day: number, hour: number, minute?: number) => Date;
+
 /**
  * The demo inventory and its week: the same clusters and the same events for the same `end`,
  * which is the start of an hour, so a second run within it finds every record as stored.
@@ -194,11 +197,26 @@ export function buildDemo(end: Date): Demo {
   ];
   // days are calendar days (UTC) from the first midnight of the week: day 5 is always yesterday
   const firstDay = Math.ceil(start.getTime() / DAY) * DAY;
-  const at = (day: number, hour: number, minute = 0) => new Date(firstDay + day * DAY + hour * HOUR + minute * 60_000);
-  const clusters = { east, west };
+  const at: At = (day, hour, minute = 0) => new Date(firstDay + day * DAY + hour * HOUR + minute * 60_000);
+  ordinaryDays(steps, random, { east, west }, at);
+  nodeChanges(steps, east, west, fleet, at);
+  tuning(steps, fleet, at);
+  incident(steps, east, at);
+  // the ordinary days run up to now: what would happen after it is left out
+  const week = steps.filter((step) => step.at.getTime() < end.getTime());
+  week.sort((a, b) => a.at.getTime() - b.at.getTime());
+  steps.splice(0, steps.length, ...week);
+  steps.push({
+    at: end,
+    what: 'latest collection of everything',
+    apply: () => ['east', 'west', 'prometheus', 'postgresql'],
+  });
+  return { east, west, fleet, clock, steps, start, end };
+}
 
+/** Every day of the week: deployments roll new images, some scale with the traffic. */
+function ordinaryDays(steps: Step[], random: Random, clusters: { east: DemoCluster; west: DemoCluster }, at: At): void {
   for (let day = 0; day < DEMO_DAYS; day++) {
-    // ordinary days: deployments roll new images, some scale with the traffic
     for (let i = 0; i < 8; i++) {
       const name = random.pick(['east', 'west'] as const);
       const cluster = clusters[name];
@@ -221,7 +239,11 @@ export function buildDemo(end: Date): Demo {
       });
     }
   }
-  // day 1: the east nodes get a kubelet upgrade, one every ten minutes
+}
+
+/** Day 1: the east nodes get a kubelet upgrade; day 2: a west node fails and is replaced. */
+function nodeChanges(steps: Step[], east: DemoCluster, west: DemoCluster, fleet: FleetState, at: At): void {
+  // one every ten minutes
   east.nodeNames().forEach((node, i) => {
     steps.push({
       at: at(1, 6, i * 10),
@@ -229,7 +251,7 @@ export function buildDemo(end: Date): Demo {
       apply: () => (east.upgradeNode(node, 'v1.30.5'), ['east']),
     });
   });
-  // day 2: a west node fails and is replaced; its exporter goes quiet, then the new one is scraped
+  // the failed node's exporter goes quiet, then the new one is scraped
   const failing = west.nodeNames()[3]!;
   steps.push({
     at: at(2, 2, 17),
@@ -246,7 +268,10 @@ export function buildDemo(end: Date): Demo {
       return ['west', 'prometheus'];
     },
   });
-  // days 3 and 4: the database and the monitoring are tuned and upgraded
+}
+
+/** Days 3 and 4: the database and the monitoring are tuned and upgraded. */
+function tuning(steps: Step[], fleet: FleetState, at: At): void {
   steps.push({
     at: at(3, 9, 30),
     what: 'postgresql: max_connections 200 → 300',
@@ -267,24 +292,13 @@ export function buildDemo(end: Date): Demo {
     what: 'prometheus: upgraded to 2.54.0',
     apply: () => ((fleet.prometheusVersion = '2.54.0'), ['prometheus']),
   });
-  incident(steps, east, at);
-  // the ordinary days run up to now: what would happen after it is left out
-  const week = steps.filter((step) => step.at.getTime() < end.getTime());
-  week.sort((a, b) => a.at.getTime() - b.at.getTime());
-  steps.splice(0, steps.length, ...week);
-  steps.push({
-    at: end,
-    what: 'latest collection of everything',
-    apply: () => ['east', 'west', 'prometheus', 'postgresql'],
-  });
-  return { east, west, fleet, clock, steps, start, end };
 }
 
 /**
  * Yesterday afternoon: a configuration change to checkout ships, its pods crash in a loop, and it
  * is rolled back twenty minutes later. The change precedes the incident in every view.
  */
-function incident(steps: Step[], east: DemoCluster, at: (day: number, hour: number, minute?: number) => Date): void {
+function incident(steps: Step[], east: DemoCluster, at: At): void {
   const app = 'shop/checkout';
   let previous: { version: number; env: Record<string, string> } | undefined;
   steps.push({
