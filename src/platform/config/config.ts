@@ -1,8 +1,11 @@
 import path from 'node:path';
 import { parseAllowedHosts } from '../net/endpoint.js';
-import { boolean, ConfigError, duration, integer, type Env } from './env.js';
+import { indexName, opensearchUrl, redisUrl, replicaUrl } from './endpoints.js';
+import { boolean, ConfigError, duration, durationOrOff, integer, type Env } from './env.js';
+import { oidcConfig, type OidcConfig } from './oidc.js';
+import { rateLimitOverrides, type RateLimitOverride } from './rate-limits.js';
+import { changeRetention, type ChangeRetention } from './retention.js';
 import { parseMasterKey, resolveMasterKey, resolveSecret } from './secrets.js';
-import { parseDuration } from './duration.js';
 
 export interface Config {
   port: number;
@@ -129,168 +132,8 @@ export interface Config {
   subscriptionLeaseMs: number;
 }
 
-export interface OidcConfig {
-  issuer: string;
-  clientId: string;
-  clientSecret: string | undefined;
-  redirectUri: string;
-  scopes: string;
-  /** The ID-token or userinfo claim listing the user's groups; each maps to the team of that name. */
-  groupsClaim: string | undefined;
-}
-
-export interface RateLimitOverride {
-  /** A path prefix such as `/api/v1/changes`; the longest matching prefix wins. */
-  prefix: string;
-  method: string | undefined;
-  limit: number;
-  burst: number;
-}
-
 export { ConfigError } from './env.js';
-
-function opensearchUrl(env: Env): string | undefined {
-  const raw = env.OPENSEARCH_URL || undefined;
-  if (raw === undefined) return undefined;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError('OPENSEARCH_URL', 'must be a URL such as http://localhost:9200');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new ConfigError('OPENSEARCH_URL', 'must start with http:// or https://');
-  return raw;
-}
-
-function indexName(env: Env): string {
-  const name = env.CINV_OPENSEARCH_INDEX || 'cinv-changes';
-  // OpenSearch index names: lower case, no spaces or the characters it reserves
-  if (!/^[a-z0-9][a-z0-9_.-]{0,100}$/.test(name)) {
-    throw new ConfigError(
-      'CINV_OPENSEARCH_INDEX',
-      'must be a lower-case OpenSearch index name (letters, digits, _ . -)',
-    );
-  }
-  return name;
-}
-
-function httpUrl(env: Env, name: string): string | undefined {
-  const raw = env[name] || undefined;
-  if (raw === undefined) return undefined;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(name, 'must be an absolute http(s) URL');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new ConfigError(name, 'must start with http:// or https://');
-  return raw;
-}
-
-function oidcConfig(env: Env): OidcConfig | undefined {
-  const issuer = httpUrl(env, 'CINV_OIDC_ISSUER');
-  if (!issuer) return undefined;
-  const clientId = env.CINV_OIDC_CLIENT_ID;
-  if (!clientId) throw new ConfigError('CINV_OIDC_CLIENT_ID', 'is required when CINV_OIDC_ISSUER is set');
-  const redirectUri = httpUrl(env, 'CINV_OIDC_REDIRECT_URI');
-  if (!redirectUri) {
-    throw new ConfigError(
-      'CINV_OIDC_REDIRECT_URI',
-      'is required when CINV_OIDC_ISSUER is set (e.g. https://cinv.example.com/auth/callback)',
-    );
-  }
-  const scopes = env.CINV_OIDC_SCOPES || 'openid profile email';
-  if (!scopes.split(/\s+/).includes('openid')) throw new ConfigError('CINV_OIDC_SCOPES', 'must include openid');
-  return {
-    issuer,
-    clientId,
-    clientSecret: env.CINV_OIDC_CLIENT_SECRET || undefined,
-    redirectUri,
-    scopes,
-    groupsClaim: env.CINV_OIDC_GROUPS_CLAIM || undefined,
-  };
-}
-
-/** `GET /api/v1/changes=20/20,/api/v1/changes/stats=30` : [METHOD ]PREFIX=LIMIT[/BURST], comma-separated. */
-function rateLimitOverrides(env: Env): RateLimitOverride[] {
-  const raw = env.CINV_RATE_LIMIT_OVERRIDES?.trim();
-  if (!raw) return [];
-  const overrides = raw.split(',').map((part) => {
-    const match = /^\s*(?:(GET|POST|PUT|PATCH|DELETE)\s+)?(\/[^=\s]*)\s*=\s*(\d+)(?:\/(\d+))?\s*$/i.exec(part);
-    if (!match)
-      throw new ConfigError(
-        'CINV_RATE_LIMIT_OVERRIDES',
-        `"${part.trim()}": expected [METHOD ]PATH_PREFIX=PER_MINUTE[/BURST]`,
-      );
-    const limit = Number(match[3]);
-    const burst = match[4] === undefined ? limit : Number(match[4]);
-    if (limit < 1 || burst < 1)
-      throw new ConfigError('CINV_RATE_LIMIT_OVERRIDES', `"${part.trim()}": limits must be at least 1`);
-    return { method: match[1]?.toUpperCase(), prefix: match[2]!, limit, burst };
-  });
-  return overrides.sort((a, b) => b.prefix.length - a.prefix.length);
-}
-
-/** How long change records are kept, by default and per CI type; null is forever. */
-export interface ChangeRetention {
-  defaultMs: number | null;
-  /** CI type → its own retention, shorter or longer than the default. */
-  byType: ReadonlyMap<string, number | null>;
-}
-
-/** A retention: a duration, or `0` for forever. */
-function retentionOf(name: string, raw: string): number | null {
-  if (raw.trim() === '0') return null;
-  const ms = parseDuration(raw.trim());
-  if (ms === undefined || ms <= 0)
-    throw new ConfigError(name, `expected a duration such as 90d or 400d, or 0 to keep forever, got "${raw.trim()}"`);
-  return ms;
-}
-
-function changeRetention(env: Env): ChangeRetention {
-  const defaultMs = retentionOf('CINV_CHANGE_RETENTION', env.CINV_CHANGE_RETENTION || '400d');
-  const byType = new Map<string, number | null>();
-  for (const part of (env.CINV_CHANGE_RETENTION_OVERRIDES ?? '').split(',')) {
-    if (!part.trim()) continue;
-    const match = /^\s*([a-z0-9][a-z0-9_.-]*)\s*=\s*(\S+)\s*$/i.exec(part);
-    if (!match)
-      throw new ConfigError(
-        'CINV_CHANGE_RETENTION_OVERRIDES',
-        `"${part.trim()}": expected CI_TYPE=DURATION (or CI_TYPE=0 for forever)`,
-      );
-    if (byType.has(match[1]!)) throw new ConfigError('CINV_CHANGE_RETENTION_OVERRIDES', `"${match[1]}" is given twice`);
-    byType.set(match[1]!, retentionOf('CINV_CHANGE_RETENTION_OVERRIDES', match[2]!));
-  }
-  return { defaultMs, byType };
-}
-
-function redisUrl(env: Env): string | undefined {
-  const raw = env.REDIS_URL || undefined;
-  if (raw !== undefined && !/^rediss?:\/\//.test(raw))
-    throw new ConfigError('REDIS_URL', 'must start with redis:// or rediss://');
-  return raw;
-}
-
-/** A duration that may be switched off: unset is undefined (the default applies), `off` or `0` is 0. */
-function durationOrOff(env: Env, name: string): number | undefined {
-  const raw = env[name]?.trim();
-  if (!raw) return undefined;
-  if (raw === 'off' || raw === '0') return 0;
-  return duration(env, name, raw);
-}
-
-/** A replica follows a PostgreSQL server: the embedded database has none. */
-function replicaUrl(env: Env, databaseUrl: string | undefined): string | undefined {
-  const url = env.DATABASE_REPLICA_URL || undefined;
-  if (url === undefined) return undefined;
-  if (!/^postgres(ql)?:\/\//.test(url))
-    throw new ConfigError('DATABASE_REPLICA_URL', 'must start with postgres:// or postgresql://');
-  if (!databaseUrl)
-    throw new ConfigError('DATABASE_REPLICA_URL', 'needs DATABASE_URL: the embedded database has no replicas');
-  return url;
-}
+export type { ChangeRetention, OidcConfig, RateLimitOverride };
 
 /**
  * Which database the configuration names and the port its server listens on, read without touching
@@ -313,10 +156,53 @@ export function loadConfig(env: Env = process.env): Config {
   const { databaseUrl, dataDir, port } = databaseTarget(env);
   const bootstrapAdminKey = env.CINV_BOOTSTRAP_ADMIN_KEY || undefined;
   const databasePoolSize = integer(env, 'CINV_DB_POOL_SIZE', 10, 1, 200);
+  // the parts are read in this order: of several bad variables, the first is the one reported
   return {
     port,
     host: env.HOST || '0.0.0.0',
     trustProxy: env.CINV_TRUST_PROXY === 'true',
+    ...databaseSettings(env, databaseUrl, databasePoolSize),
+    ...loadLimits(env),
+    dataDir,
+    secret: resolveSecret(env, dataDir, !databaseUrl),
+    bootstrapAdminKey,
+    logLevel: env.LOG_LEVEL || 'info',
+    bodyLimitBytes: integer(env, 'CINV_BODY_LIMIT_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    ...writeSettings(env, databaseUrl, databasePoolSize),
+    ...searchSettings(env),
+    auditRetentionMs: duration(env, 'CINV_AUDIT_RETENTION', '365d'),
+    changeRetention: changeRetention(env),
+    ...accessSettings(env),
+    sourceAllowedHosts: parseAllowedHosts(env.CINV_SOURCE_ALLOWED_HOSTS),
+    sourceAllowPrivate: boolean(env, 'CINV_SOURCE_ALLOW_PRIVATE', true),
+    masterKey: resolveMasterKey(env, dataDir, !databaseUrl),
+    workerConcurrency: integer(env, 'CINV_WORKER_CONCURRENCY', 2, 1, 256),
+    workerLeaseMs: duration(env, 'CINV_WORKER_LEASE', '60s'),
+    ...deliverySettings(env),
+    workerPollMs: duration(env, 'CINV_WORKER_POLL_INTERVAL', '5s'),
+    workerWatches: integer(env, 'CINV_WORKER_WATCHES', 100, 0, 10_000),
+    previousMasterKey: env.CINV_MASTER_KEY_PREVIOUS
+      ? parseMasterKey('CINV_MASTER_KEY_PREVIOUS', env.CINV_MASTER_KEY_PREVIOUS)
+      : undefined,
+  };
+}
+
+/** The database, its replica and how long a request or a bulk statement may wait on them. */
+function databaseSettings(
+  env: Env,
+  databaseUrl: string | undefined,
+  databasePoolSize: number,
+): Pick<
+  Config,
+  | 'databaseUrl'
+  | 'databasePoolSize'
+  | 'databaseReplicaUrl'
+  | 'replicaMaxLagMs'
+  | 'dbAcquireTimeoutMs'
+  | 'statementTimeoutMs'
+  | 'bulkStatementTimeoutMs'
+> {
+  return {
     databaseUrl,
     databasePoolSize,
     databaseReplicaUrl: replicaUrl(env, databaseUrl),
@@ -324,6 +210,23 @@ export function loadConfig(env: Env = process.env): Config {
     dbAcquireTimeoutMs: duration(env, 'CINV_DB_ACQUIRE_TIMEOUT', '2s'),
     statementTimeoutMs: duration(env, 'CINV_STATEMENT_TIMEOUT', '15s'),
     bulkStatementTimeoutMs: duration(env, 'CINV_BULK_STATEMENT_TIMEOUT', '10m'),
+  };
+}
+
+/** How much this process takes on at once before it answers 503 (or 429), and when it sheds load. */
+function loadLimits(
+  env: Env,
+): Pick<
+  Config,
+  | 'maxInFlight'
+  | 'maxExports'
+  | 'maxNdjsonPushes'
+  | 'maxLongPolls'
+  | 'maxLongPollsPerPrincipal'
+  | 'shedEventLoopDelayMs'
+  | 'shedDatabaseWaitMs'
+> {
+  return {
     maxInFlight: integer(env, 'CINV_MAX_IN_FLIGHT', 64, 1, 100_000),
     maxExports: integer(env, 'CINV_MAX_EXPORTS', 2, 1, 1000),
     maxNdjsonPushes: integer(env, 'CINV_MAX_NDJSON_PUSHES', 2, 1, 1000),
@@ -331,11 +234,25 @@ export function loadConfig(env: Env = process.env): Config {
     maxLongPollsPerPrincipal: integer(env, 'CINV_MAX_LONG_POLLS_PER_PRINCIPAL', 4, 1, 1000),
     shedEventLoopDelayMs: durationOrOff(env, 'CINV_SHED_EVENT_LOOP_DELAY'),
     shedDatabaseWaitMs: durationOrOff(env, 'CINV_SHED_DB_WAIT'),
-    dataDir,
-    secret: resolveSecret(env, dataDir, !databaseUrl),
-    bootstrapAdminKey,
-    logLevel: env.LOG_LEVEL || 'info',
-    bodyLimitBytes: integer(env, 'CINV_BODY_LIMIT_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  };
+}
+
+/** The lifecycle sweep and the reconciler: how CIs age, and in what batches records are written. */
+function writeSettings(
+  env: Env,
+  databaseUrl: string | undefined,
+  databasePoolSize: number,
+): Pick<
+  Config,
+  | 'inactiveAfterMs'
+  | 'archiveInactiveAfterMs'
+  | 'archiveRetentionMs'
+  | 'sweepSchedule'
+  | 'sweepBatchSize'
+  | 'reconcileBatchSize'
+  | 'reconcileLanes'
+> {
+  return {
     inactiveAfterMs: duration(env, 'CINV_INACTIVE_AFTER', '24h'),
     archiveInactiveAfterMs: duration(env, 'CINV_ARCHIVE_INACTIVE_AFTER', '7d'),
     archiveRetentionMs: duration(env, 'CINV_ARCHIVE_RETENTION', '7d'),
@@ -348,6 +265,24 @@ export function loadConfig(env: Env = process.env): Config {
     // a lane waits for a pooled connection like a request (CINV_DB_ACQUIRE_TIMEOUT): with fewer than
     // three, the second lane would queue behind the first's batch and requests behind both
     reconcileLanes: boolean(env, 'CINV_RECONCILE_LANES', true) && Boolean(databaseUrl) && databasePoolSize >= 3,
+  };
+}
+
+/** Counts, statistics and the OpenSearch indexer. */
+function searchSettings(
+  env: Env,
+): Pick<
+  Config,
+  | 'countTimeoutMs'
+  | 'statsTimeoutMs'
+  | 'statsRefreshSchedule'
+  | 'opensearchUrl'
+  | 'opensearchIndex'
+  | 'indexerBatchSize'
+  | 'indexerMaxAttempts'
+  | 'indexerPollMs'
+> {
+  return {
     countTimeoutMs: duration(env, 'CINV_COUNT_TIMEOUT', '250ms'),
     statsTimeoutMs: duration(env, 'CINV_STATS_TIMEOUT', '10s'),
     statsRefreshSchedule: env.CINV_STATS_REFRESH_SCHEDULE || '*/5 * * * *',
@@ -356,8 +291,25 @@ export function loadConfig(env: Env = process.env): Config {
     indexerBatchSize: integer(env, 'CINV_INDEXER_BATCH_SIZE', 500, 1, 10_000),
     indexerMaxAttempts: integer(env, 'CINV_INDEXER_MAX_ATTEMPTS', 5, 1, 1000),
     indexerPollMs: duration(env, 'CINV_INDEXER_POLL_INTERVAL', '2s'),
-    auditRetentionMs: duration(env, 'CINV_AUDIT_RETENTION', '365d'),
-    changeRetention: changeRetention(env),
+  };
+}
+
+/** Sign-in sessions, the key cache, single sign-on and the rate limits. */
+function accessSettings(
+  env: Env,
+): Pick<
+  Config,
+  | 'sessionTtlMs'
+  | 'keyCacheMs'
+  | 'oidc'
+  | 'rateLimit'
+  | 'rateBurst'
+  | 'sessionRateLimit'
+  | 'sessionRateBurst'
+  | 'rateLimitOverrides'
+  | 'redisUrl'
+> {
+  return {
     sessionTtlMs: duration(env, 'CINV_SESSION_TTL', '24h'),
     keyCacheMs: durationOrOff(env, 'CINV_KEY_CACHE') ?? 5_000,
     oidc: oidcConfig(env),
@@ -373,11 +325,23 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     rateLimitOverrides: rateLimitOverrides(env),
     redisUrl: redisUrl(env),
-    sourceAllowedHosts: parseAllowedHosts(env.CINV_SOURCE_ALLOWED_HOSTS),
-    sourceAllowPrivate: boolean(env, 'CINV_SOURCE_ALLOW_PRIVATE', true),
-    masterKey: resolveMasterKey(env, dataDir, !databaseUrl),
-    workerConcurrency: integer(env, 'CINV_WORKER_CONCURRENCY', 2, 1, 256),
-    workerLeaseMs: duration(env, 'CINV_WORKER_LEASE', '60s'),
+  };
+}
+
+/** Subscriptions' deliveries to webhooks, and the size of an inventory diff's page. */
+function deliverySettings(
+  env: Env,
+): Pick<
+  Config,
+  | 'subscriptionRetryWindowMs'
+  | 'webhookTimeoutMs'
+  | 'diffPageExamine'
+  | 'subscriptionBatchRecords'
+  | 'subscriptionBatchBytes'
+  | 'subscriptionPollMs'
+  | 'subscriptionLeaseMs'
+> {
+  return {
     subscriptionRetryWindowMs: duration(env, 'CINV_SUBSCRIPTION_RETRY_WINDOW', '24h'),
     webhookTimeoutMs: duration(env, 'CINV_WEBHOOK_TIMEOUT', '10s'),
     diffPageExamine: integer(env, 'CINV_DIFF_PAGE_EXAMINE', 100_000, 1, 10_000_000),
@@ -385,10 +349,5 @@ export function loadConfig(env: Env = process.env): Config {
     subscriptionBatchBytes: integer(env, 'CINV_SUBSCRIPTION_BATCH_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     subscriptionPollMs: duration(env, 'CINV_SUBSCRIPTION_POLL', '250ms'),
     subscriptionLeaseMs: duration(env, 'CINV_SUBSCRIPTION_LEASE', '30s'),
-    workerPollMs: duration(env, 'CINV_WORKER_POLL_INTERVAL', '5s'),
-    workerWatches: integer(env, 'CINV_WORKER_WATCHES', 100, 0, 10_000),
-    previousMasterKey: env.CINV_MASTER_KEY_PREVIOUS
-      ? parseMasterKey('CINV_MASTER_KEY_PREVIOUS', env.CINV_MASTER_KEY_PREVIOUS)
-      : undefined,
   };
 }

@@ -39,3 +39,11 @@ export function duration(env: Env, name: string, fallback: string): number {
   }
   return ms;
 }
+
+/** A duration that may be switched off: unset is undefined (the default applies), `off` or `0` is 0. */
+export function durationOrOff(env: Env, name: string): number | undefined {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  if (raw === 'off' || raw === '0') return 0;
+  return duration(env, name, raw);
+}
