@@ -1,25 +1,11 @@
 import { useId, useState } from 'preact/hooks';
 import { Link } from '../lib/router';
 import { dateTime } from '../lib/format';
+import type { ChangeRecord, FoundChange } from '../lib/api-shapes';
 import { DiffView } from './diff-view';
 
-export interface FieldChange {
-  field: string;
-  old_value: unknown;
-  new_value: unknown;
-}
-
-export interface ChangeRecord {
-  id: string;
-  ci_id: string;
-  ci_name: string;
-  ci_namespace: string | null;
-  ci_type: string;
-  changed_at: string;
-  change_type: 'CREATED' | 'UPDATED' | 'DELETED';
-  changes: FieldChange[];
-  matched?: { in: string; field?: string; excerpt: string }[];
-}
+/** A change record, with where the query matched when a search found it. */
+type ShownChange = ChangeRecord & Partial<Pick<FoundChange, 'matched'>>;
 
 const ENTITIES: Record<string, string> = {
   '&amp;': '&',
@@ -57,7 +43,7 @@ export function ChangeItem({
   mode,
   asOf,
 }: {
-  record: ChangeRecord;
+  record: ShownChange;
   showCi: boolean;
   mode: 'inline' | 'split';
   asOf?: string;

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { asApiError } from './states';
 
-/** A page of a cursor walk as the API answers it; `total` where the walk counts. */
+/** What the walk reads of a page: every cursor-paged answer of the API has it (`total` where the walk counts). */
 export interface CursorPage<T> {
   items: T[];
   total?: number;

@@ -1,19 +1,10 @@
 import type cytoscape from 'cytoscape';
+import type { GraphNode } from '../lib/api-shapes';
 
 /*
  * How the dependency graph is drawn: the colours and shapes of CI types, the scheme's resolved
  * colours, the stylesheet, where labels may go without overlapping, and the fit.
  */
-
-export interface GraphNode {
-  ci_id: string;
-  name: string;
-  namespace: string | null;
-  ci_type: string;
-  status: 'active' | 'inactive' | 'archived';
-  depth: number;
-  paths_count: number;
-}
 
 /** Distinct colours for CI types, readable on light and dark backgrounds. */
 export const PALETTE = [

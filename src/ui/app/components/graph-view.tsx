@@ -2,6 +2,7 @@ import cytoscape from 'cytoscape';
 import dagre from 'cytoscape-dagre';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from '../lib/api';
+import type { DependencyGraph, GraphNode } from '../lib/api-shapes';
 import { count, dateTime } from '../lib/format';
 import { Link, navigate } from '../lib/router';
 import { SelectField } from './fields';
@@ -9,7 +10,6 @@ import { Empty, Show, useLoad } from './states';
 import {
   fit,
   FONT,
-  type GraphNode,
   MAX_LABEL,
   onSchemeChange,
   placeLabels,
@@ -24,13 +24,6 @@ import {
 } from './graph-drawing';
 
 cytoscape.use(dagre);
-
-interface Graph {
-  nodes: GraphNode[];
-  edges: { from: string; to: string; relationship_type: string; ended_at?: string }[];
-  truncated: boolean;
-  hidden: number;
-}
 
 export type Direction = 'downstream' | 'upstream' | 'both';
 
@@ -74,7 +67,7 @@ export function GraphView({
     ...(asOf ? { as_of: asOf } : {}),
   };
   const loaded = useLoad(`${ciId} ${JSON.stringify(query)}`, (signal) =>
-    api<Graph>(`/api/v1/configuration-items/${encodeURIComponent(ciId)}/graph`, { query, signal }),
+    api<DependencyGraph>(`/api/v1/configuration-items/${encodeURIComponent(ciId)}/graph`, { query, signal }),
   );
   const moment = asOf ? `?as_of=${encodeURIComponent(asOf)}` : '';
   return (
@@ -142,7 +135,7 @@ export function GraphView({
   );
 }
 
-function GraphBody({ graph, centre, moment }: { graph: Graph; centre: string; moment: string }) {
+function GraphBody({ graph, centre, moment }: { graph: DependencyGraph; centre: string; moment: string }) {
   const styles = useMemo(() => typeStyles(graph.nodes), [graph]);
   return (
     <>
@@ -166,7 +159,7 @@ function Drawing({
   moment,
   styles,
 }: {
-  graph: Graph;
+  graph: DependencyGraph;
   centre: string;
   moment: string;
   styles: Map<string, TypeStyle>;
@@ -356,7 +349,7 @@ function Drawing({
   );
 }
 
-function Legend({ graph, styles }: { graph: Graph; styles: Map<string, TypeStyle> }) {
+function Legend({ graph, styles }: { graph: DependencyGraph; styles: Map<string, TypeStyle> }) {
   const counts = useMemo(() => {
     const byType = new Map<string, number>();
     for (const node of graph.nodes) byType.set(node.ci_type, (byType.get(node.ci_type) ?? 0) + 1);
@@ -397,7 +390,15 @@ function Legend({ graph, styles }: { graph: Graph; styles: Map<string, TypeStyle
   );
 }
 
-function NodeList({ graph, moment, styles }: { graph: Graph; moment: string; styles: Map<string, TypeStyle> }) {
+function NodeList({
+  graph,
+  moment,
+  styles,
+}: {
+  graph: DependencyGraph;
+  moment: string;
+  styles: Map<string, TypeStyle>;
+}) {
   const byDepth = useMemo(() => {
     const depths = new Map<number, GraphNode[]>();
     for (const node of graph.nodes)

@@ -1,27 +1,16 @@
 import { useState } from 'preact/hooks';
 import { api } from '../lib/api';
+import type { Answer, SavedView, SavedViewName } from '../lib/api-shapes';
 import { Link } from '../lib/router';
 import { ErrorBox, useAction, useLoad } from './states';
-
-type ViewName = 'inventory' | 'changes' | 'stats';
-
-interface SavedView {
-  id: string;
-  name: string;
-  view: ViewName;
-  query: string;
-  shared: boolean;
-  owner: { kind: string; id: string; name: string };
-  mine: boolean;
-}
 
 /**
  * The saved views of one view: links to the caller's own and the tenant's shared ones, and a form
  * that saves the view as it is now (its URL state) under a name, privately or shared.
  */
-export function SavedViews({ view, params }: { view: ViewName; params: URLSearchParams }) {
+export function SavedViews({ view, params }: { view: SavedViewName; params: URLSearchParams }) {
   const loaded = useLoad(`saved-views:${view}`, (signal) =>
-    api<{ items: SavedView[] }>('/api/v1/saved-views', { query: { view }, signal }),
+    api<Answer<'listSavedViews'>>('/api/v1/saved-views', { query: { view }, signal }),
   );
   const [name, setName] = useState('');
   const [shared, setShared] = useState(false);

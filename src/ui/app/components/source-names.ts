@@ -1,11 +1,12 @@
 import { useMemo } from 'preact/hooks';
 import { api } from '../lib/api';
+import type { Answer } from '../lib/api-shapes';
 import { useLoad } from './states';
 
 /** The sources the caller may see, by id, to name each row's origin; none without `sources:read`. */
 export function useSourceNames() {
   const loaded = useLoad('inventory-sources', (signal) =>
-    api<{ items: { id: number; name: string }[] }>('/api/v1/sources', { query: { limit: 500 }, signal }).catch(() => ({
+    api<Answer<'listSources'>>('/api/v1/sources', { query: { limit: 500 }, signal }).catch(() => ({
       items: [],
     })),
   );

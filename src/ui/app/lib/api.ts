@@ -3,6 +3,10 @@
  * arrive as the API's envelope and are shown with their message and `error.id`; a 401 sends the
  * person to sign in and back to where they were.
  */
+import type { ErrorEnvelope, Me } from './api-shapes';
+
+/** Who the session acts as; the shell and the views are handed it. */
+export type { Me };
 
 export class ApiError extends Error {
   constructor(
@@ -66,7 +70,7 @@ async function send(path: string, options: RequestOptions): Promise<Response> {
     throw new ApiError(0, 'NETWORK', 'The server cannot be reached; check the connection and try again', undefined);
   }
   if (response.ok) return response;
-  let envelope: { error?: { code?: string; message?: string; id?: string; details?: Record<string, unknown> } } = {};
+  let envelope: { error?: Partial<ErrorEnvelope['error']> } = {};
   try {
     envelope = (await response.json()) as typeof envelope;
   } catch {
@@ -106,18 +110,6 @@ export function saveBlob(blob: Blob, name: string): void {
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
-
-/** Who the session acts as (`GET /api/v1/me`). */
-export interface Me {
-  kind: 'api_key' | 'user';
-  tier: string | null;
-  name: string;
-  key_id: string | null;
-  user: { id: string; name: string; email: string | null } | null;
-  superadmin: boolean;
-  permissions: string[];
-  scopes: 'all' | { source_id: string | null; scope_id: string | null }[];
 }
 
 export const can = (me: Me | undefined, permission: string): boolean =>

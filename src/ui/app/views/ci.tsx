@@ -1,9 +1,17 @@
 import { useMemo, useState } from 'preact/hooks';
 import type { ViewProps } from './view';
 import { api } from '../lib/api';
+import type {
+  ChangeList,
+  ChangeRecord,
+  CiChangePage,
+  ConfigurationItem,
+  Relationship,
+  RelationshipPage,
+} from '../lib/api-shapes';
 import { dateTime, relative, timeOfDay } from '../lib/format';
 import { Link } from '../lib/router';
-import { ChangeItem, DiffModePicker, type ChangeRecord } from '../components/change';
+import { ChangeItem, DiffModePicker } from '../components/change';
 import { JsonTree } from '../components/json-tree';
 import { MomentPicker, PastNotice } from '../components/moment-picker';
 import { Empty, ErrorBox, Loading, Show, useLoad } from '../components/states';
@@ -12,41 +20,13 @@ import { GraphView, type Radius } from '../components/graph-view';
 import { WindowPicker } from '../components/window-picker';
 import { windowOf } from '../lib/window';
 import { bursts, describeBurst, type Burst } from '../lib/bursts';
-import { useCursorWalk, type CursorPage } from '../components/cursor-walk';
-
-interface CiDetail {
-  ci_id: string;
-  name: string;
-  namespace: string | null;
-  ci_type: string;
-  status: string;
-  status_updated_at: string | null;
-  last_seen: string | null;
-  created_at: string;
-  updated_at: string;
-  raw_data: Record<string, unknown>;
-  type_data: Record<string, unknown>;
-  source: { id: number; name: string; collector_type: string } | null;
-  scope_id: string | null;
-  as_of?: string;
-}
-
-interface Relationship {
-  id: string;
-  relationship_type: string;
-  direction: 'outgoing' | 'incoming';
-  related_ci_id: string;
-  related_ci_name: string;
-  related_ci_type: string;
-  related_ci_status: string;
-  ended_at: string | null;
-}
+import { useCursorWalk } from '../components/cursor-walk';
 
 export default function CiView({ place }: ViewProps) {
   const id = place.path.split('/')[2] ?? '';
   const asOf = place.params.get('as_of') || undefined;
   const loaded = useLoad(`${id} ${asOf ?? ''}`, (signal) =>
-    api<CiDetail>(`/api/v1/configuration-items/${encodeURIComponent(id)}`, {
+    api<ConfigurationItem>(`/api/v1/configuration-items/${encodeURIComponent(id)}`, {
       query: asOf ? { as_of: asOf } : {},
       signal,
     }),
@@ -69,7 +49,17 @@ export default function CiView({ place }: ViewProps) {
   );
 }
 
-function Detail({ ci, asOf, params, at }: { ci: CiDetail; asOf?: string; params: URLSearchParams; at: number }) {
+function Detail({
+  ci,
+  asOf,
+  params,
+  at,
+}: {
+  ci: ConfigurationItem;
+  asOf?: string;
+  params: URLSearchParams;
+  at: number;
+}) {
   const { metrics, ...typeData } = ci.type_data as { metrics?: Record<string, unknown> };
   const [radius, setRadius] = useState<Radius>({ depth: 2, direction: 'both' });
   return (
@@ -153,12 +143,12 @@ function Detail({ ci, asOf, params, at }: { ci: CiDetail; asOf?: string; params:
   );
 }
 
-function Relationships({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
+function Relationships({ ci, asOf }: { ci: ConfigurationItem; asOf?: string }) {
   // an archived CI's neighbours are mostly gone too: show them at once
   const [inactive, setInactive] = useState(ci.status !== 'active');
   const moment = { ...(asOf ? { as_of: asOf } : {}), ...(inactive ? { include_inactive: true } : {}) };
   const walk = useCursorWalk<Relationship>(`${ci.ci_id} ${asOf ?? ''} ${inactive}`, (cursor, signal) =>
-    api<CursorPage<Relationship>>(`/api/v1/configuration-items/${ci.ci_id}/relationships`, {
+    api<RelationshipPage>(`/api/v1/configuration-items/${ci.ci_id}/relationships`, {
       query: cursor ? { cursor, ...moment } : { limit: 200, ...moment },
       signal,
     }),
@@ -211,10 +201,10 @@ function Relationships({ ci, asOf }: { ci: CiDetail; asOf?: string }) {
   );
 }
 
-function Timeline({ ci }: { ci: CiDetail }) {
+function Timeline({ ci }: { ci: ConfigurationItem }) {
   const [mode, setMode] = useState<'inline' | 'split'>('inline');
   const walk = useCursorWalk<ChangeRecord>(ci.ci_id, (cursor, signal) =>
-    api<CursorPage<ChangeRecord>>(`/api/v1/ci-changes/${ci.ci_id}`, {
+    api<CiChangePage>(`/api/v1/ci-changes/${ci.ci_id}`, {
       query: cursor ? { cursor } : { limit: 500 },
       signal,
     }),
@@ -253,12 +243,6 @@ function Timeline({ ci }: { ci: CiDetail }) {
   );
 }
 
-interface ChangePage {
-  items: ChangeRecord[];
-  total: number;
-  total_exact: boolean;
-}
-
 /** What changed around the CI (its radius, as the graph above walks it) in the window the URL holds, newest first. */
 function ChangesAround({
   ciId,
@@ -281,7 +265,7 @@ function ChangesAround({
     end_date: window.end,
     limit: 100,
   };
-  const loaded = useLoad(JSON.stringify(query), (signal) => api<ChangePage>('/api/v1/changes', { query, signal }));
+  const loaded = useLoad(JSON.stringify(query), (signal) => api<ChangeList>('/api/v1/changes', { query, signal }));
   return (
     <section aria-labelledby="around-heading" class="timeline">
       <div class="section-head">

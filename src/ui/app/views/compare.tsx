@@ -1,54 +1,15 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ViewProps } from './view';
 import { api, can } from '../lib/api';
+import type { Answer, Baseline, CiDiff, InventoryDifference, InventoryDiffPage } from '../lib/api-shapes';
 import { count, dateTime, scalar } from '../lib/format';
 import { Link, setParams, withParams } from '../lib/router';
 import { TimeInput } from '../components/time-input';
 import { DiffModePicker } from '../components/change';
-import { useCursorWalk, type CursorPage } from '../components/cursor-walk';
+import { useCursorWalk } from '../components/cursor-walk';
 import { DiffView } from '../components/diff-view';
 import { TextField } from '../components/fields';
 import { Empty, ErrorBox, Loading, Show, useAction, useLoad } from '../components/states';
-
-interface Baseline {
-  id: string;
-  name: string;
-  at: string;
-}
-
-interface Counts {
-  appeared: number;
-  disappeared: number;
-  changed: number;
-}
-
-interface Difference {
-  ci_id: string;
-  kind: 'appeared' | 'disappeared' | 'changed';
-  ci_type: string;
-  name: string;
-  namespace: string | null;
-  changed_fields: string[];
-}
-
-interface InventoryDiffPage extends CursorPage<Difference> {
-  from: string;
-  to: string;
-  counts: (Counts & { by_type: (Counts & { ci_type: string })[] }) | null;
-}
-
-interface CiDiff {
-  ci_id: string;
-  from: string;
-  to: string;
-  existed: { from: boolean; to: boolean };
-  fields: { field: string; old_value: unknown; new_value: unknown }[];
-  relationships: Record<
-    'added' | 'removed',
-    { id: string; relationship_type: string; direction: 'outgoing' | 'incoming'; related_ci_id: string }[]
-  >;
-  changes: { total: number };
-}
 
 const HOUR = 3_600_000;
 const SPANS: readonly (readonly [label: string, ms: number])[] = [
@@ -72,7 +33,7 @@ export default function Compare({ me, place }: ViewProps) {
   const ciType = params.get('ci_type') || undefined;
   const selected = params.get('ci') || undefined;
   const baselines = useLoad('baselines', (signal) =>
-    api<{ items: Baseline[] }>('/api/v1/baselines', { query: { limit: 1000 }, signal }),
+    api<Answer<'listBaselines'>>('/api/v1/baselines', { query: { limit: 1000 }, signal }),
   );
   const names = baselines.data?.items ?? [];
   return (
@@ -223,7 +184,7 @@ function Differences({
   const over = params.get('status') === 'all' ? 'all' : 'active';
   const words = WORDS[over];
   const query = { from, to, status: over, filter: ciType ? [`ci_type:eq:${ciType}`] : undefined };
-  const walk = useCursorWalk<Difference, InventoryDiffPage>(JSON.stringify(query), (cursor, signal) =>
+  const walk = useCursorWalk<InventoryDifference, InventoryDiffPage>(JSON.stringify(query), (cursor, signal) =>
     api<InventoryDiffPage>('/api/v1/inventory/diff', {
       query: cursor ? { ...query, cursor } : { ...query, limit: 100 },
       signal,
@@ -233,7 +194,7 @@ function Differences({
   if (walk.error && !first) return <ErrorBox error={walk.error} />;
   if (!first) return <Loading what="the differences" />;
   const counts = first.counts!;
-  const momentOf = (kind: Difference['kind']) => (kind === 'disappeared' ? first.from : first.to);
+  const momentOf = (kind: InventoryDifference['kind']) => (kind === 'disappeared' ? first.from : first.to);
   return (
     <div class="compare-result" aria-busy={walk.busy}>
       <fieldset class="segmented">

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, type Me } from '../lib/api';
+import type { SignInMethods } from '../lib/api-shapes';
 import { navigate, type Place } from '../lib/router';
 import { asApiError, ErrorBox } from '../components/states';
 
@@ -14,14 +15,12 @@ function returnTo(place: Place): string {
  * goes to the server once, which answers with a session cookie: it is never stored in the browser.
  */
 export function SignIn({ place, onSignedIn }: { place: Place; onSignedIn: (me: Me) => void }) {
-  const [methods, setMethods] = useState<{ sso: boolean; api_key: boolean }>();
+  const [methods, setMethods] = useState<SignInMethods>();
   const [key, setKey] = useState('');
   const [error, setError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
   useEffect(() => {
-    api<{ sso: boolean; api_key: boolean }>('/auth/methods').then(setMethods, () =>
-      setMethods({ sso: false, api_key: true }),
-    );
+    api<SignInMethods>('/auth/methods').then(setMethods, () => setMethods({ sso: false, api_key: true }));
   }, []);
   const target = returnTo(place);
   const submit = async (event: Event) => {

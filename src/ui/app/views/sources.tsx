@@ -1,54 +1,25 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { ViewProps } from './view';
 import { api, can } from '../lib/api';
+import type {
+  Answer,
+  CollectionRun,
+  Collector,
+  CollectorsHealth,
+  CollectorSource,
+  SourceDetail,
+} from '../lib/api-shapes';
 import { dateTime, relative } from '../lib/format';
 import { DataTable } from '../components/data-table';
 import { Empty, ErrorBox, Show, useAction, useLoad } from '../components/states';
 
-interface Collector {
-  id: number;
-  name: string;
-  collector_type: string;
-  status: string;
-  sources_total: number;
-  last_collection: string | null;
-}
+type CollectorHealth = CollectorsHealth['collectors'][number];
+/** A collector's source, with its last error once its detail is read (the list leaves it out). */
+type Source = CollectorSource & Partial<Pick<SourceDetail, 'last_error'>>;
+type HealthReport = { status?: string; details?: { message?: string } } | null;
 
-interface Source {
-  id: number;
-  name: string;
-  endpoint: string | null;
-  status: 'enabled' | 'disabled';
-  schedule_config: { enabled: boolean; interval_minutes: number };
-  health_status: { status?: string; last_check?: string; details?: { message?: string } } | null;
-  last_collection: string | null;
-  last_error?: string | null;
-}
-
-interface Run {
-  id: string;
-  source_name: string;
-  status: string;
-  trigger: string;
-  queued_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  error: string | null;
-  watching_since: string | null;
-  counts: Record<string, unknown> | null;
-}
-
-interface Health {
-  collectors: {
-    id: number;
-    status: 'healthy' | 'degraded';
-    sources_total: number;
-    sources_healthy: number;
-    sources_awaiting_data: number;
-  }[];
-}
-
-type CollectorHealth = Health['collectors'][number];
+/** A source's health report: a JSON object the API describes in words only (`{status, last_check, details: {message, …}}`). */
+const reportOf = (source: Source) => source.health_status as HealthReport;
 
 /** When the schedule runs the source next: an interval after its last collection, or now when overdue. */
 function nextRun(source: Source): string {
@@ -70,20 +41,20 @@ export function describeCounts(counts: Record<string, unknown>): string {
 }
 
 /** A run's error, or what its reconcile counted. */
-function runResult(run: Run) {
+function runResult(run: CollectionRun) {
   if (run.error) return <span class="error-text">{run.error}</span>;
   return run.counts ? describeCounts(run.counts) : '—';
 }
 
 /** A run still to finish (a watch that follows its cluster is running for good, and is not waited for). */
-const pending = (run: Run) => run.status === 'queued' || (run.status === 'running' && !run.watching_since);
+const pending = (run: CollectionRun) => run.status === 'queued' || (run.status === 'running' && !run.watching_since);
 const POLL_MS = 2_000;
 
 export default function Sources({ me }: ViewProps) {
   const loaded = useLoad('collectors', async (signal) => {
     const [collectors, health] = await Promise.all([
-      api<{ items: Collector[] }>('/api/v1/collectors', { query: { limit: 100 }, signal }),
-      api<Health>('/api/v1/collectors/health/all', { signal }),
+      api<Answer<'listCollectors'>>('/api/v1/collectors', { query: { limit: 100 }, signal }),
+      api<CollectorsHealth>('/api/v1/collectors/health/all', { signal }),
     ]);
     return { collectors: collectors.items, health: new Map(health.collectors.map((entry) => [entry.id, entry])) };
   });
@@ -114,14 +85,15 @@ export default function Sources({ me }: ViewProps) {
 function useCollector(collector: Collector) {
   const loaded = useLoad(String(collector.id), async (signal) => {
     const [sources, runs] = await Promise.all([
-      api<Source[]>(`/api/v1/collectors/${collector.id}/sources`, { signal }),
-      api<{ items: Run[] }>(`/api/v1/collectors/${collector.id}/runs`, { query: { limit: 10 }, signal }),
+      api<CollectorSource[]>(`/api/v1/collectors/${collector.id}/sources`, { signal }),
+      api<Answer<'listCollectionRuns'>>(`/api/v1/collectors/${collector.id}/runs`, { query: { limit: 10 }, signal }),
     ]);
     // the last error is on each source's detail; collectors hold a handful of sources
     const details = await Promise.all(
-      sources.slice(0, 50).map((source) => api<Source>(`/api/v1/sources/${source.id}`, { signal })),
+      sources.slice(0, 50).map((source) => api<SourceDetail>(`/api/v1/sources/${source.id}`, { signal })),
     );
-    return { sources: details.concat(sources.slice(50)), runs: runs.items };
+    const listed: Source[] = [...details, ...sources.slice(50)];
+    return { sources: listed, runs: runs.items };
   });
   const [message, setMessage] = useState<string>();
   const action = useAction();
@@ -230,12 +202,10 @@ function SourcesTable({
           header: 'Health',
           cell: (source) => (
             <>
-              <span class={`health ${source.health_status?.status ?? 'unknown'}`}>
-                {source.health_status?.status ?? (source.endpoint ? 'not collected yet' : 'no push yet')}
+              <span class={`health ${reportOf(source)?.status ?? 'unknown'}`}>
+                {reportOf(source)?.status ?? (source.endpoint ? 'not collected yet' : 'no push yet')}
               </span>
-              {source.health_status?.details?.message ? (
-                <div class="meta">{source.health_status.details.message}</div>
-              ) : null}
+              {reportOf(source)?.details?.message ? <div class="meta">{reportOf(source)?.details?.message}</div> : null}
             </>
           ),
         },
@@ -262,7 +232,7 @@ function SourcesTable({
   );
 }
 
-function RunsTable({ collector, runs }: { collector: Collector; runs: Run[] }) {
+function RunsTable({ collector, runs }: { collector: Collector; runs: CollectionRun[] }) {
   return (
     <DataTable
       label={`Recent runs of ${collector.name}`}

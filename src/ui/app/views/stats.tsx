@@ -1,21 +1,13 @@
 import type { ViewProps } from './view';
 import { SavedViews } from '../components/saved-views';
 import { api } from '../lib/api';
+import type { ChangeStatistics } from '../lib/api-shapes';
 import { count, dateTime } from '../lib/format';
 import { timeTicks } from '../lib/time-axis';
 import { Link, navigate, setParams } from '../lib/router';
 import { windowOf } from '../lib/window';
 import { Empty, Show, useLoad } from '../components/states';
 import { WindowPicker } from '../components/window-picker';
-
-interface Stats {
-  total_changes: number;
-  affected_cis: number;
-  changes_by_type: { created: number; updated: number; archived: number };
-  top_changed_ci_types: { ci_type: string; count: number }[];
-  time_range: { start: string; end: string };
-  series: { bucket_start: string; created: number; updated: number; archived: number }[];
-}
 
 const GROUPS: [string, string, number][] = [
   ['hour', 'By hour', 3_600_000],
@@ -43,7 +35,9 @@ export default function StatsView({ place }: ViewProps) {
   const groupBy = params.get('group_by') ?? 'day';
   const window = windowOf(params, place.at);
   const query = { start_date: window.start, end_date: window.end, group_by: groupBy };
-  const loaded = useLoad(JSON.stringify(query), (signal) => api<Stats>('/api/v1/changes/stats', { query, signal }));
+  const loaded = useLoad(JSON.stringify(query), (signal) =>
+    api<ChangeStatistics>('/api/v1/changes/stats', { query, signal }),
+  );
   const bucket = GROUPS.find(([name]) => name === groupBy)?.[2] ?? 86_400_000;
   const scale: Scale = params.get('scale') === 'log' ? 'log' : 'linear';
   return (
@@ -145,9 +139,9 @@ function SeriesChart({
   range,
   scale,
 }: {
-  series: Stats['series'];
+  series: ChangeStatistics['series'];
   bucket: number;
-  range: Stats['time_range'];
+  range: ChangeStatistics['time_range'];
   scale: Scale;
 }) {
   const { width, height, left, bottom } = CHART;
@@ -237,7 +231,7 @@ function SeriesChart({
   );
 }
 
-function TopTypes({ stats }: { stats: Stats }) {
+function TopTypes({ stats }: { stats: ChangeStatistics }) {
   const top = Math.max(1, ...stats.top_changed_ci_types.map((entry) => entry.count));
   const length = new Date(stats.time_range.end).getTime() - new Date(stats.time_range.start).getTime() + 1;
   return (

@@ -1,28 +1,11 @@
 import { api, download } from '../../lib/api';
+import type { AuditEvent, AuditPage } from '../../lib/api-shapes';
 import { exportName } from '../../lib/csv';
 import { dateTime } from '../../lib/format';
 import { setParams } from '../../lib/router';
 import { DataTable } from '../../components/data-table';
 import { SelectField } from '../../components/fields';
 import { Empty, ErrorBox, Show, useAction, useLoad } from '../../components/states';
-
-interface AuditEvent {
-  id: string;
-  occurred_at: string;
-  event_type: string;
-  outcome: string;
-  actor: { kind: string; id: string | null; name: string | null };
-  target: { type: string; id: string; name: string | null } | null;
-  client_address: string | null;
-  request_id: string | null;
-  details: Record<string, unknown>;
-}
-
-interface AuditPage {
-  items: AuditEvent[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
 
 const EVENT_TYPES = [
   'auth.succeeded',

@@ -1,23 +1,12 @@
 import { useState } from 'preact/hooks';
 import { api, can, type Me } from '../../lib/api';
+import type { ApiKey, CreatedApiKey, DataScope } from '../../lib/api-shapes';
 import { dateTime } from '../../lib/format';
 import { DataTable } from '../../components/data-table';
 import { SelectField, TextField } from '../../components/fields';
 import { Empty, Secret, Show, useLoad } from '../../components/states';
 import { CreateForm, RevokeButton } from './controls';
-import { PermissionsPicker, ScopesPicker, type ScopeChoice } from './rights-picker';
-
-interface ApiKey {
-  id: string;
-  name: string;
-  tier: string;
-  hint: string;
-  permissions: string[];
-  created_at: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  last_used_at: string | null;
-}
+import { PermissionsPicker, ScopesPicker } from './rights-picker';
 
 const TIERS = [
   ['ro', 'ro (read-only)'],
@@ -59,14 +48,14 @@ function KeyForm({ me, created }: { me: Me; created: (key: string) => void }) {
   const [name, setName] = useState('');
   const [tier, setTier] = useState('ro');
   const [permissions, setPermissions] = useState<string[]>([]);
-  const [scopes, setScopes] = useState<ScopeChoice[]>([]);
+  const [scopes, setScopes] = useState<DataScope[]>([]);
   return (
     <CreateForm
       label="Create an API key"
       submit="Create key"
       onSubmit={async () => {
         const rights = tier === 'svc' ? { permissions, scopes } : {};
-        const answer = await api<{ key: string }>('/api/v1/api-keys', {
+        const answer = await api<CreatedApiKey>('/api/v1/api-keys', {
           method: 'POST',
           body: { name, tier, ...rights },
         });

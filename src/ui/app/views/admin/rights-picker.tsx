@@ -1,14 +1,9 @@
 import type { Me } from '../../lib/api';
+import type { DataScope } from '../../lib/api-shapes';
 import { useSourceNames } from '../../components/source-names';
 
-/** A data scope as the API takes it: a source and one of its instances, null meaning every one. */
-export interface ScopeChoice {
-  source_id: string | null;
-  scope_id: string | null;
-}
-
-const ALL_DATA: ScopeChoice = { source_id: null, scope_id: null };
-const sameScope = (a: ScopeChoice, b: ScopeChoice) => a.source_id === b.source_id && a.scope_id === b.scope_id;
+const ALL_DATA: DataScope = { source_id: null, scope_id: null };
+const sameScope = (a: DataScope, b: DataScope) => a.source_id === b.source_id && a.scope_id === b.scope_id;
 
 /** Toggles one item of a list, keeping its order. */
 function toggled<T>(list: readonly T[], item: T, on: boolean, same: (a: T, b: T) => boolean): T[] {
@@ -62,15 +57,15 @@ export function ScopesPicker({
   onChange,
 }: {
   me: Me;
-  chosen: readonly ScopeChoice[];
-  onChange: (next: ScopeChoice[]) => void;
+  chosen: readonly DataScope[];
+  onChange: (next: DataScope[]) => void;
 }) {
-  const everything = me.scopes === 'all';
   const names = useSourceNames();
-  const choices: ScopeChoice[] = everything
-    ? [ALL_DATA, ...[...names.keys()].map((id) => ({ source_id: String(id), scope_id: null }))]
-    : (me.scopes as ScopeChoice[]);
-  const labelOf = (scope: ScopeChoice) =>
+  const choices: DataScope[] =
+    me.scopes === 'all'
+      ? [ALL_DATA, ...[...names.keys()].map((id) => ({ source_id: String(id), scope_id: null }))]
+      : me.scopes;
+  const labelOf = (scope: DataScope) =>
     scope.source_id === null
       ? 'All data'
       : `${names.get(Number(scope.source_id)) ?? `source ${scope.source_id}`}${scope.scope_id === null ? ' (every instance)' : ` · ${scope.scope_id}`}`;

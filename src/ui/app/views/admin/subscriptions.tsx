@@ -1,5 +1,12 @@
 import { useState } from 'preact/hooks';
 import { api, can, type Me } from '../../lib/api';
+import type {
+  Answer,
+  CreatedSubscription,
+  Subscription,
+  SubscriptionDelivery,
+  SubscriptionTestResult,
+} from '../../lib/api-shapes';
 import { dateTime } from '../../lib/format';
 import { Link } from '../../lib/router';
 import { DataTable } from '../../components/data-table';
@@ -7,33 +14,6 @@ import { FilterBuilder } from '../../components/filter-builder';
 import { SelectField, TextField } from '../../components/fields';
 import { Empty, ErrorBox, Secret, Show, useAction, useLoad } from '../../components/states';
 import { CreateForm, RevokeButton } from './controls';
-
-interface Subscription {
-  id: string;
-  name: string;
-  sink: { type: 'webhook' | 'nats'; url: string; subject?: string; header_names?: string[] };
-  filter: string[];
-  search: string | null;
-  enabled: boolean;
-  state: 'active' | 'failing' | 'paused' | 'gone';
-  state_reason: string | null;
-  owner: { kind: string; name: string };
-}
-
-interface Delivery {
-  id: string;
-  sequence: number;
-  message_id: string;
-  records: number;
-  status: 'pending' | 'delivered' | 'dead';
-  attempts: number;
-  response_status: number | null;
-  response_ms: number | null;
-  error: string | null;
-  last_attempt_at: string | null;
-  next_attempt_at: string | null;
-  created_at: string;
-}
 
 /** The fields of the change history a subscription filters on, as `GET /changes` takes them. */
 const CHANGE_FIELDS = ['change_type', 'ci_type', 'ci_name', 'changed_field', 'ci_id', 'changed_at'] as const;
@@ -45,7 +25,7 @@ const SINKS = [
 /** Change subscriptions: listed with their state, created with the signing secret shown once, tested, deleted. */
 export function Subscriptions({ me }: { me: Me }) {
   const loaded = useLoad('subscriptions', (signal) =>
-    api<{ items: Subscription[] }>('/api/v1/subscriptions', { signal }),
+    api<Answer<'listSubscriptions'>>('/api/v1/subscriptions', { signal }),
   );
   const [secret, setSecret] = useState<string>();
   const mayWrite = can(me, 'subscriptions:write');
@@ -99,7 +79,7 @@ function SubscriptionForm({ created }: { created: (secret: string) => void }) {
             type === 'nats'
               ? { type, url, subject }
               : { type, url, ...(headerName ? { headers: { [headerName]: headerValue } } : {}) };
-          const answer = await api<{ secret: string }>('/api/v1/subscriptions', {
+          const answer = await api<CreatedSubscription>('/api/v1/subscriptions', {
             method: 'POST',
             body: { name, sink, filter: filters, ...(search.trim() ? { search } : {}) },
           });
@@ -209,12 +189,9 @@ function TestButton({ subscription }: { subscription: Subscription }) {
       label="Test"
       name={`Send a test message to ${subscription.name}`}
       perform={async () => {
-        const answer = await api<{
-          delivered: boolean;
-          response_status: number | null;
-          response_ms: number;
-          error: string | null;
-        }>(`/api/v1/subscriptions/${subscription.id}/test`, { method: 'POST' });
+        const answer = await api<SubscriptionTestResult>(`/api/v1/subscriptions/${subscription.id}/test`, {
+          method: 'POST',
+        });
         return answer.delivered
           ? `Delivered (${answer.response_status ?? 'acknowledged'}, ${answer.response_ms} ms)`
           : `Not delivered: ${answer.error}`;
@@ -229,7 +206,7 @@ export function SubscriptionDeliveries({ id, me }: { id: string; me: Me }) {
     api<Subscription>(`/api/v1/subscriptions/${id}`, { signal }),
   );
   const deliveries = useLoad(`deliveries:${id}`, (signal) =>
-    api<{ items: Delivery[] }>(`/api/v1/subscriptions/${id}/deliveries?limit=100`, { signal }),
+    api<Answer<'listSubscriptionDeliveries'>>(`/api/v1/subscriptions/${id}/deliveries?limit=100`, { signal }),
   );
   const mayWrite = can(me, 'subscriptions:write');
   return (
@@ -295,7 +272,7 @@ function RedeliverButton({
   done,
 }: {
   subscriptionId: string;
-  delivery: Delivery;
+  delivery: SubscriptionDelivery;
   done: () => void;
 }) {
   return (

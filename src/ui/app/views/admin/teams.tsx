@@ -1,20 +1,14 @@
 import { useState } from 'preact/hooks';
 import { api, can, type Me } from '../../lib/api';
+import type { Answer } from '../../lib/api-shapes';
 import { DataTable } from '../../components/data-table';
 import { TextField } from '../../components/fields';
 import { Empty, Show, useLoad } from '../../components/states';
 import { CreateForm } from './controls';
 
-interface Team {
-  id: string;
-  name: string;
-  description: string;
-  members: number;
-}
-
 export function Teams({ me }: { me: Me }) {
   const loaded = useLoad('teams', (signal) =>
-    api<{ items: Team[] }>('/api/v1/teams', { query: { limit: 200 }, signal }),
+    api<Answer<'listTeams'>>('/api/v1/teams', { query: { limit: 200 }, signal }),
   );
   return (
     <section aria-labelledby="teams-heading">

@@ -1,20 +1,11 @@
 import { useState } from 'preact/hooks';
 import { api } from '../../lib/api';
+import type { CreatedToken, Token } from '../../lib/api-shapes';
 import { dateTime } from '../../lib/format';
 import { DataTable } from '../../components/data-table';
 import { SelectField, TextField } from '../../components/fields';
 import { Empty, Secret, Show, useLoad } from '../../components/states';
 import { CreateForm, RevokeButton } from './controls';
-
-interface Token {
-  id: string;
-  name: string;
-  hint: string;
-  created_at: string;
-  expires_at: string;
-  last_used_at: string | null;
-  expired: boolean;
-}
 
 const LIFETIMES = [
   ['7', '7 days'],
@@ -59,7 +50,7 @@ function TokenForm({ base, created }: { base: string; created: (token: string) =
       submit="Create token"
       onSubmit={async () => {
         const expiresAt = new Date(Date.now() + Number(days) * 86_400_000).toISOString();
-        const answer = await api<{ token: string }>(base, { method: 'POST', body: { name, expires_at: expiresAt } });
+        const answer = await api<CreatedToken>(base, { method: 'POST', body: { name, expires_at: expiresAt } });
         created(answer.token);
         setName('');
       }}

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, can, type Me } from '../../lib/api';
+import type { Answer, UserDetail, UserSummary } from '../../lib/api-shapes';
 import { dateTime } from '../../lib/format';
 import { Link } from '../../lib/router';
 import { DataTable } from '../../components/data-table';
@@ -8,20 +9,9 @@ import { Empty, Show, useLoad } from '../../components/states';
 import { CreateForm } from './controls';
 import { Tokens } from './tokens';
 
-interface User {
-  id: string;
-  name: string;
-  email: string | null;
-  sso: boolean;
-  superadmin: boolean;
-  active: boolean;
-  created_at: string;
-  last_login_at: string | null;
-}
-
 export function Users({ me }: { me: Me }) {
   const loaded = useLoad('users', (signal) =>
-    api<{ items: User[] }>('/api/v1/users', { query: { limit: 200 }, signal }),
+    api<Answer<'listUsers'>>('/api/v1/users', { query: { limit: 200 }, signal }),
   );
   return (
     <section aria-labelledby="users-heading">
@@ -61,7 +51,7 @@ function UserForm({ created }: { created: () => void }) {
   );
 }
 
-function UsersTable({ users }: { users: User[] }) {
+function UsersTable({ users }: { users: UserSummary[] }) {
   return (
     <DataTable
       label="Users"
@@ -87,7 +77,7 @@ function UsersTable({ users }: { users: User[] }) {
 }
 
 export function UserTokens({ userId, me }: { userId: string; me: Me }) {
-  const user = useLoad(userId, (signal) => api<User>(`/api/v1/users/${encodeURIComponent(userId)}`, { signal }));
+  const user = useLoad(userId, (signal) => api<UserDetail>(`/api/v1/users/${encodeURIComponent(userId)}`, { signal }));
   return (
     <Show loaded={user} what="the user">
       {(found) => (

@@ -35,7 +35,7 @@ export default function Changes({ place }: ViewProps) {
             <Empty>{searching ? `Nothing matches “${q}” in this window.` : 'No changes in this window.'}</Empty>
           ) : (
             <>
-              {page.took_ms !== undefined ? <p class="meta">Searched in {page.took_ms} ms</p> : null}
+              {'took_ms' in page ? <p class="meta">Searched in {page.took_ms} ms</p> : null}
               <ol class="results" aria-label="Changes">
                 {page.items.map((record) => (
                   <li key={record.id}>

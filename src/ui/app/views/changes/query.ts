@@ -2,15 +2,11 @@ import { api, download } from '../../lib/api';
 import { allPages, csvText, exportName, saveCsv } from '../../lib/csv';
 import { pageOf } from '../../lib/router';
 import { windowOf } from '../../lib/window';
-import type { ChangeRecord } from '../../components/change';
+import type { ChangeList, ChangeSearch } from '../../lib/api-shapes';
 import { useAction, useLoad } from '../../components/states';
 
-interface ChangePage {
-  items: ChangeRecord[];
-  total: number;
-  total_exact: boolean;
-  took_ms?: number;
-}
+/** A page of the list or, when there is a query, of the search. */
+type ChangePage = ChangeList | ChangeSearch;
 
 type ChangeQuery = ReturnType<typeof changeQuery>['query'];
 

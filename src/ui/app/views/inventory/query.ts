@@ -1,35 +1,10 @@
 import { useMemo, useState } from 'preact/hooks';
 import { api } from '../../lib/api';
+import type { InventoryItem, InventoryPage } from '../../lib/api-shapes';
 import { csvText, exportName, saveCsv } from '../../lib/csv';
 import { leafPaths } from '../../lib/paths';
 import { pageOf } from '../../lib/router';
 import { useAction, useLoad } from '../../components/states';
-
-export interface Ci {
-  ci_id: string;
-  name: string;
-  namespace: string | null;
-  ci_type: string;
-  status: 'active' | 'inactive' | 'archived';
-  status_updated_at: string | null;
-  last_seen: string | null;
-  created_at: string;
-  updated_at: string;
-  raw_data: Record<string, unknown>;
-  attributes?: Record<string, unknown>;
-  source_id: number;
-  scope_id: string | null;
-}
-
-interface CiPage {
-  items: Ci[];
-  total: number;
-  total_exact: boolean;
-  offset: number;
-  limit: number;
-  has_more: boolean;
-  next_cursor: string | null;
-}
 
 export type SortOrder = 'asc' | 'desc';
 type CiQuery = ReturnType<typeof inventoryQuery>['query'];
@@ -77,7 +52,7 @@ function inventoryQuery(params: URLSearchParams) {
 }
 
 const fetchCis = (query: CiQuery, signal?: AbortSignal) =>
-  api<CiPage>('/api/v1/configuration-items', { query, signal });
+  api<InventoryPage>('/api/v1/configuration-items', { query, signal });
 
 /** The page the URL asks for, and the raw_data paths of its first rows for the filter and column pickers. */
 export function useInventoryQuery(params: URLSearchParams) {
@@ -101,7 +76,7 @@ export function useInventoryExport(query: CiQuery, columns: string[], sources: R
   const start = () =>
     void action.run(async () => {
       setProgress('0 rows…');
-      const cis: Ci[] = [];
+      const cis: InventoryItem[] = [];
       let cursor: string | undefined;
       do {
         const page = await fetchCis({ ...query, offset: 0, cursor, limit: Math.min(1000, CSV_ROWS - cis.length) });

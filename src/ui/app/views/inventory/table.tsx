@@ -1,6 +1,7 @@
 import { dateTime, relative, scalar } from '../../lib/format';
 import { Link, withParams } from '../../lib/router';
-import type { Ci, SortOrder } from './query';
+import type { InventoryItem } from '../../lib/api-shapes';
+import type { SortOrder } from './query';
 
 const SORTABLE: [string, string][] = [
   ['name', 'Name'],
@@ -28,7 +29,7 @@ export function CiTable({
   sources,
   asOf,
 }: {
-  items: Ci[];
+  items: InventoryItem[];
   columns: string[];
   sort: Sort;
   sources: ReadonlyMap<number, string>;
@@ -86,7 +87,7 @@ function When({ at }: { at: string | null }) {
   );
 }
 
-function CiRow({ ci, columns, source, asOf }: { ci: Ci; columns: string[]; source: string; asOf?: string }) {
+function CiRow({ ci, columns, source, asOf }: { ci: InventoryItem; columns: string[]; source: string; asOf?: string }) {
   return (
     <tr>
       <td>
