@@ -190,78 +190,99 @@ function mountRoutes<App extends RouterApp>(
 ): Router {
   // every method Node parses counts as known: one a path does not serve is a 405 with `Allow`, not a 501
   const router = new Router({ methods: [...METHODS] });
-  for (const route of routes) {
-    const checkParams = requestCheck(route.params, 'path');
-    const checkQuery = requestCheck(route.query, 'query');
-    const checkBody = requestCheck(route.body, 'body');
-    const checkResponse = options.checkResponses ? responseCheck(route) : undefined;
-    const checkStatus = options.checkResponses ? statusCheck(route) : undefined;
-    router.register(toKoaPath(route.path), [route.method], async (ctx: Context) => {
-      ctx.state.route = route.path;
-      if (route.deniedEvent) ctx.state.deniedEvent = route.deniedEvent;
-      if (route.probe) ctx.state.probe = true;
-      if (route.streamTypes) ctx.state.streamTypes = route.streamTypes.join(', ');
-      let principal: Principal | undefined;
-      // a refusal's audit event names what was refused, when the route says how to find it
-      const naming = async (error: unknown): Promise<void> => {
-        if (!route.deniedTarget || !principal || !(error instanceof AppError) || error.status !== 403) return;
-        const asking = principal;
-        ctx.state.deniedTarget = await route.deniedTarget({ ctx, app, principal: asking }).catch(() => undefined);
-      };
-      if (route.access !== 'public') {
-        // requests without valid credentials count against their client address (guessing keys
-        // costs the guesser), the others against their credential
-        try {
-          principal = await options.authenticate(ctx, app);
-        } catch (error) {
-          await app.limits.consume(ctx, `ip:${ctx.ip}`);
-          const signIn =
-            error instanceof AppError && error.status === 401 ? options.signInRedirect?.(ctx, app) : undefined;
-          if (signIn !== undefined) {
-            ctx.redirect(signIn);
-            return;
-          }
-          throw error;
-        }
-        const interactive = ctx.state.signedInSession === true;
-        await app.limits.consume(ctx, `${interactive ? 'session:' : ''}${credentialOf(principal)}`, interactive);
-        if (route.access !== 'authenticated') {
-          const { resource, action } = route.access;
-          if (!can(principal, resource, action)) {
-            const refusal = forbidden(`This key may not ${action} ${resource.replace(/_/g, ' ')}`, {
-              resource,
-              action,
-            });
-            await naming(refusal);
-            throw refusal;
-          }
+  for (const route of routes) router.register(toKoaPath(route.path), [route.method], routeHandler(app, route, options));
+  return router;
+}
+
+/**
+ * The request's principal, the request counted against its allowance; undefined when the request
+ * was sent to sign in instead. Requests without valid credentials count against their client
+ * address (guessing keys costs the guesser), the others against their credential.
+ */
+async function admit<App extends RouterApp>(
+  ctx: Context,
+  app: App,
+  options: RouterOptions<App>,
+): Promise<Principal | undefined> {
+  let principal: Principal;
+  try {
+    principal = await options.authenticate(ctx, app);
+  } catch (error) {
+    await app.limits.consume(ctx, `ip:${ctx.ip}`);
+    const signIn = error instanceof AppError && error.status === 401 ? options.signInRedirect?.(ctx, app) : undefined;
+    if (signIn !== undefined) {
+      ctx.redirect(signIn);
+      return undefined;
+    }
+    throw error;
+  }
+  const interactive = ctx.state.signedInSession === true;
+  await app.limits.consume(ctx, `${interactive ? 'session:' : ''}${credentialOf(principal)}`, interactive);
+  return principal;
+}
+
+/** One route's request handling: authentication, authorization, validation, handler, in that order. */
+function routeHandler<App extends RouterApp>(
+  app: App,
+  route: AnyRouteOf<App>,
+  options: RouterOptions<App>,
+): (ctx: Context) => Promise<void> {
+  const checkParams = requestCheck(route.params, 'path');
+  const checkQuery = requestCheck(route.query, 'query');
+  const checkBody = requestCheck(route.body, 'body');
+  const checkResponse = options.checkResponses ? responseCheck(route) : undefined;
+  const checkStatus = options.checkResponses ? statusCheck(route) : undefined;
+  return async (ctx: Context) => {
+    ctx.state.route = route.path;
+    if (route.deniedEvent) ctx.state.deniedEvent = route.deniedEvent;
+    if (route.probe) ctx.state.probe = true;
+    if (route.streamTypes) ctx.state.streamTypes = route.streamTypes.join(', ');
+    let principal: Principal | undefined;
+    // a refusal's audit event names what was refused, when the route says how to find it
+    const naming = async (error: unknown): Promise<void> => {
+      if (!route.deniedTarget || !principal || !(error instanceof AppError) || error.status !== 403) return;
+      const asking = principal;
+      ctx.state.deniedTarget = await route.deniedTarget({ ctx, app, principal: asking }).catch(() => undefined);
+    };
+    if (route.access !== 'public') {
+      principal = await admit(ctx, app, options);
+      // sent to sign in
+      if (!principal) return;
+      if (route.access !== 'authenticated') {
+        const { resource, action } = route.access;
+        if (!can(principal, resource, action)) {
+          const refusal = forbidden(`This key may not ${action} ${resource.replace(/_/g, ' ')}`, {
+            resource,
+            action,
+          });
+          await naming(refusal);
+          throw refusal;
         }
       }
-      const streamed = route.streamTypes !== undefined && typeof ctx.is(...route.streamTypes) === 'string';
-      // bodies are read only on routes that declare one, after authentication
-      const received = route.body && !streamed ? await readJsonBody(ctx, app.config.bodyLimitBytes) : undefined;
-      const params = checkParams(ctx.params);
-      const query = checkQuery(ctx.query);
-      const body = streamed ? undefined : checkBody(received);
-      const analyst =
-        typeof route.analystRead === 'function'
-          ? route.analystRead(query as Record<string, unknown>)
-          : route.analystRead === true;
-      const served = analyst && options.analystApp ? options.analystApp(ctx, app, principal) : app;
-      const result = await route
-        .handler({ ctx, app: served, params, query, body, principal: principal as Principal })
-        .catch(async (error: unknown) => {
-          checkStatus?.(error);
-          await naming(error);
-          throw error;
-        });
-      if (result instanceof JsonText) {
-        ctx.type = 'application/json; charset=utf-8';
-        ctx.body = result.text;
-      } else if (result !== undefined) ctx.body = result;
-      if (!READ_METHODS.has(route.method)) options.wrote?.(ctx, app, principal);
-      checkResponse?.(ctx);
-    });
-  }
-  return router;
+    }
+    const streamed = route.streamTypes !== undefined && typeof ctx.is(...route.streamTypes) === 'string';
+    // bodies are read only on routes that declare one, after authentication
+    const received = route.body && !streamed ? await readJsonBody(ctx, app.config.bodyLimitBytes) : undefined;
+    const params = checkParams(ctx.params);
+    const query = checkQuery(ctx.query);
+    const body = streamed ? undefined : checkBody(received);
+    const analyst =
+      typeof route.analystRead === 'function'
+        ? route.analystRead(query as Record<string, unknown>)
+        : route.analystRead === true;
+    const served = analyst && options.analystApp ? options.analystApp(ctx, app, principal) : app;
+    const result = await route
+      .handler({ ctx, app: served, params, query, body, principal: principal as Principal })
+      .catch(async (error: unknown) => {
+        checkStatus?.(error);
+        await naming(error);
+        throw error;
+      });
+    if (result instanceof JsonText) {
+      ctx.type = 'application/json; charset=utf-8';
+      ctx.body = result.text;
+    } else if (result !== undefined) ctx.body = result;
+    if (!READ_METHODS.has(route.method)) options.wrote?.(ctx, app, principal);
+    checkResponse?.(ctx);
+  };
 }
