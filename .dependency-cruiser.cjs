@@ -3,7 +3,7 @@
  * the ground up; a module may import its own layer's modules (without a circle) and those below,
  * never one above. Type-only imports count: a type ties modules together as much as a value does.
  */
-const GROUND = '^src/platform/([^/]+[.]ts$|(config|db|observability|net)/)';
+const GROUND = '^src/platform/([^/]+[.]ts$|(config|db|observability|net|query-language)/)';
 const CORE = '^src/platform/(auth|audit|query|http)/';
 const DOMAIN = '^src/(history/records|inventory/write-path|collection/types)/';
 const SEARCH = '^src/history/search/';
@@ -161,9 +161,15 @@ module.exports = {
     ),
     never(
       'web-interface',
-      'The browser code is built on its own: it imports nothing of the server.',
+      'The browser code is built on its own: it imports nothing of the server but the query language, whose one grammar the editor shares.',
       '^src/ui/app/',
-      '^src/(?!ui/app/)',
+      '^src/(?!ui/app/|platform/query-language/)',
+    ),
+    never(
+      'query-language',
+      'The query language is pure (it runs in the browser too): it imports nothing but itself.',
+      '^src/platform/query-language/',
+      '^src/(?!platform/query-language/)|^node:',
     ),
     never(
       'indexer',

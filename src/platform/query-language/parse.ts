@@ -1,0 +1,68 @@
+import type { Query } from './ast.js';
+import { parse as generatedParse, SyntaxError as GeneratedSyntaxError } from './parser.generated.js';
+
+interface PeggyFailure {
+  location: { start: { offset: number; line: number; column: number } };
+  expected: PeggyExpectation[] | null;
+  found: string | null;
+}
+
+/** A query that does not parse, or names what does not exist, said where and what was expected. */
+export interface QueryProblem {
+  message: string;
+  line: number;
+  column: number;
+  offset: number;
+  /** What the grammar would have accepted there, for a syntax error. */
+  expected?: string[];
+  /** The line of the query with a caret under the position. */
+  excerpt: string;
+  /** The nearest known names, for an unknown field or relationship type. */
+  suggestions?: string[];
+}
+
+export class QueryError extends Error {
+  constructor(readonly problem: QueryProblem) {
+    super(problem.message);
+  }
+}
+
+/** The query's line holding `offset`, with a caret under it; long lines are cut around it. */
+export function excerptAt(text: string, offset: number): string {
+  const start = text.lastIndexOf('\n', offset - 1) + 1;
+  const endOfLine = text.indexOf('\n', offset);
+  const line = text.slice(start, endOfLine === -1 ? undefined : endOfLine);
+  const column = offset - start;
+  const from = Math.max(0, column - 40);
+  const shown = (from > 0 ? '…' : '') + line.slice(from, from + 80) + (line.length > from + 80 ? '…' : '');
+  return `${shown}\n${' '.repeat(column - from + (from > 0 ? 1 : 0))}^`;
+}
+
+interface PeggyExpectation {
+  type: string;
+  description?: string;
+  text?: string;
+}
+
+const described = (e: PeggyExpectation) =>
+  e.type === 'literal' ? JSON.stringify(e.text) : e.type === 'end' ? 'the end of the query' : (e.description ?? e.type);
+
+/** Parses a query into its tree, or throws a QueryError naming the position and what was expected. */
+export function parseQuery(text: string): Query {
+  try {
+    return (generatedParse as (input: string) => Query)(text);
+  } catch (error) {
+    if (!(error instanceof GeneratedSyntaxError)) throw error;
+    const failure = error as unknown as PeggyFailure;
+    const { start } = failure.location;
+    const expected = [...new Set((failure.expected ?? []).map(described))].filter((e) => e !== 'whitespace');
+    const found = failure.found;
+    const message = `at line ${start.line}, column ${start.column}: expected ${
+      expected.length > 0 ? listed(expected) : 'something else'
+    } but found ${found === null ? 'the end of the query' : JSON.stringify(found)}`;
+    throw new QueryError({ message, ...start, expected, excerpt: excerptAt(text, start.offset) });
+  }
+}
+
+const listed = (items: string[]) =>
+  items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`;
