@@ -5,7 +5,7 @@ import { generateApiKey } from '../../src/platform/auth/api-key-format.js';
 import { runCli, runCliOnTerminal, startServer, stopServer, useCliEnvironment } from '../support/cli.js';
 import { onRealPostgres } from '../support/db.js';
 import { buildPod } from '../support/factories.js';
-import { startFakeOpenSearch } from '../support/fake-opensearch.js';
+import { startFakeOpenSearch } from '../support/fake-opensearch/index.js';
 
 describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded database'})`, function () {
   this.timeout(180_000);

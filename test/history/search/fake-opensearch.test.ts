@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Client, errors } from '@opensearch-project/opensearch';
 import { expect } from 'chai';
-import { startFakeOpenSearch, type FakeOpenSearch } from '../../support/fake-opensearch.js';
+import { startFakeOpenSearch, type FakeOpenSearch } from '../../support/fake-opensearch/index.js';
 
 /** The project's real index template for change records. */
 const template = JSON.parse(readFileSync(new URL('../../../mappings/change-records.json', import.meta.url), 'utf8'));

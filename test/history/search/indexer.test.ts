@@ -12,7 +12,7 @@ import { ChangeStatistics } from '../../../src/history/records/statistics.js';
 import { horizonsAt, trimChangeHistory } from '../../../src/history/records/retention.js';
 import { onRealPostgres, resetDatabase, testDatabase } from '../../support/db.js';
 import { buildPod, ingest } from '../../support/factories.js';
-import { startFakeOpenSearch, type FakeOpenSearch } from '../../support/fake-opensearch.js';
+import { startFakeOpenSearch, type FakeOpenSearch } from '../../support/fake-opensearch/index.js';
 import { random } from '../../support/scenario.js';
 
 const ALIAS = 'cinv-changes';

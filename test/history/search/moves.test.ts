@@ -15,7 +15,7 @@ import {
 import { createKey, startTestApp, type TestApp } from '../../support/app.js';
 import { resetDatabase, testDatabase } from '../../support/db.js';
 import { buildPod, buildSource, ciIdOf, ingest } from '../../support/factories.js';
-import { startFakeOpenSearch, type FakeOpenSearch } from '../../support/fake-opensearch.js';
+import { startFakeOpenSearch, type FakeOpenSearch } from '../../support/fake-opensearch/index.js';
 
 /**
  * The record of a CI that moved between instances of its source (sql/0039) on the OpenSearch

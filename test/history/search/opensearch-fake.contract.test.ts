@@ -2,7 +2,7 @@ import { OutboxIndexer } from '../../../indexer/indexer.js';
 import { createSearchBackend } from '../../../src/history/search/backends.js';
 import { createOpenSearchClient } from '../../../src/history/search/opensearch-index.js';
 import { startTestApp } from '../../support/app.js';
-import { startFakeOpenSearch } from '../../support/fake-opensearch.js';
+import { startFakeOpenSearch } from '../../support/fake-opensearch/index.js';
 import { searchContract } from './contract.js';
 
 const ALIAS = 'cinv-changes';

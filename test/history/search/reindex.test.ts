@@ -8,7 +8,7 @@ import { createLogger } from '../../../src/platform/observability/logger.js';
 import { aliasIndices, createOpenSearchClient } from '../../../src/history/search/opensearch-index.js';
 import { resetDatabase, testDatabase } from '../../support/db.js';
 import { buildPod, ingest } from '../../support/factories.js';
-import { startFakeOpenSearch, type FakeOpenSearch } from '../../support/fake-opensearch.js';
+import { startFakeOpenSearch, type FakeOpenSearch } from '../../support/fake-opensearch/index.js';
 
 const ALIAS = 'cinv-changes';
 const logger = createLogger('silent');
