@@ -17,7 +17,7 @@ type ViewModule = { default: FunctionComponent<ViewProps> };
 const VIEWS: Record<string, () => Promise<ViewModule>> = {
   inventory: () => import('./views/inventory/inventory'),
   ci: () => import('./views/ci'),
-  compare: () => import('./views/compare'),
+  compare: () => import('./views/compare/compare'),
   changes: () => import('./views/changes/changes'),
   stats: () => import('./views/stats'),
   sources: () => import('./views/sources'),

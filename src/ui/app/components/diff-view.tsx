@@ -89,6 +89,8 @@ function Label({ line }: { line: Line }) {
   return line.label ? <span class="diff-key">{line.label}: </span> : null;
 }
 
+const indent = (line: Line) => ({ paddingLeft: `${line.depth * 1.2 + 0.4}em` });
+
 /** Old and new value of one field change, diffed structurally; `mode` picks inline or side by side. */
 export function DiffView({
   field,
@@ -103,78 +105,87 @@ export function DiffView({
 }) {
   const out: Line[] = [];
   lines(diff(before, after), '', 0, out);
-  if (mode === 'split') {
-    return (
-      <table class="diff split" aria-label={`Changes of ${field}, old and new side by side`}>
-        <thead>
-          <tr>
-            <th scope="col">old</th>
-            <th scope="col">new</th>
+  return mode === 'split' ? <SplitDiff field={field} rows={out} /> : <InlineDiff field={field} rows={out} />;
+}
+
+/** The old value left, the new right, a row per line. */
+function SplitDiff({ field, rows }: { field: string; rows: Line[] }) {
+  return (
+    <table class="diff split" aria-label={`Changes of ${field}, old and new side by side`}>
+      <thead>
+        <tr>
+          <th scope="col">old</th>
+          <th scope="col">new</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((line, index) => (
+          <tr key={index} class={`diff-${line.kind}`}>
+            <td style={indent(line)}>
+              {line.old !== undefined ? (
+                <>
+                  <Label line={line} />
+                  <span class={line.kind === 'changed' || line.kind === 'removed' ? 'del' : ''}>{line.old}</span>
+                </>
+              ) : null}
+            </td>
+            <td style={indent(line)}>
+              {line.new !== undefined ? (
+                <>
+                  <Label line={line} />
+                  <span class={line.kind === 'changed' || line.kind === 'added' ? 'ins' : ''}>{line.new}</span>
+                </>
+              ) : null}
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {out.map((line, index) => (
-            <tr key={index} class={`diff-${line.kind}`}>
-              <td style={{ paddingLeft: `${line.depth * 1.2 + 0.4}em` }}>
-                {line.old !== undefined ? (
-                  <>
-                    <Label line={line} />
-                    <span class={line.kind === 'changed' || line.kind === 'removed' ? 'del' : ''}>{line.old}</span>
-                  </>
-                ) : null}
-              </td>
-              <td style={{ paddingLeft: `${line.depth * 1.2 + 0.4}em` }}>
-                {line.new !== undefined ? (
-                  <>
-                    <Label line={line} />
-                    <span class={line.kind === 'changed' || line.kind === 'added' ? 'ins' : ''}>{line.new}</span>
-                  </>
-                ) : null}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    );
-  }
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** One column, as a patch reads: a changed value is its old line then its new one. */
+function InlineDiff({ field, rows }: { field: string; rows: Line[] }) {
   return (
     <div class="diff inline" role="group" aria-label={`Changes of ${field}`}>
-      {out.flatMap((line, index) => {
-        const pad = { paddingLeft: `${line.depth * 1.2 + 0.4}em` };
-        if (line.kind === 'changed') {
-          return [
-            <div key={`${index}-old`} class="diff-removed" style={pad}>
-              <span class="sign" aria-hidden="true">
-                −
-              </span>
-              <Label line={line} />
-              <span class="del">{line.old}</span>
-            </div>,
-            <div key={`${index}-new`} class="diff-added" style={pad}>
-              <span class="sign" aria-hidden="true">
-                +
-              </span>
-              <Label line={line} />
-              <span class="ins">{line.new}</span>
-            </div>,
-          ];
-        }
-        const text = line.kind === 'added' ? line.new : line.old;
-        return [
-          <div key={index} class={`diff-${line.kind}`} style={pad}>
-            <span class="sign" aria-hidden="true">
-              {SIGN[line.kind]}
-            </span>
-            {line.kind === 'added' ? (
-              <span class="sr-only">added </span>
-            ) : line.kind === 'removed' ? (
-              <span class="sr-only">removed </span>
-            ) : null}
-            <Label line={line} />
-            <span class={line.kind === 'added' ? 'ins' : line.kind === 'removed' ? 'del' : ''}>{text}</span>
-          </div>,
-        ];
-      })}
+      {rows.flatMap((line, index) =>
+        line.kind === 'changed'
+          ? [
+              <div key={`${index}-old`} class="diff-removed" style={indent(line)}>
+                <span class="sign" aria-hidden="true">
+                  −
+                </span>
+                <Label line={line} />
+                <span class="del">{line.old}</span>
+              </div>,
+              <div key={`${index}-new`} class="diff-added" style={indent(line)}>
+                <span class="sign" aria-hidden="true">
+                  +
+                </span>
+                <Label line={line} />
+                <span class="ins">{line.new}</span>
+              </div>,
+            ]
+          : [<InlineLine key={index} line={line} />],
+      )}
+    </div>
+  );
+}
+
+function InlineLine({ line }: { line: Line }) {
+  const text = line.kind === 'added' ? line.new : line.old;
+  return (
+    <div class={`diff-${line.kind}`} style={indent(line)}>
+      <span class="sign" aria-hidden="true">
+        {SIGN[line.kind]}
+      </span>
+      {line.kind === 'added' ? (
+        <span class="sr-only">added </span>
+      ) : line.kind === 'removed' ? (
+        <span class="sr-only">removed </span>
+      ) : null}
+      <Label line={line} />
+      <span class={line.kind === 'added' ? 'ins' : line.kind === 'removed' ? 'del' : ''}>{text}</span>
     </div>
   );
 }

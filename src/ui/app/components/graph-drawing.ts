@@ -1,9 +1,11 @@
 import type cytoscape from 'cytoscape';
-import type { GraphNode } from '../lib/api-shapes';
+import type { DependencyGraph, GraphNode } from '../lib/api-shapes';
+import { dateTime } from '../lib/format';
 
 /*
  * How the dependency graph is drawn: the colours and shapes of CI types, the scheme's resolved
- * colours, the stylesheet, where labels may go without overlapping, and the fit.
+ * colours, the elements, their layout and stylesheet, what pointing at one says, where labels may
+ * go without overlapping, and the fit.
  */
 
 /** Distinct colours for CI types, readable on light and dark backgrounds. */
@@ -161,6 +163,86 @@ export function stylesheet(colours: Colours): cytoscape.StylesheetJson {
       },
     },
   ];
+}
+
+/**
+ * The drawing's elements: a node per CI, coloured and shaped by type, and each relationship from
+ * the CI that depends to the one it depends on, so that the layers follow the dependencies.
+ */
+export function graphElements(
+  graph: DependencyGraph,
+  centre: string,
+  styles: Map<string, TypeStyle>,
+): cytoscape.ElementDefinition[] {
+  return [
+    ...graph.nodes.map((node) => {
+      const look = styles.get(node.ci_type)!;
+      return {
+        data: {
+          id: node.ci_id,
+          label: shortName(node.name),
+          colour: look.colour,
+          shape: look.shape,
+          depth: node.depth,
+        },
+        classes: [node.status, node.ci_id === centre ? 'centre' : ''].filter(Boolean).join(' '),
+      };
+    }),
+    ...graph.edges.map((edge, index) => {
+      const [source, target] = TO_DEPENDS.has(edge.relationship_type) ? [edge.to, edge.from] : [edge.from, edge.to];
+      return {
+        data: {
+          id: `e${index}`,
+          source,
+          target,
+          type: edge.relationship_type,
+          from: edge.from,
+          to: edge.to,
+          ended: edge.ended_at ?? '',
+        },
+        classes: edge.ended_at ? 'ended' : '',
+      };
+    }),
+  ];
+}
+
+/** Layers from left to right (dagre); `widest`: the longest label, which stands in the space before the next layer. */
+export function graphLayout(nodes: number, widest: number): cytoscape.LayoutOptions {
+  return {
+    name: 'dagre',
+    rankDir: 'LR',
+    ranker: nodes <= SIMPLEX_NODES ? 'network-simplex' : 'longest-path',
+    nodeSep: ROW,
+    rankSep: Math.min(Math.max(widest + 40, 80), MAX_LABEL * FONT),
+    edgeSep: 4,
+    animate: false,
+    fit: false,
+  } as cytoscape.LayoutOptions;
+}
+
+/** What pointing at a CI says of it, below its name. */
+export function nodeDetail(ci: GraphNode): string {
+  return [
+    ci.ci_type,
+    ci.namespace,
+    ci.status !== 'active' ? ci.status : null,
+    ci.depth === 0 ? 'this item' : `${ci.depth} step${ci.depth === 1 ? '' : 's'} away`,
+  ]
+    .filter(Boolean)
+    .join(' · ');
+}
+
+/** What pointing at a relationship says: its two CIs by name, which depends on which, and when it ended. */
+export function edgeTooltip(
+  edge: cytoscape.EdgeSingular,
+  names: ReadonlyMap<string, GraphNode>,
+): { title: string; detail: string } {
+  const nameOf = (id: string) => names.get(id)?.name ?? '';
+  const ended = edge.data('ended') as string;
+  return {
+    title: `${nameOf(edge.data('from') as string)} ${edge.data('type') as string} ${nameOf(edge.data('to') as string)}`,
+    detail: `${nameOf(edge.source().id())} depends on ${nameOf(edge.target().id())}${ended ? `; ended ${dateTime(ended)}, when one of them left the active inventory` : ''}`,
+  };
 }
 
 export interface Box {

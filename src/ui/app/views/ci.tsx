@@ -60,78 +60,13 @@ function Detail({
   params: URLSearchParams;
   at: number;
 }) {
-  const { metrics, ...typeData } = ci.type_data as { metrics?: Record<string, unknown> };
   const [radius, setRadius] = useState<Radius>({ depth: 2, direction: 'both' });
   return (
     <article class="ci-detail">
-      <header class="ci-header">
-        <p class="meta">
-          <Link href={asOf ? `/inventory?as_of=${encodeURIComponent(asOf)}` : '/inventory'}>Inventory</Link> /{' '}
-          {ci.ci_type}
-        </p>
-        <h1>{ci.name}</h1>
-        <dl class="facts">
-          <div>
-            <dt>Type</dt>
-            <dd>{ci.ci_type}</dd>
-          </div>
-          <div>
-            <dt>Namespace</dt>
-            <dd>{ci.namespace ?? '—'}</dd>
-          </div>
-          <div>
-            <dt>Status</dt>
-            <dd>
-              <span class={`status ${ci.status}`}>{ci.status}</span>
-              {ci.status_updated_at ? <span class="meta"> since {dateTime(ci.status_updated_at)}</span> : null}
-            </dd>
-          </div>
-          <div>
-            <dt>Source</dt>
-            <dd>
-              {ci.source ? (
-                <>
-                  {ci.source.name} <span class="meta">({ci.source.collector_type})</span>
-                </>
-              ) : (
-                '—'
-              )}
-            </dd>
-          </div>
-          <div>
-            <dt>Instance</dt>
-            <dd>{ci.scope_id ?? '—'}</dd>
-          </div>
-          <div>
-            <dt>First seen</dt>
-            <dd>{dateTime(ci.created_at)}</dd>
-          </div>
-          <div>
-            <dt>Last seen</dt>
-            <dd title={dateTime(ci.last_seen)}>{ci.last_seen ? relative(ci.last_seen) : '— (not history)'}</dd>
-          </div>
-        </dl>
-      </header>
+      <CiHeader ci={ci} asOf={asOf} />
       <div class="ci-columns">
         <div>
-          <section aria-labelledby="raw-heading">
-            <h2 id="raw-heading">Raw data</h2>
-            <JsonTree value={ci.raw_data} root="raw_data" />
-          </section>
-          <section aria-labelledby="type-heading">
-            <h2 id="type-heading">Type data</h2>
-            {Object.keys(typeData).length ? (
-              <JsonTree value={typeData} root="type_data" />
-            ) : (
-              <Empty>This type has no type data.</Empty>
-            )}
-            {metrics ? (
-              <>
-                <h3>Metrics</h3>
-                <JsonTree value={metrics} root="type_data.metrics" />
-              </>
-            ) : null}
-          </section>
+          <CiData ci={ci} />
           <Relationships ci={ci} asOf={asOf} />
         </div>
         <Timeline ci={ci} />
@@ -140,6 +75,87 @@ function Detail({
       <GraphView ciId={ci.ci_id} asOf={asOf} radius={radius} onRadius={setRadius} />
       <ChangesAround ciId={ci.ci_id} radius={radius} params={params} at={at} />
     </article>
+  );
+}
+
+/** The CI's name and facts: type, namespace, status, source, instance, first and last seen. */
+function CiHeader({ ci, asOf }: { ci: ConfigurationItem; asOf?: string }) {
+  return (
+    <header class="ci-header">
+      <p class="meta">
+        <Link href={asOf ? `/inventory?as_of=${encodeURIComponent(asOf)}` : '/inventory'}>Inventory</Link> /{' '}
+        {ci.ci_type}
+      </p>
+      <h1>{ci.name}</h1>
+      <dl class="facts">
+        <div>
+          <dt>Type</dt>
+          <dd>{ci.ci_type}</dd>
+        </div>
+        <div>
+          <dt>Namespace</dt>
+          <dd>{ci.namespace ?? '—'}</dd>
+        </div>
+        <div>
+          <dt>Status</dt>
+          <dd>
+            <span class={`status ${ci.status}`}>{ci.status}</span>
+            {ci.status_updated_at ? <span class="meta"> since {dateTime(ci.status_updated_at)}</span> : null}
+          </dd>
+        </div>
+        <div>
+          <dt>Source</dt>
+          <dd>
+            {ci.source ? (
+              <>
+                {ci.source.name} <span class="meta">({ci.source.collector_type})</span>
+              </>
+            ) : (
+              '—'
+            )}
+          </dd>
+        </div>
+        <div>
+          <dt>Instance</dt>
+          <dd>{ci.scope_id ?? '—'}</dd>
+        </div>
+        <div>
+          <dt>First seen</dt>
+          <dd>{dateTime(ci.created_at)}</dd>
+        </div>
+        <div>
+          <dt>Last seen</dt>
+          <dd title={dateTime(ci.last_seen)}>{ci.last_seen ? relative(ci.last_seen) : '— (not history)'}</dd>
+        </div>
+      </dl>
+    </header>
+  );
+}
+
+/** What the source reported (raw data) and what the type made of it, its metrics apart. */
+function CiData({ ci }: { ci: ConfigurationItem }) {
+  const { metrics, ...typeData } = ci.type_data as { metrics?: Record<string, unknown> };
+  return (
+    <>
+      <section aria-labelledby="raw-heading">
+        <h2 id="raw-heading">Raw data</h2>
+        <JsonTree value={ci.raw_data} root="raw_data" />
+      </section>
+      <section aria-labelledby="type-heading">
+        <h2 id="type-heading">Type data</h2>
+        {Object.keys(typeData).length ? (
+          <JsonTree value={typeData} root="type_data" />
+        ) : (
+          <Empty>This type has no type data.</Empty>
+        )}
+        {metrics ? (
+          <>
+            <h3>Metrics</h3>
+            <JsonTree value={metrics} root="type_data.metrics" />
+          </>
+        ) : null}
+      </section>
+    </>
   );
 }
 

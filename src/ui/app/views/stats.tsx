@@ -127,24 +127,12 @@ function niceCeiling(value: number): number {
 type Scale = 'linear' | 'log';
 
 const CHART = { width: 900, height: 240, left: 56, bottom: 24 };
-/**
- * Stacked bars placed by time across the whole window (empty buckets are gaps, not missing), a
- * y-axis with round ticks (powers of ten on the logarithmic scale, which stacks the running
- * totals), and a time axis labelled at round steps; each part of a bar is a link to the change
- * search for that bucket and kind, and names the whole bucket when pointed at.
- */
-function SeriesChart({
-  series,
-  bucket,
-  range,
-  scale,
-}: {
-  series: ChangeStatistics['series'];
-  bucket: number;
-  range: ChangeStatistics['time_range'];
-  scale: Scale;
-}) {
-  const { width, height, left, bottom } = CHART;
+
+type Point = ChangeStatistics['series'][number];
+
+/** Where the chart puts a moment (x), a count (y) and its value ticks, over the window and the largest bucket. */
+function chartScale(series: Point[], bucket: number, range: ChangeStatistics['time_range'], scale: Scale) {
+  const { width, height, left } = CHART;
   const from = new Date(range.start).getTime();
   const to = new Date(range.end).getTime();
   const span = Math.max(bucket, to - from);
@@ -159,6 +147,30 @@ function SeriesChart({
       : (value: number) => height - (value / top) * (height - 8);
   const valueTicks =
     scale === 'log' ? Array.from({ length: Math.log10(top) + 1 }, (_, power) => 10 ** power) : [0, top / 2, top];
+  return { from, to, xOf, yOf, barWidth, valueTicks };
+}
+
+type ChartScale = ReturnType<typeof chartScale>;
+
+/**
+ * Stacked bars placed by time across the whole window (empty buckets are gaps, not missing), a
+ * y-axis with round ticks (powers of ten on the logarithmic scale, which stacks the running
+ * totals), and a time axis labelled at round steps; each part of a bar is a link to the change
+ * search for that bucket and kind, and names the whole bucket when pointed at.
+ */
+function SeriesChart({
+  series,
+  bucket,
+  range,
+  scale,
+}: {
+  series: Point[];
+  bucket: number;
+  range: ChangeStatistics['time_range'];
+  scale: Scale;
+}) {
+  const { width, height, left, bottom } = CHART;
+  const at = chartScale(series, bucket, range, scale);
   return (
     <figure class="chart">
       <svg
@@ -166,58 +178,27 @@ function SeriesChart({
         role="group"
         aria-label={`Changes per bucket: created, updated, archived (${scale === 'log' ? 'logarithmic' : 'linear'} scale)`}
       >
-        {valueTicks.map((tick) => (
+        {at.valueTicks.map((tick) => (
           <g key={tick} class="tick">
-            <line x1={left} x2={width} y1={yOf(tick)} y2={yOf(tick)} class={tick === 0 ? 'axis' : 'grid'} />
-            <text x={left - 6} y={yOf(tick) + 4} class="label" text-anchor="end">
+            <line x1={left} x2={width} y1={at.yOf(tick)} y2={at.yOf(tick)} class={tick === 0 ? 'axis' : 'grid'} />
+            <text x={left - 6} y={at.yOf(tick) + 4} class="label" text-anchor="end">
               {count(tick)}
             </text>
           </g>
         ))}
         <line x1={left} x2={left} y1={0} y2={height} class="axis" />
         <line x1={left} x2={width} y1={height} y2={height} class="axis" />
-        {timeTicks(from, to).map((tick) => (
+        {timeTicks(at.from, at.to).map((tick) => (
           <g key={tick.at} class="tick time">
-            <line x1={xOf(tick.at)} x2={xOf(tick.at)} y1={height} y2={height + 5} class="axis" />
-            <text x={xOf(tick.at)} y={height + 18} class="label" text-anchor="middle">
+            <line x1={at.xOf(tick.at)} x2={at.xOf(tick.at)} y1={height} y2={height + 5} class="axis" />
+            <text x={at.xOf(tick.at)} y={height + 18} class="label" text-anchor="middle">
               {tick.label}
             </text>
           </g>
         ))}
-        {series.map((point) => {
-          let below = 0;
-          let y = height;
-          const start = new Date(point.bucket_start).getTime();
-          const x = Math.min(width - barWidth, Math.max(left, xOf(start + bucket / 2) - barWidth / 2));
-          const whole = `${dateTime(point.bucket_start)}: ${count(point.created)} created, ${count(point.updated)} updated, ${count(point.archived)} archived`;
-          return (
-            <g key={point.bucket_start}>
-              {KINDS.map(([kind, changeType]) => {
-                const value = point[kind];
-                if (value === 0) return null;
-                // a bucket with a few changes beside one with thousands still gets a bar one can point at
-                const barHeight = Math.max(4, yOf(below) - yOf(below + value));
-                below += value;
-                y -= barHeight;
-                return (
-                  <a
-                    key={kind}
-                    href={`/ui${searchLink(point.bucket_start, bucket, changeType)}`}
-                    aria-label={`${value} ${kind} from ${dateTime(point.bucket_start)}`}
-                    onClick={(event) => {
-                      event.preventDefault();
-                      navigate(searchLink(point.bucket_start, bucket, changeType));
-                    }}
-                  >
-                    <rect x={x} y={y} width={barWidth} height={barHeight} class={`bar ${kind}`}>
-                      <title>{`${whole} (select to search the ${kind})`}</title>
-                    </rect>
-                  </a>
-                );
-              })}
-            </g>
-          );
-        })}
+        {series.map((point) => (
+          <StackedBar key={point.bucket_start} point={point} bucket={bucket} at={at} />
+        ))}
       </svg>
       <figcaption class="legend">
         {KINDS.map(([kind]) => (
@@ -228,6 +209,43 @@ function SeriesChart({
         <span class="meta">Select a bar to search its changes.</span>
       </figcaption>
     </figure>
+  );
+}
+
+/** One bucket's bar: a part per kind of change, each a link to the search for it. */
+function StackedBar({ point, bucket, at }: { point: Point; bucket: number; at: ChartScale }) {
+  const { width, height, left } = CHART;
+  let below = 0;
+  let y = height;
+  const start = new Date(point.bucket_start).getTime();
+  const x = Math.min(width - at.barWidth, Math.max(left, at.xOf(start + bucket / 2) - at.barWidth / 2));
+  const whole = `${dateTime(point.bucket_start)}: ${count(point.created)} created, ${count(point.updated)} updated, ${count(point.archived)} archived`;
+  return (
+    <g>
+      {KINDS.map(([kind, changeType]) => {
+        const value = point[kind];
+        if (value === 0) return null;
+        // a bucket with a few changes beside one with thousands still gets a bar one can point at
+        const barHeight = Math.max(4, at.yOf(below) - at.yOf(below + value));
+        below += value;
+        y -= barHeight;
+        return (
+          <a
+            key={kind}
+            href={`/ui${searchLink(point.bucket_start, bucket, changeType)}`}
+            aria-label={`${value} ${kind} from ${dateTime(point.bucket_start)}`}
+            onClick={(event) => {
+              event.preventDefault();
+              navigate(searchLink(point.bucket_start, bucket, changeType));
+            }}
+          >
+            <rect x={x} y={y} width={at.barWidth} height={barHeight} class={`bar ${kind}`}>
+              <title>{`${whole} (select to search the ${kind})`}</title>
+            </rect>
+          </a>
+        );
+      })}
+    </g>
   );
 }
 

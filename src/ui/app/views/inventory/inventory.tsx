@@ -19,7 +19,7 @@ const PAGE_SIZES = ['25', '50', '100', '250'];
 export default function Inventory({ place }: ViewProps) {
   const { params } = place;
   const view = useInventoryQuery(params);
-  const { filters, columns, limit, offset } = view;
+  const { filters, columns, limit } = view;
   const sources = useSourceNames();
   const csv = useInventoryExport(view.query, columns, sources);
   return (
@@ -72,40 +72,56 @@ export default function Inventory({ place }: ViewProps) {
         />
       </div>
       {csv.error ? <ErrorBox error={csv.error} /> : null}
-      <Show loaded={view.loaded} what="configuration items">
-        {(page) =>
-          page.items.length === 0 ? (
-            <Empty>
-              No configuration items match this view
-              {filters.length ? ': remove a filter or change the status tab.' : '.'}
-            </Empty>
-          ) : (
-            <>
-              <CiTable
-                items={page.items}
-                columns={columns}
-                sources={sources}
-                sort={{ params, sortBy: view.sortBy, sortOrder: view.sortOrder }}
-                asOf={view.asOf}
-              />
-              <Pager
-                label="Configuration items"
-                offset={offset}
-                limit={limit}
-                shown={page.items.length}
-                total={page.total}
-                exact={page.total_exact}
-                hasMore={page.has_more}
-                go={goToOffset}
-                next={() =>
-                  setParams({ offset: String(offset + page.items.length), cursor: page.next_cursor ?? undefined })
-                }
-              />
-            </>
-          )
-        }
-      </Show>
+      <Results view={view} sources={sources} params={params} />
     </section>
+  );
+}
+
+/** The page of CIs the view asks for, with its pager; or why there is none. */
+function Results({
+  view,
+  sources,
+  params,
+}: {
+  view: ReturnType<typeof useInventoryQuery>;
+  sources: ReadonlyMap<number, string>;
+  params: URLSearchParams;
+}) {
+  const { filters, columns, limit, offset } = view;
+  return (
+    <Show loaded={view.loaded} what="configuration items">
+      {(page) =>
+        page.items.length === 0 ? (
+          <Empty>
+            No configuration items match this view
+            {filters.length ? ': remove a filter or change the status tab.' : '.'}
+          </Empty>
+        ) : (
+          <>
+            <CiTable
+              items={page.items}
+              columns={columns}
+              sources={sources}
+              sort={{ params, sortBy: view.sortBy, sortOrder: view.sortOrder }}
+              asOf={view.asOf}
+            />
+            <Pager
+              label="Configuration items"
+              offset={offset}
+              limit={limit}
+              shown={page.items.length}
+              total={page.total}
+              exact={page.total_exact}
+              hasMore={page.has_more}
+              go={goToOffset}
+              next={() =>
+                setParams({ offset: String(offset + page.items.length), cursor: page.next_cursor ?? undefined })
+              }
+            />
+          </>
+        )
+      }
+    </Show>
   );
 }
 
