@@ -133,14 +133,14 @@ type Written = Pick<StoredDoc, 'version' | 'seqNo'>;
 
 function writeResult(index: IndexState, id: string, written: Written, [result, status]: [string, number]): Json {
   const shardsWritten = { total: 1, successful: 1, failed: 0 };
+  const sequence = { _seq_no: written.seqNo, _primary_term: 1 };
   return {
     _index: index.name,
     _id: id,
     _version: written.version,
     result,
     _shards: shardsWritten,
-    _seq_no: written.seqNo,
-    _primary_term: 1,
+    ...sequence,
     status,
   };
 }

@@ -26,7 +26,7 @@ export const dynamicOf = (definition: Json, inherited: string) =>
 /** How a dotted field path is indexed; `dynamic` fields are not in the mapping but would have been added to it. */
 type FieldMapping = FieldKind | 'dynamic' | 'object' | 'unsearchable';
 
-export function fieldMapping(mappings: Json, field: string): FieldMapping {
+function fieldMapping(mappings: Json, field: string): FieldMapping {
   let node = mappings;
   let dynamic = dynamicOf(mappings, 'true');
   const segments = field.split('.');
@@ -49,7 +49,7 @@ export function fieldMapping(mappings: Json, field: string): FieldMapping {
 }
 
 /** Values at a dotted path of `_source`, arrays flattened; dotted keys inside the source are honoured too. */
-export function sourceValues(value: unknown, segments: string[]): unknown[] {
+function sourceValues(value: unknown, segments: string[]): unknown[] {
   if (Array.isArray(value)) return value.flatMap((item) => sourceValues(item, segments));
   if (segments.length === 0) return value === null || value === undefined ? [] : [value];
   if (!isObject(value)) return [];
@@ -61,7 +61,7 @@ export function sourceValues(value: unknown, segments: string[]): unknown[] {
   return values;
 }
 
-export const hasValue = (value: unknown): boolean =>
+const hasValue = (value: unknown): boolean =>
   Array.isArray(value) ? value.some(hasValue) : isObject(value) ? Object.values(value).some(hasValue) : value != null;
 
 const ISO_DATE =
@@ -140,3 +140,7 @@ export function indexedValues(doc: SearchDoc, field: string): IndexedValues | un
   const kind = mapped === 'dynamic' ? dynamicKind(raw[0]) : mapped;
   return { kind, values: raw.map((value) => toScalar(kind, value)).filter((value) => value !== undefined) };
 }
+
+/** What the exists query tests: a non-null value at the path of an indexed field (objects count by their leaves). */
+export const fieldExists = (doc: SearchDoc, field: string) =>
+  fieldMapping(doc.mappings, field) !== 'unsearchable' && sourceValues(doc.source, field.split('.')).some(hasValue);

@@ -9,12 +9,12 @@ export interface Hit {
   score: number;
 }
 
-export interface SortKey {
+interface SortKey {
   field: string;
   descending: boolean;
 }
 
-export function parseSort(spec: unknown): SortKey[] | undefined {
+function parseSort(spec: unknown): SortKey[] | undefined {
   if (spec === undefined) return undefined;
   return asArray(spec).map((entry) => {
     if (typeof entry === 'string') return sortKey(entry, {});
@@ -51,7 +51,7 @@ function compareSortValues(a: (Scalar | undefined)[], b: (Scalar | undefined)[],
 }
 
 /** Sorts the hits in place, and gives the sort values each one reports. */
-export function sortHits(hits: Hit[], sort: SortKey[] | undefined): Map<Hit, (Scalar | undefined)[]> | undefined {
+function sortHits(hits: Hit[], sort: SortKey[] | undefined): Map<Hit, (Scalar | undefined)[]> | undefined {
   // Array.prototype.sort is stable, so equal hits keep index and insertion order.
   if (!sort) {
     hits.sort((a, b) => b.score - a.score);
@@ -63,7 +63,7 @@ export function sortHits(hits: Hit[], sort: SortKey[] | undefined): Map<Hit, (Sc
 }
 
 /** Applies `_source` filtering: true/false or include patterns. */
-export function compileSourceFilter(spec: unknown): (source: Json) => Json | undefined {
+function compileSourceFilter(spec: unknown): (source: Json) => Json | undefined {
   if (spec === undefined || spec === true) return (source) => source;
   if (spec === false) return () => undefined;
   if (typeof spec !== 'string' && !Array.isArray(spec)) throw unsupported('[_source] other than a list of patterns');
@@ -85,7 +85,7 @@ function pickFields(object: Json, prefix: string, includes: RegExp[]): Json {
   return picked;
 }
 
-export function formatHit(
+function formatHit(
   hit: Hit,
   tracksScores: boolean,
   filterSource: (source: Json) => Json | undefined,
@@ -105,14 +105,50 @@ export function formatHit(
   };
 }
 
-export function parseTrackTotalHits(value: unknown): boolean | number {
+function parseTrackTotalHits(value: unknown): boolean | number {
   if (value === true || value === 'true') return true;
   if (value === false || value === 'false') return false;
   return intParam(value, 10_000, 'track_total_hits');
 }
 
-export function totalHits(count: number, track: boolean | number): Json | undefined {
+function totalHits(count: number, track: boolean | number): Json | undefined {
   if (track === false) return undefined;
   if (track !== true && count > track) return { value: track, relation: 'gte' };
   return { value: count, relation: 'eq' };
+}
+
+/** How a search presents its hits: which page, in which order, with which part of the source. */
+export interface HitsOptions {
+  from: number;
+  size: number;
+  sort?: SortKey[];
+  trackTotalHits: boolean | number;
+  source: (source: Json) => Json | undefined;
+}
+
+export function parseHitsOptions(request: Json, params: Record<string, string>): HitsOptions {
+  return {
+    // URL parameters override the body, as in OpenSearch.
+    from: intParam(params.from ?? request.from, 0, 'from'),
+    size: intParam(params.size ?? request.size, 10, 'size'),
+    sort: parseSort(request.sort),
+    trackTotalHits: parseTrackTotalHits(params.track_total_hits ?? request.track_total_hits),
+    source: compileSourceFilter(request._source),
+  };
+}
+
+/** The `hits` section of a search response, the matching hits sorted in place. */
+export function hitsSection(hits: Hit[], options: HitsOptions): Json {
+  const sortValues = sortHits(hits, options.sort);
+  // Sorting on fields skips scoring, as in OpenSearch, unless the sort includes _score.
+  const tracksScores = !options.sort || options.sort.some((key) => key.field === '_score');
+  const page = hits.slice(options.from, options.from + options.size);
+  const total = totalHits(hits.length, options.trackTotalHits);
+  const maxScore =
+    tracksScores && page.length > 0 ? hits.reduce((max, hit) => Math.max(max, hit.score), -Infinity) : null;
+  return {
+    ...(total && { total }),
+    max_score: maxScore,
+    hits: page.map((hit) => formatHit(hit, tracksScores, options.source, sortValues?.get(hit))),
+  };
 }

@@ -1,15 +1,6 @@
 /** The query DSL subset: each clause is compiled once into a function from a document to its score. */
 import { badRequest, unsupported } from './errors.js';
-import {
-  compareScalars,
-  fieldMapping,
-  hasValue,
-  indexedValues,
-  queryScalar,
-  sourceValues,
-  type FieldKind,
-  type SearchDoc,
-} from './fields.js';
+import { compareScalars, fieldExists, indexedValues, queryScalar, type FieldKind, type SearchDoc } from './fields.js';
 import { asArray, isObject, type Json, type Scalar } from './json.js';
 import { allowKeys, boostParam, expectObject, objectParams, singleEntry, wildcardRegExp } from './params.js';
 
@@ -55,10 +46,7 @@ function compileIds(body: unknown): Query {
 function compileExists(body: unknown): Query {
   const [params, boost] = clauseParams(body, 'exists', ['field']);
   const field = String(params.field);
-  return (doc) => {
-    if (fieldMapping(doc.mappings, field) === 'unsearchable') return undefined;
-    return sourceValues(doc.source, field.split('.')).some(hasValue) ? boost : undefined;
-  };
+  return (doc) => (fieldExists(doc, field) ? boost : undefined);
 }
 
 /**

@@ -3,17 +3,7 @@ import { getAliases, updateAliases } from './aliases.js';
 import type { Cluster } from './cluster.js';
 import { bulk } from './documents.js';
 import { ok, unsupported, type Reply } from './errors.js';
-import {
-  createIndex,
-  deleteIndex,
-  getIndex,
-  getMapping,
-  getTemplates,
-  indexExists,
-  putMapping,
-  putTemplate,
-  refresh,
-} from './indices.js';
+import * as indices from './indices.js';
 import { count, deleteByQuery, search } from './search.js';
 
 interface RouteRequest {
@@ -33,27 +23,25 @@ const info = (): Reply =>
   });
 
 const health = (cluster: Cluster): Reply => {
-  const shardCount = cluster.indices.size;
+  const count = cluster.indices.size;
+  const shards = { active_primary_shards: count, active_shards: count, unassigned_shards: 0 };
   return ok({
     cluster_name: 'fake',
     status: 'green',
     timed_out: false,
     number_of_nodes: 1,
     number_of_data_nodes: 1,
-    active_primary_shards: shardCount,
-    active_shards: shardCount,
-    unassigned_shards: 0,
-    active_shards_percent_as_number: 100,
+    ...shards,
   });
 };
 
-const template: Handler = (cluster, _request, name) => getTemplates(cluster, name);
-const putTemplateRoute: Handler = (cluster, request, name) => putTemplate(cluster, name, request.body);
+const template: Handler = (cluster, _request, name) => indices.getTemplates(cluster, name);
+const putTemplateRoute: Handler = (cluster, request, name) => indices.putTemplate(cluster, name, request.body);
 const bulkRoute: Handler = (cluster, request, index?: string) => bulk(cluster, request.body, index);
-const refreshRoute: Handler = (cluster, _request, index?: string) => refresh(cluster, index);
+const refreshRoute: Handler = (cluster, _request, index?: string) => indices.refresh(cluster, index);
 const countRoute: Handler = (cluster, request, index?: string) => count(cluster, index, request.body, request.query);
 const searchRoute: Handler = (cluster, request, index?: string) => search(cluster, index, request.body, request.query);
-const putMappingRoute: Handler = (cluster, request, index) => putMapping(cluster, index, request.body);
+const putMappingRoute: Handler = (cluster, request, index) => indices.putMapping(cluster, index, request.body);
 
 const route = (path: string, methods: Record<string, Handler>) => ({
   pattern: path.split('/').filter(Boolean),
@@ -82,13 +70,13 @@ const ROUTES = [
   route('/{index}/_mapping', {
     PUT: putMappingRoute,
     POST: putMappingRoute,
-    GET: (cluster, _request, index) => getMapping(cluster, index),
+    GET: (cluster, _request, index) => indices.getMapping(cluster, index),
   }),
   route('/{index}', {
-    PUT: (cluster, request, index) => createIndex(cluster, index, request.body),
-    HEAD: (cluster, _request, index) => indexExists(cluster, index),
-    GET: (cluster, _request, index) => getIndex(cluster, index),
-    DELETE: (cluster, _request, index) => deleteIndex(cluster, index),
+    PUT: (cluster, request, index) => indices.createIndex(cluster, index, request.body),
+    HEAD: (cluster, _request, index) => indices.indexExists(cluster, index),
+    GET: (cluster, _request, index) => indices.getIndex(cluster, index),
+    DELETE: (cluster, _request, index) => indices.deleteIndex(cluster, index),
   }),
 ];
 

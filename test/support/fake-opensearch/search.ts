@@ -3,29 +3,15 @@ import { parseAggregations, runAggregations, type Aggregation } from './aggregat
 import type { Cluster, IndexState } from './cluster.js';
 import { badRequest, ok, searchPhaseFailure, shards, unsupported, type Reply } from './errors.js';
 import type { SearchDoc } from './fields.js';
-import {
-  compileSourceFilter,
-  formatHit,
-  parseSort,
-  parseTrackTotalHits,
-  sortHits,
-  totalHits,
-  type Hit,
-  type SortKey,
-} from './hits.js';
+import { hitsSection, parseHitsOptions, type Hit, type HitsOptions } from './hits.js';
 import type { Json } from './json.js';
-import { expectObject, intParam, objectParams } from './params.js';
+import { expectObject, objectParams } from './params.js';
 import { compileQuery, type Query } from './query.js';
 
 type UrlParams = Record<string, string>;
 
-interface SearchRequest {
+interface SearchRequest extends HitsOptions {
   query: Query;
-  from: number;
-  size: number;
-  sort?: SortKey[];
-  trackTotalHits: boolean | number;
-  source: (source: Json) => Json | undefined;
   aggregations: Map<string, Aggregation>;
 }
 
@@ -39,13 +25,8 @@ function parseSearchRequest(body: unknown, params: UrlParams): SearchRequest {
   if (request.aggs !== undefined && request.aggregations !== undefined)
     throw badRequest('parsing_exception', 'Found two aggregation definitions');
   return {
+    ...parseHitsOptions(request, params),
     query: compileQuery(request.query ?? { match_all: {} }),
-    // URL parameters override the body, as in OpenSearch.
-    from: intParam(params.from ?? request.from, 0, 'from'),
-    size: intParam(params.size ?? request.size, 10, 'size'),
-    sort: parseSort(request.sort),
-    trackTotalHits: parseTrackTotalHits(params.track_total_hits ?? request.track_total_hits),
-    source: compileSourceFilter(request._source),
     aggregations: parseAggregations(request.aggs ?? request.aggregations),
   };
 }
@@ -81,29 +62,14 @@ export function search(cluster: Cluster, expression: string | undefined, body: u
   const targets = cluster.resolve(expression);
   for (const index of targets) checkResultWindow(index, request.from + request.size);
   const hits = matchDocuments(targets, request.query);
-  const sortValues = sortHits(hits, request.sort);
-  // Sorting on fields skips scoring, as in OpenSearch, unless the sort includes _score.
-  const tracksScores = !request.sort || request.sort.some((key) => key.field === '_score');
-  const page = hits.slice(request.from, request.from + request.size);
-  const total = totalHits(hits.length, request.trackTotalHits);
-  const maxScore =
-    tracksScores && page.length > 0 ? hits.reduce((max, hit) => Math.max(max, hit.score), -Infinity) : null;
   const response: Json = {
     took: Date.now() - started,
     timed_out: false,
     _shards: shards(targets.length),
-    hits: {
-      ...(total && { total }),
-      max_score: maxScore,
-      hits: page.map((hit) => formatHit(hit, tracksScores, request.source, sortValues?.get(hit))),
-    },
+    hits: hitsSection(hits, request),
   };
-  if (request.aggregations.size > 0) {
-    response.aggregations = runAggregations(
-      request.aggregations,
-      hits.map((hit) => hit.doc),
-    );
-  }
+  const docs = hits.map((hit) => hit.doc);
+  if (request.aggregations.size > 0) response.aggregations = runAggregations(request.aggregations, docs);
   return ok(response);
 }
 
@@ -129,14 +95,6 @@ export function deleteByQuery(cluster: Cluster, expression: string, body: unknow
   const hits = matchDocuments(targets, query);
   for (const hit of hits) cluster.indices.get(hit.doc.index)?.docs.delete(hit.doc.id);
   const deleted = hits.length;
-  return ok({
-    took: Date.now() - started,
-    timed_out: false,
-    total: deleted,
-    deleted,
-    batches: deleted > 0 ? 1 : 0,
-    version_conflicts: 0,
-    noops: 0,
-    failures: [],
-  });
+  const counts = { total: deleted, deleted, batches: deleted > 0 ? 1 : 0, version_conflicts: 0, noops: 0 };
+  return ok({ took: Date.now() - started, timed_out: false, ...counts, failures: [] });
 }
