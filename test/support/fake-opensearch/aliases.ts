@@ -2,7 +2,7 @@
 import { concreteIndices, validateAliasName, type Cluster, type IndexTable } from './cluster.js';
 import { acknowledged, OpenSearchError, ok, unsupported, validationFailed, type Reply } from './errors.js';
 import { asArray, type Json } from './json.js';
-import { expectObject, isPattern, objectParams, patternRegExp, singleEntry } from './params.js';
+import { isPattern, objectParams, patternRegExp, singleEntry } from './params.js';
 
 /** `index`/`indices` and `alias`/`aliases` parameters of alias actions: one name or a list. */
 function nameList(params: Json, single: string, plural: string): string[] {
@@ -13,7 +13,7 @@ function nameList(params: Json, single: string, plural: string): string[] {
 
 /** Alias actions are applied to a draft of the index table, which replaces the real one only if every action succeeded. */
 export function updateAliases(cluster: Cluster, body: unknown): Reply {
-  const { actions } = objectParams(expectObject(body, 'aliases request'), 'aliases request', ['actions']);
+  const { actions } = objectParams(body, 'aliases request', ['actions']);
   if (!Array.isArray(actions) || actions.length === 0) throw validationFailed('no actions specified');
   const draft = new Map(
     [...cluster.indices].map(([name, index]) => [name, { ...index, aliases: new Set(index.aliases) }]),
@@ -26,7 +26,7 @@ export function updateAliases(cluster: Cluster, body: unknown): Reply {
 function applyAliasAction(draft: IndexTable, action: unknown): void {
   const [type, body] = singleEntry(action, 'alias action');
   if (type !== 'add' && type !== 'remove') throw unsupported(`alias action [${type}]`);
-  const params = objectParams(expectObject(body, type), type, ['index', 'indices', 'alias', 'aliases']);
+  const params = objectParams(body, type, ['index', 'indices', 'alias', 'aliases']);
   const targets = concreteIndices(draft, nameList(params, 'index', 'indices'));
   const aliases = nameList(params, 'alias', 'aliases');
   if (type === 'add') {

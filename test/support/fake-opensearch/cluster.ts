@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { badRequest, indexNotFound } from './errors.js';
 import { asArray, deepMerge, section, type Json } from './json.js';
 import { normalizeSettings } from './mappings.js';
-import { allowKeys, isPattern, patternRegExp, wildcardRegExp } from './params.js';
+import { isPattern, patternRegExp, wildcardRegExp } from './params.js';
 import type { ItemFailure, StoredDocument } from './types.js';
 
 export interface StoredDoc extends StoredDocument {
@@ -94,14 +94,9 @@ export class Cluster {
       throw badRequest('resource_already_exists_exception', `index [${name}/${existing.uuid}] already exists`, details);
     }
     if (aliasTargets(this.indices, name).length > 0) {
-      const details = { index: name };
-      throw badRequest(
-        'invalid_index_name_exception',
-        `Invalid index name [${name}], already exists as alias`,
-        details,
-      );
+      const reason = `Invalid index name [${name}], already exists as alias`;
+      throw badRequest('invalid_index_name_exception', reason, { index: name });
     }
-    allowKeys(request, ['settings', 'mappings', 'aliases'], 'create index request');
     const template = this.templateFor(name);
     const aliases = [...Object.keys(section(template, 'aliases')), ...Object.keys(section(request, 'aliases'))];
     for (const alias of aliases) validateAliasName(this.indices, alias);

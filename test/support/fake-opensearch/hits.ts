@@ -2,7 +2,7 @@
 import { badRequest, unsupported } from './errors.js';
 import { compareScalars, indexedValues, type SearchDoc } from './fields.js';
 import { asArray, isObject, type Json, type Scalar } from './json.js';
-import { expectObject, intParam, objectParams, singleEntry, wildcardRegExp } from './params.js';
+import { intParam, objectParams, singleEntry, wildcardRegExp } from './params.js';
 
 export interface Hit {
   doc: SearchDoc;
@@ -19,11 +19,11 @@ function parseSort(spec: unknown): SortKey[] | undefined {
   return asArray(spec).map((entry) => {
     if (typeof entry === 'string') return sortKey(entry, {});
     const [field, options] = singleEntry(entry, 'sort');
-    return sortKey(field, typeof options === 'string' ? { order: options } : expectObject(options, `sort.${field}`));
+    return sortKey(field, typeof options === 'string' ? { order: options } : options);
   });
 }
 
-function sortKey(field: string, options: Json): SortKey {
+function sortKey(field: string, options: unknown): SortKey {
   const { order = field === '_score' ? 'desc' : 'asc' } = objectParams(options, `sort.${field}`, ['order']);
   if (field.startsWith('_') && field !== '_score') throw unsupported(`sorting on [${field}]`);
   if (order !== 'asc' && order !== 'desc')

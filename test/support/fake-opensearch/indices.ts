@@ -3,13 +3,13 @@ import { concreteIndices, type Cluster } from './cluster.js';
 import { acknowledged, badRequest, errorReply, OpenSearchError, ok, validationFailed, type Reply } from './errors.js';
 import { asArray, deepMerge, isObject, section, type Json } from './json.js';
 import { mappingConflict, normalizeSettings } from './mappings.js';
-import { expectObject, isPattern, objectParams, patternRegExp } from './params.js';
+import { isPattern, objectParams, patternRegExp } from './params.js';
 
 export function putTemplate(cluster: Cluster, name: string, body: unknown): Reply {
   const template = objectParams(body, 'index template', ['index_patterns', 'priority', 'template', '_meta', 'version']);
   const patterns = asArray(template.index_patterns).map(String);
   if (patterns.length === 0) throw validationFailed('index patterns are missing');
-  const inner = objectParams(template.template, 'index template [template]', ['settings', 'mappings', 'aliases']);
+  const inner = objectParams(template.template ?? {}, 'index template [template]', ['settings', 'mappings', 'aliases']);
   const settings = inner.settings === undefined ? {} : { settings: { index: normalizeSettings(inner.settings) } };
   const stored = { ...template, index_patterns: patterns, template: { ...inner, ...settings }, composed_of: [] };
   cluster.templates.set(name, structuredClone(stored));
@@ -27,7 +27,7 @@ export function getTemplates(cluster: Cluster, expression: string): Reply {
 }
 
 export function createIndex(cluster: Cluster, name: string, body: unknown): Reply {
-  cluster.addIndex(name, body === undefined ? {} : expectObject(body, 'create index request'));
+  cluster.addIndex(name, objectParams(body ?? {}, 'create index request', ['settings', 'mappings', 'aliases']));
   return ok({ acknowledged: true, shards_acknowledged: true, index: name });
 }
 

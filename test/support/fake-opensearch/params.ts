@@ -11,9 +11,9 @@ export function allowKeys(object: Json, allowed: readonly string[], what: string
   if (unknown !== undefined) throw unsupported(`[${unknown}] in [${what}]`);
 }
 
-/** A request body or clause that must be an object of the known keys; an absent body is an empty one. */
+/** A request body or clause that must be an object of the known keys. */
 export function objectParams(value: unknown, what: string, allowed: readonly string[]): Json {
-  const object = value === undefined ? {} : expectObject(value, what);
+  const object = expectObject(value, what);
   allowKeys(object, allowed, what);
   return object;
 }

@@ -136,8 +136,7 @@ type RangeOperator = keyof typeof RANGE_OPERATORS;
 
 function compileRange(body: unknown): Query {
   const [field, spec] = singleEntry(body, 'range');
-  const bounds = expectObject(spec, `range.${field}`);
-  allowKeys(bounds, [...Object.keys(RANGE_OPERATORS), 'boost'], `range.${field}`);
+  const bounds = objectParams(spec, `range.${field}`, [...Object.keys(RANGE_OPERATORS), 'boost']);
   const operators = (Object.keys(RANGE_OPERATORS) as RangeOperator[]).filter((op) => bounds[op] != null);
   return leafQuery(field, boostParam(bounds.boost), (kind) => {
     const checks = operators.map((op) => ({

@@ -5,7 +5,7 @@ import { badRequest, ok, searchPhaseFailure, shards, unsupported, type Reply } f
 import type { SearchDoc } from './fields.js';
 import { hitsSection, parseHitsOptions, type Hit, type HitsOptions } from './hits.js';
 import type { Json } from './json.js';
-import { expectObject, objectParams } from './params.js';
+import { objectParams } from './params.js';
 import { compileQuery, type Query } from './query.js';
 
 type UrlParams = Record<string, string>;
@@ -20,7 +20,7 @@ const SEARCH_KEYS = ['query', 'from', 'size', 'sort', 'track_total_hits', '_sour
 
 /** Validates the whole request before touching documents, so unsupported clauses fail even on empty indices. */
 function parseSearchRequest(body: unknown, params: UrlParams): SearchRequest {
-  const request = objectParams(body, 'search request', SEARCH_KEYS);
+  const request = objectParams(body ?? {}, 'search request', SEARCH_KEYS);
   if (params.q !== undefined) throw unsupported('the [q] URL parameter');
   if (request.aggs !== undefined && request.aggregations !== undefined)
     throw badRequest('parsing_exception', 'Found two aggregation definitions');
@@ -74,7 +74,7 @@ export function search(cluster: Cluster, expression: string | undefined, body: u
 }
 
 export function count(cluster: Cluster, expression: string | undefined, body: unknown, params: UrlParams): Reply {
-  const request = objectParams(body, 'count request', ['query']);
+  const request = objectParams(body ?? {}, 'count request', ['query']);
   if (params.q !== undefined) throw unsupported('the [q] URL parameter');
   const query = compileQuery(request.query ?? { match_all: {} });
   const targets = cluster.resolve(expression);
@@ -86,7 +86,7 @@ const DELETE_BY_QUERY_PARAMS = ['conflicts', 'refresh', 'wait_for_completion', '
 /** Deletes what the query matches, as OpenSearch's _delete_by_query does (synchronously, one batch). */
 export function deleteByQuery(cluster: Cluster, expression: string, body: unknown, params: UrlParams): Reply {
   const started = Date.now();
-  const request = objectParams(expectObject(body, 'delete by query request'), 'delete by query request', ['query']);
+  const request = objectParams(body, 'delete by query request', ['query']);
   const unknown = Object.keys(params).find((name) => !DELETE_BY_QUERY_PARAMS.includes(name));
   if (unknown !== undefined) throw unsupported(`the [${unknown}] URL parameter`);
   if (params.wait_for_completion === 'false') throw unsupported('wait_for_completion=false (tasks)');
