@@ -12,6 +12,7 @@ import { subscriptionRoutes } from './history/subscriptions/routes.js';
 import { BatchPayload } from './history/subscriptions/schema.js';
 import { diffRoutes } from './inventory/diffs/routes.js';
 import { impactRoutes } from './inventory/impact/routes.js';
+import { queryRoutes } from './inventory/queries/routes.js';
 import { authenticate, signInRedirect } from './identity/sign-in/authenticate.js';
 import { authRoutes } from './identity/sign-in/routes.js';
 import { changeRoutes } from './history/changes/routes.js';
@@ -65,6 +66,7 @@ export const apiRoutes: readonly AnyRoute[] = [
   ...apiKeyRoutes,
   ...auditRoutes,
   ...savedViewRoutes,
+  ...queryRoutes,
 ];
 
 /** AES-256-GCM for the sign-in cookie; a cookie that does not decrypt is no sign-in at all. */

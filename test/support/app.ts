@@ -57,6 +57,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
       DATABASE_URL: 'postgres://unused',
       LOG_LEVEL: 'info',
       CINV_RATE_LIMIT: '1000000',
+      CINV_QUERY_RATE_LIMIT: '1000000',
       CINV_MASTER_KEY: TEST_MASTER_KEY,
     }),
     databaseUrl: undefined,

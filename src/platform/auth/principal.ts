@@ -9,6 +9,8 @@ export const RESOURCES = [
   'api_keys',
   'audit',
   'subscriptions',
+  // queries:read runs query-language queries that read a whole table (allow_scan)
+  'queries',
 ] as const;
 export const ACTIONS = ['read', 'write', 'delete'] as const;
 
@@ -64,7 +66,7 @@ export function tierPermissions(tier: Tier, assigned: readonly Permission[]): Se
     case 'ro':
       // read-only sees everything but secrets and the people behind the keys
       return new Set(
-        RESOURCES.filter((r) => r !== 'credentials' && r !== 'users' && r !== 'api_keys').map(
+        RESOURCES.filter((r) => r !== 'credentials' && r !== 'users' && r !== 'api_keys' && r !== 'queries').map(
           (r) => `${r}:read` as Permission,
         ),
       );

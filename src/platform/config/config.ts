@@ -63,6 +63,13 @@ export interface Config {
   countTimeoutMs: number;
   /** Statistics over an explicit window that take longer answer 422 (narrow the window). */
   statsTimeoutMs: number;
+  /** A query-language query that takes longer answers 422 (CINV_QUERY_TIMEOUT). */
+  queryTimeoutMs: number;
+  /**
+   * A query the planner expects to read a table of more rows than this without an index is
+   * refused unless the caller asks for it and may run heavy queries (CINV_QUERY_SCAN_ROWS).
+   */
+  queryScanRows: number;
   statsRefreshSchedule: string;
   /** OpenSearch for change search and explicit-window statistics; undefined: PostgreSQL does it. */
   opensearchUrl: string | undefined;
@@ -275,6 +282,8 @@ function searchSettings(
   Config,
   | 'countTimeoutMs'
   | 'statsTimeoutMs'
+  | 'queryTimeoutMs'
+  | 'queryScanRows'
   | 'statsRefreshSchedule'
   | 'opensearchUrl'
   | 'opensearchIndex'
@@ -285,6 +294,8 @@ function searchSettings(
   return {
     countTimeoutMs: duration(env, 'CINV_COUNT_TIMEOUT', '250ms'),
     statsTimeoutMs: duration(env, 'CINV_STATS_TIMEOUT', '10s'),
+    queryTimeoutMs: duration(env, 'CINV_QUERY_TIMEOUT', '10s'),
+    queryScanRows: integer(env, 'CINV_QUERY_SCAN_ROWS', 100_000, 0, 1_000_000_000),
     statsRefreshSchedule: env.CINV_STATS_REFRESH_SCHEDULE || '*/5 * * * *',
     opensearchUrl: opensearchUrl(env),
     opensearchIndex: indexName(env),

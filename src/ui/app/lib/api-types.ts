@@ -587,6 +587,30 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/query': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Run a query-language query given in the URL
+     * @description The same as `POST /api/v1/query`, with the query in `q`: for links and bookmarks.
+     */
+    get: operations['runQueryFromLink'];
+    put?: never;
+    /**
+     * Run a query-language query
+     * @description One text query over the inventory, its relationships and its history. A **match** is predicates on CI fields (`ci_id`, `name`, `namespace`, `ci_type`, `status`, `source_id`, `scope_id`, `external_id`, `created_at`, `updated_at`, `status_updated_at`, `last_seen`) and on `raw_data.<path>` / `type_data.<path>`: `=`, `!=`, `<`, `<=`, `>`, `>=`, `in (a, b)`, `not in (…)`, `exists`, `not exists`, `is null`, `is not null`, `contains` (case-sensitive), `icontains`, `starts with`, `istarts with`, `matches "regex"` (or `~`), joined by `and`, `or`, `not` and parentheses; `*` matches every CI. Values are bare words or `"quoted strings"`; on JSON paths numbers compare as numbers, and an unquoted `true`/`false`/`null` also matches the JSON value. Times are ISO 8601 (UTC unless an offset is given) or relative: `now`, `now-24h` (s, m, h, d, w). **History predicates:** `changed [FIELD] [since T] [until T] [type UPDATED|(CREATED, DELETED)]` (FIELD is a field or path; a change under it or of a value holding it counts), `created since T`, `archived since T`. **Hops** follow relationships from the set matched so far: `-[type]->` from their `from` end to their `to` end, `<-[type]-` the other way, `<-[type]->` both; `[a, b]` several types, `[*]` any, `[type 2]` or `[type 1..3]` a depth; the match after a hop filters what it reached. **Pipes** shape the answer: `| sort FIELD [desc], …`, `| limit N`, `| fields FIELD, …`, `| count`, `| count by FIELD, …`, `| min|max|sum|avg(PATH) by FIELD, …`, `| return first` (the path's starts instead of its ends), `| with changes`. A match that names no `status` (nor `archived`) reads the active inventory. Keywords are case-insensitive; values and paths are not. See docs/query-language.md for the whole grammar and examples. The answer lies inside the caller's data scopes: nothing outside them is matched, counted, walked through or aggregated. The endpoint has its own rate limit (CINV_QUERY_RATE_LIMIT).
+     */
+    post: operations['runQuery'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/saved-views': {
     parameters: {
       query?: never;
@@ -1724,6 +1748,9 @@ export interface operations {
             | 'subscriptions:read'
             | 'subscriptions:write'
             | 'subscriptions:delete'
+            | 'queries:read'
+            | 'queries:write'
+            | 'queries:delete'
           )[];
           scopes?: {
             scope_id: string | null;
@@ -6367,6 +6394,481 @@ export interface operations {
       };
     };
   };
+  runQueryFromLink: {
+    parameters: {
+      query: {
+        /** @description The query text. */
+        q: string;
+        /** @description Evaluate the whole query against the inventory as it was then (history ends there): an ISO 8601 moment with offset (2026-11-27T08:00:00Z) or the name of a baseline. */
+        as_of?: string;
+        /** @description Answer what matches now (or at `as_of`) and did not match then; swap the two for what stopped matching: an ISO 8601 moment with offset (2026-11-27T08:00:00Z) or the name of a baseline. */
+        compare_to?: string;
+        /** @description The `next_cursor` of the previous page of the same query. */
+        cursor?: string;
+        /** @description Page size (default 100). */
+        limit?: number;
+        /** @description Return the plan summarised, without running the query. */
+        explain?: boolean;
+        /** @description As in the POST form. */
+        allow_scan?: boolean;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The answer. */
+      200: {
+        headers: {
+          /** @description Which database answered: `replica` or `primary`. Present when a read replica (DATABASE_REPLICA_URL) is configured: this read goes to it while it is within CINV_REPLICA_MAX_LAG and has replayed past the caller's last write. */
+          'X-Cinv-Served-By'?: 'replica' | 'primary';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                as_of: string | null;
+                columns: string[];
+                /** @description CIs hops reached outside the caller's data scopes (not shown, not walked). */
+                hidden: number;
+                items: {
+                  /** @description With `| with changes`: the CI's records (20 at most). */
+                  changes?: {
+                    change_type: string;
+                    /** Format: date-time */
+                    changed_at: string;
+                    changes: {
+                      [key: string]: unknown;
+                    }[];
+                    id: string;
+                  }[];
+                  /**
+                   * Format: uuid
+                   * @description The CI.
+                   */
+                  ci_id: string;
+                  /** @description The chosen columns by the name the query wrote them with (`raw_data.spec.nodeName`). */
+                  fields: {
+                    [key: string]: unknown;
+                  };
+                }[];
+                /** @constant */
+                kind: 'rows';
+                next_cursor: string | null;
+                took_ms: number;
+              }
+            | {
+                as_of: string | null;
+                by: string[];
+                field: string | null;
+                fn: string;
+                groups: {
+                  count: number;
+                  key: {
+                    [key: string]: string | null;
+                  };
+                  value: number | null;
+                }[];
+                hidden: number;
+                /** @constant */
+                kind: 'aggregate';
+                took_ms: number;
+                /** @description More than 1 000 groups: the largest are shown. */
+                truncated: boolean;
+              }
+            | {
+                as_of: string | null;
+                /** @constant */
+                kind: 'explain';
+                plan: {
+                  estimated_rows: number;
+                  rating: 'light' | 'moderate' | 'heavy';
+                  scans: {
+                    rows: number;
+                    table: string;
+                  }[];
+                  steps: {
+                    access: 'index' | 'scan' | 'other';
+                    condition: string | null;
+                    estimated_rows: number;
+                    index: string | null;
+                    node: string;
+                    table: string;
+                  }[];
+                  total_cost: number;
+                };
+              };
+          'text/csv': string;
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Hops need `relationships:read`, history predicates `changes:read` (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              /** @description HTTP_<status>, VALIDATION_ERROR, INVALID_FILTER or INTERNAL_SERVER_ERROR. */
+              code: string;
+              /** @description VALIDATION_ERROR: `errors` [{field, location, message}]; INVALID_FILTER: `filter`, `reason`. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Unique per occurrence; also in the server log line. */
+              id: string;
+              message: string;
+              method: string;
+              path: string;
+            };
+          };
+        };
+      };
+      /** @description The Accept header names no type this route serves (`HTTP_406`). */
+      406: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              /** @description HTTP_<status>, VALIDATION_ERROR, INVALID_FILTER or INTERNAL_SERVER_ERROR. */
+              code: string;
+              /** @description VALIDATION_ERROR: `errors` [{field, location, message}]; INVALID_FILTER: `filter`, `reason`. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Unique per occurrence; also in the server log line. */
+              id: string;
+              message: string;
+              method: string;
+              path: string;
+            };
+          };
+        };
+      };
+      /** @description The query does not parse or names what does not exist (`INVALID_QUERY`, with `line`, `column`, `expected`, `excerpt` and `suggestions` in `details`), would read a large table whole (`reason: scan`), or took longer than CINV_QUERY_TIMEOUT (`reason: timeout`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              /** @description HTTP_<status>, VALIDATION_ERROR, INVALID_FILTER or INTERNAL_SERVER_ERROR. */
+              code: string;
+              /** @description VALIDATION_ERROR: `errors` [{field, location, message}]; INVALID_FILTER: `filter`, `reason`. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Unique per occurrence; also in the server log line. */
+              id: string;
+              message: string;
+              method: string;
+              path: string;
+            };
+          };
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  runQuery: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Run the query even when it reads a large table whole (needs the `queries:read` permission). */
+          allow_scan?: boolean;
+          /** @description Evaluate the whole query against the inventory as it was then (history ends there): an ISO 8601 moment with offset (2026-11-27T08:00:00Z) or the name of a baseline. */
+          as_of?: string;
+          /** @description Answer what matches now (or at `as_of`) and did not match then; swap the two for what stopped matching: an ISO 8601 moment with offset (2026-11-27T08:00:00Z) or the name of a baseline. */
+          compare_to?: string;
+          /** @description The `next_cursor` of the previous page of the same query. */
+          cursor?: string;
+          /** @description Return the plan summarised, without running the query. */
+          explain?: boolean;
+          /** @description Page size; overrides the query's `| limit` (default 100). */
+          limit?: number;
+          /**
+           * @description The query text.
+           * @example ci_type = k8s.pod and namespace in (shop, payments) and raw_data.spec.replicas >= 3
+           * @example name = checkout and ci_type = k8s.deployment -[manages]-> ci_type = k8s.replicaset -[manages]-> ci_type = k8s.pod
+           * @example namespace = shop and changed raw_data.spec.containers since now-24h | with changes
+           * @example ci_type = k8s.pod | count by namespace
+           */
+          query: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The answer. */
+      200: {
+        headers: {
+          /** @description Which database answered: `replica` or `primary`. Present when a read replica (DATABASE_REPLICA_URL) is configured: this read goes to it while it is within CINV_REPLICA_MAX_LAG and has replayed past the caller's last write. */
+          'X-Cinv-Served-By'?: 'replica' | 'primary';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                as_of: string | null;
+                columns: string[];
+                /** @description CIs hops reached outside the caller's data scopes (not shown, not walked). */
+                hidden: number;
+                items: {
+                  /** @description With `| with changes`: the CI's records (20 at most). */
+                  changes?: {
+                    change_type: string;
+                    /** Format: date-time */
+                    changed_at: string;
+                    changes: {
+                      [key: string]: unknown;
+                    }[];
+                    id: string;
+                  }[];
+                  /**
+                   * Format: uuid
+                   * @description The CI.
+                   */
+                  ci_id: string;
+                  /** @description The chosen columns by the name the query wrote them with (`raw_data.spec.nodeName`). */
+                  fields: {
+                    [key: string]: unknown;
+                  };
+                }[];
+                /** @constant */
+                kind: 'rows';
+                next_cursor: string | null;
+                took_ms: number;
+              }
+            | {
+                as_of: string | null;
+                by: string[];
+                field: string | null;
+                fn: string;
+                groups: {
+                  count: number;
+                  key: {
+                    [key: string]: string | null;
+                  };
+                  value: number | null;
+                }[];
+                hidden: number;
+                /** @constant */
+                kind: 'aggregate';
+                took_ms: number;
+                /** @description More than 1 000 groups: the largest are shown. */
+                truncated: boolean;
+              }
+            | {
+                as_of: string | null;
+                /** @constant */
+                kind: 'explain';
+                plan: {
+                  estimated_rows: number;
+                  rating: 'light' | 'moderate' | 'heavy';
+                  scans: {
+                    rows: number;
+                    table: string;
+                  }[];
+                  steps: {
+                    access: 'index' | 'scan' | 'other';
+                    condition: string | null;
+                    estimated_rows: number;
+                    index: string | null;
+                    node: string;
+                    table: string;
+                  }[];
+                  total_cost: number;
+                };
+              };
+          'text/csv': string;
+        };
+      };
+      /** @description Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, JSON nested deeper than 64 levels, a broken gzip or deflate stream). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Hops need `relationships:read`, history predicates `changes:read` (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              /** @description HTTP_<status>, VALIDATION_ERROR, INVALID_FILTER or INTERNAL_SERVER_ERROR. */
+              code: string;
+              /** @description VALIDATION_ERROR: `errors` [{field, location, message}]; INVALID_FILTER: `filter`, `reason`. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Unique per occurrence; also in the server log line. */
+              id: string;
+              message: string;
+              method: string;
+              path: string;
+            };
+          };
+        };
+      };
+      /** @description The Accept header names no type this route serves (`HTTP_406`). */
+      406: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              /** @description HTTP_<status>, VALIDATION_ERROR, INVALID_FILTER or INTERNAL_SERVER_ERROR. */
+              code: string;
+              /** @description VALIDATION_ERROR: `errors` [{field, location, message}]; INVALID_FILTER: `filter`, `reason`. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Unique per occurrence; also in the server log line. */
+              id: string;
+              message: string;
+              method: string;
+              path: string;
+            };
+          };
+        };
+      };
+      /** @description The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The query does not parse or names what does not exist (`INVALID_QUERY`, with `line`, `column`, `expected`, `excerpt` and `suggestions` in `details`), would read a large table whole (`reason: scan`), or took longer than CINV_QUERY_TIMEOUT (`reason: timeout`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              /** @description HTTP_<status>, VALIDATION_ERROR, INVALID_FILTER or INTERNAL_SERVER_ERROR. */
+              code: string;
+              /** @description VALIDATION_ERROR: `errors` [{field, location, message}]; INVALID_FILTER: `filter`, `reason`. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Unique per occurrence; also in the server log line. */
+              id: string;
+              message: string;
+              method: string;
+              path: string;
+            };
+          };
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
   listSavedViews: {
     parameters: {
       query?: {
@@ -10335,6 +10837,9 @@ export interface operations {
             | 'subscriptions:read'
             | 'subscriptions:write'
             | 'subscriptions:delete'
+            | 'queries:read'
+            | 'queries:write'
+            | 'queries:delete'
           )[];
         };
       };
@@ -10719,6 +11224,9 @@ export interface operations {
             | 'subscriptions:read'
             | 'subscriptions:write'
             | 'subscriptions:delete'
+            | 'queries:read'
+            | 'queries:write'
+            | 'queries:delete'
           )[];
           /** @description Narrow the token to these of your data scopes. */
           scopes?: {
@@ -11486,6 +11994,9 @@ export interface operations {
             | 'subscriptions:read'
             | 'subscriptions:write'
             | 'subscriptions:delete'
+            | 'queries:read'
+            | 'queries:write'
+            | 'queries:delete'
           )[];
         };
       };
@@ -12133,6 +12644,9 @@ export interface operations {
             | 'subscriptions:read'
             | 'subscriptions:write'
             | 'subscriptions:delete'
+            | 'queries:read'
+            | 'queries:write'
+            | 'queries:delete'
           )[];
           /** @description Narrow the token to these of your data scopes. */
           scopes?: {

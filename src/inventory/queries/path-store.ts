@@ -1,0 +1,108 @@
+import type { Sql } from 'postgres';
+import type { Expr, Hop, Query } from '../../platform/query-language/ast.js';
+import { seesAllData } from '../../platform/auth/principal.js';
+import { and, columnsOf, visibleTo, type Fragment } from '../../platform/auth/scope.js';
+import { cisAt } from '../../history/records/as-of.js';
+import { relationshipRows } from '../relationships/service.js';
+import { namesStatus, predicate, type PredicateContext } from './predicates.js';
+
+/**
+ * The CIs a query reads, as a FROM item with configuration_items' columns: now, or as they were at
+ * `as_of` (the time machine's exact state), always inside the principal's data scopes (at a moment:
+ * then and now). `where` narrows each part before anything is merged, so its indexes serve.
+ */
+export function cisOf(ctx: PredicateContext, alias: string, where: (row: string) => Fragment): Fragment {
+  const { sql, principal } = ctx;
+  const visible = (row: string) => visibleTo(sql, principal, columnsOf(row));
+  if (ctx.asOf === undefined) {
+    return sql`(select ${sql(alias)}.* from configuration_items ${sql(alias)} where ${visible(alias)} and ${where(alias)})`;
+  }
+  return cisAt(sql, ctx.asOf, alias, { visible, where: (row) => where(row) });
+}
+
+/** A match's condition, with the active inventory as its default when it names no status. */
+export function matchCondition(ctx: PredicateContext, row: string, e: Expr): Fragment {
+  const { sql } = ctx;
+  const condition = predicate(ctx, row, e);
+  return namesStatus(e) ? condition : sql`${sql(row)}.status = 'active' and ${condition}`;
+}
+
+/** The CTE names of a path compiled under a prefix (two paths, now and then, live in one statement). */
+const stage = (prefix: string, i: number) => `${prefix}s${i}`;
+const walk = (prefix: string, i: number) => `${prefix}w${i}`;
+
+/** One step of a walk from `w`: the CIs one relationship away in the hop's direction, of its types. */
+function step(ctx: PredicateContext, hop: Hop): Fragment {
+  const { sql, principal } = ctx;
+  const rows = relationshipRows(sql, ctx.asOf);
+  const typed = hop.types ? sql`and r.relationship_type = any(${hop.types.map((t) => t.name)}::text[])` : sql``;
+  const arm = (near: 'from_ci_id' | 'to_ci_id', far: 'from_ci_id' | 'to_ci_id') =>
+    sql`select r.${sql(far)} as far from ${rows} r
+        where r.tenant_id = ${principal.tenantId} and r.${sql(near)} = w.id ${typed}`;
+  if (hop.direction === 'out') return arm('from_ci_id', 'to_ci_id');
+  if (hop.direction === 'in') return arm('to_ci_id', 'from_ci_id');
+  return sql`${arm('from_ci_id', 'to_ci_id')} union all ${arm('to_ci_id', 'from_ci_id')}`;
+}
+
+/** Whether the CI `far` may be walked through: it exists (at the moment) inside the principal's scopes. */
+function walkable(ctx: PredicateContext, far: Fragment): Fragment {
+  const { sql } = ctx;
+  return sql`exists (select 1 from ${cisOf(ctx, 'n', (row) => sql`${sql(row)}.ci_id = ${far}`)} n)`;
+}
+
+/**
+ * The path's CTEs: `s0` the CIs of the first match (each its own origin), then per hop `wI` the
+ * walk (origin, CI reached, depth; a CI outside the scopes is neither reached nor walked through)
+ * and `sI` what it reached at a depth in range that holds the next match. `answer` holds the
+ * path's ends: the last match's CIs, or with `return first` the first match's that led to one.
+ */
+export function pathCtes(ctx: PredicateContext, query: Query, prefix = ''): { ctes: Fragment[]; answer: string } {
+  const { sql } = ctx;
+  const ctes: Fragment[] = [];
+  const first = query.path[0] as Expr;
+  ctes.push(sql`${sql(stage(prefix, 0))} as (
+    select ci.ci_id as origin, ci.ci_id as id from ${cisOf(ctx, 'ci', (row) => matchCondition(ctx, row, first))} ci)`);
+  let last = 0;
+  for (let i = 1; i < query.path.length; i += 2) {
+    const hop = query.path[i] as Hop;
+    const match = query.path[i + 1] as Expr;
+    const n = (i + 1) / 2;
+    const w = sql(walk(prefix, n));
+    ctes.push(sql`${w} (origin, id, depth) as (
+      select origin, id, 0 from ${sql(stage(prefix, n - 1))}
+      union
+      select w.origin, step.far, w.depth + 1 from ${w} w cross join lateral (${step(ctx, hop)}) step
+      where w.depth < ${hop.max} and ${walkable(ctx, sql`step.far`)})`);
+    ctes.push(sql`${sql(stage(prefix, n))} as (
+      select distinct w.origin, w.id from ${w} w
+      where w.depth between ${hop.min} and ${hop.max}
+        and exists (select 1 from ${cisOf(ctx, 'ci', (row) => and(sql, [sql`${sql(row)}.ci_id = w.id`, matchCondition(ctx, row, match)]))} ci))`);
+    last = n;
+  }
+  const which = query.pipes.some((p) => p.kind === 'return' && p.which === 'first') ? 'origin' : 'id';
+  const answer = `${prefix}answer`;
+  ctes.push(sql`${sql(answer)} as (select distinct ${sql(which)} as id from ${sql(stage(prefix, last))})`);
+  return { ctes, answer };
+}
+
+/**
+ * CIs a hop reached that lie outside the principal's data scopes: counted, never shown or walked
+ * through, as the dependency graph counts them. Nothing is hidden from a principal who sees all.
+ */
+export function hiddenCte(ctx: PredicateContext, query: Query, prefix = ''): Fragment | undefined {
+  const { sql, principal } = ctx;
+  if (seesAllData(principal) || query.path.length === 1) return undefined;
+  const parts: Fragment[] = [];
+  for (let i = 1; i < query.path.length; i += 2) {
+    const hop = query.path[i] as Hop;
+    const w = sql(walk(prefix, (i + 1) / 2));
+    parts.push(sql`select step.far from ${w} w cross join lateral (${step(ctx, hop)}) step
+      where w.depth < ${hop.max}
+        and not exists (select 1 from configuration_items v where v.ci_id = step.far and ${visibleTo(sql, principal, columnsOf('v'))})`);
+  }
+  return sql`${sql(`${prefix}hidden`)} as (select count(distinct far)::int as hidden from (${parts.reduce((a, b) => sql`${a} union all ${b}`)}) h)`;
+}
+
+/** `with recursive` and the CTEs, joined. */
+export const withCtes = (sql: Sql, ctes: readonly Fragment[]): Fragment =>
+  sql`with recursive ${ctes.reduce((a, b) => sql`${a}, ${b}`)}`;

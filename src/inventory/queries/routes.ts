@@ -1,0 +1,114 @@
+import { Readable } from 'node:stream';
+import type { Context } from 'koa';
+import { csvRows } from '../../platform/csv.js';
+import { notAcceptable } from '../../platform/errors.js';
+import { defineRoute, type AnyRoute } from '../../context.js';
+import type { Principal } from '../../platform/auth/principal.js';
+import type { AppContext } from '../../context.js';
+import { ErrorEnvelope } from '../../platform/http/schemas.js';
+import { csvOf, presentAnswer } from './presenter.js';
+import { QUERY_LANGUAGE, QueryParams, QueryRequest, QueryResponse } from './schema.js';
+import { CSV_ROW_CAP, queryPages, runQuery, type QueryInput } from './service.js';
+
+const CSV = 'text/csv';
+const JSON_TYPE = 'application/json';
+const tags = ['Query language'];
+
+function negotiate(ctx: Context): typeof CSV | typeof JSON_TYPE {
+  ctx.vary('Accept');
+  const type = ctx.accepts(JSON_TYPE, CSV);
+  if (type === JSON_TYPE || type === CSV) return type;
+  throw notAcceptable([JSON_TYPE, CSV]);
+}
+
+/** The header, then each page's rows as one string. */
+async function* csvExport(pages: ReturnType<typeof queryPages>): AsyncGenerator<string> {
+  let first = true;
+  for await (const page of pages) {
+    yield csvRows(csvOf(page, first));
+    first = false;
+  }
+}
+
+async function answer(ctx: Context, app: AppContext, principal: Principal, input: QueryInput) {
+  if (negotiate(ctx) === CSV && !input.explain) {
+    const pages = queryPages(app, principal, input);
+    // the first page runs before the response starts, so a query error is still an error response
+    const first = await pages.next();
+    ctx.attachment(
+      `query-${app
+        .now()
+        .toISOString()
+        .replace(/\.\d+Z$/, 'Z')
+        .replace(/[-:]/g, '')}.csv`,
+    );
+    ctx.type = 'text/csv; charset=utf-8';
+    ctx.body = Readable.from(
+      csvExport(
+        (async function* () {
+          if (!first.done) yield first.value;
+          yield* pages;
+        })() as ReturnType<typeof queryPages>,
+      ),
+    );
+    return undefined;
+  }
+  return presentAnswer(await runQuery(app, principal, input));
+}
+
+const RESPONSES = {
+  200: {
+    description: 'The answer.',
+    schema: QueryResponse,
+    otherContent: {
+      [CSV]: {
+        description: `RFC 4180 CSV, streamed: \`ci_id\` and the chosen columns (at most ${CSV_ROW_CAP} rows), or the groups with \`count\`.`,
+      },
+    },
+  },
+  403: {
+    description: 'Hops need `relationships:read`, history predicates `changes:read` (`HTTP_403`).',
+    schema: ErrorEnvelope,
+  },
+  406: { description: 'The Accept header names no type this route serves (`HTTP_406`).', schema: ErrorEnvelope },
+  422: {
+    description:
+      'The query does not parse or names what does not exist (`INVALID_QUERY`, with `line`, `column`, `expected`, ' +
+      '`excerpt` and `suggestions` in `details`), would read a large table whole (`reason: scan`), or took longer ' +
+      'than CINV_QUERY_TIMEOUT (`reason: timeout`).',
+    schema: ErrorEnvelope,
+  },
+};
+
+const postQuery = defineRoute({
+  method: 'POST',
+  path: '/api/v1/query',
+  operationId: 'runQuery',
+  analystRead: true,
+  summary: 'Run a query-language query',
+  description: `${QUERY_LANGUAGE} The answer lies inside the caller's data scopes: nothing outside them is matched, counted, walked through or aggregated. The endpoint has its own rate limit (CINV_QUERY_RATE_LIMIT).`,
+  tags,
+  access: { resource: 'configuration_items', action: 'read' },
+  body: QueryRequest,
+  responses: RESPONSES,
+  handler: ({ ctx, app, principal, body }) => answer(ctx, app, principal, body),
+});
+
+const getQuery = defineRoute({
+  method: 'GET',
+  path: '/api/v1/query',
+  operationId: 'runQueryFromLink',
+  analystRead: true,
+  summary: 'Run a query-language query given in the URL',
+  description: 'The same as `POST /api/v1/query`, with the query in `q`: for links and bookmarks.',
+  tags,
+  access: { resource: 'configuration_items', action: 'read' },
+  query: QueryParams,
+  responses: RESPONSES,
+  handler: ({ ctx, app, principal, query }) => {
+    const { q, ...rest } = query;
+    return answer(ctx, app, principal, { query: q, ...rest });
+  },
+});
+
+export const queryRoutes: readonly AnyRoute[] = [postQuery, getQuery];

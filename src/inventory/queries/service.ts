@@ -1,0 +1,266 @@
+import { can, type Action, type Permission, type Principal, type Resource } from '../../platform/auth/principal.js';
+import type { AppContext } from '../../context.js';
+import { AppError, forbidden, unprocessable } from '../../platform/errors.js';
+import { decodeCursor, encodeCursor, type CursorBinding } from '../../platform/http/cursor.js';
+import type { Expr, Field, Query } from '../../platform/query-language/ast.js';
+import { parseQuery, QueryError, type QueryProblem } from '../../platform/query-language/parse.js';
+import { resolveMoment } from '../../history/baselines/service.js';
+import { checkQuery, MAX_PAGE } from './check.js';
+import { DEFAULT_COLUMNS, fieldText } from './fields.js';
+import { historyOf, type PredicateContext } from './predicates.js';
+import { knownRelationshipTypes } from './relationship-types.js';
+import {
+  changesBeside,
+  countHidden,
+  readAggregate,
+  readPage,
+  type AggregateRow,
+  type ChangeRow,
+  type PageRow,
+  type SortKey,
+} from './store.js';
+import { guardCost, type CostReport } from './cost.js';
+
+export interface QueryInput {
+  query: string;
+  as_of?: string;
+  compare_to?: string;
+  limit?: number;
+  cursor?: string;
+  explain?: boolean;
+  allow_scan?: boolean;
+}
+
+export type QueryAnswer =
+  | {
+      kind: 'rows';
+      columns: string[];
+      rows: PageRow[];
+      changes: ChangeRow[] | undefined;
+      nextCursor: string | null;
+      hidden: number;
+      asOf: string | null;
+      tookMs: number;
+    }
+  | {
+      kind: 'aggregate';
+      fn: string;
+      field: string | null;
+      by: string[];
+      groups: AggregateRow[];
+      truncated: boolean;
+      hidden: number;
+      asOf: string | null;
+      tookMs: number;
+    }
+  | { kind: 'explain'; plan: CostReport; asOf: string | null };
+
+const GROUPS_LIMIT = 1000;
+const CHANGES_PER_CI = 20;
+
+/** The query's syntax or names are wrong: a 422 saying where and what was expected there. */
+const invalidQuery = (problem: QueryProblem) =>
+  new AppError(422, 'INVALID_QUERY', `The query is not valid ${problem.message}`, { ...problem });
+
+function mentions(query: Query, test: (e: Expr) => boolean): boolean {
+  const walk = (e: Expr): boolean =>
+    test(e) || ((e.kind === 'and' || e.kind === 'or') && e.items.some(walk)) || (e.kind === 'not' && walk(e.expr));
+  return query.path.some((step) => step.kind !== 'hop' && walk(step));
+}
+
+/** Reading history or walking relationships takes their permission too, as their own endpoints do. */
+function assertMayRead(principal: Principal, query: Query): void {
+  const needs: Permission[] = [];
+  if (query.path.length > 1) needs.push('relationships:read');
+  const history = mentions(query, (e) => e.kind === 'changed' || e.kind === 'archived');
+  if (history || query.pipes.some((p) => p.kind === 'with_changes')) needs.push('changes:read');
+  const missing = needs.find((permission) => {
+    const [resource, action] = permission.split(':') as [Resource, Action];
+    return !can(principal, resource, action);
+  });
+  if (missing) throw forbidden(`This query needs the ${missing} permission`, { required: missing });
+}
+
+/** Parses and checks; a failure is a 422 with the position. */
+async function prepared(
+  app: AppContext,
+  tenantId: string,
+  text: string,
+  moment: Date,
+  atMoment: boolean,
+): Promise<Query> {
+  try {
+    const query = parseQuery(text);
+    const relationshipTypes = await knownRelationshipTypes(app, query, tenantId);
+    checkQuery(text, query, { moment, atMoment, relationshipTypes });
+    return query;
+  } catch (error) {
+    if (error instanceof QueryError) throw invalidQuery(error.problem);
+    throw error;
+  }
+}
+
+const binding = (
+  principal: Principal,
+  input: QueryInput,
+  asOf: string | null,
+  sort: readonly SortKey[],
+): CursorBinding => ({
+  tenantId: principal.tenantId,
+  reader: principal,
+  scope: 'query',
+  sort: sort.map((k) => `${fieldText(k.field)}:${k.desc ? 'desc' : 'asc'}`).join(',') || null,
+  filters: { query: input.query, as_of: asOf, compare_to: input.compare_to ?? null },
+});
+
+const defaultColumns = (): Field[] =>
+  DEFAULT_COLUMNS.map((name) => ({ name, path: [], at: { offset: 0, line: 1, column: 1, end: 0 } }));
+
+/**
+ * Runs a query-language query: the inventory (now, or at `as_of`) narrowed by its matches, walked
+ * by its hops, answered as a page of CIs or as groups. One transaction under CINV_QUERY_TIMEOUT;
+ * everything inside the principal's data scopes.
+ */
+export async function runQuery(app: AppContext, principal: Principal, input: QueryInput): Promise<QueryAnswer> {
+  const started = performance.now();
+  const asOf = input.as_of === undefined ? undefined : await resolveMoment(app, principal, 'as_of', input.as_of);
+  const compareTo =
+    input.compare_to === undefined ? undefined : await resolveMoment(app, principal, 'compare_to', input.compare_to);
+  const moment = asOf === undefined ? app.now() : new Date(asOf);
+  const query = await prepared(
+    app,
+    principal.tenantId,
+    input.query,
+    moment,
+    asOf !== undefined || compareTo !== undefined,
+  );
+  assertMayRead(principal, query);
+  const ctx: PredicateContext = { sql: app.sql, principal, moment, asOf };
+  const then: PredicateContext | undefined = compareTo
+    ? { sql: app.sql, principal, moment: new Date(compareTo), asOf: compareTo }
+    : undefined;
+  const aggregate = query.pipes.find((p) => p.kind === 'aggregate');
+  const shown = asOf ?? null;
+  return inTransaction(app, async (tx) => {
+    const txCtx = { ...ctx, sql: tx };
+    const txThen = then && { ...then, sql: tx };
+    if (aggregate) {
+      const shape = {
+        fn: aggregate.fn,
+        field: aggregate.field,
+        by: aggregate.by,
+        limit: GROUPS_LIMIT,
+        compareTo: txThen,
+      };
+      if (input.explain)
+        return {
+          kind: 'explain',
+          plan: await guardCost(app, tx, txCtx, query, { aggregate: shape }, true),
+          asOf: shown,
+        };
+      await guardCost(app, tx, txCtx, query, { aggregate: shape }, false, input.allow_scan);
+      const groups = await readAggregate(tx, txCtx, query, shape);
+      return {
+        kind: 'aggregate',
+        fn: aggregate.fn,
+        field: aggregate.field ? fieldText(aggregate.field) : null,
+        by: aggregate.by.map(fieldText),
+        groups: groups.slice(0, GROUPS_LIMIT),
+        truncated: groups.length > GROUPS_LIMIT,
+        hidden: await countHidden(tx, txCtx, query),
+        asOf: shown,
+        tookMs: Math.round(performance.now() - started),
+      };
+    }
+    const columns = query.pipes.find((p) => p.kind === 'fields')?.fields ?? defaultColumns();
+    const sort: SortKey[] = query.pipes.find((p) => p.kind === 'sort')?.keys ?? [
+      { field: { name: 'name', path: [], at: query.at }, desc: false },
+    ];
+    const limit = Math.min(input.limit ?? query.pipes.find((p) => p.kind === 'limit')?.n ?? 100, MAX_PAGE);
+    const bound = binding(principal, input, shown, sort);
+    const after = input.cursor ? decodeCursor(app.config.secret, input.cursor, bound).key : undefined;
+    const shape = {
+      columns,
+      sort,
+      limit,
+      compareTo: txThen,
+      after: after ? { keys: after.slice(1) as (string | null)[], ciId: after[0] as string } : undefined,
+    };
+    if (input.explain)
+      return { kind: 'explain', plan: await guardCost(app, tx, txCtx, query, { page: shape }, true), asOf: shown };
+    await guardCost(app, tx, txCtx, query, { page: shape }, false, input.allow_scan);
+    const rows = await readPage(tx, txCtx, query, shape);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    const withChanges = query.pipes.some((p) => p.kind === 'with_changes');
+    const lastMatch = query.path[query.path.length - 1] as Expr;
+    return {
+      kind: 'rows',
+      columns: columns.map(fieldText),
+      rows: page,
+      changes: withChanges
+        ? await changesBeside(
+            tx,
+            txCtx,
+            page.map((r) => r.ci_id),
+            historyOf(lastMatch),
+            CHANGES_PER_CI,
+          )
+        : undefined,
+      nextCursor:
+        rows.length > limit && last ? encodeCursor(app.config.secret, bound, [last.ci_id, ...last.keys]) : null,
+      hidden: await countHidden(tx, txCtx, query),
+      asOf: shown,
+      tookMs: Math.round(performance.now() - started),
+    };
+  });
+}
+
+/** One transaction under the query timeout; a timeout or a pattern PostgreSQL cannot read is a 422. */
+async function inTransaction<T>(app: AppContext, work: (tx: AppContext['sql']) => Promise<T>): Promise<T> {
+  try {
+    return (await app.sql.begin(async (tx) => {
+      await tx.unsafe(`set local statement_timeout = ${Math.max(1, Math.round(app.config.queryTimeoutMs))}`);
+      return work(tx as unknown as AppContext['sql']);
+    })) as T;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === '57014')
+      throw unprocessable(
+        `The query took longer than ${app.config.queryTimeoutMs} ms (CINV_QUERY_TIMEOUT): narrow it`,
+        {
+          reason: 'timeout',
+          timeout_ms: app.config.queryTimeoutMs,
+        },
+      );
+    if (code === '2201B')
+      throw unprocessable(`A pattern is not a valid regular expression: ${(error as Error).message}`, {
+        reason: 'invalid_pattern',
+      });
+    throw error;
+  }
+}
+
+/** The most rows one CSV export of a query holds; past it, narrow the query or page the JSON form. */
+export const CSV_ROW_CAP = 100_000;
+
+/** The answer page after page for a CSV export: rows until the cap, or the one page of groups. */
+export async function* queryPages(
+  app: AppContext,
+  principal: Principal,
+  input: QueryInput,
+): AsyncGenerator<Exclude<QueryAnswer, { kind: 'explain' }>> {
+  let cursor = input.cursor;
+  let sent = 0;
+  for (;;) {
+    const answer = await runQuery(app, principal, { ...input, cursor, explain: false, limit: MAX_PAGE });
+    if (answer.kind === 'explain') return;
+    const room = CSV_ROW_CAP - sent;
+    if (answer.kind === 'rows' && answer.rows.length > room) answer.rows = answer.rows.slice(0, room);
+    yield answer;
+    if (answer.kind !== 'rows' || !answer.nextCursor) return;
+    sent += answer.rows.length;
+    if (sent >= CSV_ROW_CAP) return;
+    cursor = answer.nextCursor;
+  }
+}
