@@ -1,41 +1,39 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { uuidv7 } from 'uuidv7';
-import { can, dataScopesOf, type Principal } from '../../platform/auth/principal.js';
+import { can, type Principal } from '../../platform/auth/principal.js';
 import { feedCriteria } from '../changes/feed.js';
 import type { AppContext } from '../../context.js';
-import {
-  PAST_TRANSACTION,
-  recordJson,
-  recordsAsJson,
-  scanFeedSelection,
-  type FeedSelection,
-  type RecordContent,
-} from '../records/feed.js';
-import type { HistoryFilter } from '../records/store.js';
 import {
   subscriptionDeadLetters,
   subscriptionDeliveries,
   subscriptionDeliveryLag,
 } from '../../platform/observability/metrics.js';
-import { ownerPrincipal, sendOptionsOf, subscriptionOf, targetOf } from './service.js';
-import { NatsConnections, send, type SendResult, type Target } from './sinks.js';
+import { ownerPrincipal } from './access.js';
+import { cutRecords } from './batch-cut.js';
 import {
   cutBatch,
-  heldSubscription,
-  leaseSubscription,
   oldestPending,
   recordAttempt,
   recutForOwner,
-  releaseSubscription,
-  setSubscriptionState,
   skipTo,
-  subscriptionsToDeliver,
   trimDelivered,
   type AttemptOutcome,
   type DeliveryRow,
-  type SubscriptionRow,
-} from './store.js';
+} from './batch-store.js';
+import {
+  heldSubscription,
+  leaseSubscription,
+  releaseSubscription,
+  setSubscriptionState,
+  subscriptionsToDeliver,
+} from './lease-store.js';
+import { logFailure, messageBody, messageIdOf } from './messages.js';
+import { sendOptionsOf } from './receivers.js';
+import { ScanCache } from './scan-cache.js';
+import { NatsConnections, send, type SendResult } from './sinks.js';
+import type { SubscriptionRow } from './store.js';
+import { TargetCache } from './target-cache.js';
+import { TextCache } from './text-cache.js';
 
 /** How long one subscription's turn lasts before the others' (each runs apart; this bounds a turn). */
 const TURN_MS = 5_000;
@@ -43,32 +41,12 @@ const FIRST_RETRY_MS = 1_000;
 /** Delivered batches stay in the log (and redeliverable) this long. */
 export const DELIVERED_KEPT_MS = 7 * 86_400_000;
 const TRIM_EVERY_MS = 600_000;
-/** Records' texts kept for the other subscriptions: a few batches of each of them. */
-const KEPT_TEXTS = 50_000;
 const LONGEST_RETRY_MS = 3_600_000;
-/** Full scans kept for subscriptions that read alike: a few for each kind of reader. */
-const KEPT_SCANS = 32;
 
 /** Exponential backoff with jitter: about 1 s, 2 s, 4 s … up to an hour, each between half and all of it. */
 export function retryDelay(attempts: number, random = Math.random): number {
   const ceiling = Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.max(0, attempts - 1));
   return Math.round(ceiling / 2 + random() * (ceiling / 2));
-}
-
-const messageIdOf = (subscriptionId: string, sequence: string) => `msg_${subscriptionId.replace(/-/g, '')}_${sequence}`;
-
-/** A message's body: the records are JSON texts already (written once for every subscription). */
-function messageBody(
-  type: 'cinv.changes' | 'cinv.test',
-  now: Date,
-  subscriptionId: string,
-  sequence: string,
-  records: readonly string[],
-): string {
-  return (
-    `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(now.toISOString())},` +
-    `"data":{"subscription_id":${JSON.stringify(subscriptionId)},"sequence":${sequence},"records":[${records.join(',')}]}}`
-  );
 }
 
 /** The owner's rights as of one turn, with whose they are. */
@@ -96,12 +74,9 @@ export class SubscriptionDelivery {
   private ticking = false;
   private stopped = false;
   private trimmedAt = 0;
-  /** Full feed scans lately made, by what decides them (see scanFor). */
-  private readonly scans = new Map<string, Promise<FeedSelection[]>>();
-  /** Records' JSON texts lately written out, by record id (see jsonOf). */
-  private readonly texts = new Map<string, string>();
-  /** Each subscription's decrypted target, as of its row's last seal (a rotation's overlap ending changes it too). */
-  private readonly targets = new Map<string, { version: string; target: Promise<Target> }>();
+  private readonly scans = new ScanCache();
+  private readonly texts = new TextCache();
+  private readonly targets = new TargetCache();
 
   constructor(private readonly app: AppContext) {}
 
@@ -214,27 +189,11 @@ export class SubscriptionDelivery {
     // one batch's worth: what is scanned and selected beyond the batch would be written out for nothing
     const scan = most;
     const criteria = feedCriteria({ filter: row.filters, search: row.search ?? undefined });
-    const entries = await this.scanFor(row, owner, criteria, scan);
+    const entries = await this.scans.scanFor(this.app.sql, row, owner, criteria, scan);
     if (entries.length === 0) return undefined;
-    const records: { id: string; at: string }[] = [];
-    let size = 0;
-    let next = entries[0]!.place;
-    let passed = 0;
-    let committedAt: Date | undefined;
-    for (const entry of entries) {
-      const json = entry.content ? this.textOf(entry.content) : undefined;
-      if (json !== undefined) {
-        if (records.length > 0 && (records.length === most || size + json.length > bytes)) break;
-        records.push({ id: entry.place.id, at: entry.at });
-        size += json.length + 1;
-        committedAt ??= entry.committedAt;
-      }
-      next = entry.place;
-      passed++;
-    }
-    // a scan that came back short read every place to its end: the last transaction is done with, and
-    // the place says so, so that only a later position gives this subscription work (subscriptionsToDeliver)
-    if (passed === entries.length && entries.length < scan) next = { position: next.position, id: PAST_TRANSACTION };
+    const { records, committedAt, next } = cutRecords(entries, scan, { most, bytes }, (content) =>
+      this.texts.textOf(content),
+    );
     if (records.length === 0) {
       await skipTo(this.app.sql, row, next);
       return entries.length === scan ? 'skipped' : undefined;
@@ -248,49 +207,6 @@ export class SubscriptionDelivery {
       next,
       now,
     });
-  }
-
-  /**
-   * The feed from the subscription's place, as its owner reads it. Subscriptions that read alike
-   * (the same tenant, data scopes and criteria, from the same place) share one scan: they move
-   * through the feed in step, cut at the same records. Only a full scan is kept: nothing can come
-   * to lie within it later (positions are handed out in order), whereas a short one ends where the
-   * feed ended at the time.
-   */
-  private scanFor(
-    row: SubscriptionRow,
-    owner: Principal,
-    criteria: HistoryFilter,
-    scan: number,
-  ): Promise<FeedSelection[]> {
-    const key = JSON.stringify([
-      owner.tenantId,
-      dataScopesOf(owner),
-      row.filters,
-      row.search,
-      row.feed_position,
-      row.feed_record,
-      scan,
-    ]);
-    const kept = this.scans.get(key);
-    if (kept) return kept;
-    const scanned = scanFeedSelection(
-      this.app.sql,
-      owner,
-      criteria,
-      { position: row.feed_position, id: row.feed_record },
-      scan,
-    );
-    this.scans.set(key, scanned);
-    void scanned.then(
-      (entries) => entries.length < scan && this.scans.delete(key),
-      () => this.scans.delete(key),
-    );
-    for (const oldest of this.scans.keys()) {
-      if (this.scans.size <= KEPT_SCANS) break;
-      this.scans.delete(oldest);
-    }
-    return scanned;
   }
 
   /** Sends a batch once and records how it went; true when the next may follow at once. */
@@ -309,7 +225,7 @@ export class SubscriptionDelivery {
         });
         return true;
       }
-      const target = await this.targetFor(row);
+      const target = await this.targets.targetFor(this.app, row);
       result = await send(target, { messageId: delivery.message_id, body }, sendOptionsOf(this.app, owner), this.nats);
     } catch (error) {
       // the server's own trouble (a secret that does not decrypt, no master key): no network detail in it
@@ -377,95 +293,13 @@ export class SubscriptionDelivery {
   private async bodyOf(row: SubscriptionRow, delivery: DeliveryRow): Promise<string | undefined> {
     if (delivery.body !== null) return delivery.body;
     const ids = delivery.record_ids!;
-    const texts = await this.jsonOf(
+    const texts = await this.texts.jsonOf(
+      this.app.sql,
       row.tenant_id,
       ids.map((id, i) => ({ id, at: delivery.record_times![i]! })),
     );
     const records = ids.map((id) => texts.get(id));
     if (records.some((text) => text === undefined)) return undefined;
     return messageBody('cinv.changes', delivery.created_at, row.id, delivery.sequence, records as string[]);
-  }
-
-  /**
-   * A record's JSON as scanned, from the texts kept for the subscriptions that read it before (every
-   * subscription reads the same records near the same time: each is written out once).
-   */
-  private textOf(content: RecordContent): string {
-    let text = this.texts.get(content.id);
-    if (text === undefined) this.keep(content.id, (text = recordJson(content)));
-    return text;
-  }
-
-  /** The records' JSON by id and time, from the kept texts, the rest read again (a batch sent again later). */
-  private async jsonOf(tenantId: string, records: { id: string; at: string }[]): Promise<Map<string, string>> {
-    const found = new Map<string, string>();
-    const missing = records.filter((record) => {
-      const text = this.texts.get(record.id);
-      if (text !== undefined) found.set(record.id, text);
-      return text === undefined;
-    });
-    for (const [id, text] of await recordsAsJson(this.app.sql, tenantId, missing)) {
-      found.set(id, text);
-      this.keep(id, text);
-    }
-    return found;
-  }
-
-  private keep(id: string, text: string): void {
-    this.texts.set(id, text);
-    if (this.texts.size <= KEPT_TEXTS) return;
-    // the oldest quarter goes at once (a Map keeps insertion order). One at a time, each removal
-    // walked past every earlier one still held as a hole in the Map: a third of a drain's time.
-    let drop = this.texts.size - Math.floor((KEPT_TEXTS * 3) / 4);
-    for (const kept of this.texts.keys()) {
-      if (drop-- <= 0) break;
-      this.texts.delete(kept);
-    }
-  }
-
-  private targetFor(row: SubscriptionRow): Promise<Target> {
-    const rotating = row.previous_until !== null && row.previous_until > this.app.now();
-    // every PUT and rotation seals anew, with a new nonce: it tells a changed target apart even within one millisecond
-    const version = `${row.secret_nonce.toString('hex')}|${row.sink.url}|${rotating}`;
-    const known = this.targets.get(row.id);
-    if (known?.version === version) return known.target;
-    const target = targetOf(this.app, row);
-    target.catch(() => this.targets.delete(row.id));
-    this.targets.set(row.id, { version, target });
-    return target;
-  }
-}
-
-/**
- * What a failed send did exactly, for the server log: clients see only the coarse `error` (see
- * NOT_TAKEN in sinks.ts). Neither the URL (its query may hold a token) nor a header or secret.
- */
-function logFailure(app: AppContext, row: SubscriptionRow, result: SendResult, about: Record<string, string>): void {
-  app.logger.warn(
-    { subscription_id: row.id, sink: row.sink.type, ...about, detail: result.detail, response_ms: result.ms },
-    'subscription message not delivered',
-  );
-}
-
-/**
- * Sends a signed sample message (`cinv.test`, no records) at once and says how the receiver answered,
- * as coarsely as the deliveries log does.
- */
-export async function sendTestMessage(app: AppContext, principal: Principal, id: string): Promise<SendResult> {
-  const row = await subscriptionOf(app, principal, id);
-  const body = messageBody('cinv.test', app.now(), row.id, '0', []);
-  const nats = new NatsConnections();
-  try {
-    const options = sendOptionsOf(app, await ownerPrincipal(app, row));
-    const result = await send(
-      await targetOf(app, row),
-      { messageId: `msg_test_${uuidv7().replace(/-/g, '')}`, body },
-      options,
-      nats,
-    );
-    if (!result.ok) logFailure(app, row, result, { test: 'true' });
-    return result;
-  } finally {
-    await nats.close();
   }
 }

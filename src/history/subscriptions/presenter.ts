@@ -1,4 +1,5 @@
-import type { DeliveryLogRow, SubscriptionRow } from './store.js';
+import type { DeliveryLogRow } from './batch-store.js';
+import type { SubscriptionRow } from './store.js';
 
 /**
  * A URL as it may be shown: the values of its query (often a token) replaced by `***`, and any

@@ -1,6 +1,7 @@
 import { defineRoute, type AnyRoute } from '../../context.js';
 import { ErrorEnvelope } from '../../platform/http/schemas.js';
-import { sendTestMessage } from './delivery.js';
+import { deliveriesOf, redeliverBatch } from './delivery-log.js';
+import { sendTestMessage } from './messages.js';
 import { presentDelivery, presentSubscription } from './presenter.js';
 import {
   Delivery,
@@ -15,13 +16,11 @@ import {
   SubscriptionWithSecret,
   TestResult,
 } from './schema.js';
+import { rotateSigningSecret } from './secrets.js';
 import {
   createSubscription,
-  deliveriesOf,
-  redeliverBatch,
   removeSubscription,
   replaceSubscription,
-  rotateSigningSecret,
   subscriptionOf,
   subscriptionsOf,
 } from './service.js';

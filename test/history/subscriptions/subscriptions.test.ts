@@ -10,7 +10,7 @@ import { Webhook } from 'standardwebhooks';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { SubscriptionDelivery } from '../../../src/history/subscriptions/delivery.js';
-import { subscriptionsToDeliver } from '../../../src/history/subscriptions/store.js';
+import { subscriptionsToDeliver } from '../../../src/history/subscriptions/lease-store.js';
 import { createKey, startTestApp, type TestApp } from '../../support/app.js';
 import { resetDatabase, testDatabase } from '../../support/db.js';
 import { describeWith, listening } from '../../support/dependencies.js';
