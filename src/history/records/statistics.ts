@@ -3,15 +3,10 @@ import type { Principal } from '../../platform/auth/principal.js';
 import { databaseFailure } from '../../platform/db/failures.js';
 import { unprocessable } from '../../platform/errors.js';
 import type { ChangeStats, RefreshResult, StatsGrouping, StatsRequest, StatsWindow } from './stats-model.js';
-import {
-  defaultWindowStart,
-  defaultWindowStats,
-  SnapshotCache,
-  explicitWindow,
-  historyStats,
-  queuedChanges,
-  refreshStatsAggregate,
-} from './stats-store.js';
+import { SnapshotCache } from './stats-cache.js';
+import { defaultWindowStart, explicitWindow } from './stats-figures.js';
+import { defaultWindowStats, historyStats } from './stats-read-store.js';
+import { queuedChanges, refreshStatsAggregate } from './stats-store.js';
 
 /**
  * Queued change records a statistics read folds in before it answers: a few seconds of work at

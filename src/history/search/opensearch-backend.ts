@@ -10,7 +10,7 @@ import type { ChangeDocument } from './opensearch-index.js';
 import { toOpenSearch } from '../../platform/query/text-query.js';
 import { statsWindowTooWide, type ChangeStatistics } from '../records/statistics.js';
 import { STATS_TYPE, type ChangeStats, type RefreshResult, type StatsRequest } from '../records/stats-model.js';
-import { TOP_CI_TYPES } from '../records/stats-store.js';
+import { TOP_CI_TYPES } from '../records/stats-figures.js';
 
 export interface OpenSearchBackendOptions {
   alias: string;

@@ -1,11 +1,8 @@
 import { expect } from 'chai';
 import type { Sql } from '../../../src/platform/db/database.js';
-import {
-  defaultWindowStats,
-  historyStats,
-  refreshStatsAggregate,
-  SnapshotCache,
-} from '../../../src/history/records/stats-store.js';
+import { SnapshotCache } from '../../../src/history/records/stats-cache.js';
+import { defaultWindowStats, historyStats } from '../../../src/history/records/stats-read-store.js';
+import { refreshStatsAggregate } from '../../../src/history/records/stats-store.js';
 import { DEFAULT_TENANT_ID } from '../../../src/platform/tenants.js';
 import { createKey, startTestApp } from '../../support/app.js';
 import { onRealPostgres, resetDatabase, testDatabase } from '../../support/db.js';
