@@ -26,26 +26,21 @@ export interface Bound {
   inclusive: boolean;
 }
 
-/**
- * The rows `(hour, change_type, ci_type, n)` that count, exactly, the change records of a window
- * which match `filters` (on change type and CI type only; the pre-aggregate has no other
- * dimension) and the principal may see: whole hours inside the window from the buckets, the two
- * partial hours at its edges from the records, and records the pre-aggregate has not folded in
- * yet through the queue. One statement reads them all, so a refresh running meanwhile changes
- * nothing. Aliased `cr`, the buckets take the same scope and filter fragments as the records.
- */
-export function windowCounts(
-  sql: Sql,
-  principal: Principal,
+/** [from, to) on a column, either side open when undefined. */
+function within(sql: Sql, column: string, from: number | undefined, to: number | undefined): Fragment {
+  return and(sql, [
+    ...(from === undefined ? [] : [sql`${sql(column)} >= ${new Date(from)}`]),
+    ...(to === undefined ? [] : [sql`${sql(column)} < ${new Date(to)}`]),
+  ]);
+}
+
+/** The whole hours of a window, [firstHour, lastHour) as epoch milliseconds: every record of them lies inside it. */
+function wholeHours(
   lower: Bound | undefined,
   upper: Bound | undefined,
-  filters: readonly ParsedFilter[],
-  /** Whole UTC days of the window come as one row per day (`hour` at its start): for totals, and series by day or week. */
-  byDay = false,
-): Fragment {
+): { firstHour: number | undefined; lastHour: number | undefined } {
   const lowerUs = lower ? microsOf(lower.at) : undefined;
   const upperUs = upper ? microsOf(upper.at) : undefined;
-  // [firstHour, lastHour) are the whole hours every record of which lies inside the window
   let firstHour =
     lowerUs === undefined
       ? undefined
@@ -54,8 +49,18 @@ export function windowCounts(
         : hourOf(lowerUs) + HOUR_MS;
   const lastHour = upperUs === undefined ? undefined : hourOf(upperUs);
   if (firstHour !== undefined && lastHour !== undefined && firstHour > lastHour) firstHour = lastHour;
-  const at = (ms: number) => new Date(ms);
-  const records = and(sql, [
+  return { firstHour, lastHour };
+}
+
+/** The change records of the window that count: visible to the principal, kept by the filters. */
+function windowRecords(
+  sql: Sql,
+  principal: Principal,
+  lower: Bound | undefined,
+  upper: Bound | undefined,
+  filters: readonly ParsedFilter[],
+): Fragment {
+  return and(sql, [
     visibleTo(sql, principal, changeColumnsOf('cr')),
     sql`cr.changes <> '[]'::jsonb`,
     ...compileFilters(sql, filters),
@@ -74,29 +79,54 @@ export function windowCounts(
         ]
       : []),
   ]);
-  // [from, to) on a column, either side open when undefined
-  const within = (column: string, from: number | undefined, to: number | undefined) =>
-    and(sql, [
-      ...(from === undefined ? [] : [sql`${sql(column)} >= ${at(from)}`]),
-      ...(to === undefined ? [] : [sql`${sql(column)} < ${at(to)}`]),
-    ]);
-  const hours = (column: string) => within(column, firstHour, lastHour);
+}
+
+/** The pre-aggregate's rows of the whole hours, the whole days among them by the day with `byDay`. */
+function aggregatedParts(
+  sql: Sql,
+  principal: Principal,
+  filters: readonly ParsedFilter[],
+  { firstHour, lastHour }: { firstHour: number | undefined; lastHour: number | undefined },
+  byDay: boolean,
+): Fragment[] {
   const aggregated = (table: string, column: string, range: Fragment) =>
     sql`select cr.${sql(column)} as hour, cr.change_type, cr.ci_type, cr.changes as n from ${sql(table)} cr
         where ${and(sql, [visibleTo(sql, principal, changeColumnsOf('cr')), ...compileFilters(sql, filters), range])}`;
-  const parts: Fragment[] = [];
   // [firstDay, lastDay): the whole days among the whole hours
   const firstDay = firstHour === undefined ? undefined : Math.ceil(firstHour / DAY_MS) * DAY_MS;
   const lastDay = lastHour === undefined ? undefined : Math.floor(lastHour / DAY_MS) * DAY_MS;
-  if (byDay && (firstDay === undefined || lastDay === undefined || firstDay < lastDay)) {
-    parts.push(aggregated('change_stats_days', 'day', within('cr.day', firstDay, lastDay)));
-    if (firstDay !== undefined)
-      parts.push(aggregated('change_stats_buckets', 'bucket', within('cr.bucket', firstHour, firstDay)));
-    if (lastDay !== undefined)
-      parts.push(aggregated('change_stats_buckets', 'bucket', within('cr.bucket', lastDay, lastHour)));
-  } else {
-    parts.push(aggregated('change_stats_buckets', 'bucket', hours('cr.bucket')));
-  }
+  if (!byDay || (firstDay !== undefined && lastDay !== undefined && firstDay >= lastDay))
+    return [aggregated('change_stats_buckets', 'bucket', within(sql, 'cr.bucket', firstHour, lastHour))];
+  const parts = [aggregated('change_stats_days', 'day', within(sql, 'cr.day', firstDay, lastDay))];
+  if (firstDay !== undefined)
+    parts.push(aggregated('change_stats_buckets', 'bucket', within(sql, 'cr.bucket', firstHour, firstDay)));
+  if (lastDay !== undefined)
+    parts.push(aggregated('change_stats_buckets', 'bucket', within(sql, 'cr.bucket', lastDay, lastHour)));
+  return parts;
+}
+
+/**
+ * The rows `(hour, change_type, ci_type, n)` that count, exactly, the change records of a window
+ * which match `filters` (on change type and CI type only; the pre-aggregate has no other
+ * dimension) and the principal may see: whole hours inside the window from the buckets, the two
+ * partial hours at its edges from the records, and records the pre-aggregate has not folded in
+ * yet through the queue. One statement reads them all, so a refresh running meanwhile changes
+ * nothing. Aliased `cr`, the buckets take the same scope and filter fragments as the records.
+ */
+export function windowCounts(
+  sql: Sql,
+  principal: Principal,
+  lower: Bound | undefined,
+  upper: Bound | undefined,
+  filters: readonly ParsedFilter[],
+  /** Whole UTC days of the window come as one row per day (`hour` at its start): for totals, and series by day or week. */
+  byDay = false,
+): Fragment {
+  const whole = wholeHours(lower, upper);
+  const { firstHour, lastHour } = whole;
+  const records = windowRecords(sql, principal, lower, upper, filters);
+  const hours = (column: string) => within(sql, column, firstHour, lastHour);
+  const parts = aggregatedParts(sql, principal, filters, whole, byDay);
   parts.push(
     // whole hours hold records the pre-aggregate has not folded in yet. The queue is short, so it
     // drives the join: one lookup per queued record of the window's hours, in its month (offset 0 keeps the planner from turning it
@@ -107,11 +137,11 @@ export function windowCounts(
   );
   if (firstHour !== undefined) {
     parts.push(sql`select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1 from change_records cr
-                   where ${records} and cr.changed_at < ${at(firstHour)}`);
+                   where ${records} and cr.changed_at < ${new Date(firstHour)}`);
   }
   if (lastHour !== undefined) {
     parts.push(sql`select date_trunc('hour', cr.changed_at, 'UTC'), cr.change_type, cr.ci_type, 1 from change_records cr
-                   where ${records} and cr.changed_at >= ${at(lastHour)}`);
+                   where ${records} and cr.changed_at >= ${new Date(lastHour)}`);
   }
   return parts.reduce((union, part) => sql`${union} union all ${part}`);
 }
