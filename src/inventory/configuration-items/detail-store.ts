@@ -3,7 +3,7 @@ import type { Principal } from '../../platform/auth/principal.js';
 import { columnsOf, visibleTo } from '../../platform/auth/scope.js';
 import type { Queryable } from '../../platform/db/database.js';
 import { apiTime, jsonObject, toJson, typeDataWithMetrics } from './ci-json.js';
-import type { CiRow } from './store.js';
+import type { CiRow } from './page-store.js';
 
 /* Reads of one CI: as a row, as its detail's JSON, whether the principal may see it. */
 

@@ -1,6 +1,6 @@
 import { isoTime } from '../../platform/http/schemas.js';
 import type { CiAsOf } from './service.js';
-import type { CiRow } from './store.js';
+import type { CiRow } from './page-store.js';
 
 export function presentCi(row: CiRow) {
   return {

@@ -7,13 +7,13 @@ import { ciStateAt, exactSince, type CiState } from '../../history/records/as-of
 import { historyCoversSince } from '../../history/records/retention.js';
 import { archiveWithHistory } from '../write-path/archive.js';
 import { isUuid, parseFilters, type ParsedFilter } from '../../platform/query/filters.js';
+import { TIME_SORTS, type CiPosition, type ResolvedText } from './criteria.js';
 import { CI_FILTERS, type CiListQuery } from './schema.js';
-import { listCis, resolveText, TIME_SORTS, type CiPage, type CiPosition } from './store.js';
-import { diffCounts, diffPage, type DiffCriteria } from './diff-store.js';
+import { listCis, resolveText, type CiPage } from './store.js';
 import { findCiDetailJson, findSource, findVisibleCi, isCiVisible } from './detail-store.js';
 
-export type { CiPage, CiRow } from './store.js';
-export type { CiDifference, DiffCount } from './diff-store.js';
+export type { CiRow } from './page-store.js';
+export type { CiPage } from './store.js';
 
 export interface CiListing {
   page: CiPage;
@@ -42,7 +42,6 @@ export async function listConfigurationItems(
   const typeData = query.include_type_data && filters.some((f) => f.field === 'ci_type');
   const binding = listBinding(principal, query, status);
   const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
-  const text = query.q?.trim();
   const page = await listCis(
     app.sql,
     principal,
@@ -57,7 +56,7 @@ export async function listConfigurationItems(
       total: cursor?.total,
       withTypeData: typeData,
       asJson: shape.itemsAsJson === true && !typeData,
-      text: text ? await resolveText(app.sql, principal, text) : undefined,
+      text: await searchedText(app, principal, query.q),
       sourceId: query.source_id,
       asOf,
     },
@@ -67,6 +66,16 @@ export async function listConfigurationItems(
   const carried = page.totalExact ? page.total : undefined;
   const nextCursor = page.last ? encodeCursor(app.config.secret, binding, [...page.last], carried) : null;
   return { page, typeData, nextCursor, asOf };
+}
+
+/** The free text (`q`) of a list or a diff, with the namespaces and CI types that contain it (none: undefined). */
+export async function searchedText(
+  app: AppContext,
+  principal: Principal,
+  q: string | undefined,
+): Promise<ResolvedText | undefined> {
+  const text = q?.trim();
+  return text ? resolveText(app.sql, principal, text) : undefined;
 }
 
 /** The list's moment: last_seen is not history, so a list of the past is neither sorted nor filtered by it. */
@@ -223,55 +232,4 @@ export function archiveConfigurationItem(app: AppContext, principal: Principal, 
     const [archived] = await archiveWithHistory(tx, principal.tenantId, [row.ci_id], app.now());
     return { ci_id: row.ci_id, status_updated_at: archived!.status_updated_at, archived: true };
   });
-}
-
-export interface InventoryDiffQuery {
-  from: string;
-  to: string;
-  filter?: string[];
-  status?: string;
-  q?: string;
-  source_id?: string;
-  limit: number;
-  /** Continue after this CI id. */
-  after?: string;
-  /** Count by type too (the first page of a walk). */
-  counts: boolean;
-}
-
-/**
- * How the inventory differs between two valid moments (see checkedAsOf), with the list's filters
- * applied to each moment's state: a CI appears when it matches at `to` only, disappears when it
- * matches at `from` only, and changed when it matches at both and differs. `status` defaults to
- * every status, so that archiving shows as a change of status.
- */
-export async function inventoryDifferences(app: AppContext, principal: Principal, query: InventoryDiffQuery) {
-  const filters = parseFilters(query.filter, CI_FILTERS);
-  if (filters.some((f) => f.field === 'last_seen')) {
-    throw validationFailed([
-      { field: 'filter', location: 'query', message: 'last_seen is not history: a diff cannot be filtered by it' },
-    ]);
-  }
-  const status = query.status ?? 'all';
-  const text = query.q?.trim();
-  const criteria: DiffCriteria = {
-    statuses: status === 'all' ? 'any' : [status],
-    filters,
-    text: text ? await resolveText(app.sql, principal, text) : undefined,
-    sourceId: query.source_id,
-    from: query.from,
-    to: query.to,
-    limit: query.limit,
-    after: query.after,
-    examine: app.config.diffPageExamine,
-  };
-  const [page, counts] = await Promise.all([
-    diffPage(app.sql, principal, criteria),
-    query.counts ? diffCounts(app.sql, principal, criteria) : undefined,
-  ]);
-  const full = page.rows.length > query.limit;
-  const rows = full ? page.rows.slice(0, query.limit) : page.rows;
-  // a page that stopped short goes on after the last candidate it examined
-  const resumeAfter = full ? rows[rows.length - 1]!.ci_id : page.resumeAfter;
-  return { rows, hasMore: resumeAfter !== undefined, resumeAfter, counts };
 }

@@ -1,15 +1,17 @@
 import type { Principal } from '../../platform/auth/principal.js';
 import { resolveMoment } from '../../history/baselines/service.js';
 import { ciChangesBetween } from '../../history/changes/service.js';
-import { ciAt, inventoryDifferences } from '../configuration-items/service.js';
+import { CI_FILTERS } from '../configuration-items/schema.js';
+import { ciAt, searchedText } from '../configuration-items/service.js';
 import type { AppContext } from '../../context.js';
 import { notFound, unprocessable, validationFailed } from '../../platform/errors.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../../platform/http/cursor.js';
 import { diffStates, type FieldChange } from '../../history/records/diff.js';
 import type { CiState } from '../../history/records/as-of.js';
-import { isUuid } from '../../platform/query/filters.js';
+import { isUuid, parseFilters } from '../../platform/query/filters.js';
 import { relationshipChanges } from '../relationships/service.js';
 import type { CiDiffQuery, InventoryDiffQuery } from './schema.js';
+import { diffCounts, diffPage, type DiffCriteria } from './store.js';
 
 /** The two moments of a diff, resolved (baseline names become their moments) and in order. */
 async function momentsOf(
@@ -66,6 +68,56 @@ export async function ciDiff(app: AppContext, principal: Principal, ciId: string
     relationships,
     changes: { total, href },
   };
+}
+
+interface DifferencesQuery {
+  from: string;
+  to: string;
+  filter?: string[];
+  status?: string;
+  q?: string;
+  source_id?: string;
+  limit: number;
+  /** Continue after this CI id. */
+  after?: string;
+  /** Count by type too (the first page of a walk). */
+  counts: boolean;
+}
+
+/**
+ * How the inventory differs between two valid moments (see checkedAsOf), with the list's filters
+ * applied to each moment's state: a CI appears when it matches at `to` only, disappears when it
+ * matches at `from` only, and changed when it matches at both and differs. `status` defaults to
+ * every status, so that archiving shows as a change of status.
+ */
+async function inventoryDifferences(app: AppContext, principal: Principal, query: DifferencesQuery) {
+  const filters = parseFilters(query.filter, CI_FILTERS);
+  if (filters.some((f) => f.field === 'last_seen')) {
+    throw validationFailed([
+      { field: 'filter', location: 'query', message: 'last_seen is not history: a diff cannot be filtered by it' },
+    ]);
+  }
+  const status = query.status ?? 'all';
+  const criteria: DiffCriteria = {
+    statuses: status === 'all' ? 'any' : [status],
+    filters,
+    text: await searchedText(app, principal, query.q),
+    sourceId: query.source_id,
+    from: query.from,
+    to: query.to,
+    limit: query.limit,
+    after: query.after,
+    examine: app.config.diffPageExamine,
+  };
+  const [page, counts] = await Promise.all([
+    diffPage(app.sql, principal, criteria),
+    query.counts ? diffCounts(app.sql, principal, criteria) : undefined,
+  ]);
+  const full = page.rows.length > query.limit;
+  const rows = full ? page.rows.slice(0, query.limit) : page.rows;
+  // a page that stopped short goes on after the last candidate it examined
+  const resumeAfter = full ? rows[rows.length - 1]!.ci_id : page.resumeAfter;
+  return { rows, hasMore: resumeAfter !== undefined, resumeAfter, counts };
 }
 
 /** The inventory between two moments, a page at a time; counted by type on the first page. */
