@@ -1,16 +1,21 @@
 import type { Sql } from '../../platform/db/database.js';
-import { validationFailed, type FieldError } from '../../platform/errors.js';
-import { compileBody, MAX_JSON_DEPTH, nestsDeeperThan, toFieldErrors } from '../../platform/validation.js';
 import { holdHeapTight } from '../../platform/observability/heap-growth.js';
 import { cisReconciled } from '../../platform/observability/metrics.js';
 import { archiveWithHistory } from './archive.js';
-import { crossesInstances, NAMED_REFUSALS, reconcileBatch, type PlanWritten } from './batch.js';
-import { splitBatches, type BatchPlan, type Lane } from './classify.js';
+import { crossesInstances, NAMED_REFUSALS, reconcileBatch } from './batch.js';
+import { countCreated, newBulkLoad, type BulkLoad } from './bulk-load.js';
+import { splitBatches, type Lane } from './classify.js';
 import { Digests } from './digests.js';
-import { Snapshot, type UniversalRecord } from './records.js';
+import { addBatch, emptyReconcileResult, type ReconcileResult } from './reconcile-result.js';
+import type { UniversalRecord } from './records.js';
 import { resolveArrivedTargets } from './relationship-store.js';
 import { analyzeInventory, findIdsByExternalId, findOutsideWritable, lockSource, type InventoryKey } from './store.js';
 import { inTurn } from './turns.js';
+
+// the write path's entry: its callers take the checks and the result's arithmetic from here too
+export { newBulkLoad, type BulkLoad } from './bulk-load.js';
+export { addReconcileResult, emptyReconcileResult, type ReconcileResult } from './reconcile-result.js';
+export { assertSnapshot, assertStorable, unstorableText } from './snapshot-check.js';
 
 export interface ReconcileInput {
   tenantId: string;
@@ -39,39 +44,6 @@ export interface ReconcileInput {
   writable?: readonly string[];
 }
 
-export interface ReconcileResult {
-  received: number;
-  created: number;
-  updated: number;
-  unchanged: number;
-  reactivated: number;
-  archived: number;
-  changes: number;
-  relationships: { written: number; removed: number; unresolved: number };
-}
-
-export const emptyReconcileResult = (): ReconcileResult => ({
-  received: 0,
-  created: 0,
-  updated: 0,
-  unchanged: 0,
-  reactivated: 0,
-  archived: 0,
-  changes: 0,
-  relationships: { written: 0, removed: 0, unresolved: 0 },
-});
-
-/** Adds what one reconcile did to a running total (pushes and collections reconcile in parts). */
-export function addReconcileResult(total: ReconcileResult, part: ReconcileResult): void {
-  for (const key of ['received', 'created', 'updated', 'unchanged', 'reactivated', 'archived', 'changes'] as const)
-    total[key] += part[key];
-  total.relationships.written += part.relationships.written;
-  total.relationships.removed += part.relationships.removed;
-  total.relationships.unresolved += part.relationships.unresolved;
-}
-
-const ANALYZE_AFTER_CREATED = 10_000;
-
 export interface ReconcileOptions {
   now?: Date;
   batchSize?: number;
@@ -93,145 +65,6 @@ export interface ReconcileOptions {
    * refreshed once per write, however it is cut up (see BulkLoad).
    */
   load?: BulkLoad;
-}
-
-/**
- * What the reconciles of one write share: how many CIs they created, and whether the planner
- * statistics were refreshed for them. A large first load leaves the planner believing the tables
- * are nearly empty until autovacuum catches up, which may be minutes later or never; the write's
- * statements after ANALYZE_AFTER_CREATED creations are planned for the real size. Counted per
- * reconcile call, a collection of 185 200 objects in pages of 500 never reached it, and each page's
- * statements read the source's rows through an index that does not lead with the external id.
- */
-export interface BulkLoad {
-  created: number;
-  analyzed: boolean;
-  /** How many creations the refresh waits for. */
-  analyzeAfter: number;
-}
-
-export const newBulkLoad = (analyzeAfter = ANALYZE_AFTER_CREATED): BulkLoad => ({
-  created: 0,
-  analyzed: false,
-  analyzeAfter,
-});
-
-const validateSnapshot = compileBody(Snapshot);
-
-const NUL = '\u0000';
-const NUL_MESSAGE = 'must not contain NUL characters (\\u0000)';
-const SURROGATE_MESSAGE = 'must be valid Unicode text: a surrogate (\\ud800-\\udfff) must be half of a high-low pair';
-
-/** Whether a string is valid Unicode (no unpaired surrogate); String#isWellFormed is ES2024. */
-const wellFormed = (text: string): boolean => (text as string & { isWellFormed(): boolean }).isWellFormed();
-
-const TOO_DEEP = 1;
-const HOLDS_NUL = 2;
-const HOLDS_LONE_SURROGATE = 4;
-
-const textFlags = (text: string): number =>
-  (text.includes(NUL) ? HOLDS_NUL : 0) | (wellFormed(text) ? 0 : HOLDS_LONE_SURROGATE);
-
-/**
- * What one walk of a JSON value finds: nesting deeper than `limit` (counting `depth` for the
- * value itself), and text, in keys or values, that PostgreSQL cannot store. Stops at the first
- * node too deep.
- */
-function scan(node: unknown, depth: number, limit: number): number {
-  if (typeof node === 'string') return textFlags(node);
-  if (typeof node !== 'object' || node === null) return 0;
-  if (depth > limit) return TOO_DEEP;
-  let found = 0;
-  if (Array.isArray(node)) {
-    for (let i = 0; i < node.length; i++) {
-      found |= scan(node[i], depth + 1, limit);
-      if (found & TOO_DEEP) return found;
-    }
-    return found;
-  }
-  for (const key in node) {
-    found |= textFlags(key) | scan((node as Record<string, unknown>)[key], depth + 1, limit);
-    if (found & TOO_DEEP) return found;
-  }
-  return found;
-}
-
-const messageOf = (found: number): string | undefined =>
-  found & HOLDS_NUL ? NUL_MESSAGE : found & HOLDS_LONE_SURROGATE ? SURROGATE_MESSAGE : undefined;
-
-/**
- * Why a JSON value cannot be stored (text and jsonb hold neither NUL characters nor unpaired
- * surrogates, which JSON's \u escapes can carry), or undefined. Documents reach this after the
- * depth check, so the recursion is bounded.
- */
-export function unstorableText(node: unknown): string | undefined {
-  return messageOf(scan(node, 1, Infinity));
-}
-
-/**
- * Refuses snapshots that could only fail midway, after earlier batches were committed: text that
- * cannot be stored (see unstorableText), and a delta naming one id both as an item and as a
- * deletion, which has no order to apply them in (and would not be idempotent on retry).
- * `unstorableItems`, when the caller has already looked, says why each refused item is refused.
- */
-export function assertStorable(snapshot: Snapshot, unstorableItems?: ReadonlyMap<number, string>): void {
-  const errors: FieldError[] = [];
-  const refuse = (field: string, message: string) => errors.push({ field, location: 'body', message });
-  snapshot.items.forEach((item, index) => {
-    const message = unstorableItems ? unstorableItems.get(index) : unstorableText(item);
-    if (message) refuse(`items.${index}`, message);
-  });
-  const scopeMessage = snapshot.scope_id == null ? undefined : messageOf(textFlags(snapshot.scope_id));
-  if (scopeMessage) refuse('scope_id', scopeMessage);
-  const deletions = snapshot.deletions ?? [];
-  // only a delta with deletions needs the items' ids: a full collection skips a set of every id
-  const itemIds = new Set(deletions.length > 0 ? snapshot.items.map((item) => item.external_id) : []);
-  deletions.forEach((id, index) => {
-    const message = messageOf(textFlags(id));
-    if (message) refuse(`deletions.${index}`, message);
-    else if (itemIds.has(id))
-      refuse(`deletions.${index}`, 'is also listed in items; send an id as an item or as a deletion, not both');
-  });
-  if (errors.length > 0) throw validationFailed(errors);
-}
-
-/**
- * The depth check over a whole snapshot, which also notes on the way the items holding text that
- * cannot be stored: a bulk document is walked once instead of twice (the walks were a third of its
- * validation). `unstorableItems` is undefined when the document has no item list to walk item by
- * item.
- */
-function scanSnapshot(document: unknown): { tooDeep: boolean; unstorableItems?: Map<number, string> } {
-  const items =
-    typeof document === 'object' && document !== null && !Array.isArray(document)
-      ? (document as { items?: unknown }).items
-      : undefined;
-  if (!Array.isArray(items) || MAX_JSON_DEPTH < 2) return { tooDeep: nestsDeeperThan(document, MAX_JSON_DEPTH) };
-  const root = document as Record<string, unknown>;
-  for (const key in root) {
-    // a member of the root sits at depth 2
-    if (key !== 'items' && nestsDeeperThan(root[key], MAX_JSON_DEPTH - 1)) return { tooDeep: true };
-  }
-  const unstorableItems = new Map<number, string>();
-  for (let i = 0; i < items.length; i++) {
-    const found = scan(items[i], 3, MAX_JSON_DEPTH);
-    if (found & TOO_DEEP) return { tooDeep: true };
-    const message = messageOf(found);
-    if (message) unstorableItems.set(i, message);
-  }
-  return { tooDeep: false, unstorableItems };
-}
-
-/** Validates a snapshot document (depth, schema, then storability) before anything is written. */
-export function assertSnapshot(document: unknown): asserts document is Snapshot {
-  const { tooDeep, unstorableItems } = scanSnapshot(document);
-  if (tooDeep) {
-    throw validationFailed([
-      { field: '(root)', location: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` },
-    ]);
-  }
-  if (!validateSnapshot(document)) throw validationFailed(toFieldErrors(validateSnapshot.errors, 'body'));
-  assertStorable(document as Snapshot, unstorableItems);
 }
 
 /**
@@ -366,11 +199,7 @@ async function upsertLane(sql: Sql, lane: Lane, run: UpsertRun, result: Reconcil
       addBatch(result, run.owners, plan, written);
       run.done += records.length;
       run.progress?.(run.done, run.total);
-      run.load.created += plan.inserts.length;
-      if (!run.load.analyzed && run.load.created >= run.load.analyzeAfter) {
-        run.load.analyzed = true;
-        await analyzeInventory(sql);
-      }
+      if (countCreated(run.load, plan.inserts.length)) await analyzeInventory(sql);
     }
   } catch (error) {
     run.failed = true;
@@ -391,21 +220,6 @@ async function closeLanes(sql: Sql, run: UpsertRun, result: ReconcileResult): Pr
   });
   result.relationships.written += resolvedOwners.length;
   result.relationships.unresolved -= resolvedOwners.filter((owner) => run.owners.has(owner)).length;
-}
-
-/** Adds one batch to the result; `owners` collects the relationship owners of this reconcile so far. */
-function addBatch(result: ReconcileResult, owners: Set<string>, plan: BatchPlan, written: PlanWritten): void {
-  result.created += plan.inserts.length;
-  result.updated += plan.updates.length;
-  result.unchanged += plan.unchanged;
-  result.reactivated += plan.reactivated;
-  result.changes += written.changes;
-  result.relationships.written += written.relationships.written + written.resolvedOwners.length;
-  result.relationships.removed += written.relationships.removed;
-  result.relationships.unresolved += written.relationships.pending;
-  for (const owner of plan.owners) owners.add(owner);
-  // references from this reconcile that a later batch resolved are no longer unresolved
-  result.relationships.unresolved -= written.resolvedOwners.filter((owner) => owners.has(owner)).length;
 }
 
 /** Archives one batch of a delta's deletions (by external id) with their `DELETED` changes; returns how many moved. */
