@@ -30,6 +30,7 @@ import {
   type CommandUsage,
 } from './cli/usage.js';
 import { refuseStrayDatabase } from './cli/shared.js';
+import { queryCommand } from './cli/query.js';
 import { ConfigError, databaseTarget } from './platform/config/config.js';
 import { packagePath } from './platform/paths.js';
 
@@ -50,6 +51,7 @@ const RUN: Record<string, Run> = {
   'users promote': (flags, email) => usersPromoteCommand(email, flags),
   ingest: (flags) => ingestCommand(flags),
   demo: (flags) => demoCommand(flags),
+  query: (flags, text) => queryCommand(text, flags),
   sweep: (flags) => sweepCommand(flags),
   'refresh-stats': (flags) => refreshStatsCommand(flags),
   reindex: (flags) => reindexCommand(flags),
@@ -76,6 +78,12 @@ const OPTIONS = {
   'include-revoked': { type: 'boolean' },
   'new-database': { type: 'boolean' },
   remove: { type: 'boolean' },
+  'as-of': { type: 'string' },
+  'compare-to': { type: 'string' },
+  format: { type: 'string' },
+  limit: { type: 'string' },
+  explain: { type: 'boolean' },
+  'allow-scan': { type: 'boolean' },
 } as const;
 
 /**

@@ -175,6 +175,30 @@ export const COMMANDS: readonly CommandUsage[] = [
     database: true,
   },
   {
+    name: 'query',
+    args: "'QUERY'",
+    summary:
+      'run a query-language query over the whole inventory (as the operator: every source, no data scopes) and print the answer; ' +
+      'the query is the argument, --file, or standard input (- or a pipe)',
+    options: {
+      file: { value: 'FILE', text: 'read the query from a file' },
+      'as-of': {
+        value: 'MOMENT',
+        text: 'evaluate the query against the inventory as it was then (ISO 8601 or a baseline name)',
+      },
+      'compare-to': { value: 'MOMENT', text: 'answer what matches now (or at --as-of) and did not then' },
+      format: {
+        value: 'table|json|csv',
+        text: 'table on a terminal, JSON otherwise; csv streams every row (100 000 at most)',
+      },
+      limit: { value: 'N', text: "rows of the first page (1 to 1000; default the query's limit, else 100)" },
+      explain: { text: 'print the plan summarised instead of running the query' },
+      'allow-scan': { text: 'run even when the query reads a large table whole' },
+    },
+    example: "cinv query 'ci_type = k8s.pod and namespace = shop -[runs_on]-> * | count by name'",
+    database: true,
+  },
+  {
     name: 'sweep',
     summary: 'run the lifecycle sweep once (inactive, archive, remove)',
     options: {},

@@ -64,10 +64,10 @@ function distance(a: string, b: string): number {
   return row[b.length]!;
 }
 
-/** Up to three known names nearest to `name`, nearest first; names that share a prefix count as near. */
+/** Up to three known names nearest to `name`, nearest first; a name the unknown one begins counts as near. */
 export function nearest(name: string, known: readonly string[]): string[] {
   return known
-    .map((k) => ({ k, d: k.startsWith(name) || name.startsWith(k) ? 0.5 : distance(name, k) }))
+    .map((k) => ({ k, d: k.startsWith(name) ? 0.5 : distance(name, k) }))
     .filter(({ d }) => d <= Math.max(2, Math.floor(name.length / 3)))
     .sort((a, b) => a.d - b.d || a.k.localeCompare(b.k))
     .slice(0, 3)

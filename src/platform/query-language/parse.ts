@@ -47,15 +47,32 @@ interface PeggyExpectation {
 const described = (e: PeggyExpectation) =>
   e.type === 'literal' ? JSON.stringify(e.text) : e.type === 'end' ? 'the end of the query' : (e.description ?? e.type);
 
+const run = (text: string): Query => (generatedParse as (input: string) => Query)(text);
+
+/** What the grammar expects where a parse failed; past a keyword that needs a space, what follows the space. */
+function expectedAt(text: string, failure: PeggyFailure): string[] {
+  const expected = [...new Set((failure.expected ?? []).map(described))].filter((e) => e !== 'whitespace');
+  if (expected.length > 0 || failure.location.start.offset !== text.length) return expected;
+  try {
+    run(`${text} `);
+  } catch (again) {
+    if (again instanceof GeneratedSyntaxError) {
+      const next = again as unknown as PeggyFailure;
+      return [...new Set((next.expected ?? []).map(described))].filter((e) => e !== 'whitespace');
+    }
+  }
+  return [];
+}
+
 /** Parses a query into its tree, or throws a QueryError naming the position and what was expected. */
 export function parseQuery(text: string): Query {
   try {
-    return (generatedParse as (input: string) => Query)(text);
+    return run(text);
   } catch (error) {
     if (!(error instanceof GeneratedSyntaxError)) throw error;
     const failure = error as unknown as PeggyFailure;
     const { start } = failure.location;
-    const expected = [...new Set((failure.expected ?? []).map(described))].filter((e) => e !== 'whitespace');
+    const expected = expectedAt(text, failure);
     const found = failure.found;
     const message = `at line ${start.line}, column ${start.column}: expected ${
       expected.length > 0 ? listed(expected) : 'something else'
