@@ -56,6 +56,16 @@ async function answer(ctx: Context, app: AppContext, principal: Principal, input
   return presentAnswer(await runQuery(app, principal, input));
 }
 
+/** `name=value` pairs of a link; a value written as a number is one. */
+function paramsFromLink(pairs: readonly string[]): Record<string, string | number> {
+  return Object.fromEntries(
+    pairs.map((pair) => {
+      const [name, value] = [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)];
+      return [name, /^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value];
+    }),
+  );
+}
+
 const RESPONSES = {
   200: {
     description: 'The answer.',
@@ -106,8 +116,8 @@ const getQuery = defineRoute({
   query: QueryParams,
   responses: RESPONSES,
   handler: ({ ctx, app, principal, query }) => {
-    const { q, ...rest } = query;
-    return answer(ctx, app, principal, { query: q, ...rest });
+    const { q, param, ...rest } = query;
+    return answer(ctx, app, principal, { query: q, params: paramsFromLink(param ?? []), ...rest });
   },
 });
 

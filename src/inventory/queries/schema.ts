@@ -52,9 +52,25 @@ const common = {
   ),
 };
 
+const SavedViewId = Uuid(
+  "A saved view of the Query view: run the query it holds (under the caller's rights) instead of `query`.",
+);
+
 export const QueryRequest = Type.Object(
   {
-    query: QueryText,
+    query: Type.Optional(QueryText),
+    saved_view_id: Type.Optional(SavedViewId),
+    params: Type.Optional(
+      Type.Record(
+        Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }),
+        Type.Union([Type.String({ maxLength: 1000 }), Type.Number(), Type.Boolean()]),
+        {
+          maxProperties: 50,
+          description:
+            'Values of the query\'s parameters: `{"namespace": "shop"}` for `namespace = $namespace`. A number compares as a number.',
+        },
+      ),
+    ),
     ...common,
     limit: Type.Optional(
       Type.Integer({
@@ -74,7 +90,14 @@ export const QueryRequest = Type.Object(
 );
 
 export const QueryParams = Type.Object({
-  q: QueryText,
+  q: Type.Optional(QueryText),
+  saved_view_id: Type.Optional(SavedViewId),
+  param: Type.Optional(
+    Type.Array(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*=', maxLength: 1100 }), {
+      maxItems: 50,
+      description: "A parameter's value, `name=value` (repeatable); a value that is a number compares as a number.",
+    }),
+  ),
   ...common,
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Page size (default 100).' })),
   explain: Type.Optional(Type.Boolean({ description: 'Return the plan summarised, without running the query.' })),

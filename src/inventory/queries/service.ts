@@ -1,6 +1,8 @@
 import { can, type Action, type Permission, type Principal, type Resource } from '../../platform/auth/principal.js';
 import type { AppContext } from '../../context.js';
-import { AppError, forbidden, unprocessable } from '../../platform/errors.js';
+import { AppError, forbidden, unprocessable, validationFailed } from '../../platform/errors.js';
+import { savedViewFor } from '../saved-views/service.js';
+import { bindParams, type ParamValue } from './params.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../../platform/http/cursor.js';
 import type { Expr, Field, Query } from '../../platform/query-language/ast.js';
 import { parseQuery, QueryError, type QueryProblem } from '../../platform/query-language/parse.js';
@@ -22,7 +24,11 @@ import {
 import { guardCost, type CostReport } from './cost.js';
 
 export interface QueryInput {
-  query: string;
+  /** The query's text; or `saved_view_id`, a saved view of the Query view holding it. */
+  query?: string;
+  saved_view_id?: string;
+  /** Values of the query's `$name` parameters. */
+  params?: Record<string, ParamValue>;
   as_of?: string;
   compare_to?: string;
   limit?: number;
@@ -81,16 +87,17 @@ function assertMayRead(principal: Principal, query: Query): void {
   if (missing) throw forbidden(`This query needs the ${missing} permission`, { required: missing });
 }
 
-/** Parses and checks; a failure is a 422 with the position. */
+/** Parses, binds the parameters and checks; a failure is a 422 with the position. */
 async function prepared(
   app: AppContext,
   tenantId: string,
   text: string,
+  params: Readonly<Record<string, ParamValue>>,
   moment: Date,
   atMoment: boolean,
 ): Promise<Query> {
   try {
-    const query = parseQuery(text);
+    const query = bindParams(text, parseQuery(text), params);
     const relationshipTypes = await knownRelationshipTypes(app, query, tenantId);
     checkQuery(text, query, { moment, atMoment, relationshipTypes });
     return query;
@@ -110,8 +117,35 @@ const binding = (
   reader: principal,
   scope: 'query',
   sort: sort.map((k) => `${fieldText(k.field)}:${k.desc ? 'desc' : 'asc'}`).join(',') || null,
-  filters: { query: input.query, as_of: asOf, compare_to: input.compare_to ?? null },
+  filters: {
+    query: input.query ?? null,
+    saved_view_id: input.saved_view_id ?? null,
+    params: input.params ?? {},
+    as_of: asOf,
+    compare_to: input.compare_to ?? null,
+  },
 });
+
+/**
+ * The text to run: the request's, or a saved query's. A saved query opens as any saved view does
+ * (the caller's own, or one shared in the tenant) and runs under the caller's rights, not its owner's.
+ */
+async function queryTextOf(app: AppContext, principal: Principal, input: QueryInput): Promise<string> {
+  if (input.query !== undefined && input.saved_view_id !== undefined)
+    throw validationFailed([
+      { field: 'saved_view_id', location: 'body', message: 'give query or saved_view_id, not both' },
+    ]);
+  if (input.query !== undefined) return input.query;
+  if (input.saved_view_id === undefined)
+    throw validationFailed([{ field: 'query', location: 'body', message: 'is required (or saved_view_id)' }]);
+  const view = await savedViewFor(app, principal, input.saved_view_id);
+  const text = view.view === 'query' ? new URLSearchParams(view.query).get('q') : null;
+  if (!text)
+    throw unprocessable('The saved view holds no query: it is not a saved view of the Query view', {
+      saved_view_id: view.id,
+    });
+  return text;
+}
 
 const defaultColumns = (): Field[] =>
   DEFAULT_COLUMNS.map((name) => ({ name, path: [], at: { offset: 0, line: 1, column: 1, end: 0 } }));
@@ -127,10 +161,12 @@ export async function runQuery(app: AppContext, principal: Principal, input: Que
   const compareTo =
     input.compare_to === undefined ? undefined : await resolveMoment(app, principal, 'compare_to', input.compare_to);
   const moment = asOf === undefined ? app.now() : new Date(asOf);
+  const text = await queryTextOf(app, principal, input);
   const query = await prepared(
     app,
     principal.tenantId,
-    input.query,
+    text,
+    input.params ?? {},
     moment,
     asOf !== undefined || compareTo !== undefined,
   );

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { HumanName, Timestamp, Uuid } from '../../platform/http/schemas.js';
 
-export const VIEWS = ['inventory', 'changes', 'stats'] as const;
+export const VIEWS = ['inventory', 'changes', 'stats', 'query'] as const;
 export const MAX_VIEWS_PER_OWNER = 200;
 
 const ViewName = Type.Union(

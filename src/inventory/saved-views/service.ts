@@ -28,6 +28,13 @@ export function savedViewsOf(app: AppContext, principal: Principal, view: string
   return listSavedViews(app.sql, principal.tenantId, ownerOf(principal), view);
 }
 
+/** A view the principal may open: its own, or one shared in the tenant; anything else is a 404. */
+export async function savedViewFor(app: AppContext, principal: Principal, id: string): Promise<SavedViewRow> {
+  const row = await findSavedView(app.sql, principal.tenantId, id);
+  if (!row || (!row.shared && !isOwner(principal, row))) throw notFound('Saved view not found', { view_id: id });
+  return row;
+}
+
 /** Saves a view under a name its owner has not used for that view yet; at most MAX_VIEWS_PER_OWNER each. */
 export function saveView(app: AppContext, principal: Principal, body: NewSavedView): Promise<SavedViewRow> {
   const owner = ownerOf(principal);

@@ -8,7 +8,7 @@ export interface Owner {
 export interface SavedViewRow {
   id: string;
   name: string;
-  view: 'inventory' | 'changes' | 'stats';
+  view: 'inventory' | 'changes' | 'stats' | 'query';
   query: string;
   shared: boolean;
   owner_kind: 'user' | 'api_key';

@@ -22,6 +22,8 @@ export interface Field {
 
 export type Value =
   | { type: 'string'; text: string; quoted: boolean }
+  /** `$namespace`: a named parameter, bound before the query is checked (saved queries). */
+  | { type: 'param'; name: string; text: string; at: At }
   | { type: 'number'; value: number; text: string }
   | { type: 'time'; text: string; relative: string | null };
 

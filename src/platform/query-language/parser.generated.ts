@@ -198,60 +198,62 @@ function peg$parse(input, options) {
   const peg$c12 = '<=';
   const peg$c13 = '>=';
   const peg$c14 = '.';
-  const peg$c15 = '-';
-  const peg$c16 = ':';
-  const peg$c17 = 'z';
-  const peg$c18 = '"';
-  const peg$c19 = '\\';
-  const peg$c20 = 'and';
-  const peg$c21 = 'or';
-  const peg$c22 = 'not';
-  const peg$c23 = 'in';
-  const peg$c24 = 'is';
-  const peg$c25 = 'null';
-  const peg$c26 = 'exists';
-  const peg$c27 = 'contains';
-  const peg$c28 = 'icontains';
-  const peg$c29 = 'starts';
-  const peg$c30 = 'istarts';
-  const peg$c31 = 'with';
-  const peg$c32 = 'matches';
-  const peg$c33 = 'changed';
-  const peg$c34 = 'created';
-  const peg$c35 = 'archived';
-  const peg$c36 = 'since';
-  const peg$c37 = 'until';
-  const peg$c38 = 'type';
-  const peg$c39 = 'now';
-  const peg$c40 = 'sort';
-  const peg$c41 = 'asc';
-  const peg$c42 = 'desc';
-  const peg$c43 = 'limit';
-  const peg$c44 = 'fields';
-  const peg$c45 = 'count';
-  const peg$c46 = 'by';
-  const peg$c47 = 'min';
-  const peg$c48 = 'max';
-  const peg$c49 = 'sum';
-  const peg$c50 = 'avg';
-  const peg$c51 = 'return';
-  const peg$c52 = 'first';
-  const peg$c53 = 'last';
-  const peg$c54 = 'changes';
+  const peg$c15 = '$';
+  const peg$c16 = '-';
+  const peg$c17 = ':';
+  const peg$c18 = 'z';
+  const peg$c19 = '"';
+  const peg$c20 = '\\';
+  const peg$c21 = 'and';
+  const peg$c22 = 'or';
+  const peg$c23 = 'not';
+  const peg$c24 = 'in';
+  const peg$c25 = 'is';
+  const peg$c26 = 'null';
+  const peg$c27 = 'exists';
+  const peg$c28 = 'contains';
+  const peg$c29 = 'icontains';
+  const peg$c30 = 'starts';
+  const peg$c31 = 'istarts';
+  const peg$c32 = 'with';
+  const peg$c33 = 'matches';
+  const peg$c34 = 'changed';
+  const peg$c35 = 'created';
+  const peg$c36 = 'archived';
+  const peg$c37 = 'since';
+  const peg$c38 = 'until';
+  const peg$c39 = 'type';
+  const peg$c40 = 'now';
+  const peg$c41 = 'sort';
+  const peg$c42 = 'asc';
+  const peg$c43 = 'desc';
+  const peg$c44 = 'limit';
+  const peg$c45 = 'fields';
+  const peg$c46 = 'count';
+  const peg$c47 = 'by';
+  const peg$c48 = 'min';
+  const peg$c49 = 'max';
+  const peg$c50 = 'sum';
+  const peg$c51 = 'avg';
+  const peg$c52 = 'return';
+  const peg$c53 = 'first';
+  const peg$c54 = 'last';
+  const peg$c55 = 'changes';
 
   const peg$r0 = /^[a-z_]/;
   const peg$r1 = /^[a-z0-9_]/;
   const peg$r2 = /^[A-Za-z_]/;
   const peg$r3 = /^[<->]/;
   const peg$r4 = /^[A-Za-z0-9_\-$@]/;
-  const peg$r5 = /^[0-9]/;
-  const peg$r6 = /^[eE]/;
-  const peg$r7 = /^[+\-]/;
-  const peg$r8 = /^[A-Za-z0-9_.:\/@*+\-]/;
-  const peg$r9 = /^[smhdw]/;
-  const peg$r10 = /^[T ]/;
-  const peg$r11 = /^[^"\\]/;
-  const peg$r12 = /^[ \t\r\n]/;
+  const peg$r5 = /^[A-Za-z0-9_]/;
+  const peg$r6 = /^[0-9]/;
+  const peg$r7 = /^[eE]/;
+  const peg$r8 = /^[+\-]/;
+  const peg$r9 = /^[A-Za-z0-9_.:\/@*+\-]/;
+  const peg$r10 = /^[smhdw]/;
+  const peg$r11 = /^[T ]/;
+  const peg$r12 = /^[^"\\]/;
+  const peg$r13 = /^[ \t\r\n]/;
 
   const peg$e0 = peg$literalExpectation('|', false);
   const peg$e1 = peg$otherExpectation('a hop (-[type]->, <-[type]-, <-[type]->)');
@@ -282,67 +284,69 @@ function peg$parse(input, options) {
   const peg$e26 = peg$otherExpectation('a path segment');
   const peg$e27 = peg$classExpectation([['A', 'Z'], ['a', 'z'], ['0', '9'], '_', '-', '$', '@'], false, false, false);
   const peg$e28 = peg$otherExpectation('a value');
-  const peg$e29 = peg$literalExpectation('-', false);
-  const peg$e30 = peg$classExpectation([['0', '9']], false, false, false);
-  const peg$e31 = peg$classExpectation(['e', 'E'], false, false, false);
-  const peg$e32 = peg$classExpectation(['+', '-'], false, false, false);
-  const peg$e33 = peg$otherExpectation('a quoted or bare text');
-  const peg$e34 = peg$classExpectation(
+  const peg$e29 = peg$literalExpectation('$', false);
+  const peg$e30 = peg$classExpectation([['A', 'Z'], ['a', 'z'], ['0', '9'], '_'], false, false, false);
+  const peg$e31 = peg$literalExpectation('-', false);
+  const peg$e32 = peg$classExpectation([['0', '9']], false, false, false);
+  const peg$e33 = peg$classExpectation(['e', 'E'], false, false, false);
+  const peg$e34 = peg$classExpectation(['+', '-'], false, false, false);
+  const peg$e35 = peg$otherExpectation('a quoted or bare text');
+  const peg$e36 = peg$classExpectation(
     [['A', 'Z'], ['a', 'z'], ['0', '9'], '_', '.', ':', '/', '@', '*', '+', '-'],
     false,
     false,
     false,
   );
-  const peg$e35 = peg$otherExpectation('a word');
-  const peg$e36 = peg$otherExpectation('a time (now, now-24h, 2026-11-30, 2026-11-30T10:00:00Z)');
-  const peg$e37 = peg$classExpectation(['s', 'm', 'h', 'd', 'w'], false, false, false);
-  const peg$e38 = peg$classExpectation(['T', ' '], false, false, false);
-  const peg$e39 = peg$literalExpectation(':', false);
-  const peg$e40 = peg$literalExpectation('Z', true);
-  const peg$e41 = peg$otherExpectation('a quoted string');
-  const peg$e42 = peg$literalExpectation('"', false);
-  const peg$e43 = peg$literalExpectation('\\', false);
-  const peg$e44 = peg$anyExpectation();
-  const peg$e45 = peg$classExpectation(['"', '\\'], true, false, false);
-  const peg$e46 = peg$otherExpectation('a whole number');
-  const peg$e47 = peg$otherExpectation('a pipe (sort, limit, fields, count, min, max, sum, avg, return, with changes)');
-  const peg$e48 = peg$literalExpectation('and', true);
-  const peg$e49 = peg$literalExpectation('or', true);
-  const peg$e50 = peg$literalExpectation('not', true);
-  const peg$e51 = peg$literalExpectation('in', true);
-  const peg$e52 = peg$literalExpectation('is', true);
-  const peg$e53 = peg$literalExpectation('null', true);
-  const peg$e54 = peg$literalExpectation('exists', true);
-  const peg$e55 = peg$literalExpectation('contains', true);
-  const peg$e56 = peg$literalExpectation('icontains', true);
-  const peg$e57 = peg$literalExpectation('starts', true);
-  const peg$e58 = peg$literalExpectation('istarts', true);
-  const peg$e59 = peg$literalExpectation('with', true);
-  const peg$e60 = peg$literalExpectation('matches', true);
-  const peg$e61 = peg$literalExpectation('changed', true);
-  const peg$e62 = peg$literalExpectation('created', true);
-  const peg$e63 = peg$literalExpectation('archived', true);
-  const peg$e64 = peg$literalExpectation('since', true);
-  const peg$e65 = peg$literalExpectation('until', true);
-  const peg$e66 = peg$literalExpectation('type', true);
-  const peg$e67 = peg$literalExpectation('now', true);
-  const peg$e68 = peg$literalExpectation('sort', true);
-  const peg$e69 = peg$literalExpectation('asc', true);
-  const peg$e70 = peg$literalExpectation('desc', true);
-  const peg$e71 = peg$literalExpectation('limit', true);
-  const peg$e72 = peg$literalExpectation('fields', true);
-  const peg$e73 = peg$literalExpectation('count', true);
-  const peg$e74 = peg$literalExpectation('by', true);
-  const peg$e75 = peg$literalExpectation('min', true);
-  const peg$e76 = peg$literalExpectation('max', true);
-  const peg$e77 = peg$literalExpectation('sum', true);
-  const peg$e78 = peg$literalExpectation('avg', true);
-  const peg$e79 = peg$literalExpectation('return', true);
-  const peg$e80 = peg$literalExpectation('first', true);
-  const peg$e81 = peg$literalExpectation('last', true);
-  const peg$e82 = peg$literalExpectation('changes', true);
-  const peg$e83 = peg$classExpectation([' ', '\t', '\r', '\n'], false, false, false);
-  const peg$e84 = peg$otherExpectation('whitespace');
+  const peg$e37 = peg$otherExpectation('a word');
+  const peg$e38 = peg$otherExpectation('a time (now, now-24h, 2026-11-30, 2026-11-30T10:00:00Z)');
+  const peg$e39 = peg$classExpectation(['s', 'm', 'h', 'd', 'w'], false, false, false);
+  const peg$e40 = peg$classExpectation(['T', ' '], false, false, false);
+  const peg$e41 = peg$literalExpectation(':', false);
+  const peg$e42 = peg$literalExpectation('Z', true);
+  const peg$e43 = peg$otherExpectation('a quoted string');
+  const peg$e44 = peg$literalExpectation('"', false);
+  const peg$e45 = peg$literalExpectation('\\', false);
+  const peg$e46 = peg$anyExpectation();
+  const peg$e47 = peg$classExpectation(['"', '\\'], true, false, false);
+  const peg$e48 = peg$otherExpectation('a whole number');
+  const peg$e49 = peg$otherExpectation('a pipe (sort, limit, fields, count, min, max, sum, avg, return, with changes)');
+  const peg$e50 = peg$literalExpectation('and', true);
+  const peg$e51 = peg$literalExpectation('or', true);
+  const peg$e52 = peg$literalExpectation('not', true);
+  const peg$e53 = peg$literalExpectation('in', true);
+  const peg$e54 = peg$literalExpectation('is', true);
+  const peg$e55 = peg$literalExpectation('null', true);
+  const peg$e56 = peg$literalExpectation('exists', true);
+  const peg$e57 = peg$literalExpectation('contains', true);
+  const peg$e58 = peg$literalExpectation('icontains', true);
+  const peg$e59 = peg$literalExpectation('starts', true);
+  const peg$e60 = peg$literalExpectation('istarts', true);
+  const peg$e61 = peg$literalExpectation('with', true);
+  const peg$e62 = peg$literalExpectation('matches', true);
+  const peg$e63 = peg$literalExpectation('changed', true);
+  const peg$e64 = peg$literalExpectation('created', true);
+  const peg$e65 = peg$literalExpectation('archived', true);
+  const peg$e66 = peg$literalExpectation('since', true);
+  const peg$e67 = peg$literalExpectation('until', true);
+  const peg$e68 = peg$literalExpectation('type', true);
+  const peg$e69 = peg$literalExpectation('now', true);
+  const peg$e70 = peg$literalExpectation('sort', true);
+  const peg$e71 = peg$literalExpectation('asc', true);
+  const peg$e72 = peg$literalExpectation('desc', true);
+  const peg$e73 = peg$literalExpectation('limit', true);
+  const peg$e74 = peg$literalExpectation('fields', true);
+  const peg$e75 = peg$literalExpectation('count', true);
+  const peg$e76 = peg$literalExpectation('by', true);
+  const peg$e77 = peg$literalExpectation('min', true);
+  const peg$e78 = peg$literalExpectation('max', true);
+  const peg$e79 = peg$literalExpectation('sum', true);
+  const peg$e80 = peg$literalExpectation('avg', true);
+  const peg$e81 = peg$literalExpectation('return', true);
+  const peg$e82 = peg$literalExpectation('first', true);
+  const peg$e83 = peg$literalExpectation('last', true);
+  const peg$e84 = peg$literalExpectation('changes', true);
+  const peg$e85 = peg$classExpectation([' ', '\t', '\r', '\n'], false, false, false);
+  const peg$e86 = peg$otherExpectation('whitespace');
 
   function peg$f0(path, pipes) {
     return node('query', { path, pipes }, location());
@@ -455,79 +459,82 @@ function peg$parse(input, options) {
   function peg$f36(text) {
     return { type: 'string', text, quoted: true };
   }
-  function peg$f37(text) {
-    return { type: 'number', value: Number(text), text };
+  function peg$f37(name) {
+    return { type: 'param', name, text: text(), at: at(location()) };
   }
   function peg$f38(text) {
-    return { type: 'string', text, quoted: false };
+    return { type: 'number', value: Number(text), text };
   }
   function peg$f39(text) {
-    return text;
+    return { type: 'string', text, quoted: false };
   }
   function peg$f40(text) {
     return text;
   }
-  function peg$f41(offset) {
+  function peg$f41(text) {
+    return text;
+  }
+  function peg$f42(offset) {
     return { type: 'time', text: text(), relative: offset || null };
   }
-  function peg$f42(iso) {
+  function peg$f43(iso) {
     return { type: 'time', text: iso, relative: null };
   }
-  function peg$f43(text) {
+  function peg$f44(text) {
     return /^\d{4}-\d{2}-\d{2}/.test(text);
   }
-  function peg$f44(text) {
+  function peg$f45(text) {
     return { type: 'time', text, relative: null };
   }
-  function peg$f45(chars) {
+  function peg$f46(chars) {
     return chars.replace(/\\(.)/g, '$1');
   }
-  function peg$f46(digits) {
+  function peg$f47(digits) {
     return Number(digits);
   }
-  function peg$f47(first, rest) {
+  function peg$f48(first, rest) {
     return node('sort', { keys: [first, ...rest] }, location());
   }
-  function peg$f48(n) {
+  function peg$f49(n) {
     return node('limit', { n }, location());
   }
-  function peg$f49(first, rest) {
+  function peg$f50(first, rest) {
     return node('fields', { fields: [first, ...rest] }, location());
   }
-  function peg$f50(by) {
+  function peg$f51(by) {
     return node('aggregate', { fn: 'count', field: null, by: by ?? [] }, location());
   }
-  function peg$f51(fn, field, by) {
+  function peg$f52(fn, field, by) {
     return node('aggregate', { fn, field, by: by ?? [] }, location());
   }
-  function peg$f52() {
+  function peg$f53() {
     return 'first';
   }
-  function peg$f53() {
+  function peg$f54() {
     return 'last';
   }
-  function peg$f54(which) {
+  function peg$f55(which) {
     return node('return', { which }, location());
   }
-  function peg$f55() {
+  function peg$f56() {
     return node('with_changes', {}, location());
   }
-  function peg$f56(field, direction) {
+  function peg$f57(field, direction) {
     return { field, desc: direction?.toLowerCase() === 'desc' };
   }
-  function peg$f57(first, rest) {
+  function peg$f58(first, rest) {
     return [first, ...rest];
   }
-  function peg$f58() {
+  function peg$f59() {
     return 'min';
   }
-  function peg$f59() {
+  function peg$f60() {
     return 'max';
   }
-  function peg$f60() {
+  function peg$f61() {
     return 'sum';
   }
-  function peg$f61() {
+  function peg$f62() {
     return 'avg';
   }
   let peg$currPos = options.peg$currPos | 0;
@@ -2456,217 +2463,257 @@ function peg$parse(input, options) {
     }
     s0 = s1;
     if (s0 === peg$FAILED) {
-      s0 = peg$parseTime();
-      if (s0 === peg$FAILED) {
-        s0 = peg$currPos;
-        s1 = peg$currPos;
+      s0 = peg$currPos;
+      if (input.charCodeAt(peg$currPos) === 36) {
+        s1 = peg$c15;
+        peg$currPos++;
+      } else {
+        s1 = peg$FAILED;
+        if (peg$silentFails === 0) {
+          peg$fail(peg$e29);
+        }
+      }
+      if (s1 !== peg$FAILED) {
         s2 = peg$currPos;
-        if (input.charCodeAt(peg$currPos) === 45) {
-          s3 = peg$c15;
+        s3 = peg$currPos;
+        s4 = input.charAt(peg$currPos);
+        if (peg$r2.test(s4)) {
           peg$currPos++;
-        } else {
-          s3 = peg$FAILED;
-          if (peg$silentFails === 0) {
-            peg$fail(peg$e29);
-          }
-        }
-        if (s3 === peg$FAILED) {
-          s3 = null;
-        }
-        s4 = [];
-        s5 = input.charAt(peg$currPos);
-        if (peg$r5.test(s5)) {
-          peg$currPos++;
-        } else {
-          s5 = peg$FAILED;
-          if (peg$silentFails === 0) {
-            peg$fail(peg$e30);
-          }
-        }
-        if (s5 !== peg$FAILED) {
-          while (s5 !== peg$FAILED) {
-            s4.push(s5);
-            s5 = input.charAt(peg$currPos);
-            if (peg$r5.test(s5)) {
-              peg$currPos++;
-            } else {
-              s5 = peg$FAILED;
-              if (peg$silentFails === 0) {
-                peg$fail(peg$e30);
-              }
-            }
-          }
         } else {
           s4 = peg$FAILED;
+          if (peg$silentFails === 0) {
+            peg$fail(peg$e16);
+          }
         }
         if (s4 !== peg$FAILED) {
-          s5 = peg$currPos;
-          if (input.charCodeAt(peg$currPos) === 46) {
-            s6 = peg$c14;
+          s5 = [];
+          s6 = input.charAt(peg$currPos);
+          if (peg$r5.test(s6)) {
             peg$currPos++;
           } else {
             s6 = peg$FAILED;
             if (peg$silentFails === 0) {
-              peg$fail(peg$e25);
+              peg$fail(peg$e30);
             }
           }
-          if (s6 !== peg$FAILED) {
-            s7 = [];
-            s8 = input.charAt(peg$currPos);
-            if (peg$r5.test(s8)) {
+          while (s6 !== peg$FAILED) {
+            s5.push(s6);
+            s6 = input.charAt(peg$currPos);
+            if (peg$r5.test(s6)) {
               peg$currPos++;
             } else {
-              s8 = peg$FAILED;
+              s6 = peg$FAILED;
               if (peg$silentFails === 0) {
                 peg$fail(peg$e30);
               }
             }
-            if (s8 !== peg$FAILED) {
-              while (s8 !== peg$FAILED) {
-                s7.push(s8);
-                s8 = input.charAt(peg$currPos);
-                if (peg$r5.test(s8)) {
-                  peg$currPos++;
-                } else {
-                  s8 = peg$FAILED;
-                  if (peg$silentFails === 0) {
-                    peg$fail(peg$e30);
-                  }
-                }
-              }
-            } else {
-              s7 = peg$FAILED;
-            }
-            if (s7 !== peg$FAILED) {
-              s6 = [s6, s7];
-              s5 = s6;
-            } else {
-              peg$currPos = s5;
-              s5 = peg$FAILED;
-            }
-          } else {
-            peg$currPos = s5;
-            s5 = peg$FAILED;
           }
-          if (s5 === peg$FAILED) {
-            s5 = null;
-          }
-          s6 = peg$currPos;
-          s7 = input.charAt(peg$currPos);
-          if (peg$r6.test(s7)) {
+          s4 = [s4, s5];
+          s3 = s4;
+        } else {
+          peg$currPos = s3;
+          s3 = peg$FAILED;
+        }
+        if (s3 !== peg$FAILED) {
+          s2 = input.substring(s2, peg$currPos);
+        } else {
+          s2 = s3;
+        }
+        if (s2 !== peg$FAILED) {
+          peg$savedPos = s0;
+          s0 = peg$f37(s2);
+        } else {
+          peg$currPos = s0;
+          s0 = peg$FAILED;
+        }
+      } else {
+        peg$currPos = s0;
+        s0 = peg$FAILED;
+      }
+      if (s0 === peg$FAILED) {
+        s0 = peg$parseTime();
+        if (s0 === peg$FAILED) {
+          s0 = peg$currPos;
+          s1 = peg$currPos;
+          s2 = peg$currPos;
+          if (input.charCodeAt(peg$currPos) === 45) {
+            s3 = peg$c16;
             peg$currPos++;
           } else {
-            s7 = peg$FAILED;
+            s3 = peg$FAILED;
             if (peg$silentFails === 0) {
               peg$fail(peg$e31);
             }
           }
-          if (s7 !== peg$FAILED) {
-            s8 = input.charAt(peg$currPos);
-            if (peg$r7.test(s8)) {
-              peg$currPos++;
-            } else {
-              s8 = peg$FAILED;
-              if (peg$silentFails === 0) {
-                peg$fail(peg$e32);
-              }
+          if (s3 === peg$FAILED) {
+            s3 = null;
+          }
+          s4 = [];
+          s5 = input.charAt(peg$currPos);
+          if (peg$r6.test(s5)) {
+            peg$currPos++;
+          } else {
+            s5 = peg$FAILED;
+            if (peg$silentFails === 0) {
+              peg$fail(peg$e32);
             }
-            if (s8 === peg$FAILED) {
-              s8 = null;
-            }
-            s9 = [];
-            s10 = input.charAt(peg$currPos);
-            if (peg$r5.test(s10)) {
-              peg$currPos++;
-            } else {
-              s10 = peg$FAILED;
-              if (peg$silentFails === 0) {
-                peg$fail(peg$e30);
-              }
-            }
-            if (s10 !== peg$FAILED) {
-              while (s10 !== peg$FAILED) {
-                s9.push(s10);
-                s10 = input.charAt(peg$currPos);
-                if (peg$r5.test(s10)) {
-                  peg$currPos++;
-                } else {
-                  s10 = peg$FAILED;
-                  if (peg$silentFails === 0) {
-                    peg$fail(peg$e30);
-                  }
+          }
+          if (s5 !== peg$FAILED) {
+            while (s5 !== peg$FAILED) {
+              s4.push(s5);
+              s5 = input.charAt(peg$currPos);
+              if (peg$r6.test(s5)) {
+                peg$currPos++;
+              } else {
+                s5 = peg$FAILED;
+                if (peg$silentFails === 0) {
+                  peg$fail(peg$e32);
                 }
               }
-            } else {
-              s9 = peg$FAILED;
             }
-            if (s9 !== peg$FAILED) {
-              s7 = [s7, s8, s9];
-              s6 = s7;
+          } else {
+            s4 = peg$FAILED;
+          }
+          if (s4 !== peg$FAILED) {
+            s5 = peg$currPos;
+            if (input.charCodeAt(peg$currPos) === 46) {
+              s6 = peg$c14;
+              peg$currPos++;
+            } else {
+              s6 = peg$FAILED;
+              if (peg$silentFails === 0) {
+                peg$fail(peg$e25);
+              }
+            }
+            if (s6 !== peg$FAILED) {
+              s7 = [];
+              s8 = input.charAt(peg$currPos);
+              if (peg$r6.test(s8)) {
+                peg$currPos++;
+              } else {
+                s8 = peg$FAILED;
+                if (peg$silentFails === 0) {
+                  peg$fail(peg$e32);
+                }
+              }
+              if (s8 !== peg$FAILED) {
+                while (s8 !== peg$FAILED) {
+                  s7.push(s8);
+                  s8 = input.charAt(peg$currPos);
+                  if (peg$r6.test(s8)) {
+                    peg$currPos++;
+                  } else {
+                    s8 = peg$FAILED;
+                    if (peg$silentFails === 0) {
+                      peg$fail(peg$e32);
+                    }
+                  }
+                }
+              } else {
+                s7 = peg$FAILED;
+              }
+              if (s7 !== peg$FAILED) {
+                s6 = [s6, s7];
+                s5 = s6;
+              } else {
+                peg$currPos = s5;
+                s5 = peg$FAILED;
+              }
+            } else {
+              peg$currPos = s5;
+              s5 = peg$FAILED;
+            }
+            if (s5 === peg$FAILED) {
+              s5 = null;
+            }
+            s6 = peg$currPos;
+            s7 = input.charAt(peg$currPos);
+            if (peg$r7.test(s7)) {
+              peg$currPos++;
+            } else {
+              s7 = peg$FAILED;
+              if (peg$silentFails === 0) {
+                peg$fail(peg$e33);
+              }
+            }
+            if (s7 !== peg$FAILED) {
+              s8 = input.charAt(peg$currPos);
+              if (peg$r8.test(s8)) {
+                peg$currPos++;
+              } else {
+                s8 = peg$FAILED;
+                if (peg$silentFails === 0) {
+                  peg$fail(peg$e34);
+                }
+              }
+              if (s8 === peg$FAILED) {
+                s8 = null;
+              }
+              s9 = [];
+              s10 = input.charAt(peg$currPos);
+              if (peg$r6.test(s10)) {
+                peg$currPos++;
+              } else {
+                s10 = peg$FAILED;
+                if (peg$silentFails === 0) {
+                  peg$fail(peg$e32);
+                }
+              }
+              if (s10 !== peg$FAILED) {
+                while (s10 !== peg$FAILED) {
+                  s9.push(s10);
+                  s10 = input.charAt(peg$currPos);
+                  if (peg$r6.test(s10)) {
+                    peg$currPos++;
+                  } else {
+                    s10 = peg$FAILED;
+                    if (peg$silentFails === 0) {
+                      peg$fail(peg$e32);
+                    }
+                  }
+                }
+              } else {
+                s9 = peg$FAILED;
+              }
+              if (s9 !== peg$FAILED) {
+                s7 = [s7, s8, s9];
+                s6 = s7;
+              } else {
+                peg$currPos = s6;
+                s6 = peg$FAILED;
+              }
             } else {
               peg$currPos = s6;
               s6 = peg$FAILED;
             }
-          } else {
-            peg$currPos = s6;
-            s6 = peg$FAILED;
-          }
-          if (s6 === peg$FAILED) {
-            s6 = null;
-          }
-          s3 = [s3, s4, s5, s6];
-          s2 = s3;
-        } else {
-          peg$currPos = s2;
-          s2 = peg$FAILED;
-        }
-        if (s2 !== peg$FAILED) {
-          s1 = input.substring(s1, peg$currPos);
-        } else {
-          s1 = s2;
-        }
-        if (s1 !== peg$FAILED) {
-          s2 = peg$currPos;
-          peg$silentFails++;
-          s3 = peg$parseWordChar();
-          peg$silentFails--;
-          if (s3 === peg$FAILED) {
-            s2 = undefined;
+            if (s6 === peg$FAILED) {
+              s6 = null;
+            }
+            s3 = [s3, s4, s5, s6];
+            s2 = s3;
           } else {
             peg$currPos = s2;
             s2 = peg$FAILED;
           }
           if (s2 !== peg$FAILED) {
-            peg$savedPos = s0;
-            s0 = peg$f37(s1);
+            s1 = input.substring(s1, peg$currPos);
           } else {
-            peg$currPos = s0;
-            s0 = peg$FAILED;
-          }
-        } else {
-          peg$currPos = s0;
-          s0 = peg$FAILED;
-        }
-        if (s0 === peg$FAILED) {
-          s0 = peg$currPos;
-          s1 = peg$currPos;
-          peg$silentFails++;
-          s2 = peg$parseAND();
-          if (s2 === peg$FAILED) {
-            s2 = peg$parseOR();
-          }
-          peg$silentFails--;
-          if (s2 === peg$FAILED) {
-            s1 = undefined;
-          } else {
-            peg$currPos = s1;
-            s1 = peg$FAILED;
+            s1 = s2;
           }
           if (s1 !== peg$FAILED) {
-            s2 = peg$parseBareWord();
+            s2 = peg$currPos;
+            peg$silentFails++;
+            s3 = peg$parseWordChar();
+            peg$silentFails--;
+            if (s3 === peg$FAILED) {
+              s2 = undefined;
+            } else {
+              peg$currPos = s2;
+              s2 = peg$FAILED;
+            }
             if (s2 !== peg$FAILED) {
               peg$savedPos = s0;
-              s0 = peg$f38(s2);
+              s0 = peg$f38(s1);
             } else {
               peg$currPos = s0;
               s0 = peg$FAILED;
@@ -2674,6 +2721,35 @@ function peg$parse(input, options) {
           } else {
             peg$currPos = s0;
             s0 = peg$FAILED;
+          }
+          if (s0 === peg$FAILED) {
+            s0 = peg$currPos;
+            s1 = peg$currPos;
+            peg$silentFails++;
+            s2 = peg$parseAND();
+            if (s2 === peg$FAILED) {
+              s2 = peg$parseOR();
+            }
+            peg$silentFails--;
+            if (s2 === peg$FAILED) {
+              s1 = undefined;
+            } else {
+              peg$currPos = s1;
+              s1 = peg$FAILED;
+            }
+            if (s1 !== peg$FAILED) {
+              s2 = peg$parseBareWord();
+              if (s2 !== peg$FAILED) {
+                peg$savedPos = s0;
+                s0 = peg$f39(s2);
+              } else {
+                peg$currPos = s0;
+                s0 = peg$FAILED;
+              }
+            } else {
+              peg$currPos = s0;
+              s0 = peg$FAILED;
+            }
           }
         }
       }
@@ -2697,7 +2773,7 @@ function peg$parse(input, options) {
     s1 = peg$parseQuotedString();
     if (s1 !== peg$FAILED) {
       peg$savedPos = s0;
-      s1 = peg$f39(s1);
+      s1 = peg$f40(s1);
     }
     s0 = s1;
     if (s0 === peg$FAILED) {
@@ -2719,7 +2795,7 @@ function peg$parse(input, options) {
         s2 = peg$parseBareWord();
         if (s2 !== peg$FAILED) {
           peg$savedPos = s0;
-          s0 = peg$f40(s2);
+          s0 = peg$f41(s2);
         } else {
           peg$currPos = s0;
           s0 = peg$FAILED;
@@ -2733,7 +2809,7 @@ function peg$parse(input, options) {
     if (s0 === peg$FAILED) {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e33);
+        peg$fail(peg$e35);
       }
     }
 
@@ -2744,12 +2820,12 @@ function peg$parse(input, options) {
     let s0;
 
     s0 = input.charAt(peg$currPos);
-    if (peg$r8.test(s0)) {
+    if (peg$r9.test(s0)) {
       peg$currPos++;
     } else {
       s0 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e34);
+        peg$fail(peg$e36);
       }
     }
 
@@ -2842,7 +2918,7 @@ function peg$parse(input, options) {
     if (s0 === peg$FAILED) {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e35);
+        peg$fail(peg$e37);
       }
     }
 
@@ -2886,35 +2962,35 @@ function peg$parse(input, options) {
       s2 = peg$currPos;
       s3 = peg$currPos;
       s4 = input.charAt(peg$currPos);
-      if (peg$r7.test(s4)) {
+      if (peg$r8.test(s4)) {
         peg$currPos++;
       } else {
         s4 = peg$FAILED;
         if (peg$silentFails === 0) {
-          peg$fail(peg$e32);
+          peg$fail(peg$e34);
         }
       }
       if (s4 !== peg$FAILED) {
         s5 = [];
         s6 = input.charAt(peg$currPos);
-        if (peg$r5.test(s6)) {
+        if (peg$r6.test(s6)) {
           peg$currPos++;
         } else {
           s6 = peg$FAILED;
           if (peg$silentFails === 0) {
-            peg$fail(peg$e30);
+            peg$fail(peg$e32);
           }
         }
         if (s6 !== peg$FAILED) {
           while (s6 !== peg$FAILED) {
             s5.push(s6);
             s6 = input.charAt(peg$currPos);
-            if (peg$r5.test(s6)) {
+            if (peg$r6.test(s6)) {
               peg$currPos++;
             } else {
               s6 = peg$FAILED;
               if (peg$silentFails === 0) {
-                peg$fail(peg$e30);
+                peg$fail(peg$e32);
               }
             }
           }
@@ -2923,12 +2999,12 @@ function peg$parse(input, options) {
         }
         if (s5 !== peg$FAILED) {
           s6 = input.charAt(peg$currPos);
-          if (peg$r9.test(s6)) {
+          if (peg$r10.test(s6)) {
             peg$currPos++;
           } else {
             s6 = peg$FAILED;
             if (peg$silentFails === 0) {
-              peg$fail(peg$e37);
+              peg$fail(peg$e39);
             }
           }
           if (s6 !== peg$FAILED) {
@@ -2962,7 +3038,7 @@ function peg$parse(input, options) {
       }
       if (s3 !== peg$FAILED) {
         peg$savedPos = s0;
-        s0 = peg$f41(s2);
+        s0 = peg$f42(s2);
       } else {
         peg$currPos = s0;
         s0 = peg$FAILED;
@@ -2976,194 +3052,194 @@ function peg$parse(input, options) {
       s1 = peg$currPos;
       s2 = peg$currPos;
       s3 = input.charAt(peg$currPos);
-      if (peg$r5.test(s3)) {
+      if (peg$r6.test(s3)) {
         peg$currPos++;
       } else {
         s3 = peg$FAILED;
         if (peg$silentFails === 0) {
-          peg$fail(peg$e30);
+          peg$fail(peg$e32);
         }
       }
       if (s3 !== peg$FAILED) {
         s4 = input.charAt(peg$currPos);
-        if (peg$r5.test(s4)) {
+        if (peg$r6.test(s4)) {
           peg$currPos++;
         } else {
           s4 = peg$FAILED;
           if (peg$silentFails === 0) {
-            peg$fail(peg$e30);
+            peg$fail(peg$e32);
           }
         }
         if (s4 !== peg$FAILED) {
           s5 = input.charAt(peg$currPos);
-          if (peg$r5.test(s5)) {
+          if (peg$r6.test(s5)) {
             peg$currPos++;
           } else {
             s5 = peg$FAILED;
             if (peg$silentFails === 0) {
-              peg$fail(peg$e30);
+              peg$fail(peg$e32);
             }
           }
           if (s5 !== peg$FAILED) {
             s6 = input.charAt(peg$currPos);
-            if (peg$r5.test(s6)) {
+            if (peg$r6.test(s6)) {
               peg$currPos++;
             } else {
               s6 = peg$FAILED;
               if (peg$silentFails === 0) {
-                peg$fail(peg$e30);
+                peg$fail(peg$e32);
               }
             }
             if (s6 !== peg$FAILED) {
               if (input.charCodeAt(peg$currPos) === 45) {
-                s7 = peg$c15;
+                s7 = peg$c16;
                 peg$currPos++;
               } else {
                 s7 = peg$FAILED;
                 if (peg$silentFails === 0) {
-                  peg$fail(peg$e29);
+                  peg$fail(peg$e31);
                 }
               }
               if (s7 !== peg$FAILED) {
                 s8 = input.charAt(peg$currPos);
-                if (peg$r5.test(s8)) {
+                if (peg$r6.test(s8)) {
                   peg$currPos++;
                 } else {
                   s8 = peg$FAILED;
                   if (peg$silentFails === 0) {
-                    peg$fail(peg$e30);
+                    peg$fail(peg$e32);
                   }
                 }
                 if (s8 !== peg$FAILED) {
                   s9 = input.charAt(peg$currPos);
-                  if (peg$r5.test(s9)) {
+                  if (peg$r6.test(s9)) {
                     peg$currPos++;
                   } else {
                     s9 = peg$FAILED;
                     if (peg$silentFails === 0) {
-                      peg$fail(peg$e30);
+                      peg$fail(peg$e32);
                     }
                   }
                   if (s9 !== peg$FAILED) {
                     if (input.charCodeAt(peg$currPos) === 45) {
-                      s10 = peg$c15;
+                      s10 = peg$c16;
                       peg$currPos++;
                     } else {
                       s10 = peg$FAILED;
                       if (peg$silentFails === 0) {
-                        peg$fail(peg$e29);
+                        peg$fail(peg$e31);
                       }
                     }
                     if (s10 !== peg$FAILED) {
                       s11 = input.charAt(peg$currPos);
-                      if (peg$r5.test(s11)) {
+                      if (peg$r6.test(s11)) {
                         peg$currPos++;
                       } else {
                         s11 = peg$FAILED;
                         if (peg$silentFails === 0) {
-                          peg$fail(peg$e30);
+                          peg$fail(peg$e32);
                         }
                       }
                       if (s11 !== peg$FAILED) {
                         s12 = input.charAt(peg$currPos);
-                        if (peg$r5.test(s12)) {
+                        if (peg$r6.test(s12)) {
                           peg$currPos++;
                         } else {
                           s12 = peg$FAILED;
                           if (peg$silentFails === 0) {
-                            peg$fail(peg$e30);
+                            peg$fail(peg$e32);
                           }
                         }
                         if (s12 !== peg$FAILED) {
                           s13 = peg$currPos;
                           s14 = input.charAt(peg$currPos);
-                          if (peg$r10.test(s14)) {
+                          if (peg$r11.test(s14)) {
                             peg$currPos++;
                           } else {
                             s14 = peg$FAILED;
                             if (peg$silentFails === 0) {
-                              peg$fail(peg$e38);
+                              peg$fail(peg$e40);
                             }
                           }
                           if (s14 !== peg$FAILED) {
                             s15 = input.charAt(peg$currPos);
-                            if (peg$r5.test(s15)) {
+                            if (peg$r6.test(s15)) {
                               peg$currPos++;
                             } else {
                               s15 = peg$FAILED;
                               if (peg$silentFails === 0) {
-                                peg$fail(peg$e30);
+                                peg$fail(peg$e32);
                               }
                             }
                             if (s15 !== peg$FAILED) {
                               s16 = input.charAt(peg$currPos);
-                              if (peg$r5.test(s16)) {
+                              if (peg$r6.test(s16)) {
                                 peg$currPos++;
                               } else {
                                 s16 = peg$FAILED;
                                 if (peg$silentFails === 0) {
-                                  peg$fail(peg$e30);
+                                  peg$fail(peg$e32);
                                 }
                               }
                               if (s16 !== peg$FAILED) {
                                 if (input.charCodeAt(peg$currPos) === 58) {
-                                  s17 = peg$c16;
+                                  s17 = peg$c17;
                                   peg$currPos++;
                                 } else {
                                   s17 = peg$FAILED;
                                   if (peg$silentFails === 0) {
-                                    peg$fail(peg$e39);
+                                    peg$fail(peg$e41);
                                   }
                                 }
                                 if (s17 !== peg$FAILED) {
                                   s18 = input.charAt(peg$currPos);
-                                  if (peg$r5.test(s18)) {
+                                  if (peg$r6.test(s18)) {
                                     peg$currPos++;
                                   } else {
                                     s18 = peg$FAILED;
                                     if (peg$silentFails === 0) {
-                                      peg$fail(peg$e30);
+                                      peg$fail(peg$e32);
                                     }
                                   }
                                   if (s18 !== peg$FAILED) {
                                     s19 = input.charAt(peg$currPos);
-                                    if (peg$r5.test(s19)) {
+                                    if (peg$r6.test(s19)) {
                                       peg$currPos++;
                                     } else {
                                       s19 = peg$FAILED;
                                       if (peg$silentFails === 0) {
-                                        peg$fail(peg$e30);
+                                        peg$fail(peg$e32);
                                       }
                                     }
                                     if (s19 !== peg$FAILED) {
                                       s20 = peg$currPos;
                                       if (input.charCodeAt(peg$currPos) === 58) {
-                                        s21 = peg$c16;
+                                        s21 = peg$c17;
                                         peg$currPos++;
                                       } else {
                                         s21 = peg$FAILED;
                                         if (peg$silentFails === 0) {
-                                          peg$fail(peg$e39);
+                                          peg$fail(peg$e41);
                                         }
                                       }
                                       if (s21 !== peg$FAILED) {
                                         s22 = input.charAt(peg$currPos);
-                                        if (peg$r5.test(s22)) {
+                                        if (peg$r6.test(s22)) {
                                           peg$currPos++;
                                         } else {
                                           s22 = peg$FAILED;
                                           if (peg$silentFails === 0) {
-                                            peg$fail(peg$e30);
+                                            peg$fail(peg$e32);
                                           }
                                         }
                                         if (s22 !== peg$FAILED) {
                                           s23 = input.charAt(peg$currPos);
-                                          if (peg$r5.test(s23)) {
+                                          if (peg$r6.test(s23)) {
                                             peg$currPos++;
                                           } else {
                                             s23 = peg$FAILED;
                                             if (peg$silentFails === 0) {
-                                              peg$fail(peg$e30);
+                                              peg$fail(peg$e32);
                                             }
                                           }
                                           if (s23 !== peg$FAILED) {
@@ -3180,24 +3256,24 @@ function peg$parse(input, options) {
                                             if (s25 !== peg$FAILED) {
                                               s26 = [];
                                               s27 = input.charAt(peg$currPos);
-                                              if (peg$r5.test(s27)) {
+                                              if (peg$r6.test(s27)) {
                                                 peg$currPos++;
                                               } else {
                                                 s27 = peg$FAILED;
                                                 if (peg$silentFails === 0) {
-                                                  peg$fail(peg$e30);
+                                                  peg$fail(peg$e32);
                                                 }
                                               }
                                               if (s27 !== peg$FAILED) {
                                                 while (s27 !== peg$FAILED) {
                                                   s26.push(s27);
                                                   s27 = input.charAt(peg$currPos);
-                                                  if (peg$r5.test(s27)) {
+                                                  if (peg$r6.test(s27)) {
                                                     peg$currPos++;
                                                   } else {
                                                     s27 = peg$FAILED;
                                                     if (peg$silentFails === 0) {
-                                                      peg$fail(peg$e30);
+                                                      peg$fail(peg$e32);
                                                     }
                                                   }
                                                 }
@@ -3236,75 +3312,75 @@ function peg$parse(input, options) {
                                         s20 = null;
                                       }
                                       s21 = input.charAt(peg$currPos);
-                                      if (s21.toLowerCase() === peg$c17) {
+                                      if (s21.toLowerCase() === peg$c18) {
                                         peg$currPos++;
                                       } else {
                                         s21 = peg$FAILED;
                                         if (peg$silentFails === 0) {
-                                          peg$fail(peg$e40);
+                                          peg$fail(peg$e42);
                                         }
                                       }
                                       if (s21 === peg$FAILED) {
                                         s21 = peg$currPos;
                                         s22 = input.charAt(peg$currPos);
-                                        if (peg$r7.test(s22)) {
+                                        if (peg$r8.test(s22)) {
                                           peg$currPos++;
                                         } else {
                                           s22 = peg$FAILED;
                                           if (peg$silentFails === 0) {
-                                            peg$fail(peg$e32);
+                                            peg$fail(peg$e34);
                                           }
                                         }
                                         if (s22 !== peg$FAILED) {
                                           s23 = input.charAt(peg$currPos);
-                                          if (peg$r5.test(s23)) {
+                                          if (peg$r6.test(s23)) {
                                             peg$currPos++;
                                           } else {
                                             s23 = peg$FAILED;
                                             if (peg$silentFails === 0) {
-                                              peg$fail(peg$e30);
+                                              peg$fail(peg$e32);
                                             }
                                           }
                                           if (s23 !== peg$FAILED) {
                                             s24 = input.charAt(peg$currPos);
-                                            if (peg$r5.test(s24)) {
+                                            if (peg$r6.test(s24)) {
                                               peg$currPos++;
                                             } else {
                                               s24 = peg$FAILED;
                                               if (peg$silentFails === 0) {
-                                                peg$fail(peg$e30);
+                                                peg$fail(peg$e32);
                                               }
                                             }
                                             if (s24 !== peg$FAILED) {
                                               if (input.charCodeAt(peg$currPos) === 58) {
-                                                s25 = peg$c16;
+                                                s25 = peg$c17;
                                                 peg$currPos++;
                                               } else {
                                                 s25 = peg$FAILED;
                                                 if (peg$silentFails === 0) {
-                                                  peg$fail(peg$e39);
+                                                  peg$fail(peg$e41);
                                                 }
                                               }
                                               if (s25 === peg$FAILED) {
                                                 s25 = null;
                                               }
                                               s26 = input.charAt(peg$currPos);
-                                              if (peg$r5.test(s26)) {
+                                              if (peg$r6.test(s26)) {
                                                 peg$currPos++;
                                               } else {
                                                 s26 = peg$FAILED;
                                                 if (peg$silentFails === 0) {
-                                                  peg$fail(peg$e30);
+                                                  peg$fail(peg$e32);
                                                 }
                                               }
                                               if (s26 !== peg$FAILED) {
                                                 s27 = input.charAt(peg$currPos);
-                                                if (peg$r5.test(s27)) {
+                                                if (peg$r6.test(s27)) {
                                                   peg$currPos++;
                                                 } else {
                                                   s27 = peg$FAILED;
                                                   if (peg$silentFails === 0) {
-                                                    peg$fail(peg$e30);
+                                                    peg$fail(peg$e32);
                                                   }
                                                 }
                                                 if (s27 !== peg$FAILED) {
@@ -3423,7 +3499,7 @@ function peg$parse(input, options) {
         }
         if (s2 !== peg$FAILED) {
           peg$savedPos = s0;
-          s0 = peg$f42(s1);
+          s0 = peg$f43(s1);
         } else {
           peg$currPos = s0;
           s0 = peg$FAILED;
@@ -3437,7 +3513,7 @@ function peg$parse(input, options) {
         s1 = peg$parseQuotedString();
         if (s1 !== peg$FAILED) {
           peg$savedPos = peg$currPos;
-          s2 = peg$f43(s1);
+          s2 = peg$f44(s1);
           if (s2) {
             s2 = undefined;
           } else {
@@ -3445,7 +3521,7 @@ function peg$parse(input, options) {
           }
           if (s2 !== peg$FAILED) {
             peg$savedPos = s0;
-            s0 = peg$f44(s1);
+            s0 = peg$f45(s1);
           } else {
             peg$currPos = s0;
             s0 = peg$FAILED;
@@ -3460,7 +3536,7 @@ function peg$parse(input, options) {
     if (s0 === peg$FAILED) {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e36);
+        peg$fail(peg$e38);
       }
     }
 
@@ -3473,12 +3549,12 @@ function peg$parse(input, options) {
     peg$silentFails++;
     s0 = peg$currPos;
     if (input.charCodeAt(peg$currPos) === 34) {
-      s1 = peg$c18;
+      s1 = peg$c19;
       peg$currPos++;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e42);
+        peg$fail(peg$e44);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -3486,12 +3562,12 @@ function peg$parse(input, options) {
       s3 = [];
       s4 = peg$currPos;
       if (input.charCodeAt(peg$currPos) === 92) {
-        s5 = peg$c19;
+        s5 = peg$c20;
         peg$currPos++;
       } else {
         s5 = peg$FAILED;
         if (peg$silentFails === 0) {
-          peg$fail(peg$e43);
+          peg$fail(peg$e45);
         }
       }
       if (s5 !== peg$FAILED) {
@@ -3501,7 +3577,7 @@ function peg$parse(input, options) {
         } else {
           s6 = peg$FAILED;
           if (peg$silentFails === 0) {
-            peg$fail(peg$e44);
+            peg$fail(peg$e46);
           }
         }
         if (s6 !== peg$FAILED) {
@@ -3517,12 +3593,12 @@ function peg$parse(input, options) {
       }
       if (s4 === peg$FAILED) {
         s4 = input.charAt(peg$currPos);
-        if (peg$r11.test(s4)) {
+        if (peg$r12.test(s4)) {
           peg$currPos++;
         } else {
           s4 = peg$FAILED;
           if (peg$silentFails === 0) {
-            peg$fail(peg$e45);
+            peg$fail(peg$e47);
           }
         }
       }
@@ -3530,12 +3606,12 @@ function peg$parse(input, options) {
         s3.push(s4);
         s4 = peg$currPos;
         if (input.charCodeAt(peg$currPos) === 92) {
-          s5 = peg$c19;
+          s5 = peg$c20;
           peg$currPos++;
         } else {
           s5 = peg$FAILED;
           if (peg$silentFails === 0) {
-            peg$fail(peg$e43);
+            peg$fail(peg$e45);
           }
         }
         if (s5 !== peg$FAILED) {
@@ -3545,7 +3621,7 @@ function peg$parse(input, options) {
           } else {
             s6 = peg$FAILED;
             if (peg$silentFails === 0) {
-              peg$fail(peg$e44);
+              peg$fail(peg$e46);
             }
           }
           if (s6 !== peg$FAILED) {
@@ -3561,29 +3637,29 @@ function peg$parse(input, options) {
         }
         if (s4 === peg$FAILED) {
           s4 = input.charAt(peg$currPos);
-          if (peg$r11.test(s4)) {
+          if (peg$r12.test(s4)) {
             peg$currPos++;
           } else {
             s4 = peg$FAILED;
             if (peg$silentFails === 0) {
-              peg$fail(peg$e45);
+              peg$fail(peg$e47);
             }
           }
         }
       }
       s2 = input.substring(s2, peg$currPos);
       if (input.charCodeAt(peg$currPos) === 34) {
-        s3 = peg$c18;
+        s3 = peg$c19;
         peg$currPos++;
       } else {
         s3 = peg$FAILED;
         if (peg$silentFails === 0) {
-          peg$fail(peg$e42);
+          peg$fail(peg$e44);
         }
       }
       if (s3 !== peg$FAILED) {
         peg$savedPos = s0;
-        s0 = peg$f45(s2);
+        s0 = peg$f46(s2);
       } else {
         peg$currPos = s0;
         s0 = peg$FAILED;
@@ -3596,7 +3672,7 @@ function peg$parse(input, options) {
     if (s0 === peg$FAILED) {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e41);
+        peg$fail(peg$e43);
       }
     }
 
@@ -3611,24 +3687,24 @@ function peg$parse(input, options) {
     s1 = peg$currPos;
     s2 = [];
     s3 = input.charAt(peg$currPos);
-    if (peg$r5.test(s3)) {
+    if (peg$r6.test(s3)) {
       peg$currPos++;
     } else {
       s3 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e30);
+        peg$fail(peg$e32);
       }
     }
     if (s3 !== peg$FAILED) {
       while (s3 !== peg$FAILED) {
         s2.push(s3);
         s3 = input.charAt(peg$currPos);
-        if (peg$r5.test(s3)) {
+        if (peg$r6.test(s3)) {
           peg$currPos++;
         } else {
           s3 = peg$FAILED;
           if (peg$silentFails === 0) {
-            peg$fail(peg$e30);
+            peg$fail(peg$e32);
           }
         }
       }
@@ -3642,14 +3718,14 @@ function peg$parse(input, options) {
     }
     if (s1 !== peg$FAILED) {
       peg$savedPos = s0;
-      s1 = peg$f46(s1);
+      s1 = peg$f47(s1);
     }
     s0 = s1;
     peg$silentFails--;
     if (s0 === peg$FAILED) {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e46);
+        peg$fail(peg$e48);
       }
     }
 
@@ -3720,7 +3796,7 @@ function peg$parse(input, options) {
             }
           }
           peg$savedPos = s0;
-          s0 = peg$f47(s3, s4);
+          s0 = peg$f48(s3, s4);
         } else {
           peg$currPos = s0;
           s0 = peg$FAILED;
@@ -3742,7 +3818,7 @@ function peg$parse(input, options) {
           s3 = peg$parseInteger();
           if (s3 !== peg$FAILED) {
             peg$savedPos = s0;
-            s0 = peg$f48(s3);
+            s0 = peg$f49(s3);
           } else {
             peg$currPos = s0;
             s0 = peg$FAILED;
@@ -3816,7 +3892,7 @@ function peg$parse(input, options) {
                 }
               }
               peg$savedPos = s0;
-              s0 = peg$f49(s3, s4);
+              s0 = peg$f50(s3, s4);
             } else {
               peg$currPos = s0;
               s0 = peg$FAILED;
@@ -3863,7 +3939,7 @@ function peg$parse(input, options) {
               s2 = null;
             }
             peg$savedPos = s0;
-            s0 = peg$f50(s2);
+            s0 = peg$f51(s2);
           } else {
             peg$currPos = s0;
             s0 = peg$FAILED;
@@ -3927,7 +4003,7 @@ function peg$parse(input, options) {
                       s8 = null;
                     }
                     peg$savedPos = s0;
-                    s0 = peg$f51(s1, s5, s8);
+                    s0 = peg$f52(s1, s5, s8);
                   } else {
                     peg$currPos = s0;
                     s0 = peg$FAILED;
@@ -3954,7 +4030,7 @@ function peg$parse(input, options) {
                   s4 = peg$parseFIRST();
                   if (s4 !== peg$FAILED) {
                     peg$savedPos = s3;
-                    s4 = peg$f52();
+                    s4 = peg$f53();
                   }
                   s3 = s4;
                   if (s3 === peg$FAILED) {
@@ -3962,13 +4038,13 @@ function peg$parse(input, options) {
                     s4 = peg$parseLAST();
                     if (s4 !== peg$FAILED) {
                       peg$savedPos = s3;
-                      s4 = peg$f53();
+                      s4 = peg$f54();
                     }
                     s3 = s4;
                   }
                   if (s3 !== peg$FAILED) {
                     peg$savedPos = s0;
-                    s0 = peg$f54(s3);
+                    s0 = peg$f55(s3);
                   } else {
                     peg$currPos = s0;
                     s0 = peg$FAILED;
@@ -3990,7 +4066,7 @@ function peg$parse(input, options) {
                     s3 = peg$parseCHANGES();
                     if (s3 !== peg$FAILED) {
                       peg$savedPos = s0;
-                      s0 = peg$f55();
+                      s0 = peg$f56();
                     } else {
                       peg$currPos = s0;
                       s0 = peg$FAILED;
@@ -4013,7 +4089,7 @@ function peg$parse(input, options) {
     if (s0 === peg$FAILED) {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e47);
+        peg$fail(peg$e49);
       }
     }
 
@@ -4047,7 +4123,7 @@ function peg$parse(input, options) {
         s2 = null;
       }
       peg$savedPos = s0;
-      s0 = peg$f56(s1, s2);
+      s0 = peg$f57(s1, s2);
     } else {
       peg$currPos = s0;
       s0 = peg$FAILED;
@@ -4115,7 +4191,7 @@ function peg$parse(input, options) {
         }
       }
       peg$savedPos = s0;
-      s0 = peg$f57(s1, s2);
+      s0 = peg$f58(s1, s2);
     } else {
       peg$currPos = s0;
       s0 = peg$FAILED;
@@ -4131,7 +4207,7 @@ function peg$parse(input, options) {
     s1 = peg$parseMIN();
     if (s1 !== peg$FAILED) {
       peg$savedPos = s0;
-      s1 = peg$f58();
+      s1 = peg$f59();
     }
     s0 = s1;
     if (s0 === peg$FAILED) {
@@ -4139,7 +4215,7 @@ function peg$parse(input, options) {
       s1 = peg$parseMAX();
       if (s1 !== peg$FAILED) {
         peg$savedPos = s0;
-        s1 = peg$f59();
+        s1 = peg$f60();
       }
       s0 = s1;
       if (s0 === peg$FAILED) {
@@ -4147,7 +4223,7 @@ function peg$parse(input, options) {
         s1 = peg$parseSUM();
         if (s1 !== peg$FAILED) {
           peg$savedPos = s0;
-          s1 = peg$f60();
+          s1 = peg$f61();
         }
         s0 = s1;
         if (s0 === peg$FAILED) {
@@ -4155,7 +4231,7 @@ function peg$parse(input, options) {
           s1 = peg$parseAVG();
           if (s1 !== peg$FAILED) {
             peg$savedPos = s0;
-            s1 = peg$f61();
+            s1 = peg$f62();
           }
           s0 = s1;
         }
@@ -4170,85 +4246,7 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 3);
-    if (s1.toLowerCase() === peg$c20) {
-      peg$currPos += 3;
-    } else {
-      s1 = peg$FAILED;
-      if (peg$silentFails === 0) {
-        peg$fail(peg$e48);
-      }
-    }
-    if (s1 !== peg$FAILED) {
-      s2 = peg$currPos;
-      peg$silentFails++;
-      s3 = peg$parseWordChar();
-      peg$silentFails--;
-      if (s3 === peg$FAILED) {
-        s2 = undefined;
-      } else {
-        peg$currPos = s2;
-        s2 = peg$FAILED;
-      }
-      if (s2 !== peg$FAILED) {
-        s1 = [s1, s2];
-        s0 = s1;
-      } else {
-        peg$currPos = s0;
-        s0 = peg$FAILED;
-      }
-    } else {
-      peg$currPos = s0;
-      s0 = peg$FAILED;
-    }
-
-    return s0;
-  }
-
-  function peg$parseOR() {
-    let s0, s1, s2, s3;
-
-    s0 = peg$currPos;
-    s1 = input.substr(peg$currPos, 2);
     if (s1.toLowerCase() === peg$c21) {
-      peg$currPos += 2;
-    } else {
-      s1 = peg$FAILED;
-      if (peg$silentFails === 0) {
-        peg$fail(peg$e49);
-      }
-    }
-    if (s1 !== peg$FAILED) {
-      s2 = peg$currPos;
-      peg$silentFails++;
-      s3 = peg$parseWordChar();
-      peg$silentFails--;
-      if (s3 === peg$FAILED) {
-        s2 = undefined;
-      } else {
-        peg$currPos = s2;
-        s2 = peg$FAILED;
-      }
-      if (s2 !== peg$FAILED) {
-        s1 = [s1, s2];
-        s0 = s1;
-      } else {
-        peg$currPos = s0;
-        s0 = peg$FAILED;
-      }
-    } else {
-      peg$currPos = s0;
-      s0 = peg$FAILED;
-    }
-
-    return s0;
-  }
-
-  function peg$parseNOT() {
-    let s0, s1, s2, s3;
-
-    s0 = peg$currPos;
-    s1 = input.substr(peg$currPos, 3);
-    if (s1.toLowerCase() === peg$c22) {
       peg$currPos += 3;
     } else {
       s1 = peg$FAILED;
@@ -4282,12 +4280,12 @@ function peg$parse(input, options) {
     return s0;
   }
 
-  function peg$parseIN() {
+  function peg$parseOR() {
     let s0, s1, s2, s3;
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 2);
-    if (s1.toLowerCase() === peg$c23) {
+    if (s1.toLowerCase() === peg$c22) {
       peg$currPos += 2;
     } else {
       s1 = peg$FAILED;
@@ -4321,7 +4319,46 @@ function peg$parse(input, options) {
     return s0;
   }
 
-  function peg$parseIS() {
+  function peg$parseNOT() {
+    let s0, s1, s2, s3;
+
+    s0 = peg$currPos;
+    s1 = input.substr(peg$currPos, 3);
+    if (s1.toLowerCase() === peg$c23) {
+      peg$currPos += 3;
+    } else {
+      s1 = peg$FAILED;
+      if (peg$silentFails === 0) {
+        peg$fail(peg$e52);
+      }
+    }
+    if (s1 !== peg$FAILED) {
+      s2 = peg$currPos;
+      peg$silentFails++;
+      s3 = peg$parseWordChar();
+      peg$silentFails--;
+      if (s3 === peg$FAILED) {
+        s2 = undefined;
+      } else {
+        peg$currPos = s2;
+        s2 = peg$FAILED;
+      }
+      if (s2 !== peg$FAILED) {
+        s1 = [s1, s2];
+        s0 = s1;
+      } else {
+        peg$currPos = s0;
+        s0 = peg$FAILED;
+      }
+    } else {
+      peg$currPos = s0;
+      s0 = peg$FAILED;
+    }
+
+    return s0;
+  }
+
+  function peg$parseIN() {
     let s0, s1, s2, s3;
 
     s0 = peg$currPos;
@@ -4331,7 +4368,46 @@ function peg$parse(input, options) {
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e52);
+        peg$fail(peg$e53);
+      }
+    }
+    if (s1 !== peg$FAILED) {
+      s2 = peg$currPos;
+      peg$silentFails++;
+      s3 = peg$parseWordChar();
+      peg$silentFails--;
+      if (s3 === peg$FAILED) {
+        s2 = undefined;
+      } else {
+        peg$currPos = s2;
+        s2 = peg$FAILED;
+      }
+      if (s2 !== peg$FAILED) {
+        s1 = [s1, s2];
+        s0 = s1;
+      } else {
+        peg$currPos = s0;
+        s0 = peg$FAILED;
+      }
+    } else {
+      peg$currPos = s0;
+      s0 = peg$FAILED;
+    }
+
+    return s0;
+  }
+
+  function peg$parseIS() {
+    let s0, s1, s2, s3;
+
+    s0 = peg$currPos;
+    s1 = input.substr(peg$currPos, 2);
+    if (s1.toLowerCase() === peg$c25) {
+      peg$currPos += 2;
+    } else {
+      s1 = peg$FAILED;
+      if (peg$silentFails === 0) {
+        peg$fail(peg$e54);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -4365,12 +4441,12 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 4);
-    if (s1.toLowerCase() === peg$c25) {
+    if (s1.toLowerCase() === peg$c26) {
       peg$currPos += 4;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e53);
+        peg$fail(peg$e55);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -4404,12 +4480,12 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 6);
-    if (s1.toLowerCase() === peg$c26) {
+    if (s1.toLowerCase() === peg$c27) {
       peg$currPos += 6;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e54);
+        peg$fail(peg$e56);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -4443,12 +4519,12 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 8);
-    if (s1.toLowerCase() === peg$c27) {
+    if (s1.toLowerCase() === peg$c28) {
       peg$currPos += 8;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e55);
+        peg$fail(peg$e57);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -4482,12 +4558,12 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 9);
-    if (s1.toLowerCase() === peg$c28) {
+    if (s1.toLowerCase() === peg$c29) {
       peg$currPos += 9;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e56);
+        peg$fail(peg$e58);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -4521,12 +4597,12 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 6);
-    if (s1.toLowerCase() === peg$c29) {
+    if (s1.toLowerCase() === peg$c30) {
       peg$currPos += 6;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e57);
+        peg$fail(peg$e59);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -4560,85 +4636,7 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 7);
-    if (s1.toLowerCase() === peg$c30) {
-      peg$currPos += 7;
-    } else {
-      s1 = peg$FAILED;
-      if (peg$silentFails === 0) {
-        peg$fail(peg$e58);
-      }
-    }
-    if (s1 !== peg$FAILED) {
-      s2 = peg$currPos;
-      peg$silentFails++;
-      s3 = peg$parseWordChar();
-      peg$silentFails--;
-      if (s3 === peg$FAILED) {
-        s2 = undefined;
-      } else {
-        peg$currPos = s2;
-        s2 = peg$FAILED;
-      }
-      if (s2 !== peg$FAILED) {
-        s1 = [s1, s2];
-        s0 = s1;
-      } else {
-        peg$currPos = s0;
-        s0 = peg$FAILED;
-      }
-    } else {
-      peg$currPos = s0;
-      s0 = peg$FAILED;
-    }
-
-    return s0;
-  }
-
-  function peg$parseWITH() {
-    let s0, s1, s2, s3;
-
-    s0 = peg$currPos;
-    s1 = input.substr(peg$currPos, 4);
     if (s1.toLowerCase() === peg$c31) {
-      peg$currPos += 4;
-    } else {
-      s1 = peg$FAILED;
-      if (peg$silentFails === 0) {
-        peg$fail(peg$e59);
-      }
-    }
-    if (s1 !== peg$FAILED) {
-      s2 = peg$currPos;
-      peg$silentFails++;
-      s3 = peg$parseWordChar();
-      peg$silentFails--;
-      if (s3 === peg$FAILED) {
-        s2 = undefined;
-      } else {
-        peg$currPos = s2;
-        s2 = peg$FAILED;
-      }
-      if (s2 !== peg$FAILED) {
-        s1 = [s1, s2];
-        s0 = s1;
-      } else {
-        peg$currPos = s0;
-        s0 = peg$FAILED;
-      }
-    } else {
-      peg$currPos = s0;
-      s0 = peg$FAILED;
-    }
-
-    return s0;
-  }
-
-  function peg$parseMATCHES() {
-    let s0, s1, s2, s3;
-
-    s0 = peg$currPos;
-    s1 = input.substr(peg$currPos, 7);
-    if (s1.toLowerCase() === peg$c32) {
       peg$currPos += 7;
     } else {
       s1 = peg$FAILED;
@@ -4672,13 +4670,13 @@ function peg$parse(input, options) {
     return s0;
   }
 
-  function peg$parseCHANGED() {
+  function peg$parseWITH() {
     let s0, s1, s2, s3;
 
     s0 = peg$currPos;
-    s1 = input.substr(peg$currPos, 7);
-    if (s1.toLowerCase() === peg$c33) {
-      peg$currPos += 7;
+    s1 = input.substr(peg$currPos, 4);
+    if (s1.toLowerCase() === peg$c32) {
+      peg$currPos += 4;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
@@ -4711,12 +4709,12 @@ function peg$parse(input, options) {
     return s0;
   }
 
-  function peg$parseCREATED() {
+  function peg$parseMATCHES() {
     let s0, s1, s2, s3;
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 7);
-    if (s1.toLowerCase() === peg$c34) {
+    if (s1.toLowerCase() === peg$c33) {
       peg$currPos += 7;
     } else {
       s1 = peg$FAILED;
@@ -4750,17 +4748,95 @@ function peg$parse(input, options) {
     return s0;
   }
 
+  function peg$parseCHANGED() {
+    let s0, s1, s2, s3;
+
+    s0 = peg$currPos;
+    s1 = input.substr(peg$currPos, 7);
+    if (s1.toLowerCase() === peg$c34) {
+      peg$currPos += 7;
+    } else {
+      s1 = peg$FAILED;
+      if (peg$silentFails === 0) {
+        peg$fail(peg$e63);
+      }
+    }
+    if (s1 !== peg$FAILED) {
+      s2 = peg$currPos;
+      peg$silentFails++;
+      s3 = peg$parseWordChar();
+      peg$silentFails--;
+      if (s3 === peg$FAILED) {
+        s2 = undefined;
+      } else {
+        peg$currPos = s2;
+        s2 = peg$FAILED;
+      }
+      if (s2 !== peg$FAILED) {
+        s1 = [s1, s2];
+        s0 = s1;
+      } else {
+        peg$currPos = s0;
+        s0 = peg$FAILED;
+      }
+    } else {
+      peg$currPos = s0;
+      s0 = peg$FAILED;
+    }
+
+    return s0;
+  }
+
+  function peg$parseCREATED() {
+    let s0, s1, s2, s3;
+
+    s0 = peg$currPos;
+    s1 = input.substr(peg$currPos, 7);
+    if (s1.toLowerCase() === peg$c35) {
+      peg$currPos += 7;
+    } else {
+      s1 = peg$FAILED;
+      if (peg$silentFails === 0) {
+        peg$fail(peg$e64);
+      }
+    }
+    if (s1 !== peg$FAILED) {
+      s2 = peg$currPos;
+      peg$silentFails++;
+      s3 = peg$parseWordChar();
+      peg$silentFails--;
+      if (s3 === peg$FAILED) {
+        s2 = undefined;
+      } else {
+        peg$currPos = s2;
+        s2 = peg$FAILED;
+      }
+      if (s2 !== peg$FAILED) {
+        s1 = [s1, s2];
+        s0 = s1;
+      } else {
+        peg$currPos = s0;
+        s0 = peg$FAILED;
+      }
+    } else {
+      peg$currPos = s0;
+      s0 = peg$FAILED;
+    }
+
+    return s0;
+  }
+
   function peg$parseARCHIVED() {
     let s0, s1, s2, s3;
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 8);
-    if (s1.toLowerCase() === peg$c35) {
+    if (s1.toLowerCase() === peg$c36) {
       peg$currPos += 8;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e63);
+        peg$fail(peg$e65);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -4794,12 +4870,12 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 5);
-    if (s1.toLowerCase() === peg$c36) {
+    if (s1.toLowerCase() === peg$c37) {
       peg$currPos += 5;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e64);
+        peg$fail(peg$e66);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -4833,12 +4909,12 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 5);
-    if (s1.toLowerCase() === peg$c37) {
+    if (s1.toLowerCase() === peg$c38) {
       peg$currPos += 5;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e65);
+        peg$fail(peg$e67);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -4872,62 +4948,7 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 4);
-    if (s1.toLowerCase() === peg$c38) {
-      peg$currPos += 4;
-    } else {
-      s1 = peg$FAILED;
-      if (peg$silentFails === 0) {
-        peg$fail(peg$e66);
-      }
-    }
-    if (s1 !== peg$FAILED) {
-      s2 = peg$currPos;
-      peg$silentFails++;
-      s3 = peg$parseWordChar();
-      peg$silentFails--;
-      if (s3 === peg$FAILED) {
-        s2 = undefined;
-      } else {
-        peg$currPos = s2;
-        s2 = peg$FAILED;
-      }
-      if (s2 !== peg$FAILED) {
-        s1 = [s1, s2];
-        s0 = s1;
-      } else {
-        peg$currPos = s0;
-        s0 = peg$FAILED;
-      }
-    } else {
-      peg$currPos = s0;
-      s0 = peg$FAILED;
-    }
-
-    return s0;
-  }
-
-  function peg$parseNOW() {
-    let s0;
-
-    s0 = input.substr(peg$currPos, 3);
-    if (s0.toLowerCase() === peg$c39) {
-      peg$currPos += 3;
-    } else {
-      s0 = peg$FAILED;
-      if (peg$silentFails === 0) {
-        peg$fail(peg$e67);
-      }
-    }
-
-    return s0;
-  }
-
-  function peg$parseSORT() {
-    let s0, s1, s2, s3;
-
-    s0 = peg$currPos;
-    s1 = input.substr(peg$currPos, 4);
-    if (s1.toLowerCase() === peg$c40) {
+    if (s1.toLowerCase() === peg$c39) {
       peg$currPos += 4;
     } else {
       s1 = peg$FAILED;
@@ -4961,17 +4982,72 @@ function peg$parse(input, options) {
     return s0;
   }
 
+  function peg$parseNOW() {
+    let s0;
+
+    s0 = input.substr(peg$currPos, 3);
+    if (s0.toLowerCase() === peg$c40) {
+      peg$currPos += 3;
+    } else {
+      s0 = peg$FAILED;
+      if (peg$silentFails === 0) {
+        peg$fail(peg$e69);
+      }
+    }
+
+    return s0;
+  }
+
+  function peg$parseSORT() {
+    let s0, s1, s2, s3;
+
+    s0 = peg$currPos;
+    s1 = input.substr(peg$currPos, 4);
+    if (s1.toLowerCase() === peg$c41) {
+      peg$currPos += 4;
+    } else {
+      s1 = peg$FAILED;
+      if (peg$silentFails === 0) {
+        peg$fail(peg$e70);
+      }
+    }
+    if (s1 !== peg$FAILED) {
+      s2 = peg$currPos;
+      peg$silentFails++;
+      s3 = peg$parseWordChar();
+      peg$silentFails--;
+      if (s3 === peg$FAILED) {
+        s2 = undefined;
+      } else {
+        peg$currPos = s2;
+        s2 = peg$FAILED;
+      }
+      if (s2 !== peg$FAILED) {
+        s1 = [s1, s2];
+        s0 = s1;
+      } else {
+        peg$currPos = s0;
+        s0 = peg$FAILED;
+      }
+    } else {
+      peg$currPos = s0;
+      s0 = peg$FAILED;
+    }
+
+    return s0;
+  }
+
   function peg$parseASC() {
     let s0, s1, s2, s3;
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 3);
-    if (s1.toLowerCase() === peg$c41) {
+    if (s1.toLowerCase() === peg$c42) {
       peg$currPos += 3;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e69);
+        peg$fail(peg$e71);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -5004,12 +5080,12 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 4);
-    if (s1.toLowerCase() === peg$c42) {
+    if (s1.toLowerCase() === peg$c43) {
       peg$currPos += 4;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e70);
+        peg$fail(peg$e72);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -5042,85 +5118,7 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 5);
-    if (s1.toLowerCase() === peg$c43) {
-      peg$currPos += 5;
-    } else {
-      s1 = peg$FAILED;
-      if (peg$silentFails === 0) {
-        peg$fail(peg$e71);
-      }
-    }
-    if (s1 !== peg$FAILED) {
-      s2 = peg$currPos;
-      peg$silentFails++;
-      s3 = peg$parseWordChar();
-      peg$silentFails--;
-      if (s3 === peg$FAILED) {
-        s2 = undefined;
-      } else {
-        peg$currPos = s2;
-        s2 = peg$FAILED;
-      }
-      if (s2 !== peg$FAILED) {
-        s1 = [s1, s2];
-        s0 = s1;
-      } else {
-        peg$currPos = s0;
-        s0 = peg$FAILED;
-      }
-    } else {
-      peg$currPos = s0;
-      s0 = peg$FAILED;
-    }
-
-    return s0;
-  }
-
-  function peg$parseFIELDS() {
-    let s0, s1, s2, s3;
-
-    s0 = peg$currPos;
-    s1 = input.substr(peg$currPos, 6);
     if (s1.toLowerCase() === peg$c44) {
-      peg$currPos += 6;
-    } else {
-      s1 = peg$FAILED;
-      if (peg$silentFails === 0) {
-        peg$fail(peg$e72);
-      }
-    }
-    if (s1 !== peg$FAILED) {
-      s2 = peg$currPos;
-      peg$silentFails++;
-      s3 = peg$parseWordChar();
-      peg$silentFails--;
-      if (s3 === peg$FAILED) {
-        s2 = undefined;
-      } else {
-        peg$currPos = s2;
-        s2 = peg$FAILED;
-      }
-      if (s2 !== peg$FAILED) {
-        s1 = [s1, s2];
-        s0 = s1;
-      } else {
-        peg$currPos = s0;
-        s0 = peg$FAILED;
-      }
-    } else {
-      peg$currPos = s0;
-      s0 = peg$FAILED;
-    }
-
-    return s0;
-  }
-
-  function peg$parseCOUNT() {
-    let s0, s1, s2, s3;
-
-    s0 = peg$currPos;
-    s1 = input.substr(peg$currPos, 5);
-    if (s1.toLowerCase() === peg$c45) {
       peg$currPos += 5;
     } else {
       s1 = peg$FAILED;
@@ -5154,13 +5152,13 @@ function peg$parse(input, options) {
     return s0;
   }
 
-  function peg$parseBY() {
+  function peg$parseFIELDS() {
     let s0, s1, s2, s3;
 
     s0 = peg$currPos;
-    s1 = input.substr(peg$currPos, 2);
-    if (s1.toLowerCase() === peg$c46) {
-      peg$currPos += 2;
+    s1 = input.substr(peg$currPos, 6);
+    if (s1.toLowerCase() === peg$c45) {
+      peg$currPos += 6;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
@@ -5193,43 +5191,89 @@ function peg$parse(input, options) {
     return s0;
   }
 
-  function peg$parseMIN() {
-    let s0;
+  function peg$parseCOUNT() {
+    let s0, s1, s2, s3;
 
-    s0 = input.substr(peg$currPos, 3);
-    if (s0.toLowerCase() === peg$c47) {
-      peg$currPos += 3;
+    s0 = peg$currPos;
+    s1 = input.substr(peg$currPos, 5);
+    if (s1.toLowerCase() === peg$c46) {
+      peg$currPos += 5;
     } else {
-      s0 = peg$FAILED;
+      s1 = peg$FAILED;
       if (peg$silentFails === 0) {
         peg$fail(peg$e75);
       }
     }
-
-    return s0;
-  }
-
-  function peg$parseMAX() {
-    let s0;
-
-    s0 = input.substr(peg$currPos, 3);
-    if (s0.toLowerCase() === peg$c48) {
-      peg$currPos += 3;
-    } else {
-      s0 = peg$FAILED;
-      if (peg$silentFails === 0) {
-        peg$fail(peg$e76);
+    if (s1 !== peg$FAILED) {
+      s2 = peg$currPos;
+      peg$silentFails++;
+      s3 = peg$parseWordChar();
+      peg$silentFails--;
+      if (s3 === peg$FAILED) {
+        s2 = undefined;
+      } else {
+        peg$currPos = s2;
+        s2 = peg$FAILED;
       }
+      if (s2 !== peg$FAILED) {
+        s1 = [s1, s2];
+        s0 = s1;
+      } else {
+        peg$currPos = s0;
+        s0 = peg$FAILED;
+      }
+    } else {
+      peg$currPos = s0;
+      s0 = peg$FAILED;
     }
 
     return s0;
   }
 
-  function peg$parseSUM() {
+  function peg$parseBY() {
+    let s0, s1, s2, s3;
+
+    s0 = peg$currPos;
+    s1 = input.substr(peg$currPos, 2);
+    if (s1.toLowerCase() === peg$c47) {
+      peg$currPos += 2;
+    } else {
+      s1 = peg$FAILED;
+      if (peg$silentFails === 0) {
+        peg$fail(peg$e76);
+      }
+    }
+    if (s1 !== peg$FAILED) {
+      s2 = peg$currPos;
+      peg$silentFails++;
+      s3 = peg$parseWordChar();
+      peg$silentFails--;
+      if (s3 === peg$FAILED) {
+        s2 = undefined;
+      } else {
+        peg$currPos = s2;
+        s2 = peg$FAILED;
+      }
+      if (s2 !== peg$FAILED) {
+        s1 = [s1, s2];
+        s0 = s1;
+      } else {
+        peg$currPos = s0;
+        s0 = peg$FAILED;
+      }
+    } else {
+      peg$currPos = s0;
+      s0 = peg$FAILED;
+    }
+
+    return s0;
+  }
+
+  function peg$parseMIN() {
     let s0;
 
     s0 = input.substr(peg$currPos, 3);
-    if (s0.toLowerCase() === peg$c49) {
+    if (s0.toLowerCase() === peg$c48) {
       peg$currPos += 3;
     } else {
       s0 = peg$FAILED;
@@ -5241,11 +5285,11 @@ function peg$parse(input, options) {
     return s0;
   }
 
-  function peg$parseAVG() {
+  function peg$parseMAX() {
     let s0;
 
     s0 = input.substr(peg$currPos, 3);
-    if (s0.toLowerCase() === peg$c50) {
+    if (s0.toLowerCase() === peg$c49) {
       peg$currPos += 3;
     } else {
       s0 = peg$FAILED;
@@ -5257,17 +5301,49 @@ function peg$parse(input, options) {
     return s0;
   }
 
+  function peg$parseSUM() {
+    let s0;
+
+    s0 = input.substr(peg$currPos, 3);
+    if (s0.toLowerCase() === peg$c50) {
+      peg$currPos += 3;
+    } else {
+      s0 = peg$FAILED;
+      if (peg$silentFails === 0) {
+        peg$fail(peg$e79);
+      }
+    }
+
+    return s0;
+  }
+
+  function peg$parseAVG() {
+    let s0;
+
+    s0 = input.substr(peg$currPos, 3);
+    if (s0.toLowerCase() === peg$c51) {
+      peg$currPos += 3;
+    } else {
+      s0 = peg$FAILED;
+      if (peg$silentFails === 0) {
+        peg$fail(peg$e80);
+      }
+    }
+
+    return s0;
+  }
+
   function peg$parseRETURN() {
     let s0, s1, s2, s3;
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 6);
-    if (s1.toLowerCase() === peg$c51) {
+    if (s1.toLowerCase() === peg$c52) {
       peg$currPos += 6;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e79);
+        peg$fail(peg$e81);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -5301,12 +5377,12 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 5);
-    if (s1.toLowerCase() === peg$c52) {
+    if (s1.toLowerCase() === peg$c53) {
       peg$currPos += 5;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e80);
+        peg$fail(peg$e82);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -5340,12 +5416,12 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 4);
-    if (s1.toLowerCase() === peg$c53) {
+    if (s1.toLowerCase() === peg$c54) {
       peg$currPos += 4;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e81);
+        peg$fail(peg$e83);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -5379,12 +5455,12 @@ function peg$parse(input, options) {
 
     s0 = peg$currPos;
     s1 = input.substr(peg$currPos, 7);
-    if (s1.toLowerCase() === peg$c54) {
+    if (s1.toLowerCase() === peg$c55) {
       peg$currPos += 7;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e82);
+        peg$fail(peg$e84);
       }
     }
     if (s1 !== peg$FAILED) {
@@ -5419,23 +5495,23 @@ function peg$parse(input, options) {
     peg$silentFails++;
     s0 = [];
     s1 = input.charAt(peg$currPos);
-    if (peg$r12.test(s1)) {
+    if (peg$r13.test(s1)) {
       peg$currPos++;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e83);
+        peg$fail(peg$e85);
       }
     }
     while (s1 !== peg$FAILED) {
       s0.push(s1);
       s1 = input.charAt(peg$currPos);
-      if (peg$r12.test(s1)) {
+      if (peg$r13.test(s1)) {
         peg$currPos++;
       } else {
         s1 = peg$FAILED;
         if (peg$silentFails === 0) {
-          peg$fail(peg$e83);
+          peg$fail(peg$e85);
         }
       }
     }
@@ -5450,24 +5526,24 @@ function peg$parse(input, options) {
     peg$silentFails++;
     s0 = [];
     s1 = input.charAt(peg$currPos);
-    if (peg$r12.test(s1)) {
+    if (peg$r13.test(s1)) {
       peg$currPos++;
     } else {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e83);
+        peg$fail(peg$e85);
       }
     }
     if (s1 !== peg$FAILED) {
       while (s1 !== peg$FAILED) {
         s0.push(s1);
         s1 = input.charAt(peg$currPos);
-        if (peg$r12.test(s1)) {
+        if (peg$r13.test(s1)) {
           peg$currPos++;
         } else {
           s1 = peg$FAILED;
           if (peg$silentFails === 0) {
-            peg$fail(peg$e83);
+            peg$fail(peg$e85);
           }
         }
       }
@@ -5478,7 +5554,7 @@ function peg$parse(input, options) {
     if (s0 === peg$FAILED) {
       s1 = peg$FAILED;
       if (peg$silentFails === 0) {
-        peg$fail(peg$e84);
+        peg$fail(peg$e86);
       }
     }
 

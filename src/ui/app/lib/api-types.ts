@@ -6396,9 +6396,13 @@ export interface operations {
   };
   runQueryFromLink: {
     parameters: {
-      query: {
+      query?: {
         /** @description The query text. */
-        q: string;
+        q?: string;
+        /** @description A saved view of the Query view: run the query it holds (under the caller's rights) instead of `query`. */
+        saved_view_id?: string;
+        /** @description A parameter's value, `name=value` (repeatable); a value that is a number compares as a number. */
+        param?: string[];
         /** @description Evaluate the whole query against the inventory as it was then (history ends there): an ISO 8601 moment with offset (2026-11-27T08:00:00Z) or the name of a baseline. */
         as_of?: string;
         /** @description Answer what matches now (or at `as_of`) and did not match then; swap the two for what stopped matching: an ISO 8601 moment with offset (2026-11-27T08:00:00Z) or the name of a baseline. */
@@ -6635,6 +6639,10 @@ export interface operations {
           explain?: boolean;
           /** @description Page size; overrides the query's `| limit` (default 100). */
           limit?: number;
+          /** @description Values of the query's parameters: `{"namespace": "shop"}` for `namespace = $namespace`. A number compares as a number. */
+          params?: {
+            [key: string]: string | number | boolean;
+          };
           /**
            * @description The query text.
            * @example ci_type = k8s.pod and namespace in (shop, payments) and raw_data.spec.replicas >= 3
@@ -6642,7 +6650,12 @@ export interface operations {
            * @example namespace = shop and changed raw_data.spec.containers since now-24h | with changes
            * @example ci_type = k8s.pod | count by namespace
            */
-          query: string;
+          query?: string;
+          /**
+           * Format: uuid
+           * @description A saved view of the Query view: run the query it holds (under the caller's rights) instead of `query`.
+           */
+          saved_view_id?: string;
         };
       };
     };
@@ -6873,7 +6886,7 @@ export interface operations {
     parameters: {
       query?: {
         /** @description The view of the web interface: `/ui/<view>`. */
-        view?: 'inventory' | 'changes' | 'stats';
+        view?: 'inventory' | 'changes' | 'stats' | 'query';
       };
       header?: never;
       path?: never;
@@ -6904,7 +6917,7 @@ export interface operations {
               query: string;
               shared: boolean;
               /** @description The view of the web interface: `/ui/<view>`. */
-              view: 'inventory' | 'changes' | 'stats';
+              view: 'inventory' | 'changes' | 'stats' | 'query';
             }[];
           };
         };
@@ -6988,7 +7001,7 @@ export interface operations {
            */
           shared: boolean;
           /** @description The view of the web interface: `/ui/<view>`. */
-          view: 'inventory' | 'changes' | 'stats';
+          view: 'inventory' | 'changes' | 'stats' | 'query';
         };
       };
     };
@@ -7015,7 +7028,7 @@ export interface operations {
             query: string;
             shared: boolean;
             /** @description The view of the web interface: `/ui/<view>`. */
-            view: 'inventory' | 'changes' | 'stats';
+            view: 'inventory' | 'changes' | 'stats' | 'query';
           };
         };
       };
