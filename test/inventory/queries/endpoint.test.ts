@@ -7,7 +7,6 @@ import { insertRelationship } from '../relationships/fixtures.js';
 
 const T0 = new Date('2026-11-01T10:00:00Z');
 const T1 = new Date('2026-11-10T10:00:00Z');
-const T2 = new Date('2026-11-20T10:00:00Z');
 
 const deployment = (name: string, namespace: string, replicas: number, image = 'shop:1') =>
   buildPod({
