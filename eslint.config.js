@@ -13,6 +13,15 @@ export default tseslint.config(
     },
   },
   {
+    // a module does one job and a function one step: larger ones are split by job
+    files: ['src/**/*.ts', 'src/**/*.tsx', 'indexer/**/*.ts'],
+    ignores: ['src/ui/app/lib/api-types.ts'],
+    rules: {
+      'max-lines': ['error', { max: 400 }],
+      'max-lines-per-function': ['error', { max: 80 }],
+    },
+  },
+  {
     files: ['test/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unused-expressions': 'off',

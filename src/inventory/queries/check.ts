@@ -34,108 +34,130 @@ function problem(text: string, at: At, message: string, suggestions?: string[]):
 
 /** Checks a parsed query against the fields and relationship types cinv knows; throws a QueryError. */
 export function checkQuery(text: string, query: Query, context: CheckContext): void {
-  const fail = (at: At, message: string, suggestions?: string[]) => problem(text, at, message, suggestions);
+  const checker = new Checker(text, context);
+  const hops = query.path.filter((step): step is Hop => step.kind === 'hop');
+  if (hops.length > MAX_HOPS) throw checker.fail(hops[MAX_HOPS]!.at, `a query takes ${MAX_HOPS} hops at most`);
+  for (const step of query.path) {
+    if (step.kind === 'hop') checker.hop(step);
+    else checker.expr(step);
+  }
+  checkPipes(
+    query.pipes,
+    (field, options) => checker.definition(field, options),
+    (at, message) => checker.fail(at, message),
+    hops.length > 0,
+  );
+}
 
-  const time = (value: TimeValue, at: At): string => {
-    const resolved = resolveTime(value, context.moment);
-    if (resolved === undefined) throw fail(at, `"${value.text}" is not a moment (now, now-24h, 2026-11-30T10:00:00Z)`);
+/** The checks of one query's names, values and hops. */
+class Checker {
+  constructor(
+    private readonly text: string,
+    private readonly context: CheckContext,
+  ) {}
+
+  fail(at: At, message: string, suggestions?: string[]): QueryError {
+    return problem(this.text, at, message, suggestions);
+  }
+
+  private time(value: TimeValue, at: At): string {
+    const resolved = resolveTime(value, this.context.moment);
+    if (resolved === undefined)
+      throw this.fail(at, `"${value.text}" is not a moment (now, now-24h, 2026-11-30T10:00:00Z)`);
     return resolved;
-  };
-  const definition = (field: Field, { needPath = true } = {}): FieldDef => {
+  }
+
+  definition(field: Field, { needPath = true } = {}): FieldDef {
     const def = QUERY_FIELDS[field.name];
-    if (!def) throw fail(field.at, `unknown field "${field.name}"`, nearest(field.name, Object.keys(QUERY_FIELDS)));
+    if (!def)
+      throw this.fail(field.at, `unknown field "${field.name}"`, nearest(field.name, Object.keys(QUERY_FIELDS)));
     if (def.kind === 'json' && needPath && field.path.length === 0)
-      throw fail(field.at, `${field.name} needs a path: ${field.name}.spec.replicas`);
+      throw this.fail(field.at, `${field.name} needs a path: ${field.name}.spec.replicas`);
     if (def.kind !== 'json' && field.path.length > 0)
-      throw fail(field.at, `${field.name} has no paths; only raw_data and type_data do`);
-    if (def.presentOnly && context.atMoment)
-      throw fail(field.at, `${field.name} is known only of the present, not at a moment`);
+      throw this.fail(field.at, `${field.name} has no paths; only raw_data and type_data do`);
+    if (def.presentOnly && this.context.atMoment)
+      throw this.fail(field.at, `${field.name} is known only of the present, not at a moment`);
     return def;
-  };
-  const value = (def: FieldDef, field: Field, v: Value, at: At) => {
+  }
+
+  private value(def: FieldDef, field: Field, v: Value, at: At): void {
+    const text = valueText(v);
     if (def.kind === 'timestamp') {
-      const moment =
-        v.type === 'time'
-          ? resolveTime(v, context.moment)
-          : resolveTime({ type: 'time', text: valueText(v), relative: null }, context.moment);
+      const moment = resolveTime(v.type === 'time' ? v : { type: 'time', text, relative: null }, this.context.moment);
       if (moment === undefined)
-        throw fail(at, `${field.name} compares with a moment (now-24h, 2026-11-30T10:00:00Z), not "${valueText(v)}"`);
+        throw this.fail(at, `${field.name} compares with a moment (now-24h, 2026-11-30T10:00:00Z), not "${text}"`);
       return;
     }
-    if (v.type === 'time' && v.relative !== null && def.kind !== 'json') {
-      throw fail(at, `${fieldText(field)} is not a time: quote "${v.text}" to compare it as text`);
-    }
-    if (def.kind === 'bigint' && !/^\d+$/.test(valueText(v))) throw fail(at, `${field.name} is a whole number`);
-    if (def.kind === 'uuid' && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(valueText(v)))
-      throw fail(at, `${field.name} is a UUID`);
-    if (def.values && !def.values.includes(valueText(v)))
-      throw fail(at, `${field.name} is one of ${def.values.join(', ')}`, nearest(valueText(v), def.values));
-  };
+    if (v.type === 'time' && v.relative !== null && def.kind !== 'json')
+      throw this.fail(at, `${fieldText(field)} is not a time: quote "${v.text}" to compare it as text`);
+    if (def.kind === 'bigint' && !/^\d+$/.test(text)) throw this.fail(at, `${field.name} is a whole number`);
+    if (def.kind === 'uuid' && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text))
+      throw this.fail(at, `${field.name} is a UUID`);
+    if (def.values && !def.values.includes(text))
+      throw this.fail(at, `${field.name} is one of ${def.values.join(', ')}`, nearest(text, def.values));
+  }
 
-  const expr = (e: Expr): void => {
+  expr(e: Expr): void {
     switch (e.kind) {
       case 'and':
       case 'or':
-        return e.items.forEach(expr);
+        return e.items.forEach((item) => this.expr(item));
       case 'not':
-        return expr(e.expr);
+        return this.expr(e.expr);
       case 'any':
         return;
       case 'compare':
-        return value(definition(e.field), e.field, e.value, e.at);
+        return this.value(this.definition(e.field), e.field, e.value, e.at);
       case 'in': {
-        const def = definition(e.field);
-        return e.values.forEach((v) => value(def, e.field, v, e.at));
+        const def = this.definition(e.field);
+        return e.values.forEach((v) => this.value(def, e.field, v, e.at));
       }
       case 'exists':
-        definition(e.field);
+        this.definition(e.field);
         return;
-      case 'text': {
-        const def = definition(e.field);
-        if (def.kind !== 'text' && def.kind !== 'json')
-          throw fail(
-            e.at,
-            `${e.op === 'matches' ? 'a pattern' : e.op} applies to text, and ${e.field.name} is not text`,
-          );
-        if (e.op === 'matches' && e.value.length > MAX_PATTERN)
-          throw fail(e.at, `a pattern may be ${MAX_PATTERN} characters long at most`);
-        return;
-      }
+      case 'text':
+        return this.textMatch(e);
       case 'changed':
-        if (e.field) definition(e.field, { needPath: false });
+        if (e.field) this.definition(e.field, { needPath: false });
         for (const type of e.changeTypes ?? []) {
           if (!(CHANGE_TYPES as readonly string[]).includes(type))
-            throw fail(e.at, `unknown change type ${type}`, nearest(type, CHANGE_TYPES));
+            throw this.fail(e.at, `unknown change type ${type}`, nearest(type, CHANGE_TYPES));
         }
-        return window(e.since, e.until, e.at);
+        return this.window(e.since, e.until, e.at);
       case 'created':
       case 'archived':
-        return window(e.since, e.until, e.at);
+        return this.window(e.since, e.until, e.at);
     }
-  };
-  const window = (since: TimeValue | null, until: TimeValue | null, at: At) => {
-    const from = since ? time(since, at) : undefined;
-    const to = until ? time(until, at) : undefined;
-    if (from !== undefined && to !== undefined && Date.parse(from) > Date.parse(to))
-      throw fail(at, 'the window ends before it starts');
-  };
-  const hop = (h: Hop) => {
-    if (h.min > h.max) throw fail(h.at, `a depth range runs from the smaller to the larger (${h.max}..${h.min})`);
-    if (h.max > MAX_DEPTH) throw fail(h.at, `a hop goes ${MAX_DEPTH} relationships deep at most`);
-    if (h.max < 1) throw fail(h.at, 'a hop goes at least one relationship deep');
-    for (const type of h.types ?? []) {
-      if (!context.relationshipTypes.includes(type.name))
-        throw fail(type.at, `unknown relationship type "${type.name}"`, nearest(type.name, context.relationshipTypes));
-    }
-  };
-
-  const hops = query.path.filter((step): step is Hop => step.kind === 'hop');
-  if (hops.length > MAX_HOPS) throw fail(hops[MAX_HOPS]!.at, `a query takes ${MAX_HOPS} hops at most`);
-  for (const step of query.path) {
-    if (step.kind === 'hop') hop(step);
-    else expr(step);
   }
-  checkPipes(query.pipes, definition, fail, hops.length > 0);
+
+  private textMatch(e: Extract<Expr, { kind: 'text' }>): void {
+    const def = this.definition(e.field);
+    if (def.kind !== 'text' && def.kind !== 'json')
+      throw this.fail(
+        e.at,
+        `${e.op === 'matches' ? 'a pattern' : e.op} applies to text, and ${e.field.name} is not text`,
+      );
+    if (e.op === 'matches' && e.value.length > MAX_PATTERN)
+      throw this.fail(e.at, `a pattern may be ${MAX_PATTERN} characters long at most`);
+  }
+
+  private window(since: TimeValue | null, until: TimeValue | null, at: At): void {
+    const from = since ? this.time(since, at) : undefined;
+    const to = until ? this.time(until, at) : undefined;
+    if (from !== undefined && to !== undefined && Date.parse(from) > Date.parse(to))
+      throw this.fail(at, 'the window ends before it starts');
+  }
+
+  hop(h: Hop): void {
+    if (h.min > h.max) throw this.fail(h.at, `a depth range runs from the smaller to the larger (${h.max}..${h.min})`);
+    if (h.max > MAX_DEPTH) throw this.fail(h.at, `a hop goes ${MAX_DEPTH} relationships deep at most`);
+    if (h.max < 1) throw this.fail(h.at, 'a hop goes at least one relationship deep');
+    const known = this.context.relationshipTypes;
+    for (const type of h.types ?? []) {
+      if (!known.includes(type.name))
+        throw this.fail(type.at, `unknown relationship type "${type.name}"`, nearest(type.name, known));
+    }
+  }
 }
 
 function checkPipes(

@@ -162,94 +162,95 @@ export async function runQuery(app: AppContext, principal: Principal, input: Que
     input.compare_to === undefined ? undefined : await resolveMoment(app, principal, 'compare_to', input.compare_to);
   const moment = asOf === undefined ? app.now() : new Date(asOf);
   const text = await queryTextOf(app, principal, input);
-  const query = await prepared(
-    app,
-    principal.tenantId,
-    text,
-    input.params ?? {},
-    moment,
-    asOf !== undefined || compareTo !== undefined,
-  );
+  const atMoment = asOf !== undefined || compareTo !== undefined;
+  const query = await prepared(app, principal.tenantId, text, input.params ?? {}, moment, atMoment);
   assertMayRead(principal, query);
-  const ctx: PredicateContext = { sql: app.sql, principal, moment, asOf };
-  const then: PredicateContext | undefined = compareTo
-    ? { sql: app.sql, principal, moment: new Date(compareTo), asOf: compareTo }
-    : undefined;
-  const aggregate = query.pipes.find((p) => p.kind === 'aggregate');
-  const shown = asOf ?? null;
-  return inTransaction(app, async (tx) => {
-    const txCtx = { ...ctx, sql: tx };
-    const txThen = then && { ...then, sql: tx };
-    if (aggregate) {
-      const shape = {
-        fn: aggregate.fn,
-        field: aggregate.field,
-        by: aggregate.by,
-        limit: GROUPS_LIMIT,
-        compareTo: txThen,
-      };
-      if (input.explain)
-        return {
-          kind: 'explain',
-          plan: await guardCost(app, tx, txCtx, query, { aggregate: shape }, true),
-          asOf: shown,
-        };
-      await guardCost(app, tx, txCtx, query, { aggregate: shape }, false, input.allow_scan);
-      const groups = await readAggregate(tx, txCtx, query, shape);
-      return {
-        kind: 'aggregate',
-        fn: aggregate.fn,
-        field: aggregate.field ? fieldText(aggregate.field) : null,
-        by: aggregate.by.map(fieldText),
-        groups: groups.slice(0, GROUPS_LIMIT),
-        truncated: groups.length > GROUPS_LIMIT,
-        hidden: await countHidden(tx, txCtx, query),
-        asOf: shown,
-        tookMs: Math.round(performance.now() - started),
-      };
-    }
-    const columns = query.pipes.find((p) => p.kind === 'fields')?.fields ?? defaultColumns();
-    const sort: SortKey[] = query.pipes.find((p) => p.kind === 'sort')?.keys ?? [
-      { field: { name: 'name', path: [], at: query.at }, desc: false },
-    ];
-    const limit = Math.min(input.limit ?? query.pipes.find((p) => p.kind === 'limit')?.n ?? 100, MAX_PAGE);
-    const bound = binding(principal, input, shown, sort);
-    const after = input.cursor ? decodeCursor(app.config.secret, input.cursor, bound).key : undefined;
-    const shape = {
-      columns,
-      sort,
-      limit,
-      compareTo: txThen,
-      after: after ? { keys: after.slice(1) as (string | null)[], ciId: after[0] as string } : undefined,
+  return inTransaction(app, (tx) => {
+    const run: Run = {
+      app,
+      tx,
+      input,
+      query,
+      started,
+      ctx: { sql: tx, principal, moment, asOf },
+      then: compareTo ? { sql: tx, principal, moment: new Date(compareTo), asOf: compareTo } : undefined,
     };
-    if (input.explain)
-      return { kind: 'explain', plan: await guardCost(app, tx, txCtx, query, { page: shape }, true), asOf: shown };
-    await guardCost(app, tx, txCtx, query, { page: shape }, false, input.allow_scan);
-    const rows = await readPage(tx, txCtx, query, shape);
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    const withChanges = query.pipes.some((p) => p.kind === 'with_changes');
-    const lastMatch = query.path[query.path.length - 1] as Expr;
-    return {
-      kind: 'rows',
-      columns: columns.map(fieldText),
-      rows: page,
-      changes: withChanges
-        ? await changesBeside(
-            tx,
-            txCtx,
-            page.map((r) => r.ci_id),
-            historyOf(lastMatch),
-            CHANGES_PER_CI,
-          )
-        : undefined,
-      nextCursor:
-        rows.length > limit && last ? encodeCursor(app.config.secret, bound, [last.ci_id, ...last.keys]) : null,
-      hidden: await countHidden(tx, txCtx, query),
-      asOf: shown,
-      tookMs: Math.round(performance.now() - started),
-    };
+    return query.pipes.some((p) => p.kind === 'aggregate') ? aggregateAnswer(run) : rowsAnswer(run);
   });
+}
+
+/** One query's run inside its transaction. */
+interface Run {
+  app: AppContext;
+  tx: AppContext['sql'];
+  input: QueryInput;
+  query: Query;
+  started: number;
+  ctx: PredicateContext;
+  then: PredicateContext | undefined;
+}
+
+async function aggregateAnswer({ app, tx, input, query, started, ctx, then }: Run): Promise<QueryAnswer> {
+  const aggregate = query.pipes.find((p) => p.kind === 'aggregate')!;
+  const shape = { fn: aggregate.fn, field: aggregate.field, by: aggregate.by, limit: GROUPS_LIMIT, compareTo: then };
+  const asOf = ctx.asOf ?? null;
+  const plan = await guardCost(app, tx, ctx, query, { aggregate: shape }, input.explain === true, input.allow_scan);
+  if (input.explain) return { kind: 'explain', plan, asOf };
+  const groups = await readAggregate(tx, ctx, query, shape);
+  return {
+    kind: 'aggregate',
+    fn: aggregate.fn,
+    field: aggregate.field ? fieldText(aggregate.field) : null,
+    by: aggregate.by.map(fieldText),
+    groups: groups.slice(0, GROUPS_LIMIT),
+    truncated: groups.length > GROUPS_LIMIT,
+    hidden: await countHidden(tx, ctx, query),
+    asOf,
+    tookMs: Math.round(performance.now() - started),
+  };
+}
+
+async function rowsAnswer({ app, tx, input, query, started, ctx, then }: Run): Promise<QueryAnswer> {
+  const columns = query.pipes.find((p) => p.kind === 'fields')?.fields ?? defaultColumns();
+  const sort: SortKey[] = query.pipes.find((p) => p.kind === 'sort')?.keys ?? [
+    { field: { name: 'name', path: [], at: query.at }, desc: false },
+  ];
+  const limit = Math.min(input.limit ?? query.pipes.find((p) => p.kind === 'limit')?.n ?? 100, MAX_PAGE);
+  const asOf = ctx.asOf ?? null;
+  const bound = binding(ctx.principal, input, asOf, sort);
+  const after = input.cursor ? decodeCursor(app.config.secret, input.cursor, bound).key : undefined;
+  const shape = {
+    columns,
+    sort,
+    limit,
+    compareTo: then,
+    after: after ? { keys: after.slice(1) as (string | null)[], ciId: after[0] as string } : undefined,
+  };
+  const plan = await guardCost(app, tx, ctx, query, { page: shape }, input.explain === true, input.allow_scan);
+  if (input.explain) return { kind: 'explain', plan, asOf };
+  const rows = await readPage(tx, ctx, query, shape);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  const lastMatch = query.path[query.path.length - 1] as Expr;
+  const changes = query.pipes.some((p) => p.kind === 'with_changes')
+    ? await changesBeside(
+        tx,
+        ctx,
+        page.map((r) => r.ci_id),
+        historyOf(lastMatch),
+        CHANGES_PER_CI,
+      )
+    : undefined;
+  return {
+    kind: 'rows',
+    columns: columns.map(fieldText),
+    rows: page,
+    changes,
+    nextCursor: rows.length > limit && last ? encodeCursor(app.config.secret, bound, [last.ci_id, ...last.keys]) : null,
+    hidden: await countHidden(tx, ctx, query),
+    asOf,
+    tookMs: Math.round(performance.now() - started),
+  };
 }
 
 /** One transaction under the query timeout; a timeout or a pattern PostgreSQL cannot read is a 422. */
