@@ -54,6 +54,14 @@ module.exports = {
       to: { path: '^src/', pathNot: LAYERS },
     },
     {
+      name: 'top-through-services',
+      comment:
+        "The application, the server and the command line reach a feature's data through its service, as other features do.",
+      severity: 'error',
+      from: { path: TOP },
+      to: { path: `^src/${AREAS}/[^/]+/.*store[.]ts$`, pathNot: `${DOMAIN}|${SEARCH}` },
+    },
+    {
       name: 'feature-store',
       comment: "A feature's store is its own: another feature asks through that feature's service.",
       severity: 'error',

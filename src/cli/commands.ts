@@ -121,7 +121,7 @@ export async function ingestCommand(flags: Flags): Promise<void> {
   const [{ assertSnapshot, reconcile }, { AppError }, { ensureSource, recordPush }] = await Promise.all([
     import('../inventory/write-path/reconcile.js'),
     import('../platform/errors.js'),
-    import('../collection/sources/store.js'),
+    import('../collection/sources/service.js'),
   ]);
   try {
     (assertSnapshot as (value: unknown) => void)(document);

@@ -8,7 +8,7 @@ import { DEFAULT_TENANT_ID } from '../platform/tenants.js';
 import { many, printTable, single, UsageError, withDatabase, type Flags } from './shared.js';
 
 async function resolveScopes(db: Database, specs: string[]): Promise<DataScope[]> {
-  const { findSourceByName } = await import('../collection/sources/store.js');
+  const { findSourceByName } = await import('../collection/sources/service.js');
   const scopes: DataScope[] = [];
   for (const spec of specs) {
     if (spec === '*') {
@@ -71,7 +71,7 @@ export async function usersPromoteCommand(email: string | undefined, flags: Flag
       'users promote needs the email of a user who exists (signed in once, or created through the API)',
     );
   const config = loadConfig();
-  const { findUserByEmail, setSuperadmin } = await import('../identity/users/store.js');
+  const { findUserByEmail, setSuperadmin } = await import('../identity/users/service.js');
   await withDatabase(config, flags, async (db) => {
     const user = await findUserByEmail(db.sql, DEFAULT_TENANT_ID, email);
     if (!user) throw new UsageError(`no user with the email ${email}`);

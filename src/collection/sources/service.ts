@@ -181,7 +181,19 @@ export async function reportHealth(
 }
 
 /**
- * What collectors and the demo read and write of a source inside their own transaction: a run reads
- * the source it collects, the demo provisions its sources beside the rest of its data.
+ * What collectors, the demo and the command line read and write of a source inside their own
+ * transaction: a run reads the source it collects, the demo provisions its sources beside the rest
+ * of its data, `cinv ingest` makes its push source and records the push, `cinv keys create` names
+ * sources in scopes.
  */
-export { getSource, insertSource, listSources, provisionCollector, updateSource, type SourceRow } from './store.js';
+export {
+  ensureSource,
+  findSourceByName,
+  getSource,
+  insertSource,
+  listSources,
+  provisionCollector,
+  recordPush,
+  updateSource,
+  type SourceRow,
+} from './store.js';

@@ -131,5 +131,5 @@ export function listUserPage(
   });
 }
 
-/** What teams, tokens and sign-in read and write of a user, inside the caller's transaction. */
-export { findUser, signInSsoUser, syncGroupTeams, type UserRow } from './store.js';
+/** What teams, tokens, sign-in and `cinv users promote` read and write of a user, inside the caller's transaction. */
+export { findUser, findUserByEmail, setSuperadmin, signInSsoUser, syncGroupTeams, type UserRow } from './store.js';
