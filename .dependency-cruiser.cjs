@@ -134,13 +134,13 @@ module.exports = {
     never(
       'store-below-service',
       'A store holds SQL only: it imports no service, routes or presenter.',
-      '/store[.]ts$',
+      '(/|-)store[.]ts$',
       '/(service|routes|presenter)[.]ts$',
     ),
     never(
       'service-below-routes',
       'A service does not know the routes that call it or how they present it.',
-      '/service[.]ts$',
+      '(/|-)service[.]ts$',
       '/(routes|presenter)[.]ts$',
     ),
     never(

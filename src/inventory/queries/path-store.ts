@@ -3,7 +3,7 @@ import type { Expr, Hop, Query } from '../../platform/query-language/ast.js';
 import { seesAllData } from '../../platform/auth/principal.js';
 import { and, columnsOf, visibleTo, type Fragment } from '../../platform/auth/scope.js';
 import { cisAt } from '../../history/records/as-of.js';
-import { relationshipRows } from '../relationships/service.js';
+import { edges as relationshipRows } from '../relationships/edges.js';
 import { namesStatus, predicate, type PredicateContext } from './predicates.js';
 
 /**

@@ -3,7 +3,7 @@ import type { Principal } from '../../platform/auth/principal.js';
 import { columnsOf, visibleTo } from '../../platform/auth/scope.js';
 import { cisAt, visibleNow } from '../../history/records/as-of.js';
 import { DEPENDENCY_REVERSED } from './schema.js';
-import { edges } from './store.js';
+import { edges } from './edges.js';
 
 /** A relationship met on a walk: `near` is the CI walked from, `far` the one it leads to. */
 export interface WalkedEdge {

@@ -146,6 +146,3 @@ export async function relationshipsOf(
 export function relationshipChanges(app: AppContext, principal: Principal, ciId: string, from: string, to: string) {
   return edgesChangedBetween(app.sql, principal, ciId, from, to);
 }
-
-/** The relationship rows now or at a moment, for walks other features compose into their own statements. */
-export { edges as relationshipRows } from './store.js';
