@@ -198,6 +198,69 @@ const otherSeen = (ci: Ci, who: PrincipalCase): { other: Ci | undefined; both: b
   return { other, both: other !== undefined && who.sees!.includes(other) };
 };
 
+/** Whether the principal holds a permission beyond the route's own. */
+const holds = (who: PrincipalCase, permission: Permission) =>
+  who.permissions === 'all' || who.permissions.has(permission);
+
+/**
+ * The query language, sent as POST or as a link: a match of everything, a count, a hop (a1 and a2
+ * depend on each other: each leads to the other, hidden when out of scope), a history predicate
+ * with the records beside, and the CSV form. A hop also needs relationships:read, history changes:read.
+ */
+function queryRoute(method: 'POST' | 'GET'): MatrixRoute {
+  const ask = (world: World, who: PrincipalCase, query: string, accept?: string) =>
+    method === 'POST'
+      ? world.app.request('POST', '/api/v1/query', {
+          key: who.key,
+          body: { query },
+          ...(accept ? { headers: { accept } } : {}),
+        })
+      : world.app.request('GET', `/api/v1/query?q=${encodeURIComponent(query)}`, {
+          key: who.key,
+          ...(accept ? { headers: { accept } } : {}),
+        });
+  const idsOf = (reply: Reply) => sorted(reply.body.items.map((item: { ci_id: string }) => item.ci_id));
+  return {
+    async check(world, who, allowed) {
+      const all = await ask(world, who, '* | limit 1000');
+      if (await expectRefused(all, who, allowed)) return;
+      expect(idsOf(all), `${who.name} *`).to.deep.equal(visibleIds(world, who));
+      const counted = await ask(world, who, '* | count by namespace');
+      expect(counted.status, counted.text).to.equal(200);
+      const total = counted.body.groups.reduce((sum: number, g: { count: number }) => sum + g.count, 0);
+      expect(total, `${who.name} count`).to.equal(who.sees!.length);
+
+      const hop = await ask(world, who, '* -[*]-> *');
+      if (!holds(who, 'relationships:read')) expect(hop.status, `${who.name} hop`).to.equal(403);
+      else {
+        expect(hop.status, hop.text).to.equal(200);
+        const both = (['a1', 'a2'] as Ci[]).every((ci) => who.sees!.includes(ci));
+        const alone = (['a1', 'a2'] as Ci[]).filter((ci) => who.sees!.includes(ci)).length === 1;
+        expect(idsOf(hop), `${who.name} hop`).to.deep.equal(both ? visibleIds(world, who) : []);
+        expect(hop.body.hidden, `${who.name} hidden`).to.equal(alone ? 1 : 0);
+      }
+
+      const changed = await ask(world, who, 'changed since 2000-01-01 | with changes');
+      if (!holds(who, 'changes:read')) expect(changed.status, `${who.name} history`).to.equal(403);
+      else {
+        expect(changed.status, changed.text).to.equal(200);
+        expect(idsOf(changed), `${who.name} changed`).to.deep.equal(visibleIds(world, who));
+        for (const item of changed.body.items as { ci_id: string; changes: unknown[] }[])
+          expect(item.changes, `${who.name} records`).to.not.be.empty;
+      }
+
+      const csv = await ask(world, who, '* | fields name', 'text/csv');
+      expect(csv.status, csv.text).to.equal(200);
+      const csvIds = csv.text
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((line) => line.split(',')[0]!);
+      expect(sorted(csvIds), `${who.name} CSV`).to.deep.equal(visibleIds(world, who));
+    },
+  };
+}
+
 const MATRIX: Record<string, MatrixRoute> = {
   'GET /api/v1/sources': {
     async check(world, who, allowed) {
@@ -386,6 +449,8 @@ const MATRIX: Record<string, MatrixRoute> = {
       expect(reply.body.affected_cis, who.name).to.equal(who.sees!.length);
     },
   },
+  'POST /api/v1/query': queryRoute('POST'),
+  'GET /api/v1/query': queryRoute('GET'),
 };
 
 const routeName = (route: { method: string; path: string }) => `${route.method} ${route.path}`;

@@ -195,6 +195,22 @@ const MATRIX: Record<string, Attempt> = {
     'data',
     200,
   ),
+  'POST /api/v1/query (a read in a POST body: writes nothing, shows pb only to who holds it)': {
+    expected: (who) => refusedWithout(who, 'configuration_items:read', { status: 200, changes: false }),
+    async run(world, who) {
+      const target = await victim(world);
+      const before = await rowOf(world, target.ciId);
+      const reply = await world.app.request('POST', '/api/v1/query', {
+        key: who.key,
+        body: { query: `external_id = "${target.externalId}"` },
+      });
+      if (reply.status === 200) {
+        const seen = reply.body.items.map((item: { ci_id: string }) => item.ci_id);
+        expect(seen, who.name).to.deep.equal(holdsInstance(who, 'pb') ? [target.ciId] : []);
+      }
+      return { status: reply.status, changed: (await rowOf(world, target.ciId)) !== before, text: reply.text };
+    },
+  },
   'POST /api/v1/collectors/{collector_id}/trigger': {
     // the source's type does not collect: a principal allowed to trigger is told so (409), nothing is queued either way
     expected: (who) =>
