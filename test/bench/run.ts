@@ -16,6 +16,7 @@ import { benchGraph } from './graph.js';
 import { benchHistoryScale } from './history-scale.js';
 import { benchList } from './list.js';
 import { benchNdjson } from './ndjson.js';
+import { benchQuery } from './query.js';
 import { benchRelationships } from './relationships.js';
 import { benchReconcile } from './reconcile.js';
 import { benchReconcileFloor } from './reconcile-floor.js';
@@ -51,6 +52,7 @@ const extra: Record<string, Bench> = {
   graph: (size) => benchGraph(size),
   subscriptions: (size) => benchSubscriptions(size),
   'reconcile-floor': (size) => benchReconcileFloor(size),
+  query: (size) => benchQuery(size),
 };
 
 const [name, sizeText, secondText] = process.argv.slice(2);
