@@ -44,7 +44,8 @@ function sortValue(ctx: PredicateContext, row: string, field: Field): Fragment {
   const value = valueOf(ctx, row, field);
   switch (QUERY_FIELDS[field.name]!.kind) {
     case 'json':
-      return sql`coalesce(${value}, 'null'::jsonb)`;
+      // inside an array jsonb orders by kind as documented, null first; a bare empty array sorts below null
+      return sql`jsonb_build_array(coalesce(${value}, 'null'::jsonb))`;
     case 'timestamp':
       return sql`coalesce(${value}, '-infinity'::timestamptz)`;
     case 'bigint':
@@ -60,10 +61,12 @@ function sortValue(ctx: PredicateContext, row: string, field: Field): Fragment {
 function boundKey(ctx: PredicateContext, field: Field, text: string | null): Fragment {
   const { sql } = ctx;
   switch (QUERY_FIELDS[field.name]!.kind) {
+    // bound as text: a parameter the server types as jsonb or timestamptz is serialised by the client
+    // (a JSON string, a JavaScript date), which is not the key's text
     case 'json':
-      return sql`${text}::jsonb`;
+      return sql`${text}::text::jsonb`;
     case 'timestamp':
-      return sql`${text}::timestamptz`;
+      return sql`${text}::text::timestamptz`;
     case 'bigint':
       return sql`${text}::bigint`;
     case 'uuid':
