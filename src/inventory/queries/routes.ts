@@ -9,6 +9,8 @@ import { ErrorEnvelope } from '../../platform/http/schemas.js';
 import { csvOf, presentAnswer } from './presenter.js';
 import { QUERY_LANGUAGE, QueryParams, QueryRequest, QueryResponse } from './schema.js';
 import { CSV_ROW_CAP, queryPages, runQuery, type QueryInput } from './service.js';
+import { VocabularyParams, VocabularyResponse } from './vocabulary-schema.js';
+import { queryVocabulary } from './vocabulary-service.js';
 
 const CSV = 'text/csv';
 const JSON_TYPE = 'application/json';
@@ -121,4 +123,19 @@ const getQuery = defineRoute({
   },
 });
 
-export const queryRoutes: readonly AnyRoute[] = [postQuery, getQuery];
+const getVocabulary = defineRoute({
+  method: 'GET',
+  path: '/api/v1/query/vocabulary',
+  operationId: 'queryVocabulary',
+  analystRead: true,
+  summary: 'The names a query may use, for completion',
+  description:
+    "The CI types the caller may see, the relationship types, the fields, and the JSON paths present in a sample of recent CIs (of `ci_type` if given, below `prefix` if given), all inside the caller's data scopes: what a query editor offers as it completes.",
+  tags,
+  access: { resource: 'configuration_items', action: 'read' },
+  query: VocabularyParams,
+  responses: { 200: { description: 'The vocabulary.', schema: VocabularyResponse } },
+  handler: ({ app, principal, query }) => queryVocabulary(app, principal, query),
+});
+
+export const queryRoutes: readonly AnyRoute[] = [postQuery, getQuery, getVocabulary];

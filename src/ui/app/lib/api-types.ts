@@ -611,6 +611,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/query/vocabulary': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The names a query may use, for completion
+     * @description The CI types the caller may see, the relationship types, the fields, and the JSON paths present in a sample of recent CIs (of `ci_type` if given, below `prefix` if given), all inside the caller's data scopes: what a query editor offers as it completes.
+     */
+    get: operations['queryVocabulary'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/saved-views': {
     parameters: {
       query?: never;
@@ -6847,6 +6867,100 @@ export interface operations {
               path: string;
             };
           };
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  queryVocabulary: {
+    parameters: {
+      query?: {
+        /** @description Sample the JSON paths (and relationship types) of CIs of this type; any type when left out. */
+        ci_type?: string;
+        /** @description Only the paths that begin with this text (`raw_data.spec`, `raw_data.metadata.labels."app.`): the paths listed go four levels below its last whole segment. */
+        prefix?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The vocabulary. */
+      200: {
+        headers: {
+          /** @description Which database answered: `replica` or `primary`. Present when a read replica (DATABASE_REPLICA_URL) is configured: this read goes to it while it is within CINV_REPLICA_MAX_LAG and has replayed past the caller's last write. */
+          'X-Cinv-Served-By'?: 'replica' | 'primary';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description The CI types the caller may see (of any status). */
+            ci_types: string[];
+            /** @description The fields a query may name; `raw_data` and `type_data` take a path. */
+            fields: string[];
+            /** @description JSON paths present in the most recently created active CIs (200, of `ci_type` if given), as a query writes them, shallowest first (500 at most). */
+            paths: string[];
+            /** @description The relationship types the collector types write, and those of the sampled CIs' relationships (for a caller holding `relationships:read`). */
+            relationship_types: string[];
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
       /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
