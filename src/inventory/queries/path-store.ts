@@ -50,6 +50,16 @@ function walkable(ctx: PredicateContext, far: Fragment): Fragment {
   return sql`exists (select 1 from ${cisOf(ctx, 'n', (row) => sql`${sql(row)}.ci_id = ${far}`)} n)`;
 }
 
+/** Whether the CI `far` exists (at the moment), inside the principal's data scopes or not. */
+function existed(ctx: PredicateContext, far: Fragment): Fragment {
+  const { sql, principal } = ctx;
+  const tenant = (row: string) => sql`${sql(row)}.tenant_id = ${principal.tenantId}`;
+  const id = (row: string) => sql`${sql(row)}.ci_id = ${far}`;
+  if (ctx.asOf === undefined)
+    return sql`exists (select 1 from configuration_items v where ${tenant('v')} and ${id('v')})`;
+  return sql`exists (select 1 from ${cisAt(sql, ctx.asOf, 'v', { visible: tenant, key: id })} v)`;
+}
+
 /**
  * The path's CTEs: `s0` the CIs of the first match (each its own origin), then per hop `wI` the
  * walk (origin, CI reached, depth; a CI outside the scopes is neither reached nor walked through)
@@ -87,7 +97,8 @@ export function pathCtes(ctx: PredicateContext, query: Query, prefix = ''): { ct
 
 /**
  * CIs a hop reached that lie outside the principal's data scopes: counted, never shown or walked
- * through, as the dependency graph counts them. Nothing is hidden from a principal who sees all.
+ * through, as the dependency graph counts them. A relationship to a CI removed for good (or, at a
+ * moment, one that did not exist then) reaches nothing. Nothing is hidden from a principal who sees all.
  */
 export function hiddenCte(ctx: PredicateContext, query: Query, prefix = ''): Fragment | undefined {
   const { sql, principal } = ctx;
@@ -97,8 +108,7 @@ export function hiddenCte(ctx: PredicateContext, query: Query, prefix = ''): Fra
     const hop = query.path[i] as Hop;
     const w = sql(walk(prefix, (i + 1) / 2));
     parts.push(sql`select step.far from ${w} w cross join lateral (${step(ctx, hop)}) step
-      where w.depth < ${hop.max}
-        and not exists (select 1 from configuration_items v where v.ci_id = step.far and ${visibleTo(sql, principal, columnsOf('v'))})`);
+      where w.depth < ${hop.max} and ${existed(ctx, sql`step.far`)} and not ${walkable(ctx, sql`step.far`)}`);
   }
   return sql`${sql(`${prefix}hidden`)} as (select count(distinct far)::int as hidden from (${parts.reduce((a, b) => sql`${a} union all ${b}`)}) h)`;
 }
