@@ -4,20 +4,43 @@ import { seesAllData } from '../../platform/auth/principal.js';
 import { and, columnsOf, visibleTo, type Fragment } from '../../platform/auth/scope.js';
 import { cisAt } from '../../history/records/as-of.js';
 import { edges as relationshipRows } from '../relationships/edges.js';
-import { namesStatus, predicate, type PredicateContext } from './predicates.js';
+import { invariantCondition, namesStatus, predicate, type PredicateContext } from './predicates.js';
 
 /**
  * The CIs a query reads, as a FROM item with configuration_items' columns: now, or as they were at
  * `as_of` (the time machine's exact state), always inside the principal's data scopes (at a moment:
  * then and now). `where` narrows each part before anything is merged, so its indexes serve.
+ * `invariant`, implied by `where`, is a condition on the CI as it is now that every CI meeting
+ * `where` at the moment meets (its id, creation and history, its version then): it narrows the CIs
+ * written since before they are taken back, which `where` can only do after (the query bench's day
+ * of writes to 100 000 CIs was 16 700 rows taken back, 1.2 s, to find 831 deployments).
  */
-export function cisOf(ctx: PredicateContext, alias: string, where: (row: string) => Fragment): Fragment {
+export function cisOf(
+  ctx: PredicateContext,
+  alias: string,
+  where: (row: string) => Fragment,
+  invariant?: (row: string) => Fragment | undefined,
+): Fragment {
   const { sql, principal } = ctx;
   const visible = (row: string) => visibleTo(sql, principal, columnsOf(row));
   if (ctx.asOf === undefined) {
     return sql`(select ${sql(alias)}.* from configuration_items ${sql(alias)} where ${visible(alias)} and ${where(alias)})`;
   }
-  return cisAt(sql, ctx.asOf, alias, { visible, where: (row) => where(row) });
+  // the rows read as they are (under `alias`) meet `where` itself, which implies the invariant
+  const key = (row: string) => (row === alias ? undefined : invariant?.(row)) ?? sql`true`;
+  return cisAt(sql, ctx.asOf, alias, { visible, where: (row) => where(row), key });
+}
+
+/** A match's invariant part (see cisOf), and the CI's id when the match is about one CI. */
+export function matchInvariant(
+  ctx: PredicateContext,
+  e: Expr,
+  id?: (row: string) => Fragment,
+): (row: string) => Fragment | undefined {
+  return (row) => {
+    const parts = [id?.(row), invariantCondition(ctx, row, e)].filter((p): p is Fragment => p !== undefined);
+    return parts.length > 0 ? and(ctx.sql, parts) : undefined;
+  };
 }
 
 /** A match's condition, with the active inventory as its default when it names no status. */
@@ -39,15 +62,23 @@ function step(ctx: PredicateContext, hop: Hop): Fragment {
   const arm = (near: 'from_ci_id' | 'to_ci_id', far: 'from_ci_id' | 'to_ci_id') =>
     sql`select r.${sql(far)} as far from ${rows} r
         where r.tenant_id = ${principal.tenantId} and r.${sql(near)} = w.id ${typed}`;
-  if (hop.direction === 'out') return arm('from_ci_id', 'to_ci_id');
-  if (hop.direction === 'in') return arm('to_ci_id', 'from_ci_id');
-  return sql`${arm('from_ci_id', 'to_ci_id')} union all ${arm('to_ci_id', 'from_ci_id')}`;
+  const arms =
+    hop.direction === 'out'
+      ? arm('from_ci_id', 'to_ci_id')
+      : hop.direction === 'in'
+        ? arm('to_ci_id', 'from_ci_id')
+        : sql`${arm('from_ci_id', 'to_ci_id')} union all ${arm('to_ci_id', 'from_ci_id')}`;
+  // at a moment the rows are relationships and their history in a union: pulled up into the walk,
+  // the step's `= w.id` no longer reaches the union's arms and every relationship of the types is
+  // read (3 s of 6 on 100 000 CIs, for 10 reached); kept a subquery, each arm reads its index
+  return ctx.asOf === undefined ? arms : sql`${arms} offset 0`;
 }
 
 /** Whether the CI `far` may be walked through: it exists (at the moment) inside the principal's scopes. */
 function walkable(ctx: PredicateContext, far: Fragment): Fragment {
   const { sql } = ctx;
-  return sql`exists (select 1 from ${cisOf(ctx, 'n', (row) => sql`${sql(row)}.ci_id = ${far}`)} n)`;
+  const id = (row: string) => sql`${sql(row)}.ci_id = ${far}`;
+  return sql`exists (select 1 from ${cisOf(ctx, 'n', id, id)} n)`;
 }
 
 /** Whether the CI `far` exists (at the moment), inside the principal's data scopes or not. */
@@ -71,13 +102,14 @@ export function pathCtes(ctx: PredicateContext, query: Query, prefix = ''): { ct
   const ctes: Fragment[] = [];
   const first = query.path[0] as Expr;
   ctes.push(sql`${sql(stage(prefix, 0))} as (
-    select ci.ci_id as origin, ci.ci_id as id from ${cisOf(ctx, 'ci', (row) => matchCondition(ctx, row, first))} ci)`);
+    select ci.ci_id as origin, ci.ci_id as id from ${cisOf(ctx, 'ci', (row) => matchCondition(ctx, row, first), matchInvariant(ctx, first))} ci)`);
   let last = 0;
   for (let i = 1; i < query.path.length; i += 2) {
     const hop = query.path[i] as Hop;
     const match = query.path[i + 1] as Expr;
     const n = (i + 1) / 2;
     const w = sql(walk(prefix, n));
+    const reached = (row: string) => sql`${sql(row)}.ci_id = w.id`;
     ctes.push(sql`${w} (origin, id, depth) as (
       select origin, id, 0 from ${sql(stage(prefix, n - 1))}
       union
@@ -86,7 +118,7 @@ export function pathCtes(ctx: PredicateContext, query: Query, prefix = ''): { ct
     ctes.push(sql`${sql(stage(prefix, n))} as (
       select distinct w.origin, w.id from ${w} w
       where w.depth between ${hop.min} and ${hop.max}
-        and exists (select 1 from ${cisOf(ctx, 'ci', (row) => and(sql, [sql`${sql(row)}.ci_id = w.id`, matchCondition(ctx, row, match)]))} ci))`);
+        and exists (select 1 from ${cisOf(ctx, 'ci', (row) => and(sql, [reached(row), matchCondition(ctx, row, match)]), matchInvariant(ctx, match, reached))} ci))`);
     last = n;
   }
   const which = query.pipes.some((p) => p.kind === 'return' && p.which === 'first') ? 'origin' : 'id';

@@ -200,6 +200,82 @@ export function predicate(ctx: PredicateContext, row: string, e: Expr): Fragment
   }
 }
 
+/** Fields no write to a CI changes: its id, and when it was created (the way back never restores them). */
+const INVARIANT_FIELDS = new Set(['ci_id', 'created_at']);
+/** Fields ci_versions keeps (sql/0022): their values at a moment are one indexed row away. */
+const VERSIONED_FIELDS = new Set(['name', 'namespace', 'ci_type', 'status', 'scope_id']);
+
+/**
+ * `e` with every predicate on a field outside `known` left open: null for open, which counts as
+ * true where `holds` (so the result holds whenever `e` does) and as false under a `not` (so it
+ * holds only when `e` does). History predicates read the CI's own records, which no write changes.
+ */
+function relaxed(
+  ctx: PredicateContext,
+  row: string,
+  e: Expr,
+  holds: boolean,
+  known: ReadonlySet<string>,
+): Fragment | null {
+  const { sql } = ctx;
+  switch (e.kind) {
+    case 'and':
+    case 'or': {
+      const parts = e.items.map((item) => relaxed(ctx, row, item, holds, known));
+      const join = (known: Fragment[]) => (e.kind === 'and' ? sql`(${and(sql, known)})` : or(sql, known));
+      // where an open part counts as the join's neutral value it drops out; elsewhere it decides the whole
+      if ((e.kind === 'and') === holds) {
+        const known = parts.filter((part): part is Fragment => part !== null);
+        return known.length > 0 ? join(known) : null;
+      }
+      return parts.some((part) => part === null) ? null : join(parts as Fragment[]);
+    }
+    case 'not': {
+      const inner = relaxed(ctx, row, e.expr, !holds, known);
+      return inner === null ? null : sql`not coalesce(${inner}, false)`;
+    }
+    case 'any':
+      return null;
+    case 'changed':
+    case 'created':
+    case 'archived':
+      return historyPredicate(ctx, row, e);
+    default:
+      return known.has(e.field.name) ? fieldPredicate(ctx, row, e) : null;
+  }
+}
+
+/** Whether `e` names a field ci_versions keeps. */
+function namesVersioned(e: Expr): boolean {
+  if (e.kind === 'and' || e.kind === 'or') return e.items.some(namesVersioned);
+  if (e.kind === 'not') return namesVersioned(e.expr);
+  const onField = e.kind === 'compare' || e.kind === 'in' || e.kind === 'exists' || e.kind === 'text';
+  return onField && VERSIONED_FIELDS.has(e.field.name);
+}
+
+/**
+ * A condition that every CI matching the match `e` (with its active default) at the moment
+ * `ctx.asOf` meets as it is now: `e` read from what no write changes (the CI's id, its creation,
+ * its history) and, when `e` names them, from the name, namespace, type, instance and status its
+ * version then held (ci_versions). Undefined when `e` names none of these. A read of the past
+ * narrows the CIs written since by it before taking them back.
+ */
+export function invariantCondition(ctx: PredicateContext, row: string, e: Expr): Fragment | undefined {
+  const { sql } = ctx;
+  const parts: Fragment[] = [];
+  const direct = relaxed(ctx, row, e, true, INVARIANT_FIELDS);
+  if (direct) parts.push(direct);
+  if (ctx.asOf !== undefined && namesVersioned(e)) {
+    const known = new Set([...INVARIANT_FIELDS, ...VERSIONED_FIELDS]);
+    const then = relaxed(ctx, 'v', e, true, known) ?? sql`true`;
+    const active = namesStatus(e) ? sql`` : sql`and v.status = 'active'`;
+    const moment = sql`${ctx.asOf}::text::timestamptz`;
+    parts.push(sql`exists (select 1 from ci_versions v
+      where v.tenant_id = ${ctx.principal.tenantId} and v.ci_id = ${sql(row)}.ci_id and v.valid_from <= ${moment} and v.valid_to > ${moment} ${active} and ${then})`);
+  }
+  return parts.length > 0 ? and(sql, parts) : undefined;
+}
+
 /** Whether a match names the status (or archivals) itself; otherwise it reads the active inventory. */
 export function namesStatus(e: Expr): boolean {
   switch (e.kind) {

@@ -1,8 +1,8 @@
 import type { Sql } from 'postgres';
-import type { Field, HistoryExpr, Query } from '../../platform/query-language/ast.js';
+import type { Expr, Field, HistoryExpr, Query } from '../../platform/query-language/ast.js';
 import { changeColumnsOf, visibleTo, type Fragment } from '../../platform/auth/scope.js';
 import { QUERY_FIELDS } from './fields.js';
-import { cisOf, hiddenCte, matchCondition, pathCtes, withCtes } from './path-store.js';
+import { cisOf, hiddenCte, matchCondition, matchInvariant, pathCtes, withCtes } from './path-store.js';
 import { historyRecords, type PredicateContext } from './predicates.js';
 
 export interface SortKey {
@@ -100,8 +100,14 @@ function orderBy(ctx: PredicateContext, row: string, sort: readonly SortKey[]): 
 function answerOf(ctx: PredicateContext, query: Query, shape: Pick<PageShape, 'compareTo'>) {
   const { sql } = ctx;
   const simple = query.path.length === 1 && !shape.compareTo;
-  if (simple)
-    return { ctes: [] as Fragment[], within: (row: string) => matchCondition(ctx, row, query.path[0] as never) };
+  if (simple) {
+    const match = query.path[0] as Expr;
+    return {
+      ctes: [] as Fragment[],
+      within: (row: string) => matchCondition(ctx, row, match),
+      invariant: matchInvariant(ctx, match),
+    };
+  }
   const now = pathCtes(ctx, query);
   const ctes = [...now.ctes];
   let ids = sql`select id from ${sql(now.answer)}`;
@@ -111,19 +117,20 @@ function answerOf(ctx: PredicateContext, query: Query, shape: Pick<PageShape, 'c
     ids = sql`${ids} except select id from ${sql(then.answer)}`;
   }
   ctes.push(sql`matched as (${ids})`);
-  return { ctes, within: (row: string) => sql`${sql(row)}.ci_id in (select id from matched)` };
+  const within = (row: string) => sql`${sql(row)}.ci_id in (select id from matched)`;
+  return { ctes, within, invariant: within };
 }
 
 /** The statement of one answer page: `limit + 1` rows, so the caller knows whether more follow. */
 export function pageStatement(ctx: PredicateContext, query: Query, shape: PageShape): Fragment {
   const { sql } = ctx;
-  const { ctes, within } = answerOf(ctx, query, shape);
+  const { ctes, within, invariant } = answerOf(ctx, query, shape);
   const where = (row: string) =>
     shape.after ? sql`${within(row)} and ${afterPosition(ctx, row, shape)}` : within(row);
   const columns = shape.columns.map((field, i) => sql`${valueOf(ctx, 'ci', field)} as ${sql(`c${i}`)}`);
   const keys = shape.sort.map(({ field }, i) => sql`(${sortValue(ctx, 'ci', field)})::text as ${sql(`k${i}`)}`);
   const select = [sql`ci.ci_id`, ...columns, ...keys].reduce((a, b) => sql`${a}, ${b}`);
-  const body = sql`select ${select} from ${cisOf(ctx, 'ci', where)} ci
+  const body = sql`select ${select} from ${cisOf(ctx, 'ci', where, invariant)} ci
     order by ${orderBy(ctx, 'ci', shape.sort)} limit ${shape.limit + 1}`;
   return ctes.length > 0 ? sql`${withCtes(sql, ctes)} ${body}` : body;
 }
@@ -174,7 +181,7 @@ function groupValue(ctx: PredicateContext, row: string, field: Field): Fragment 
 /** The statement of `count`, `count by …` or `min/max/sum/avg(…) by …`: the largest groups first. */
 export function aggregateStatement(ctx: PredicateContext, query: Query, shape: AggregateShape): Fragment {
   const { sql } = ctx;
-  const { ctes, within } = answerOf(ctx, query, shape);
+  const { ctes, within, invariant } = answerOf(ctx, query, shape);
   const groups = shape.by.map((field, i) => sql`${groupValue(ctx, 'ci', field)} as ${sql(`g${i}`)}`);
   const measure = shape.field
     ? sql`${sql.unsafe(shape.fn)}(${numberOf(ctx, 'ci', shape.field)}) as value`
@@ -183,7 +190,7 @@ export function aggregateStatement(ctx: PredicateContext, query: Query, shape: A
   const groupBy = shape.by.length > 0 ? sql.unsafe(`group by ${shape.by.map((_, i) => i + 1).join(', ')}`) : sql``;
   const order = shape.field ? sql`value desc nulls last, count desc` : sql`count desc`;
   const then = shape.by.map((_, i) => sql`${sql(`g${i}`)} asc nulls first`);
-  const body = sql`select ${select} from ${cisOf(ctx, 'ci', within)} ci ${groupBy}
+  const body = sql`select ${select} from ${cisOf(ctx, 'ci', within, invariant)} ci ${groupBy}
     order by ${[order, ...then].reduce((a, b) => sql`${a}, ${b}`)} limit ${shape.limit + 1}`;
   return ctes.length > 0 ? sql`${withCtes(sql, ctes)} ${body}` : body;
 }
