@@ -1487,6 +1487,12 @@ function peg$parse(input, options) {
           s5 = peg$parseUNTIL();
           if (s5 === peg$FAILED) {
             s5 = peg$parseTYPE();
+            if (s5 === peg$FAILED) {
+              s5 = peg$parseAND();
+              if (s5 === peg$FAILED) {
+                s5 = peg$parseOR();
+              }
+            }
           }
         }
         peg$silentFails--;
