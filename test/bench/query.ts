@@ -107,8 +107,9 @@ const deploymentValues = (g: string) => `cross join lateral (
 
 const rsName = (g: string, r: string) =>
   `('app-' || ${g} || '-' || substr(md5('qb:h:' || ${g} || ':' || ${r}), 1, 10))`;
+/** The pod's five-letter suffix, its last letter its place in the replica set: no two pods of one share a name. */
 const podName = (g: string, k: string) =>
-  `(${rsName(g, '0')} || '-' || substr(md5('qb:p:' || ${g} || ':' || ${k}), 1, 5))`;
+  `(${rsName(g, '0')} || '-' || substr(md5('qb:p:' || ${g} || ':' || ${k}), 1, 4) || chr(96 + ${k}::int))`;
 const nsId = (c: string, nsn: string) => `md5('qb:ns:' || ${c} || ':' || ${nsn})::uuid`;
 const source = (c: string) => `($4::bigint[])[1 + ${c}]`;
 const scope = (c: string) => `('cluster-' || ${c})`;
