@@ -10,6 +10,7 @@ import { asApiError, ErrorBox, Loading, retryable } from './components/states';
 import { SignIn } from './views/sign-in';
 import type { ViewProps } from './views/view';
 import './styles.css';
+import './views/query/query.css';
 
 type ViewModule = { default: FunctionComponent<ViewProps> };
 
@@ -19,6 +20,7 @@ const VIEWS: Record<string, () => Promise<ViewModule>> = {
   ci: () => import('./views/ci'),
   compare: () => import('./views/compare/compare'),
   changes: () => import('./views/changes/changes'),
+  query: () => import('./views/query/query'),
   stats: () => import('./views/stats'),
   sources: () => import('./views/sources'),
   admin: () => import('./views/admin/admin'),
@@ -30,6 +32,7 @@ const TITLES: Record<string, string> = {
   ci: 'Configuration item',
   compare: 'Compare',
   changes: 'Change search',
+  query: 'Query',
   stats: 'Statistics',
   sources: 'Sources',
   admin: 'Administration',
@@ -69,6 +72,7 @@ function Navigation({ me, current }: { me: Me; current: string }) {
     ['inventory', 'Inventory', can(me, 'configuration_items:read')],
     ['compare', 'Compare', can(me, 'configuration_items:read')],
     ['changes', 'Changes', can(me, 'changes:read')],
+    ['query', 'Query', can(me, 'configuration_items:read')],
     ['stats', 'Statistics', can(me, 'changes:read')],
     ['sources', 'Sources', can(me, 'sources:read') || can(me, 'collectors:read')],
     [

@@ -5,6 +5,7 @@ import { navigate } from '../lib/router';
 const GO_TO: Record<string, [path: string, label: string]> = {
   i: ['/inventory', 'Inventory'],
   c: ['/changes', 'Change search'],
+  q: ['/query', 'Query'],
   s: ['/stats', 'Statistics'],
   o: ['/sources', 'Sources'],
   a: ['/admin', 'Administration'],
@@ -20,6 +21,7 @@ function typing(target: EventTarget | null): boolean {
 function searchBox(): HTMLElement | null {
   return (
     document.getElementById('change-query') ??
+    document.getElementById('query-text') ??
     document.querySelector<HTMLElement>('main input[type="search"], main input:not([type]), main input[type="text"]')
   );
 }

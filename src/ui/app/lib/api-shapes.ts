@@ -51,6 +51,15 @@ export type FoundChange = ItemOf<ChangeSearch>;
 /** GET /api/v1/changes/stats */
 export type ChangeStatistics = Answer<'changeStatistics'>;
 
+/** POST /api/v1/query: a page of CIs, the groups of an aggregate, or the plan. */
+export type QueryAnswer = Answer<'runQuery'>;
+export type QueryRows = Extract<QueryAnswer, { kind: 'rows' }>;
+export type QueryRow = QueryRows['items'][number];
+export type QueryAggregate = Extract<QueryAnswer, { kind: 'aggregate' }>;
+export type QueryPlan = Extract<QueryAnswer, { kind: 'explain' }>['plan'];
+/** GET /api/v1/query/vocabulary */
+export type QueryVocabulary = Answer<'queryVocabulary'>;
+
 /** GET /api/v1/saved-views */
 export type SavedView = ItemOf<Answer<'listSavedViews'>>;
 export type SavedViewName = SavedView['view'];
