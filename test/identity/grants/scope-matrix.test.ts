@@ -451,6 +451,19 @@ const MATRIX: Record<string, MatrixRoute> = {
   },
   'POST /api/v1/query': queryRoute('POST'),
   'GET /api/v1/query': queryRoute('GET'),
+  'GET /api/v1/query/vocabulary': {
+    // the CI types, paths and relationship types named are those of the CIs the principal sees
+    async check(world, who, allowed) {
+      const reply = await world.app.get('/api/v1/query/vocabulary', who.key);
+      if (await expectRefused(reply, who, allowed)) return;
+      const seesTenantA = who.sees!.some((ci) => ci !== 'b1');
+      expect(reply.body.ci_types, who.name).to.deep.equal(who.sees!.length > 0 ? ['k8s.pod'] : []);
+      expect(reply.body.paths.includes('raw_data.changed'), who.name).to.equal(seesTenantA);
+      expect(reply.body.relationship_types.includes('depends_on'), who.name).to.equal(
+        seesTenantA && holds(who, 'relationships:read'),
+      );
+    },
+  },
 };
 
 const routeName = (route: { method: string; path: string }) => `${route.method} ${route.path}`;
