@@ -104,20 +104,27 @@ function ProblemText({ id, problem }: { id: string; problem: EditorProblem }) {
   );
 }
 
-/** The completion's state and keys: it opens as a word is typed (or with Ctrl+Space) and inserts the pick. */
+/**
+ * The completion's state and keys: it opens as a word is typed (or with Ctrl+Space) and inserts the
+ * pick. Only where it stands is kept: the list is worked out at each drawing, so names the server
+ * sends while it is open join it.
+ */
 function useCompletionList(props: Props, area: { current: HTMLTextAreaElement | null }) {
-  const [open, setOpen] = useState<Open | null>(null);
+  const [at, setAt] = useState<{ cursor: number; active: number } | null>(null);
   const caret = useRef<number | null>(null);
   useLayoutEffect(() => {
     if (caret.current === null || !area.current) return;
     area.current.setSelectionRange(caret.current, caret.current);
     caret.current = null;
   });
+  const context = at ? completionContext(props.value, Math.min(at.cursor, props.value.length)) : null;
+  const items = context ? props.complete(context) : [];
+  const open: Open | null =
+    context && items.length > 0 ? { context, items, active: Math.min(at!.active, items.length - 1) } : null;
   const show = (text: string, cursor: number, always: boolean) => {
-    const context = completionContext(text, cursor);
-    const items = props.complete(context);
-    const wanted = always || context.word.length > 0 || OPENS_AFTER.test(text.slice(0, cursor));
-    setOpen(wanted && items.length > 0 ? { context, items, active: 0 } : null);
+    const word = completionContext(text, cursor).word;
+    const wanted = always || word.length > 0 || OPENS_AFTER.test(text.slice(0, cursor));
+    setAt(wanted ? { cursor, active: 0 } : null);
   };
   const pick = (item: Completion) => {
     if (!open) return;
@@ -126,12 +133,11 @@ function useCompletionList(props: Props, area: { current: HTMLTextAreaElement | 
     caret.current = from + item.insert.length;
     props.onValue(text);
     // a path, a bracket or a parenthesis goes on: complete what follows it
-    if (/[.[(]$/.test(item.insert)) show(text, caret.current, true);
-    else setOpen(null);
+    setAt(/[.[(]$/.test(item.insert) ? { cursor: caret.current, active: 0 } : null);
   };
   const move = (by: number) =>
-    open && setOpen({ ...open, active: (open.active + by + open.items.length) % open.items.length });
-  return { open, setOpen, show, pick, move };
+    open && setAt({ cursor: at!.cursor, active: (open.active + by + open.items.length) % open.items.length });
+  return { open, close: () => setAt(null), show, pick, move };
 }
 
 /**
@@ -149,7 +155,7 @@ export function QueryEditor(props: Props) {
   const onKeyDown = (event: KeyboardEvent) => {
     if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
-      list.setOpen(null);
+      list.close();
       props.onRun();
     } else if (event.key === ' ' && event.ctrlKey) {
       event.preventDefault();
@@ -159,7 +165,7 @@ export function QueryEditor(props: Props) {
       event.preventDefault();
       if (event.key === 'ArrowDown') list.move(1);
       else if (event.key === 'ArrowUp') list.move(-1);
-      else if (event.key === 'Escape') list.setOpen(null);
+      else if (event.key === 'Escape') list.close();
       else list.pick(open.items[open.active]!);
     }
   };
@@ -187,8 +193,8 @@ export function QueryEditor(props: Props) {
             list.show(target.value, target.selectionStart, false);
           }}
           onKeyDown={onKeyDown}
-          onBlur={() => list.setOpen(null)}
-          onClick={() => list.setOpen(null)}
+          onBlur={() => list.close()}
+          onClick={() => list.close()}
           onScroll={(event) => {
             if (box.current) box.current.scrollTop = event.currentTarget.scrollTop;
           }}

@@ -1,4 +1,4 @@
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../lib/api';
 import type { QueryVocabulary } from '../lib/api-shapes';
 import {
@@ -70,6 +70,8 @@ export function useQueryCompletion(): (context: CompletionContext) => Completion
       () => cache.current.set(key, EMPTY),
     );
   };
+  // asked as the view opens, so the first word typed already completes from it
+  useEffect(() => ask('{}', {}), []);
   return (context) => {
     ask('{}', {});
     const request = requestOf(context);

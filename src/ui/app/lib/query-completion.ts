@@ -188,7 +188,7 @@ function forExpected(expected: string, context: CompletionContext, vocabulary: V
 }
 
 /** A list short enough to read at a glance (and to need no scrolling); typing narrows it. */
-const MAX_SHOWN = 12;
+const MAX_SHOWN = 16;
 
 /**
  * The completions at the context, those beginning with the word typed (case aside), exact-case
