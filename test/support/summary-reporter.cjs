@@ -1,9 +1,12 @@
 // Mocha's spec output, closed by one line the CI reads: `tests: N passed, N failed, N skipped`.
 // Before it, the slowest test files (hooks included), so a suite that grows slow says where, and
-// one `failed:` line per failure, so the end of a long log names what failed.
+// one `failed:` line per failure, so the end of a long log names what failed. With
+// CINV_TEST_TIMINGS=FILE it also appends every file's duration there (`<ms>\t<file>`, one a line),
+// what .ci/split.mjs balances parallel runs by.
 const Mocha = require('mocha');
 const path = require('node:path');
 const process = require('node:process');
+const fs = require('node:fs');
 
 const SLOWEST = 12;
 
@@ -36,6 +39,10 @@ class SummaryReporter extends Mocha.reporters.Spec {
         for (const [file, ms] of slowest) {
           console.log(`  ${(ms / 1000).toFixed(1).padStart(7)} s  ${path.relative(process.cwd(), file)}`);
         }
+      }
+      if (process.env.CINV_TEST_TIMINGS) {
+        const lines = [...spent].map(([file, ms]) => `${Math.round(ms)}\t${path.relative(process.cwd(), file)}\n`);
+        fs.appendFileSync(process.env.CINV_TEST_TIMINGS, lines.join(''));
       }
       for (const line of failed) console.log(line);
       const { passes, failures, pending } = runner.stats;
