@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { sweepLifecycle } from '../../../src/inventory/lifecycle/sweep.js';
-import { createKey, useTestApp } from '../../support/app.js';
+import { createKey } from '../../support/app.js';
 import { buildPod, ingest } from '../../support/factories.js';
+import { useSeededApp } from '../../support/seeded-app.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const at = (hours: number) => new Date(T0 + hours * 3_600_000);
@@ -38,11 +39,9 @@ function records() {
 }
 
 describe('GET /api/v1/configuration-items', () => {
-  const app = useTestApp();
   let key: string;
-
-  beforeEach(async () => {
-    const { sql } = app.current;
+  // the four CIs are seeded once: the tests read them, and the two that add to them are seeded again
+  const app = useSeededApp(async ({ sql }) => {
     key = await createKey(sql, 'ro');
     const r = records();
     await ingest(sql, [r.alpha], { now: at(1) });
@@ -203,7 +202,7 @@ describe('GET /api/v1/configuration-items', () => {
     expect((await app.current.get('/api/v1/configuration-items?q=', key)).status).to.equal(422);
   });
 
-  it('says where each listed CI comes from, and narrows to a source or an instance', async () => {
+  app.writes('says where each listed CI comes from, and narrows to a source or an instance', async () => {
     const { sql } = app.current;
     await ingest(sql, [buildPod({ name: 'elsewhere', external_id: 'x/elsewhere' })], {
       source: 'other',
@@ -301,46 +300,49 @@ describe('GET /api/v1/configuration-items', () => {
     }
   });
 
-  it("refuses another principal's cursor with a route 422: a scoped key never gets the total of a wider walk", async () => {
-    const { sql } = app.current;
-    await ingest(
-      sql,
-      ['e1', 'e2', 'e3'].map((name) => buildPod({ name, external_id: `x/${name}` })),
-      { source: 'other', scopeId: 'cluster-9', now: at(6) },
-    );
-    const [other] = await sql<{ id: string }[]>`select id::text from sources where name = 'other'`;
-    const scoped = await createKey(sql, 'svc', {
-      permissions: ['configuration_items:read'],
-      scopes: [{ sourceId: other!.id, scopeId: 'cluster-9' }],
-    });
-    const wide = await app.current.get('/api/v1/configuration-items?status=all&sort_by=name&limit=1', key);
-    const own = await app.current.get('/api/v1/configuration-items?status=all&sort_by=name&limit=1', scoped);
-    expect([wide.body.total, own.body.total]).to.deep.equal([7, 3]);
+  app.writes(
+    "refuses another principal's cursor with a route 422: a scoped key never gets the total of a wider walk",
+    async () => {
+      const { sql } = app.current;
+      await ingest(
+        sql,
+        ['e1', 'e2', 'e3'].map((name) => buildPod({ name, external_id: `x/${name}` })),
+        { source: 'other', scopeId: 'cluster-9', now: at(6) },
+      );
+      const [other] = await sql<{ id: string }[]>`select id::text from sources where name = 'other'`;
+      const scoped = await createKey(sql, 'svc', {
+        permissions: ['configuration_items:read'],
+        scopes: [{ sourceId: other!.id, scopeId: 'cluster-9' }],
+      });
+      const wide = await app.current.get('/api/v1/configuration-items?status=all&sort_by=name&limit=1', key);
+      const own = await app.current.get('/api/v1/configuration-items?status=all&sort_by=name&limit=1', scoped);
+      expect([wide.body.total, own.body.total]).to.deep.equal([7, 3]);
 
-    const replayed = await app.current.get(
-      `/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(wide.body.next_cursor)}`,
-      scoped,
-    );
-    expect(replayed.status, replayed.text).to.equal(422);
-    expect(replayed.body.error).to.deep.include({ code: 'HTTP_422', details: { reason: 'foreign_cursor' } });
-    expect(replayed.body.error.message).to.match(/^Invalid cursor: it was issued to another principal/);
-    expect(replayed.body).to.not.have.property('total');
-    const back = await app.current.get(
-      `/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(own.body.next_cursor)}`,
-      key,
-    );
-    expect(back.status).to.equal(422);
-    // each walks on with its own cursor and its own total
-    const next = await app.current.get(
-      `/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(own.body.next_cursor)}`,
-      scoped,
-    );
-    expect([next.status, next.body.total, next.body.items.map((i: { name: string }) => i.name)]).to.deep.equal([
-      200,
-      3,
-      ['e2'],
-    ]);
-  });
+      const replayed = await app.current.get(
+        `/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(wide.body.next_cursor)}`,
+        scoped,
+      );
+      expect(replayed.status, replayed.text).to.equal(422);
+      expect(replayed.body.error).to.deep.include({ code: 'HTTP_422', details: { reason: 'foreign_cursor' } });
+      expect(replayed.body.error.message).to.match(/^Invalid cursor: it was issued to another principal/);
+      expect(replayed.body).to.not.have.property('total');
+      const back = await app.current.get(
+        `/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(own.body.next_cursor)}`,
+        key,
+      );
+      expect(back.status).to.equal(422);
+      // each walks on with its own cursor and its own total
+      const next = await app.current.get(
+        `/api/v1/configuration-items?status=all&sort_by=name&limit=1&cursor=${encodeURIComponent(own.body.next_cursor)}`,
+        scoped,
+      );
+      expect([next.status, next.body.total, next.body.items.map((i: { name: string }) => i.name)]).to.deep.equal([
+        200,
+        3,
+        ['e2'],
+      ]);
+    },
+  );
 
   it('sorts by every whitelisted field in both orders', async () => {
     const byCreated = (
