@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
 import type { Expr, Field, HistoryExpr, Query } from '../../platform/query-language/ast.js';
-import { changeColumnsOf, visibleTo, type Fragment } from '../../platform/auth/scope.js';
+import { changeColumnsOf, columnsOf, visibleTo, type Fragment } from '../../platform/auth/scope.js';
 import { QUERY_FIELDS } from './fields.js';
 import { cisOf, hiddenCte, matchCondition, matchInvariant, pathCtes, withCtes } from './path-store.js';
 import { historyRecords, type PredicateContext } from './predicates.js';
@@ -178,9 +178,65 @@ function groupValue(ctx: PredicateContext, row: string, field: Field): Fragment 
   return valueOf(ctx, row, field);
 }
 
+/** The CI columns the write path keeps counts by (ci_counts, sql/0029 and 0035). */
+const COUNTED = new Set(['ci_type', 'namespace', 'status', 'scope_id', 'source_id']);
+
+/** Whether a match names counted columns alone (with any operator), and no history. */
+function onCounted(e: Expr): boolean {
+  switch (e.kind) {
+    case 'and':
+    case 'or':
+      return e.items.every(onCounted);
+    case 'not':
+      return onCounted(e.expr);
+    case 'any':
+      return true;
+    case 'compare':
+    case 'in':
+    case 'exists':
+    case 'text':
+      return COUNTED.has(e.field.name);
+    default:
+      return false;
+  }
+}
+
+const joined = (sql: Sql, parts: readonly Fragment[]) => parts.reduce((a, b) => sql`${a}, ${b}`);
+
+/**
+ * `count` (by counted columns) of the present inventory matched on counted columns alone: from
+ * the counts the write path keeps and the deltas not folded in yet, exact, a few rows per instance,
+ * type and namespace. Counting the CIs themselves reads every one (1 s at 1 000 000 CIs).
+ */
+function countedStatement(ctx: PredicateContext, query: Query, shape: AggregateShape): Fragment | undefined {
+  const { sql, principal } = ctx;
+  const match = query.path[0] as Expr;
+  const counted =
+    ctx.asOf === undefined &&
+    !shape.compareTo &&
+    query.path.length === 1 &&
+    shape.fn === 'count' &&
+    shape.by.every((field) => COUNTED.has(field.name) && field.path.length === 0) &&
+    onCounted(match);
+  if (!counted) return undefined;
+  const keys = shape.by.map((_, i) => sql`${sql(`g${i}`)}`);
+  const part = (table: string, n: string) => {
+    const groups = shape.by.map((field, i) => sql`ci.${sql(QUERY_FIELDS[field.name]!.column)} as ${keys[i]!}`);
+    return sql`select ${joined(sql, [...groups, sql`ci.${sql(n)} as n`])} from ${sql(table)} ci
+      where ${visibleTo(sql, principal, columnsOf('ci'))} and ${matchCondition(ctx, 'ci', match)}`;
+  };
+  const select = joined(sql, [...keys, sql`coalesce(sum(n), 0)::int as count`, sql`null::numeric as value`]);
+  const grouped = keys.length > 0 ? sql`group by ${joined(sql, keys)} having sum(n) > 0` : sql``;
+  const order = joined(sql, [sql`count desc`, ...keys.map((key) => sql`${key} asc nulls first`)]);
+  return sql`select ${select} from (${part('ci_counts', 'cis')} union all ${part('ci_count_deltas', 'delta')}) counted
+    ${grouped} order by ${order} limit ${shape.limit + 1}`;
+}
+
 /** The statement of `count`, `count by …` or `min/max/sum/avg(…) by …`: the largest groups first. */
 export function aggregateStatement(ctx: PredicateContext, query: Query, shape: AggregateShape): Fragment {
   const { sql } = ctx;
+  const counted = countedStatement(ctx, query, shape);
+  if (counted) return counted;
   const { ctes, within, invariant } = answerOf(ctx, query, shape);
   const groups = shape.by.map((field, i) => sql`${groupValue(ctx, 'ci', field)} as ${sql(`g${i}`)}`);
   const measure = shape.field
