@@ -6,6 +6,9 @@ export const MAX_HOPS = 6;
 export const MAX_DEPTH = 5;
 export const MAX_PAGE = 1000;
 export const MAX_PATTERN = 256;
+/** How deep and, or and not may nest in a match, and how many segments a path has: the statement nests as deep. */
+export const MAX_NESTING = 64;
+export const MAX_PATH = 64;
 export const CHANGE_TYPES = ['CREATED', 'UPDATED', 'DELETED'] as const;
 
 /** What the checks need to know beyond the query's text. */
@@ -75,6 +78,7 @@ class Checker {
       throw this.fail(field.at, `${field.name} needs a path: ${field.name}.spec.replicas`);
     if (def.kind !== 'json' && field.path.length > 0)
       throw this.fail(field.at, `${field.name} has no paths; only raw_data and type_data do`);
+    if (field.path.length > MAX_PATH) throw this.fail(field.at, `a path has ${MAX_PATH} segments at most`);
     if (def.presentOnly && this.context.atMoment)
       throw this.fail(field.at, `${field.name} is known only of the present, not at a moment`);
     return def;
@@ -97,13 +101,16 @@ class Checker {
       throw this.fail(at, `${field.name} is one of ${def.values.join(', ')}`, nearest(text, def.values));
   }
 
-  expr(e: Expr): void {
+  expr(e: Expr, depth = 0): void {
+    const nests = e.kind === 'and' || e.kind === 'or' || e.kind === 'not';
+    if (nests && depth >= MAX_NESTING)
+      throw this.fail(e.at, `a match nests and, or and not ${MAX_NESTING} levels deep at most`);
     switch (e.kind) {
       case 'and':
       case 'or':
-        return e.items.forEach((item) => this.expr(item));
+        return e.items.forEach((item) => this.expr(item, depth + 1));
       case 'not':
-        return this.expr(e.expr);
+        return this.expr(e.expr, depth + 1);
       case 'any':
         return;
       case 'compare':

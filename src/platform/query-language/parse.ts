@@ -64,11 +64,47 @@ function expectedAt(text: string, failure: PeggyFailure): string[] {
   return [];
 }
 
+/** Parentheses may nest this deep: the parser descends through several rules for each. */
+export const MAX_PARENTHESES = 100;
+
+/** The offset of the first parenthesis nested deeper than MAX_PARENTHESES (quoted text aside). */
+function tooDeep(text: string): number | undefined {
+  let depth = 0;
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
+    if (quoted && char === '\\') i++;
+    else if (char === '"') quoted = !quoted;
+    else if (!quoted && char === '(' && ++depth > MAX_PARENTHESES) return i;
+    else if (!quoted && char === ')') depth = Math.max(0, depth - 1);
+  }
+  return undefined;
+}
+
+/** A problem at an offset that no grammar rule reports: nesting too deep to read. */
+function nestingProblem(text: string, offset: number, message: string): QueryError {
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  const column = offset - (before.lastIndexOf('\n') + 1) + 1;
+  return new QueryError({
+    message: `at line ${line}, column ${column}: ${message}`,
+    line,
+    column,
+    offset,
+    expected: [],
+    excerpt: excerptAt(text, offset),
+  });
+}
+
 /** Parses a query into its tree, or throws a QueryError naming the position and what was expected. */
 export function parseQuery(text: string): Query {
+  const deep = tooDeep(text);
+  if (deep !== undefined) throw nestingProblem(text, deep, `parentheses nest ${MAX_PARENTHESES} deep at most`);
   try {
     return run(text);
   } catch (error) {
+    // a chain of not, or a nesting no limit above caught, deeper than the parser's stack
+    if (error instanceof RangeError) throw nestingProblem(text, 0, 'the query nests too deeply to be read');
     if (!(error instanceof GeneratedSyntaxError)) throw error;
     const failure = error as unknown as PeggyFailure;
     const { start } = failure.location;
