@@ -5,7 +5,7 @@ import { savedViewFor } from '../saved-views/service.js';
 import { bindParams, type ParamValue } from './params.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../../platform/http/cursor.js';
 import type { Expr, Field, Query } from '../../platform/query-language/ast.js';
-import { parseQuery, QueryError, type QueryProblem } from '../../platform/query-language/parse.js';
+import { excerptAt, parseQuery, QueryError, type QueryProblem } from '../../platform/query-language/parse.js';
 import { resolveMoment } from '../../history/baselines/service.js';
 import { checkQuery, MAX_PAGE } from './check.js';
 import { DEFAULT_COLUMNS, fieldText } from './fields.js';
@@ -22,6 +22,7 @@ import {
   type SortKey,
 } from './store.js';
 import { guardCost, type CostReport } from './cost.js';
+import { patternObjection } from './pattern-store.js';
 
 export interface QueryInput {
   /** The query's text; or `saved_view_id`, a saved view of the Query view holding it. */
@@ -87,6 +88,34 @@ function assertMayRead(principal: Principal, query: Query): void {
   if (missing) throw forbidden(`This query needs the ${missing} permission`, { required: missing });
 }
 
+/** The query's `matches` predicates, in the order written. */
+function patternsOf(query: Query): Extract<Expr, { kind: 'text' }>[] {
+  const found: Extract<Expr, { kind: 'text' }>[] = [];
+  const walk = (e: Expr): void => {
+    if (e.kind === 'and' || e.kind === 'or') e.items.forEach(walk);
+    else if (e.kind === 'not') walk(e.expr);
+    else if (e.kind === 'text' && e.op === 'matches') found.push(e);
+  };
+  query.path.forEach((step) => step.kind !== 'hop' && walk(step));
+  return found;
+}
+
+/** A pattern PostgreSQL cannot read is an error at its position, found before the query runs. */
+async function checkPatterns(app: AppContext, text: string, query: Query): Promise<void> {
+  for (const e of patternsOf(query)) {
+    const objection = await patternObjection(app.sql, e.value);
+    if (objection === undefined) continue;
+    const { line, column, offset } = e.at;
+    throw new QueryError({
+      message: `at line ${line}, column ${column}: the pattern is not a regular expression PostgreSQL reads (${objection})`,
+      line,
+      column,
+      offset,
+      excerpt: excerptAt(text, offset),
+    });
+  }
+}
+
 /** Parses, binds the parameters and checks; a failure is a 422 with the position. */
 async function prepared(
   app: AppContext,
@@ -100,6 +129,7 @@ async function prepared(
     const query = bindParams(text, parseQuery(text), params);
     const relationshipTypes = await knownRelationshipTypes(app, query, tenantId);
     checkQuery(text, query, { moment, atMoment, relationshipTypes });
+    await checkPatterns(app, text, query);
     return query;
   } catch (error) {
     if (error instanceof QueryError) throw invalidQuery(error.problem);
