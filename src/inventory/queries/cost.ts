@@ -5,7 +5,7 @@ import { unprocessable } from '../../platform/errors.js';
 import type { Query } from '../../platform/query-language/ast.js';
 import type { PredicateContext } from './predicates.js';
 import { aggregateStatement, pageStatement, planOf, type AggregateShape, type PageShape } from './store.js';
-import { tableSizes } from './types-store.js';
+import { siblingPartitions, tableSizes } from './types-store.js';
 
 /** One read of a table in the plan, for people: how it reads, what it expects to find. */
 export interface PlanStep {
@@ -57,6 +57,26 @@ function stepsOf(node: PlanNode, out: PlanStep[] = []): PlanStep[] {
   return out;
 }
 
+/**
+ * The tables a plan reads whole, with their rows. A partition read whole is the month a time window
+ * fell in (a window over most of a month is read faster whole than through an index): it counts
+ * only when every partition holding rows is read, as its partitioned table read whole.
+ */
+async function readWhole(tx: Sql, scanned: readonly string[]): Promise<{ table: string; rows: number }[]> {
+  if (scanned.length === 0) return [];
+  const sizes = await tableSizes(tx, scanned);
+  const siblings = await siblingPartitions(tx, scanned);
+  const read = new Set(scanned);
+  const partitions = new Set(siblings.map((s) => s.partition));
+  const whole = scanned.filter((t) => !partitions.has(t)).map((table) => ({ table, rows: sizes.get(table) ?? 0 }));
+  for (const parent of new Set(siblings.map((s) => s.parent))) {
+    const holding = siblings.filter((s) => s.parent === parent && s.rows > 0);
+    if (holding.every((s) => read.has(s.partition)))
+      whole.push({ table: parent, rows: holding.reduce((sum, s) => sum + s.rows, 0) });
+  }
+  return whole;
+}
+
 const ratingOf = (cost: number): CostReport['rating'] =>
   cost < 1_000 ? 'light' : cost < 100_000 ? 'moderate' : 'heavy';
 
@@ -80,11 +100,8 @@ export async function guardCost(
   const root = plan!.Plan;
   const steps = stepsOf(root);
   const scanned = [...new Set(steps.filter((s) => s.access === 'scan').map((s) => s.table))];
-  const sizes = scanned.length > 0 ? await tableSizes(tx, scanned) : new Map<string, number>();
   const limit = app.config.queryScanRows;
-  const scans = scanned
-    .map((table) => ({ table, rows: sizes.get(table) ?? 0 }))
-    .filter((scan) => limit > 0 && scan.rows > limit);
+  const scans = (await readWhole(tx, scanned)).filter((scan) => limit > 0 && scan.rows > limit);
   const report: CostReport = {
     rating: scans.length > 0 ? 'heavy' : ratingOf(root['Total Cost']),
     total_cost: Math.round(root['Total Cost']),

@@ -19,3 +19,19 @@ export async function tableSizes(sql: Queryable, tables: readonly string[]): Pro
     select relname, greatest(reltuples, 0)::float8 as rows from pg_class where relname = any(${tables as string[]}::text[])`;
   return new Map(rows.map((r) => [r.relname, Number(r.rows)]));
 }
+
+/** Every partition of the partitioned tables the named partitions belong to, with its rows as the statistics last saw them. */
+export async function siblingPartitions(
+  sql: Queryable,
+  tables: readonly string[],
+): Promise<{ parent: string; partition: string; rows: number }[]> {
+  const rows = await sql<{ parent: string; partition: string; rows: number }[]>`
+    select distinct p.relname as parent, s.relname as partition, greatest(s.reltuples, 0)::float8 as rows
+    from pg_class c
+    join pg_inherits ci on ci.inhrelid = c.oid
+    join pg_class p on p.oid = ci.inhparent
+    join pg_inherits si on si.inhparent = p.oid
+    join pg_class s on s.oid = si.inhrelid
+    where c.relname = any(${tables as string[]}::text[]) and c.relnamespace = current_schema()::regnamespace`;
+  return rows.map((r) => ({ ...r, rows: Number(r.rows) }));
+}
