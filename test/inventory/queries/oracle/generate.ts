@@ -190,46 +190,53 @@ const patternOf = (field: GField): fc.Arbitrary<string> =>
     { arbitrary: fc.constantFrom(...PATTERNS), weight: 1 },
   );
 
-const comparisonArb: fc.Arbitrary<GExpr> = fc.oneof(
-  // columns and paths compared with a value
-  fc.constantFrom(...TEXT_FIELDS, ...JSON_FIELDS, ...TIME_FIELDS, f('ci_id'), f('source_id')).chain((field) =>
-    fc.oneof(
-      fc.record({
-        k: fc.constant('cmp' as const),
-        field: fc.constant(field),
-        op: fc.constantFrom<CompareOp>('=', '!=', '<', '<=', '>', '>='),
-        value: valueFor(field),
-      }),
-      fc.record({
-        k: fc.constant('in' as const),
-        field: fc.constant(field),
-        values: fc.array(valueFor(field), { minLength: 1, maxLength: 3 }),
-        negated: fc.boolean(),
-      }),
-      fc.record({
-        k: fc.constant('exists' as const),
-        field: fc.constant(field),
-        negated: fc.boolean(),
-        form: fc.constantFrom('exists' as const, 'null' as const),
-      }),
+/** Comparisons and text matches on the given fields (text matches on those that hold text). */
+const comparisonsOn = (fields: GField[], textFields: GField[]): fc.Arbitrary<GExpr> =>
+  fc.oneof(
+    // columns and paths compared with a value
+    fc.constantFrom(...fields).chain((field) =>
+      fc.oneof(
+        fc.record({
+          k: fc.constant('cmp' as const),
+          field: fc.constant(field),
+          op: fc.constantFrom<CompareOp>('=', '!=', '<', '<=', '>', '>='),
+          value: valueFor(field),
+        }),
+        fc.record({
+          k: fc.constant('in' as const),
+          field: fc.constant(field),
+          values: fc.array(valueFor(field), { minLength: 1, maxLength: 3 }),
+          negated: fc.boolean(),
+        }),
+        fc.record({
+          k: fc.constant('exists' as const),
+          field: fc.constant(field),
+          negated: fc.boolean(),
+          form: fc.constantFrom('exists' as const, 'null' as const),
+        }),
+      ),
     ),
-  ),
-  // text matches on text columns and paths, with pieces of what they hold
-  fc
-    .tuple(
-      fc.constantFrom(...TEXT_FIELDS, ...JSON_FIELDS),
-      fc.constantFrom<TextOp>('contains', 'icontains', 'starts', 'istarts', 'matches'),
-      fc.boolean(),
-    )
-    .chain(([field, op, tilde]) =>
-      (op === 'matches' ? patternOf(field) : substringOf(field)).map((value): GExpr => ({
-        k: 'text',
-        field,
-        op,
-        value,
-        tilde: op === 'matches' && tilde,
-      })),
-    ),
+    // text matches on text columns and paths, with pieces of what they hold
+    fc
+      .tuple(
+        fc.constantFrom(...textFields),
+        fc.constantFrom<TextOp>('contains', 'icontains', 'starts', 'istarts', 'matches'),
+        fc.boolean(),
+      )
+      .chain(([field, op, tilde]) =>
+        (op === 'matches' ? patternOf(field) : substringOf(field)).map((value): GExpr => ({
+          k: 'text',
+          field,
+          op,
+          value,
+          tilde: op === 'matches' && tilde,
+        })),
+      ),
+  );
+
+const comparisonArb = comparisonsOn(
+  [...TEXT_FIELDS, ...JSON_FIELDS, ...TIME_FIELDS, f('ci_id'), f('source_id')],
+  [...TEXT_FIELDS, ...JSON_FIELDS],
 );
 
 const HISTORY_FIELDS = [
@@ -418,3 +425,37 @@ export const queryArb: fc.Arbitrary<GQuery> = fc
   );
 
 export { JSON_FIELDS, TEXT_FIELDS, TIME_FIELDS };
+
+/** The columns the write path keeps counts by: a count of a match on them alone reads those counts. */
+const COUNTED = ['ci_type', 'namespace', 'status', 'scope_id', 'source_id'].map((n) => f(n));
+
+const countedExprArb: fc.Arbitrary<GExpr> = fc.letrec<{ expr: GExpr }>((tie) => ({
+  expr: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    { arbitrary: comparisonsOn(COUNTED, COUNTED.slice(0, 4)), weight: 6 },
+    { arbitrary: fc.constant<GExpr>({ k: 'any' }), weight: 2 },
+    {
+      arbitrary: fc.record({
+        k: fc.constantFrom('and' as const, 'or' as const),
+        items: fc.array(tie('expr'), { minLength: 2, maxLength: 3 }),
+      }),
+      weight: 2,
+    },
+    { arbitrary: fc.record({ k: fc.constant('not' as const), e: tie('expr') }), weight: 1 },
+  ),
+})).expr;
+
+/** `count` and `count by` of the present inventory matched on counted columns alone. */
+export const countedQueryArb: fc.Arbitrary<GQuery> = fc
+  .record({
+    first: countedExprArb,
+    by: fc.subarray(COUNTED, { maxLength: 2 }),
+    keywordCase: fc.constantFrom('lower' as const, 'upper' as const, 'capital' as const),
+  })
+  .map(({ first, by, keywordCase }) => ({
+    path: [first],
+    pipes: [{ k: 'count', by }],
+    asOf: null,
+    compareTo: null,
+    keywordCase,
+  }));
