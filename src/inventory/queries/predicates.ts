@@ -138,8 +138,12 @@ function changedField(ctx: PredicateContext, field: Field): Fragment {
   const parts = [field.name, ...field.path];
   const above = parts.map((_, i) => parts.slice(0, i + 1).join('.'));
   const path = parts.join('.');
+  // the fields joined into one text hold the path wherever a field does: a test as cheap as the
+  // column itself, so that the search of the fields runs for the few records that may hold it (a
+  // day of 167 000 records searched one by one: 240 ms of 320)
   return sql`(cr.changed_fields && ${above}::text[]
-    or exists (select 1 from unnest(cr.changed_fields) as f where f like ${`${escapeLike(path)}.%`}))`;
+    or (array_to_string(cr.changed_fields, ',') like ${`%${escapeLike(path)}.%`}
+        and exists (select 1 from unnest(cr.changed_fields) as f where f like ${`${escapeLike(path)}.%`})))`;
 }
 
 /** The window of a history predicate, cut at the moment a query at a moment reads. */
