@@ -75,6 +75,8 @@ export function csvOf(answer: Exclude<QueryAnswer, { kind: 'explain' }>, header:
     const head = [...answer.by, 'count', ...(answer.field ? [`${answer.fn}(${answer.field})`] : [])];
     return header ? [head, ...rows] : rows;
   }
-  const rows = answer.rows.map((row) => [row.ci_id, ...row.values.map(cell)]);
-  return header ? [['ci_id', ...answer.columns], ...rows] : rows;
+  // every row names its CI first, once: a query that chose ci_id as a column already has it
+  const lead = !answer.columns.includes('ci_id');
+  const rows = answer.rows.map((row) => [...(lead ? [row.ci_id] : []), ...row.values.map(cell)]);
+  return header ? [[...(lead ? ['ci_id'] : []), ...answer.columns], ...rows] : rows;
 }

@@ -82,6 +82,10 @@ const RESPONSES = {
     description: 'Hops need `relationships:read`, history predicates `changes:read` (`HTTP_403`).',
     schema: ErrorEnvelope,
   },
+  404: {
+    description: '`saved_view_id` names no saved view the caller may open (`HTTP_404`).',
+    schema: ErrorEnvelope,
+  },
   406: { description: 'The Accept header names no type this route serves (`HTTP_406`).', schema: ErrorEnvelope },
   422: {
     description:

@@ -6558,6 +6558,29 @@ export interface operations {
           };
         };
       };
+      /** @description `saved_view_id` names no saved view the caller may open (`HTTP_404`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              /** @description HTTP_<status>, VALIDATION_ERROR, INVALID_FILTER or INTERNAL_SERVER_ERROR. */
+              code: string;
+              /** @description VALIDATION_ERROR: `errors` [{field, location, message}]; INVALID_FILTER: `filter`, `reason`. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Unique per occurrence; also in the server log line. */
+              id: string;
+              message: string;
+              method: string;
+              path: string;
+            };
+          };
+        };
+      };
       /** @description The Accept header names no type this route serves (`HTTP_406`). */
       406: {
         headers: {
@@ -6784,6 +6807,29 @@ export interface operations {
       };
       /** @description Hops need `relationships:read`, history predicates `changes:read` (`HTTP_403`). */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              /** @description HTTP_<status>, VALIDATION_ERROR, INVALID_FILTER or INTERNAL_SERVER_ERROR. */
+              code: string;
+              /** @description VALIDATION_ERROR: `errors` [{field, location, message}]; INVALID_FILTER: `filter`, `reason`. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Unique per occurrence; also in the server log line. */
+              id: string;
+              message: string;
+              method: string;
+              path: string;
+            };
+          };
+        };
+      };
+      /** @description `saved_view_id` names no saved view the caller may open (`HTTP_404`). */
+      404: {
         headers: {
           [name: string]: unknown;
         };
