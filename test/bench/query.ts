@@ -650,8 +650,8 @@ export async function benchQuery(size = 1_000_000): Promise<Figure[]> {
       'relationship lists by hand',
     );
 
-    // count by type and namespace over the whole inventory (a scan: an admin's allow_scan)
-    const countQuery = { query: '* | count by ci_type, namespace', allow_scan: true };
+    // count by type and namespace over the whole inventory
+    const countQuery = { query: '* | count by ci_type, namespace' };
     const groups = (
       await client.query<{ groups: { key: { ci_type: string; namespace: string | null }; count: number }[] }>(
         countQuery,
