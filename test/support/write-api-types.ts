@@ -1,5 +1,5 @@
 /**
- * Writes src/ui/app/lib/api-types.ts: the TypeScript types openapi-typescript derives from the
+ * Writes src/ui/app/lib/api-types.generated.ts: the TypeScript types openapi-typescript derives from the
  * committed OpenAPI document (test/fixtures/openapi.json, or the file named as the first argument),
  * formatted by Prettier as the rest of the tree is. `npm run openapi:types` runs it, and
  * `npm run openapi:snapshot` after refreshing the document; test/ui/api-types.test.ts checks that the
@@ -12,7 +12,7 @@ import openapiTS, { astToString } from 'openapi-typescript';
 import prettier from 'prettier';
 
 export const DOCUMENT_FILE = fileURLToPath(new URL('../fixtures/openapi.json', import.meta.url));
-export const API_TYPES_FILE = fileURLToPath(new URL('../../src/ui/app/lib/api-types.ts', import.meta.url));
+export const API_TYPES_FILE = fileURLToPath(new URL('../../src/ui/app/lib/api-types.generated.ts', import.meta.url));
 export const API_TYPES_COMMAND = 'npm run openapi:types';
 
 const HEADER = `/**

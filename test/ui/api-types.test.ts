@@ -4,7 +4,7 @@ import path from 'node:path';
 import { API_TYPES_COMMAND, API_TYPES_FILE, renderApiTypes } from '../support/write-api-types.js';
 
 /**
- * The web interface is typed by the API's own document: src/ui/app/lib/api-types.ts must be what
+ * The web interface is typed by the API's own document: src/ui/app/lib/api-types.generated.ts must be what
  * openapi-typescript generates from test/fixtures/openapi.json (which the OpenAPI snapshot test keeps
  * equal to the served document), so a changed response shape reaches `tsc -p src/ui/app/tsconfig.json`.
  */

@@ -1,8 +1,8 @@
-import type { components, operations } from './api-types.js';
+import type { components, operations } from './api-types.generated.js';
 
 /*
  * The server's shapes the web interface reads, each named once from the types generated from the
- * API's OpenAPI document (./api-types.ts, `npm run openapi:types`): a response that changes shape
+ * API's OpenAPI document (./api-types.generated.ts, `npm run openapi:types`): a response that changes shape
  * fails the interface's type check instead of a page in a browser. Operations are named by their
  * operationId, the path beside each.
  */
