@@ -67,6 +67,8 @@ leafnodes { remotes: [ { url: "nats-leaf://leaf:${canaries[1]}@127.0.0.1:${deadP
         filter_subject: 'orders.new',
         max_deliver: 5,
       });
+      // an ephemeral consumer comes and goes with its client: not recorded
+      await jsm.consumers.add('ORDERS', { ack_policy: AckPolicy.Explicit, inactive_threshold: 600e9 });
       await jsm.streams.add({ name: 'EVENTS', subjects: ['events.*'], storage: StorageType.Memory });
       await jsm.streams.add({ name: 'ORDERS_COPY', mirror: { name: 'ORDERS' } });
       const opsJsm = await jetstreamManager(ops);
@@ -211,7 +213,7 @@ leafnodes { remotes: [ { url: "nats-leaf://leaf:${canaries[1]}@127.0.0.1:${deadP
         max_age_seconds: orders.config.max_age / 1e9,
         max_bytes: null,
       });
-      expect(stream.type_data!.metrics).to.deep.include({ messages: orders.state.messages, consumer_count: 1 });
+      expect(stream.type_data!.metrics).to.deep.include({ messages: orders.state.messages, consumer_count: 2 });
       expect(await outgoing(stream.ci_id)).to.deep.equal([
         'belongs_to nats.account APP',
         `hosted_on nats.server ${serverName}`,
@@ -233,6 +235,7 @@ leafnodes { remotes: [ { url: "nats-leaf://leaf:${canaries[1]}@127.0.0.1:${deadP
       });
       expect(shipper.type_data!.metrics).to.deep.include({ num_pending: shipperInfo.num_pending });
       expect(await outgoing(shipper.ci_id)).to.deep.equal(['consumes nats.stream ORDERS']);
+      expect((await items('nats.consumer')).map((c) => c.name).sort()).to.deep.equal(['reader', 'shipper']);
       const reader = await named('nats.consumer', 'reader');
       expect(reader.type_data).to.deep.include({ ack_policy: 'none', deliver_policy: 'last', stream: 'AUDIT' });
       await expectDocumentedTypeData(app.current, admin, 'nats');
