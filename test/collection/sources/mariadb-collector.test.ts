@@ -8,6 +8,7 @@ import { createKey, useTestApp, type RequestOptions } from '../../support/app.js
 import { describeWith } from '../../support/dependencies.js';
 import { mariadbInstalled, startPrivateMariadb, type PrivateMariadb } from '../../support/private-mariadb.js';
 import { expectDocumentedTypeData } from '../../support/type-data.js';
+import { grantedRoles, withoutSecrets } from '../../../src/collection/types/mariadb/grants.js';
 
 const REASON =
   '(skipped outside CI when the MariaDB server binaries mariadbd and mariadb-install-db are not installed; under CI=true a missing binary fails)';
@@ -170,19 +171,12 @@ describeWith(mariadbInstalled())(`the mariadb collector type against private Mar
   };
   const history = async (ciId: string) => (await get(`/api/v1/ci-changes/${ciId}`)).body.items as Change[];
 
-  it('discovers the servers, databases, accounts and replication as the servers report them', async () => {
-    const primaryName = `primary-${tag}`;
-    const source = await addSource(primaryName, primary, basic);
-    const replicaSource = await addSource(`replica-${tag}`, replica, basic);
-    for (const s of [source, replicaSource]) {
-      const run = await collect(s);
-      expect(run.status, run.error).to.equal('succeeded');
-    }
-
+  const primaryName = `primary-${tag}`;
+  const expectServer = async () => {
     const [vars] = await root.query(
       'SELECT @@version AS version, @@hostname AS hostname, @@max_connections AS max_connections, @@innodb_buffer_pool_size AS pool, @@binlog_format AS binlog_format',
     );
-    const server = await named('mariadb.server', `primary-${tag}`);
+    const server = await named('mariadb.server', primaryName);
     expect(server.type_data).to.deep.include({
       version: vars.version,
       flavour: 'mariadb',
@@ -201,7 +195,9 @@ describeWith(mariadbInstalled())(`the mariadb collector type against private Mar
       endpoint: `127.0.0.1:${primary.port}`,
     });
     expect(server.type_data!.metrics.uptime_seconds).to.be.a('number');
-
+    return server;
+  };
+  const expectDatabases = async () => {
     const schemas = (await root.query('SHOW DATABASES')) as { Database: string }[];
     const expected = schemas.map((s) => s.Database).filter((d) => !/^(information|performance)_schema$/.test(d));
     const databases = (await items('mariadb.database')).filter((d) => expected.includes(d.name));
@@ -213,8 +209,10 @@ describeWith(mariadbInstalled())(`the mariadb collector type against private Mar
       system: false,
     });
     expect(shop.type_data!.metrics.tables).to.equal(1);
-    expect(await outgoing(shop.ci_id)).to.include(`hosted_on mariadb.server primary-${tag}`);
-
+    expect(await outgoing(shop.ci_id)).to.include(`hosted_on mariadb.server ${primaryName}`);
+    return shop;
+  };
+  const expectAccounts = async () => {
     const accounts = (await root.query(
       "SELECT CONCAT(User, '@', Host) AS name FROM mysql.user WHERE is_role = 'N'",
     )) as {
@@ -251,10 +249,11 @@ describeWith(mariadbInstalled())(`the mariadb collector type against private Mar
     const reader = await named('mariadb.role', 'reader', primaryName);
     expect(reader.type_data!.grants).to.include('GRANT SELECT ON `shop`.* TO `reader`');
     expect(await outgoing(reader.ci_id)).to.deep.equal(['member_of mariadb.role auditor']);
-
+  };
+  const expectReplication = async () => {
     const replicaCi = await named('mariadb.replica', `127.0.0.1:${replica.port}`);
     expect(replicaCi.type_data).to.deep.include({ server_id: 2, host: '127.0.0.1', port: replica.port });
-    expect(await outgoing(replicaCi.ci_id)).to.deep.equal([`replicates_from mariadb.server primary-${tag}`]);
+    expect(await outgoing(replicaCi.ci_id)).to.deep.equal([`replicates_from mariadb.server ${primaryName}`]);
     const channel = await named('mariadb.replication_source', `127.0.0.1:${primary.port}`);
     expect(channel.type_data).to.deep.include({
       connection_name: null,
@@ -267,7 +266,27 @@ describeWith(mariadbInstalled())(`the mariadb collector type against private Mar
     expect(await outgoing(replicaServer.ci_id)).to.deep.equal([
       `replicates_from mariadb.replication_source 127.0.0.1:${primary.port}`,
     ]);
+  };
+
+  it('discovers the servers, databases, accounts and replication as the servers report them', async () => {
+    const source = await addSource(primaryName, primary, basic);
+    const replicaSource = await addSource(`replica-${tag}`, replica, basic);
+    for (const s of [source, replicaSource]) {
+      const run = await collect(s);
+      expect(run.status, run.error).to.equal('succeeded');
+    }
+    await expectServer();
+    await expectDatabases();
+    await expectAccounts();
+    await expectReplication();
     await expectDocumentedTypeData(app.current, admin, 'mariadb');
+  });
+
+  it('records a configuration change and a new database as changes, and rows written as metrics only', async () => {
+    const source = await addSource(primaryName, primary, basic);
+    expect((await collect(source)).status).to.equal('succeeded');
+    const server = await named('mariadb.server', primaryName);
+    const shop = await named('mariadb.database', 'shop', primaryName);
 
     // nothing changed: no change record
     expect((await collect(source)).counts.changes).to.equal(0);
@@ -363,5 +382,38 @@ describeWith(mariadbInstalled())(`the mariadb collector type against private Mar
       expect(text).to.not.include(canary);
       for (const hash of hashes) expect(text).to.not.include(hash);
     }
+  });
+});
+
+describe('the mariadb collector type: grant lines', () => {
+  it('drops every form of authentication clause and keeps the rest of the line', () => {
+    const hash = '*7648E52EC79D4BB879B7B913F0B8BBF8DC4AB6CC';
+    expect(
+      withoutSecrets(`GRANT USAGE ON *.* TO \`u\`@\`%\` IDENTIFIED BY PASSWORD '${hash}' WITH MAX_USER_CONNECTIONS 3`),
+    ).to.equal('GRANT USAGE ON *.* TO `u`@`%` WITH MAX_USER_CONNECTIONS 3');
+    expect(
+      withoutSecrets(
+        "GRANT ALL PRIVILEGES ON *.* TO `a`@`h` IDENTIFIED VIA ed25519 USING 'ZIgUREUg5PVgQ6LskhXmO+eZLS0nC8be6HPjYWR4YJY' OR unix_socket REQUIRE SSL WITH GRANT OPTION",
+      ),
+    ).to.equal('GRANT ALL PRIVILEGES ON *.* TO `a`@`h` REQUIRE SSL WITH GRANT OPTION');
+    expect(
+      withoutSecrets(
+        "GRANT USAGE ON *.* TO 'b'@'%' IDENTIFIED WITH caching_sha2_password AS '$A$005$abcdefghijklmnopqrstuvwxyz'",
+      ),
+    ).to.equal("GRANT USAGE ON *.* TO 'b'@'%'");
+    // a quoted name that looks like a keyword is not taken for one
+    expect(withoutSecrets('GRANT SELECT ON `identified`.* TO `c`@`%`')).to.equal(
+      'GRANT SELECT ON `identified`.* TO `c`@`%`',
+    );
+    expect(withoutSecrets(`GRANT PROXY ON ''@'%' TO 'root'@'localhost' WITH GRANT OPTION ${hash}`)).to.not.include(
+      hash,
+    );
+  });
+
+  it('reads the roles a grant line grants, as MariaDB and MySQL write them', () => {
+    expect(grantedRoles('GRANT `reader` TO `app`@`%`')).to.deep.equal(['reader']);
+    expect(grantedRoles('GRANT `r``1` TO `app`@`%` WITH ADMIN OPTION')).to.deep.equal(['r`1']);
+    expect(grantedRoles('GRANT `r1`@`%`,`r2`@`%` TO `u`@`%`')).to.deep.equal(['r1@%', 'r2@%']);
+    expect(grantedRoles('GRANT SELECT ON `shop`.* TO `reader`')).to.deep.equal([]);
   });
 });
