@@ -41,6 +41,11 @@ export interface AtMoment {
  * cinv_ci_at, sql/0020_state_at.sql) and the rows removed since (their tombstones, taken back the
  * same way). Conditions apply inside each part, so a filter or a keyset position narrows each
  * before anything is merged. A CI is there when it was created by then and not yet removed.
+ *
+ * The rows to take back are chosen in a subquery of their own (`offset 0` keeps the planner from
+ * pulling it up): left to itself it took back every candidate first and asked whether it had been
+ * written since after (the query bench's as_of a day back: 8 533 deployments rebuilt, 3.8 s, to
+ * keep none of them).
  */
 export function cisAt(sql: Sql, at: string, alias: string, { visible, where, key }: AtMoment): Fragment {
   const moment = sql`${at}::text::timestamptz`;
@@ -53,16 +58,20 @@ export function cisAt(sql: Sql, at: string, alias: string, { visible, where, key
       and not exists (select 1 from ci_undo u where u.tenant_id = ${a}.tenant_id and u.ci_id = ${a}.ci_id and u.at > ${moment})
       ${also(where, alias)}
     union all
-    select ${a}.* from configuration_items now_
+    select ${a}.* from (
+      select now_.* from configuration_items now_
+      where ${visible('now_')} and now_.created_at <= ${moment} ${also(key, 'now_')}
+        and exists (select 1 from ci_undo u where u.tenant_id = now_.tenant_id and u.ci_id = now_.ci_id and u.at > ${moment})
+      offset 0) now_
     cross join lateral cinv_ci_at(to_jsonb(now_), ${moment}) ${a}
-    where ${visible('now_')} and now_.created_at <= ${moment} ${also(key, 'now_')}
-      and exists (select 1 from ci_undo u where u.tenant_id = now_.tenant_id and u.ci_id = now_.ci_id and u.at > ${moment})
-      and ${visible(alias)} ${also(where, alias, true)}
+    where ${visible(alias)} ${also(where, alias, true)}
     union all
-    select ${a}.* from ci_tombstones gone
+    select ${a}.* from (
+      select gone.* from ci_tombstones gone
+      where ${visible('gone')} and gone.created_at <= ${moment} and gone.removed_at > ${moment} ${also(key, 'gone')}
+      offset 0) gone
     cross join lateral cinv_ci_at(to_jsonb(gone) - 'removed_at', ${moment}) ${a}
-    where ${visible('gone')} and gone.created_at <= ${moment} and gone.removed_at > ${moment} ${also(key, 'gone')}
-      and ${visible(alias)} ${also(where, alias, true)}
+    where ${visible(alias)} ${also(where, alias, true)}
   )`;
 }
 
