@@ -10,6 +10,7 @@ import { printTable, type Figure } from './common.js';
 import { benchAsOf } from './as-of.js';
 import { benchChanges } from './changes.js';
 import { benchCollectKubernetes } from './collect-kubernetes.js';
+import { benchCollectNats } from './collect-nats.js';
 import { benchCollectRabbitmq } from './collect-rabbitmq.js';
 import { benchCsvExport } from './csv-export.js';
 import { benchEmbedded } from './embedded.js';
@@ -47,6 +48,7 @@ const extra: Record<string, Bench> = {
   stats: (size) => benchStats(size ?? 5_000_000),
   ndjson: (size) => benchNdjson(size ?? 500),
   'collect-kubernetes': (size) => benchCollectKubernetes(size ?? 10_000),
+  'collect-nats': (size) => benchCollectNats(size ?? 1000),
   'collect-rabbitmq': (size) => benchCollectRabbitmq(size ?? 10_000),
   ui: (size) => benchUi(size),
   'history-scale': (size, second) => benchHistoryScale(size, second),

@@ -1,7 +1,11 @@
 import { kubernetesType } from './kubernetes/index.js';
+import { mariadbType } from './mariadb/index.js';
+import { natsType } from './nats/index.js';
 import { UNKNOWN_TYPE_CAPABILITIES, type CollectorType } from './plugin.js';
 import { postgresqlType } from './postgresql/index.js';
 import { prometheusType } from './prometheus/index.js';
+import { rabbitmqType } from './rabbitmq/index.js';
+import { redisType } from './redis/index.js';
 import { universalType } from './universal/index.js';
 
 /**
@@ -9,7 +13,9 @@ import { universalType } from './universal/index.js';
  * register their own doubles beside them.
  */
 const registry = new Map<string, CollectorType>(
-  [universalType, kubernetesType, postgresqlType, prometheusType].map((t) => [t.type, t]),
+  [universalType, kubernetesType, postgresqlType, prometheusType, redisType, mariadbType, natsType, rabbitmqType].map(
+    (t) => [t.type, t],
+  ),
 );
 
 export function registerCollectorType(type: CollectorType): void {
