@@ -31,7 +31,7 @@ export async function benchCollectRabbitmq(queues = 10_000): Promise<Figure[]> {
   const app = await startTestApp({}, { raw, probe });
   try {
     const declared = performance.now();
-    await rabbit.api('POST', '/api/definitions', definitions(queues));
+    await rabbit.api('POST', '/api/definitions', definitions(queues), 600_000);
     console.log(`${queues} queues declared in ${((performance.now() - declared) / 1000).toFixed(1)} s`);
     const key = await createKey(app.sql, 'adm');
     const added = await app.request('POST', '/api/v1/sources', {

@@ -25,7 +25,7 @@ export interface PrivateRabbit {
   url: string;
   admin: { username: string; password: string };
   /** A request to the management API as the administrator; the parsed answer (or null for none). */
-  api(method: string, apiPath: string, body?: unknown): Promise<unknown>;
+  api(method: string, apiPath: string, body?: unknown, timeoutMs?: number): Promise<unknown>;
   /** rabbitmqctl against this node, with `--formatter json` when asked; its stdout. */
   ctl(...args: string[]): Promise<string>;
 }
@@ -41,12 +41,12 @@ export async function startPrivateRabbit(options: {
   const admin = { username: 'cinv-admin', password: options.adminPassword };
   const url = `http://127.0.0.1:${managementPort}`;
   const authorization = `Basic ${Buffer.from(`${admin.username}:${admin.password}`).toString('base64')}`;
-  const api = async (method: string, apiPath: string, body?: unknown) => {
+  const api = async (method: string, apiPath: string, body?: unknown, timeoutMs = 30_000) => {
     const reply = await fetch(`${url}${apiPath}`, {
       method,
       headers: { authorization, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
+      signal: AbortSignal.timeout(timeoutMs),
     });
     const text = await reply.text();
     if (!reply.ok) throw new Error(`${method} ${apiPath}: HTTP ${reply.status} ${text}`);
