@@ -154,8 +154,8 @@ export const rabbitmqType: CollectorType = {
     'Discovers a RabbitMQ cluster through its management HTTP API (read only): `rabbitmq.cluster`, `rabbitmq.node`, ' +
     '`rabbitmq.vhost`, `rabbitmq.exchange`, `rabbitmq.queue`, `rabbitmq.user` and `rabbitmq.policy`, with `member_of`, ' +
     '`hosted_on`, `in_vhost`, `routes_to` (bindings, their routing keys in the exchange’s `bindings`), `can_access` and ' +
-    '`applies_in` relationships. Endpoint `http(s)://host:15672`; credentials `basic` (a user tagged `monitoring`; ' +
-    'users need `administrator`, policies `policymaker`).',
+    '`applies_in` relationships. Endpoint `http(s)://host:15672`; credentials `basic` (a user tagged `monitoring` ' +
+    'with a permission entry in each virtual host; users need `administrator`).',
   configSchema: ConfigSchema,
   capabilities: {
     supports_universal_format: false,
