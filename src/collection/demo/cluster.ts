@@ -26,6 +26,8 @@ const specOf = (kind: Kind): KindSpec => SPEC.get(kind)!;
 export interface ClusterPlan {
   name: string;
   nodes: number;
+  /** The second octet of its addresses (10.<network>.…): two clusters' nodes never share an address. */
+  network: number;
   teams: readonly { namespace: string; apps: readonly string[] }[];
 }
 
@@ -43,13 +45,14 @@ export class DemoCluster {
   private readonly gone = new Set<string>();
   private nodeCount = 0;
   private version = 1000;
-  private ip = 10;
+  private readonly ip: number;
 
   constructor(
     readonly plan: ClusterPlan,
     private readonly random: Random,
     private readonly clock: () => Date,
   ) {
+    this.ip = plan.network;
     for (let n = 0; n < plan.nodes; n++) this.addNode();
     for (const team of plan.teams) {
       this.put('namespace', {
@@ -91,6 +94,11 @@ export class DemoCluster {
 
   nodeNames(): string[] {
     return [...this.objects.values()].filter((o) => o.spec.singular === 'node').map((o) => o.object.metadata!.name!);
+  }
+
+  /** A node's internal address, as the servers running on it listen on it. */
+  nodeAddress(name: string): string {
+    return this.hostIp(name);
   }
 
   /** A new image: a new replica set takes over and every pod is replaced. */

@@ -4,18 +4,50 @@ import { reconcile } from '../../inventory/write-path/reconcile.js';
 import type { UniversalRecord } from '../../inventory/write-path/records.js';
 import { insertSource, provisionCollector, updateSource } from '../sources/service.js';
 import { postgresqlRecords, prometheusRecords } from './fleet.js';
+import { ENDPOINTS, parseServerSource, serverRecords, serverSources } from './servers.js';
 import { demoSources, markCollected, removeSources } from './store.js';
 import { buildDemo, DEMO_DAYS, type Touched } from './timeline.js';
 
 const HOUR = 3_600_000;
 
-/** The demo's sources: what collector type each stands for, and the instance its CIs belong to. */
-const SOURCES: Record<Touched, { name: string; collectorType: string; scopeId: string }> = {
-  east: { name: 'demo-east', collectorType: 'kubernetes', scopeId: 'east' },
-  west: { name: 'demo-west', collectorType: 'kubernetes', scopeId: 'west' },
-  prometheus: { name: 'demo-prometheus', collectorType: 'prometheus', scopeId: 'prometheus-demo' },
-  postgresql: { name: 'demo-postgresql', collectorType: 'postgresql', scopeId: 'pg-demo-primary' },
-};
+interface DemoSourcePlan {
+  name: string;
+  collectorType: string;
+  scopeId: string;
+  endpoint: string;
+  config: Record<string, unknown>;
+}
+
+/**
+ * The demo's sources: what collector type each stands for, the instance its CIs belong to, and the
+ * endpoint and settings such a source would have, at a reserved name (RFC 2606): the demo is never
+ * collected from anywhere.
+ */
+const SOURCES = {
+  east: plan('demo-east', 'kubernetes', 'east', { cluster_name: 'east' }),
+  west: plan('demo-west', 'kubernetes', 'west', { cluster_name: 'west' }),
+  prometheus: plan('demo-prometheus', 'prometheus', 'prometheus-demo'),
+  postgresql: plan('demo-postgresql', 'postgresql', 'pg-demo-primary'),
+  ...Object.fromEntries(
+    serverSources().map((source) => {
+      const { kind } = parseServerSource(source);
+      // server_name is what a collection scopes the server's CIs by
+      return [
+        source,
+        { ...plan(`demo-${source}`, kind, source, { server_name: source }), endpoint: ENDPOINTS[kind](source) },
+      ];
+    }),
+  ),
+} as Record<Touched, DemoSourcePlan>;
+
+function plan(
+  name: string,
+  collectorType: string,
+  scopeId: string,
+  config: Record<string, unknown> = {},
+): DemoSourcePlan {
+  return { name, collectorType, scopeId, endpoint: `https://${scopeId}.demo.invalid`, config };
+}
 
 export interface DemoOptions {
   tenantId: string;
@@ -31,9 +63,10 @@ export type DemoOutcome =
   | { loaded: true; sources: string[]; steps: number; cis: number; changes: number; from: Date; to: Date };
 
 /**
- * Loads the demo inventory: two Kubernetes clusters, a Prometheus and a PostgreSQL, each as a
- * source of its own marked `config.demo` and disabled (nothing collects them), with a week of
- * history written at the moments it happened. Loaded already: nothing is written.
+ * Loads the demo inventory: two Kubernetes clusters with a Redis, a MariaDB and a NATS each, a
+ * Prometheus and a PostgreSQL, each as a source of its own marked `config.demo` and disabled
+ * (nothing collects them), with a week of history written at the moments it happened. Loaded
+ * already: nothing is written.
  */
 export async function loadDemo(sql: Sql, options: DemoOptions): Promise<DemoOutcome> {
   const existing = await demoSources(sql, options.tenantId);
@@ -48,7 +81,12 @@ export async function loadDemo(sql: Sql, options: DemoOptions): Promise<DemoOutc
     demo.clock.now = step.at;
     const touched = step.apply();
     for (const name of touched) {
-      const { records, deletions } = recordsOf(demo, name, index === 0 || index === demo.steps.length - 1, emitted);
+      const { records, deletions } = await recordsOf(
+        demo,
+        name,
+        index === 0 || index === demo.steps.length - 1,
+        emitted,
+      );
       if (records.length === 0 && deletions.length === 0) continue;
       const result = await reconcile(
         sql,
@@ -93,17 +131,17 @@ export async function loadDemo(sql: Sql, options: DemoOptions): Promise<DemoOutc
 }
 
 /**
- * What a collection of one source reports now. The clusters say what changed; the Prometheus and
- * the PostgreSQL report everything, and what they no longer report is gone.
+ * What a collection of one source reports now. The clusters say what changed; the Prometheus, the
+ * PostgreSQL and the clusters' servers report everything, and what they no longer report is gone.
  */
-function recordsOf(
+async function recordsOf(
   demo: ReturnType<typeof buildDemo>,
   name: Touched,
   everything: boolean,
   emitted: Map<Touched, Set<string>>,
-): { records: UniversalRecord[]; deletions: string[] } {
-  if (name === 'prometheus' || name === 'postgresql') {
-    const records = name === 'prometheus' ? prometheusRecords(demo.fleet) : postgresqlRecords(demo.fleet);
+): Promise<{ records: UniversalRecord[]; deletions: string[] }> {
+  if (name !== 'east' && name !== 'west') {
+    const records = await reported(demo, name);
     const now = new Set(records.map((r) => r.external_id));
     const deletions = [...(emitted.get(name) ?? [])].filter((id) => !now.has(id));
     emitted.set(name, now);
@@ -114,16 +152,25 @@ function recordsOf(
   return everything ? { records: cluster.all(), deletions: drained.deletions } : drained;
 }
 
+function reported(
+  demo: ReturnType<typeof buildDemo>,
+  name: Exclude<Touched, 'east' | 'west'>,
+): Promise<UniversalRecord[]> {
+  if (name === 'prometheus') return Promise.resolve(prometheusRecords(demo.fleet));
+  if (name === 'postgresql') return Promise.resolve(postgresqlRecords(demo.fleet));
+  const { kind, cluster } = parseServerSource(name);
+  return serverRecords(demo.servers[cluster], kind, demo.clock.now);
+}
+
 async function createSources(sql: Sql, tenantId: string, now: Date): Promise<Record<Touched, string>> {
   const ids = {} as Record<Touched, string>;
-  for (const [key, source] of Object.entries(SOURCES) as [Touched, (typeof SOURCES)[Touched]][]) {
+  for (const [key, source] of Object.entries(SOURCES) as [Touched, DemoSourcePlan][]) {
     const collectorId = await provisionCollector(sql, tenantId, source.collectorType, `demo-${source.collectorType}`);
     const id = await insertSource(sql, tenantId, {
       collectorId,
       name: source.name,
-      // a reserved name (RFC 2606): the demo is never collected from anywhere
-      endpoint: `https://${source.scopeId}.demo.invalid`,
-      config: { demo: true, ...(source.collectorType === 'kubernetes' ? { cluster_name: source.scopeId } : {}) },
+      endpoint: source.endpoint,
+      config: { demo: true, ...source.config },
       scheduleConfig: { enabled: false },
     });
     if (!id) throw new Error(`a source named ${source.name} exists already and is not the demo's: rename it first`);

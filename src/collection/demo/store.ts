@@ -10,7 +10,8 @@ export function demoSources(sql: Queryable, tenantId: string): Promise<DemoSourc
   return sql<DemoSource[]>`
     select id::text, name from sources
     where tenant_id = ${tenantId} and deleted_at is null and config ->> 'demo' = 'true'
-    order by id`;
+    -- the column, not the text it is selected as: source 10 comes after source 9
+    order by sources.id`;
 }
 
 /**

@@ -1,14 +1,17 @@
 import { DemoCluster, type ClusterPlan } from './cluster.js';
 import { initialFleet, type FleetState } from './fleet.js';
 import { Random } from './random.js';
+import { initialServers, serverSources, type ClusterName, type ClusterServers, type ServerSource } from './servers.js';
 
 export const DEMO_SEED = 20_261_125;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 export const DEMO_DAYS = 7;
 
-/** What a step changed: a cluster (its drained objects), the Prometheus or the PostgreSQL. */
-export type Touched = 'east' | 'west' | 'prometheus' | 'postgresql';
+/** What a step changed: a cluster (its drained objects), the Prometheus, the PostgreSQL or a cluster's server. */
+export type Touched = 'east' | 'west' | 'prometheus' | 'postgresql' | ServerSource;
+
+const EVERYTHING = (): Touched[] => ['east', 'west', 'prometheus', 'postgresql', ...serverSources()];
 
 export interface Step {
   at: Date;
@@ -153,20 +156,29 @@ const POOLS: Record<string, readonly string[]> = {
   ],
 };
 
-const plan = (name: string, nodes: number, teams: string[], apps: number): ClusterPlan => ({
+const plan = (name: string, nodes: number, network: number, teams: string[], apps: number): ClusterPlan => ({
   name,
   nodes,
+  network,
   teams: teams.map((team) => ({ namespace: team, apps: POOLS[team]!.slice(0, apps) })),
 });
 
 /** Two clusters: `east` (production, about 1 300 objects) and `west` (about 800). */
-export const EAST = plan('east', 12, ['shop', 'payments', 'platform', 'data', 'search', 'monitoring', 'internal'], 17);
-export const WEST = plan('west', 8, ['shop', 'payments', 'platform', 'search', 'monitoring'], 15);
+export const EAST = plan(
+  'east',
+  12,
+  10,
+  ['shop', 'payments', 'platform', 'data', 'search', 'monitoring', 'internal'],
+  17,
+);
+export const WEST = plan('west', 8, 20, ['shop', 'payments', 'platform', 'search', 'monitoring'], 15);
 
 export interface Demo {
   east: DemoCluster;
   west: DemoCluster;
   fleet: FleetState;
+  /** The Redis, MariaDB and NATS each cluster runs. */
+  servers: Record<ClusterName, ClusterServers>;
   /** The moment the steps have reached; the clusters stamp what they create with it. */
   clock: { now: Date };
   steps: Step[];
@@ -188,11 +200,12 @@ export function buildDemo(end: Date): Demo {
   const east = new DemoCluster(EAST, random, () => clock.now);
   const west = new DemoCluster(WEST, random, () => clock.now);
   const fleet = initialFleet([...east.nodeNames(), ...west.nodeNames()]);
+  const servers = { east: initialServers(east, start), west: initialServers(west, start) };
   const steps: Step[] = [
     {
       at: start,
-      what: 'first collection of both clusters, the Prometheus and the PostgreSQL',
-      apply: () => ['east', 'west', 'prometheus', 'postgresql'],
+      what: 'first collection of both clusters and their servers, the Prometheus and the PostgreSQL',
+      apply: EVERYTHING,
     },
   ];
   // days are calendar days (UTC) from the first midnight of the week: day 5 is always yesterday
@@ -201,6 +214,7 @@ export function buildDemo(end: Date): Demo {
   ordinaryDays(steps, random, { east, west }, at);
   nodeChanges(steps, east, west, fleet, at);
   tuning(steps, fleet, at);
+  serverChanges(steps, servers, at);
   incident(steps, east, at);
   // the ordinary days run up to now: what would happen after it is left out
   const week = steps.filter((step) => step.at.getTime() < end.getTime());
@@ -209,9 +223,9 @@ export function buildDemo(end: Date): Demo {
   steps.push({
     at: end,
     what: 'latest collection of everything',
-    apply: () => ['east', 'west', 'prometheus', 'postgresql'],
+    apply: EVERYTHING,
   });
-  return { east, west, fleet, clock, steps, start, end };
+  return { east, west, fleet, servers, clock, steps, start, end };
 }
 
 /** Every day of the week: deployments roll new images, some scale with the traffic. */
@@ -291,6 +305,25 @@ function tuning(steps: Step[], fleet: FleetState, at: At): void {
     at: at(4, 15, 20),
     what: 'prometheus: upgraded to 2.54.0',
     apply: () => ((fleet.prometheusVersion = '2.54.0'), ['prometheus']),
+  });
+}
+
+/** Through the week: each cluster's Redis, MariaDB and NATS reconfigured once. */
+function serverChanges(steps: Step[], servers: Record<ClusterName, ClusterServers>, at: At): void {
+  const change = (when: Date, source: ServerSource, what: string, apply: () => void) =>
+    steps.push({ at: when, what: `${source}: ${what}`, apply: () => (apply(), [source]) });
+  const { east, west } = servers;
+  change(at(1, 10, 15), 'redis-east', 'maxmemory-policy noeviction → allkeys-lru', () => {
+    east.redis.maxmemoryPolicy = 'allkeys-lru';
+  });
+  change(at(3, 16, 0), 'redis-west', 'maxmemory 4 GiB → 6 GiB', () => (west.redis.maxmemory = 6 * 2 ** 30));
+  change(at(2, 11, 30), 'mariadb-east', 'max_connections 151 → 300', () => (east.mariadb.maxConnections = 300));
+  change(at(4, 9, 10), 'mariadb-west', 'long_query_time 10 → 2', () => (west.mariadb.longQueryTime = 2));
+  change(at(3, 14, 0), 'nats-east', 'stream ORDERS keeps 14 days (max_age 7d → 14d)', () => {
+    east.nats.streams.get('ORDERS')!.maxAgeDays = 14;
+  });
+  change(at(4, 17, 30), 'nats-west', 'stream EVENTS gains the durable consumer reindex-worker', () => {
+    west.nats.streams.get('EVENTS')!.consumers.push('reindex-worker');
   });
 }
 

@@ -9,6 +9,14 @@ import { resetDatabase, testDatabase } from '../../support/db.js';
 const NOW = new Date('2026-11-20T15:27:00Z');
 const END = new Date('2026-11-20T15:00:00Z');
 const DAY = 86_400_000;
+const SERVERS = ['redis', 'mariadb', 'nats'];
+const SOURCE_NAMES = [
+  'demo-east',
+  'demo-west',
+  'demo-prometheus',
+  'demo-postgresql',
+  ...['east', 'west'].flatMap((cluster) => SERVERS.map((kind) => `demo-${kind}-${cluster}`)),
+];
 
 describe('cinv demo: a generated inventory with a week of history', function () {
   this.timeout(600_000);
@@ -44,19 +52,16 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     expect(one.steps.at(-1)!.at.toISOString()).to.equal(END.toISOString());
   });
 
-  it('loads two clusters, a Prometheus and a PostgreSQL as four disabled demo sources, with progress per event', async () => {
+  it('loads two clusters with their servers, a Prometheus and a PostgreSQL as disabled demo sources, with progress per event', async () => {
     expect(loaded.loaded).to.equal(true);
     if (!loaded.loaded) return;
-    expect(loaded.sources).to.deep.equal(['demo-east', 'demo-west', 'demo-prometheus', 'demo-postgresql']);
+    expect(loaded.sources).to.deep.equal(SOURCE_NAMES);
     expect(lines).to.have.lengthOf(loaded.steps);
     expect(lines.at(-1)).to.match(new RegExp(`^${loaded.steps}/${loaded.steps} 2026-11-20 15:00 latest collection`));
     const sources = (await app.get('/api/v1/sources?limit=100', admin)).body.items;
-    expect(sources.map((s: { name: string; status: string }) => `${s.name}:${s.status}`).sort()).to.deep.equal([
-      'demo-east:disabled',
-      'demo-postgresql:disabled',
-      'demo-prometheus:disabled',
-      'demo-west:disabled',
-    ]);
+    expect(sources.map((s: { name: string; status: string }) => `${s.name}:${s.status}`).sort()).to.deep.equal(
+      SOURCE_NAMES.map((name) => `${name}:disabled`).sort(),
+    );
     // each says when it was last collected, and that it was healthy then: a source holding CIs is not 'not collected yet'
     for (const source of sources as {
       name: string;
@@ -74,6 +79,15 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     expect(count['k8s.deployment']).to.equal(7 * 17 + 5 * 15);
     expect(count['host.linux']).to.equal(20);
     expect(count['postgresql.role']).to.equal(8);
+    for (const server of ['redis.server', 'mariadb.server', 'nats.server']) expect(count[server], server).to.equal(2);
+    expect(count['redis.database']).to.equal(32);
+    expect(count['redis.peer']).to.equal(2);
+    expect(count['redis.user']).to.equal(6);
+    expect(count['mariadb.database']).to.equal(6 + 4 + 2 * 2);
+    expect(count['mariadb.role']).to.equal(2);
+    expect(count['mariadb.replica']).to.equal(2);
+    expect(count['nats.stream']).to.equal(6);
+    expect(count['nats.consumer']).to.equal(11);
     const total = types.reduce((sum, t) => sum + t.n, 0);
     expect(total).to.be.within(1500, 3000);
   });
@@ -106,6 +120,71 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     // a replaced node: archived with its DELETED record, its successor created the same day
     const nodes = await app.get('/api/v1/configuration-items?filter=ci_type:eq:k8s.node&status=archived', admin);
     expect(nodes.body.items.map((n: { name: string }) => n.name)).to.deep.equal(['west-node-03']);
+  });
+
+  it("runs each cluster's servers on its nodes, as their collector types record them, each source in its own scope", async () => {
+    const servers = await sql<{ ci_type: string; scope_id: string; host: Record<string, unknown>; source: string }[]>`
+      select ci.ci_type, ci.scope_id, ci.type_data -> 'host' as host, s.name as source
+      from configuration_items ci join sources s on s.id = ci.source_id
+      where ci.ci_type in ('redis.server', 'mariadb.server', 'nats.server') order by ci.scope_id`;
+    expect(servers.map((s) => `${s.source} ${s.scope_id}`)).to.deep.equal([
+      'demo-mariadb-east mariadb-east',
+      'demo-mariadb-west mariadb-west',
+      'demo-nats-east nats-east',
+      'demo-nats-west nats-west',
+      'demo-redis-east redis-east',
+      'demo-redis-west redis-west',
+    ]);
+    const host = (scope: string) => servers.find((s) => s.scope_id === scope)!.host;
+    expect(host('mariadb-east')).to.include({ hostname: 'east-node-05', endpoint: 'mariadb-east.demo.invalid:3306' });
+    expect(host('nats-west')).to.include({ hostname: 'west-node-06', endpoint: 'nats-west.demo.invalid:8222' });
+    // Redis names no host: its bind address is the node's, the same the cluster lists for that node
+    const [node] = await sql<{ address: string }[]>`
+      select raw_data #>> '{status,addresses,0,address}' as address from configuration_items
+      where ci_type = 'k8s.node' and name = 'east-node-04'`;
+    expect(host('redis-east').addresses).to.include(node!.address);
+    // what the collector types never keep, the demo's answers never bring in
+    const secrets = await sql<{ n: number }[]>`
+      select count(*)::int as n from configuration_items
+      where ci_type like 'redis.%' and (raw_data::text like '%requirepass%' or raw_data::text like '%passwords%')`;
+    expect(secrets[0]!.n).to.equal(0);
+  });
+
+  it('holds a configuration change of each server type in the week, and only metrics move otherwise', async () => {
+    const changed = async (scope: string, ciType: string, name: string) => {
+      const [ci] = await sql<{ ci_id: string }[]>`
+        select ci_id from configuration_items where scope_id = ${scope} and ci_type = ${ciType} and name = ${name}`;
+      return (await app.get(`/api/v1/ci-changes/${ci!.ci_id}?limit=100`, admin)).body.items as {
+        change_type: string;
+        changed_at: string;
+        changes: { field: string; old_value: unknown; new_value: unknown }[];
+      }[];
+    };
+    const updates = (history: Awaited<ReturnType<typeof changed>>) =>
+      history
+        .filter((c) => c.change_type === 'UPDATED')
+        .map((c) => ({ at: c.changed_at.slice(0, 16), fields: c.changes }));
+    const redis = updates(await changed('redis-east', 'redis.server', 'redis-east'));
+    expect(redis.map((c) => c.at)).to.deep.equal(['2026-11-15T10:15']);
+    expect(JSON.stringify(redis[0]!.fields)).to.include('allkeys-lru').and.include('noeviction');
+    const mariadb = updates(await changed('mariadb-east', 'mariadb.server', 'mariadb-east'));
+    expect(mariadb.map((c) => c.at)).to.deep.equal(['2026-11-16T11:30']);
+    expect(mariadb[0]!.fields.find((f) => f.field === 'raw_data.variables.max_connections')).to.include({
+      old_value: 151,
+      new_value: 300,
+    });
+    const stream = updates(await changed('nats-east', 'nats.stream', 'ORDERS'));
+    expect(stream.map((c) => c.at)).to.deep.equal(['2026-11-17T14:00']);
+    expect(JSON.stringify(stream[0]!.fields)).to.include('raw_data.config.max_age');
+    const consumer = await changed('nats-west', 'nats.consumer', 'reindex-worker');
+    expect(consumer.map((c) => `${c.change_type} ${c.changed_at.slice(0, 16)}`)).to.deep.equal([
+      'CREATED 2026-11-18T17:30',
+    ]);
+    // the servers are reported at every collection, their counters moving: no update of theirs but the five reconfigurations
+    const [other] = await sql<{ n: number }[]>`
+      select count(*)::int as n from change_records cr join sources s on s.id = cr.source_id
+      where s.name like 'demo-%-%' and s.name not in ('demo-east', 'demo-west') and cr.change_type = 'UPDATED'`;
+    expect(other!.n).to.equal(5);
   });
 
   it("leads from checkout's deployment to yesterday's crash loop: the pods it ran then, their restarts and their archiving", async () => {
@@ -168,15 +247,12 @@ describe('cinv demo: a generated inventory with a week of history', function () 
       batchSize: 1000,
       progress: () => undefined,
     });
-    expect(again).to.deep.equal({
-      loaded: false,
-      sources: ['demo-east', 'demo-west', 'demo-prometheus', 'demo-postgresql'],
-    });
+    expect(again).to.deep.equal({ loaded: false, sources: SOURCE_NAMES });
     const [after] = await sql<{ n: number }[]>`select count(*)::int as n from change_records`;
     expect(after!.n).to.equal(before!.n);
 
     const removed = await removeDemo(sql, DEFAULT_TENANT_ID, NOW);
-    expect(removed.sources).to.have.lengthOf(4);
+    expect(removed.sources).to.have.lengthOf(SOURCE_NAMES.length);
     expect(removed.changes).to.equal(before!.n);
     const left = await sql<{ table: string; n: number }[]>`
       select 'cis' as table, count(*)::int as n from configuration_items
