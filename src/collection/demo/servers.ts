@@ -2,10 +2,11 @@ import type { UniversalRecord } from '../../inventory/write-path/records.js';
 import type { DemoCluster } from './cluster.js';
 import { initialMariadb, mariadbRecords, type MariadbState } from './mariadb.js';
 import { initialNats, natsRecords, type NatsState } from './nats.js';
+import { initialRabbitmq, rabbitmqRecords, type RabbitmqState } from './rabbitmq.js';
 import { initialRedis, redisRecords, type RedisState } from './redis.js';
 
 /**
- * The servers each demo cluster runs beside its workloads (a Redis, a MariaDB, a NATS), each a
+ * The servers each demo cluster runs beside its workloads (a Redis, a MariaDB, a NATS, a RabbitMQ), each a
  * source of its own collected by its collector type, on nodes of the cluster: their host facts
  * name those nodes and addresses, as a collection of such a server finds them.
  */
@@ -16,7 +17,7 @@ export interface ServerHost {
   address: string;
 }
 
-export const SERVER_KINDS = ['redis', 'mariadb', 'nats'] as const;
+export const SERVER_KINDS = ['redis', 'mariadb', 'nats', 'rabbitmq'] as const;
 export type ServerKind = (typeof SERVER_KINDS)[number];
 export type ClusterName = 'east' | 'west';
 /** A server's source key and scope: `<kind>-<cluster>`. */
@@ -26,6 +27,7 @@ export interface ClusterServers {
   redis: RedisState;
   mariadb: MariadbState;
   nats: NatsState;
+  rabbitmq: RabbitmqState;
 }
 
 /** The endpoint a server's source names (a reserved name: nothing is ever collected from it). */
@@ -33,6 +35,7 @@ export const ENDPOINTS: Record<ServerKind, (scope: string) => string> = {
   redis: (scope) => `redis://${scope}.demo.invalid:6379`,
   mariadb: (scope) => `mariadb://${scope}.demo.invalid:3306`,
   nats: (scope) => `http://${scope}.demo.invalid:8222`,
+  rabbitmq: (scope) => `http://${scope}.demo.invalid:15672`,
 };
 
 /** The servers of a cluster, started some weeks before the demo's week, on its nodes 04 to 07. */
@@ -48,6 +51,7 @@ export function initialServers(cluster: DemoCluster, weekStart: Date): ClusterSe
     redis: initialRedis(`redis-${name}`, host(4), host(5), started(23)),
     mariadb: initialMariadb(`mariadb-${name}`, host(5), host(6), started(41), databases),
     nats: initialNats(`nats-${name}`, host(6), started(12)),
+    rabbitmq: initialRabbitmq(`rabbitmq-${name}`, [host(5), host(6), host(7)], started(30)),
   };
 }
 
@@ -55,7 +59,8 @@ export function initialServers(cluster: DemoCluster, weekStart: Date): ClusterSe
 export function serverRecords(servers: ClusterServers, kind: ServerKind, now: Date): Promise<UniversalRecord[]> {
   if (kind === 'redis') return redisRecords(servers.redis, now);
   if (kind === 'mariadb') return mariadbRecords(servers.mariadb, now);
-  return Promise.resolve(natsRecords(servers.nats, now));
+  if (kind === 'nats') return Promise.resolve(natsRecords(servers.nats, now));
+  return Promise.resolve(rabbitmqRecords(servers.rabbitmq, now));
 }
 
 export const serverSources = (): ServerSource[] =>

@@ -177,7 +177,7 @@ export interface Demo {
   east: DemoCluster;
   west: DemoCluster;
   fleet: FleetState;
-  /** The Redis, MariaDB and NATS each cluster runs. */
+  /** The Redis, MariaDB, NATS and RabbitMQ each cluster runs. */
   servers: Record<ClusterName, ClusterServers>;
   /** The moment the steps have reached; the clusters stamp what they create with it. */
   clock: { now: Date };
@@ -308,7 +308,7 @@ function tuning(steps: Step[], fleet: FleetState, at: At): void {
   });
 }
 
-/** Through the week: each cluster's Redis, MariaDB and NATS reconfigured once. */
+/** Through the week: each cluster's Redis, MariaDB, NATS and RabbitMQ reconfigured once. */
 function serverChanges(steps: Step[], servers: Record<ClusterName, ClusterServers>, at: At): void {
   const change = (when: Date, source: ServerSource, what: string, apply: () => void) =>
     steps.push({ at: when, what: `${source}: ${what}`, apply: () => (apply(), [source]) });
@@ -325,6 +325,24 @@ function serverChanges(steps: Step[], servers: Record<ClusterName, ClusterServer
   change(at(4, 17, 30), 'nats-west', 'stream EVENTS gains the durable consumer reindex-worker', () => {
     west.nats.streams.get('EVENTS')!.consumers.push('reindex-worker');
   });
+  change(at(2, 15, 0), 'rabbitmq-east', 'policy shop/limits: max-length 100 000 → 250 000', () => {
+    east.rabbitmq.policies[0]!.definition = { ...east.rabbitmq.policies[0]!.definition, 'max-length': 250_000 };
+  });
+  change(at(4, 13, 0), 'rabbitmq-west', 'policy payments/dead-letter applied to refunds', () => {
+    west.rabbitmq.policies.push({
+      vhost: 'payments',
+      name: 'dead-letter',
+      pattern: '^refunds$',
+      'apply-to': 'queues',
+      definition: { 'dead-letter-exchange': 'payments.dlx', 'delivery-limit': 5 },
+      priority: 10,
+    });
+  });
+  // before the checkout incident, and after its rollback: only metrics move, no change record is written
+  const consumers = (when: Date, count: number, what: string) =>
+    change(when, 'rabbitmq-east', what, () => east.rabbitmq.consumers.set('shop/checkout.payments', count));
+  consumers(at(5, 13, 30), 0, 'queue shop/checkout.payments has no consumers left');
+  consumers(at(5, 14, 25), 3, 'queue shop/checkout.payments is consumed again');
 }
 
 /**

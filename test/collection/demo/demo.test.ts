@@ -9,7 +9,7 @@ import { resetDatabase, testDatabase } from '../../support/db.js';
 const NOW = new Date('2026-11-20T15:27:00Z');
 const END = new Date('2026-11-20T15:00:00Z');
 const DAY = 86_400_000;
-const SERVERS = ['redis', 'mariadb', 'nats'];
+const SERVERS = ['redis', 'mariadb', 'nats', 'rabbitmq'];
 const SOURCE_NAMES = [
   'demo-east',
   'demo-west',
@@ -88,6 +88,12 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     expect(count['mariadb.replica']).to.equal(2);
     expect(count['nats.stream']).to.equal(6);
     expect(count['nats.consumer']).to.equal(11);
+    expect(count['rabbitmq.cluster']).to.equal(2);
+    expect(count['rabbitmq.node']).to.equal(6);
+    expect(count['rabbitmq.vhost']).to.equal(6);
+    expect(count['rabbitmq.exchange']).to.equal(2 * (3 * 6 + 3));
+    expect(count['rabbitmq.queue']).to.equal(12);
+    expect(count['rabbitmq.policy']).to.equal(3);
     const total = types.reduce((sum, t) => sum + t.n, 0);
     expect(total).to.be.within(1500, 3000);
   });
@@ -143,6 +149,9 @@ describe('cinv demo: a generated inventory with a week of history', function () 
       select raw_data #>> '{status,addresses,0,address}' as address from configuration_items
       where ci_type = 'k8s.node' and name = 'east-node-04'`;
     expect(host('redis-east').addresses).to.include(node!.address);
+    const [rabbit] = await sql<{ host: Record<string, unknown> }[]>`
+      select type_data -> 'host' as host from configuration_items where ci_type = 'rabbitmq.node' and name = 'rabbit@west-node-07'`;
+    expect(rabbit!.host).to.include({ hostname: 'west-node-07', endpoint: 'rabbitmq-west.demo.invalid:15672' });
     // what the collector types never keep, the demo's answers never bring in
     const secrets = await sql<{ n: number }[]>`
       select count(*)::int as n from configuration_items
@@ -180,11 +189,23 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     expect(consumer.map((c) => `${c.change_type} ${c.changed_at.slice(0, 16)}`)).to.deep.equal([
       'CREATED 2026-11-18T17:30',
     ]);
-    // the servers are reported at every collection, their counters moving: no update of theirs but the five reconfigurations
+    const policy = updates(await changed('rabbitmq-east', 'rabbitmq.policy', 'limits'));
+    expect(policy.map((c) => c.at)).to.deep.equal(['2026-11-16T15:00']);
+    expect(JSON.stringify(policy[0]!.fields)).to.include('250000');
+    const refunds = updates(await changed('rabbitmq-west', 'rabbitmq.queue', 'refunds'));
+    expect(refunds.map((c) => c.at)).to.deep.equal(['2026-11-18T13:00']);
+    expect(refunds[0]!.fields.find((f) => f.field === 'raw_data.policy')).to.include({ new_value: 'dead-letter' });
+    // checkout's queue lost its consumers before the incident and got them back after it: metrics, no change record
+    expect(
+      lines.some((line) => / 2026-11-19 13:30 rabbitmq-east: .*checkout\.payments has no consumers/.test(line)),
+    ).to.equal(true);
+    const queue = await changed('rabbitmq-east', 'rabbitmq.queue', 'checkout.payments');
+    expect(queue.map((c) => c.change_type)).to.deep.equal(['CREATED']);
+    // the servers are reported at every collection, their counters moving: no update of theirs but the reconfigurations
     const [other] = await sql<{ n: number }[]>`
       select count(*)::int as n from change_records cr join sources s on s.id = cr.source_id
       where s.name like 'demo-%-%' and s.name not in ('demo-east', 'demo-west') and cr.change_type = 'UPDATED'`;
-    expect(other!.n).to.equal(5);
+    expect(other!.n).to.equal(7);
   });
 
   it("leads from checkout's deployment to yesterday's crash loop: the pods it ran then, their restarts and their archiving", async () => {
