@@ -3,7 +3,7 @@ import { accountPages } from '../types/mariadb/accounts.js';
 import type { Session, Target } from '../types/mariadb/connection.js';
 import { channelId, channelRows, replicaRecords, sourceRecord } from '../types/mariadb/replication.js';
 import { databaseRecords, flavourOf, serverRecord } from '../types/mariadb/server.js';
-import type { ServerHost } from './servers.js';
+import type { ServerHost } from './server-host.js';
 
 /**
  * A cluster's MariaDB: a primary with one registered replica, as a collection of the primary sees

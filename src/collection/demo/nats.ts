@@ -2,7 +2,7 @@ import type { UniversalRecord } from '../../inventory/write-path/records.js';
 import { consumerRecord, isDurable, streamRecord, type StreamDetail } from '../types/nats/jetstream.js';
 import type { Target } from '../types/nats/monitor.js';
 import { serverRecord } from '../types/nats/records.js';
-import type { ServerHost } from './servers.js';
+import type { ServerHost } from './server-host.js';
 
 /**
  * A cluster's NATS server with JetStream: its `/varz` and its `$G` account's page of `/jsz`

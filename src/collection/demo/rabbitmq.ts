@@ -11,7 +11,7 @@ import {
   type NodeInfo,
   type Overview,
 } from '../types/rabbitmq/records.js';
-import type { ServerHost } from './servers.js';
+import type { ServerHost } from './server-host.js';
 
 /**
  * A cluster's RabbitMQ: three nodes on nodes of the Kubernetes cluster, with virtual hosts for the

@@ -3,7 +3,7 @@ import type { Connection, Target } from '../types/redis/connection.js';
 import { readInfo, readSettings } from '../types/redis/info.js';
 import { databaseCount, databaseRecords, replicationPeers, serverRecord } from '../types/redis/records.js';
 import { userRecord } from '../types/redis/users.js';
-import type { ServerHost } from './servers.js';
+import type { ServerHost } from './server-host.js';
 
 /**
  * A cluster's Redis: a primary with one replica on another node, as a collection of the primary

@@ -1,5 +1,6 @@
 import type { UniversalRecord } from '../../inventory/write-path/records.js';
 import type { DemoCluster } from './cluster.js';
+import type { ServerHost } from './server-host.js';
 import { initialMariadb, mariadbRecords, type MariadbState } from './mariadb.js';
 import { initialNats, natsRecords, type NatsState } from './nats.js';
 import { initialRabbitmq, rabbitmqRecords, type RabbitmqState } from './rabbitmq.js';
@@ -10,12 +11,6 @@ import { initialRedis, redisRecords, type RedisState } from './redis.js';
  * source of its own collected by its collector type, on nodes of the cluster: their host facts
  * name those nodes and addresses, as a collection of such a server finds them.
  */
-
-/** A node a server runs on: its name (the server's host name) and its internal address. */
-export interface ServerHost {
-  node: string;
-  address: string;
-}
 
 export const SERVER_KINDS = ['redis', 'mariadb', 'nats', 'rabbitmq'] as const;
 export type ServerKind = (typeof SERVER_KINDS)[number];
