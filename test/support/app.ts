@@ -106,6 +106,9 @@ export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDat
   const server: Server = await new Promise((resolve) => {
     const listening = createApp(context, { checkResponses: true }).listen(0, '127.0.0.1', () => resolve(listening));
     answerClientErrors(listening);
+    // fetch keeps an idle connection for 4 s and reuses it; a server closing idle ones after its
+    // default 5 s can close one just as a request is written on it (ECONNRESET on a loaded machine)
+    listening.keepAliveTimeout = 65_000;
   });
   const address = server.address();
   const baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
