@@ -139,7 +139,13 @@ export async function startTestApp(overrides: Partial<Config> = {}, own?: OwnDat
     get: (path, key) => request('GET', path, { key }),
     close: async () => {
       context.health.stop();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        // a connection a test abandoned mid-response (a download it aborted) would hold close open
+        // for the keep-alive timeout; the test is over, so after a moment nothing on it matters
+        setTimeout(() => server.closeAllConnections(), 1000).unref();
+      });
       await context.audit.close();
       await context.limits.close();
       await analystReads?.stop();

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import mariadb, { type Connection } from 'mariadb';
@@ -33,9 +34,12 @@ export async function startPrivateMariadb(name: string, extraArgs: (port: number
     name,
     command: MARIADBD,
     prepare: async (_port, dir) => {
+      await mkdir(path.join(dir, 'tmp'));
       await run(INSTALL_DB, [
         '--no-defaults',
         `--datadir=${path.join(dir, 'data')}`,
+        // the shared /tmp is not safe: servers bootstrapping at once collide on their temporary tables' names
+        `--tmpdir=${path.join(dir, 'tmp')}`,
         '--auth-root-authentication-method=normal',
         '--skip-test-db',
         ...(asRoot ? ['--user=root'] : []),
@@ -46,6 +50,7 @@ export async function startPrivateMariadb(name: string, extraArgs: (port: number
       '--no-defaults',
       `--datadir=${path.join(dir, 'data')}`,
       `--socket=${path.join(dir, 'sock')}`,
+      `--tmpdir=${path.join(dir, 'tmp')}`,
       `--pid-file=${path.join(dir, 'pid')}`,
       `--port=${port}`,
       '--bind-address=127.0.0.1',
