@@ -101,6 +101,14 @@ const TABLES = [
   'subscription_deliveries',
   'subscriptions',
   'change_feed_pending',
+  'identities',
+  'identity_observations',
+  'identity_keys',
+  'identity_links',
+  'identity_conflicts',
+  'identity_decisions',
+  'identity_settings',
+  'identity_progress',
 ];
 
 /**

@@ -1,0 +1,205 @@
+import type { IdentityKey, IdentityKind } from './rules.js';
+
+/** A CI as the identity worker reads it. */
+export interface ObservedCi {
+  ci_id: string;
+  tenant_id: string;
+  source_id: string;
+  scope_id: string | null;
+  ci_type: string;
+  name: string;
+  status: string;
+  updated_at: Date;
+  raw_data: Record<string, unknown>;
+  type_data: Record<string, unknown>;
+}
+
+/**
+ * What one CI tells of one real thing: its identifying keys and the fields it reports. A CI that
+ * is the thing (a `k8s.node`, a `host.linux`) observes it as `self`; a server observes the host it
+ * runs on (`runs-on`), from the host facts its collector type records under `type_data.host`.
+ */
+export interface Facet {
+  ciId: string;
+  kind: IdentityKind;
+  role: 'self' | 'runs-on';
+  keys: Partial<Record<IdentityKey, string[]>>;
+  fields: Record<string, unknown>;
+}
+
+type Json = Record<string, unknown>;
+const object = (value: unknown): Json =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
+const text = (value: unknown): string | null =>
+  typeof value === 'string' && value.trim() !== '' ? value.trim() : null;
+const count = (value: unknown): number | null => {
+  const n = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : NaN;
+  return Number.isFinite(n) ? n : null;
+};
+
+/** Names every machine answers to: never evidence that two observations are one machine. */
+const SHARED_NAMES = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost', 'ip6-loopback']);
+
+/** A host name as identification compares it: lower case, no trailing dot; null for names every machine has. */
+export function hostnameKey(value: unknown): string | null {
+  const name = text(value)?.toLowerCase().replace(/\.$/, '');
+  return name && !SHARED_NAMES.has(name) ? name : null;
+}
+
+/**
+ * An address as identification compares it; null for addresses that say nothing of which machine
+ * it is: loopback, link-local, unspecified.
+ */
+export function addressKey(value: unknown): string | null {
+  const address = text(value)
+    ?.toLowerCase()
+    .replace(/^\[|\]$/g, '');
+  if (!address) return null;
+  if (/^127\./.test(address) || address === '::1' || address === '0.0.0.0' || address === '::') return null;
+  if (/^169\.254\./.test(address) || /^fe80:/.test(address)) return null;
+  return address;
+}
+
+/** A machine id or product UUID as compared: lower case, without dashes or braces. */
+export function machineKey(value: unknown): string | null {
+  const id = text(value)?.toLowerCase().replace(/[{}-]/g, '');
+  // an all-zero id is what firmware without one reports
+  return id && !/^0+$/.test(id) ? id : null;
+}
+
+/** The version number an operating system description leads with (`Ubuntu 22.04.3 LTS` → `22.04.3`). */
+export function osVersion(value: unknown): string | null {
+  return text(value)?.match(/\d+(?:\.\d+)*/)?.[0] ?? null;
+}
+
+/** Kubernetes quantities of memory (`16374584Ki`, `16Gi`, `17179869184`) in bytes. */
+export function memoryBytes(value: unknown): number | null {
+  const quantity = text(typeof value === 'number' ? String(value) : value);
+  const match = quantity?.match(/^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?$/);
+  if (!match) return null;
+  const units: Record<string, number> = {
+    Ki: 2 ** 10,
+    Mi: 2 ** 20,
+    Gi: 2 ** 30,
+    Ti: 2 ** 40,
+    K: 1e3,
+    M: 1e6,
+    G: 1e9,
+    T: 1e12,
+  };
+  return Math.round(Number(match[1]) * (match[2] ? units[match[2]]! : 1));
+}
+
+const values = (...candidates: (string | null)[]): string[] =>
+  [...new Set(candidates.filter((c): c is string => c !== null))].sort();
+
+/** Keys and fields without empty ones, so that absence and null read the same. */
+function facet(ci: ObservedCi, role: Facet['role'], keys: Facet['keys'], fields: Json): Facet {
+  const ownKeys = Object.fromEntries(Object.entries(keys).filter(([, v]) => v && v.length > 0));
+  const ownFields = Object.fromEntries(
+    Object.entries(fields).filter(([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0)),
+  );
+  return { ciId: ci.ci_id, kind: 'host', role, keys: ownKeys, fields: ownFields };
+}
+
+function kubernetesNode(ci: ObservedCi): Facet {
+  const status = object(ci.raw_data.status);
+  const info = object(status.nodeInfo);
+  const listed = Array.isArray(status.addresses) ? status.addresses.map(object) : [];
+  const named = listed.filter((a) => a.type === 'Hostname').map((a) => hostnameKey(a.address));
+  const addresses = values(...listed.filter((a) => a.type !== 'Hostname').map((a) => addressKey(a.address)));
+  const hostname = named.find((n) => n !== null) ?? hostnameKey(ci.name);
+  const capacity = object(status.capacity);
+  return facet(
+    ci,
+    'self',
+    {
+      machine_id: values(machineKey(info.machineID)),
+      product_uuid: values(machineKey(info.systemUUID)),
+      hostname: values(hostname),
+      address: addresses,
+    },
+    {
+      hostname,
+      addresses,
+      machine_id: machineKey(info.machineID),
+      product_uuid: machineKey(info.systemUUID),
+      'os.name': text(info.osImage)?.replace(/\s*\d.*$/, '') || null,
+      'os.version': osVersion(info.osImage),
+      kernel: text(info.kernelVersion),
+      architecture: text(info.architecture),
+      cpu_count: count(capacity.cpu),
+      memory_bytes: memoryBytes(capacity.memory),
+      kubelet_version: text(info.kubeletVersion),
+    },
+  );
+}
+
+function linuxHost(ci: ObservedCi): Facet {
+  const data = ci.type_data;
+  const host = object(data.host);
+  const hostname = hostnameKey(data.hostname) ?? hostnameKey(host.hostname);
+  const addresses = values(...(Array.isArray(host.addresses) ? host.addresses : []).map(addressKey));
+  return facet(
+    ci,
+    'self',
+    {
+      machine_id: values(machineKey(host.machine_id)),
+      product_uuid: values(machineKey(host.product_uuid)),
+      hostname: values(hostname),
+      address: addresses,
+    },
+    {
+      hostname,
+      addresses,
+      machine_id: machineKey(host.machine_id),
+      product_uuid: machineKey(host.product_uuid),
+      'os.name': text(data.os_name),
+      'os.version': osVersion(data.os_version),
+      kernel: text(data.kernel),
+      architecture: text(data.architecture),
+      cpu_count: count(data.cpu_count),
+      memory_bytes: count(data.memory_bytes),
+    },
+  );
+}
+
+/** The host a server runs on, from the host facts under `type_data.host`. */
+function runsOn(ci: ObservedCi): Facet | null {
+  const host = object(ci.type_data.host);
+  if (Object.keys(host).length === 0) return null;
+  const hostname = hostnameKey(host.hostname);
+  const addresses = values(...(Array.isArray(host.addresses) ? host.addresses : []).map(addressKey));
+  const keys = {
+    machine_id: values(machineKey(host.machine_id)),
+    product_uuid: values(machineKey(host.product_uuid)),
+    hostname: values(hostname),
+    address: addresses,
+  };
+  const fields = {
+    hostname,
+    addresses,
+    machine_id: machineKey(host.machine_id),
+    product_uuid: machineKey(host.product_uuid),
+  };
+  return facet(ci, 'runs-on', keys, fields);
+}
+
+/** The CI types that are hosts themselves. */
+const SELF: Record<string, (ci: ObservedCi) => Facet> = { 'k8s.node': kubernetesNode, 'host.linux': linuxHost };
+
+/** Whether a CI of this type may observe a host (the worker reads no other CI). */
+export const mayObserve = (ciType: string): boolean =>
+  ciType in SELF || ciType.startsWith('host.') || /\.(server|node)$/.test(ciType);
+
+/**
+ * What a CI observes: nothing when archived (an archived observation links nothing), its host
+ * when it is one or records the host it runs on. A facet without a single key identifies nothing
+ * and is left out.
+ */
+export function facetsOf(ci: ObservedCi): Facet[] {
+  if (ci.status === 'archived') return [];
+  const self = SELF[ci.ci_type];
+  const found = self ? self(ci) : runsOn(ci);
+  return found && Object.keys(found.keys).length > 0 ? [found] : [];
+}

@@ -1,0 +1,120 @@
+import type { AppContext } from '../../context.js';
+import type { Queryable, Sql } from '../../platform/db/database.js';
+import { mayObserve } from './facets.js';
+import { resolveIdentities } from './resolve.js';
+import { cisById, feedAfter, feedEndPosition, observingCisAfter, progress, saveProgress } from './resolve-store.js';
+
+/** Change records read per transaction. */
+const SCAN = 500;
+
+/**
+ * One step of the identity worker, in one transaction: on the first start, a page of the stored
+ * CIs that may observe a host (the backfill); then the next records of the change feed, the CIs
+ * they name read as they are now and resolved tenant by tenant. The worker's place moves in the
+ * same transaction, so a crash repeats a step rather than losing one (resolution is idempotent).
+ * Returns how many records or CIs it read; 0 when caught up, or when another process holds the turn.
+ */
+export async function identityStep(sql: Sql, now: Date): Promise<number> {
+  return sql.begin(async (tx) => {
+    const [turn] = await tx<
+      { ok: boolean }[]
+    >`select pg_try_advisory_xact_lock(hashtext('cinv.identity-worker')) as ok`;
+    if (!turn?.ok) return 0;
+    const place = await progress(tx);
+    if (!place) return backfill(tx, now);
+    const rows = (await feedAfter(tx, place.position, place.record_id, SCAN)).filter(Boolean);
+    if (rows.length === 0) return 0;
+    const named = rows.filter((r) => mayObserve(r.ci_type));
+    await resolveNamed(tx, named, now);
+    const last = rows[rows.length - 1]!;
+    await saveProgress(tx, last.position, last.record_id);
+    return rows.length;
+  });
+}
+
+/** The first start: every stored CI that may observe a host, resolved in one transaction. */
+async function backfill(tx: Queryable, now: Date): Promise<number> {
+  const end = await feedEndPosition(tx);
+  let after = '00000000-0000-0000-0000-000000000000';
+  let read = 0;
+  for (;;) {
+    const page = await observingCisAfter(tx, after, SCAN);
+    if (page.length === 0) break;
+    await resolveNamed(tx, page, now);
+    read += page.length;
+    after = page[page.length - 1]!.ci_id;
+  }
+  // past every record committed before the backfill began; later ones are read from the feed
+  await saveProgress(tx, end, '9223372036854775807');
+  return Math.max(read, 1);
+}
+
+async function resolveNamed(tx: Queryable, named: readonly { tenant_id: string; ci_id: string }[], now: Date) {
+  const byTenant = new Map<string, Set<string>>();
+  for (const row of named) byTenant.set(row.tenant_id, (byTenant.get(row.tenant_id) ?? new Set()).add(row.ci_id));
+  for (const [tenantId, ids] of byTenant) {
+    const cis = (await cisById(tx, [...ids])).filter((ci) => ci.tenant_id === tenantId);
+    const found = new Set(cis.map((ci) => ci.ci_id));
+    await resolveIdentities(
+      tx,
+      tenantId,
+      cis,
+      [...ids].filter((id) => !found.has(id)),
+      now,
+    );
+  }
+}
+
+/** Runs steps until the worker is caught up with the feed; returns the records read. */
+export async function catchUpIdentities(sql: Sql, now: () => Date): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const read = await identityStep(sql, now());
+    if (read === 0) return total;
+    total += read;
+  }
+}
+
+/**
+ * The identity worker: catches up with the change feed every `pollMs`. Identities trail the
+ * inventory by at most about one interval; nothing on the write path waits for them.
+ */
+export class IdentityWorker {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly app: AppContext,
+    private readonly pollMs: number,
+  ) {}
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  private schedule(delay: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = catchUpIdentities(this.app.sql, this.app.now)
+        .then(
+          (read) => {
+            if (read > 0) this.app.logger.debug({ read }, 'identities resolved');
+          },
+          (error: unknown) => this.app.logger.error({ err: error }, 'identity resolution failed'),
+        )
+        .finally(() => {
+          this.running = undefined;
+          this.schedule(this.pollMs);
+        });
+    }, delay);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+}
