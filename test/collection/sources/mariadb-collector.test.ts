@@ -6,6 +6,7 @@ import type { Connection } from 'mariadb';
 import { CollectionWorker } from '../../../src/collection/collectors/runs/worker.js';
 import { createKey, useTestApp, type RequestOptions } from '../../support/app.js';
 import { describeWith } from '../../support/dependencies.js';
+import { thisMachine } from '../../support/local-machine.js';
 import { mariadbInstalled, startPrivateMariadb, type PrivateMariadb } from '../../support/private-mariadb.js';
 import { expectDocumentedTypeData } from '../../support/type-data.js';
 import { grantedRoles, withoutSecrets } from '../../../src/collection/types/mariadb/grants.js';
@@ -188,10 +189,11 @@ describeWith(mariadbInstalled())(`the mariadb collector type against private Mar
       binlog_format: vars.binlog_format,
       read_only: false,
     });
+    // reached over loopback: the server's own host name stays, the machine's ids are this one's
     expect(server.type_data!.host).to.deep.equal({
+      ...thisMachine(),
       hostname: String(vars.hostname).toLowerCase(),
       addresses: ['127.0.0.1'],
-      machine_id: null,
       endpoint: `127.0.0.1:${primary.port}`,
     });
     expect(server.type_data!.metrics.uptime_seconds).to.be.a('number');

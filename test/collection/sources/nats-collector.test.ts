@@ -6,6 +6,7 @@ import { createServer, request, type Server } from 'node:http';
 import { CollectionWorker } from '../../../src/collection/collectors/runs/worker.js';
 import { createKey, useTestApp, type Reply } from '../../support/app.js';
 import { describeWith } from '../../support/dependencies.js';
+import { thisMachine } from '../../support/local-machine.js';
 import { NATS_SERVER, startPrivateNats, type PrivateNats } from '../../support/private-nats.js';
 import { freePort } from '../../support/private-process.js';
 import { expectDocumentedTypeData } from '../../support/type-data.js';
@@ -176,7 +177,13 @@ leafnodes { remotes: [ { url: "nats-leaf://leaf:${canaries[1]}@127.0.0.1:${deadP
         max_payload: reported.max_payload,
         auth_required: true,
       });
-      expect(server.type_data!.host).to.deep.include({ hostname: serverName, addresses: ['127.0.0.1'] });
+      const { machine_id, product_uuid } = thisMachine();
+      expect(server.type_data!.host).to.deep.include({
+        hostname: serverName,
+        addresses: ['127.0.0.1'],
+        machine_id,
+        product_uuid,
+      });
       const metrics = server.type_data!.metrics as Record<string, unknown>;
       expect(metrics.uptime_seconds).to.be.a('number');
       expect(metrics.connections).to.equal(reported.connections);

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { CollectionWorker } from '../../../src/collection/collectors/runs/worker.js';
 import { createKey, useTestApp, type Reply } from '../../support/app.js';
 import { describeWith } from '../../support/dependencies.js';
+import { thisMachine } from '../../support/local-machine.js';
 import { RABBITMQ_SERVER, startPrivateRabbit, type PrivateRabbit } from '../../support/private-rabbitmq.js';
 import { expectDocumentedTypeData } from '../../support/type-data.js';
 
@@ -179,7 +180,8 @@ describeWith(existsSync(RABBITMQ_SERVER))(
       const node = await named('rabbitmq.node', rabbit.node);
       expect(node.type_data).to.deep.include({ type: 'disc', running: true });
       expect(node.type_data!.enabled_plugins).to.include('rabbitmq_management');
-      expect(node.type_data!.host).to.deep.include({ hostname: 'localhost', addresses: ['127.0.0.1'] });
+      // rabbit@localhost names no machine; the node answered over loopback, so it is this one
+      expect(node.type_data!.host).to.deep.include({ ...thisMachine(), addresses: ['127.0.0.1'] });
       expect((node.type_data!.metrics as Record<string, number>).uptime_seconds).to.be.a('number');
       expect(node.raw_data).to.not.have.property('os_pid');
       expect(await outgoing(node.ci_id)).to.deep.equal([`member_of rabbitmq.cluster ${clusterName}`]);

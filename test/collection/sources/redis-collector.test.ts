@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { CollectionWorker } from '../../../src/collection/collectors/runs/worker.js';
 import { createKey, useTestApp, type RequestOptions } from '../../support/app.js';
 import { describeWith } from '../../support/dependencies.js';
+import { thisMachine } from '../../support/local-machine.js';
 import type { PrivateProcess } from '../../support/private-process.js';
 import { REDIS_SERVER, startCluster, startRedis, startSentinel, until } from '../../support/private-redis.js';
 import { expectDocumentedTypeData } from '../../support/type-data.js';
@@ -205,10 +206,10 @@ describeWith(existsSync(REDIS_SERVER))(
         cluster_enabled: false,
         modules: [],
       });
+      // reached over loopback: Redis names no machine, so the host is this one
       expect(server.type_data!.host).to.deep.equal({
-        hostname: null,
+        ...thisMachine(),
         addresses: ['127.0.0.1'],
-        machine_id: null,
         endpoint: primaryName(),
       });
       const metrics = server.type_data!.metrics as Record<string, number>;

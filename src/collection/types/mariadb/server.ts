@@ -1,5 +1,5 @@
 import type { UniversalRecord } from '../../../inventory/write-path/records.js';
-import { hostFacts } from '../shared/host.js';
+import { hostFacts, isLoopback } from '../shared/host.js';
 import type { Session, Target } from './connection.js';
 
 /**
@@ -147,7 +147,12 @@ export async function serverRecord(session: Session, target: Target, identity: I
       character_set: typeof vars.character_set_server === 'string' ? vars.character_set_server : null,
       collation: typeof vars.collation_server === 'string' ? vars.collation_server : null,
       sql_mode: typeof vars.sql_mode === 'string' ? vars.sql_mode : null,
-      host: hostFacts({ hostname: identity.hostname, addresses: bind, endpoint: `${target.host}:${target.port}` }),
+      host: hostFacts({
+        hostname: identity.hostname,
+        addresses: bind,
+        endpoint: `${target.host}:${target.port}`,
+        local: isLoopback(target.address),
+      }),
       metrics: await metrics(session),
     },
   };

@@ -1,5 +1,5 @@
 import type { UniversalRecord } from '../../../inventory/write-path/records.js';
-import { hostFacts } from '../shared/host.js';
+import { hostFacts, isLoopback } from '../shared/host.js';
 import type { Target } from './monitor.js';
 
 /**
@@ -113,6 +113,7 @@ export function serverRecord(varz: Json, target: Target): UniversalRecord {
         hostname: name,
         addresses: [text(varz.host), text(varz.http_host), text(cluster.addr), ...hostsOf(varz.connect_urls)],
         endpoint: target.address,
+        local: isLoopback(new URL(target.base).hostname),
       }),
       metrics: {
         // a new id on every start: kept here so that a restart is not a configuration change

@@ -1,5 +1,5 @@
 import type { UniversalRecord } from '../../../inventory/write-path/records.js';
-import { hostFacts } from '../shared/host.js';
+import { hostFacts, isLoopback } from '../shared/host.js';
 import type { Target } from './api.js';
 
 /**
@@ -23,6 +23,8 @@ export interface Listener {
 
 export interface Overview {
   cluster_name?: string;
+  /** The node that answered the request. */
+  node?: string;
   rabbitmq_version?: string;
   erlang_version?: string;
   management_version?: string;
@@ -140,7 +142,13 @@ export function nodeRecord(node: NodeInfo, overview: Overview, target: Target): 
     raw_data: { ...config, listeners },
     type_data: {
       ...config,
-      host: hostFacts({ hostname, addresses: listeners.map((l) => l.ip_address), endpoint: target.endpoint }),
+      host: hostFacts({
+        hostname,
+        addresses: listeners.map((l) => l.ip_address),
+        endpoint: target.endpoint,
+        // over loopback only the node that answered is this machine; the others are its cluster peers
+        local: node.name === overview.node && isLoopback(new URL(target.base).hostname),
+      }),
       metrics: {
         mem_used: num(node.mem_used),
         fd_used: num(node.fd_used),

@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import type { RelationshipRef, UniversalRecord } from '../../../inventory/write-path/records.js';
-import { hostFacts } from '../shared/host.js';
+import { hostFacts, isLoopback } from '../shared/host.js';
 import type { Target } from './connection.js';
 import { fieldsOf, numberOr, type Info } from './info.js';
 
@@ -124,7 +124,12 @@ export function serverRecord(
       port: numberOr(server.tcp_port),
       bind,
       cluster_enabled: info.cluster?.cluster_enabled === '1',
-      host: hostFacts({ hostname: null, addresses: [...bind, target.address], endpoint: target.endpoint }),
+      host: hostFacts({
+        hostname: null,
+        addresses: [...bind, target.address],
+        endpoint: target.endpoint,
+        local: isLoopback(target.address),
+      }),
       metrics: serverMetrics(info),
     },
     // undefined (the cluster could not be read) keeps the links the server had
