@@ -2,8 +2,10 @@ import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { CollectionWorker } from '../../../src/collection/collectors/runs/worker.js';
+import { isLoopback } from '../../../src/collection/types/shared/host.js';
 import { createKey, useTestApp } from '../../support/app.js';
 import { describeWith, listening } from '../../support/dependencies.js';
+import { thisMachine } from '../../support/local-machine.js';
 import { expectDocumentedTypeData } from '../../support/type-data.js';
 
 /** The real PostgreSQL server the collector discovers (whatever database the app itself runs on). */
@@ -96,6 +98,21 @@ describeWith(listening(SERVER_URL, 5432))(
       return plain.map((item) => ({ ...item, type_data: byId.get(item.ci_id) }));
     };
     const named = async (ciType: string, name: string) => (await items(ciType)).find((i) => i.name === name)!;
+    /** The host facts the server's own answers call for: what it listens on and answered from, this machine's ids over loopback. */
+    const expectedHost = async () => {
+      const [{ listen, answered }] = (await server!`
+        select current_setting('listen_addresses') as listen, host(inet_server_addr()) as answered`) as unknown as [
+        { listen: string; answered: string | null },
+      ];
+      const url = new URL(endpoint);
+      const listed = listen.split(/[\s,]+/).filter((a) => !['', '*', '0.0.0.0', '::'].includes(a));
+      const here = isLoopback(url.hostname) ? thisMachine() : { hostname: null, machine_id: null, product_uuid: null };
+      return {
+        ...here,
+        addresses: [...new Set([...listed, ...(answered ? [answered] : [])])].sort(),
+        endpoint: url.host,
+      };
+    };
     const outgoing = async (ciId: string) => {
       const reply = await app.current.get(
         `/api/v1/configuration-items/${ciId}/relationships?direction=outgoing&limit=100`,
@@ -143,6 +160,7 @@ describeWith(listening(SERVER_URL, 5432))(
       const found = await named('postgresql.server', serverName);
       expect(found.type_data).to.deep.include({ version, replication_role: 'primary' });
       expect((found.type_data!.metrics as { uptime_seconds: number }).uptime_seconds).to.be.a('number');
+      expect(found.type_data!.host).to.deep.equal(await expectedHost());
 
       const db = await named('postgresql.database', database);
       expect(db.type_data).to.deep.include({ owner: role, is_template: false });
@@ -192,6 +210,51 @@ describeWith(listening(SERVER_URL, 5432))(
       const third = await collect(source.collector_id, source.id);
       expect(third.status).to.equal('succeeded');
       expect(third.counts.changes).to.equal(0);
+    });
+
+    it('records host facts that stay as they are while the metrics move', async () => {
+      const added = await app.current.request('POST', '/api/v1/sources', {
+        key: admin,
+        body: {
+          name: `pg-host-${tag}`,
+          collector_type: 'postgresql',
+          endpoint,
+          config: { server_name: `${serverName}-host`, sslmode: 'disable', enabled_collectors: ['server'] },
+        },
+      });
+      expect(added.status, added.text).to.equal(201);
+      const source = added.body as { id: number; collector_id: number };
+      await app.current.request('PUT', `/api/v1/sources/${source.id}/credentials`, {
+        key: admin,
+        body: { type: 'basic', username: connectionOf(SERVER_URL).username, password: 'unused-with-trust-auth' },
+      });
+      const first = await collect(source.collector_id, source.id);
+      expect(first.status, first.error).to.equal('succeeded');
+      const before = await named('postgresql.server', `${serverName}-host`);
+      expect(before.type_data!.host).to.deep.equal(await expectedHost());
+
+      // more clients, and time passing: only metrics move
+      const clients = postgres({ ...connectionOf(SERVER_URL), database: 'postgres', max: 3, onnotice: () => {} });
+      try {
+        const held = await Promise.all([1, 2, 3].map(() => clients.reserve()));
+        await Promise.all(held.map((connection) => connection`select 1`));
+        await new Promise((resolve) => setTimeout(resolve, 1100));
+        app.current.clock.now = new Date(app.current.clock.now.getTime() + 60_000);
+        const second = await collect(source.collector_id, source.id);
+        expect(second.status, second.error).to.equal('succeeded');
+        expect(second.counts.changes, 'metrics alone write no change record').to.equal(0);
+      } finally {
+        await clients.end({ timeout: 0 });
+      }
+      const after = await named('postgresql.server', `${serverName}-host`);
+      const metrics = (item: Item) => item.type_data!.metrics as { client_connections: number; uptime_seconds: number };
+      expect(metrics(after).client_connections).to.be.above(metrics(before).client_connections);
+      expect(metrics(after).uptime_seconds).to.be.above(metrics(before).uptime_seconds);
+      expect(after.type_data!.host).to.deep.equal(before.type_data!.host);
+      const history = (await app.current.get(`/api/v1/ci-changes/${after.ci_id}`, admin)).body.items as {
+        change_type: string;
+      }[];
+      expect(history.map((c) => c.change_type)).to.deep.equal(['CREATED']);
     });
 
     it('makes the run partial when one database refuses the collector, keeping every other part', async () => {

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { UniversalRecord } from '../../../inventory/write-path/records.js';
 import type { CollectContext, CollectedBatch, CollectorType } from '../plugin.js';
+import { HOST_TYPE_DATA_KEYS } from '../shared/host.js';
 import { isEnabled, loadPart } from '../shared/parts.js';
 import { connect, targetOf } from './connection.js';
 import {
@@ -132,6 +133,7 @@ export const postgresqlType: CollectorType = {
       'wal_level',
       'replication_role',
       'started_at',
+      ...HOST_TYPE_DATA_KEYS,
       'metrics.uptime_seconds',
       'metrics.client_connections',
     ],

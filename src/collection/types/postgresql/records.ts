@@ -1,5 +1,6 @@
 import type postgres from 'postgres';
 import type { UniversalRecord } from '../../../inventory/write-path/records.js';
+import { hostFacts, isLoopback, type HostFacts } from '../shared/host.js';
 import type { Target } from './connection.js';
 
 /** The settings the server record shows. */
@@ -18,6 +19,7 @@ const SETTINGS = [
   'server_encoding',
   'timezone',
   'port',
+  'listen_addresses',
   'ssl',
   'password_encryption',
 ];
@@ -29,13 +31,35 @@ function plain(row: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
-/** The server itself: version, role in replication, the settings above and, under `metrics`, what moves. */
+/**
+ * The server's host facts. PostgreSQL has no function naming its machine, so the host name is
+ * known only when the server runs on the collector's machine. The addresses are those it listens
+ * on and the one that answered this connection (null over a Unix socket).
+ */
+function serverHost(target: Target, listenAddresses: string | undefined, answeredFrom: string | null): HostFacts {
+  return hostFacts({
+    hostname: null,
+    addresses: [...(listenAddresses ?? '').split(/[\s,]+/), answeredFrom],
+    endpoint: `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`,
+    local: isLoopback(target.address),
+  });
+}
+
+/** The server itself: version, role in replication, the settings above, its host and, under `metrics`, what moves. */
 export async function serverRecord(sql: postgres.Sql, target: Target): Promise<UniversalRecord> {
   const [info] = await sql<
-    { version: string; version_num: number; in_recovery: boolean; started_at: Date; now: Date }[]
+    {
+      version: string;
+      version_num: number;
+      in_recovery: boolean;
+      started_at: Date;
+      now: Date;
+      server_address: string | null;
+    }[]
   >`
     select current_setting('server_version') as version, current_setting('server_version_num')::int as version_num,
-           pg_is_in_recovery() as in_recovery, pg_postmaster_start_time() as started_at, now() as now`;
+           pg_is_in_recovery() as in_recovery, pg_postmaster_start_time() as started_at, now() as now,
+           host(inet_server_addr()) as server_address`;
   const settings = await sql<{ name: string; value: string }[]>`
     select name, current_setting(name) as value from pg_settings where name = any(${SETTINGS}) order by name`;
   const [connections] = await sql<
@@ -61,6 +85,7 @@ export async function serverRecord(sql: postgres.Sql, target: Target): Promise<U
       wal_level: setting.wal_level ?? null,
       replication_role: info!.in_recovery ? 'standby' : 'primary',
       started_at: info!.started_at.toISOString(),
+      host: serverHost(target, setting.listen_addresses, info!.server_address),
       metrics: {
         uptime_seconds: Math.round((info!.now.getTime() - info!.started_at.getTime()) / 1000),
         client_connections: connections!.n,
