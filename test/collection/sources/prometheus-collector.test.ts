@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { CollectionWorker } from '../../../src/collection/collectors/runs/worker.js';
 import { createKey, useTestApp } from '../../support/app.js';
 import { describeWith } from '../../support/dependencies.js';
+import { thisMachine } from '../../support/local-machine.js';
 import { expectDocumentedTypeData } from '../../support/type-data.js';
 import {
   NODE_EXPORTER_BIN,
@@ -116,6 +117,13 @@ describeWith(Boolean(PROMETHEUS_BIN && NODE_EXPORTER_BIN))(
       expect(hostData.memory_bytes).to.be.a('number').and.be.above(0);
       expect(hostData.network_interfaces).to.be.an('array').that.is.not.empty;
       expect((hostData.metrics as { memory_available_bytes: number }).memory_available_bytes).to.be.above(0);
+      // Prometheus reached over loopback scrapes the exporter over loopback: the exporter's machine is this one
+      expect(hostData.host).to.deep.equal({
+        ...thisMachine(),
+        hostname: execFileSync('uname', ['-n'], { encoding: 'utf8' }).trim().toLowerCase(),
+        addresses: ['127.0.0.1'],
+        endpoint: stack!.nodeExporter,
+      });
 
       await expectDocumentedTypeData(app.current, admin, 'prometheus');
 

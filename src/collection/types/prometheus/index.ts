@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { CollectContext, CollectedBatch, CollectorType } from '../plugin.js';
+import { HOST_TYPE_DATA_KEYS, isLoopback } from '../shared/host.js';
 import { isEnabled, loadPart } from '../shared/parts.js';
 import { PrometheusApi, type ActiveTarget } from './api.js';
 import { hostRecords, serverRecord, targetRecord } from './records.js';
@@ -45,7 +46,8 @@ async function* collectPrometheus(context: CollectContext): AsyncGenerator<Colle
       context.component('server');
     }
   }
-  const hosts = isEnabled(context, 'hosts') ? await part('hosts', () => hostRecords(api)) : undefined;
+  const local = isLoopback(url.hostname);
+  const hosts = isEnabled(context, 'hosts') ? await part('hosts', () => hostRecords(api, local)) : undefined;
   if (hosts) {
     yield { scopeId, records: hosts };
     context.component('hosts');
@@ -105,6 +107,7 @@ export const prometheusType: CollectorType = {
       'instance',
       'filesystems',
       'network_interfaces',
+      ...HOST_TYPE_DATA_KEYS,
       'metrics.memory_available_bytes',
       'metrics.load1',
     ],

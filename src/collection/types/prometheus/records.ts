@@ -1,4 +1,5 @@
 import type { UniversalRecord } from '../../../inventory/write-path/records.js';
+import { hostFacts, isLoopback } from '../shared/host.js';
 import type { ActiveTarget, PrometheusApi, Sample } from './api.js';
 
 /** Filesystems that are memory or kernel views, not storage (a PromQL raw string: no escapes). */
@@ -88,9 +89,37 @@ const valueOf = (samples: Sample[] | undefined) => (samples?.[0] ? Number(sample
 const strip = (labels: Record<string, string>, ...names: string[]) =>
   Object.fromEntries(Object.entries(labels).filter(([k]) => !['__name__', 'instance', 'job', ...names].includes(k)));
 
-/** The node_exporter hosts the server scrapes, one query per attribute set over all of them. */
-export async function hostRecords(api: PrometheusApi): Promise<UniversalRecord[]> {
-  const [uname, os, cpus, memory, filesystems, interfaces, available, load] = await Promise.all([
+/** The host part of an instance label: `host:port`, `[address]:port`, or a host or address alone. */
+export function instanceHost(instance: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(instance);
+  if (bracketed) return bracketed[1]!;
+  // an IPv6 address without brackets has no port after it
+  if (instance.indexOf(':') !== instance.lastIndexOf(':')) return instance;
+  return instance.replace(/:\d*$/, '');
+}
+
+/**
+ * The host facts of a node_exporter's machine. It runs on the collector's machine only when both
+ * the collector reached Prometheus over loopback and Prometheus scrapes the exporter over loopback:
+ * a loopback instance of a Prometheus elsewhere is that Prometheus's machine, not this one.
+ */
+function exporterHost(instance: string, uname: Record<string, string>, dmi: Sample[] | undefined, local: boolean) {
+  const host = instanceHost(instance);
+  return hostFacts({
+    hostname: uname.nodename ?? null,
+    addresses: [host],
+    product_uuid: dmi?.[0]?.metric.product_uuid ?? null,
+    endpoint: instance,
+    local: local && isLoopback(host),
+  });
+}
+
+/**
+ * The node_exporter hosts the server scrapes, one query per attribute set over all of them.
+ * `local`: the collector reached the server over loopback.
+ */
+export async function hostRecords(api: PrometheusApi, local: boolean): Promise<UniversalRecord[]> {
+  const [uname, os, cpus, memory, filesystems, interfaces, available, load, dmi] = await Promise.all([
     api.query('node_uname_info'),
     api.query('node_os_info'),
     api.query('count by (instance) (node_cpu_seconds_total{mode="idle"})'),
@@ -99,8 +128,10 @@ export async function hostRecords(api: PrometheusApi): Promise<UniversalRecord[]
     api.query('node_network_info'),
     api.query('node_memory_MemAvailable_bytes'),
     api.query('node_load1'),
+    // the dmi collector's labels; its product_uuid only when node_exporter may read it (root)
+    api.query('node_dmi_info'),
   ]);
-  const [osBy, cpuBy, memoryBy, fsBy, netBy, availableBy, loadBy] = [
+  const [osBy, cpuBy, memoryBy, fsBy, netBy, availableBy, loadBy, dmiBy] = [
     os,
     cpus,
     memory,
@@ -108,6 +139,7 @@ export async function hostRecords(api: PrometheusApi): Promise<UniversalRecord[]
     interfaces,
     available,
     load,
+    dmi,
   ].map(byInstance);
   return uname.map(({ metric }) => {
     const instance = metric.instance!;
@@ -148,6 +180,7 @@ export async function hostRecords(api: PrometheusApi): Promise<UniversalRecord[]
         instance,
         filesystems: filesystemList,
         network_interfaces: interfaceList,
+        host: exporterHost(instance, metric, dmiBy!.get(instance), local),
         metrics: { memory_available_bytes: valueOf(availableBy!.get(instance)), load1: valueOf(loadBy!.get(instance)) },
       },
     };
