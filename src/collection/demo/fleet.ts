@@ -1,4 +1,5 @@
 import type { UniversalRecord } from '../../inventory/write-path/records.js';
+import { hostFacts } from '../types/shared/host.js';
 
 /**
  * The demo's Prometheus and PostgreSQL, as records shaped like those the `prometheus` and
@@ -61,7 +62,13 @@ export function prometheusRecords(state: FleetState): UniversalRecord[] {
         ...attributes,
         filesystems,
       },
-      type_data: { ...attributes, instance, filesystems, metrics: { load1: 0.4 } },
+      type_data: {
+        ...attributes,
+        instance,
+        filesystems,
+        host: hostFacts({ hostname: host, addresses: [host], endpoint: instance }),
+        metrics: { load1: 0.4 },
+      },
     });
     records.push({
       external_id: `target/node/http://${instance}/metrics`,
@@ -122,6 +129,7 @@ function serverRecord(state: FleetState): UniversalRecord {
       shared_buffers: '4GB',
       wal_level: 'replica',
       replication_role: 'primary',
+      host: hostFacts({ endpoint: 'pg-demo-primary.demo.invalid:5432' }),
     },
   };
 }

@@ -142,7 +142,22 @@ describe('cinv demo: a generated inventory with a week of history', function () 
       'demo-redis-west redis-west',
     ]);
     const host = (scope: string) => servers.find((s) => s.scope_id === scope)!.host;
-    expect(host('mariadb-east')).to.include({ hostname: 'east-node-05', endpoint: 'mariadb-east.demo.invalid:3306' });
+    expect(host('mariadb-east')).to.include({
+      hostname: 'east-node-05',
+      machine_id: null,
+      product_uuid: null,
+      endpoint: 'mariadb-east.demo.invalid:3306',
+    });
+    // the node_exporter on that node names the same machine, as Prometheus sees it
+    const [exporter] = await sql<{ host: Record<string, unknown> }[]>`
+      select type_data -> 'host' as host from configuration_items where ci_type = 'host.linux' and name = 'east-node-05'`;
+    expect(exporter!.host).to.deep.equal({
+      hostname: 'east-node-05',
+      addresses: ['east-node-05'],
+      machine_id: null,
+      product_uuid: null,
+      endpoint: 'east-node-05:9100',
+    });
     expect(host('nats-west')).to.include({ hostname: 'west-node-06', endpoint: 'nats-west.demo.invalid:8222' });
     // Redis names no host: its bind address is the node's, the same the cluster lists for that node
     const [node] = await sql<{ address: string }[]>`
