@@ -11,6 +11,7 @@ import { baselineRoutes } from './history/baselines/routes.js';
 import { subscriptionRoutes } from './history/subscriptions/routes.js';
 import { BatchPayload } from './history/subscriptions/schema.js';
 import { diffRoutes } from './inventory/diffs/routes.js';
+import { identityRoutes } from './inventory/identities/routes.js';
 import { impactRoutes } from './inventory/impact/routes.js';
 import { queryRoutes } from './inventory/queries/routes.js';
 import { authenticate, signInRedirect } from './identity/sign-in/authenticate.js';
@@ -67,6 +68,7 @@ export const apiRoutes: readonly AnyRoute[] = [
   ...auditRoutes,
   ...savedViewRoutes,
   ...queryRoutes,
+  ...identityRoutes,
 ];
 
 /** AES-256-GCM for the sign-in cookie; a cookie that does not decrypt is no sign-in at all. */

@@ -2,6 +2,7 @@ import { CollectionWorker } from './collection/collectors/runs/worker.js';
 import type { AppContext } from './context.js';
 import { scheduleSearchJobs } from './history/changes/scheduler.js';
 import { SubscriptionDelivery } from './history/subscriptions/delivery.js';
+import { IdentityWorker } from './inventory/identities/service.js';
 import { scheduleSweeps } from './inventory/lifecycle/scheduler.js';
 import { startedBy, type BackgroundWorker } from './platform/workers.js';
 
@@ -59,6 +60,7 @@ export function backgroundWorkers(app: AppContext, options: WorkerOptions): Back
       ),
       startedBy('search jobs', () => scheduleSearchJobs(app)),
       new NamedWorker('subscription delivery', new SubscriptionDelivery(app)),
+      new NamedWorker('identities', new IdentityWorker(app, config.identityPollMs)),
     );
   }
   const opensearchUrl = config.opensearchUrl;

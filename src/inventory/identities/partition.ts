@@ -127,8 +127,8 @@ export function partition(
         for (const root of roots.slice(1)) groups.union(roots[0]!, root);
         continue;
       }
-      // a person already kept these apart, and nothing else stands between them: settled, not raised
-      if (!isHeld && sets.length === 2 && pairs[0] === 'decided') continue;
+      // a person already kept every pair of these apart: settled, not raised
+      if (!isHeld && pairs.every((p) => p === 'decided')) continue;
       for (const ids of sets) for (const id of ids) held.add(id);
       const sorted = sets.map((ids) => [...ids].sort()).sort((a, b) => a[0]!.localeCompare(b[0]!));
       // the same groups found again by a weaker rule are the same question for a person

@@ -24,6 +24,9 @@ export const AUDIT_EVENT_TYPES = [
   'subscription.changed',
   'subscription.deleted',
   'subscription.secret_rotated',
+  'identity.decided',
+  'identity.decision_undone',
+  'identity.rules_changed',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

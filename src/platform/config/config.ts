@@ -119,6 +119,8 @@ export interface Config {
   workerLeaseMs: number;
   /** How often a worker looks for due sources. */
   workerPollMs: number;
+  /** How often the identity worker reads the change feed for CIs to resolve (CINV_IDENTITY_POLL_INTERVAL). */
+  identityPollMs: number;
   /** Hybrid sources one worker watches at once, beside its concurrent runs. */
   workerWatches: number;
   /** The master key before a rotation, still accepted for unwrapping (CINV_MASTER_KEY_PREVIOUS). */
@@ -187,6 +189,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerLeaseMs: duration(env, 'CINV_WORKER_LEASE', '60s'),
     ...deliverySettings(env),
     workerPollMs: duration(env, 'CINV_WORKER_POLL_INTERVAL', '5s'),
+    identityPollMs: duration(env, 'CINV_IDENTITY_POLL_INTERVAL', '2s'),
     workerWatches: integer(env, 'CINV_WORKER_WATCHES', 100, 0, 10_000),
     previousMasterKey: env.CINV_MASTER_KEY_PREVIOUS
       ? parseMasterKey('CINV_MASTER_KEY_PREVIOUS', env.CINV_MASTER_KEY_PREVIOUS)

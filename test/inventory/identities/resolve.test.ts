@@ -32,13 +32,20 @@ const linux = (hostname: string, osVersion: string): UniversalRecord => ({
   type_data: { hostname, os_name: 'Ubuntu', os_version: osVersion, kernel: '6.1.0', cpu_count: 4 },
 });
 
-const redis = (name: string, hostname: string | null, addresses: string[], machineId: string | null): UniversalRecord => ({
+const redis = (
+  name: string,
+  hostname: string | null,
+  addresses: string[],
+  machineId: string | null,
+): UniversalRecord => ({
   external_id: `server/${name}`,
   ci_type: 'redis.server',
   name,
   namespace: null,
   raw_data: { version: '7.0.15' },
-  type_data: { host: { hostname, addresses, machine_id: machineId, product_uuid: null, endpoint: `${addresses[0]}:6379` } },
+  type_data: {
+    host: { hostname, addresses, machine_id: machineId, product_uuid: null, endpoint: `${addresses[0]}:6379` },
+  },
 });
 
 describe('identity resolution over the change feed', () => {
@@ -73,7 +80,11 @@ describe('identity resolution over the change feed', () => {
     await ingest(sql, [node('web', 'cc33', '10.0.0.9')], { source: 'west' });
     await ingest(sql, [linux('web', '22.04')], { source: 'prom' });
     await catchUpIdentities(sql, () => new Date());
-    expect((await identities()).map((i) => i.ci_types.join()).sort()).to.deep.equal(['host.linux', 'k8s.node', 'k8s.node']);
+    expect((await identities()).map((i) => i.ci_types.join()).sort()).to.deep.equal([
+      'host.linux',
+      'k8s.node',
+      'k8s.node',
+    ]);
     const conflicts = await sql<{ rule: string; shared_values: string[]; groups: string[][] }[]>`
       select rule, shared_values, groups from identity_conflicts where status = 'open'`;
     expect(conflicts).to.have.lengthOf(1);
@@ -94,7 +105,9 @@ describe('identity resolution over the change feed', () => {
     await ingest(sql, [], { source: 'prom', mode: 'delta', deletions: ['host/node-1:9100'] });
     await catchUpIdentities(sql, () => new Date());
     expect(await identities()).to.deep.equal([]);
-    const [retired] = await sql<{ retired_at: Date | null }[]>`select retired_at from identities where id = ${first!.id}`;
+    const [retired] = await sql<
+      { retired_at: Date | null }[]
+    >`select retired_at from identities where id = ${first!.id}`;
     expect(retired!.retired_at).to.be.instanceOf(Date);
     expect(sourceId).to.be.a('string');
   });

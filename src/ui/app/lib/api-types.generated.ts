@@ -547,6 +547,174 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/identities': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List identities
+     * @description The real things (hosts) that one or more observations (CIs of any source) describe, linked by the identification rules. An identity is listed when the caller may see one of its observations, with the count of those it may see. Walked by `cursor`; no total is counted.
+     */
+    get: operations['listIdentities'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/identities/conflicts': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The review queue: conflicts and suspected duplicates
+     * @description Each item is a rule that matched identities which stronger evidence keeps apart (different machine ids, a person’s decision), so nothing was merged: explained, with the groups it would have joined. Settled by a decision (`POST /api/v1/identities/decisions` with `conflict_id`); `gone` when the data changed so that it no longer arises. Listed only to a caller that may see every observation it concerns; oldest first.
+     */
+    get: operations['listIdentityConflicts'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/identities/decisions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List people’s identity decisions
+     * @description Newest first; undone ones with `include_undone`. Listed to a caller that sees every CI a decision names.
+     */
+    get: operations['listIdentityDecisions'];
+    put?: never;
+    /**
+     * Merge, keep apart, or pin a field’s source
+     * @description `merge` joins the observations into one identity whatever the rules say; `keep_apart` keeps them in different identities; `pin` makes an identity’s `field` show `source_id`’s value while that source reports one. Every CI named must be visible to the caller (404) and inside its data scopes for writing. With `conflict_id` the conflict is settled. The identities concerned are resolved again before the answer; audited (`identity.decided`) and reversible (`DELETE /api/v1/identities/decisions/{decision_id}`).
+     */
+    post: operations['decideIdentity'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/identities/decisions/{decision_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Undo a decision
+     * @description The identities are resolved again as if it had never been made (a conflict it settled is raised again when it still arises). Kept as undone; audited (`identity.decision_undone`). Undoing an undone decision changes nothing.
+     */
+    delete: operations['undoIdentityDecision'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/identities/identify': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Dry run: what would an observation be linked to, and why
+     * @description Given a `ci_type` and the data a CI of it would carry, the identity it would link (or none), the rule and values of each match and the conflicts it would raise. Nothing is written; only observations the caller may see take part.
+     */
+    post: operations['identifyObservation'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/identities/rules': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The identification and precedence rules in force
+     * @description The tenant’s own, or the shipped ones (`shipped: true`); docs/identities.md explains each.
+     */
+    get: operations['getIdentityRules'];
+    /**
+     * Replace the identification and precedence rules
+     * @description Per kind: identification rules strongest first (each a set of keys; `exclusive` when one real thing has one value), precedence per field (selectors: a CI type, or `source:<id>`), the default precedence, and the staleness margin. The tenant’s host observations are resolved again under them before the answer. Only a caller that sees all the tenant’s data may (403 `scoped`); audited (`identity.rules_changed`).
+     */
+    put: operations['putIdentityRules'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/identities/{identity_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * One identity: its reconciled record with provenance, observations, relationships and changes
+     * @description Each field from the observation the precedence rules prefer, with its source, CI, since when and the competing values of the others. Everything comes from the observations the caller may see, and nothing from the others. With `as_of`, the observations it linked then, as they were stored then.
+     */
+    get: operations['getIdentity'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/identities/{identity_id}/graph': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The identity, its observations and what they relate to
+     * @description Nodes: the identity and the visible CIs; edges: each observation to the identity, and their relationships.
+     */
+    get: operations['getIdentityGraph'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/inventory/diff': {
     parameters: {
       query?: never;
@@ -694,12 +862,12 @@ export interface paths {
      *
      *     Collector types:
      *     - **`kubernetes`**: Discovers a Kubernetes cluster through its API server: `k8s.<kind>` CIs for nodes, namespaces, pods, workloads, services, endpoint slices, ingresses, volumes, claims and config maps (keys only; secrets never), with `runs_on`, `manages`, `routes_to`, `bound_to`, `mounts`, `member_of` and `exposes` relationships, and usage from `metrics.k8s.io` when served. `collection_mode: hybrid` watches every kind between lists. Credentials `token` or `tls`. Own config keys: `cluster_name` (The cluster name CIs are scoped by (default the API server host).); `page_size` (Objects per list request (`limit`, default 500).). `k8s.pod` type_data: `phase`, `node`, `pod_ip`, `pod_ips`, `host_ip`, `qos_class`, `containers`, `metrics.cpu_cores`, `metrics.memory_bytes`. `k8s.node` type_data: `capacity`, `allocatable`, `kubelet_version`, `os_image`, `kernel_version`, `container_runtime`, `architecture`, `unschedulable`, `conditions`, `metrics.cpu_cores`, `metrics.memory_bytes`. `k8s.deployment` type_data: `desired_replicas`, `ready_replicas`, `updated_replicas`, `available_replicas`, `images`, `strategy`. `k8s.statefulset` type_data: `desired_replicas`, `ready_replicas`, `updated_replicas`, `available_replicas`, `images`, `strategy`. `k8s.replicaset` type_data: `desired_replicas`, `ready_replicas`, `updated_replicas`, `available_replicas`, `images`, `strategy`. `k8s.daemonset` type_data: `desired_replicas`, `ready_replicas`, `updated_replicas`, `available_replicas`, `images`, `strategy`. `k8s.service` type_data: `type`, `cluster_ip`, `ports`, `selector`. `k8s.namespace` type_data: `phase`, `labels`. `k8s.configmap` type_data: `keys`, `binary_keys`. `k8s.persistentvolume` type_data: `capacity`, `access_modes`, `storage_class`, `reclaim_policy`, `phase`, `claim`. `k8s.persistentvolumeclaim` type_data: `phase`, `volume`, `storage_class`, `requested`, `access_modes`. `k8s.job` type_data: `completions`, `parallelism`, `active`, `succeeded`, `failed`. `k8s.cronjob` type_data: `schedule`, `suspend`, `last_schedule_time`. `k8s.endpointslice` type_data: `service`, `address_type`, `endpoints`, `ports`. `k8s.ingress` type_data: `ingress_class`, `hosts`, `services`. `enabled_collectors`: `namespaces`, `nodes`, `persistentvolumes`, `persistentvolumeclaims`, `configmaps`, `pods`, `endpointslices`, `services`, `ingresses`, `replicasets`, `jobs`, `statefulsets`, `daemonsets`, `deployments`, `cronjobs`.
-     *     - **`mariadb`**: Discovers a MariaDB or MySQL server from its variables, information_schema and the `mysql` schema (read-only; never table data, never a password hash): `mariadb.server`, `mariadb.database`, `mariadb.user`, `mariadb.role`, `mariadb.replication_source` and `mariadb.replica`, with `hosted_on`, `has_role`, `member_of` and `replicates_from` relationships. Endpoint `mysql://host:port` or `mariadb://host:port`; credentials `basic`. Own config keys: `server_name` (The instance name CIs are scoped by (default `host:port` of the endpoint).); `ssl` (`disable` (default): no TLS; `require`: TLS without verifying the certificate; `verify-full`: TLS with the certificate verified against the endpoint host (`verify_ssl: false` lowers it to `require`).). `mariadb.server` type_data: `version`, `flavour`, `server_uuid`, `server_id`, `max_connections`, `innodb_buffer_pool_size`, `log_bin`, `binlog_format`, `read_only`, `gtid_mode`, `character_set`, `collation`, `sql_mode`, `host.hostname`, `host.addresses`, `host.machine_id`, `host.endpoint`, `metrics.uptime_seconds`, `metrics.threads_connected`, `metrics.threads_running`, `metrics.questions`, `metrics.slow_queries`, `metrics.aborted_connects`. `mariadb.database` type_data: `character_set`, `collation`, `system`, `metrics.size_bytes`, `metrics.tables`. `mariadb.user` type_data: `user`, `host`, `plugin`, `account_locked`, `password_expired`, `max_user_connections`, `default_role`, `roles`, `grants`. `mariadb.role` type_data: `grants`, `roles`. `mariadb.replication_source` type_data: `connection_name`, `source_host`, `source_port`, `source_user`, `source_server_id`, `using_gtid`, `ssl`, `sql_delay`, `replicate_do_db`, `replicate_ignore_db`, `replicate_do_table`, `replicate_ignore_table`, `metrics.io_running`, `metrics.sql_running`, `metrics.seconds_behind_source`, `metrics.last_io_errno`, `metrics.last_sql_errno`. `mariadb.replica` type_data: `server_id`, `host`, `port`, `replica_uuid`. `enabled_collectors`: `server`, `databases`, `users`, `replication`, `replicas`.
-     *     - **`nats`**: Discovers a NATS server from its HTTP monitoring endpoint (never as a client; never messages): `nats.server`, `nats.account` (when accounts are configured), JetStream `nats.stream` and `nats.consumer`, with `hosted_on`, `belongs_to`, `consumes` and `replicates_from` relationships. Endpoint `http(s)://host:8222`; credentials none, or `basic` or `token` for a proxy in front of the monitoring port. Own config keys: `server_name` (The instance name CIs are scoped by (default `host:port` of the endpoint).); `include_ephemeral_consumers` (Also record consumers without a durable name (default false: they come and go with their clients, each one a new CI).). `nats.server` type_data: `version`, `server_name`, `cluster_name`, `jetstream_enabled`, `jetstream_max_memory`, `jetstream_max_storage`, `jetstream_domain`, `max_payload`, `max_connections`, `auth_required`, `tls_required`, `host.hostname`, `host.addresses`, `host.machine_id`, `host.endpoint`, `metrics.server_id`, `metrics.started_at`, `metrics.uptime_seconds`, `metrics.connections`, `metrics.total_connections`, `metrics.subscriptions`, `metrics.slow_consumers`, `metrics.in_msgs`, `metrics.out_msgs`, `metrics.in_bytes`, `metrics.out_bytes`, `metrics.mem_bytes`, `metrics.cpu_percent`, `metrics.routes`, `metrics.leafnodes`, `metrics.jetstream_memory_bytes`, `metrics.jetstream_storage_bytes`. `nats.account` type_data: `jetstream_enabled`, `system_account`, `jetstream_max_memory`, `jetstream_max_storage`, `imports`, `exports`, `metrics.client_connections`, `metrics.leafnode_connections`, `metrics.subscriptions`, `metrics.jetstream_memory_bytes`, `metrics.jetstream_storage_bytes`. `nats.stream` type_data: `account`, `subjects`, `retention`, `storage`, `replicas`, `discard`, `max_msgs`, `max_bytes`, `max_age_seconds`, `max_msgs_per_subject`, `max_msg_size`, `max_consumers`, `duplicate_window_seconds`, `sealed`, `mirror`, `sources`, `created`, `metrics.messages`, `metrics.bytes`, `metrics.consumer_count`, `metrics.first_seq`, `metrics.last_seq`, `metrics.num_subjects`, `metrics.num_deleted`, `metrics.leader`. `nats.consumer` type_data: `account`, `stream`, `durable_name`, `ack_policy`, `deliver_policy`, `replay_policy`, `filter_subjects`, `max_deliver`, `max_ack_pending`, `ack_wait_seconds`, `deliver_subject`, `deliver_group`, `metrics.num_pending`, `metrics.num_ack_pending`, `metrics.num_redelivered`, `metrics.num_waiting`, `metrics.delivered_consumer_seq`, `metrics.delivered_stream_seq`, `metrics.ack_floor_stream_seq`, `metrics.leader`. `enabled_collectors`: `server`, `accounts`, `streams`, `consumers`.
-     *     - **`postgresql`**: Discovers a PostgreSQL server from its system catalogue (read-only; never table data): `postgresql.server`, `postgresql.database`, `postgresql.role` and `postgresql.extension`, with `hosted_on`, `owned_by`, `member_of` and `installed_in` relationships. Endpoint `postgres://host:port`; credentials `basic` or `tls`. Own config keys: `server_name` (The instance name CIs are scoped by (default `host:port` of the endpoint).); `database` (The database to connect to first (default `postgres`).); `sslmode` (`prefer` (default): TLS when the server offers it; `require`: TLS without verifying the certificate; `verify-full`: TLS with the certificate verified (`verify_ssl: false` lowers it to `require`).). `postgresql.server` type_data: `version`, `data_checksums`, `max_connections`, `shared_buffers`, `wal_level`, `replication_role`, `started_at`, `metrics.uptime_seconds`, `metrics.client_connections`. `postgresql.database` type_data: `owner`, `encoding`, `collation`, `connection_limit`, `is_template`, `metrics.size_bytes`. `postgresql.role` type_data: `login`, `superuser`, `createdb`, `connection_limit`, `member_of`. `postgresql.extension` type_data: `version`, `schema`, `database`. `enabled_collectors`: `server`, `databases`, `roles`, `extensions`.
-     *     - **`prometheus`**: Discovers a Prometheus server, its scrape targets and the Linux hosts its node_exporters describe, from its HTTP API: `prometheus.server`, `prometheus.target` and `host.linux`, with `scraped_by` and `describes` relationships. Endpoint `http(s)://host:9090`; credentials none, `basic` or `token`. Own config keys: `server_name` (The instance name CIs are scoped by (default `host:port` of the endpoint).). `prometheus.server` type_data: `version`, `revision`, `go_version`, `storage_retention`, `config_reloaded_at`, `config_reload_ok`, `started_at`, `metrics.goroutines`, `metrics.time_series`, `metrics.corrupted_chunks`. `prometheus.target` type_data: `job`, `instance`, `labels`, `health`, `last_error`, `metrics.last_scrape`, `metrics.last_scrape_duration_seconds`. `host.linux` type_data: `hostname`, `os_name`, `os_version`, `kernel`, `architecture`, `cpu_count`, `memory_bytes`, `instance`, `filesystems`, `network_interfaces`, `metrics.memory_available_bytes`, `metrics.load1`. `enabled_collectors`: `server`, `targets`, `hosts`.
-     *     - **`rabbitmq`**: Discovers a RabbitMQ cluster through its management HTTP API (read only): `rabbitmq.cluster`, `rabbitmq.node`, `rabbitmq.vhost`, `rabbitmq.exchange`, `rabbitmq.queue`, `rabbitmq.user` and `rabbitmq.policy`, with `member_of`, `hosted_on`, `in_vhost`, `routes_to` (bindings, their routing keys in the exchange’s `bindings`), `can_access` and `applies_in` relationships. Endpoint `http(s)://host:15672`; credentials `basic` (a user tagged `monitoring` with a permission entry in each virtual host; users need `administrator`). Own config keys: `server_name` (The instance name CIs are scoped by (default `host:port` of the endpoint).); `page_size` (Queues and exchanges asked of the management API per page (default 500); one page is one batch.). `rabbitmq.cluster` type_data: `cluster_name`, `version`, `erlang_version`, `management_version`, `listeners`, `metrics.connections`, `metrics.channels`, `metrics.queues`, `metrics.consumers`, `metrics.messages`, `metrics.publish_rate`, `metrics.deliver_rate`. `rabbitmq.node` type_data: `type`, `running`, `enabled_plugins`, `fd_total`, `sockets_total`, `mem_limit`, `disk_free_limit`, `proc_total`, `processors`, `net_ticktime`, `host.hostname`, `host.addresses`, `host.machine_id`, `host.endpoint`, `metrics.mem_used`, `metrics.fd_used`, `metrics.sockets_used`, `metrics.proc_used`, `metrics.disk_free`, `metrics.uptime_seconds`. `rabbitmq.vhost` type_data: `description`, `tags`, `default_queue_type`, `tracing`, `metrics.messages`, `metrics.messages_ready`, `metrics.messages_unacknowledged`. `rabbitmq.exchange` type_data: `type`, `durable`, `auto_delete`, `internal`, `arguments`, `policy`, `vhost`, `bindings`, `metrics.publish_in_rate`, `metrics.publish_out_rate`. `rabbitmq.queue` type_data: `type`, `durable`, `auto_delete`, `exclusive`, `arguments`, `node`, `policy`, `operator_policy`, `vhost`, `metrics.messages`, `metrics.messages_ready`, `metrics.messages_unacknowledged`, `metrics.consumers`, `metrics.publish_rate`, `metrics.deliver_rate`, `metrics.ack_rate`. `rabbitmq.user` type_data: `tags`, `limits`, `vhosts`. `rabbitmq.policy` type_data: `pattern`, `apply_to`, `definition`, `priority`, `operator`, `vhost`. `enabled_collectors`: `cluster`, `nodes`, `vhosts`, `exchanges`, `queues`, `users`, `policies`, `operator_policies`.
-     *     - **`redis`**: Discovers a Redis server from INFO, CONFIG GET of a fixed list of settings, ACL GETUSER and, in those modes, SENTINEL and CLUSTER listings (never keys or values, never passwords or their hashes): `redis.server`, `redis.database`, `redis.user`, `redis.peer` (replication partners, sentinel-watched servers), `redis.sentinel_master`, `redis.cluster` and `redis.cluster_node`, with `hosted_on`, `replicates_from`, `monitored_by`, `monitors` and `member_of` relationships. Endpoint `redis://host:port` or `rediss://`; credentials `basic` (ACL user and password), `token` (the `requirepass` password) or `tls` (client certificate). Own config keys: `server_name` (The instance name CIs are scoped by (default `host:port` of the endpoint).). `redis.server` type_data: `version`, `mode`, `role`, `maxmemory`, `maxmemory_policy`, `save`, `appendonly`, `appendfsync`, `modules`, `databases`, `port`, `bind`, `cluster_enabled`, `host.hostname`, `host.addresses`, `host.machine_id`, `host.endpoint`, `metrics.uptime_seconds`, `metrics.used_memory`, `metrics.used_memory_rss`, `metrics.connected_clients`, `metrics.blocked_clients`, `metrics.connected_replicas`, `metrics.total_commands_processed`, `metrics.instantaneous_ops_per_sec`, `metrics.total_connections_received`, `metrics.keyspace_hits`, `metrics.keyspace_misses`, `metrics.expired_keys`, `metrics.evicted_keys`, `metrics.rdb_changes_since_last_save`. `redis.database` type_data: `index`, `metrics.keys`, `metrics.expires`, `metrics.avg_ttl_ms`. `redis.user` type_data: `enabled`, `nopass`, `flags`, `commands`, `keys`, `channels`, `selectors`, `password_count`. `redis.peer` type_data: `address`, `port`, `role`, `metrics.link_status`, `metrics.offset`, `metrics.lag_seconds`, `metrics.last_io_seconds_ago`, `metrics.flags`. `redis.sentinel_master` type_data: `master_name`, `address`, `port`, `quorum`, `down_after_ms`, `failover_timeout_ms`, `parallel_syncs`, `metrics.flags`, `metrics.num_replicas`, `metrics.num_other_sentinels`, `metrics.config_epoch`. `redis.cluster` type_data: `node_id`, `metrics.state`, `metrics.slots_assigned`, `metrics.slots_ok`, `metrics.known_nodes`, `metrics.size`, `metrics.current_epoch`. `redis.cluster_node` type_data: `node_id`, `address`, `port`, `bus_port`, `hostname`, `role`, `primary_node_id`, `slots`, `metrics.link_state`, `metrics.flags`, `metrics.config_epoch`. `enabled_collectors`: `server`, `databases`, `users`, `replication`, `sentinel`, `cluster`.
+     *     - **`mariadb`**: Discovers a MariaDB or MySQL server from its variables, information_schema and the `mysql` schema (read-only; never table data, never a password hash): `mariadb.server`, `mariadb.database`, `mariadb.user`, `mariadb.role`, `mariadb.replication_source` and `mariadb.replica`, with `hosted_on`, `has_role`, `member_of` and `replicates_from` relationships. Endpoint `mysql://host:port` or `mariadb://host:port`; credentials `basic`. Own config keys: `server_name` (The instance name CIs are scoped by (default `host:port` of the endpoint).); `ssl` (`disable` (default): no TLS; `require`: TLS without verifying the certificate; `verify-full`: TLS with the certificate verified against the endpoint host (`verify_ssl: false` lowers it to `require`).). `mariadb.server` type_data: `version`, `flavour`, `server_uuid`, `server_id`, `max_connections`, `innodb_buffer_pool_size`, `log_bin`, `binlog_format`, `read_only`, `gtid_mode`, `character_set`, `collation`, `sql_mode`, `host.hostname`, `host.addresses`, `host.machine_id`, `host.product_uuid`, `host.endpoint`, `metrics.uptime_seconds`, `metrics.threads_connected`, `metrics.threads_running`, `metrics.questions`, `metrics.slow_queries`, `metrics.aborted_connects`. `mariadb.database` type_data: `character_set`, `collation`, `system`, `metrics.size_bytes`, `metrics.tables`. `mariadb.user` type_data: `user`, `host`, `plugin`, `account_locked`, `password_expired`, `max_user_connections`, `default_role`, `roles`, `grants`. `mariadb.role` type_data: `grants`, `roles`. `mariadb.replication_source` type_data: `connection_name`, `source_host`, `source_port`, `source_user`, `source_server_id`, `using_gtid`, `ssl`, `sql_delay`, `replicate_do_db`, `replicate_ignore_db`, `replicate_do_table`, `replicate_ignore_table`, `metrics.io_running`, `metrics.sql_running`, `metrics.seconds_behind_source`, `metrics.last_io_errno`, `metrics.last_sql_errno`. `mariadb.replica` type_data: `server_id`, `host`, `port`, `replica_uuid`. `enabled_collectors`: `server`, `databases`, `users`, `replication`, `replicas`.
+     *     - **`nats`**: Discovers a NATS server from its HTTP monitoring endpoint (never as a client; never messages): `nats.server`, `nats.account` (when accounts are configured), JetStream `nats.stream` and `nats.consumer`, with `hosted_on`, `belongs_to`, `consumes` and `replicates_from` relationships. Endpoint `http(s)://host:8222`; credentials none, or `basic` or `token` for a proxy in front of the monitoring port. Own config keys: `server_name` (The instance name CIs are scoped by (default `host:port` of the endpoint).); `include_ephemeral_consumers` (Also record consumers without a durable name (default false: they come and go with their clients, each one a new CI).). `nats.server` type_data: `version`, `server_name`, `cluster_name`, `jetstream_enabled`, `jetstream_max_memory`, `jetstream_max_storage`, `jetstream_domain`, `max_payload`, `max_connections`, `auth_required`, `tls_required`, `host.hostname`, `host.addresses`, `host.machine_id`, `host.product_uuid`, `host.endpoint`, `metrics.server_id`, `metrics.started_at`, `metrics.uptime_seconds`, `metrics.connections`, `metrics.total_connections`, `metrics.subscriptions`, `metrics.slow_consumers`, `metrics.in_msgs`, `metrics.out_msgs`, `metrics.in_bytes`, `metrics.out_bytes`, `metrics.mem_bytes`, `metrics.cpu_percent`, `metrics.routes`, `metrics.leafnodes`, `metrics.jetstream_memory_bytes`, `metrics.jetstream_storage_bytes`. `nats.account` type_data: `jetstream_enabled`, `system_account`, `jetstream_max_memory`, `jetstream_max_storage`, `imports`, `exports`, `metrics.client_connections`, `metrics.leafnode_connections`, `metrics.subscriptions`, `metrics.jetstream_memory_bytes`, `metrics.jetstream_storage_bytes`. `nats.stream` type_data: `account`, `subjects`, `retention`, `storage`, `replicas`, `discard`, `max_msgs`, `max_bytes`, `max_age_seconds`, `max_msgs_per_subject`, `max_msg_size`, `max_consumers`, `duplicate_window_seconds`, `sealed`, `mirror`, `sources`, `created`, `metrics.messages`, `metrics.bytes`, `metrics.consumer_count`, `metrics.first_seq`, `metrics.last_seq`, `metrics.num_subjects`, `metrics.num_deleted`, `metrics.leader`. `nats.consumer` type_data: `account`, `stream`, `durable_name`, `ack_policy`, `deliver_policy`, `replay_policy`, `filter_subjects`, `max_deliver`, `max_ack_pending`, `ack_wait_seconds`, `deliver_subject`, `deliver_group`, `metrics.num_pending`, `metrics.num_ack_pending`, `metrics.num_redelivered`, `metrics.num_waiting`, `metrics.delivered_consumer_seq`, `metrics.delivered_stream_seq`, `metrics.ack_floor_stream_seq`, `metrics.leader`. `enabled_collectors`: `server`, `accounts`, `streams`, `consumers`.
+     *     - **`postgresql`**: Discovers a PostgreSQL server from its system catalogue (read-only; never table data): `postgresql.server`, `postgresql.database`, `postgresql.role` and `postgresql.extension`, with `hosted_on`, `owned_by`, `member_of` and `installed_in` relationships. Endpoint `postgres://host:port`; credentials `basic` or `tls`. Own config keys: `server_name` (The instance name CIs are scoped by (default `host:port` of the endpoint).); `database` (The database to connect to first (default `postgres`).); `sslmode` (`prefer` (default): TLS when the server offers it; `require`: TLS without verifying the certificate; `verify-full`: TLS with the certificate verified (`verify_ssl: false` lowers it to `require`).). `postgresql.server` type_data: `version`, `data_checksums`, `max_connections`, `shared_buffers`, `wal_level`, `replication_role`, `started_at`, `host.hostname`, `host.addresses`, `host.machine_id`, `host.product_uuid`, `host.endpoint`, `metrics.uptime_seconds`, `metrics.client_connections`. `postgresql.database` type_data: `owner`, `encoding`, `collation`, `connection_limit`, `is_template`, `metrics.size_bytes`. `postgresql.role` type_data: `login`, `superuser`, `createdb`, `connection_limit`, `member_of`. `postgresql.extension` type_data: `version`, `schema`, `database`. `enabled_collectors`: `server`, `databases`, `roles`, `extensions`.
+     *     - **`prometheus`**: Discovers a Prometheus server, its scrape targets and the Linux hosts its node_exporters describe, from its HTTP API: `prometheus.server`, `prometheus.target` and `host.linux`, with `scraped_by` and `describes` relationships. Endpoint `http(s)://host:9090`; credentials none, `basic` or `token`. Own config keys: `server_name` (The instance name CIs are scoped by (default `host:port` of the endpoint).). `prometheus.server` type_data: `version`, `revision`, `go_version`, `storage_retention`, `config_reloaded_at`, `config_reload_ok`, `started_at`, `metrics.goroutines`, `metrics.time_series`, `metrics.corrupted_chunks`. `prometheus.target` type_data: `job`, `instance`, `labels`, `health`, `last_error`, `metrics.last_scrape`, `metrics.last_scrape_duration_seconds`. `host.linux` type_data: `hostname`, `os_name`, `os_version`, `kernel`, `architecture`, `cpu_count`, `memory_bytes`, `instance`, `filesystems`, `network_interfaces`, `host.hostname`, `host.addresses`, `host.machine_id`, `host.product_uuid`, `host.endpoint`, `metrics.memory_available_bytes`, `metrics.load1`. `enabled_collectors`: `server`, `targets`, `hosts`.
+     *     - **`rabbitmq`**: Discovers a RabbitMQ cluster through its management HTTP API (read only): `rabbitmq.cluster`, `rabbitmq.node`, `rabbitmq.vhost`, `rabbitmq.exchange`, `rabbitmq.queue`, `rabbitmq.user` and `rabbitmq.policy`, with `member_of`, `hosted_on`, `in_vhost`, `routes_to` (bindings, their routing keys in the exchange’s `bindings`), `can_access` and `applies_in` relationships. Endpoint `http(s)://host:15672`; credentials `basic` (a user tagged `monitoring` with a permission entry in each virtual host; users need `administrator`). Own config keys: `server_name` (The instance name CIs are scoped by (default `host:port` of the endpoint).); `page_size` (Queues and exchanges asked of the management API per page (default 500); one page is one batch.). `rabbitmq.cluster` type_data: `cluster_name`, `version`, `erlang_version`, `management_version`, `listeners`, `metrics.connections`, `metrics.channels`, `metrics.queues`, `metrics.consumers`, `metrics.messages`, `metrics.publish_rate`, `metrics.deliver_rate`. `rabbitmq.node` type_data: `type`, `running`, `enabled_plugins`, `fd_total`, `sockets_total`, `mem_limit`, `disk_free_limit`, `proc_total`, `processors`, `net_ticktime`, `host.hostname`, `host.addresses`, `host.machine_id`, `host.product_uuid`, `host.endpoint`, `metrics.mem_used`, `metrics.fd_used`, `metrics.sockets_used`, `metrics.proc_used`, `metrics.disk_free`, `metrics.uptime_seconds`. `rabbitmq.vhost` type_data: `description`, `tags`, `default_queue_type`, `tracing`, `metrics.messages`, `metrics.messages_ready`, `metrics.messages_unacknowledged`. `rabbitmq.exchange` type_data: `type`, `durable`, `auto_delete`, `internal`, `arguments`, `policy`, `vhost`, `bindings`, `metrics.publish_in_rate`, `metrics.publish_out_rate`. `rabbitmq.queue` type_data: `type`, `durable`, `auto_delete`, `exclusive`, `arguments`, `node`, `policy`, `operator_policy`, `vhost`, `metrics.messages`, `metrics.messages_ready`, `metrics.messages_unacknowledged`, `metrics.consumers`, `metrics.publish_rate`, `metrics.deliver_rate`, `metrics.ack_rate`. `rabbitmq.user` type_data: `tags`, `limits`, `vhosts`. `rabbitmq.policy` type_data: `pattern`, `apply_to`, `definition`, `priority`, `operator`, `vhost`. `enabled_collectors`: `cluster`, `nodes`, `vhosts`, `exchanges`, `queues`, `users`, `policies`, `operator_policies`.
+     *     - **`redis`**: Discovers a Redis server from INFO, CONFIG GET of a fixed list of settings, ACL GETUSER and, in those modes, SENTINEL and CLUSTER listings (never keys or values, never passwords or their hashes): `redis.server`, `redis.database`, `redis.user`, `redis.peer` (replication partners, sentinel-watched servers), `redis.sentinel_master`, `redis.cluster` and `redis.cluster_node`, with `hosted_on`, `replicates_from`, `monitored_by`, `monitors` and `member_of` relationships. Endpoint `redis://host:port` or `rediss://`; credentials `basic` (ACL user and password), `token` (the `requirepass` password) or `tls` (client certificate). Own config keys: `server_name` (The instance name CIs are scoped by (default `host:port` of the endpoint).). `redis.server` type_data: `version`, `mode`, `role`, `maxmemory`, `maxmemory_policy`, `save`, `appendonly`, `appendfsync`, `modules`, `databases`, `port`, `bind`, `cluster_enabled`, `host.hostname`, `host.addresses`, `host.machine_id`, `host.product_uuid`, `host.endpoint`, `metrics.uptime_seconds`, `metrics.used_memory`, `metrics.used_memory_rss`, `metrics.connected_clients`, `metrics.blocked_clients`, `metrics.connected_replicas`, `metrics.total_commands_processed`, `metrics.instantaneous_ops_per_sec`, `metrics.total_connections_received`, `metrics.keyspace_hits`, `metrics.keyspace_misses`, `metrics.expired_keys`, `metrics.evicted_keys`, `metrics.rdb_changes_since_last_save`. `redis.database` type_data: `index`, `metrics.keys`, `metrics.expires`, `metrics.avg_ttl_ms`. `redis.user` type_data: `enabled`, `nopass`, `flags`, `commands`, `keys`, `channels`, `selectors`, `password_count`. `redis.peer` type_data: `address`, `port`, `role`, `metrics.link_status`, `metrics.offset`, `metrics.lag_seconds`, `metrics.last_io_seconds_ago`, `metrics.flags`. `redis.sentinel_master` type_data: `master_name`, `address`, `port`, `quorum`, `down_after_ms`, `failover_timeout_ms`, `parallel_syncs`, `metrics.flags`, `metrics.num_replicas`, `metrics.num_other_sentinels`, `metrics.config_epoch`. `redis.cluster` type_data: `node_id`, `metrics.state`, `metrics.slots_assigned`, `metrics.slots_ok`, `metrics.known_nodes`, `metrics.size`, `metrics.current_epoch`. `redis.cluster_node` type_data: `node_id`, `address`, `port`, `bus_port`, `hostname`, `role`, `primary_node_id`, `slots`, `metrics.link_state`, `metrics.flags`, `metrics.config_epoch`. `enabled_collectors`: `server`, `databases`, `users`, `replication`, `sentinel`, `cluster`.
      *     - **`universal`**: External agents push universal-format records to `POST /api/v1/sources/{id}/ingest`; cinv collects nothing itself.
      */
     post: operations['createSource'];
@@ -2128,7 +2296,10 @@ export interface operations {
           | 'subscription.created'
           | 'subscription.changed'
           | 'subscription.deleted'
-          | 'subscription.secret_rotated';
+          | 'subscription.secret_rotated'
+          | 'identity.decided'
+          | 'identity.decision_undone'
+          | 'identity.rules_changed';
         /** @description A user id or an API key id. */
         actor_id?: string;
         outcome?: 'success' | 'failure';
@@ -6117,6 +6288,1298 @@ export interface operations {
             offset: number;
             /** @description Relationship rows in the result set, including those whose neighbour no longer exists. */
             total: number;
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Not found (`HTTP_404`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  listIdentities: {
+    parameters: {
+      query?: {
+        /** @description Repeatable `field:operator:value` (split on the first two colons). Fields: kind, name, created_at, updated_at. Operators: eq, ne, gt, gte, lt, lte, like, ilike, startswith, in, nin (comma list), null, notnull (no value). */
+        filter?: string[];
+        sort_by?: 'name' | 'updated_at' | 'created_at';
+        sort_order?: 'asc' | 'desc';
+        /** @description Page size, at most 500. */
+        limit?: number;
+        /** @description Opaque `next_cursor` of the previous page. */
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of identities. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            has_more: boolean;
+            items: {
+              /** Format: date-time */
+              created_at: string;
+              /** Format: uuid */
+              id: string;
+              /**
+               * @description What kind of real thing: `host` (a machine, physical or virtual).
+               * @constant
+               */
+              kind: 'host';
+              /** @description The reconciled host name, or the strongest identifier when none is known. */
+              name: string;
+              /** @description The observations linked that the caller may see. */
+              observation_count: number;
+              /** Format: date-time */
+              updated_at: string;
+            }[];
+            next_cursor: string | null;
+          };
+        };
+      };
+      /** @description Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, JSON nested deeper than 64 levels, a broken gzip or deflate stream). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  listIdentityConflicts: {
+    parameters: {
+      query?: {
+        status?: 'open' | 'settled' | 'gone' | 'all';
+        /** @description Page size, at most 500. */
+        limit?: number;
+        /** @description Opaque `next_cursor` of the previous page. */
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of conflicts. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            has_more: boolean;
+            items: {
+              closed_at: string | null;
+              decision_id: string | null;
+              explanation: string;
+              /** @description The groups the rule would have joined, each one identity now. */
+              groups: {
+                /** Format: uuid */
+                ci_id: string;
+                ci_type: string;
+                identity_id: string | null;
+                name: string;
+                source_id: string;
+              }[][];
+              /** Format: uuid */
+              id: string;
+              /**
+               * @description What kind of real thing: `host` (a machine, physical or virtual).
+               * @constant
+               */
+              kind: 'host';
+              /** Format: date-time */
+              raised_at: string;
+              /** @description The identification rule that matched. */
+              rule: string;
+              /** @description The values of that rule the groups share. */
+              shared_values: string[];
+              status: 'open' | 'settled' | 'gone';
+            }[];
+            next_cursor: string | null;
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  listIdentityDecisions: {
+    parameters: {
+      query?: {
+        include_undone?: boolean;
+        /** @description Page size, at most 500. */
+        limit?: number;
+        /** @description Opaque `next_cursor` of the previous page. */
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of decisions. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            has_more: boolean;
+            items: {
+              action: string;
+              ci_ids: string[];
+              conflict_id: string | null;
+              field: string | null;
+              /** Format: uuid */
+              id: string;
+              /**
+               * @description What kind of real thing: `host` (a machine, physical or virtual).
+               * @constant
+               */
+              kind: 'host';
+              /** Format: date-time */
+              made_at: string;
+              made_by: {
+                id: string | null;
+                kind: string;
+                name: string | null;
+              };
+              reason: string | null;
+              source_id: string | null;
+              undone_at: string | null;
+              undone_by: {
+                id: string | null;
+                kind: string;
+                name: string | null;
+              } | null;
+            }[];
+            next_cursor: string | null;
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  decideIdentity: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description `merge`: the observations are one thing, whatever the rules say; `keep_apart`: they are different things; `pin`: the identity's `field` shows `source_id`'s value while that source reports one. */
+          action: 'merge' | 'keep_apart' | 'pin';
+          /** @description The observations decided about: at least two for merge and keep_apart; one of the identity for pin. */
+          ci_ids: string[];
+          /**
+           * Format: uuid
+           * @description The conflict this settles.
+           */
+          conflict_id?: string;
+          /** @description pin only: the field. */
+          field?: string;
+          reason?: string;
+          /** @description A source id. */
+          source_id?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The decision. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            action: string;
+            ci_ids: string[];
+            conflict_id: string | null;
+            field: string | null;
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description What kind of real thing: `host` (a machine, physical or virtual).
+             * @constant
+             */
+            kind: 'host';
+            /** Format: date-time */
+            made_at: string;
+            made_by: {
+              id: string | null;
+              kind: string;
+              name: string | null;
+            };
+            reason: string | null;
+            source_id: string | null;
+            undone_at: string | null;
+            undone_by: {
+              id: string | null;
+              kind: string;
+              name: string | null;
+            } | null;
+          };
+        };
+      };
+      /** @description Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, JSON nested deeper than 64 levels, a broken gzip or deflate stream). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description A CI or the conflict named is not one the caller may see. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              /** @description HTTP_<status>, VALIDATION_ERROR, INVALID_FILTER or INTERNAL_SERVER_ERROR. */
+              code: string;
+              /** @description VALIDATION_ERROR: `errors` [{field, location, message}]; INVALID_FILTER: `filter`, `reason`. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Unique per occurrence; also in the server log line. */
+              id: string;
+              message: string;
+              method: string;
+              path: string;
+            };
+          };
+        };
+      };
+      /** @description The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  undoIdentityDecision: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The decision identifier. */
+        decision_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The decision, undone. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            action: string;
+            ci_ids: string[];
+            conflict_id: string | null;
+            field: string | null;
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description What kind of real thing: `host` (a machine, physical or virtual).
+             * @constant
+             */
+            kind: 'host';
+            /** Format: date-time */
+            made_at: string;
+            made_by: {
+              id: string | null;
+              kind: string;
+              name: string | null;
+            };
+            reason: string | null;
+            source_id: string | null;
+            undone_at: string | null;
+            undone_by: {
+              id: string | null;
+              kind: string;
+              name: string | null;
+            } | null;
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Not found (`HTTP_404`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  identifyObservation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          ci_type: string;
+          /** @default candidate */
+          name: string;
+          /** @default {} */
+          raw_data: {
+            [key: string]: unknown;
+          };
+          /** @default {} */
+          type_data: {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The identification. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            conflicts: {
+              rule: string;
+              values: string[];
+            }[];
+            explanation: string;
+            identity_id: string | null;
+            /** @description The identifying values found in it. */
+            keys: {
+              [key: string]: string[];
+            };
+            kind: 'host' | null;
+            matches: {
+              /** Format: uuid */
+              ci_id: string;
+              rule: string;
+              values: string[];
+            }[];
+          };
+        };
+      };
+      /** @description Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, JSON nested deeper than 64 levels, a broken gzip or deflate stream). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getIdentityRules: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The rules. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            rules: {
+              host: {
+                defaultPrecedence: string[];
+                identification: {
+                  exclusive: boolean;
+                  keys: ('machine_id' | 'product_uuid' | 'hostname' | 'address')[];
+                  name: string;
+                }[];
+                precedence: {
+                  [key: string]: string[];
+                };
+                staleMarginMinutes: number;
+              };
+            };
+            /** @description Whether these are the shipped rules (the tenant set none). */
+            shipped: boolean;
+            updated_at: string | null;
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  putIdentityRules: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          host: {
+            defaultPrecedence: string[];
+            identification: {
+              exclusive: boolean;
+              keys: ('machine_id' | 'product_uuid' | 'hostname' | 'address')[];
+              name: string;
+            }[];
+            precedence: {
+              [key: string]: string[];
+            };
+            staleMarginMinutes: number;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The rules now in force. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            rules: {
+              host: {
+                defaultPrecedence: string[];
+                identification: {
+                  exclusive: boolean;
+                  keys: ('machine_id' | 'product_uuid' | 'hostname' | 'address')[];
+                  name: string;
+                }[];
+                precedence: {
+                  [key: string]: string[];
+                };
+                staleMarginMinutes: number;
+              };
+            };
+            /** @description Whether these are the shipped rules (the tenant set none). */
+            shipped: boolean;
+            updated_at: string | null;
+          };
+        };
+      };
+      /** @description Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, JSON nested deeper than 64 levels, a broken gzip or deflate stream). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getIdentity: {
+    parameters: {
+      query?: {
+        /** @description The identity at that moment: the observations it linked then, their values as they were stored then. */
+        as_of?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The identity identifier. */
+        identity_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The identity. */
+      200: {
+        headers: {
+          /** @description Which database answered: `replica` or `primary`. Present when a read replica (DATABASE_REPLICA_URL) is configured: this read goes to it while it is within CINV_REPLICA_MAX_LAG and has replayed past the caller's last write. */
+          'X-Cinv-Served-By'?: 'replica' | 'primary';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: date-time */
+            as_of?: string;
+            /** @description The latest 100 changes of every observation, newest first. */
+            changes: {
+              change_type: string;
+              /** Format: date-time */
+              changed_at: string;
+              changed_fields: string[];
+              /** Format: uuid */
+              ci_id: string;
+              ci_name: string;
+              ci_type: string;
+              id: string;
+              source_id: string;
+            }[];
+            /** @description Open conflicts over its observations. */
+            conflicts: string[];
+            /** Format: date-time */
+            created_at: string;
+            fields: {
+              [key: string]: {
+                /** Format: uuid */
+                ci_id: string;
+                competing: {
+                  /** Format: uuid */
+                  ci_id: string;
+                  /**
+                   * Format: date-time
+                   * @description Since when this observation has reported this value.
+                   */
+                  since: string;
+                  source_id: string;
+                  stale: boolean;
+                  value: unknown;
+                }[];
+                /** @description `pinned`: a person pinned the source; `precedence`: a precedence rule names it; `latest`: no rule names any reporting source, the most recently seen wins; `stale`: only sources past their schedule report it. */
+                reason: 'pinned' | 'precedence' | 'latest' | 'stale';
+                /**
+                 * Format: date-time
+                 * @description Since when this observation has reported this value.
+                 */
+                since: string;
+                source_id: string;
+                value: unknown;
+              };
+            };
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description What kind of real thing: `host` (a machine, physical or virtual).
+             * @constant
+             */
+            kind: 'host';
+            name: string;
+            observations: {
+              /** Format: uuid */
+              ci_id: string;
+              ci_type: string;
+              keys: {
+                [key: string]: string[];
+              };
+              last_seen: string | null;
+              /**
+               * Format: date-time
+               * @description Since when it links this identity.
+               */
+              linked_at: string;
+              name: string;
+              /** @description `self`: the CI is the host (a node, a host); `runs-on`: a server the CI describes runs on it. */
+              role: 'self' | 'runs-on';
+              scope_id: string | null;
+              source_id: string;
+              status: string;
+            }[];
+            relationships: {
+              /** Format: uuid */
+              from_ci_id: string;
+              other: {
+                ci_id: string;
+                ci_type: string;
+                name: string;
+              };
+              relationship_type: string;
+              /** Format: uuid */
+              to_ci_id: string;
+            }[];
+            retired_at: string | null;
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Not found (`HTTP_404`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getIdentityGraph: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The identity identifier. */
+        identity_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The graph. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            edges: {
+              from: string;
+              to: string;
+              type: string;
+            }[];
+            nodes: {
+              ci_type: string | null;
+              id: string;
+              name: string;
+              /** @description A CI linked to the identity. */
+              observation: boolean;
+              type: 'identity' | 'ci';
+            }[];
           };
         };
       };
