@@ -280,6 +280,10 @@ const EXEMPT: Record<string, string> = {
   'PUT /api/v1/collectors/{collector_id}': 'gone (410)',
   'PATCH /api/v1/collectors/{collector_id}': 'gone (410)',
   'DELETE /api/v1/collectors/{collector_id}': 'gone (410)',
+  'POST /api/v1/identities/decisions': 'the identity matrix (test/inventory/identities/access.test.ts)',
+  'DELETE /api/v1/identities/decisions/{decision_id}': 'the identity matrix (test/inventory/identities/access.test.ts)',
+  'PUT /api/v1/identities/rules': 'tenant-wide, all data only (test/inventory/identities/access.test.ts)',
+  'POST /api/v1/identities/identify': 'a dry run that writes nothing (test/inventory/identities/access.test.ts)',
 };
 
 const routeName = (route: { method: string; path: string }) => `${route.method} ${route.path}`;
