@@ -52,11 +52,21 @@ export async function findCiDetailJson(sql: Sql, principal: Principal, ciId: str
         ]),
       ],
       ['scope_id', toJson(sql, sql`ci.scope_id`)],
+      // the real thing this CI observes, when identification linked it to one (src/inventory/identities/)
+      [
+        'identity',
+        sql`case when io.identity_id is null then 'null' else ${jsonObject(sql, [
+          ['id', toJson(sql, sql`io.identity_id`)],
+          ['kind', toJson(sql, sql`io.kind`)],
+          ['role', toJson(sql, sql`io.role`)],
+        ])} end`,
+      ],
     ])} as detail
     from configuration_items ci
     join ci_last_seen ls on ls.ci_id = ci.ci_id
     join sources s on s.id = ci.source_id
     join collectors c on c.id = s.collector_id
+    left join identity_observations io on io.ci_id = ci.ci_id and io.kind = 'host'
     where ci.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('ci'))}`;
   return row?.detail;
 }

@@ -133,6 +133,16 @@ export const CiDetail = Type.Object(
     scope_id: Nullable(
       Type.String({ description: 'The instance of the source (a cluster, a server) the CI belongs to.' }),
     ),
+    identity: Nullable(
+      Type.Object(
+        {
+          id: Type.String({ format: 'uuid' }),
+          kind: Type.String(),
+          role: Type.String({ description: '`self`: the CI is the host; `runs-on`: it runs on the host.' }),
+        },
+        { description: 'The identity (GET /api/v1/identities/{id}) this CI is an observation of; null when none.' },
+      ),
+    ),
   },
   { title: 'ConfigurationItemDetail' },
 );

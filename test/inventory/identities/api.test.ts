@@ -180,3 +180,21 @@ describe('the identities API', () => {
     expect((await listed()).map((i) => i.observation_count)).to.deep.equal([1, 1]);
   });
 });
+
+describe('a configuration item names its identity', () => {
+  const app = useTestApp();
+
+  it('in its detail, null for a CI that observes no host', async () => {
+    const admin = await createKey(app.current.sql, 'adm');
+    await ingest(app.current.sql, [node('node-7', 'ab77', '10.0.0.7', 'Debian 12')], { source: 'k8s' });
+    await catchUpIdentities(app.current.sql, () => app.current.clock.now);
+    const [observed] = await app.current.sql<{ ci_id: string; identity_id: string }[]>`
+      select ci_id, identity_id from identity_observations`;
+    const detail = await app.current.get(`/api/v1/configuration-items/${observed!.ci_id}`, admin);
+    expect(detail.body.identity).to.deep.equal({ id: observed!.identity_id, kind: 'host', role: 'self' });
+    // unlinked (as before the worker reached it), the CI names none
+    await app.current.sql`delete from identity_observations`;
+    const plain = await app.current.get(`/api/v1/configuration-items/${observed!.ci_id}`, admin);
+    expect(plain.body.identity).to.equal(null);
+  });
+});

@@ -5526,6 +5526,13 @@ export interface operations {
                 ci_type: string;
                 /** Format: date-time */
                 created_at: string;
+                identity: {
+                  /** Format: uuid */
+                  id: string;
+                  kind: string;
+                  /** @description `self`: the CI is the host; `runs-on`: it runs on the host. */
+                  role: string;
+                } | null;
                 /** Format: date-time */
                 last_seen: string;
                 name: string;
