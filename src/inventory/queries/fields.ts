@@ -31,6 +31,8 @@ export const QUERY_FIELDS: Readonly<Record<string, FieldDef>> = {
   last_seen: { kind: 'timestamp', column: 'last_seen', presentOnly: true },
   raw_data: { kind: 'json', column: 'raw_data' },
   type_data: { kind: 'json', column: 'type_data' },
+  // the host identity the CI observes (docs/identities.md): every observation of one machine
+  identity_id: { kind: 'uuid', column: 'identity_id' },
 };
 
 /** The columns an answer shows when the query picks none. */

@@ -5,6 +5,7 @@ import { and, columnsOf, visibleTo, type Fragment } from '../../platform/auth/sc
 import { cisAt } from '../../history/records/as-of.js';
 import { edges as relationshipRows } from '../relationships/edges.js';
 import { invariantCondition, namesStatus, predicate, type PredicateContext } from './predicates.js';
+import { SAME_IDENTITY } from './relationship-types.js';
 
 /**
  * The CIs a query reads, as a FROM item with configuration_items' columns: now, or as they were at
@@ -58,7 +59,34 @@ const walk = (prefix: string, i: number) => `${prefix}w${i}`;
 function step(ctx: PredicateContext, hop: Hop): Fragment {
   const { sql, principal } = ctx;
   const rows = relationshipRows(sql, ctx.asOf);
-  const typed = hop.types ? sql`and r.relationship_type = any(${hop.types.map((t) => t.name)}::text[])` : sql``;
+  const named = hop.types?.map((t) => t.name);
+  const stored = named?.filter((t) => t !== SAME_IDENTITY);
+  if (named?.includes(SAME_IDENTITY)) {
+    const identity = sameIdentity(ctx);
+    if (stored!.length === 0) return identity;
+    return sql`${identity} union all ${relationshipStep(ctx, hop, rows, stored!)}`;
+  }
+  return relationshipStep(ctx, hop, rows, named);
+}
+
+/** The other observations of the identity the CI `w.id` observes (at the moment: through the links then). */
+function sameIdentity(ctx: PredicateContext): Fragment {
+  const { sql } = ctx;
+  if (ctx.asOf === undefined)
+    return sql`select o2.ci_id as far from identity_observations o1
+      join identity_observations o2 on o2.identity_id = o1.identity_id and o2.ci_id <> o1.ci_id
+      where o1.ci_id = w.id`;
+  const at = sql`${ctx.asOf}::text::timestamptz`;
+  const open = (l: string) =>
+    sql`${sql(l)}.linked_from <= ${at} and (${sql(l)}.linked_until is null or ${sql(l)}.linked_until > ${at})`;
+  return sql`select l2.ci_id as far from identity_links l1
+    join identity_links l2 on l2.identity_id = l1.identity_id and l2.ci_id <> l1.ci_id and ${open('l2')}
+    where l1.ci_id = w.id and ${open('l1')}`;
+}
+
+function relationshipStep(ctx: PredicateContext, hop: Hop, rows: Fragment, types: string[] | undefined): Fragment {
+  const { sql, principal } = ctx;
+  const typed = types ? sql`and r.relationship_type = any(${types}::text[])` : sql``;
   const arm = (near: 'from_ci_id' | 'to_ci_id', far: 'from_ci_id' | 'to_ci_id') =>
     sql`select r.${sql(far)} as far from ${rows} r
         where r.tenant_id = ${principal.tenantId} and r.${sql(near)} = w.id ${typed}`;

@@ -26,12 +26,28 @@ const moment = (ctx: PredicateContext, v: Value) =>
 const nest = (path: readonly string[], value: unknown): unknown =>
   path.reduceRight<unknown>((inner, key) => ({ [key]: inner }), value);
 
-/** The column of `field` on the row `row` (`last_seen` lives beside the row). */
-function column(ctx: PredicateContext, row: string, def: FieldDef): Fragment {
+/**
+ * A field kept beside the CI's row rather than in it: `last_seen`, and `identity_id` (the host
+ * identity the CI observes: now, or at the moment through the identity's links); undefined for
+ * the row's own columns.
+ */
+export function besideTheRow(ctx: PredicateContext, row: string, def: FieldDef): Fragment | undefined {
   const { sql } = ctx;
   if (def.column === 'last_seen')
     return sql`(select ls.last_seen from ci_last_seen ls where ls.ci_id = ${sql(row)}.ci_id)`;
-  return sql`${sql(row)}.${sql(def.column)}`;
+  if (def.column !== 'identity_id') return undefined;
+  if (ctx.asOf === undefined)
+    return sql`(select o.identity_id from identity_observations o where o.ci_id = ${sql(row)}.ci_id and o.kind = 'host')`;
+  const at = sql`${ctx.asOf}::text::timestamptz`;
+  return sql`(select l.identity_id from identity_links l
+    where l.ci_id = ${sql(row)}.ci_id and l.kind = 'host' and l.linked_from <= ${at} and (l.linked_until is null or l.linked_until > ${at})
+    limit 1)`;
+}
+
+/** The column of `field` on the row `row`. */
+function column(ctx: PredicateContext, row: string, def: FieldDef): Fragment {
+  const { sql } = ctx;
+  return besideTheRow(ctx, row, def) ?? sql`${sql(row)}.${sql(def.column)}`;
 }
 
 /** How a value binds for a column of its kind. */

@@ -3,7 +3,7 @@ import type { Expr, Field, HistoryExpr, Query } from '../../platform/query-langu
 import { changeColumnsOf, columnsOf, visibleTo, type Fragment } from '../../platform/auth/scope.js';
 import { QUERY_FIELDS } from './fields.js';
 import { cisOf, hiddenCte, matchCondition, matchInvariant, pathCtes, withCtes } from './path-store.js';
-import { historyRecords, type PredicateContext } from './predicates.js';
+import { besideTheRow, historyRecords, type PredicateContext } from './predicates.js';
 
 export interface SortKey {
   field: Field;
@@ -31,8 +31,8 @@ export interface PageRow {
 function valueOf(ctx: PredicateContext, row: string, field: Field): Fragment {
   const { sql } = ctx;
   const def = QUERY_FIELDS[field.name]!;
-  if (def.column === 'last_seen')
-    return sql`(select ls.last_seen from ci_last_seen ls where ls.ci_id = ${sql(row)}.ci_id)`;
+  const beside = besideTheRow(ctx, row, def);
+  if (beside) return beside;
   if (def.kind === 'json' && field.path.length > 0)
     return sql`(${sql(row)}.${sql(field.name)} #> ${field.path}::text[])`;
   return sql`${sql(row)}.${sql(def.column)}`;
@@ -51,7 +51,8 @@ function sortValue(ctx: PredicateContext, row: string, field: Field): Fragment {
     case 'bigint':
       return sql`coalesce(${value}, -1)`;
     case 'uuid':
-      return value;
+      // a CI that observes no host has no identity_id
+      return sql`coalesce(${value}, '00000000-0000-0000-0000-000000000000'::uuid)`;
     default:
       return sql`coalesce(${value}, '')`;
   }
