@@ -2,10 +2,12 @@
 // of it side by side. Usage:
 //   ingest-child.ts crash URL FROM TO BATCH_SIZE    run steps FROM..TO of crashScenario(), printing
 //                                                  "begin N" and "done N" around each step
-//   ingest-child.ts replica URL INDEX COUNT KIND    for every "round R" line on stdin, ingest
-//                                                  concurrentStep(R, INDEX, COUNT, KIND = shared|own)
-//                                                  or conflictingStep(R, INDEX) (KIND = conflicting)
-//                                                  and answer "done R" or "error R <message>"
+//   ingest-child.ts replica URL INDEX               for every "round R COUNT KIND" line on stdin,
+//                                                  ingest concurrentStep(R, INDEX, COUNT, KIND =
+//                                                  shared|own) or conflictingStep(R, INDEX) (KIND =
+//                                                  conflicting) and answer "done R" or "error R
+//                                                  <message>"; the lines name the test's replica
+//                                                  count and kind, so that one process serves them all
 import { createInterface } from 'node:readline';
 import { connectServer } from '../../src/platform/db/database.js';
 import { reconcile } from '../../src/inventory/write-path/reconcile.js';
@@ -44,16 +46,15 @@ if (mode === 'crash') {
   }
   await db.close();
 } else if (mode === 'replica') {
-  const [index, count] = args.slice(0, 2).map(Number);
-  const kind = args[2];
+  const index = Number(args[0]);
   console.log('ready');
   for await (const line of createInterface({ input: process.stdin })) {
-    const round = Number(line.replace(/^round /, ''));
+    const [, roundText, countText, kind] = line.split(' ');
+    const round = Number(roundText);
+    const count = Number(countText);
     try {
       const step =
-        kind === 'conflicting'
-          ? conflictingStep(round, index!)
-          : concurrentStep(round, index!, count!, kind === 'shared');
+        kind === 'conflicting' ? conflictingStep(round, index) : concurrentStep(round, index, count, kind === 'shared');
       await apply(step, 8);
       console.log(`done ${round}`);
     } catch (error) {
