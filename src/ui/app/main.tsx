@@ -18,6 +18,7 @@ type ViewModule = { default: FunctionComponent<ViewProps> };
 const VIEWS: Record<string, () => Promise<ViewModule>> = {
   inventory: () => import('./views/inventory/inventory'),
   ci: () => import('./views/ci'),
+  identities: () => import('./views/identities/identities'),
   compare: () => import('./views/compare/compare'),
   changes: () => import('./views/changes/changes'),
   query: () => import('./views/query/query'),
@@ -30,6 +31,7 @@ const loaded: Record<string, ViewModule> = {};
 const TITLES: Record<string, string> = {
   inventory: 'Inventory',
   ci: 'Configuration item',
+  identities: 'Identities',
   compare: 'Compare',
   changes: 'Change search',
   query: 'Query',
@@ -70,6 +72,7 @@ function LazyView({ name, props }: { name: string; props: ViewProps }) {
 function Navigation({ me, current }: { me: Me; current: string }) {
   const links: [string, string, boolean][] = [
     ['inventory', 'Inventory', can(me, 'configuration_items:read')],
+    ['identities', 'Identities', can(me, 'configuration_items:read')],
     ['compare', 'Compare', can(me, 'configuration_items:read')],
     ['changes', 'Changes', can(me, 'changes:read')],
     ['query', 'Query', can(me, 'configuration_items:read')],

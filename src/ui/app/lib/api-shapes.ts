@@ -101,3 +101,24 @@ export type CreatedSubscription = Answer<'createSubscription'>;
 export type SubscriptionDelivery = ItemOf<Answer<'listSubscriptionDeliveries'>>;
 /** POST /api/v1/subscriptions/{id}/test */
 export type SubscriptionTestResult = Answer<'testSubscription'>;
+
+/** GET /api/v1/identities */
+export type IdentityPage = Answer<'listIdentities'>;
+export type ListedIdentity = ItemOf<IdentityPage>;
+/** GET /api/v1/identities/{identity_id}: the reconciled record with each field's provenance. */
+export type IdentityDetail = Answer<'getIdentity'>;
+export type ReconciledField = IdentityDetail['fields'][string];
+export type CompetingValue = ReconciledField['competing'][number];
+export type IdentityObservation = IdentityDetail['observations'][number];
+export type IdentityChange = IdentityDetail['changes'][number];
+/** GET /api/v1/identities/{identity_id}/graph */
+export type IdentityGraph = Answer<'getIdentityGraph'>;
+/** GET /api/v1/identities/conflicts: the review queue. */
+export type ConflictPage = Answer<'listIdentityConflicts'>;
+export type IdentityConflict = ItemOf<ConflictPage>;
+export type ConflictMember = IdentityConflict['groups'][number][number];
+/** GET /api/v1/identities/decisions (POST answers one, DELETE the one undone) */
+export type DecisionPage = Answer<'listIdentityDecisions'>;
+export type IdentityDecision = ItemOf<DecisionPage>;
+/** POST /api/v1/identities/decisions */
+export type NewIdentityDecision = operations['decideIdentity']['requestBody']['content']['application/json'];

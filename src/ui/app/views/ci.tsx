@@ -22,6 +22,9 @@ import { windowOf } from '../lib/window';
 import { bursts, describeBurst, type Burst } from '../lib/bursts';
 import { useCursorWalk } from '../components/cursor-walk';
 
+/** The identity the CI is an observation of, once the detail names it (`identity`); null or absent: none. */
+type CiWithIdentity = ConfigurationItem & { identity?: { id: string; kind: string } | null };
+
 export default function CiView({ place }: ViewProps) {
   const id = place.path.split('/')[2] ?? '';
   const asOf = place.params.get('as_of') || undefined;
@@ -115,6 +118,7 @@ function CiHeader({ ci, asOf }: { ci: ConfigurationItem; asOf?: string }) {
             )}
           </dd>
         </div>
+        <IdentityFact ci={ci} />
         <div>
           <dt>Instance</dt>
           <dd>{ci.scope_id ?? '—'}</dd>
@@ -129,6 +133,19 @@ function CiHeader({ ci, asOf }: { ci: ConfigurationItem; asOf?: string }) {
         </div>
       </dl>
     </header>
+  );
+}
+
+/** A link to the identity the CI observes, when the detail names one. */
+function IdentityFact({ ci }: { ci: CiWithIdentity }) {
+  if (!ci.identity) return null;
+  return (
+    <div>
+      <dt>Identity</dt>
+      <dd>
+        <Link href={`/identities/${ci.identity.id}`}>the {ci.identity.kind} it describes</Link>
+      </dd>
+    </div>
   );
 }
 

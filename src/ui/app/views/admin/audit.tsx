@@ -23,6 +23,9 @@ const EVENT_TYPES = [
   'user.promoted',
   'grant.changed',
   'membership.changed',
+  'identity.decided',
+  'identity.decision_undone',
+  'identity.rules_changed',
 ];
 
 export function Audit({ params }: { params: URLSearchParams }) {
