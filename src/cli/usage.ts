@@ -45,7 +45,7 @@ export const COMMANDS: readonly CommandUsage[] = [
   },
   {
     name: 'worker',
-    summary: 'scheduled jobs only (collections, lifecycle sweeps, statistics refresh)',
+    summary: 'scheduled jobs only (collections, lifecycle sweeps, statistics refresh, identity resolution)',
     options: {},
     example: 'cinv worker',
     database: false,
