@@ -25,16 +25,28 @@ export async function feedAfter(sql: Queryable, position: string, recordId: stri
     limit ${scan}`;
 }
 
-export async function progress(sql: Queryable): Promise<{ position: string; record_id: string } | undefined> {
-  const [row] = await sql<{ position: string; record_id: string }[]>`
-    select position::text as position, record_id::text as record_id from identity_progress`;
+export async function progress(
+  sql: Queryable,
+): Promise<{ position: string; record_id: string; backfill_after: string | null } | undefined> {
+  const [row] = await sql<{ position: string; record_id: string; backfill_after: string | null }[]>`
+    select position::text as position, record_id::text as record_id, backfill_after from identity_progress`;
   return row;
 }
 
 export async function saveProgress(sql: Queryable, position: string, recordId: string): Promise<void> {
+  await sql`update identity_progress set position = ${position}::bigint, record_id = ${recordId}::bigint`;
+}
+
+/** The first start: the feed is read from its end now on, after the stored CIs are resolved page by page. */
+export async function startBackfill(sql: Queryable, position: string): Promise<void> {
   await sql`
-    insert into identity_progress (singleton, position, record_id) values (true, ${position}::bigint, ${recordId}::bigint)
-    on conflict (singleton) do update set position = excluded.position, record_id = excluded.record_id`;
+    insert into identity_progress (singleton, position, record_id, backfill_after)
+    values (true, ${position}::bigint, 9223372036854775807, '00000000-0000-0000-0000-000000000000')
+    on conflict (singleton) do nothing`;
+}
+
+export async function saveBackfill(sql: Queryable, after: string | null): Promise<void> {
+  await sql`update identity_progress set backfill_after = ${after}::uuid`;
 }
 
 /** Where the feed ends now; a first start backfills what is stored and goes on from here. */

@@ -2,15 +2,24 @@ import type { AppContext } from '../../context.js';
 import type { Queryable, Sql } from '../../platform/db/database.js';
 import { mayObserve } from './facets.js';
 import { resolveIdentities } from './resolve.js';
-import { cisById, feedAfter, feedEndPosition, observingCisAfter, progress, saveProgress } from './resolve-store.js';
+import {
+  cisById,
+  feedAfter,
+  feedEndPosition,
+  observingCisAfter,
+  progress,
+  saveBackfill,
+  saveProgress,
+  startBackfill,
+} from './resolve-store.js';
 
 /** Change records read per transaction. */
 const SCAN = 500;
 
 /**
- * One step of the identity worker, in one transaction: on the first start, a page of the stored
- * CIs that may observe a host (the backfill); then the next records of the change feed, the CIs
- * they name read as they are now and resolved tenant by tenant. The worker's place moves in the
+ * One step of the identity worker, in one transaction: after the first start, a page of the
+ * stored CIs that may observe a host (the backfill) until they are done; then the next records of
+ * the change feed, the CIs they name read as they are now and resolved tenant by tenant. The worker's place moves in the
  * same transaction, so a crash repeats a step rather than losing one (resolution is idempotent).
  * Returns how many records or CIs it read; 0 when caught up, or when another process holds the turn.
  */
@@ -21,32 +30,31 @@ export async function identityStep(sql: Sql, now: Date): Promise<number> {
     >`select pg_try_advisory_xact_lock(hashtext('cinv.identity-worker')) as ok`;
     if (!turn?.ok) return 0;
     const place = await progress(tx);
-    if (!place) return backfill(tx, now);
-    const rows = (await feedAfter(tx, place.position, place.record_id, SCAN)).filter(Boolean);
+    if (!place) {
+      // past every record committed before the backfill began; later ones are read from the feed
+      await startBackfill(tx, await feedEndPosition(tx));
+      return 1;
+    }
+    if (place.backfill_after !== null) return backfillPage(tx, place.backfill_after, now);
+    const rows = await feedAfter(tx, place.position, place.record_id, SCAN);
     if (rows.length === 0) return 0;
-    const named = rows.filter((r) => mayObserve(r.ci_type));
-    await resolveNamed(tx, named, now);
+    await resolveNamed(
+      tx,
+      rows.filter((r) => mayObserve(r.ci_type)),
+      now,
+    );
     const last = rows[rows.length - 1]!;
     await saveProgress(tx, last.position, last.record_id);
     return rows.length;
   });
 }
 
-/** The first start: every stored CI that may observe a host, resolved in one transaction. */
-async function backfill(tx: Queryable, now: Date): Promise<number> {
-  const end = await feedEndPosition(tx);
-  let after = '00000000-0000-0000-0000-000000000000';
-  let read = 0;
-  for (;;) {
-    const page = await observingCisAfter(tx, after, SCAN);
-    if (page.length === 0) break;
-    await resolveNamed(tx, page, now);
-    read += page.length;
-    after = page[page.length - 1]!.ci_id;
-  }
-  // past every record committed before the backfill began; later ones are read from the feed
-  await saveProgress(tx, end, '9223372036854775807');
-  return Math.max(read, 1);
+/** One page of the first start's backfill: stored CIs that may observe a host, by id. */
+async function backfillPage(tx: Queryable, after: string, now: Date): Promise<number> {
+  const page = await observingCisAfter(tx, after, SCAN);
+  await resolveNamed(tx, page, now);
+  await saveBackfill(tx, page.length < SCAN ? null : page[page.length - 1]!.ci_id);
+  return Math.max(page.length, 1);
 }
 
 async function resolveNamed(tx: Queryable, named: readonly { tenant_id: string; ci_id: string }[], now: Date) {

@@ -111,4 +111,20 @@ describe('identity resolution over the change feed', () => {
     expect(retired!.retired_at).to.be.instanceOf(Date);
     expect(sourceId).to.be.a('string');
   });
+
+  it('on a first start resolves what is stored already, and then follows the feed', async () => {
+    await ingest(sql, [node('node-1', 'aa11', '10.0.0.1')], { source: 'k8s' });
+    await ingest(sql, [linux('node-1', '22.04')], { source: 'prom' });
+    await catchUpIdentities(sql, () => new Date());
+    const before = (await identities()).map((i) => i.ci_types);
+    // an installation that had no identities: nothing of them yet, and a feed already read past
+    await sql`truncate identities, identity_observations, identity_keys, identity_links, identity_conflicts, identity_progress`;
+    await catchUpIdentities(sql, () => new Date());
+    expect((await identities()).map((i) => i.ci_types)).to.deep.equal(before);
+    const [place] = await sql<{ backfill_after: string | null }[]>`select backfill_after from identity_progress`;
+    expect(place!.backfill_after).to.equal(null);
+    await ingest(sql, [redis('cache', null, ['10.0.0.1'], 'aa11')], { source: 'redis' });
+    await catchUpIdentities(sql, () => new Date());
+    expect((await identities()).map((i) => i.ci_types)).to.deep.equal([['host.linux', 'k8s.node', 'redis.server']]);
+  });
 });
