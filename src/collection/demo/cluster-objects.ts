@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Obj } from '../types/kubernetes/kinds.js';
 import type { Random } from './random.js';
 
@@ -37,10 +38,23 @@ export type Meta = (
   labels: Record<string, string> | undefined,
 ) => NonNullable<Obj['metadata']>;
 
+/**
+ * A machine's identities as its kubelet reports them: /etc/machine-id (`machineID`) and the SMBIOS
+ * product UUID (`systemUUID`, which EC2 starts with `EC2`), and its EC2 instance id; derived from
+ * the machine's name (a node's, and which machine under that name) so that they are the same on
+ * every run without drawing from the cluster's Random.
+ */
+export function machineOf(machine: string): { machineID: string; systemUUID: string; instance: string } {
+  const hex = createHash('sha256').update(`cinv-demo/${machine}`).digest('hex');
+  const uuid = `ec2${hex.slice(35, 40)}-${hex.slice(40, 44)}-${hex.slice(44, 48)}-${hex.slice(48, 52)}-${hex.slice(52, 64)}`;
+  return { machineID: hex.slice(0, 32), systemUUID: uuid.toUpperCase(), instance: `i-0${hex.slice(32, 48)}` };
+}
+
 /** The `n`th node of a cluster, every third one large; `ip` is the cluster's second address octet. */
 export function nodeObject(cluster: string, n: number, ip: number, meta: Meta, random: Random): Obj {
   const name = `${cluster}-node-${String(n).padStart(2, '0')}`;
   const large = n % 3 === 0;
+  const { machineID, systemUUID } = machineOf(`${cluster}/${name}`);
   return {
     metadata: meta(name, undefined, {
       'kubernetes.io/hostname': name,
@@ -56,6 +70,8 @@ export function nodeObject(cluster: string, n: number, ip: number, meta: Meta, r
       allocatable: { cpu: large ? '15800m' : '7800m', memory: large ? '62Gi' : '30Gi', pods: '110' },
       conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }],
       nodeInfo: {
+        machineID,
+        systemUUID,
         kubeletVersion: 'v1.30.4',
         osImage: 'Bottlerocket OS 1.20.3 (aws-k8s-1.30)',
         kernelVersion: '6.1.102',

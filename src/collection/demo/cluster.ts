@@ -8,6 +8,7 @@ import {
   configMapObject,
   deploymentObject,
   ingressObject,
+  machineOf,
   nodeObject,
   podObject,
   replicaSetObject,
@@ -44,6 +45,8 @@ export class DemoCluster {
   private readonly touched = new Set<string>();
   private readonly gone = new Set<string>();
   private nodeCount = 0;
+  /** Node name → which machine runs under it (1: the first), for a node whose machine was replaced. */
+  private readonly machines = new Map<string, number>();
   private version = 1000;
   private readonly ip: number;
 
@@ -175,13 +178,49 @@ export class DemoCluster {
 
   /** Kubelet upgrade on one node. */
   upgradeNode(name: string, kubelet: string): void {
+    this.patchNodeInfo(name, { kubeletVersion: kubelet });
+  }
+
+  /** A new operating system release on one node, as its kubelet reports it. */
+  upgradeOs(name: string, osImage: string, kernelVersion: string): void {
+    this.patchNodeInfo(name, { osImage, kernelVersion });
+  }
+
+  /**
+   * The machine under a node replaced by a new one that registers under the same name and address
+   * (a new Node object): a new machine id, product UUID and instance.
+   */
+  replaceMachine(name: string): void {
+    const node = this.objects.get(`node/${name}`)?.object;
+    if (!node) return;
+    const generation = (this.machines.get(name) ?? 1) + 1;
+    this.machines.set(name, generation);
+    const { machineID, systemUUID, instance } = machineOf(`${this.plan.name}/${name}/${generation}`);
+    const spec = node.spec as { providerID: string };
+    const status = node.status as Record<string, unknown>;
+    // gone and registered again: a new uid and creation time
+    this.remove(`node/${name}`);
+    this.put('node', {
+      metadata: this.meta(name, undefined, node.metadata!.labels),
+      spec: { ...spec, providerID: spec.providerID.replace(/i-0\w+$/, instance) },
+      status: { ...status, nodeInfo: { ...(status.nodeInfo as object), machineID, systemUUID } },
+    });
+  }
+
+  /** The product UUID of the machine under a node now, as node_exporter's node_dmi_info reports it. */
+  productUuidOf(name: string): string {
+    const status = this.objects.get(`node/${name}`)!.object.status as { nodeInfo: { systemUUID: string } };
+    return status.nodeInfo.systemUUID.toLowerCase();
+  }
+
+  private patchNodeInfo(name: string, info: Record<string, string>): void {
     const node = this.objects.get(`node/${name}`)?.object;
     if (!node) return;
     const status = node.status as Record<string, unknown>;
     this.put('node', {
       ...node,
       metadata: this.meta(name, undefined, node.metadata!.labels),
-      status: { ...status, nodeInfo: { ...(status.nodeInfo as object), kubeletVersion: kubelet } },
+      status: { ...status, nodeInfo: { ...(status.nodeInfo as object), ...info } },
     });
   }
 

@@ -10,6 +10,8 @@ import { hostFacts } from '../types/shared/host.js';
 export interface FleetState {
   /** node name → whether its exporter answers. */
   hosts: Map<string, boolean>;
+  /** node name → the product UUID its exporter's node_dmi_info reports (of the machine it last saw there). */
+  productUuids: Map<string, string>;
   prometheusVersion: string;
   maxConnections: number;
   roleLimits: Map<string, number>;
@@ -66,7 +68,7 @@ export function prometheusRecords(state: FleetState): UniversalRecord[] {
         ...attributes,
         instance,
         filesystems,
-        host: hostFacts({ hostname: host, addresses: [host], endpoint: instance }),
+        host: exporterHost(state, host, instance),
         metrics: { load1: 0.4 },
       },
     });
@@ -93,6 +95,15 @@ export function prometheusRecords(state: FleetState): UniversalRecord[] {
   }
   return records;
 }
+
+/** A node_exporter host's facts as the prometheus type records them, the product UUID from node_dmi_info. */
+const exporterHost = (state: FleetState, host: string, instance: string) =>
+  hostFacts({
+    hostname: host,
+    addresses: [host],
+    product_uuid: state.productUuids.get(host) ?? null,
+    endpoint: instance,
+  });
 
 const DATABASES = ['orders', 'catalog', 'payments'];
 
@@ -200,9 +211,11 @@ function databaseRecords(state: FleetState, database: string): UniversalRecord[]
   return records;
 }
 
-export function initialFleet(nodes: string[]): FleetState {
+/** The fleet's start: every node's exporter answering, with the product UUID of the machine under it. */
+export function initialFleet(nodes: { name: string; productUuid: string }[]): FleetState {
   return {
-    hosts: new Map(nodes.map((node) => [node, true])),
+    hosts: new Map(nodes.map((node) => [node.name, true])),
+    productUuids: new Map(nodes.map((node) => [node.name, node.productUuid])),
     prometheusVersion: '2.53.1',
     maxConnections: 200,
     roleLimits: new Map([

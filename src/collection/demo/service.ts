@@ -1,5 +1,6 @@
 import type { Sql } from '../../platform/db/database.js';
 import { refreshStatsAggregate } from '../../history/records/stats-store.js';
+import { catchUpIdentities } from '../../inventory/identities/service.js';
 import { reconcile } from '../../inventory/write-path/reconcile.js';
 import type { UniversalRecord } from '../../inventory/write-path/records.js';
 import { insertSource, provisionCollector, updateSource } from '../sources/service.js';
@@ -65,8 +66,8 @@ export type DemoOutcome =
 /**
  * Loads the demo inventory: two Kubernetes clusters with a Redis, a MariaDB and a NATS each, a
  * Prometheus and a PostgreSQL, each as a source of its own marked `config.demo` and disabled
- * (nothing collects them), with a week of history written at the moments it happened. Loaded
- * already: nothing is written.
+ * (nothing collects them), with a week of history written at the moments it happened, and the
+ * host identities its observations make resolved. Loaded already: nothing is written.
  */
 export async function loadDemo(sql: Sql, options: DemoOptions): Promise<DemoOutcome> {
   const existing = await demoSources(sql, options.tenantId);
@@ -119,6 +120,8 @@ export async function loadDemo(sql: Sql, options: DemoOptions): Promise<DemoOutc
   // each source says when it was last collected, as a collection would: not 'not collected yet' beside its CIs
   for (const [name, last] of lastCollected) await markCollected(sql, options.tenantId, sourceIds[name], last);
   await refreshStatsAggregate(sql, options.now);
+  // the identities at once, rather than at the identity worker's next turn
+  await catchUpIdentities(sql, () => options.now);
   return {
     loaded: true,
     sources: Object.values(SOURCES).map((s) => s.name),

@@ -1,5 +1,6 @@
 import { DemoCluster, type ClusterPlan } from './cluster.js';
 import { initialFleet, type FleetState } from './fleet.js';
+import { lastHours, STOPPED } from './hosts.js';
 import { Random } from './random.js';
 import { initialServers, serverSources, type ClusterName, type ClusterServers, type ServerSource } from './servers.js';
 
@@ -199,7 +200,11 @@ export function buildDemo(end: Date): Demo {
   const clock = { now: start };
   const east = new DemoCluster(EAST, random, () => clock.now);
   const west = new DemoCluster(WEST, random, () => clock.now);
-  const fleet = initialFleet([...east.nodeNames(), ...west.nodeNames()]);
+  const fleet = initialFleet(
+    [east, west].flatMap((cluster) =>
+      cluster.nodeNames().map((name) => ({ name, productUuid: cluster.productUuidOf(name) })),
+    ),
+  );
   const servers = { east: initialServers(east, start), west: initialServers(west, start) };
   const steps: Step[] = [
     {
@@ -216,14 +221,15 @@ export function buildDemo(end: Date): Demo {
   tuning(steps, fleet, at);
   serverChanges(steps, servers, at);
   incident(steps, east, at);
+  lastHours(steps, east, end);
   // the ordinary days run up to now: what would happen after it is left out
   const week = steps.filter((step) => step.at.getTime() < end.getTime());
   week.sort((a, b) => a.at.getTime() - b.at.getTime());
   steps.splice(0, steps.length, ...week);
   steps.push({
     at: end,
-    what: 'latest collection of everything',
-    apply: EVERYTHING,
+    what: `latest collection of everything but the ${STOPPED}`,
+    apply: () => EVERYTHING().filter((source) => source !== STOPPED),
   });
   return { east, west, fleet, servers, clock, steps, start, end };
 }
@@ -278,7 +284,10 @@ function nodeChanges(steps: Step[], east: DemoCluster, west: DemoCluster, fleet:
     apply: () => {
       west.removeNode(failing);
       fleet.hosts.delete(failing);
-      fleet.hosts.set(west.addNode(), true);
+      fleet.productUuids.delete(failing);
+      const added = west.addNode();
+      fleet.hosts.set(added, true);
+      fleet.productUuids.set(added, west.productUuidOf(added));
       return ['west', 'prometheus'];
     },
   });

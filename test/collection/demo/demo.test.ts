@@ -68,7 +68,9 @@ describe('cinv demo: a generated inventory with a week of history', function () 
       last_collection: string | null;
       health_status: { status: string } | null;
     }[]) {
-      expect(source.last_collection, source.name).to.match(/^2026-11-20T1[45]:00:00/);
+      // the Prometheus was collected for the last time three hours before the end: its hosts are stale
+      const last = source.name === 'demo-prometheus' ? /^2026-11-20T12:00:00/ : /^2026-11-20T1[45]:00:00/;
+      expect(source.last_collection, source.name).to.match(last);
       expect(source.health_status?.status, source.name).to.equal('healthy');
     }
     const types = await sql<{ ci_type: string; n: number }[]>`
@@ -151,11 +153,15 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     // the node_exporter on that node names the same machine, as Prometheus sees it
     const [exporter] = await sql<{ host: Record<string, unknown> }[]>`
       select type_data -> 'host' as host from configuration_items where ci_type = 'host.linux' and name = 'east-node-05'`;
+    const [kubelet] = await sql<{ uuid: string }[]>`
+      select raw_data #>> '{status,nodeInfo,systemUUID}' as uuid from configuration_items
+      where ci_type = 'k8s.node' and name = 'east-node-05'`;
     expect(exporter!.host).to.deep.equal({
       hostname: 'east-node-05',
       addresses: ['east-node-05'],
       machine_id: null,
-      product_uuid: null,
+      // node_dmi_info's product UUID: the machine the kubelet reports as its systemUUID
+      product_uuid: kubelet!.uuid.toLowerCase(),
       endpoint: 'east-node-05:9100',
     });
     expect(host('nats-west')).to.include({ hostname: 'west-node-06', endpoint: 'nats-west.demo.invalid:8222' });
@@ -172,6 +178,53 @@ describe('cinv demo: a generated inventory with a week of history', function () 
       select count(*)::int as n from configuration_items
       where ci_type like 'redis.%' and (raw_data::text like '%requirepass%' or raw_data::text like '%passwords%')`;
     expect(secrets[0]!.n).to.equal(0);
+  });
+
+  it('links each node to one host identity with its node_exporter host and servers; a stale OS version competes, a reused host name is for review', async () => {
+    // as the demo's hour is read: the Prometheus stale (last seen 12:00), the clusters not
+    app.clock.now = NOW;
+    type Field = { value: unknown; source_id: string; reason: string; competing: { value: unknown; stale: boolean }[] };
+    const identityOf = async (name: string) => {
+      const [node] = await sql<{ ci_id: string }[]>`
+        select ci_id from configuration_items where ci_type = 'k8s.node' and status = 'active' and name = ${name}`;
+      const ci = (await app.get(`/api/v1/configuration-items/${node!.ci_id}`, admin)).body;
+      const reply = await app.get(`/api/v1/identities/${ci.identity.id}`, admin);
+      expect(reply.status, reply.text).to.equal(200);
+      return reply.body as { fields: Record<string, Field>; observations: { ci_type: string; name: string }[] };
+    };
+    const nodes = await sql<{ name: string }[]>`
+      select name from configuration_items where ci_type = 'k8s.node' and status = 'active' order by name`;
+    expect(nodes).to.have.lengthOf(20);
+    for (const { name } of nodes) {
+      const identity = await identityOf(name);
+      const types = identity.observations.map((o) => o.ci_type);
+      expect(types, name).to.include('k8s.node');
+      // the replaced machine's node is kept apart from the host that names the old one
+      if (name !== 'east-node-07') expect(types, name).to.include('host.linux');
+      expect(identity.observations.length, name).to.be.at.least(2);
+    }
+    const five = await identityOf('east-node-05');
+    expect(five.observations.map((o) => `${o.ci_type} ${o.name}`)).to.include.members([
+      'host.linux east-node-05',
+      'mariadb.server mariadb-east',
+      'rabbitmq.node rabbit@east-node-05',
+    ]);
+    // east-node-02's kubelet reports the new release; its node_exporter host, stale, the old one
+    const upgraded = (await identityOf('east-node-02')).fields['os.version']!;
+    expect(upgraded).to.deep.include({ value: '1.21.1', reason: 'precedence' });
+    expect(upgraded.competing).to.deep.equal([{ ...upgraded.competing[0], value: '1.20.3', stale: true }]);
+    const conflicts = (await app.get('/api/v1/identities/conflicts', admin)).body.items as {
+      rule: string;
+      shared_values: string[];
+      groups: { ci_type: string; name: string }[][];
+    }[];
+    expect(conflicts.length).to.be.at.least(1);
+    const reused = conflicts.find((c) => c.shared_values.includes('hostname=east-node-07'))!;
+    expect(reused.rule).to.equal('hostname');
+    expect(reused.groups.map((g) => g.map((o) => o.ci_type).sort())).to.have.deep.members([
+      ['k8s.node', 'rabbitmq.node'],
+      ['host.linux'],
+    ]);
   });
 
   it('holds a configuration change of each server type in the week, and only metrics move otherwise', async () => {
@@ -311,5 +364,8 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     expect(stats.body.total_changes).to.equal(0);
     const list = await app.get('/api/v1/configuration-items?status=all', admin);
     expect(list.body.total).to.equal(0);
+    // the identities went with their observations
+    expect((await app.get('/api/v1/identities', admin)).body.items).to.deep.equal([]);
+    expect((await app.get('/api/v1/identities/conflicts', admin)).body.items).to.deep.equal([]);
   });
 });
