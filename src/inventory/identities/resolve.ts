@@ -194,9 +194,17 @@ function identityName(
   for (const name of names) tally.set(name, (tally.get(name) ?? 0) + 1);
   const [best] = [...tally].sort(([a, ca], [b, cb]) => cb - ca || a.localeCompare(b));
   if (best) return best[0];
-  const other = group.map((ci) => fresh.get(ci)?.fields ?? {}).find((f) => f.machine_id ?? f.product_uuid);
-  return String(other?.machine_id ?? other?.product_uuid ?? group[0]);
+  // no host name: the first address, else the machine's id, as people would name it
+  const facts = group.map((ci) => fresh.get(ci)?.fields ?? unwrap(stored.get(ci)?.fields));
+  const address = facts
+    .map((f) => (Array.isArray(f.addresses) ? (f.addresses[0] as unknown) : undefined))
+    .find(Boolean);
+  const id = facts.map((f) => f.machine_id ?? f.product_uuid).find(Boolean);
+  return String(address ?? id ?? group[0]);
 }
+
+const unwrap = (fields: Record<string, { value: unknown }> | undefined): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(fields ?? {}).map(([k, v]) => [k, v.value]));
 
 function conflictWrite(kind: string, c: { rule: string; values: string[]; groups: string[][] }): ConflictWrite {
   return {

@@ -32,6 +32,7 @@ const RULE_WORDS: Record<string, string> = {
   'product-uuid': 'the same product UUID',
   'hostname-and-address': 'the same host name and an address in common',
   hostname: 'the same host name',
+  address: 'an address in common',
 };
 
 /** Why a rule's match was not applied, for people. */

@@ -67,7 +67,8 @@ export const HOST_FIELDS = [
 /**
  * The shipped rules. A machine id (/etc/machine-id) or product UUID (DMI) is the strongest evidence
  * and one machine has one of each; a host name together with an address it listens on comes next;
- * a host name alone joins observations only when no stronger evidence keeps them apart. The
+ * a host name alone, then an address alone (what a server that names no machine, such as Redis,
+ * says of where it runs), join observations only when no stronger evidence keeps them apart. The
  * operating system is best known by node_exporter on the host itself, then by the kubelet; what a
  * server says of the machine it runs on comes last.
  */
@@ -78,6 +79,7 @@ export const SHIPPED_RULES: IdentityRules = {
       { name: 'product-uuid', keys: ['product_uuid'], exclusive: true },
       { name: 'hostname-and-address', keys: ['hostname', 'address'], exclusive: false },
       { name: 'hostname', keys: ['hostname'], exclusive: false },
+      { name: 'address', keys: ['address'], exclusive: false },
     ],
     precedence: {
       'os.name': ['host.linux', 'k8s.node'],

@@ -209,6 +209,12 @@ describe('cinv demo: a generated inventory with a week of history', function () 
       'mariadb.server mariadb-east',
       'rabbitmq.node rabbit@east-node-05',
     ]);
+    // a Redis names no machine: the address it listens on links it to its node
+    const linked = await sql<{ name: string; nodes: number }[]>`
+      select ci.name, (select count(*)::int from identity_observations o2 where o2.identity_id = o.identity_id and o2.ci_type = 'k8s.node') as nodes
+      from configuration_items ci join identity_observations o on o.ci_id = ci.ci_id
+      where ci.ci_type = 'redis.server' order by ci.name`;
+    expect(linked.map((r) => `${r.name}:${r.nodes}`)).to.deep.equal(['redis-east:1', 'redis-west:1']);
     // east-node-02's kubelet reports the new release; its node_exporter host, stale, the old one
     const upgraded = (await identityOf('east-node-02')).fields['os.version']!;
     expect(upgraded).to.deep.include({ value: '1.21.1', reason: 'precedence' });
