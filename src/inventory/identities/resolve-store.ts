@@ -92,7 +92,10 @@ export async function neighbours(
 ): Promise<string[]> {
   const rows = await tx<{ ci_id: string }[]>`
     with own as (select key, value from identity_keys where ci_id = any(${ids as string[]}::uuid[]) and tenant_id = ${tenantId} and kind = ${kind})
-    select k.ci_id from identity_keys k join own using (key, value) where k.tenant_id = ${tenantId} and k.kind = ${kind}
+    -- one lookup of the key's index per value: a join left to the planner read the keys whole
+    select k.ci_id from own cross join lateral (
+      select k.ci_id from identity_keys k
+      where k.tenant_id = ${tenantId} and k.kind = ${kind} and k.key = own.key and k.value = own.value) k
     union
     select l2.ci_id from identity_links l1 join identity_links l2 on l2.identity_id = l1.identity_id and l2.linked_until is null
     where l1.ci_id = any(${ids as string[]}::uuid[]) and l1.kind = ${kind} and l1.linked_until is null
@@ -124,4 +127,9 @@ export async function liveDecisions(tx: Queryable, tenantId: string, kind: strin
     select id, action, ci_ids::text[] as ci_ids from identity_decisions
     where undone_at is null and tenant_id = ${tenantId} and kind = ${kind} and ci_ids && ${ids as string[]}::uuid[]
     order by made_at, id`;
+}
+
+/** Fresh planner statistics for the identity tables, after a backfill filled them at once. */
+export async function analyzeIdentities(sql: Queryable): Promise<void> {
+  await sql`analyze identity_keys, identity_observations, identity_links`;
 }

@@ -3,6 +3,7 @@ import type { Queryable, Sql } from '../../platform/db/database.js';
 import { mayObserve } from './facets.js';
 import { resolveIdentities } from './resolve.js';
 import {
+  analyzeIdentities,
   cisById,
   feedAfter,
   feedEndPosition,
@@ -53,7 +54,9 @@ export async function identityStep(sql: Sql, now: Date): Promise<number> {
 async function backfillPage(tx: Queryable, after: string, now: Date): Promise<number> {
   const page = await observingCisAfter(tx, after, SCAN);
   await resolveNamed(tx, page, now);
-  await saveBackfill(tx, page.length < SCAN ? null : page[page.length - 1]!.ci_id);
+  const done = page.length < SCAN;
+  await saveBackfill(tx, done ? null : page[page.length - 1]!.ci_id);
+  if (done) await analyzeIdentities(tx);
   return Math.max(page.length, 1);
 }
 
