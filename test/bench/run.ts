@@ -16,6 +16,7 @@ import { benchCsvExport } from './csv-export.js';
 import { benchEmbedded } from './embedded.js';
 import { benchGraph } from './graph.js';
 import { benchHistoryScale } from './history-scale.js';
+import { benchIdentities } from './identities.js';
 import { benchList } from './list.js';
 import { benchNdjson } from './ndjson.js';
 import { benchQuery } from './query.js';
@@ -57,6 +58,7 @@ const extra: Record<string, Bench> = {
   subscriptions: (size) => benchSubscriptions(size),
   'reconcile-floor': (size) => benchReconcileFloor(size),
   query: (size) => benchQuery(size),
+  identities: (size) => benchIdentities(size),
 };
 
 const [name, sizeText, secondText] = process.argv.slice(2);
