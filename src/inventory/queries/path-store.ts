@@ -57,7 +57,7 @@ const walk = (prefix: string, i: number) => `${prefix}w${i}`;
 
 /** One step of a walk from `w`: the CIs one relationship away in the hop's direction, of its types. */
 function step(ctx: PredicateContext, hop: Hop): Fragment {
-  const { sql, principal } = ctx;
+  const { sql } = ctx;
   const rows = relationshipRows(sql, ctx.asOf);
   const named = hop.types?.map((t) => t.name);
   const stored = named?.filter((t) => t !== SAME_IDENTITY);
