@@ -1,5 +1,5 @@
 import type { DemoCluster } from './cluster.js';
-import type { Step, Touched } from './timeline.js';
+import type { Step, Touched } from './step.js';
 
 const HOUR = 3_600_000;
 

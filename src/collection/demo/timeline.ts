@@ -2,24 +2,17 @@ import { DemoCluster, type ClusterPlan } from './cluster.js';
 import { initialFleet, type FleetState } from './fleet.js';
 import { lastHours, STOPPED } from './hosts.js';
 import { Random } from './random.js';
+import type { Step, Touched } from './step.js';
 import { initialServers, serverSources, type ClusterName, type ClusterServers, type ServerSource } from './servers.js';
+
+export type { Step, Touched } from './step.js';
 
 export const DEMO_SEED = 20_261_125;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 export const DEMO_DAYS = 7;
 
-/** What a step changed: a cluster (its drained objects), the Prometheus, the PostgreSQL or a cluster's server. */
-export type Touched = 'east' | 'west' | 'prometheus' | 'postgresql' | ServerSource;
-
 const EVERYTHING = (): Touched[] => ['east', 'west', 'prometheus', 'postgresql', ...serverSources()];
-
-export interface Step {
-  at: Date;
-  /** What a person would say happened (the progress line). */
-  what: string;
-  apply(): Touched[];
-}
 
 const POOLS: Record<string, readonly string[]> = {
   shop: [
