@@ -194,6 +194,7 @@ describe('identities equal an independent model of the identification rules, ove
           await resetDatabase(sql);
           await play(sql, world, interleave(finalSteps(world), order), order.cuts);
           const before = await stored(sql);
+          expectModel(before);
           const labels = [...before.keys.keys()].sort();
           if (labels.length < 2) return;
           const a = labels[i % labels.length]!;
