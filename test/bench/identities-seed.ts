@@ -161,12 +161,12 @@ async function insertHistory(sql: Sql): Promise<void> {
     select ci_id, tenant_id, now() from configuration_items where ci_type not in ('k8s.configmap')`;
 }
 
-/** Builds the inventory unless the database holds exactly it already. */
-export async function seedIdentities(sql: Sql): Promise<void> {
-  if ((await markerOf(sql)) === MARKER) return;
-  console.log(`generating ${TOTAL_CIS} CIs, ${HOSTS} machines seen 10 times each (kept for later runs) ...`);
-  const started = performance.now();
-  const elapsed = () => `${((performance.now() - started) / 1000).toFixed(0)} s`;
+/** The CIs, relationships and history, written once: an interrupted seeding resumes after them. */
+async function seedInventory(sql: Sql, elapsed: () => string): Promise<void> {
+  const [row] = await sql<
+    { marker: string | null }[]
+  >`select obj_description('configuration_items'::regclass, 'pg_class') as marker`;
+  if (row?.marker === `${MARKER}:inventory`) return;
   await sql.unsafe(
     'truncate identities, identity_observations, identity_keys, identity_links, identity_conflicts, identity_decisions, identity_progress, ' +
       'outbox, relationships, pending_relationships, change_records, change_stats_queue, change_stats_buckets, change_stats_days, change_stats_ci_last, ' +
@@ -179,13 +179,24 @@ export async function seedIdentities(sql: Sql): Promise<void> {
     k8sOther: await source('bench-cluster-b', 'kubernetes'),
     prometheus: await source('bench-prometheus', 'prometheus'),
   };
-  for (const [ciType, collectorType] of SERVERS) sources[ciType] = await source(`bench-${collectorType}`, collectorType);
+  for (const [ciType, collectorType] of SERVERS)
+    sources[ciType] = await source(`bench-${collectorType}`, collectorType);
   await insertObservations(sql, sources);
   console.log(`  ${HOSTS * 10 + CONFLICTS} observing CIs, ${elapsed()}`);
   await insertTheRest(sql, sources.k8s!);
   console.log(`  ${TOTAL_CIS} CIs and the pods' relationships, ${elapsed()}`);
   await insertHistory(sql);
   console.log(`  change history, ${elapsed()}`);
+  await sql.unsafe(`comment on table configuration_items is '${MARKER}:inventory'`);
+}
+
+/** Builds the inventory unless the database holds exactly it already. */
+export async function seedIdentities(sql: Sql): Promise<void> {
+  if ((await markerOf(sql)) === MARKER) return;
+  console.log(`generating ${TOTAL_CIS} CIs, ${HOSTS} machines seen 10 times each (kept for later runs) ...`);
+  const started = performance.now();
+  const elapsed = () => `${((performance.now() - started) / 1000).toFixed(0)} s`;
+  await seedInventory(sql, elapsed);
   await settlePartitions(sql);
   await refreshStatsAggregate(sql, new Date(), 50_000);
   await foldCiCounts(sql);

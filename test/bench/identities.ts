@@ -47,7 +47,12 @@ export async function benchIdentities(requests = 200): Promise<Figure[]> {
       if (reply.status !== 200) throw new Error(`${path}: ${reply.status} ${JSON.stringify(body)}`);
       return body;
     };
-    const timed = async (label: string, pathOf: (i: number) => string, target: number, check: (body: any) => string) => {
+    const timed = async (
+      label: string,
+      pathOf: (i: number) => string,
+      target: number,
+      check: (body: any) => string,
+    ) => {
       const ms: number[] = [];
       let said = '';
       // the first ten warm the server's and the database's caches
@@ -70,9 +75,14 @@ export async function benchIdentities(requests = 200): Promise<Figure[]> {
       (body: { observations: unknown[]; relationships: unknown[]; changes: unknown[] }) =>
         `${body.observations.length} observations, ${body.relationships.length} relationships, ${body.changes.length} changes`,
     );
-    await timed('identity list, first page of 50', () => '/api/v1/identities?limit=50', 100, (body: { items: [] }) => {
-      return `${body.items.length} identities`;
-    });
+    await timed(
+      'identity list, first page of 50',
+      () => '/api/v1/identities?limit=50',
+      100,
+      (body: { items: [] }) => {
+        return `${body.items.length} identities`;
+      },
+    );
     // a cursor 50 pages into the walk (of 66)
     let cursor: string | null = null;
     for (let page = 0; page < 50; page++) {

@@ -378,7 +378,7 @@ describe('hostile and odd input', () => {
       ).to.include(field);
     };
     for (const route of routes) {
-      const path = route.path.replace('{ci_id}', ciId);
+      const path = route.path.replace('{ci_id}', ciId).replace('{identity_id}', ciId);
       for (const name of takesTimes(route.query)) {
         for (const leap of leaps) {
           const query = `${path}?${name}=${encodeURIComponent(leap)}`;
