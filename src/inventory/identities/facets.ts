@@ -93,13 +93,43 @@ export function memoryBytes(value: unknown): number | null {
 const values = (...candidates: (string | null)[]): string[] =>
   [...new Set(candidates.filter((c): c is string => c !== null))].sort();
 
-/** Keys and fields without empty ones, so that absence and null read the same. */
-function facet(ci: ObservedCi, role: Facet['role'], keys: Facet['keys'], fields: Json): Facet {
-  const ownKeys = Object.fromEntries(Object.entries(keys).filter(([, v]) => v && v.length > 0));
-  const ownFields = Object.fromEntries(
-    Object.entries(fields).filter(([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0)),
+/** What identifies a machine, as an observation reports it (normalised); its keys are these values. */
+interface MachineFacts {
+  hostname: string | null;
+  addresses: string[];
+  machine_id: string | null;
+  product_uuid: string | null;
+}
+
+/** Host facts (`type_data.host`, docs/collectors.md) normalised for identification; `hostname` when the CI names it better. */
+function machineOf(host: Json, hostname: string | null = hostnameKey(host.hostname)): MachineFacts {
+  return {
+    hostname,
+    addresses: values(...(Array.isArray(host.addresses) ? host.addresses : []).map(addressKey)),
+    machine_id: machineKey(host.machine_id),
+    product_uuid: machineKey(host.product_uuid),
+  };
+}
+
+/**
+ * A facet of the machine facts and whatever else the CI reports of it: the keys are the machine
+ * facts' values, and fields without a value are left out, so that absence and null read the same.
+ */
+function facet(ci: ObservedCi, role: Facet['role'], machine: MachineFacts, more: Json = {}): Facet {
+  const keys = Object.fromEntries(
+    Object.entries({
+      machine_id: values(machine.machine_id),
+      product_uuid: values(machine.product_uuid),
+      hostname: values(machine.hostname),
+      address: machine.addresses,
+    }).filter(([, v]) => v.length > 0),
   );
-  return { ciId: ci.ci_id, kind: 'host', role, keys: ownKeys, fields: ownFields };
+  const fields = Object.fromEntries(
+    Object.entries({ ...machine, ...more }).filter(
+      ([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0),
+    ),
+  );
+  return { ciId: ci.ci_id, kind: 'host', role, keys, fields };
 }
 
 function kubernetesNode(ci: ObservedCi): Facet {
@@ -107,82 +137,43 @@ function kubernetesNode(ci: ObservedCi): Facet {
   const info = object(status.nodeInfo);
   const listed = Array.isArray(status.addresses) ? status.addresses.map(object) : [];
   const named = listed.filter((a) => a.type === 'Hostname').map((a) => hostnameKey(a.address));
-  const addresses = values(...listed.filter((a) => a.type !== 'Hostname').map((a) => addressKey(a.address)));
-  const hostname = named.find((n) => n !== null) ?? hostnameKey(ci.name);
   const capacity = object(status.capacity);
-  return facet(
-    ci,
-    'self',
+  const machine = machineOf(
     {
-      machine_id: values(machineKey(info.machineID)),
-      product_uuid: values(machineKey(info.systemUUID)),
-      hostname: values(hostname),
-      address: addresses,
+      addresses: listed.filter((a) => a.type !== 'Hostname').map((a) => a.address),
+      machine_id: info.machineID,
+      product_uuid: info.systemUUID,
     },
-    {
-      hostname,
-      addresses,
-      machine_id: machineKey(info.machineID),
-      product_uuid: machineKey(info.systemUUID),
-      'os.name': text(info.osImage)?.replace(/\s*\d.*$/, '') || null,
-      'os.version': osVersion(info.osImage),
-      kernel: text(info.kernelVersion),
-      architecture: text(info.architecture),
-      cpu_count: count(capacity.cpu),
-      memory_bytes: memoryBytes(capacity.memory),
-      kubelet_version: text(info.kubeletVersion),
-    },
+    named.find((n) => n !== null) ?? hostnameKey(ci.name),
   );
+  return facet(ci, 'self', machine, {
+    'os.name': text(info.osImage)?.replace(/\s*\d.*$/, '') || null,
+    'os.version': osVersion(info.osImage),
+    kernel: text(info.kernelVersion),
+    architecture: text(info.architecture),
+    cpu_count: count(capacity.cpu),
+    memory_bytes: memoryBytes(capacity.memory),
+    kubelet_version: text(info.kubeletVersion),
+  });
 }
 
 function linuxHost(ci: ObservedCi): Facet {
   const data = ci.type_data;
   const host = object(data.host);
-  const hostname = hostnameKey(data.hostname) ?? hostnameKey(host.hostname);
-  const addresses = values(...(Array.isArray(host.addresses) ? host.addresses : []).map(addressKey));
-  return facet(
-    ci,
-    'self',
-    {
-      machine_id: values(machineKey(host.machine_id)),
-      product_uuid: values(machineKey(host.product_uuid)),
-      hostname: values(hostname),
-      address: addresses,
-    },
-    {
-      hostname,
-      addresses,
-      machine_id: machineKey(host.machine_id),
-      product_uuid: machineKey(host.product_uuid),
-      'os.name': text(data.os_name),
-      'os.version': osVersion(data.os_version),
-      kernel: text(data.kernel),
-      architecture: text(data.architecture),
-      cpu_count: count(data.cpu_count),
-      memory_bytes: count(data.memory_bytes),
-    },
-  );
+  return facet(ci, 'self', machineOf(host, hostnameKey(data.hostname) ?? hostnameKey(host.hostname)), {
+    'os.name': text(data.os_name),
+    'os.version': osVersion(data.os_version),
+    kernel: text(data.kernel),
+    architecture: text(data.architecture),
+    cpu_count: count(data.cpu_count),
+    memory_bytes: count(data.memory_bytes),
+  });
 }
 
 /** The host a server runs on, from the host facts under `type_data.host`. */
 function runsOn(ci: ObservedCi): Facet | null {
   const host = object(ci.type_data.host);
-  if (Object.keys(host).length === 0) return null;
-  const hostname = hostnameKey(host.hostname);
-  const addresses = values(...(Array.isArray(host.addresses) ? host.addresses : []).map(addressKey));
-  const keys = {
-    machine_id: values(machineKey(host.machine_id)),
-    product_uuid: values(machineKey(host.product_uuid)),
-    hostname: values(hostname),
-    address: addresses,
-  };
-  const fields = {
-    hostname,
-    addresses,
-    machine_id: machineKey(host.machine_id),
-    product_uuid: machineKey(host.product_uuid),
-  };
-  return facet(ci, 'runs-on', keys, fields);
+  return Object.keys(host).length === 0 ? null : facet(ci, 'runs-on', machineOf(host));
 }
 
 /** The CI types that are hosts themselves. */
