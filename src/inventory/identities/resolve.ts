@@ -14,7 +14,7 @@ import {
 } from './link-store.js';
 import { partition, type Keyed } from './partition.js';
 import { liveDecisions, lockTenant, neighbours, observationsOf, openLinks, tenantRules } from './resolve-store.js';
-import { rulesInForce, type IdentityKind } from './rules.js';
+import { rulesInForce, type IdentityKind, type KindRules } from './rules.js';
 
 /** A component larger than this is cut off there: a value shared so widely identifies nothing anyway. */
 const MAX_COMPONENT = 5000;
@@ -36,10 +36,11 @@ export async function resolveIdentities(
 ): Promise<void> {
   await lockTenant(tx, tenantId);
   const rules = rulesInForce(await tenantRules(tx, tenantId));
+  const all = cis.flatMap(facetsOf);
+  const changed = [...new Set([...cis.map((c) => c.ci_id), ...gone])];
   for (const kind of Object.keys(rules) as IdentityKind[]) {
-    const facets = cis.flatMap(facetsOf).filter((f) => f.kind === kind);
-    const changed = [...new Set([...cis.map((c) => c.ci_id), ...gone])];
-    await resolveKind(tx, tenantId, kind, { cis, facets, changed }, now);
+    const facets = all.filter((f) => f.kind === kind);
+    await resolveKind(tx, tenantId, kind, rules[kind]!, { cis, facets, changed }, now);
   }
 }
 
@@ -49,8 +50,14 @@ interface Changed {
   changed: readonly string[];
 }
 
-async function resolveKind(tx: Queryable, tenantId: string, kind: IdentityKind, input: Changed, now: Date) {
-  const rules = rulesInForce(await tenantRules(tx, tenantId))[kind]!;
+async function resolveKind(
+  tx: Queryable,
+  tenantId: string,
+  kind: IdentityKind,
+  rules: KindRules,
+  input: Changed,
+  now: Date,
+) {
   const { facets, changed } = input;
   // the component before: what the old keys and links connect
   const component = await closure(tx, tenantId, kind, changed);
@@ -73,6 +80,7 @@ async function resolveKind(tx: Queryable, tenantId: string, kind: IdentityKind, 
   );
   const links = await openLinks(tx, kind, members);
   const assigned = assignIds(groups, links);
+  // the identities first, then what links them
   const nameOf = (group: string[]) => identityName(group, fresh, stored);
   await upsertIdentities(
     tx,
@@ -88,14 +96,8 @@ async function resolveKind(tx: Queryable, tenantId: string, kind: IdentityKind, 
     return [{ ci, facet, identityId: identityOf.get(ci.ci_id)!, fields: withSince(facet, stored.get(ci.ci_id), ci) }];
   });
   const nowObserving = new Set(identityOf.keys());
-  await writeObservations(
-    tx,
-    tenantId,
-    kind,
-    writes,
-    changed.filter((id) => !nowObserving.has(id)),
-    now,
-  );
+  const gone = changed.filter((id) => !nowObserving.has(id));
+  await writeObservations(tx, tenantId, kind, writes, gone, now);
   await moveObservations(
     tx,
     kind,

@@ -169,27 +169,33 @@ async function identityAsOf(app: AppContext, principal: Principal, id: string, a
   const states = (await Promise.all(linked.map((ci) => ciAt(app, principal, ci, at)))).filter((s) => s !== undefined);
   const row = await visibleIdentity(app, principal, id, states);
   const rules = rulesInForce(await tenantRules(app.sql, principal.tenantId))[row.kind]!;
-  const offers: Offer[] = states.flatMap((state) =>
-    facetsOf({ ...state, status: 'active' }).map((facet) => ({
-      ciId: state.ci_id,
-      sourceId: state.source_id,
-      ciType: state.ci_type,
-      fields: Object.fromEntries(
-        Object.entries(facet.fields).map(([k, value]) => [k, { value, since: iso(state.updated_at) }]),
-      ),
-      lastSeen: iso(state.updated_at),
-      staleAt: '9999-12-31T00:00:00.000Z',
-    })),
+  const observed = states.map((state) => ({ state, facet: facetsOf({ ...state, status: 'active' })[0] }));
+  const offers: Offer[] = observed.flatMap(({ state, facet }) =>
+    facet
+      ? [
+          {
+            ciId: state.ci_id,
+            sourceId: state.source_id,
+            ciType: state.ci_type,
+            fields: Object.fromEntries(
+              Object.entries(facet.fields).map(([k, value]) => [k, { value, since: iso(state.updated_at) }]),
+            ),
+            lastSeen: iso(state.updated_at),
+            // the past is read as every source then reported it
+            staleAt: '9999-12-31T00:00:00.000Z',
+          },
+        ]
+      : [],
   );
-  const observations = states.map((state) => ({
+  const observations = observed.map(({ state, facet }) => ({
     ci_id: state.ci_id,
     name: state.name,
     ci_type: state.ci_type,
     status: state.status,
     source_id: state.source_id,
     scope_id: state.scope_id,
-    role: facetsOf({ ...state, status: 'active' })[0]?.role ?? 'self',
-    keys: facetsOf({ ...state, status: 'active' })[0]?.keys ?? {},
+    role: facet?.role ?? 'self',
+    keys: facet?.keys ?? {},
     linked_at: at,
     last_seen: null,
   }));
