@@ -61,6 +61,12 @@ export async function findCiDetailJson(sql: Sql, principal: Principal, ciId: str
           ['role', toJson(sql, sql`io.role`)],
         ])} end`,
       ],
+      // every identity it observes: a database server is one itself and observes the host it runs on
+      [
+        'identities',
+        sql`coalesce((select json_agg(json_build_object('id', o.identity_id, 'kind', o.kind, 'role', o.role)
+          order by o.kind = 'host' desc, o.kind)::text from identity_observations o where o.ci_id = ci.ci_id), '[]')`,
+      ],
     ])} as detail
     from configuration_items ci
     join ci_last_seen ls on ls.ci_id = ci.ci_id

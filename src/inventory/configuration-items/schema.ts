@@ -140,8 +140,19 @@ export const CiDetail = Type.Object(
           kind: Type.String(),
           role: Type.String({ description: '`self`: the CI is the host; `runs-on`: it runs on the host.' }),
         },
-        { description: 'The identity (GET /api/v1/identities/{id}) this CI is an observation of; null when none.' },
+        {
+          description:
+            'The host identity (GET /api/v1/identities/{id}) this CI is an observation of, as the host or as what runs on it; null when none.',
+        },
       ),
+    ),
+    identities: Type.Array(
+      Type.Object({
+        id: Type.String({ format: 'uuid' }),
+        kind: Type.String(),
+        role: Type.String({ description: '`self`: the CI is the thing; `runs-on`: it runs on the host.' }),
+      }),
+      { description: 'Every identity the CI observes, the host first: a database server is one and runs on a host.' },
     ),
   },
   { title: 'ConfigurationItemDetail' },

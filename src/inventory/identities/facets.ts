@@ -16,8 +16,9 @@ export interface ObservedCi {
 
 /**
  * What one CI tells of one real thing: its identifying keys and the fields it reports. A CI that
- * is the thing (a `k8s.node`, a `host.linux`) observes it as `self`; a server observes the host it
- * runs on (`runs-on`), from the host facts its collector type records under `type_data.host`.
+ * is the thing (a `k8s.node`, a `host.linux`, a `postgresql.server`) observes it as `self`; a server
+ * also observes the host it runs on (`runs-on`), from the host facts its collector type records
+ * under `type_data.host`.
  */
 export interface Facet {
   ciId: string;
@@ -179,18 +180,75 @@ function runsOn(ci: ObservedCi): Facet | null {
 /** The CI types that are hosts themselves. */
 const SELF: Record<string, (ci: ObservedCi) => Facet> = { 'k8s.node': kubernetesNode, 'host.linux': linuxHost };
 
-/** Whether a CI of this type may observe a host (the worker reads no other CI). */
+/** What a database server's CI says of the server, by CI type: its product, the port it answers on, and more. */
+const DATABASE_SERVERS: Record<string, (ci: ObservedCi) => Json> = {
+  'postgresql.server': (ci) => ({
+    product: 'postgresql',
+    port: count(object(ci.raw_data.settings).port),
+    role: text(ci.type_data.replication_role),
+    max_connections: count(ci.type_data.max_connections),
+  }),
+  'mariadb.server': (ci) => ({
+    product: text(ci.type_data.flavour) ?? 'mariadb',
+    port: count(object(ci.raw_data.variables).port),
+    role: ci.type_data.read_only === true ? 'read-only' : null,
+    max_connections: count(ci.type_data.max_connections),
+    server_uuid: machineKey(ci.type_data.server_uuid),
+  }),
+  'redis.server': (ci) => ({ product: 'redis', port: count(ci.type_data.port), role: text(ci.type_data.role) }),
+};
+
+/** The port of `host:port` (or `[v6]:port`). */
+const endpointPort = (endpoint: unknown): number | null => count(text(endpoint)?.match(/:(\d+)$/)?.[1]);
+
+/**
+ * A database server as its own CI describes it. Its machine keys are the machine's, each prefixed
+ * with the product and port (`postgresql:5432@<machine id>`): one machine runs many servers, and
+ * the host rules over these keys then recognise one server whoever read it, over whichever address.
+ */
+function databaseServer(ci: ObservedCi, said: Json): Facet | null {
+  const host = object(ci.type_data.host);
+  const machine = machineOf(host);
+  const port = (said.port as number | null) ?? endpointPort(host.endpoint);
+  if (port === null) return null;
+  const on = (value: string) => `${String(said.product)}:${port}@${value}`;
+  const keys = Object.fromEntries(
+    Object.entries({
+      server_uuid: values((said.server_uuid as string | null | undefined) ?? null),
+      machine_id: values(machine.machine_id).map(on),
+      product_uuid: values(machine.product_uuid).map(on),
+      hostname: values(machine.hostname).map(on),
+      address: machine.addresses.map(on),
+    }).filter(([, v]) => v.length > 0),
+  );
+  const fields = Object.fromEntries(
+    Object.entries({
+      name: ci.name,
+      product: said.product,
+      version: text(ci.type_data.version),
+      port,
+      role: said.role,
+      hostname: machine.hostname,
+      machine_id: machine.machine_id,
+      max_connections: said.max_connections,
+    }).filter(([, v]) => v !== null && v !== undefined),
+  );
+  return { ciId: ci.ci_id, kind: 'database-server', role: 'self', keys, fields };
+}
+
+/** Whether a CI of this type may observe a host or a server (the worker reads no other CI). */
 export const mayObserve = (ciType: string): boolean =>
   ciType in SELF || ciType.startsWith('host.') || /\.(server|node)$/.test(ciType);
 
 /**
- * What a CI observes: nothing when archived (an archived observation links nothing), its host
- * when it is one or records the host it runs on. A facet without a single key identifies nothing
- * and is left out.
+ * What a CI observes: nothing when archived (an archived observation links nothing); its host
+ * when it is one or records the host it runs on; and the database server when it is one. A facet
+ * without a single key identifies nothing and is left out.
  */
 export function facetsOf(ci: ObservedCi): Facet[] {
   if (ci.status === 'archived') return [];
   const self = SELF[ci.ci_type];
-  const found = self ? self(ci) : runsOn(ci);
-  return found && Object.keys(found.keys).length > 0 ? [found] : [];
+  const server = DATABASE_SERVERS[ci.ci_type];
+  const found = [self ? self(ci) : runsOn(ci), server ? databaseServer(ci, server(ci)) : null];
+  return found.filter((f): f is Facet => f !== null && Object.keys(f.keys).length > 0);
 }

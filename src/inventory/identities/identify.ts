@@ -17,7 +17,7 @@ const CANDIDATE = '00000000-0000-0000-0000-000000000000';
  * observations the principal may see take part, so the answer tells it nothing of the others.
  */
 export async function identify(app: AppContext, principal: Principal, body: IdentifyBody) {
-  const [facet] = facetsOf({
+  const facets = facetsOf({
     ci_id: CANDIDATE,
     tenant_id: principal.tenantId,
     source_id: '0',
@@ -29,6 +29,8 @@ export async function identify(app: AppContext, principal: Principal, body: Iden
     raw_data: body.raw_data,
     type_data: body.type_data,
   });
+  // facetsOf lists the host first
+  const facet = body.kind ? facets.find((f) => f.kind === body.kind) : facets[0];
   if (!facet)
     return {
       kind: null,
@@ -36,7 +38,7 @@ export async function identify(app: AppContext, principal: Principal, body: Iden
       identity_id: null,
       matches: [],
       conflicts: [],
-      explanation: `A ${body.ci_type} with this data carries no identifying value (machine id, product UUID, host name): it would link no identity.`,
+      explanation: `A ${body.ci_type} with this data carries no identifying value${body.kind ? ` of a ${body.kind}` : ''} (machine id, product UUID, host name, address): it would link no identity.`,
     };
   const rules = rulesInForce(await tenantRules(app.sql, principal.tenantId))[facet.kind]!;
   const keys = facet.keys as Record<string, string[]>;

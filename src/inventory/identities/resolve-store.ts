@@ -105,6 +105,14 @@ export async function neighbours(
   return rows.map((r) => r.ci_id);
 }
 
+/** Whether any of these CIs is an observation of this kind now. */
+export async function observesAny(tx: Queryable, kind: string, ids: readonly string[]): Promise<boolean> {
+  if (ids.length === 0) return false;
+  const rows = await tx`
+    select 1 from identity_observations where ci_id = any(${ids as string[]}::uuid[]) and kind = ${kind} limit 1`;
+  return rows.length > 0;
+}
+
 export async function observationsOf(
   tx: Queryable,
   kind: string,

@@ -13,7 +13,15 @@ import {
   type ObservationWrite,
 } from './link-store.js';
 import { partition, type Keyed } from './partition.js';
-import { liveDecisions, lockTenant, neighbours, observationsOf, openLinks, tenantRules } from './resolve-store.js';
+import {
+  liveDecisions,
+  lockTenant,
+  neighbours,
+  observationsOf,
+  observesAny,
+  openLinks,
+  tenantRules,
+} from './resolve-store.js';
 import { rulesInForce, type IdentityKind, type KindRules } from './rules.js';
 
 /** A component larger than this is cut off there: a value shared so widely identifies nothing anyway. */
@@ -59,6 +67,8 @@ async function resolveKind(
   now: Date,
 ) {
   const { facets, changed } = input;
+  // most batches hold no observation of most kinds (pods, databases): one lookup says so
+  if (facets.length === 0 && !(await observesAny(tx, kind, changed))) return;
   // the component before: what the old keys and links connect
   const component = await closure(tx, tenantId, kind, changed);
   await replaceKeys(tx, tenantId, kind, changed, facets);
@@ -81,7 +91,7 @@ async function resolveKind(
   const links = await openLinks(tx, kind, members);
   const assigned = assignIds(groups, links);
   // the identities first, then what links them
-  const nameOf = (group: string[]) => identityName(group, fresh, stored);
+  const nameOf = (group: string[]) => identityName(kind, group, fresh, stored);
   await upsertIdentities(
     tx,
     tenantId,
@@ -184,13 +194,16 @@ function withSince(
   );
 }
 
+/** What people call the identity: the name most of its observations give (a host's host name, a server's own name). */
 function identityName(
+  kind: IdentityKind,
   group: readonly string[],
   fresh: Map<string, Facet>,
   stored: Map<string, { fields: Record<string, { value: unknown }> }>,
 ): string {
+  const field = kind === 'host' ? 'hostname' : 'name';
   const names = group
-    .map((ci) => fresh.get(ci)?.fields.hostname ?? stored.get(ci)?.fields.hostname?.value)
+    .map((ci) => fresh.get(ci)?.fields[field] ?? stored.get(ci)?.fields[field]?.value)
     .filter((n): n is string => typeof n === 'string');
   const tally = new Map<string, number>();
   for (const name of names) tally.set(name, (tally.get(name) ?? 0) + 1);

@@ -22,7 +22,7 @@ import {
   type ConflictRow,
   type DecisionRow,
 } from './review-store.js';
-import { HOST_FIELDS, SHIPPED_RULES, type IdentityRules } from './rules.js';
+import { KIND_FIELDS, KIND_KEYS, KINDS, rulesInForce, type IdentityKind, type IdentityRules } from './rules.js';
 import type { IdentityRulesBody, NewDecision } from './schema.js';
 
 const iso = (d: Date | string) => new Date(d).toISOString();
@@ -33,6 +33,12 @@ const RULE_WORDS: Record<string, string> = {
   'hostname-and-address': 'the same host name and an address in common',
   hostname: 'the same host name',
   address: 'an address in common',
+  'server-uuid': 'the same server UUID',
+  'port-on-machine-id': 'a port on the same machine id',
+  'port-on-product-uuid': 'a port on the same product UUID',
+  'port-on-hostname-and-address': 'a port on the same host name and address',
+  'port-on-hostname': 'a port on the same host name',
+  'port-on-address': 'a port on an address in common',
 };
 
 /** Why a rule's match was not applied, for people. */
@@ -46,9 +52,11 @@ function explain(row: ConflictRow): string {
 }
 
 async function presentConflicts(app: AppContext, rows: readonly ConflictRow[]) {
-  const members = new Map(
-    (await membersOf(app.sql, [...new Set(rows.flatMap((r) => r.ci_ids))])).map((m) => [m.ci_id, m]),
-  );
+  const members = new Map<string, Awaited<ReturnType<typeof membersOf>>[number]>();
+  for (const kind of new Set(rows.map((r) => r.kind))) {
+    const ids = [...new Set(rows.filter((r) => r.kind === kind).flatMap((r) => r.ci_ids))];
+    for (const m of await membersOf(app.sql, ids, kind)) members.set(`${kind} ${m.ci_id}`, m);
+  }
   return rows.map((row) => ({
     id: row.id,
     kind: row.kind,
@@ -57,7 +65,7 @@ async function presentConflicts(app: AppContext, rows: readonly ConflictRow[]) {
     explanation: explain(row),
     groups: row.groups.map((group) =>
       group.flatMap((ci) => {
-        const m = members.get(ci);
+        const m = members.get(`${row.kind} ${ci}`);
         return m
           ? [{ ci_id: ci, name: m.name, ci_type: m.ci_type, source_id: m.source_id, identity_id: m.identity_id }]
           : [];
@@ -107,8 +115,8 @@ export const presentDecision = (d: DecisionRow) => ({
  * The CIs a decision names, each one the principal may see (404 otherwise, as if absent) and write
  * into (403): a decision moves what identities show, so it is a write on every CI it names.
  */
-async function decidable(app: AppContext, principal: Principal, ids: readonly string[]) {
-  const members = (await membersOf(app.sql, ids)).filter(
+async function decidable(app: AppContext, principal: Principal, ids: readonly string[], kind: IdentityKind) {
+  const members = (await membersOf(app.sql, ids, kind)).filter(
     (m) => m.tenant_id === principal.tenantId && coversScope(principal, m.source_id, m.scope_id),
   );
   const missing = ids.filter((id) => !members.some((m) => m.ci_id === id));
@@ -116,7 +124,7 @@ async function decidable(app: AppContext, principal: Principal, ids: readonly st
   return members;
 }
 
-function checkShape(body: NewDecision, members: Awaited<ReturnType<typeof decidable>>) {
+function checkShape(body: NewDecision, kind: IdentityKind, members: Awaited<ReturnType<typeof decidable>>) {
   if (body.action !== 'pin') {
     if (body.ci_ids.length < 2)
       throw validationFailed([
@@ -128,8 +136,9 @@ function checkShape(body: NewDecision, members: Awaited<ReturnType<typeof decida
   }
   if (!body.field || !body.source_id)
     throw validationFailed([{ field: 'field', location: 'body', message: 'pin needs field and source_id' }]);
-  if (!(HOST_FIELDS as readonly string[]).includes(body.field))
-    throw validationFailed([{ field: 'field', location: 'body', message: `must be one of ${HOST_FIELDS.join(', ')}` }]);
+  const fields = KIND_FIELDS[kind];
+  if (!fields.includes(body.field))
+    throw validationFailed([{ field: 'field', location: 'body', message: `must be one of ${fields.join(', ')}` }]);
   if (members.some((m) => m.identity_id === null))
     throw unprocessable('A pin names observations of an identity', { reason: 'not_observing' });
 }
@@ -140,7 +149,7 @@ async function settleable(app: AppContext, principal: Principal, body: NewDecisi
   // a conflict is the principal's to settle only when it sees all it is about
   const visible =
     conflict &&
-    (await decidable(app, principal, conflict.ci_ids).then(
+    (await decidable(app, principal, conflict.ci_ids, conflict.kind).then(
       () => true,
       () => false,
     ));
@@ -149,17 +158,22 @@ async function settleable(app: AppContext, principal: Principal, body: NewDecisi
     throw unprocessable('The conflict is not open any more', { conflict_id: conflict.id, status: conflict.status });
   if (!body.ci_ids.some((ci) => conflict.ci_ids.includes(ci)))
     throw unprocessable('The decision names none of the conflict’s observations', { conflict_id: conflict.id });
+  if (body.kind !== undefined && body.kind !== conflict.kind)
+    throw unprocessable('The decision’s kind is not the conflict’s', { conflict_id: conflict.id, kind: conflict.kind });
+  return conflict;
 }
 
 /** Records a person's decision, settles the conflict it names, and resolves what it concerns again; audited. */
 export async function decide(app: AppContext, ctx: Context, principal: Principal, body: NewDecision) {
-  const members = await decidable(app, principal, body.ci_ids);
-  checkShape(body, members);
+  const conflict = body.conflict_id ? await settleable(app, principal, body) : undefined;
+  const kind = conflict?.kind ?? body.kind ?? 'host';
+  const members = await decidable(app, principal, body.ci_ids, kind);
+  checkShape(body, kind, members);
   const now = app.now();
   const id = uuidv7();
   const decision: Omit<DecisionRow, 'undone_at' | 'undone_by'> = {
     id,
-    kind: 'host',
+    kind,
     action: body.action,
     ci_ids: [...body.ci_ids].sort(),
     field: body.field ?? null,
@@ -169,7 +183,6 @@ export async function decide(app: AppContext, ctx: Context, principal: Principal
     made_by: actorOf(principal),
     made_at: now,
   };
-  if (body.conflict_id) await settleable(app, principal, body);
   await app.sql.begin(async (tx) => {
     if (body.conflict_id && !(await settleConflict(tx, body.conflict_id, id, now)))
       throw unprocessable('The conflict is not open any more', { conflict_id: body.conflict_id });
@@ -184,6 +197,7 @@ export async function decide(app: AppContext, ctx: Context, principal: Principal
       { type: 'identity_decision', id },
       {
         action: body.action,
+        kind,
         ci_ids: decision.ci_ids,
         ...(body.field ? { field: body.field, source_id: body.source_id } : {}),
         ...(body.conflict_id ? { conflict_id: body.conflict_id } : {}),
@@ -197,7 +211,7 @@ export async function decide(app: AppContext, ctx: Context, principal: Principal
 export async function undo(app: AppContext, ctx: Context, principal: Principal, decisionId: string) {
   const found = await decisionById(app.sql, principal.tenantId, decisionId);
   if (!found) throw notFound('Decision not found', { decision_id: decisionId });
-  await decidable(app, principal, found.ci_ids);
+  await decidable(app, principal, found.ci_ids, found.kind);
   const now = app.now();
   await app.sql.begin(async (tx) => {
     if (!(await undoDecision(tx, decisionId, actorOf(principal), now))) return;
@@ -245,10 +259,32 @@ export async function listDecisions(
 export async function identityRules(app: AppContext, principal: Principal) {
   const stored = await storedRules(app.sql, principal.tenantId);
   return {
-    rules: { host: ((stored?.rules as Partial<IdentityRules> | undefined)?.host ?? SHIPPED_RULES.host)! },
+    rules: rulesInForce(stored?.rules as Partial<IdentityRules> | undefined),
     shipped: !stored,
     updated_at: stored ? iso(stored.updated_at) : null,
   };
+}
+
+/** Each kind's rules name each rule once, and only keys that kind's observations carry. */
+function checkRules(body: IdentityRulesBody) {
+  for (const kind of KINDS) {
+    const rules = body[kind];
+    if (!rules) continue;
+    const names = rules.identification.map((r) => r.name);
+    if (new Set(names).size !== names.length)
+      throw validationFailed([
+        { field: `${kind}.identification`, location: 'body', message: 'rule names must be unique' },
+      ]);
+    const foreign = rules.identification.flatMap((r) => r.keys).filter((k) => !KIND_KEYS[kind].includes(k));
+    if (foreign.length > 0)
+      throw validationFailed([
+        {
+          field: `${kind}.identification`,
+          location: 'body',
+          message: `a ${kind} has no key ${foreign[0]}; its keys are ${KIND_KEYS[kind].join(', ')}`,
+        },
+      ]);
+  }
 }
 
 /**
@@ -261,12 +297,11 @@ export async function replaceRules(app: AppContext, ctx: Context, principal: Pri
     throw forbidden('Identification rules apply to the whole tenant: only a principal holding all its data sets them', {
       reason: 'scoped',
     });
-  const names = body.host.identification.map((r) => r.name);
-  if (new Set(names).size !== names.length)
-    throw validationFailed([{ field: 'host.identification', location: 'body', message: 'rule names must be unique' }]);
+  checkRules(body);
   const now = app.now();
   await app.sql.begin(async (tx) => {
-    await saveRules(tx, principal.tenantId, body, now);
+    const stored = (await storedRules(tx, principal.tenantId))?.rules as Partial<IdentityRules> | undefined;
+    await saveRules(tx, principal.tenantId, { ...stored, ...body }, now);
     await auditChange(
       tx,
       app.audit,
@@ -274,9 +309,7 @@ export async function replaceRules(app: AppContext, ctx: Context, principal: Pri
       principal,
       'identity.rules_changed',
       { type: 'identity_rules', id: principal.tenantId },
-      {
-        rules: body.host.identification.map((r) => r.name),
-      },
+      Object.fromEntries(Object.entries(body).map(([kind, rules]) => [kind, rules!.identification.map((r) => r.name)])),
     );
   });
   let after = '00000000-0000-0000-0000-000000000000';

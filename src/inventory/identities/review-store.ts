@@ -1,10 +1,11 @@
 import type { Queryable, Sql } from '../../platform/db/database.js';
 import type { Principal } from '../../platform/auth/principal.js';
 import { seesEvery } from './read-store.js';
+import type { IdentityKind } from './rules.js';
 
 export interface ConflictRow {
   id: string;
-  kind: 'host';
+  kind: IdentityKind;
   rule: string;
   shared_values: string[];
   groups: string[][];
@@ -45,7 +46,7 @@ export async function conflictById(sql: Queryable, tenantId: string, id: string)
 }
 
 /** The CIs named, with where they are and which identity they link: what a conflict or decision shows of them. */
-export async function membersOf(sql: Queryable, ids: readonly string[]) {
+export async function membersOf(sql: Queryable, ids: readonly string[], kind: IdentityKind) {
   if (ids.length === 0) return [];
   return sql<
     {
@@ -59,7 +60,7 @@ export async function membersOf(sql: Queryable, ids: readonly string[]) {
     }[]
   >`
     select c.ci_id, c.name, c.ci_type, c.source_id::text as source_id, c.scope_id, c.tenant_id, o.identity_id
-    from configuration_items c left join identity_observations o on o.ci_id = c.ci_id and o.kind = 'host'
+    from configuration_items c left join identity_observations o on o.ci_id = c.ci_id and o.kind = ${kind}
     where c.ci_id = any(${ids as string[]}::uuid[])`;
 }
 
@@ -73,7 +74,7 @@ export async function settleConflict(tx: Queryable, id: string, decisionId: stri
 
 export interface DecisionRow {
   id: string;
-  kind: 'host';
+  kind: IdentityKind;
   action: 'merge' | 'keep_apart' | 'pin';
   ci_ids: string[];
   field: string | null;

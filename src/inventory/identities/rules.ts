@@ -5,9 +5,14 @@
  * and the partition and the reconciled record follow the rules in force.
  */
 
-/** A key an observation may carry, its values normalised (facets.ts). */
-export const HOST_KEYS = ['machine_id', 'product_uuid', 'hostname', 'address'] as const;
-export type IdentityKey = (typeof HOST_KEYS)[number];
+/**
+ * A key an observation may carry, its values normalised (facets.ts). A database server's machine
+ * keys carry its product and port before the machine's value (`postgresql:5432@<machine id>`), so
+ * that they name one server on the machine; `server_uuid` is the id a server gives its own data
+ * directory (MySQL's).
+ */
+export const IDENTITY_KEYS = ['machine_id', 'product_uuid', 'hostname', 'address', 'server_uuid'] as const;
+export type IdentityKey = (typeof IDENTITY_KEYS)[number];
 
 export interface IdentificationRule {
   /** Named in conflicts and explanations. */
@@ -46,7 +51,7 @@ export interface KindRules {
 
 export type IdentityRules = Record<string, KindRules>;
 
-export const KINDS = ['host'] as const;
+export const KINDS = ['host', 'database-server'] as const;
 export type IdentityKind = (typeof KINDS)[number];
 
 /** The fields a host identity reconciles, in the order its record lists them. */
@@ -63,6 +68,30 @@ export const HOST_FIELDS = [
   'memory_bytes',
   'kubelet_version',
 ] as const;
+
+/** The fields a database server's identity reconciles, in the order its record lists them. */
+export const DATABASE_SERVER_FIELDS = [
+  'name',
+  'product',
+  'version',
+  'port',
+  'role',
+  'hostname',
+  'machine_id',
+  'max_connections',
+] as const;
+
+/** The keys each kind's observations carry: what its identification rules may name. */
+export const KIND_KEYS: Record<IdentityKind, readonly IdentityKey[]> = {
+  host: ['machine_id', 'product_uuid', 'hostname', 'address'],
+  'database-server': IDENTITY_KEYS,
+};
+
+/** The fields each kind reconciles: what a pin may name, and the order of the record. */
+export const KIND_FIELDS: Record<IdentityKind, readonly string[]> = {
+  host: HOST_FIELDS,
+  'database-server': DATABASE_SERVER_FIELDS,
+};
 
 /**
  * The shipped rules. A machine id (/etc/machine-id) or product UUID (DMI) is the strongest evidence
@@ -88,6 +117,22 @@ export const SHIPPED_RULES: IdentityRules = {
       kubelet_version: ['k8s.node'],
     },
     defaultPrecedence: ['host.linux', 'k8s.node'],
+    staleMarginMinutes: 30,
+  },
+  // One server answers on one port of one machine: the host rules, over keys that carry the
+  // product and port, after the id a server gives its data directory where it has one. Sources
+  // reading the same server report the same values, so the most recently seen one wins.
+  'database-server': {
+    identification: [
+      { name: 'server-uuid', keys: ['server_uuid'], exclusive: true },
+      { name: 'port-on-machine-id', keys: ['machine_id'], exclusive: true },
+      { name: 'port-on-product-uuid', keys: ['product_uuid'], exclusive: true },
+      { name: 'port-on-hostname-and-address', keys: ['hostname', 'address'], exclusive: false },
+      { name: 'port-on-hostname', keys: ['hostname'], exclusive: false },
+      { name: 'port-on-address', keys: ['address'], exclusive: false },
+    ],
+    precedence: {},
+    defaultPrecedence: [],
     staleMarginMinutes: 30,
   },
 };

@@ -1,10 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Filters, Limit, Nullable, SortOrder, Timestamp, Uuid } from '../../platform/http/schemas.js';
-import { HOST_KEYS, KINDS } from './rules.js';
+import { IDENTITY_KEYS, KINDS } from './rules.js';
 
 const Kind = Type.Union(
   KINDS.map((k) => Type.Literal(k)),
-  { description: 'What kind of real thing: `host` (a machine, physical or virtual).' },
+  {
+    description:
+      'What kind of real thing: `host` (a machine, physical or virtual) or `database-server` (one PostgreSQL, MariaDB, MySQL or Redis server on its machine and port).',
+  },
 );
 const Cursor = Type.Optional(
   Type.String({ minLength: 1, maxLength: 2048, description: 'Opaque `next_cursor` of the previous page.' }),
@@ -30,7 +33,10 @@ export const IdentityListQuery = Type.Object({
 export const ListedIdentity = Type.Object({
   id: Type.String({ format: 'uuid' }),
   kind: Kind,
-  name: Type.String({ description: 'The reconciled host name, or the strongest identifier when none is known.' }),
+  name: Type.String({
+    description:
+      'A host: its reconciled host name, or the strongest identifier when none is known; a database server: the name its source gives it.',
+  }),
   observation_count: Type.Integer({ description: 'The observations linked that the caller may see.' }),
   created_at: Timestamp(),
   updated_at: Timestamp(),
@@ -184,6 +190,15 @@ export const NewDecision = Type.Object(
     source_id: Type.Optional(SourceId),
     conflict_id: Type.Optional(Type.String({ format: 'uuid', description: 'The conflict this settles.' })),
     reason: Type.Optional(Type.String({ maxLength: 500 })),
+    kind: Type.Optional(
+      Type.Union(
+        KINDS.map((k) => Type.Literal(k)),
+        {
+          description:
+            'The kind of identity decided about (a database server is also an observation of its host): the conflict’s when `conflict_id` is given, `host` otherwise.',
+        },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -221,6 +236,15 @@ export const IdentifyBody = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 500, default: 'candidate' }),
     raw_data: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
     type_data: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
+    kind: Type.Optional(
+      Type.Union(
+        KINDS.map((k) => Type.Literal(k)),
+        {
+          description:
+            'Which of its identities to ask about: a database server’s CI is one and observes its host (default: the host).',
+        },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -242,7 +266,7 @@ export const Identification = Type.Object({
 const RuleSchema = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 100 }),
-    keys: Type.Array(Type.Union(HOST_KEYS.map((k) => Type.Literal(k))), {
+    keys: Type.Array(Type.Union(IDENTITY_KEYS.map((k) => Type.Literal(k))), {
       minItems: 1,
       maxItems: 4,
       uniqueItems: true,
@@ -261,10 +285,17 @@ export const KindRulesSchema = Type.Object(
   },
   { additionalProperties: false },
 );
-export const IdentityRulesBody = Type.Object({ host: KindRulesSchema }, { additionalProperties: false });
+export const IdentityRulesBody = Type.Object(
+  { host: Type.Optional(KindRulesSchema), 'database-server': Type.Optional(KindRulesSchema) },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    description: 'Each kind named replaces that kind’s rules; a kind left out keeps the shipped ones.',
+  },
+);
 export type IdentityRulesBody = Static<typeof IdentityRulesBody>;
 export const IdentityRulesView = Type.Object({
-  rules: IdentityRulesBody,
+  rules: Type.Object({ host: KindRulesSchema, 'database-server': KindRulesSchema }),
   shipped: Type.Boolean({ description: 'Whether these are the shipped rules (the tenant set none).' }),
   updated_at: Nullable(Timestamp()),
 });

@@ -19,7 +19,7 @@ import {
 } from './read-store.js';
 import { reconcileFields, type Offer } from './reconciled.js';
 import { tenantRules } from './resolve-store.js';
-import { HOST_FIELDS, rulesInForce } from './rules.js';
+import { KIND_FIELDS, rulesInForce } from './rules.js';
 import type { IdentityListQuery } from './schema.js';
 import type { Static } from '@sinclair/typebox';
 
@@ -122,7 +122,7 @@ export async function identityDetail(app: AppContext, principal: Principal, id: 
       rules,
       visiblePins,
       app.now(),
-      HOST_FIELDS,
+      KIND_FIELDS[row.kind],
     ),
     observations: observations.map(presentObservation),
     relationships: relationships
@@ -202,7 +202,7 @@ async function identityAsOf(app: AppContext, principal: Principal, id: string, a
   return {
     ...presentIdentity(row),
     as_of: at,
-    fields: reconcileFields(offers, rules, [], new Date(at), HOST_FIELDS),
+    fields: reconcileFields(offers, rules, [], new Date(at), KIND_FIELDS[row.kind]),
     observations,
     relationships: [],
     changes: [],

@@ -212,9 +212,18 @@ describe('cinv demo: a generated inventory with a week of history', function () 
     // a Redis names no machine: the address it listens on links it to its node
     const linked = await sql<{ name: string; nodes: number }[]>`
       select ci.name, (select count(*)::int from identity_observations o2 where o2.identity_id = o.identity_id and o2.ci_type = 'k8s.node') as nodes
-      from configuration_items ci join identity_observations o on o.ci_id = ci.ci_id
+      from configuration_items ci join identity_observations o on o.ci_id = ci.ci_id and o.kind = 'host'
       where ci.ci_type = 'redis.server' order by ci.name`;
     expect(linked.map((r) => `${r.name}:${r.nodes}`)).to.deep.equal(['redis-east:1', 'redis-west:1']);
+    // and each database server is an identity of its own, on its port of that host
+    const servers = await sql<{ name: string; ci_types: string[] }[]>`
+      select i.name, array_agg(o.ci_type order by o.ci_type) as ci_types from identities i
+      join identity_observations o on o.identity_id = i.id
+      where i.kind = 'database-server' and i.retired_at is null group by i.id, i.name order by i.name`;
+    expect(servers.map((s) => `${s.name} ${s.ci_types.join()}`)).to.include.members([
+      'mariadb-east mariadb.server',
+      'redis-west redis.server',
+    ]);
     // east-node-02's kubelet reports the new release; its node_exporter host, stale, the old one
     const upgraded = (await identityOf('east-node-02')).fields['os.version']!;
     expect(upgraded).to.deep.include({ value: '1.21.1', reason: 'precedence' });

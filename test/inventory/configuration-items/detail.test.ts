@@ -36,6 +36,7 @@ describe('GET and DELETE /api/v1/configuration-items/{ci_id}', () => {
       scope_id: null,
       // a pod observes no host
       identity: null,
+      identities: [],
     });
     expect(reply.body.raw_data.spec.containers[0]).to.deep.equal({ name: 'app', image: 'nginx:1.25' });
   });
@@ -51,7 +52,7 @@ describe('GET and DELETE /api/v1/configuration-items/{ci_id}', () => {
       new RegExp(`^\\{"ci_id":"${ciId}","name":"detail-pod","namespace":"default","ci_type":"k8s.pod",`),
     );
     expect(detail.text).to.match(
-      /,"source":\{"id":\d+,"name":"k8s-prod","collector_type":"kubernetes"\},"scope_id":null,"identity":null\}$/,
+      /,"source":\{"id":\d+,"name":"k8s-prod","collector_type":"kubernetes"\},"scope_id":null,"identity":null,"identities":\[\]\}$/,
     );
     expect(list.text).to.match(new RegExp(`^\\{"items":\\[\\{"ci_id":"${ciId}","name":"detail-pod",`));
     expect(list.body.items[0]).to.deep.include({

@@ -181,6 +181,89 @@ describe('the identities API', () => {
   });
 });
 
+const pgServer = (name: string, address: string): UniversalRecord => ({
+  external_id: 'server',
+  ci_type: 'postgresql.server',
+  name,
+  namespace: null,
+  raw_data: { settings: { port: '5432' } },
+  type_data: {
+    version: '15.19',
+    replication_role: 'primary',
+    host: { hostname: null, addresses: [address], machine_id: null, product_uuid: null, endpoint: `${address}:5432` },
+  },
+});
+
+describe('the identities API over database servers', () => {
+  const app = useTestApp();
+
+  it('keeps a kind’s rules to its own keys, replaces only the kinds named, and decides about a server apart from its host', async () => {
+    const admin = await createKey(app.current.sql, 'adm');
+    await ingest(app.current.sql, [pgServer('pg-a', '10.0.0.5')], { source: 'pg-a' });
+    await ingest(app.current.sql, [pgServer('pg-b', '10.0.0.5')], { source: 'pg-b' });
+    await catchUpIdentities(app.current.sql, () => app.current.clock.now);
+    const servers = async () =>
+      ((await app.current.get('/api/v1/identities?filter=kind:eq:database-server', admin)).body.items as Listed[]).map(
+        (i) => i.observation_count,
+      );
+    expect(await servers()).to.deep.equal([2]);
+    const [server] = (await app.current.get('/api/v1/identities?filter=kind:eq:database-server', admin)).body.items;
+    const dry = await app.current.request('POST', '/api/v1/identities/identify', {
+      key: admin,
+      body: { ...pgServer('pg-c', '10.0.0.5'), kind: 'database-server', external_id: undefined, namespace: undefined },
+    });
+    expect(dry.status, dry.text).to.equal(200);
+    expect(dry.body).to.deep.include({ kind: 'database-server', identity_id: server.id });
+    expect(dry.body.matches.map((m: { rule: string }) => m.rule)).to.deep.equal(['port-on-address', 'port-on-address']);
+
+    const shipped = (await app.current.get('/api/v1/identities/rules', admin)).body;
+    expect(Object.keys(shipped.rules)).to.deep.equal(['host', 'database-server']);
+    const wrong = {
+      host: { ...shipped.rules.host, identification: [{ name: 'uuid', keys: ['server_uuid'], exclusive: true }] },
+    };
+    const refused = await app.current.request('PUT', '/api/v1/identities/rules', { key: admin, body: wrong });
+    expect(refused.status, refused.text).to.equal(422);
+    expect(refused.body.error.details.errors[0].message).to.include('a host has no key server_uuid');
+    expect(refused.body.error.details.errors[0].message).to.include('machine_id');
+
+    // the two servers kept apart by a person: the host they both run on stays one
+    const [a, b] = await app.current.sql<{ ci_id: string }[]>`
+      select ci_id from identity_observations where kind = 'database-server' order by ci_id`;
+    const apart = await app.current.request('POST', '/api/v1/identities/decisions', {
+      key: admin,
+      body: { action: 'keep_apart', kind: 'database-server', ci_ids: [a!.ci_id, b!.ci_id] },
+    });
+    expect(apart.status, apart.text).to.equal(201);
+    expect(apart.body.kind).to.equal('database-server');
+    expect(await servers()).to.deep.equal([1, 1]);
+    const hosts = (await app.current.get('/api/v1/identities?filter=kind:eq:host', admin)).body.items as Listed[];
+    expect(hosts.map((h) => h.observation_count)).to.deep.equal([2]);
+    // a pin names a field of the kind decided about
+    const pin = await app.current.request('POST', '/api/v1/identities/decisions', {
+      key: admin,
+      body: { action: 'pin', kind: 'database-server', ci_ids: [a!.ci_id], field: 'os.version', source_id: '1' },
+    });
+    expect(pin.status, pin.text).to.equal(422);
+    expect(pin.text).to.include('must be one of name, product, version, port');
+
+    // replacing the database servers' rules leaves the host's as they were
+    const onlyServers = {
+      'database-server': {
+        ...shipped.rules['database-server'],
+        identification: [{ name: 'uuid', keys: ['server_uuid'], exclusive: true }],
+      },
+    };
+    const put = await app.current.request('PUT', '/api/v1/identities/rules', { key: admin, body: onlyServers });
+    expect(put.status, put.text).to.equal(200);
+    expect(put.body.rules.host).to.deep.equal(shipped.rules.host);
+    expect(put.body.rules['database-server'].identification.map((r: { name: string }) => r.name)).to.deep.equal([
+      'uuid',
+    ]);
+    const empty = await app.current.request('PUT', '/api/v1/identities/rules', { key: admin, body: {} });
+    expect(empty.status, empty.text).to.equal(422);
+  });
+});
+
 describe('a configuration item names its identity', () => {
   const app = useTestApp();
 
@@ -192,6 +275,7 @@ describe('a configuration item names its identity', () => {
       select ci_id, identity_id from identity_observations`;
     const detail = await app.current.get(`/api/v1/configuration-items/${observed!.ci_id}`, admin);
     expect(detail.body.identity).to.deep.equal({ id: observed!.identity_id, kind: 'host', role: 'self' });
+    expect(detail.body.identities).to.deep.equal([detail.body.identity]);
     // unlinked (as before the worker reached it), the CI names none
     await app.current.sql`delete from identity_observations`;
     const plain = await app.current.get(`/api/v1/configuration-items/${observed!.ci_id}`, admin);

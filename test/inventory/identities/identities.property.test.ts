@@ -6,7 +6,7 @@ import { reconcileFields, type Offer, type Pin } from '../../../src/inventory/id
 import { partition } from '../../../src/inventory/identities/partition.js';
 import { resolveIdentities } from '../../../src/inventory/identities/resolve.js';
 import { cisById } from '../../../src/inventory/identities/resolve-store.js';
-import { SHIPPED_RULES, type KindRules } from '../../../src/inventory/identities/rules.js';
+import { KINDS, SHIPPED_RULES, type IdentityKind, type KindRules } from '../../../src/inventory/identities/rules.js';
 import { DEFAULT_TENANT_ID } from '../../../src/platform/tenants.js';
 import { resetDatabase, testDatabase } from '../../support/db.js';
 import { canonical, canonicalConflicts, modelPartition, valuesOfRule, type Keys, type ModelDecision } from './model.js';
@@ -27,7 +27,7 @@ import { ADDRESSES, CI_TYPES, finalSteps, interleave, orderArb, play, worldArb, 
 
 const SEED = Number(process.env.CINV_IDENTITY_PROPERTY_SEED ?? 20261015);
 const RUNS = Number(process.env.CINV_IDENTITY_PROPERTY_RUNS ?? 20);
-const RULES = SHIPPED_RULES.host!.identification;
+const rulesOf = (kind: IdentityKind) => SHIPPED_RULES[kind]!.identification;
 
 interface Stored {
   groups: string[][];
@@ -39,8 +39,8 @@ interface Stored {
   keys: Map<string, Keys>;
 }
 
-/** The identities as stored: live identities' observations, the open conflicts, by external id. */
-async function stored(sql: Sql): Promise<Stored> {
+/** The identities of a kind as stored: live identities' observations, the open conflicts, by external id. */
+async function stored(sql: Sql, kind: IdentityKind = 'host'): Promise<Stored> {
   const cis = await sql<{ ci_id: string; external_id: string }[]>`select ci_id, external_id from configuration_items`;
   const label = new Map(cis.map((c) => [c.ci_id, c.external_id]));
   const keys = new Map<string, Keys>();
@@ -48,19 +48,22 @@ async function stored(sql: Sql): Promise<Stored> {
     sql,
     cis.map((c) => c.ci_id),
   );
-  for (const facet of observed.flatMap(facetsOf)) keys.set(label.get(facet.ciId)!, facet.keys);
+  for (const facet of observed.flatMap(facetsOf).filter((f) => f.kind === kind))
+    keys.set(label.get(facet.ciId)!, facet.keys);
   const rows = await sql<{ identity_id: string; retired: boolean; count: number; ci_id: string }[]>`
     select o.identity_id, i.retired_at is not null as retired, i.observation_count as count, o.ci_id
-    from identity_observations o join identities i on i.id = o.identity_id`;
+    from identity_observations o join identities i on i.id = o.identity_id where o.kind = ${kind}`;
   const ofRetired = rows.filter((r) => r.retired);
   expect(ofRetired, 'observations of retired identities').to.deep.equal([]);
   const byIdentity = new Map<string, string[]>();
   for (const r of rows) byIdentity.set(r.identity_id, [...(byIdentity.get(r.identity_id) ?? []), label.get(r.ci_id)!]);
   for (const r of rows) expect(r.count, 'observation_count').to.equal(byIdentity.get(r.identity_id)!.length);
-  const empty = await sql`select id from identities i where retired_at is null
+  const empty = await sql`select id from identities i where retired_at is null and i.kind = ${kind}
     and not exists (select 1 from identity_observations o where o.identity_id = i.id)`;
   expect(empty, 'live identities without observations').to.have.lengthOf(0);
-  const open = await sql<{ groups: string[][] }[]>`select groups from identity_conflicts where status = 'open'`;
+  const open = await sql<
+    { groups: string[][] }[]
+  >`select groups from identity_conflicts where status = 'open' and kind = ${kind}`;
   const conflicts = open.map((c) => c.groups.map((g) => g.map((id) => label.get(id)!)));
   return {
     groups: canonical([...byIdentity.values()]),
@@ -72,12 +75,12 @@ async function stored(sql: Sql): Promise<Stored> {
 }
 
 /** No two identities share a value of an exclusive rule unless an open conflict holds both; conflicts name identities. */
-function expectInvariants(state: Stored): void {
+function expectInvariants(state: Stored, kind: IdentityKind): void {
   const identities = new Set(state.groups.map((g) => JSON.stringify(g)));
   for (const conflict of state.conflicts)
     for (const group of conflict)
       expect(identities.has(JSON.stringify(group)), `conflict group ${group}`).to.equal(true);
-  for (const rule of RULES.filter((r) => r.exclusive))
+  for (const rule of rulesOf(kind).filter((r) => r.exclusive))
     state.groups.forEach((a, i) =>
       state.groups.slice(i + 1).forEach((b) => {
         const va = new Set(a.flatMap((id) => valuesOfRule(rule, state.keys.get(id)!)));
@@ -89,27 +92,28 @@ function expectInvariants(state: Stored): void {
 }
 
 /** What a world exercised, for the run's summary. */
-function tally(seen: Map<string, number>, state: Stored, world: readonly Planned[]): void {
+function tally(seen: Map<string, number>, state: Stored, world: readonly Planned[], kind: IdentityKind): void {
   const kinds = [
-    ...(state.conflicts.length > 0 ? ['conflicts'] : []),
-    ...(state.groups.some((g) => g.length > 1) ? ['joined'] : []),
-    ...(world.some((o) => o.history.includes('delete')) ? ['deletions'] : []),
-    ...(world.some((o) => o.history.some((h, i) => h !== 'delete' && o.history.slice(0, i).includes('delete')))
+    ...(state.conflicts.length > 0 ? [`${kind} conflicts`] : []),
+    ...(state.groups.some((g) => g.length > 1) ? [`${kind} joined`] : []),
+    // what the world did, once per world
+    ...(kind !== 'host' ? [] : world.some((o) => o.history.includes('delete')) ? ['deletions'] : []),
+    ...(kind === 'host' &&
+    world.some((o) => o.history.some((h, i) => h !== 'delete' && o.history.slice(0, i).includes('delete')))
       ? ['rediscoveries']
       : []),
-    ...(world.some((o) =>
-      o.history.some((h, i) => i > 0 && h !== 'delete' && ![h, 'delete'].includes(o.history[i - 1]!)),
-    )
+    ...(kind === 'host' &&
+    world.some((o) => o.history.some((h, i) => i > 0 && h !== 'delete' && ![h, 'delete'].includes(o.history[i - 1]!)))
       ? ['changes']
       : []),
   ];
   for (const kind of kinds) seen.set(kind, (seen.get(kind) ?? 0) + 1);
 }
 
-const expectModel = (state: Stored, decisions: ModelDecision[] = []) => {
-  const model = modelPartition(state.keys, RULES, decisions);
-  expect(state.groups, 'partition').to.deep.equal(model.groups);
-  expect(state.conflicts, 'open conflicts').to.deep.equal(model.conflicts);
+const expectModel = (state: Stored, decisions: ModelDecision[] = [], kind: IdentityKind = 'host') => {
+  const model = modelPartition(state.keys, rulesOf(kind), decisions);
+  expect(state.groups, `${kind} partition`).to.deep.equal(model.groups);
+  expect(state.conflicts, `${kind} open conflicts`).to.deep.equal(model.conflicts);
 };
 
 /**
@@ -165,16 +169,26 @@ describe('identities equal an independent model of the identification rules, ove
           ),
           first.cuts,
         );
-        const played = await stored(sql);
-        tally(seen, played, world);
-        expectModel(played);
-        expectInvariants(played);
+        const played = new Map<IdentityKind, Stored>();
+        for (const kind of KINDS) {
+          const state = await stored(sql, kind);
+          tally(seen, state, world, kind);
+          expectModel(state, [], kind);
+          expectInvariants(state, kind);
+          played.set(kind, state);
+        }
         // the final observations alone, in another order
         await resetDatabase(sql);
         await play(sql, world, interleave(finalSteps(world), second), second.cuts);
-        const direct = await stored(sql);
-        expect(direct.groups, 'the same observations in another order').to.deep.equal(played.groups);
-        expect(direct.conflicts, 'the same conflicts in another order').to.deep.equal(played.conflicts);
+        for (const kind of KINDS) {
+          const direct = await stored(sql, kind);
+          expect(direct.groups, `the same ${kind} observations in another order`).to.deep.equal(
+            played.get(kind)!.groups,
+          );
+          expect(direct.conflicts, `the same ${kind} conflicts in another order`).to.deep.equal(
+            played.get(kind)!.conflicts,
+          );
+        }
       }),
       { seed: SEED, numRuns: RUNS, endOnFailure: true },
     );
@@ -236,7 +250,7 @@ const offersArb: fc.Arbitrary<Offer[]> = fc.uniqueArray(
 );
 const selectorsArb = fc.uniqueArray(fc.constantFrom(...SELECTORS), { maxLength: 4 });
 const kindRulesArb: fc.Arbitrary<KindRules> = fc.record({
-  identification: fc.constant(RULES),
+  identification: fc.constant(rulesOf('host')),
   precedence: fc.dictionary(fc.constantFrom(...FIELDS), selectorsArb, { maxKeys: 3 }),
   defaultPrecedence: selectorsArb,
   staleMarginMinutes: fc.constant(30),
@@ -347,10 +361,10 @@ describe('partition() equals the model, over random keys and decisions', () => {
         (drawn, drawnDecisions) => {
           const observations = new Map(drawn.map((keys, i) => [`o${i}`, keys]));
           const decisions = drawnDecisions.map((d) => ({ action: d.action, ids: d.ids.map((n) => `o${n}`) }));
-          const model = modelPartition(observations, RULES, decisions);
+          const model = modelPartition(observations, rulesOf('host'), decisions);
           const got = partition(
             [...observations].map(([ciId, keys]) => ({ ciId, keys })),
-            RULES,
+            rulesOf('host'),
             decisions.map((d) => ({ action: d.action, ciIds: d.ids })),
           );
           expect(got.groups, 'groups').to.deep.equal(model.groups);

@@ -162,11 +162,15 @@ describeWith(KINDS.length >= 2)(
       };
     };
 
-    const collect = async (admin: string, kind: Kind): Promise<string> => {
-      const { endpoint, config, credentials } = sourceOf(kind);
+    /** A source of the kind collected once; `as` names another source of the same server, reached elsewhere. */
+    const collect = async (admin: string, kind: Kind, as?: { name: string; endpoint: string }): Promise<string> => {
+      const own = sourceOf(kind);
+      const { credentials } = own;
+      const endpoint = as?.endpoint ?? own.endpoint;
+      const config = as ? { ...own.config, server_name: as.name } : own.config;
       const added = await app.current.request('POST', '/api/v1/sources', {
         key: admin,
-        body: { name: `${kind}-${tag}`, collector_type: kind, endpoint, config },
+        body: { name: as?.name ?? `${kind}-${tag}`, collector_type: kind, endpoint, config },
       });
       expect(added.status, added.text).to.equal(201);
       const source = added.body as { id: number; collector_id: number };
@@ -263,6 +267,57 @@ describeWith(KINDS.length >= 2)(
       const conflicts = await app.current.get('/api/v1/identities/conflicts', admin);
       expect(conflicts.status, conflicts.text).to.equal(200);
       expect(conflicts.body.items, 'nothing for a person to review').to.deep.equal([]);
+    });
+
+    it('recognises each database server as one identity, the PostgreSQL server read by two sources as one', async () => {
+      const admin = await createKey(app.current.sql, 'adm');
+      const servers = (['postgresql', 'redis', 'mariadb'] as const).filter((kind) => KINDS.includes(kind));
+      const sources = new Map<string, string>();
+      for (const kind of servers)
+        sources.set(kind, await collect(admin, kind, { name: `${kind}-db-${tag}`, endpoint: sourceOf(kind).endpoint }));
+      // the same PostgreSQL server once more, by name rather than by address, as a second team's source would
+      const url = new URL(PG_SERVER_URL);
+      if (servers.includes('postgresql'))
+        sources.set(
+          'postgresql again',
+          await collect(admin, 'postgresql', {
+            name: `postgresql-again-${tag}`,
+            endpoint: `postgres://localhost:${url.port || 5432}`,
+          }),
+        );
+      await catchUpIdentities(app.current.sql, () => app.current.clock.now);
+
+      const listed = await app.current.get('/api/v1/identities?filter=kind:eq:database-server&limit=100', admin);
+      expect(listed.status, listed.text).to.equal(200);
+      const mine = [];
+      for (const item of listed.body.items as { id: string }[]) {
+        const detail = (await app.current.get(`/api/v1/identities/${item.id}`, admin)).body as Detail;
+        const own = detail.observations.filter((o) => [...sources.values()].includes(o.source_id));
+        if (own.length > 0) mine.push({ detail, own });
+      }
+      const bySource = (d: Detail) => d.observations.map((o) => o.source_id).sort();
+      const expected = servers.map((kind) =>
+        kind === 'postgresql'
+          ? [sources.get('postgresql')!, sources.get('postgresql again')!].sort()
+          : [sources.get(kind)!],
+      );
+      expect(mine.map((m) => bySource(m.detail)).sort(), 'one identity per server, whoever read it').to.deep.equal(
+        expected.sort(),
+      );
+      for (const { detail } of mine) {
+        expect(detail.kind).to.equal('database-server');
+        const ci = (await app.current.get(`/api/v1/configuration-items/${detail.observations[0]!.ci_id}`, admin)).body;
+        const port = ci.ci_type === 'postgresql.server' ? Number(ci.raw_data.settings.port) : undefined;
+        if (port !== undefined) expect(detail.fields.port?.value).to.equal(port);
+        expect(detail.fields.product?.value).to.equal(
+          ci.ci_type === 'mariadb.server' ? ci.type_data.flavour : ci.ci_type.split('.')[0],
+        );
+        // it names both of its identities: the server it is and the host it runs on
+        expect(ci.identities.map((i: { kind: string; role: string }) => `${i.kind} ${i.role}`)).to.deep.equal([
+          'host runs-on',
+          'database-server self',
+        ]);
+      }
     });
   },
 );

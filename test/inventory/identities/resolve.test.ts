@@ -48,6 +48,27 @@ const redis = (
   },
 });
 
+/** A database server's CI as the postgresql and mariadb collector types write it: the port it answers on, its host. */
+const server = (
+  ciType: 'postgresql.server' | 'mariadb.server',
+  name: string,
+  port: number,
+  host: { hostname: string | null; addresses: string[]; machine_id: string | null },
+  serverUuid: string | null = null,
+): UniversalRecord => ({
+  external_id: 'server',
+  ci_type: ciType,
+  name,
+  namespace: null,
+  raw_data: ciType === 'postgresql.server' ? { settings: { port: String(port) } } : { variables: { port } },
+  type_data: {
+    version: ciType === 'postgresql.server' ? '15.19' : '8.0.36',
+    max_connections: 100,
+    ...(ciType === 'mariadb.server' ? { flavour: 'mysql', server_uuid: serverUuid } : { replication_role: 'primary' }),
+    host: { ...host, product_uuid: null, endpoint: `${host.addresses[0]}:${port}` },
+  },
+});
+
 describe('identity resolution over the change feed', () => {
   let sql: Awaited<ReturnType<typeof testDatabase>>['sql'];
   before(async () => {
@@ -57,11 +78,11 @@ describe('identity resolution over the change feed', () => {
     await resetDatabase(sql);
   });
 
-  const identities = () =>
+  const identities = (kind = 'host') =>
     sql<{ id: string; name: string; observation_count: number; ci_types: string[] }[]>`
       select i.id, i.name, i.observation_count, array_agg(o.ci_type order by o.ci_type) as ci_types
       from identities i join identity_observations o on o.identity_id = i.id
-      where i.retired_at is null group by i.id order by i.name`;
+      where i.retired_at is null and i.kind = ${kind} group by i.id order by i.name`;
 
   it('links a node, its node_exporter host and a server running on it into one host identity', async () => {
     await ingest(sql, [node('node-1', 'aa11', '10.0.0.1'), node('node-2', 'bb22', '10.0.0.2')], { source: 'k8s' });
@@ -126,5 +147,51 @@ describe('identity resolution over the change feed', () => {
     await ingest(sql, [redis('cache', null, ['10.0.0.1'], 'aa11')], { source: 'redis' });
     await catchUpIdentities(sql, () => new Date());
     expect((await identities()).map((i) => i.ci_types)).to.deep.equal([['host.linux', 'k8s.node', 'redis.server']]);
+  });
+
+  it('recognises one database server read by two sources, apart from the other servers of its machine', async () => {
+    const machine = { hostname: 'db-1', addresses: ['10.0.0.5'], machine_id: 'aa11' };
+    await ingest(sql, [server('postgresql.server', 'pg-main', 5432, machine)], { source: 'pg-a' });
+    // another collector reaches the same server by its address, and learns nothing else of the machine
+    const remote = { hostname: null, addresses: ['10.0.0.5'], machine_id: null };
+    await ingest(sql, [server('postgresql.server', 'pg-replica-view', 5432, remote)], { source: 'pg-b' });
+    await ingest(sql, [server('postgresql.server', 'pg-reports', 5433, machine)], { source: 'pg-c' });
+    await ingest(sql, [server('mariadb.server', 'mysql-main', 5432, machine)], { source: 'mysql' });
+    await catchUpIdentities(sql, () => new Date());
+
+    const servers = await identities('database-server');
+    expect(servers.map((i) => [i.name, i.ci_types])).to.deep.equal([
+      ['mysql-main', ['mariadb.server']],
+      ['pg-main', ['postgresql.server', 'postgresql.server']],
+      ['pg-reports', ['postgresql.server']],
+    ]);
+    // and every one of them runs on the one host
+    expect((await identities('host')).map((i) => [i.name, i.observation_count])).to.deep.equal([['db-1', 4]]);
+    const [fields] = await sql<{ fields: Record<string, { value: unknown }> }[]>`
+      select o.fields from identity_observations o join configuration_items c on c.ci_id = o.ci_id
+      where o.kind = 'database-server' and c.name = 'pg-main'`;
+    expect(Object.fromEntries(Object.entries(fields!.fields).map(([k, v]) => [k, v.value]))).to.deep.equal({
+      name: 'pg-main',
+      product: 'postgresql',
+      version: '15.19',
+      port: 5432,
+      role: 'primary',
+      hostname: 'db-1',
+      machine_id: 'aa11',
+      max_connections: 100,
+    });
+  });
+
+  it('raises a conflict when two servers on one port of one machine name different data directories', async () => {
+    const machine = { hostname: 'db-1', addresses: ['10.0.0.5'], machine_id: 'aa11' };
+    await ingest(sql, [server('mariadb.server', 'mysql-old', 3306, machine, '3f1e-aa')], { source: 'old' });
+    await ingest(sql, [server('mariadb.server', 'mysql-new', 3306, machine, '9c2d-bb')], { source: 'new' });
+    await catchUpIdentities(sql, () => new Date());
+    expect((await identities('database-server')).map((i) => i.name)).to.deep.equal(['mysql-new', 'mysql-old']);
+    const conflicts = await sql<{ kind: string; rule: string; shared_values: string[] }[]>`
+      select kind, rule, shared_values from identity_conflicts where status = 'open'`;
+    expect(conflicts).to.deep.equal([
+      { kind: 'database-server', rule: 'port-on-machine-id', shared_values: ['machine_id=mysql:3306@aa11'] },
+    ]);
   });
 });

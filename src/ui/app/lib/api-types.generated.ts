@@ -5526,6 +5526,14 @@ export interface operations {
                 ci_type: string;
                 /** Format: date-time */
                 created_at: string;
+                /** @description Every identity the CI observes, the host first: a database server is one and runs on a host. */
+                identities: {
+                  /** Format: uuid */
+                  id: string;
+                  kind: string;
+                  /** @description `self`: the CI is the thing; `runs-on`: it runs on the host. */
+                  role: string;
+                }[];
                 identity: {
                   /** Format: uuid */
                   id: string;
@@ -6398,12 +6406,9 @@ export interface operations {
               created_at: string;
               /** Format: uuid */
               id: string;
-              /**
-               * @description What kind of real thing: `host` (a machine, physical or virtual).
-               * @constant
-               */
-              kind: 'host';
-              /** @description The reconciled host name, or the strongest identifier when none is known. */
+              /** @description What kind of real thing: `host` (a machine, physical or virtual) or `database-server` (one PostgreSQL, MariaDB, MySQL or Redis server on its machine and port). */
+              kind: 'host' | 'database-server';
+              /** @description A host: its reconciled host name, or the strongest identifier when none is known; a database server: the name its source gives it. */
               name: string;
               /** @description The observations linked that the caller may see. */
               observation_count: number;
@@ -6521,11 +6526,8 @@ export interface operations {
               }[][];
               /** Format: uuid */
               id: string;
-              /**
-               * @description What kind of real thing: `host` (a machine, physical or virtual).
-               * @constant
-               */
-              kind: 'host';
+              /** @description What kind of real thing: `host` (a machine, physical or virtual) or `database-server` (one PostgreSQL, MariaDB, MySQL or Redis server on its machine and port). */
+              kind: 'host' | 'database-server';
               /** Format: date-time */
               raised_at: string;
               /** @description The identification rule that matched. */
@@ -6628,11 +6630,8 @@ export interface operations {
               field: string | null;
               /** Format: uuid */
               id: string;
-              /**
-               * @description What kind of real thing: `host` (a machine, physical or virtual).
-               * @constant
-               */
-              kind: 'host';
+              /** @description What kind of real thing: `host` (a machine, physical or virtual) or `database-server` (one PostgreSQL, MariaDB, MySQL or Redis server on its machine and port). */
+              kind: 'host' | 'database-server';
               /** Format: date-time */
               made_at: string;
               made_by: {
@@ -6734,6 +6733,8 @@ export interface operations {
           conflict_id?: string;
           /** @description pin only: the field. */
           field?: string;
+          /** @description The kind of identity decided about (a database server is also an observation of its host): the conflict’s when `conflict_id` is given, `host` otherwise. */
+          kind?: 'host' | 'database-server';
           reason?: string;
           /** @description A source id. */
           source_id?: string;
@@ -6754,11 +6755,8 @@ export interface operations {
             field: string | null;
             /** Format: uuid */
             id: string;
-            /**
-             * @description What kind of real thing: `host` (a machine, physical or virtual).
-             * @constant
-             */
-            kind: 'host';
+            /** @description What kind of real thing: `host` (a machine, physical or virtual) or `database-server` (one PostgreSQL, MariaDB, MySQL or Redis server on its machine and port). */
+            kind: 'host' | 'database-server';
             /** Format: date-time */
             made_at: string;
             made_by: {
@@ -6912,11 +6910,8 @@ export interface operations {
             field: string | null;
             /** Format: uuid */
             id: string;
-            /**
-             * @description What kind of real thing: `host` (a machine, physical or virtual).
-             * @constant
-             */
-            kind: 'host';
+            /** @description What kind of real thing: `host` (a machine, physical or virtual) or `database-server` (one PostgreSQL, MariaDB, MySQL or Redis server on its machine and port). */
+            kind: 'host' | 'database-server';
             /** Format: date-time */
             made_at: string;
             made_by: {
@@ -7015,6 +7010,8 @@ export interface operations {
       content: {
         'application/json': {
           ci_type: string;
+          /** @description Which of its identities to ask about: a database server’s CI is one and observes its host (default: the host). */
+          kind?: 'host' | 'database-server';
           /** @default candidate */
           name: string;
           /** @default {} */
@@ -7046,7 +7043,7 @@ export interface operations {
             keys: {
               [key: string]: string[];
             };
-            kind: 'host' | null;
+            kind: ('host' | 'database-server') | null;
             matches: {
               /** Format: uuid */
               ci_id: string;
@@ -7160,11 +7157,23 @@ export interface operations {
         content: {
           'application/json': {
             rules: {
+              'database-server': {
+                defaultPrecedence: string[];
+                identification: {
+                  exclusive: boolean;
+                  keys: ('machine_id' | 'product_uuid' | 'hostname' | 'address' | 'server_uuid')[];
+                  name: string;
+                }[];
+                precedence: {
+                  [key: string]: string[];
+                };
+                staleMarginMinutes: number;
+              };
               host: {
                 defaultPrecedence: string[];
                 identification: {
                   exclusive: boolean;
-                  keys: ('machine_id' | 'product_uuid' | 'hostname' | 'address')[];
+                  keys: ('machine_id' | 'product_uuid' | 'hostname' | 'address' | 'server_uuid')[];
                   name: string;
                 }[];
                 precedence: {
@@ -7240,11 +7249,23 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
-          host: {
+          'database-server'?: {
             defaultPrecedence: string[];
             identification: {
               exclusive: boolean;
-              keys: ('machine_id' | 'product_uuid' | 'hostname' | 'address')[];
+              keys: ('machine_id' | 'product_uuid' | 'hostname' | 'address' | 'server_uuid')[];
+              name: string;
+            }[];
+            precedence: {
+              [key: string]: string[];
+            };
+            staleMarginMinutes: number;
+          };
+          host?: {
+            defaultPrecedence: string[];
+            identification: {
+              exclusive: boolean;
+              keys: ('machine_id' | 'product_uuid' | 'hostname' | 'address' | 'server_uuid')[];
               name: string;
             }[];
             precedence: {
@@ -7264,11 +7285,23 @@ export interface operations {
         content: {
           'application/json': {
             rules: {
+              'database-server': {
+                defaultPrecedence: string[];
+                identification: {
+                  exclusive: boolean;
+                  keys: ('machine_id' | 'product_uuid' | 'hostname' | 'address' | 'server_uuid')[];
+                  name: string;
+                }[];
+                precedence: {
+                  [key: string]: string[];
+                };
+                staleMarginMinutes: number;
+              };
               host: {
                 defaultPrecedence: string[];
                 identification: {
                   exclusive: boolean;
-                  keys: ('machine_id' | 'product_uuid' | 'hostname' | 'address')[];
+                  keys: ('machine_id' | 'product_uuid' | 'hostname' | 'address' | 'server_uuid')[];
                   name: string;
                 }[];
                 precedence: {
@@ -7442,11 +7475,8 @@ export interface operations {
             };
             /** Format: uuid */
             id: string;
-            /**
-             * @description What kind of real thing: `host` (a machine, physical or virtual).
-             * @constant
-             */
-            kind: 'host';
+            /** @description What kind of real thing: `host` (a machine, physical or virtual) or `database-server` (one PostgreSQL, MariaDB, MySQL or Redis server on its machine and port). */
+            kind: 'host' | 'database-server';
             name: string;
             observations: {
               /** Format: uuid */

@@ -22,8 +22,8 @@ import { windowOf } from '../lib/window';
 import { bursts, describeBurst, type Burst } from '../lib/bursts';
 import { useCursorWalk } from '../components/cursor-walk';
 
-/** The identity the CI is an observation of, once the detail names it (`identity`); null or absent: none. */
-type CiWithIdentity = ConfigurationItem & { identity?: { id: string; kind: string } | null };
+/** The identities the CI observes, once the detail names them (`identities`); absent or empty: none. */
+type CiWithIdentity = ConfigurationItem & { identities?: { id: string; kind: string; role: string }[] };
 
 export default function CiView({ place }: ViewProps) {
   const id = place.path.split('/')[2] ?? '';
@@ -136,15 +136,20 @@ function CiHeader({ ci, asOf }: { ci: ConfigurationItem; asOf?: string }) {
   );
 }
 
-/** A link to the identity the CI observes, when the detail names one. */
+/** Links to the identities the CI observes: the host it is or runs on, the server it is. */
 function IdentityFact({ ci }: { ci: CiWithIdentity }) {
-  if (!ci.identity) return null;
+  const identities = ci.identities ?? [];
+  if (identities.length === 0) return null;
   return (
     <div>
       <dt>Identity</dt>
-      <dd>
-        <Link href={`/identities/${ci.identity.id}`}>the {ci.identity.kind} it describes</Link>
-      </dd>
+      {identities.map((identity) => (
+        <dd key={identity.id}>
+          <Link href={`/identities/${identity.id}`}>
+            {identity.role === 'runs-on' ? `the ${identity.kind} it runs on` : `the ${identity.kind} it describes`}
+          </Link>
+        </dd>
+      ))}
     </div>
   );
 }

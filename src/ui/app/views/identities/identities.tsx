@@ -58,7 +58,7 @@ function IdentityList({ params }: { params: URLSearchParams }) {
           label="Kind"
           value={kind}
           onValue={(value) => setParams({ kind: value || undefined, cursor: undefined })}
-          choices={[['', 'Any'], 'host']}
+          choices={[['', 'Any'], 'host', 'database-server']}
         />
         <SelectField
           label="Sort"
