@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
 import { catchUpIdentities } from '../../../src/inventory/identities/worker.js';
 import type { UniversalRecord } from '../../../src/inventory/write-path/records.js';
 import { resetDatabase, testDatabase } from '../../support/db.js';
@@ -193,5 +194,22 @@ describe('identity resolution over the change feed', () => {
     expect(conflicts).to.deep.equal([
       { kind: 'database-server', rule: 'port-on-machine-id', shared_values: ['machine_id=mysql:3306@aa11'] },
     ]);
+  });
+
+  it('identifies the database servers stored before they were identities, once the upgrade asks for it', async () => {
+    const machine = { hostname: 'db-1', addresses: ['10.0.0.5'], machine_id: 'aa11' };
+    await ingest(sql, [server('postgresql.server', 'pg-main', 5432, machine)], { source: 'pg-a' });
+    await catchUpIdentities(sql, () => new Date());
+    // as an installation that resolved hosts only: no database-server rows, the backfill long done
+    await sql`delete from identity_links where kind = 'database-server'`;
+    await sql`delete from identity_keys where kind = 'database-server'`;
+    await sql`delete from identity_observations where kind = 'database-server'`;
+    await sql`delete from identities where kind = 'database-server'`;
+    await catchUpIdentities(sql, () => new Date());
+    expect(await identities('database-server'), 'no change record names the server again').to.deep.equal([]);
+    await sql.unsafe(readFileSync(new URL('../../../sql/0047_identity_database_servers.sql', import.meta.url), 'utf8'));
+    await catchUpIdentities(sql, () => new Date());
+    expect((await identities('database-server')).map((i) => i.name)).to.deep.equal(['pg-main']);
+    expect((await identities('host')).map((i) => [i.name, i.observation_count])).to.deep.equal([['db-1', 1]]);
   });
 });
