@@ -238,7 +238,7 @@ function databaseServer(ci: ObservedCi, said: Json): Facet | null {
 
 /** Whether a CI of this type may observe a host or a server (the worker reads no other CI). */
 export const mayObserve = (ciType: string): boolean =>
-  ciType in SELF || ciType.startsWith('host.') || /\.(server|node)$/.test(ciType);
+  Object.hasOwn(SELF, ciType) || ciType.startsWith('host.') || /\.(server|node)$/.test(ciType);
 
 /**
  * What a CI observes: nothing when archived (an archived observation links nothing); its host
@@ -247,8 +247,9 @@ export const mayObserve = (ciType: string): boolean =>
  */
 export function facetsOf(ci: ObservedCi): Facet[] {
   if (ci.status === 'archived') return [];
-  const self = SELF[ci.ci_type];
-  const server = DATABASE_SERVERS[ci.ci_type];
+  // own keys only: a CI type is any text, `constructor` included
+  const self = Object.hasOwn(SELF, ci.ci_type) ? SELF[ci.ci_type] : undefined;
+  const server = Object.hasOwn(DATABASE_SERVERS, ci.ci_type) ? DATABASE_SERVERS[ci.ci_type] : undefined;
   const found = [self ? self(ci) : runsOn(ci), server ? databaseServer(ci, server(ci)) : null];
   return found.filter((f): f is Facet => f !== null && Object.keys(f.keys).length > 0);
 }

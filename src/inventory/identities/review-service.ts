@@ -43,7 +43,7 @@ const RULE_WORDS: Record<string, string> = {
 
 /** Why a rule's match was not applied, for people. */
 function explain(row: ConflictRow): string {
-  const what = RULE_WORDS[row.rule] ?? `rule ${row.rule}`;
+  const what = (Object.hasOwn(RULE_WORDS, row.rule) ? RULE_WORDS[row.rule] : undefined) ?? `rule ${row.rule}`;
   return (
     `Rule ${row.rule} matched ${row.groups.length} identities that share ${what} (${row.shared_values.join(', ')}), ` +
     'but stronger evidence keeps at least two of them apart (different machine ids or product UUIDs, a decision to ' +

@@ -261,6 +261,15 @@ describe('the identities API over database servers', () => {
     ]);
     const empty = await app.current.request('PUT', '/api/v1/identities/rules', { key: admin, body: {} });
     expect(empty.status, empty.text).to.equal(422);
+    // a CI type is any text: one named like a property every object has identifies nothing
+    for (const ciType of ['constructor', '__proto__', 'toString']) {
+      const odd = await app.current.request('POST', '/api/v1/identities/identify', {
+        key: admin,
+        body: { ci_type: ciType, type_data: { host: { hostname: 'db-1' } } },
+      });
+      expect(odd.status, odd.text).to.equal(200);
+      expect(odd.body.kind, ciType).to.equal('host');
+    }
   });
 });
 
