@@ -112,26 +112,29 @@ function machineOf(host: Json, hostname: string | null = hostnameKey(host.hostna
   };
 }
 
-/**
- * A facet of the machine facts and whatever else the CI reports of it: the keys are the machine
- * facts' values, and fields without a value are left out, so that absence and null read the same.
- */
+/** A host facet of the machine facts and whatever else the CI reports of it: the keys are the machine facts' values. */
 function facet(ci: ObservedCi, role: Facet['role'], machine: MachineFacts, more: Json = {}): Facet {
-  const keys = Object.fromEntries(
-    Object.entries({
-      machine_id: values(machine.machine_id),
-      product_uuid: values(machine.product_uuid),
-      hostname: values(machine.hostname),
-      address: machine.addresses,
-    }).filter(([, v]) => v.length > 0),
-  );
-  const fields = Object.fromEntries(
-    Object.entries({ ...machine, ...more }).filter(
-      ([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0),
-    ),
-  );
-  return { ciId: ci.ci_id, kind: 'host', role, keys, fields };
+  return { ciId: ci.ci_id, kind: 'host', role, keys: machineKeys(machine), fields: present({ ...machine, ...more }) };
 }
+
+/** A machine's identifying keys, each value behind `prefix` (a server's product and port) when given. */
+function machineKeys(machine: MachineFacts, prefix = ''): Facet['keys'] {
+  return withValues({
+    machine_id: values(machine.machine_id).map((v) => prefix + v),
+    product_uuid: values(machine.product_uuid).map((v) => prefix + v),
+    hostname: values(machine.hostname).map((v) => prefix + v),
+    address: machine.addresses.map((v) => prefix + v),
+  });
+}
+
+const withValues = (keys: Facet['keys']): Facet['keys'] =>
+  Object.fromEntries(Object.entries(keys).filter(([, v]) => v.length > 0));
+
+/** The fields that have a value: absence and null read the same. */
+const present = (fields: Json): Json =>
+  Object.fromEntries(
+    Object.entries(fields).filter(([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0)),
+  );
 
 function kubernetesNode(ci: ObservedCi): Facet {
   const status = object(ci.raw_data.status);
@@ -211,28 +214,20 @@ function databaseServer(ci: ObservedCi, said: Json): Facet | null {
   const machine = machineOf(host);
   const port = (said.port as number | null) ?? endpointPort(host.endpoint);
   if (port === null) return null;
-  const on = (value: string) => `${String(said.product)}:${port}@${value}`;
-  const keys = Object.fromEntries(
-    Object.entries({
-      server_uuid: values((said.server_uuid as string | null | undefined) ?? null),
-      machine_id: values(machine.machine_id).map(on),
-      product_uuid: values(machine.product_uuid).map(on),
-      hostname: values(machine.hostname).map(on),
-      address: machine.addresses.map(on),
-    }).filter(([, v]) => v.length > 0),
-  );
-  const fields = Object.fromEntries(
-    Object.entries({
-      name: ci.name,
-      product: said.product,
-      version: text(ci.type_data.version),
-      port,
-      role: said.role,
-      hostname: machine.hostname,
-      machine_id: machine.machine_id,
-      max_connections: said.max_connections,
-    }).filter(([, v]) => v !== null && v !== undefined),
-  );
+  const keys = withValues({
+    server_uuid: values((said.server_uuid as string | null | undefined) ?? null),
+    ...machineKeys(machine, `${String(said.product)}:${port}@`),
+  });
+  const fields = present({
+    name: ci.name,
+    product: said.product,
+    version: text(ci.type_data.version),
+    port,
+    role: said.role,
+    hostname: machine.hostname,
+    machine_id: machine.machine_id,
+    max_connections: said.max_connections,
+  });
   return { ciId: ci.ci_id, kind: 'database-server', role: 'self', keys, fields };
 }
 
