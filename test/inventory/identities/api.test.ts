@@ -3,6 +3,7 @@ import { catchUpIdentities } from '../../../src/inventory/identities/worker.js';
 import type { UniversalRecord } from '../../../src/inventory/write-path/records.js';
 import { createKey, useTestApp } from '../../support/app.js';
 import { ingest } from '../../support/factories.js';
+import { server } from './records.js';
 
 const node = (name: string, machineID: string, address: string, osImage: string): UniversalRecord => ({
   external_id: `node/${name}`,
@@ -181,18 +182,8 @@ describe('the identities API', () => {
   });
 });
 
-const pgServer = (name: string, address: string): UniversalRecord => ({
-  external_id: 'server',
-  ci_type: 'postgresql.server',
-  name,
-  namespace: null,
-  raw_data: { settings: { port: '5432' } },
-  type_data: {
-    version: '15.19',
-    replication_role: 'primary',
-    host: { hostname: null, addresses: [address], machine_id: null, product_uuid: null, endpoint: `${address}:5432` },
-  },
-});
+const pgServer = (name: string, address: string): UniversalRecord =>
+  server('postgresql.server', name, 5432, { hostname: null, addresses: [address], machine_id: null });
 
 describe('the identities API over database servers', () => {
   const app = useTestApp();

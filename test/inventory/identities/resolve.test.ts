@@ -4,6 +4,7 @@ import { catchUpIdentities } from '../../../src/inventory/identities/worker.js';
 import type { UniversalRecord } from '../../../src/inventory/write-path/records.js';
 import { resetDatabase, testDatabase } from '../../support/db.js';
 import { ingest } from '../../support/factories.js';
+import { server } from './records.js';
 
 const node = (name: string, machineID: string, address: string, osImage = 'Ubuntu 22.04.3 LTS'): UniversalRecord => ({
   external_id: `node/${name}`,
@@ -46,27 +47,6 @@ const redis = (
   raw_data: { version: '7.0.15' },
   type_data: {
     host: { hostname, addresses, machine_id: machineId, product_uuid: null, endpoint: `${addresses[0]}:6379` },
-  },
-});
-
-/** A database server's CI as the postgresql and mariadb collector types write it: the port it answers on, its host. */
-const server = (
-  ciType: 'postgresql.server' | 'mariadb.server',
-  name: string,
-  port: number,
-  host: { hostname: string | null; addresses: string[]; machine_id: string | null },
-  serverUuid: string | null = null,
-): UniversalRecord => ({
-  external_id: 'server',
-  ci_type: ciType,
-  name,
-  namespace: null,
-  raw_data: ciType === 'postgresql.server' ? { settings: { port: String(port) } } : { variables: { port } },
-  type_data: {
-    version: ciType === 'postgresql.server' ? '15.19' : '8.0.36',
-    max_connections: 100,
-    ...(ciType === 'mariadb.server' ? { flavour: 'mysql', server_uuid: serverUuid } : { replication_role: 'primary' }),
-    host: { ...host, product_uuid: null, endpoint: `${host.addresses[0]}:${port}` },
   },
 });
 
