@@ -109,6 +109,18 @@ const TABLES = [
   'identity_decisions',
   'identity_settings',
   'identity_progress',
+  'quality_queue',
+  'ci_quality',
+  'quality_count_deltas',
+  'quality_counts',
+  'quality_settings',
+  'quality_rules',
+  'ci_rule_results',
+  'quality_rule_deltas',
+  'quality_rule_counts',
+  'quality_walks',
+  'quality_source_lists',
+  'quality_daily',
 ];
 
 /**
