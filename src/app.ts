@@ -12,6 +12,7 @@ import { subscriptionRoutes } from './history/subscriptions/routes.js';
 import { BatchPayload } from './history/subscriptions/schema.js';
 import { diffRoutes } from './inventory/diffs/routes.js';
 import { identityRoutes } from './inventory/identities/routes.js';
+import { qualityRoutes } from './inventory/quality/routes.js';
 import { impactRoutes } from './inventory/impact/routes.js';
 import { queryRoutes } from './inventory/queries/routes.js';
 import { authenticate, signInRedirect } from './identity/sign-in/authenticate.js';
@@ -69,6 +70,7 @@ export const apiRoutes: readonly AnyRoute[] = [
   ...savedViewRoutes,
   ...queryRoutes,
   ...identityRoutes,
+  ...qualityRoutes,
 ];
 
 /** AES-256-GCM for the sign-in cookie; a cookie that does not decrypt is no sign-in at all. */

@@ -3,6 +3,7 @@ import type { AppContext } from './context.js';
 import { scheduleSearchJobs } from './history/changes/scheduler.js';
 import { SubscriptionDelivery } from './history/subscriptions/delivery.js';
 import { IdentityWorker } from './inventory/identities/service.js';
+import { QualityWorker } from './inventory/quality/service.js';
 import { scheduleSweeps } from './inventory/lifecycle/scheduler.js';
 import { startedBy, type BackgroundWorker } from './platform/workers.js';
 
@@ -61,6 +62,7 @@ export function backgroundWorkers(app: AppContext, options: WorkerOptions): Back
       startedBy('search jobs', () => scheduleSearchJobs(app)),
       new NamedWorker('subscription delivery', new SubscriptionDelivery(app)),
       new NamedWorker('identities', new IdentityWorker(app, config.identityPollMs)),
+      new NamedWorker('data quality', new QualityWorker(app, config.qualityPollMs)),
     );
   }
   const opensearchUrl = config.opensearchUrl;

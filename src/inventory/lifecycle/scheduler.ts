@@ -2,6 +2,7 @@ import schedule from 'node-schedule';
 import { trimAuditEvents } from '../../platform/audit/store.js';
 import { trimExpiredSessions } from '../../platform/auth/sessions.js';
 import { foldCiCounts } from '../configuration-items/counts.js';
+import { sweepQuality } from '../quality/service.js';
 import type { AppContext } from '../../context.js';
 import { keepAllPartitions, PartitionRetries, type PartitionUpkeep } from '../../platform/db/partitions.js';
 import type { Logger } from '../../platform/observability/logger.js';
@@ -51,6 +52,11 @@ export async function runSweep(app: AppContext, retries?: PartitionRetries): Pro
     const trimmed = config.opensearchUrl ? 0 : await trimOutbox(app.sql, OUTBOX_MAX_AGE_MS, config.sweepBatchSize, now);
     // the CI count deltas of every write since the last sweep are added up, so list totals stay cheap
     const folded = await foldCiCounts(app.sql);
+    // staleness moves with the clock; the quality counters fold, the day's trend and /metrics follow
+    const quality = await sweepQuality(app, now).catch((error: unknown) => {
+      logger.warn({ err: error }, 'the data-quality sweep failed');
+      return {};
+    });
     const auditTrimmed = await trimAuditEvents(
       app.sql,
       new Date(now.getTime() - config.auditRetentionMs),
@@ -69,6 +75,7 @@ export async function runSweep(app: AppContext, retries?: PartitionRetries): Pro
         ...result,
         outboxTrimmed: trimmed,
         countDeltasFolded: folded,
+        ...quality,
         auditTrimmed,
         changesExpired: history.records,
         partitionsDropped: history.partitions,

@@ -41,7 +41,8 @@ function orphan(sql: Sql, plan: CheckPlan, condition: CheckCompiler): Fragment {
   const required = byType(
     sql,
     plan.relationships,
-    (planned) => sql`coalesce(${planned.map((p) => requiredRelationship(sql, p, condition)).reduce((a, b) => sql`${a}, ${b}`)})`,
+    (planned) =>
+      sql`coalesce(${planned.map((p) => requiredRelationship(sql, p, condition)).reduce((a, b) => sql`${a}, ${b}`)})`,
     sql`null::text`,
   );
   return sql`coalesce(

@@ -6,8 +6,7 @@ import type { Queryable } from '../../platform/db/database.js';
 // Any constant works as long as every cinv process uses the same one.
 const FOLD_LOCK = 0x63697179;
 
-const COUNTED = ['cis', 'incomplete', 'completeness', 'orphans', 'duplicates', 'stale', 'unseen'] as const;
-export type Counted = (typeof COUNTED)[number];
+export type Counted = 'cis' | 'incomplete' | 'completeness' | 'orphans' | 'duplicates' | 'stale' | 'unseen';
 
 export interface CountRow extends Record<Counted, number> {
   source_id: string;

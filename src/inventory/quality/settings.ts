@@ -37,7 +37,7 @@ export interface QualitySettings {
   stale_after_minutes: { default: number; by_type: Record<string, number> };
   completeness: Record<string, TypePaths>;
   required_relationships: Record<string, RequiredRelationship[]>;
-  /** Overall or measure scores below this (0-100) are reported on /metrics as `cinv_quality_below_threshold`. */
+  /** Scores below this (0-100) are flagged on /metrics (`cinv_quality_below_threshold`) for alerting. */
   alert_below: number;
 }
 

@@ -9,8 +9,9 @@ import { claimQueued, moveWalk, nextWalk, walkPage } from './store.js';
 /** CIs checked per transaction. */
 const BATCH = 500;
 
-const compilerFor = (tx: Sql, plan: CheckPlan, now: Date) => (e: Parameters<typeof standingCondition>[2], row: string) =>
-  standingCondition(tx, plan.tenantId, e, row, now);
+const compilerFor =
+  (tx: Sql, plan: CheckPlan, now: Date) => (e: Parameters<typeof standingCondition>[2], row: string) =>
+    standingCondition(tx, plan.tenantId, e, row, now);
 
 /**
  * One step of the quality worker, in one transaction: the next queued CIs (a CI queued twice is

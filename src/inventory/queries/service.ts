@@ -9,9 +9,10 @@ import { excerptAt, parseQuery, QueryError, type QueryProblem } from '../../plat
 import { resolveMoment } from '../../history/baselines/service.js';
 import { checkQuery, MAX_PAGE } from './check.js';
 import { DEFAULT_COLUMNS, fieldText } from './fields.js';
-import { historyOf, predicate, type PredicateContext } from './predicates.js';
-import type { Fragment } from '../../platform/auth/scope.js';
-import type { Sql } from 'postgres';
+import { historyOf, type PredicateContext } from './predicates.js';
+import { unsteady } from './standing.js';
+
+export { standingCondition } from './standing.js';
 import { knownRelationshipTypes } from './relationship-types.js';
 import {
   changesBeside,
@@ -139,30 +140,6 @@ async function prepared(
   }
 }
 
-/** Why a match cannot stand as a check kept per CI, and where; undefined when it can. */
-function unsteady(e: Expr): { at: Expr['at']; message: string } | undefined {
-  switch (e.kind) {
-    case 'and':
-    case 'or':
-      return e.items.map(unsteady).find((found) => found !== undefined);
-    case 'not':
-      return unsteady(e.expr);
-    case 'changed':
-    case 'created':
-    case 'archived':
-      return { at: e.at, message: 'a check kept per CI cannot read history' };
-    case 'any':
-      return undefined;
-    default: {
-      if (e.field.name === 'last_seen') return { at: e.at, message: 'a check kept per CI cannot read last_seen' };
-      const values = e.kind === 'compare' ? [e.value] : e.kind === 'in' ? e.values : [];
-      if (values.some((v) => v.type === 'time' && v.text.toLowerCase().startsWith('now')))
-        return { at: e.at, message: 'a check kept per CI cannot compare with now' };
-      return undefined;
-    }
-  }
-}
-
 /**
  * A match of the query language that a check kept per CI stands on (quality rules, required
  * paths): one match, no hops or pipes, and nothing whose answer moves without a write to the CI
@@ -191,24 +168,6 @@ export async function standingMatch(app: AppContext, text: string): Promise<Expr
     if (error instanceof QueryError) throw invalidQuery(error.problem);
     throw error;
   }
-}
-
-/**
- * The SQL condition of a standing match (see standingMatch) on the CI row `row` of a tenant, for
- * checks that run for the whole tenant: no principal's scopes narrow it.
- */
-export function standingCondition(sql: Sql, tenantId: string, e: Expr, row: string, now: Date): Fragment {
-  const system: Principal = {
-    tenantId,
-    kind: 'api_key',
-    id: 'quality',
-    name: 'quality',
-    tier: undefined,
-    superadmin: false,
-    permissions: new Set(),
-    scopes: 'all',
-  };
-  return predicate({ sql, principal: system, moment: now, asOf: undefined }, row, e);
 }
 
 const binding = (

@@ -27,6 +27,10 @@ export const AUDIT_EVENT_TYPES = [
   'identity.decided',
   'identity.decision_undone',
   'identity.rules_changed',
+  'quality.settings_changed',
+  'quality.rule_created',
+  'quality.rule_changed',
+  'quality.rule_deleted',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

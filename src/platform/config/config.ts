@@ -121,6 +121,8 @@ export interface Config {
   workerPollMs: number;
   /** How often the identity worker reads the change feed for CIs to resolve (CINV_IDENTITY_POLL_INTERVAL). */
   identityPollMs: number;
+  /** How often the quality worker drains the queue of CIs to check (CINV_QUALITY_POLL_INTERVAL). */
+  qualityPollMs: number;
   /** Hybrid sources one worker watches at once, beside its concurrent runs. */
   workerWatches: number;
   /** The master key before a rotation, still accepted for unwrapping (CINV_MASTER_KEY_PREVIOUS). */
@@ -190,6 +192,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...deliverySettings(env),
     workerPollMs: duration(env, 'CINV_WORKER_POLL_INTERVAL', '5s'),
     identityPollMs: duration(env, 'CINV_IDENTITY_POLL_INTERVAL', '2s'),
+    qualityPollMs: duration(env, 'CINV_QUALITY_POLL_INTERVAL', '2s'),
     workerWatches: integer(env, 'CINV_WORKER_WATCHES', 100, 0, 10_000),
     previousMasterKey: env.CINV_MASTER_KEY_PREVIOUS
       ? parseMasterKey('CINV_MASTER_KEY_PREVIOUS', env.CINV_MASTER_KEY_PREVIOUS)

@@ -125,3 +125,21 @@ export const analystReads = new Counter<'served_by'>({
   help: 'Analyst reads (search, statistics, history, exports, the inventory of the past) by the database that served them: replica or primary',
   labelNames: ['served_by'] as const,
 });
+
+export const qualityScore = new Gauge<'measure' | 'ci_type' | 'source'>({
+  name: 'cinv_quality_score',
+  help: 'Data-quality score (0-100) per measure, CI type and source, and `overall`, as of the last sweep (docs/quality.md)',
+  labelNames: ['measure', 'ci_type', 'source'],
+});
+
+export const qualityFailing = new Gauge<'measure' | 'ci_type' | 'source'>({
+  name: 'cinv_quality_failing',
+  help: 'Active CIs failing each data-quality measure (rule results for `rules`), per CI type and source, as of the last sweep',
+  labelNames: ['measure', 'ci_type', 'source'],
+});
+
+export const qualityBelowThreshold = new Gauge<'measure' | 'ci_type' | 'source'>({
+  name: 'cinv_quality_below_threshold',
+  help: "1 where a data-quality score is below the tenant's alert_below setting, per measure (and `overall`), CI type and source",
+  labelNames: ['measure', 'ci_type', 'source'],
+});

@@ -12,6 +12,7 @@ import {
   watchEvents,
 } from '../../../platform/observability/metrics.js';
 import { collectionCredentials, getSource, type SourceRow } from '../../sources/service.js';
+import { sourceListed } from '../../../inventory/quality/service.js';
 import type { Claimant } from './claimant.js';
 import { failedPartsText, failureText, messageOf, type FailureSite } from './failures.js';
 import { markListing, markWatching, renewLease, type ClaimedRun } from './leases.js';
@@ -164,6 +165,7 @@ export class RunExecution {
   /** A full list, as a snapshot in batches, within the source's `config.timeout`. */
   private async list(collection: Collection): Promise<void> {
     const { source, type } = collection;
+    const listedAt = this.app.now();
     const timeoutSeconds = typeof source.config.timeout === 'number' ? source.config.timeout : undefined;
     const signal = timeoutSeconds
       ? AbortSignal.any([collection.signal, AbortSignal.timeout(timeoutSeconds * 1000)])
@@ -198,6 +200,9 @@ export class RunExecution {
       await writer.settled();
     }
     this.counts.lists++;
+    // a whole list: what it did not see, it did not see (data-quality freshness)
+    if (failedPartsText(components) === undefined)
+      await sourceListed(this.app, this.run.tenant_id, source.id, listedAt);
     collection.resume = resume;
     collection.components = components;
   }

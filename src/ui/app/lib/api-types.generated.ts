@@ -755,6 +755,159 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/quality': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Data-quality scores
+     * @description How far the inventory can be trusted: per measure (`freshness`, `staleness`, `orphans`, `duplicates`, `completeness`, `rules`; docs/quality.md defines each) the CIs judged, failing and the score (0-100), an overall weighted score, the same rolled up by type, source and owner (worst first), each rule’s pass rate, the sources’ schedules and the daily trend of 90 days. Counts only what the caller may see. Read from counters the write path and the sweeps keep, so it costs the same whatever the inventory’s size; `pending` above 0 says the checks are catching up.
+     */
+    get: operations['getQuality'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/quality/configuration-items/{ci_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * What is wrong with one CI
+     * @description The quality verdicts of one active CI: missing paths, completeness, why it is an orphan or a duplicate, since when it is stale, whether its source’s last list saw it, and each rule that applies to it. 404 when the caller cannot see it, or it is not active, or not checked yet.
+     */
+    get: operations['getCiQuality'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/quality/rules': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List data-quality rules
+     * @description The tenant’s rules, oldest first, each with its pass rate among the CIs the caller may see.
+     */
+    get: operations['listQualityRules'];
+    put?: never;
+    /**
+     * Add a data-quality rule
+     * @description `applies_to` and `requires` are matches of the query language (no hops, pipes, history, `last_seen` or times relative to now: a verdict is kept per CI and moves when the CI is written); 422 `INVALID_QUERY` names the position. Checked against the stored CIs in the background (`checking`). Only a caller that sees all the tenant’s data may (403 `scoped`): it shapes everyone’s scores. Audited.
+     */
+    post: operations['createQualityRule'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/quality/rules/preview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Try a data-quality rule
+     * @description What a rule would say now among the active CIs the caller may see, without saving it: how many it applies to, how many pass, and some that fail. `applies_to` and `requires` are matches of the query language (no hops, pipes, history, `last_seen` or times relative to now: a verdict is kept per CI and moves when the CI is written); 422 `INVALID_QUERY` names the position.
+     */
+    post: operations['previewQualityRule'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/quality/rules/{rule_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One data-quality rule */
+    get: operations['getQualityRule'];
+    /**
+     * Rewrite a data-quality rule
+     * @description `applies_to` and `requires` are matches of the query language (no hops, pipes, history, `last_seen` or times relative to now: a verdict is kept per CI and moves when the CI is written); 422 `INVALID_QUERY` names the position. Its verdicts are checked again from the start. Only a caller that sees all the tenant’s data may (403 `scoped`): it shapes everyone’s scores. Audited.
+     */
+    put: operations['replaceQualityRule'];
+    post?: never;
+    /**
+     * Delete a data-quality rule
+     * @description Its verdicts and counts go with it. Only a caller that sees all the tenant’s data may (403 `scoped`): it shapes everyone’s scores. Audited.
+     */
+    delete: operations['deleteQualityRule'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/quality/settings': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Data-quality settings
+     * @description The tenant’s settings in effect: its own over the shipped defaults.
+     */
+    get: operations['getQualitySettings'];
+    /**
+     * Set the data-quality settings
+     * @description Each top-level key given replaces the shipped default’s; keys left out keep it. Paths and conditions are checked as the query language’s (422 `INVALID_QUERY` with `details.setting`); every CI is checked again under the new settings in the background (`pending`). Only a caller that sees all the tenant’s data may (403 `scoped`): it shapes everyone’s scores. Audited (`quality.settings_changed`).
+     */
+    put: operations['replaceQualitySettings'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/quality/{measure}/items': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * CIs failing a measure
+     * @description The active CIs the caller may see that fail the measure, each with the reason, by `ci_id`, walked by `cursor`; `query` is the query-language query finding them where the language can say it. For `rules`, one entry per failed rule and CI (`rule_id` narrows to one rule).
+     */
+    get: operations['listQualityFailures'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/query': {
     parameters: {
       query?: never;
@@ -2299,7 +2452,11 @@ export interface operations {
           | 'subscription.secret_rotated'
           | 'identity.decided'
           | 'identity.decision_undone'
-          | 'identity.rules_changed';
+          | 'identity.rules_changed'
+          | 'quality.settings_changed'
+          | 'quality.rule_created'
+          | 'quality.rule_changed'
+          | 'quality.rule_deleted';
         /** @description A user id or an API key id. */
         actor_id?: string;
         outcome?: 'success' | 'failure';
@@ -7878,6 +8035,1590 @@ export interface operations {
       };
       /** @description The key lacks the permission (`HTTP_403`). */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getQuality: {
+    parameters: {
+      query?: {
+        /** @description Only CIs of this type. */
+        ci_type?: string;
+        /** @description Only CIs of this source. (an integer) */
+        source_id?: string;
+        /** @description Only CIs whose owner (the settings' `owner_path`) is this. */
+        owner?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The scores. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Worst first, 100 at most; `null` gathers the CIs without an owner. */
+            by_owner: {
+              /** @description Active CIs. */
+              cis: number;
+              measures: {
+                completeness: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                duplicates: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                freshness: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                orphans: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                rules: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                staleness: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+              };
+              owner: string | null;
+              score: number | null;
+            }[];
+            /** @description Worst first, 100 at most. */
+            by_source: {
+              /** @description Active CIs. */
+              cis: number;
+              measures: {
+                completeness: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                duplicates: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                freshness: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                orphans: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                rules: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                staleness: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+              };
+              name: string | null;
+              score: number | null;
+              source_id: string;
+            }[];
+            /** @description Worst first, 100 at most. */
+            by_type: {
+              ci_type: string;
+              /** @description Active CIs. */
+              cis: number;
+              measures: {
+                completeness: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                duplicates: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                freshness: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                orphans: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                rules: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                staleness: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+              };
+              score: number | null;
+            }[];
+            /** @description Active CIs. */
+            cis: number;
+            /** Format: date-time */
+            computed_at: string;
+            measures: {
+              completeness: {
+                failing: number;
+                /** @description How many it judged: active CIs (rule results for `rules`). */
+                items: number;
+                score: number | null;
+              };
+              duplicates: {
+                failing: number;
+                /** @description How many it judged: active CIs (rule results for `rules`). */
+                items: number;
+                score: number | null;
+              };
+              freshness: {
+                failing: number;
+                /** @description How many it judged: active CIs (rule results for `rules`). */
+                items: number;
+                score: number | null;
+              };
+              orphans: {
+                failing: number;
+                /** @description How many it judged: active CIs (rule results for `rules`). */
+                items: number;
+                score: number | null;
+              };
+              rules: {
+                failing: number;
+                /** @description How many it judged: active CIs (rule results for `rules`). */
+                items: number;
+                score: number | null;
+              };
+              staleness: {
+                failing: number;
+                /** @description How many it judged: active CIs (rule results for `rules`). */
+                items: number;
+                score: number | null;
+              };
+            };
+            /** @description CIs queued or walks under way: above 0, the figures are catching up. */
+            pending: number;
+            rules: {
+              applies: number;
+              failing: number;
+              name: string;
+              pass_rate: number | null;
+              /** Format: uuid */
+              rule_id: string;
+            }[];
+            score: number | null;
+            sources: {
+              due_by: string | null;
+              last_list_at: string | null;
+              late: boolean;
+              name: string;
+              scheduled: boolean;
+              source_id: string;
+            }[];
+            /** @description One entry per day (UTC) of the last 90, as the last sweep of the day left it; type and source filters apply, `owner` does not. */
+            trend: {
+              /** Format: date */
+              day: string;
+              measures: {
+                completeness: number | null;
+                duplicates: number | null;
+                freshness: number | null;
+                orphans: number | null;
+                rules: number | null;
+                staleness: number | null;
+              };
+              score: number | null;
+            }[];
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getCiQuality: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The CI's identifier. */
+        ci_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The verdicts. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            checked_at: string | null;
+            /** Format: uuid */
+            ci_id: string;
+            /** @description 0-100, weighted by the settings' `required_weight`. */
+            completeness: number;
+            duplicate: string | null;
+            /** @description Required paths it lacks. */
+            missing: string[];
+            missing_recommended: string[];
+            orphan: string | null;
+            owner: string | null;
+            rules: {
+              name: string;
+              passed: boolean;
+              /** Format: uuid */
+              rule_id: string;
+            }[];
+            stale_since: string | null;
+            unfresh: string | null;
+            unseen_since: string | null;
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Not found (`HTTP_404`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  listQualityRules: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The rules. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              applies: number;
+              applies_to: string;
+              /** @description The first check over the stored CIs is under way: the counts are partial. */
+              checking: boolean;
+              /** Format: date-time */
+              created_at: string;
+              created_by: {
+                id: string;
+                kind: string;
+                name: string;
+              };
+              description: string | null;
+              /** Format: uuid */
+              id: string;
+              name: string;
+              pass_rate: number | null;
+              passes: number;
+              requires: string;
+              /** Format: date-time */
+              updated_at: string;
+            }[];
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  createQualityRule: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The CIs it judges: a query-language match (`ci_type = k8s.deployment and namespace = shop`). */
+          applies_to: string;
+          description?: string | null;
+          name: string;
+          /** @description What each must satisfy: a query-language match. */
+          requires: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The rule. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            applies: number;
+            applies_to: string;
+            /** @description The first check over the stored CIs is under way: the counts are partial. */
+            checking: boolean;
+            /** Format: date-time */
+            created_at: string;
+            created_by: {
+              id: string;
+              kind: string;
+              name: string;
+            };
+            description: string | null;
+            /** Format: uuid */
+            id: string;
+            name: string;
+            pass_rate: number | null;
+            passes: number;
+            requires: string;
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, JSON nested deeper than 64 levels, a broken gzip or deflate stream). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description A rule of this name exists (`HTTP_409`). */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              /** @description HTTP_<status>, VALIDATION_ERROR, INVALID_FILTER or INTERNAL_SERVER_ERROR. */
+              code: string;
+              /** @description VALIDATION_ERROR: `errors` [{field, location, message}]; INVALID_FILTER: `filter`, `reason`. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Unique per occurrence; also in the server log line. */
+              id: string;
+              message: string;
+              method: string;
+              path: string;
+            };
+          };
+        };
+      };
+      /** @description The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  previewQualityRule: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The CIs it judges: a query-language match (`ci_type = k8s.deployment and namespace = shop`). */
+          applies_to: string;
+          /** @description What each must satisfy: a query-language match. */
+          requires: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The rule’s verdict now. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            applies: number;
+            /** @description Some CIs that fail it (20 at most). */
+            failing: {
+              /** Format: uuid */
+              ci_id: string;
+              ci_type: string;
+              name: string;
+              namespace: string | null;
+            }[];
+            pass_rate: number | null;
+            passes: number;
+            took_ms: number;
+          };
+        };
+      };
+      /** @description Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, JSON nested deeper than 64 levels, a broken gzip or deflate stream). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getQualityRule: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The rule's identifier. */
+        rule_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The rule. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            applies: number;
+            applies_to: string;
+            /** @description The first check over the stored CIs is under way: the counts are partial. */
+            checking: boolean;
+            /** Format: date-time */
+            created_at: string;
+            created_by: {
+              id: string;
+              kind: string;
+              name: string;
+            };
+            description: string | null;
+            /** Format: uuid */
+            id: string;
+            name: string;
+            pass_rate: number | null;
+            passes: number;
+            requires: string;
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Not found (`HTTP_404`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  replaceQualityRule: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The rule's identifier. */
+        rule_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The CIs it judges: a query-language match (`ci_type = k8s.deployment and namespace = shop`). */
+          applies_to: string;
+          description?: string | null;
+          name: string;
+          /** @description What each must satisfy: a query-language match. */
+          requires: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The rule. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            applies: number;
+            applies_to: string;
+            /** @description The first check over the stored CIs is under way: the counts are partial. */
+            checking: boolean;
+            /** Format: date-time */
+            created_at: string;
+            created_by: {
+              id: string;
+              kind: string;
+              name: string;
+            };
+            description: string | null;
+            /** Format: uuid */
+            id: string;
+            name: string;
+            pass_rate: number | null;
+            passes: number;
+            requires: string;
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, JSON nested deeper than 64 levels, a broken gzip or deflate stream). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Not found (`HTTP_404`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Another rule has this name (`HTTP_409`). */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              /** @description HTTP_<status>, VALIDATION_ERROR, INVALID_FILTER or INTERNAL_SERVER_ERROR. */
+              code: string;
+              /** @description VALIDATION_ERROR: `errors` [{field, location, message}]; INVALID_FILTER: `filter`, `reason`. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Unique per occurrence; also in the server log line. */
+              id: string;
+              message: string;
+              method: string;
+              path: string;
+            };
+          };
+        };
+      };
+      /** @description The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  deleteQualityRule: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The rule's identifier. */
+        rule_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Not found (`HTTP_404`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getQualitySettings: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The settings. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Whether the tenant has settings of its own (else the shipped defaults). */
+            customised: boolean;
+            settings: {
+              /** @description Scores below it count in `cinv_quality_below_threshold`. */
+              alert_below: number;
+              /** @description Per CI type: field paths (query-language paths) it must and should hold. */
+              completeness: {
+                [key: string]: {
+                  recommended: string[];
+                  required: string[];
+                };
+              };
+              /** @description Late after interval × (1 + margin). */
+              freshness_margin: number;
+              /** @description The field whose value is a CI's owner. */
+              owner_path: string;
+              required_relationships: {
+                [key: string]: {
+                  direction: 'out' | 'in';
+                  other_type?: string;
+                  relationship_type: string;
+                  /** @description Which CIs of the type need it (a query-language match). */
+                  when?: string;
+                }[];
+              };
+              /** @description The share of required paths in completeness. */
+              required_weight: number;
+              stale_after_minutes: {
+                by_type?: {
+                  [key: string]: number;
+                };
+                default?: number;
+              };
+              /** @description Each measure's weight in the overall score (0 leaves it out). */
+              weights: {
+                completeness?: number;
+                duplicates?: number;
+                freshness?: number;
+                orphans?: number;
+                rules?: number;
+                staleness?: number;
+              };
+            };
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  replaceQualitySettings: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Scores below it count in `cinv_quality_below_threshold`. */
+          alert_below?: number;
+          /** @description Per CI type: field paths (query-language paths) it must and should hold. */
+          completeness?: {
+            [key: string]: {
+              recommended: string[];
+              required: string[];
+            };
+          };
+          /** @description Late after interval × (1 + margin). */
+          freshness_margin?: number;
+          /** @description The field whose value is a CI's owner. */
+          owner_path?: string;
+          required_relationships?: {
+            [key: string]: {
+              direction: 'out' | 'in';
+              other_type?: string;
+              relationship_type: string;
+              /** @description Which CIs of the type need it (a query-language match). */
+              when?: string;
+            }[];
+          };
+          /** @description The share of required paths in completeness. */
+          required_weight?: number;
+          stale_after_minutes?: {
+            by_type?: {
+              [key: string]: number;
+            };
+            default?: number;
+          };
+          /** @description Each measure's weight in the overall score (0 leaves it out). */
+          weights?: {
+            completeness?: number;
+            duplicates?: number;
+            freshness?: number;
+            orphans?: number;
+            rules?: number;
+            staleness?: number;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The settings now in effect. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Whether the tenant has settings of its own (else the shipped defaults). */
+            customised: boolean;
+            settings: {
+              /** @description Scores below it count in `cinv_quality_below_threshold`. */
+              alert_below: number;
+              /** @description Per CI type: field paths (query-language paths) it must and should hold. */
+              completeness: {
+                [key: string]: {
+                  recommended: string[];
+                  required: string[];
+                };
+              };
+              /** @description Late after interval × (1 + margin). */
+              freshness_margin: number;
+              /** @description The field whose value is a CI's owner. */
+              owner_path: string;
+              required_relationships: {
+                [key: string]: {
+                  direction: 'out' | 'in';
+                  other_type?: string;
+                  relationship_type: string;
+                  /** @description Which CIs of the type need it (a query-language match). */
+                  when?: string;
+                }[];
+              };
+              /** @description The share of required paths in completeness. */
+              required_weight: number;
+              stale_after_minutes: {
+                by_type?: {
+                  [key: string]: number;
+                };
+                default?: number;
+              };
+              /** @description Each measure's weight in the overall score (0 leaves it out). */
+              weights: {
+                completeness?: number;
+                duplicates?: number;
+                freshness?: number;
+                orphans?: number;
+                rules?: number;
+                staleness?: number;
+              };
+            };
+          };
+        };
+      };
+      /** @description Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, JSON nested deeper than 64 levels, a broken gzip or deflate stream). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  listQualityFailures: {
+    parameters: {
+      query?: {
+        /** @description Only CIs of this type. */
+        ci_type?: string;
+        /** @description Only CIs of this source. (an integer) */
+        source_id?: string;
+        /** @description Only CIs whose owner (the settings' `owner_path`) is this. */
+        owner?: string;
+        /** @description `rules` only: the failures of this rule. */
+        rule_id?: string;
+        cursor?: string;
+        /** @description Page size, at most 500. */
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        /** @description A measure (docs/quality.md defines each). */
+        measure: 'freshness' | 'staleness' | 'orphans' | 'duplicates' | 'completeness' | 'rules';
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of failing CIs. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              /** Format: uuid */
+              ci_id: string;
+              ci_type: string;
+              name: string;
+              namespace: string | null;
+              owner: string | null;
+              /** @description Why it fails, in words. */
+              reason: string;
+              /** Format: uuid */
+              rule_id?: string;
+              scope_id: string | null;
+              since: string | null;
+              source_id: string;
+            }[];
+            next_cursor: string | null;
+            query: string | null;
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Not found (`HTTP_404`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
         headers: {
           [name: string]: unknown;
         };

@@ -26,6 +26,10 @@ const EVENT_TYPES = [
   'identity.decided',
   'identity.decision_undone',
   'identity.rules_changed',
+  'quality.settings_changed',
+  'quality.rule_created',
+  'quality.rule_changed',
+  'quality.rule_deleted',
 ];
 
 export function Audit({ params }: { params: URLSearchParams }) {

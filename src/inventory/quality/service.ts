@@ -1,0 +1,258 @@
+import type { Context } from 'koa';
+import type { AppContext } from '../../context.js';
+import { auditChange } from '../../platform/audit/log.js';
+import { seesAllData, type Principal } from '../../platform/auth/principal.js';
+import { columnsOf, visibleTo } from '../../platform/auth/scope.js';
+import { forbidden, notFound } from '../../platform/errors.js';
+import { decodeCursor, encodeCursor, type CursorBinding } from '../../platform/http/cursor.js';
+import { qualityCounts, ruleCounts, type CountFilters } from './counts-store.js';
+import { ciQuality, failingPage } from './items-store.js';
+import { checkSettings } from './settings-check.js';
+import { figuresOf, tallyBy, emptyTally, addCounts, addRuleCounts } from './scores.js';
+import { effectiveSettings, MEASURES, type Measure, type QualitySettings } from './settings.js';
+import { rulesOf, saveSettings, startWalk, storedSettings, queueLength, walksOf } from './store.js';
+import { sourceLists, trendOf } from './upkeep-store.js';
+import { failingQuery } from './queries.js';
+import { dueBy, lateSources } from './freshness.js';
+
+export { QualityWorker, catchUpQuality } from './worker.js';
+export { sweepQuality, sourceListed } from './upkeep.js';
+
+const ROLLUP_LIMIT = 100;
+const TREND_DAYS = 90;
+
+export interface QualityFilters {
+  ci_type?: string;
+  source_id?: string;
+  owner?: string;
+}
+
+const countFilters = (f: QualityFilters): CountFilters => ({
+  ciType: f.ci_type,
+  sourceId: f.source_id,
+  owner: f.owner,
+});
+
+export async function settingsOf(app: AppContext, tenantId: string): Promise<QualitySettings> {
+  return effectiveSettings(await storedSettings(app.sql, tenantId));
+}
+
+const worstFirst = <T extends { score: number | null; cis: number }>(rows: T[]) =>
+  rows.sort((a, b) => (a.score ?? 101) - (b.score ?? 101) || b.cis - a.cis).slice(0, ROLLUP_LIMIT);
+
+/**
+ * The scores the principal may see: overall and per measure, rolled up by type, source and
+ * owner (worst first), the sources' freshness and the daily trend. Read from the counters: a few
+ * rows per group, whatever the inventory's size.
+ */
+export async function qualityOverview(app: AppContext, principal: Principal, filters: QualityFilters) {
+  const settings = await settingsOf(app, principal.tenantId);
+  const now = app.now();
+  const [counts, rules, sources] = await Promise.all([
+    qualityCounts(app.sql, principal, countFilters(filters)),
+    ruleCounts(app.sql, principal, countFilters(filters)),
+    sourceLists(app.sql, principal),
+  ]);
+  const late = lateSources(sources, settings, now);
+  const isLate = (id: string) => late.has(id);
+  const total = emptyTally();
+  for (const row of counts) addCounts(total, row, isLate(row.source_id));
+  for (const row of rules) addRuleCounts(total, row);
+  const rollup = (key: 'ci_type' | 'source_id' | 'owner') =>
+    worstFirst(
+      [...tallyBy(counts, rules, (row) => row[key] ?? '', isLate)].map(([value, tally]) => ({
+        [key]: value === '' && key === 'owner' ? null : value,
+        ...figuresOf(tally, settings),
+      })),
+    );
+  const names = new Map(sources.map((s) => [s.source_id, s.name]));
+  const ruleNames = new Map((await rulesOf(app.sql, principal.tenantId)).map((rule) => [rule.id, rule.name]));
+  const byRule = [...tallyBy([], rules, (row) => (row as { rule_id: string }).rule_id, isLate)].map(([id, tally]) => ({
+    rule_id: id,
+    name: ruleNames.get(id) ?? id,
+    applies: tally.judged.rules,
+    failing: tally.failing.rules,
+    pass_rate:
+      tally.judged.rules > 0
+        ? Math.round((1000 * (tally.judged.rules - tally.failing.rules)) / tally.judged.rules) / 10
+        : null,
+  }));
+  return {
+    ...figuresOf(total, settings),
+    by_type: rollup('ci_type'),
+    by_source: rollup('source_id').map((row) => ({
+      ...row,
+      name: names.get((row as { source_id?: string }).source_id ?? '') ?? null,
+    })),
+    by_owner: rollup('owner'),
+    rules: byRule,
+    sources: sources.map((source) => {
+      const due = dueBy(source, settings);
+      return {
+        source_id: source.source_id,
+        name: source.name,
+        scheduled: due !== null,
+        last_list_at: source.listed_at ? new Date(source.listed_at).toISOString() : null,
+        due_by: due?.toISOString() ?? null,
+        late: late.has(source.source_id),
+      };
+    }),
+    trend: await trend(app, principal, filters, settings),
+    pending: (await queueLength(app.sql, principal.tenantId)) + (await walksOf(app.sql, principal.tenantId)),
+    computed_at: now.toISOString(),
+  };
+}
+
+async function trend(app: AppContext, principal: Principal, filters: QualityFilters, settings: QualitySettings) {
+  const since = new Date(app.now().getTime() - TREND_DAYS * 86_400_000).toISOString().slice(0, 10);
+  const days = await trendOf(
+    app.sql,
+    visibleTo(app.sql, principal, columnsOf('q')),
+    { ciType: filters.ci_type, sourceId: filters.source_id },
+    since,
+  );
+  return days.map((day) => {
+    const tally = emptyTally();
+    addCounts(tally, { ...day, source_id: '', scope_id: null, ci_type: '', owner: null, unseen: day.unfresh }, false);
+    addRuleCounts(tally, {
+      rule_id: '',
+      source_id: '',
+      scope_id: null,
+      ci_type: '',
+      owner: null,
+      applies: day.rule_applies,
+      passes: day.rule_passes,
+    });
+    const figures = figuresOf(tally, settings);
+    return {
+      day: day.day,
+      score: figures.score,
+      measures: Object.fromEntries(MEASURES.map((m) => [m, figures.measures[m].score])) as Record<
+        Measure,
+        number | null
+      >,
+    };
+  });
+}
+
+export interface ItemsQuery extends QualityFilters {
+  rule_id?: string;
+  cursor?: string;
+  limit: number;
+}
+
+/** A page of the CIs failing a measure, with why, and the query-language query that finds them where one can. */
+export async function failingItems(app: AppContext, principal: Principal, measure: Measure, query: ItemsQuery) {
+  const settings = await settingsOf(app, principal.tenantId);
+  const binding: CursorBinding = {
+    tenantId: principal.tenantId,
+    reader: principal,
+    scope: `quality:${measure}`,
+    sort: null,
+    filters: {
+      ci_type: query.ci_type ?? null,
+      source_id: query.source_id ?? null,
+      owner: query.owner ?? null,
+      rule_id: query.rule_id ?? null,
+    },
+  };
+  const after = query.cursor
+    ? (decodeCursor(app.config.secret, query.cursor, binding).key as [string, string | null])
+    : undefined;
+  const sources = await sourceLists(app.sql, principal);
+  const late = lateSources(sources, settings, app.now());
+  const rows = await failingPage(app.sql, principal, measure, {
+    filters: countFilters(query),
+    lateSources: [...late],
+    ruleId: query.rule_id,
+    after: after ? { ciId: after[0], ruleId: after[1] } : undefined,
+    limit: query.limit,
+  });
+  const page = rows.slice(0, query.limit);
+  const last = page[page.length - 1];
+  const rules = measure === 'rules' ? await rulesOf(app.sql, principal.tenantId) : [];
+  return {
+    items: page.map((row) => ({
+      ci_id: row.ci_id,
+      name: row.name,
+      ci_type: row.ci_type,
+      namespace: row.namespace,
+      source_id: row.source_id,
+      scope_id: row.scope_id,
+      owner: row.owner,
+      reason: row.reason,
+      since: row.since ? new Date(row.since).toISOString() : null,
+      ...(measure === 'rules' ? { rule_id: row.rule_id } : {}),
+    })),
+    next_cursor:
+      rows.length > query.limit && last ? encodeCursor(app.config.secret, binding, [last.ci_id, last.rule_id]) : null,
+    query: failingQuery(measure, settings, query, { sources, late, rules, now: app.now() }),
+  };
+}
+
+/** What is missing or wrong about one CI (the CI page's quality panel); 404 when the principal cannot see it. */
+export async function qualityOfCi(app: AppContext, principal: Principal, ciId: string) {
+  const found = await ciQuality(app.sql, principal, ciId);
+  if (!found) throw notFound('No checked active configuration item with this id is visible to the caller');
+  const { row, rules } = found;
+  const sources = await sourceLists(app.sql, principal);
+  const settings = await settingsOf(app, principal.tenantId);
+  const late = lateSources(sources, settings, app.now()).has(row.source_id);
+  const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
+  return {
+    ci_id: row.ci_id,
+    owner: row.owner,
+    completeness: Math.round(row.completeness * 1000) / 10,
+    missing: row.missing,
+    missing_recommended: row.missing_recommended,
+    orphan: row.orphan,
+    duplicate: row.duplicate,
+    stale_since: iso(row.stale_since),
+    unfresh: late ? 'its source is past its schedule' : row.unseen_since ? `not seen by its source's last list` : null,
+    unseen_since: iso(row.unseen_since),
+    rules: rules.map((rule) => ({ rule_id: rule.rule_id, name: rule.name, passed: rule.passed })),
+    checked_at: iso(row.checked_at),
+  };
+}
+
+export async function qualitySettings(app: AppContext, principal: Principal) {
+  const stored = await storedSettings(app.sql, principal.tenantId);
+  return { settings: effectiveSettings(stored), customised: stored !== undefined };
+}
+
+/**
+ * Replaces the tenant's settings (each top-level key given replaces the shipped default's; the
+ * others keep it) and has the worker check every CI again under them. Only a principal that sees
+ * all the tenant's data may: the settings shape everyone's scores. Audited.
+ */
+export async function replaceSettings(
+  app: AppContext,
+  ctx: Context,
+  principal: Principal,
+  body: Partial<QualitySettings>,
+) {
+  if (!seesAllData(principal))
+    throw forbidden('Quality settings apply to the whole tenant: only a principal holding all its data sets them', {
+      reason: 'scoped',
+    });
+  const settings = effectiveSettings(body);
+  await checkSettings(app, settings);
+  const now = app.now();
+  await app.sql.begin(async (tx) => {
+    await saveSettings(tx, principal.tenantId, { ...body } as QualitySettings, now);
+    await startWalk(tx, principal.tenantId, null, now);
+    await auditChange(
+      tx,
+      app.audit,
+      ctx,
+      principal,
+      'quality.settings_changed',
+      {
+        type: 'quality_settings',
+        id: principal.tenantId,
+      },
+      { keys: Object.keys(body).sort() },
+    );
+  });
+  return qualitySettings(app, principal);
+}
