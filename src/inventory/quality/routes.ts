@@ -65,6 +65,23 @@ const items = defineRoute({
   },
 });
 
+// `/quality/rules/items` would be read as the rule `items` (literal segments match first): the
+// rules measure's failures get a route of their own, the same answer
+const ruleItems = defineRoute({
+  method: 'GET',
+  path: '/api/v1/quality/rules/items',
+  operationId: 'listQualityRuleFailures',
+  summary: 'CIs failing rules',
+  description: 'The `rules` measure of `GET /api/v1/quality/{measure}/items`: one entry per failed rule and CI.',
+  tags,
+  access: read,
+  query: ItemsQuery,
+  responses: { 200: { description: 'A page of failing CIs.', schema: ItemsPage } },
+  async handler({ app, principal, query }) {
+    return failingItems(app, principal, 'rules', query);
+  },
+});
+
 const ofCi = defineRoute({
   method: 'GET',
   path: '/api/v1/quality/configuration-items/{ci_id}',
@@ -220,6 +237,7 @@ export const qualityRoutes: AnyRoute[] = [
   putSettings,
   rules,
   rulePreview,
+  ruleItems,
   ruleRead,
   ruleCreate,
   ruleUpdate,

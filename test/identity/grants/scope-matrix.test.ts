@@ -49,6 +49,10 @@ interface MatrixRoute {
 const IDENTITY_MATRIX =
   'the identity matrix, over hosts in two instances and two tenants (test/inventory/identities/access.test.ts)';
 
+/** Quality reads counters and per-CI verdicts kept by a worker: a matrix of its own, in two tenants. */
+const QUALITY_MATRIX =
+  'the quality matrix, over CIs in two instances and two tenants (test/inventory/quality/access.test.ts)';
+
 const EXEMPT: Record<string, string> = {
   'GET /api/v1/subscriptions':
     'listed only for the owner and principals covering its rights (matrix of its own: test/history/subscriptions/access.test.ts)',
@@ -139,6 +143,18 @@ const EXEMPT: Record<string, string> = {
   'POST /api/v1/identities/identify': IDENTITY_MATRIX,
   'GET /api/v1/identities/rules': IDENTITY_MATRIX,
   'PUT /api/v1/identities/rules': IDENTITY_MATRIX,
+  'GET /api/v1/quality': QUALITY_MATRIX,
+  'GET /api/v1/quality/settings': QUALITY_MATRIX,
+  'PUT /api/v1/quality/settings': QUALITY_MATRIX,
+  'GET /api/v1/quality/rules': QUALITY_MATRIX,
+  'POST /api/v1/quality/rules/preview': QUALITY_MATRIX,
+  'GET /api/v1/quality/rules/{rule_id}': QUALITY_MATRIX,
+  'POST /api/v1/quality/rules': QUALITY_MATRIX,
+  'PUT /api/v1/quality/rules/{rule_id}': QUALITY_MATRIX,
+  'DELETE /api/v1/quality/rules/{rule_id}': QUALITY_MATRIX,
+  'GET /api/v1/quality/configuration-items/{ci_id}': QUALITY_MATRIX,
+  'GET /api/v1/quality/{measure}/items': QUALITY_MATRIX,
+  'GET /api/v1/quality/rules/items': QUALITY_MATRIX,
 };
 
 const sorted = (values: Iterable<string>) => [...values].sort();

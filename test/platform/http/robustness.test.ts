@@ -306,7 +306,11 @@ describe('hostile and odd input', () => {
     const odd = ['1e3', '0x10', '+5', '%205', '5%20', '5.0', '1_000', '0b1', '0o7', '%D9%A1', '-5', 'Infinity', ''];
     for (const route of routes) {
       const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) =>
-        name.endsWith('_id') && name !== 'ci_id' && name !== 'user_id' && name !== 'team_id' ? '1' : ciId,
+        name === 'measure'
+          ? 'completeness'
+          : name.endsWith('_id') && name !== 'ci_id' && name !== 'user_id' && name !== 'team_id'
+            ? '1'
+            : ciId,
       );
       for (const name of integerParameters(route.query)) {
         for (const value of odd) {
