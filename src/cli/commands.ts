@@ -5,6 +5,7 @@ import type { ReconcileResult } from '../inventory/write-path/reconcile.js';
 import { DEFAULT_TENANT_ID } from '../platform/tenants.js';
 import { openForCommand, single, UsageError, withDatabase, type Flags } from './shared.js';
 import type { RunOptions } from '../server.js';
+import type { AppContext } from '../context.js';
 
 /** What `cinv migrate` says as each step of an online move begins. */
 const PHASES = {
@@ -315,5 +316,31 @@ export async function refreshStatsCommand(flags: Flags): Promise<void> {
         took_ms: Math.round(performance.now() - started),
       }),
     );
+  });
+}
+
+/** `cinv quality recount`: every CI checked again and the counters compared with a count from the rows. */
+export async function qualityRecountCommand(flags: Flags): Promise<void> {
+  const config = loadConfig();
+  const { recountQuality } = await import('../inventory/quality/service.js');
+  const { createLogger } = await import('../platform/observability/logger.js');
+  await withDatabase(config, flags, async (db) => {
+    // the checks read the database, the settings and the clock, nothing else of a server
+    const app = {
+      sql: db.sql,
+      database: db.kind,
+      config,
+      logger: createLogger(config.logLevel),
+      now: () => new Date(),
+    } as unknown as AppContext;
+    const tenants = await db.sql<{ id: string; slug: string }[]>`select id, slug from tenants order by slug`;
+    const wanted = single(flags, 'tenant', false);
+    let differing = 0;
+    for (const tenant of tenants.filter((t) => wanted === undefined || t.slug === wanted)) {
+      const report = await recountQuality(app, tenant.id, flags.fix === true);
+      differing += report.differences.length;
+      console.log(JSON.stringify({ tenant: tenant.slug, checked: report.checked, differences: report.differences }));
+    }
+    if (differing > 0 && flags.fix !== true) process.exitCode = 1;
   });
 }

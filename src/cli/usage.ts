@@ -206,6 +206,17 @@ export const COMMANDS: readonly CommandUsage[] = [
     database: true,
   },
   {
+    name: 'quality recount',
+    summary:
+      'check every CI for data quality again and compare the counters the writes kept with a count from the rows (exit 1 when they differ)',
+    options: {
+      fix: { text: 'replace the counters by the recount where they differ' },
+      tenant: { value: 'SLUG', text: 'one tenant only (default: every tenant)' },
+    },
+    example: 'cinv quality recount --fix',
+    database: true,
+  },
+  {
     name: 'refresh-stats',
     summary: 'bring the statistics pre-aggregate up to date now',
     options: {},

@@ -5,17 +5,32 @@ import { seesAllData, type Principal } from '../../platform/auth/principal.js';
 import { columnsOf, visibleTo } from '../../platform/auth/scope.js';
 import { forbidden, notFound } from '../../platform/errors.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../../platform/http/cursor.js';
-import { qualityCounts, ruleCounts, type CountFilters } from './counts-store.js';
+import { countedFromRows, qualityCounts, replaceCounters, ruleCounts, type CountFilters } from './counts-store.js';
+import { recheck } from './check-store.js';
+import { planOf } from './planning.js';
+import { catchUpQuality } from './worker.js';
+import { standingCondition } from '../queries/service.js';
 import { ciQuality, failingPage } from './items-store.js';
 import { checkSettings } from './settings-check.js';
 import { figuresOf, tallyBy, emptyTally, addCounts, addRuleCounts } from './scores.js';
 import { effectiveSettings, MEASURES, type Measure, type QualitySettings } from './settings.js';
-import { rulesOf, saveSettings, startWalk, storedSettings, queueLength, walksOf } from './store.js';
+import { rulesOf, saveSettings, startWalk, storedSettings, queueLength, walkPage, walksOf } from './store.js';
 import { sourceLists, trendOf } from './upkeep-store.js';
 import { failingQuery } from './queries.js';
 import { dueBy, lateSources } from './freshness.js';
 
 export { QualityWorker, catchUpQuality } from './worker.js';
+
+const SYSTEM_READER: Principal = {
+  tenantId: '',
+  kind: 'api_key',
+  id: 'quality',
+  name: 'quality',
+  tier: undefined,
+  superadmin: false,
+  permissions: new Set(),
+  scopes: 'all',
+};
 export { sweepQuality, sourceListed } from './upkeep.js';
 
 const ROLLUP_LIMIT = 100;
@@ -255,4 +270,60 @@ export async function replaceSettings(
     );
   });
   return qualitySettings(app, principal);
+}
+
+export interface Recount {
+  checked: number;
+  /** Counter groups whose counts differed from those counted from the rows. */
+  differences: { group: string; counters: Record<string, number>; rows: Record<string, number> }[];
+}
+
+const groupKey = (row: {
+  source_id: string;
+  scope_id: string | null;
+  ci_type: string;
+  owner: string | null;
+  rule_id?: string;
+}) => [row.rule_id ?? '', row.source_id, row.scope_id ?? '', row.ci_type, row.owner ?? ''].join('\u0000');
+
+/**
+ * `cinv quality recount`: checks every CI of the tenant again (as the worker would), counts the
+ * counters afresh from the rows and compares them with those the writes kept; with `fix`, the
+ * counters are replaced by the recount.
+ */
+export async function recountQuality(app: AppContext, tenantId: string, fix: boolean): Promise<Recount> {
+  const plan = await planOf(app, tenantId);
+  let checked = 0;
+  let after = '00000000-0000-0000-0000-000000000000';
+  for (;;) {
+    const ids = await walkPage(app.sql, tenantId, after, 500);
+    if (ids.length === 0) break;
+    await app.sql.begin(async (transaction) => {
+      const tx = transaction as unknown as AppContext['sql'];
+      await recheck(tx, plan, ids, app.now(), (e, row) => standingCondition(tx, tenantId, e, row, app.now()));
+    });
+    checked += ids.length;
+    after = ids[ids.length - 1]!;
+  }
+  await catchUpQuality(app);
+  const reader = { ...SYSTEM_READER, tenantId };
+  const kept = [...(await qualityCounts(app.sql, reader, {})), ...(await ruleCounts(app.sql, reader, {}))];
+  const counted = await countedFromRows(app.sql, tenantId);
+  const fresh = [...counted.cis, ...counted.rules];
+  const byKey = (rows: typeof kept) =>
+    new Map(rows.map((row) => [groupKey(row), row as unknown as Record<string, number>]));
+  const keptBy = byKey(kept);
+  const freshBy = byKey(fresh as typeof kept);
+  const differences: Recount['differences'] = [];
+  const figures = ['cis', 'incomplete', 'orphans', 'duplicates', 'stale', 'unseen', 'applies', 'passes'];
+  for (const key of new Set([...keptBy.keys(), ...freshBy.keys()])) {
+    const a = keptBy.get(key) ?? {};
+    const b = freshBy.get(key) ?? {};
+    const differs =
+      figures.some((f) => Number(a[f] ?? 0) !== Number(b[f] ?? 0)) ||
+      Math.abs(Number(a.completeness ?? 0) - Number(b.completeness ?? 0)) > 1e-6;
+    if (differs) differences.push({ group: key.split('\u0000').join('/'), counters: a, rows: b });
+  }
+  if (fix && differences.length > 0) await replaceCounters(app.sql, tenantId);
+  return { checked, differences };
 }

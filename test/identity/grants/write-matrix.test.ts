@@ -287,7 +287,8 @@ const EXEMPT: Record<string, string> = {
   'POST /api/v1/quality/rules': 'tenant-wide, all data only (test/inventory/quality/access.test.ts)',
   'PUT /api/v1/quality/rules/{rule_id}': 'tenant-wide, all data only (test/inventory/quality/access.test.ts)',
   'DELETE /api/v1/quality/rules/{rule_id}': 'tenant-wide, all data only (test/inventory/quality/access.test.ts)',
-  'POST /api/v1/quality/rules/preview': 'a dry run that writes nothing, inside the caller\'s scopes (test/inventory/quality/access.test.ts)',
+  'POST /api/v1/quality/rules/preview':
+    "a dry run that writes nothing, inside the caller's scopes (test/inventory/quality/access.test.ts)",
   'POST /api/v1/identities/identify': 'a dry run that writes nothing (test/inventory/identities/access.test.ts)',
 };
 

@@ -33,7 +33,11 @@ interface Caller {
   administers: boolean;
 }
 
-const RULE = { name: 'pods have containers', applies_to: 'ci_type = k8s.pod', requires: 'raw_data.spec.containers exists' };
+const RULE = {
+  name: 'pods have containers',
+  applies_to: 'ci_type = k8s.pod',
+  requires: 'raw_data.spec.containers exists',
+};
 
 describe('quality: the read-scope and write-scope matrix of every quality route', function () {
   this.timeout(120_000);
@@ -126,9 +130,10 @@ describe('quality: the read-scope and write-scope matrix of every quality route'
         failing.length,
       ]);
       // another tenant's rules are not this caller's; its own tenant has none
-      expect(reply.body.rules.map((r: { applies: number }) => r.applies), who.name).to.deep.equal(
-        who.sees === 'other-tenant' ? [] : [pods.length],
-      );
+      expect(
+        reply.body.rules.map((r: { applies: number }) => r.applies),
+        who.name,
+      ).to.deep.equal(who.sees === 'other-tenant' ? [] : [pods.length]);
     },
     'GET /api/v1/quality/{measure}/items': async (who) => {
       const reply = await app.get('/api/v1/quality/completeness/items', who.key);
@@ -174,7 +179,9 @@ describe('quality: the read-scope and write-scope matrix of every quality route'
       const reply = await app.get('/api/v1/quality/rules', who.key);
       if (refusal(who)) return void expect(reply.status, who.name).to.equal(refusal(who));
       const expected = who.sees === 'other-tenant' ? [] : [[RULE.name, visiblePods(who).length]];
-      expect(reply.body.items.map((r: { name: string; applies: number }) => [r.name, r.applies])).to.deep.equal(expected);
+      expect(reply.body.items.map((r: { name: string; applies: number }) => [r.name, r.applies])).to.deep.equal(
+        expected,
+      );
     },
     'GET /api/v1/quality/rules/{rule_id}': async (who) => {
       const reply = await app.get(`/api/v1/quality/rules/${ruleId}`, who.key);
@@ -211,7 +218,10 @@ describe('quality: the read-scope and write-scope matrix of every quality route'
       const reply = await app.request('POST', '/api/v1/quality/rules/preview', { key: who.key, body });
       if (refusal(who)) return void expect(reply.status, who.name).to.equal(refusal(who));
       const pods = visiblePods(who);
-      expect([reply.body.applies, reply.body.passes], who.name).to.deep.equal([pods.length, pods.includes('c') ? 1 : 0]);
+      expect([reply.body.applies, reply.body.passes], who.name).to.deep.equal([
+        pods.length,
+        pods.includes('c') ? 1 : 0,
+      ]);
       expect(reply.body.failing.map((ci: { name: string }) => ci.name).sort()).to.deep.equal(
         pods.filter((name) => name !== 'c'),
       );

@@ -819,6 +819,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/quality/rules/items': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * CIs failing rules
+     * @description The `rules` measure of `GET /api/v1/quality/{measure}/items`: one entry per failed rule and CI.
+     */
+    get: operations['listQualityRuleFailures'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/quality/rules/preview': {
     parameters: {
       query?: never;
@@ -8686,6 +8706,114 @@ export interface operations {
       };
       /** @description The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`). */
       415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  listQualityRuleFailures: {
+    parameters: {
+      query?: {
+        /** @description Only CIs of this type. */
+        ci_type?: string;
+        /** @description Only CIs of this source. (an integer) */
+        source_id?: string;
+        /** @description Only CIs whose owner (the settings' `owner_path`) is this. */
+        owner?: string;
+        /** @description `rules` only: the failures of this rule. */
+        rule_id?: string;
+        cursor?: string;
+        /** @description Page size, at most 500. */
+        limit?: number;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of failing CIs. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              /** Format: uuid */
+              ci_id: string;
+              ci_type: string;
+              name: string;
+              namespace: string | null;
+              owner: string | null;
+              /** @description Why it fails, in words. */
+              reason: string;
+              /** Format: uuid */
+              rule_id?: string;
+              scope_id: string | null;
+              since: string | null;
+              source_id: string;
+            }[];
+            next_cursor: string | null;
+            query: string | null;
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
         headers: {
           [name: string]: unknown;
         };
