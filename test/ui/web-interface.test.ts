@@ -7,6 +7,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { CollectionWorker } from '../../src/collection/collectors/runs/worker.js';
+import { catchUpQuality } from '../../src/inventory/quality/service.js';
 import { SubscriptionDelivery } from '../../src/history/subscriptions/delivery.js';
 import { createKey, startTestApp, type TestApp } from '../support/app.js';
 import {
@@ -565,6 +566,41 @@ describeWith(hasChromium)(
       expect(await missing.innerText()).to.match(/does not exist, or it lies outside the data you may see/);
       expect(await missing.getByRole('button', { name: 'Try again' }).count()).to.equal(0);
       await checkView(page, 'missing-ci');
+      await context.close();
+    });
+
+    it('scores the inventory’s health, opens the CIs failing a measure and a CI’s quality panel, and previews a rule before saving it', async () => {
+      await catchUpQuality(app.context);
+      const { context, page } = await signedIn(admin, '/quality');
+      const completeness = page.getByRole('listitem').filter({ hasText: 'Completeness' });
+      await completeness.waitFor();
+      await settled(page);
+      await checkView(page, 'quality');
+      await completeness.getByRole('link').click();
+      await page.getByRole('heading', { name: 'Completeness: failing CIs' }).waitFor();
+      const web = page
+        .getByRole('row')
+        .filter({ hasText: 'k8s.deployment' })
+        .filter({ has: page.getByRole('link', { name: 'web', exact: true }) })
+        .first();
+      await web.waitFor();
+      expect(await web.innerText()).to.include('missing raw_data.spec.selector');
+      await web.getByRole('link', { name: 'web', exact: true }).click();
+      const panel = page.getByRole('region', { name: 'Data quality' });
+      await panel.waitFor();
+      expect(await panel.innerText()).to.include('raw_data.spec.selector');
+      await page.goto(url('/quality/rules'));
+      await page.getByRole('button', { name: 'New rule' }).click();
+      await page.getByLabel('Name').fill('deployments have replicas');
+      await page.getByLabel('Applies to').fill('ci_type = k8s.deployment');
+      await page.getByLabel('Requires').fill('raw_data.spec.replicas >= 2');
+      await page.getByRole('button', { name: 'Preview' }).click();
+      const preview = page.getByRole('status').filter({ hasText: 'Applies to' });
+      await preview.waitFor();
+      expect(await preview.innerText()).to.match(/^Applies to \d+ CIs, \d+ pass/);
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('cell', { name: 'deployments have replicas' }).waitFor();
+      await checkView(page, 'quality-rules');
       await context.close();
     });
 

@@ -19,6 +19,7 @@ const VIEWS: Record<string, () => Promise<ViewModule>> = {
   inventory: () => import('./views/inventory/inventory'),
   ci: () => import('./views/ci'),
   identities: () => import('./views/identities/identities'),
+  quality: () => import('./views/quality/quality'),
   compare: () => import('./views/compare/compare'),
   changes: () => import('./views/changes/changes'),
   query: () => import('./views/query/query'),
@@ -32,6 +33,7 @@ const TITLES: Record<string, string> = {
   inventory: 'Inventory',
   ci: 'Configuration item',
   identities: 'Identities',
+  quality: 'Data quality',
   compare: 'Compare',
   changes: 'Change search',
   query: 'Query',
@@ -73,6 +75,7 @@ function Navigation({ me, current }: { me: Me; current: string }) {
   const links: [string, string, boolean][] = [
     ['inventory', 'Inventory', can(me, 'configuration_items:read')],
     ['identities', 'Identities', can(me, 'configuration_items:read')],
+    ['quality', 'Quality', can(me, 'configuration_items:read')],
     ['compare', 'Compare', can(me, 'configuration_items:read')],
     ['changes', 'Changes', can(me, 'changes:read')],
     ['query', 'Query', can(me, 'configuration_items:read')],

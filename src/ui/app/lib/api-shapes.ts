@@ -122,3 +122,15 @@ export type DecisionPage = Answer<'listIdentityDecisions'>;
 export type IdentityDecision = ItemOf<DecisionPage>;
 /** POST /api/v1/identities/decisions */
 export type NewIdentityDecision = operations['decideIdentity']['requestBody']['content']['application/json'];
+
+/** GET /api/v1/quality */
+export type QualityOverview = Answer<'getQuality'>;
+export type QualityGroup = QualityOverview['by_type'][number];
+/** GET /api/v1/quality/{measure}/items */
+export type QualityFailures = Answer<'listQualityFailures'>;
+/** GET /api/v1/quality/configuration-items/{ci_id} */
+export type CiQuality = Answer<'getCiQuality'>;
+/** GET /api/v1/quality/rules (POST and PUT answer one) */
+export type QualityRule = ItemOf<Answer<'listQualityRules'>>;
+/** POST /api/v1/quality/rules/preview */
+export type QualityRulePreview = Answer<'previewQualityRule'>;

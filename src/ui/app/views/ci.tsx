@@ -11,6 +11,7 @@ import type {
 } from '../lib/api-shapes';
 import { dateTime, relative, timeOfDay } from '../lib/format';
 import { Link } from '../lib/router';
+import { CiQualityPanel } from './quality/ci-panel';
 import { ChangeItem, DiffModePicker } from '../components/change';
 import { JsonTree } from '../components/json-tree';
 import { MomentPicker, PastNotice } from '../components/moment-picker';
@@ -69,6 +70,8 @@ function Detail({
       <CiHeader ci={ci} asOf={asOf} />
       <div class="ci-columns">
         <div>
+          {/* the verdicts are of the CI as it is now */}
+          {asOf ? null : <CiQualityPanel ciId={ci.ci_id} />}
           <CiData ci={ci} />
           <Relationships ci={ci} asOf={asOf} />
         </div>
