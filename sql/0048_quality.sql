@@ -64,6 +64,7 @@ create table quality_count_deltas (
 create index quality_count_deltas_tenant on quality_count_deltas (tenant_id);
 
 create table quality_counts (
+  id bigint generated always as identity primary key,
   tenant_id uuid not null,
   source_id bigint not null,
   scope_id text,
@@ -262,6 +263,7 @@ create table quality_rule_deltas (
 create index quality_rule_deltas_tenant on quality_rule_deltas (tenant_id);
 
 create table quality_rule_counts (
+  id bigint generated always as identity primary key,
   rule_id uuid not null references quality_rules (id) on delete cascade,
   tenant_id uuid not null,
   source_id bigint not null,
@@ -314,6 +316,7 @@ create trigger ci_rule_results_update after update on ci_rule_results
 -- Where the worker is: a tenant's or a rule's walk over the stored CIs (after a change of the
 -- settings, a new or edited rule, and the first start), by ci_id.
 create table quality_walks (
+  id bigint generated always as identity primary key,
   tenant_id uuid not null,
   -- null: the whole check (settings); else the rule walked
   rule_id uuid,
@@ -335,6 +338,7 @@ create table quality_source_lists (
 -- The counters as they were at the end of each day (UTC), per source, instance and type: the
 -- trend of 90 days is one read of these rows.
 create table quality_daily (
+  id bigint generated always as identity primary key,
   tenant_id uuid not null,
   day date not null,
   source_id bigint not null,

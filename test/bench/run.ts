@@ -20,6 +20,7 @@ import { benchIdentities } from './identities.js';
 import { benchList } from './list.js';
 import { benchNdjson } from './ndjson.js';
 import { benchQuery } from './query.js';
+import { benchQuality } from './quality.js';
 import { benchRelationships } from './relationships.js';
 import { benchReconcile } from './reconcile.js';
 import { benchReconcileFloor } from './reconcile-floor.js';
@@ -59,6 +60,7 @@ const extra: Record<string, Bench> = {
   'reconcile-floor': (size) => benchReconcileFloor(size),
   query: (size) => benchQuery(size),
   identities: (size) => benchIdentities(size),
+  quality: (size) => benchQuality(size),
 };
 
 const [name, sizeText, secondText] = process.argv.slice(2);

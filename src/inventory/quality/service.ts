@@ -5,6 +5,7 @@ import { seesAllData, type Principal } from '../../platform/auth/principal.js';
 import { columnsOf, visibleTo } from '../../platform/auth/scope.js';
 import { forbidden, notFound } from '../../platform/errors.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../../platform/http/cursor.js';
+import { bigintId } from '../../platform/http/schemas.js';
 import { countedFromRows, qualityCounts, replaceCounters, ruleCounts, type CountFilters } from './counts-store.js';
 import { recheck } from './check-store.js';
 import { planOf } from './planning.js';
@@ -42,9 +43,10 @@ export interface QualityFilters {
   owner?: string;
 }
 
+/** The filters as the counters read them: a source id no row can have (0, beyond bigint) matches nothing. */
 const countFilters = (f: QualityFilters): CountFilters => ({
   ciType: f.ci_type,
-  sourceId: f.source_id,
+  sourceId: f.source_id === undefined ? undefined : (bigintId(f.source_id) ?? '0'),
   owner: f.owner,
 });
 
@@ -123,7 +125,7 @@ async function trend(app: AppContext, principal: Principal, filters: QualityFilt
   const days = await trendOf(
     app.sql,
     visibleTo(app.sql, principal, columnsOf('q')),
-    { ciType: filters.ci_type, sourceId: filters.source_id },
+    { ciType: filters.ci_type, sourceId: countFilters(filters).sourceId },
     since,
   );
   return days.map((day) => {
@@ -201,7 +203,12 @@ export async function failingItems(app: AppContext, principal: Principal, measur
     })),
     next_cursor:
       rows.length > query.limit && last ? encodeCursor(app.config.secret, binding, [last.ci_id, last.rule_id]) : null,
-    query: failingQuery(measure, settings, query, { sources, late, rules, now: app.now() }),
+    query: failingQuery(
+      measure,
+      settings,
+      { ...query, source_id: countFilters(query).sourceId },
+      { sources, late, rules, now: app.now() },
+    ),
   };
 }
 

@@ -43,7 +43,7 @@ export interface QualitySettings {
 
 const WORKLOAD: TypePaths = {
   required: ['raw_data.spec.selector', 'raw_data.spec.template.spec.containers'],
-  recommended: ['raw_data.metadata.labels.team', 'raw_data.spec.template.spec.containers.0.resources.limits'],
+  recommended: ['raw_data.metadata.labels.team', 'raw_data.spec.template.spec.containers.*.resources.limits'],
 };
 const SERVER: TypePaths = { required: ['raw_data.version'], recommended: ['type_data.host'] };
 const IN_NAMESPACE: RequiredRelationship = {
@@ -65,7 +65,7 @@ export const DEFAULT_SETTINGS: QualitySettings = {
     'k8s.daemonset': WORKLOAD,
     'k8s.pod': {
       required: ['raw_data.spec.containers'],
-      recommended: ['raw_data.metadata.labels.team', 'raw_data.spec.containers.0.resources.limits'],
+      recommended: ['raw_data.metadata.labels.team', 'raw_data.spec.containers.*.resources.limits'],
     },
     'k8s.service': { required: ['raw_data.spec.ports'], recommended: ['raw_data.metadata.labels.team'] },
     'k8s.node': {

@@ -70,7 +70,7 @@ class Checker {
     return resolved;
   }
 
-  definition(field: Field, { needPath = true } = {}): FieldDef {
+  definition(field: Field, { needPath = true, wildcard = false } = {}): FieldDef {
     const def = QUERY_FIELDS[field.name];
     if (!def)
       throw this.fail(field.at, `unknown field "${field.name}"`, nearest(field.name, Object.keys(QUERY_FIELDS)));
@@ -79,6 +79,8 @@ class Checker {
     if (def.kind !== 'json' && field.path.length > 0)
       throw this.fail(field.at, `${field.name} has no paths; only raw_data and type_data do`);
     if (field.path.length > MAX_PATH) throw this.fail(field.at, `a path has ${MAX_PATH} segments at most`);
+    if (field.wildcards && !wildcard)
+      throw this.fail(field.at, 'a * segment (every element) works with exists and not exists only');
     if (def.presentOnly && this.context.atMoment)
       throw this.fail(field.at, `${field.name} is known only of the present, not at a moment`);
     return def;
@@ -120,7 +122,7 @@ class Checker {
         return e.values.forEach((v) => this.value(def, e.field, v, e.at));
       }
       case 'exists':
-        this.definition(e.field);
+        this.definition(e.field, { wildcard: true });
         return;
       case 'text':
         return this.textMatch(e);

@@ -49,7 +49,12 @@ export const DEFAULT_COLUMNS = [
 
 /** The field as the query wrote it: `raw_data.spec.replicas`. */
 export const fieldText = (field: Field): string =>
-  [field.name, ...field.path.map((s) => (/^[A-Za-z0-9_\-$@]+$/.test(s) ? s : JSON.stringify(s)))].join('.');
+  [
+    field.name,
+    ...field.path.map((s, i) =>
+      field.wildcards?.includes(i) ? '*' : /^[A-Za-z0-9_\-$@]+$/.test(s) ? s : JSON.stringify(s),
+    ),
+  ].join('.');
 
 /** Edit distance, for naming the nearest known names of an unknown one. */
 function distance(a: string, b: string): number {

@@ -77,6 +77,29 @@ function textMatch(ctx: PredicateContext, target: Fragment, op: TextOp, text: st
     : sql`${target} like ${likeOf(op, text)}`;
 }
 
+/** A key as an SQL/JSON path string literal's content: quotes, backslashes and control characters escaped. */
+const escapedKey = (key: string): string =>
+  [...key]
+    .map((c) =>
+      c === '"' || c === '\\' ? `\\${c}` : c < ' ' ? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}` : c,
+    )
+    .join('');
+
+/** A path segment as SQL/JSON path text: an index, or a quoted key. */
+const jsonPathStep = (segment: string): string => (/^\d+$/.test(segment) ? `[${segment}]` : `."${escapedKey(segment)}"`);
+
+/**
+ * `path exists` where `*` segments stand for every element of an array: each element holds the
+ * rest of the path (not JSON null), and there is at least one. As an SQL/JSON path filter, nested
+ * for each `*`, relative to `base` (`$` the document, `@` the element).
+ */
+function everyElement(base: string, path: readonly string[], wildcards: ReadonlySet<number>, from: number): string {
+  const at = path.findIndex((_, i) => i >= from && wildcards.has(i));
+  if (at < 0) return `exists(${base}${path.slice(from).map(jsonPathStep).join('')} ? (@ != null))`;
+  const elements = `${base}${path.slice(from, at).map(jsonPathStep).join('')}[*]`;
+  return `(exists(${elements}) && !exists(${elements} ? (!(${everyElement('@', path, wildcards, at + 1)}))))`;
+}
+
 /** A JSON path's predicates: equality by containment, order by number when both sides are numbers. */
 function jsonPredicate(ctx: PredicateContext, row: string, field: Field, e: Expr): Fragment {
   const { sql } = ctx;
@@ -113,7 +136,12 @@ function jsonPredicate(ctx: PredicateContext, row: string, field: Field, e: Expr
       return e.negated ? sql`not coalesce(${any}, false)` : any;
     }
     case 'exists': {
-      const present = sql`(${node} is not null and jsonb_typeof(${node}) <> 'null')`;
+      const every = field.wildcards
+        ? `$ ? (${everyElement('$', path, new Set(field.wildcards), 0)})`
+        : undefined;
+      const present = every
+        ? sql`jsonb_path_exists(${doc}, ${every}::jsonpath)`
+        : sql`(${node} is not null and jsonb_typeof(${node}) <> 'null')`;
       return e.negated ? sql`not ${present}` : present;
     }
     case 'text':

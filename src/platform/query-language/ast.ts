@@ -17,6 +17,8 @@ export interface At {
 export interface Field {
   name: string;
   path: string[];
+  /** The positions in `path` of `*` segments (every element of an array), when there are any. */
+  wildcards?: number[];
   at: At;
 }
 

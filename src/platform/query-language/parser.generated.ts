@@ -454,87 +454,92 @@ function peg$parse(input, options) {
     return [first, ...rest];
   }
   function peg$f35(head, segments) {
-    return { name: head, path: segments, at: at(location()) };
+    const wildcards = segments.flatMap((s, i) => (typeof s === 'string' ? [] : [i]));
+    const path = segments.map((s) => (typeof s === 'string' ? s : '*'));
+    return { name: head, path, ...(wildcards.length > 0 ? { wildcards } : {}), at: at(location()) };
   }
-  function peg$f36(text) {
+  function peg$f36() {
+    return { wildcard: true };
+  }
+  function peg$f37(text) {
     return { type: 'string', text, quoted: true };
   }
-  function peg$f37(name) {
+  function peg$f38(name) {
     return { type: 'param', name, text: text(), at: at(location()) };
   }
-  function peg$f38(text) {
+  function peg$f39(text) {
     return { type: 'number', value: Number(text), text };
   }
-  function peg$f39(text) {
-    return { type: 'string', text, quoted: false };
-  }
   function peg$f40(text) {
-    return text;
+    return { type: 'string', text, quoted: false };
   }
   function peg$f41(text) {
     return text;
   }
-  function peg$f42(offset) {
+  function peg$f42(text) {
+    return text;
+  }
+  function peg$f43(offset) {
     return { type: 'time', text: text(), relative: offset || null };
   }
-  function peg$f43(iso) {
+  function peg$f44(iso) {
     return { type: 'time', text: iso, relative: null };
   }
-  function peg$f44(text) {
+  function peg$f45(text) {
     return /^\d{4}-\d{2}-\d{2}/.test(text);
   }
-  function peg$f45(text) {
+  function peg$f46(text) {
     return { type: 'time', text, relative: null };
   }
-  function peg$f46(chars) {
+  function peg$f47(chars) {
     return chars.replace(/\\(.)/g, '$1');
   }
-  function peg$f47(digits) {
+  function peg$f48(digits) {
     return Number(digits);
   }
-  function peg$f48(first, rest) {
+  function peg$f49(first, rest) {
     return node('sort', { keys: [first, ...rest] }, location());
   }
-  function peg$f49(n) {
+  function peg$f50(n) {
     return node('limit', { n }, location());
   }
-  function peg$f50(first, rest) {
+  function peg$f51(first, rest) {
     return node('fields', { fields: [first, ...rest] }, location());
   }
-  function peg$f51(by) {
+  function peg$f52(by) {
     return node('aggregate', { fn: 'count', field: null, by: by ?? [] }, location());
   }
-  function peg$f52(fn, field, by) {
+  function peg$f53(fn, field, by) {
     return node('aggregate', { fn, field, by: by ?? [] }, location());
   }
-  function peg$f53() {
+  function peg$f54() {
     return 'first';
   }
-  function peg$f54() {
+  function peg$f55() {
     return 'last';
   }
-  function peg$f55(which) {
+  function peg$f56(which) {
     return node('return', { which }, location());
   }
-  function peg$f56() {
+  function peg$f57() {
     return node('with_changes', {}, location());
   }
-  function peg$f57(field, direction) {
+  function peg$f58(field, direction) {
     return { field, desc: direction?.toLowerCase() === 'desc' };
   }
-  function peg$f58(first, rest) {
+  function peg$f59(first, rest) {
     return [first, ...rest];
   }
-  function peg$f59() {
+  function peg$f60() {
     return 'min';
   }
-  function peg$f60() {
+  function peg$f61() {
     return 'max';
   }
-  function peg$f61() {
+  function peg$f62() {
     return 'sum';
   }
-  function peg$f62() {
+  function peg$f63() {
     return 'avg';
   }
   let peg$currPos = options.peg$currPos | 0;
@@ -2445,6 +2450,23 @@ function peg$parse(input, options) {
     }
     if (s0 === peg$FAILED) {
       s0 = peg$parseQuotedString();
+      if (s0 === peg$FAILED) {
+        s0 = peg$currPos;
+        if (input.charCodeAt(peg$currPos) === 42) {
+          s1 = peg$c5;
+          peg$currPos++;
+        } else {
+          s1 = peg$FAILED;
+          if (peg$silentFails === 0) {
+            peg$fail(peg$e6);
+          }
+        }
+        if (s1 !== peg$FAILED) {
+          peg$savedPos = s0;
+          s1 = peg$f36();
+        }
+        s0 = s1;
+      }
     }
     peg$silentFails--;
     if (s0 === peg$FAILED) {
@@ -2465,7 +2487,7 @@ function peg$parse(input, options) {
     s1 = peg$parseQuotedString();
     if (s1 !== peg$FAILED) {
       peg$savedPos = s0;
-      s1 = peg$f36(s1);
+      s1 = peg$f37(s1);
     }
     s0 = s1;
     if (s0 === peg$FAILED) {
@@ -2527,7 +2549,7 @@ function peg$parse(input, options) {
         }
         if (s2 !== peg$FAILED) {
           peg$savedPos = s0;
-          s0 = peg$f37(s2);
+          s0 = peg$f38(s2);
         } else {
           peg$currPos = s0;
           s0 = peg$FAILED;
@@ -2719,7 +2741,7 @@ function peg$parse(input, options) {
             }
             if (s2 !== peg$FAILED) {
               peg$savedPos = s0;
-              s0 = peg$f38(s1);
+              s0 = peg$f39(s1);
             } else {
               peg$currPos = s0;
               s0 = peg$FAILED;
@@ -2747,7 +2769,7 @@ function peg$parse(input, options) {
               s2 = peg$parseBareWord();
               if (s2 !== peg$FAILED) {
                 peg$savedPos = s0;
-                s0 = peg$f39(s2);
+                s0 = peg$f40(s2);
               } else {
                 peg$currPos = s0;
                 s0 = peg$FAILED;
@@ -2779,7 +2801,7 @@ function peg$parse(input, options) {
     s1 = peg$parseQuotedString();
     if (s1 !== peg$FAILED) {
       peg$savedPos = s0;
-      s1 = peg$f40(s1);
+      s1 = peg$f41(s1);
     }
     s0 = s1;
     if (s0 === peg$FAILED) {
@@ -2801,7 +2823,7 @@ function peg$parse(input, options) {
         s2 = peg$parseBareWord();
         if (s2 !== peg$FAILED) {
           peg$savedPos = s0;
-          s0 = peg$f41(s2);
+          s0 = peg$f42(s2);
         } else {
           peg$currPos = s0;
           s0 = peg$FAILED;
@@ -3044,7 +3066,7 @@ function peg$parse(input, options) {
       }
       if (s3 !== peg$FAILED) {
         peg$savedPos = s0;
-        s0 = peg$f42(s2);
+        s0 = peg$f43(s2);
       } else {
         peg$currPos = s0;
         s0 = peg$FAILED;
@@ -3505,7 +3527,7 @@ function peg$parse(input, options) {
         }
         if (s2 !== peg$FAILED) {
           peg$savedPos = s0;
-          s0 = peg$f43(s1);
+          s0 = peg$f44(s1);
         } else {
           peg$currPos = s0;
           s0 = peg$FAILED;
@@ -3519,7 +3541,7 @@ function peg$parse(input, options) {
         s1 = peg$parseQuotedString();
         if (s1 !== peg$FAILED) {
           peg$savedPos = peg$currPos;
-          s2 = peg$f44(s1);
+          s2 = peg$f45(s1);
           if (s2) {
             s2 = undefined;
           } else {
@@ -3527,7 +3549,7 @@ function peg$parse(input, options) {
           }
           if (s2 !== peg$FAILED) {
             peg$savedPos = s0;
-            s0 = peg$f45(s1);
+            s0 = peg$f46(s1);
           } else {
             peg$currPos = s0;
             s0 = peg$FAILED;
@@ -3665,7 +3687,7 @@ function peg$parse(input, options) {
       }
       if (s3 !== peg$FAILED) {
         peg$savedPos = s0;
-        s0 = peg$f46(s2);
+        s0 = peg$f47(s2);
       } else {
         peg$currPos = s0;
         s0 = peg$FAILED;
@@ -3724,7 +3746,7 @@ function peg$parse(input, options) {
     }
     if (s1 !== peg$FAILED) {
       peg$savedPos = s0;
-      s1 = peg$f47(s1);
+      s1 = peg$f48(s1);
     }
     s0 = s1;
     peg$silentFails--;
@@ -3802,7 +3824,7 @@ function peg$parse(input, options) {
             }
           }
           peg$savedPos = s0;
-          s0 = peg$f48(s3, s4);
+          s0 = peg$f49(s3, s4);
         } else {
           peg$currPos = s0;
           s0 = peg$FAILED;
@@ -3824,7 +3846,7 @@ function peg$parse(input, options) {
           s3 = peg$parseInteger();
           if (s3 !== peg$FAILED) {
             peg$savedPos = s0;
-            s0 = peg$f49(s3);
+            s0 = peg$f50(s3);
           } else {
             peg$currPos = s0;
             s0 = peg$FAILED;
@@ -3898,7 +3920,7 @@ function peg$parse(input, options) {
                 }
               }
               peg$savedPos = s0;
-              s0 = peg$f50(s3, s4);
+              s0 = peg$f51(s3, s4);
             } else {
               peg$currPos = s0;
               s0 = peg$FAILED;
@@ -3945,7 +3967,7 @@ function peg$parse(input, options) {
               s2 = null;
             }
             peg$savedPos = s0;
-            s0 = peg$f51(s2);
+            s0 = peg$f52(s2);
           } else {
             peg$currPos = s0;
             s0 = peg$FAILED;
@@ -4009,7 +4031,7 @@ function peg$parse(input, options) {
                       s8 = null;
                     }
                     peg$savedPos = s0;
-                    s0 = peg$f52(s1, s5, s8);
+                    s0 = peg$f53(s1, s5, s8);
                   } else {
                     peg$currPos = s0;
                     s0 = peg$FAILED;
@@ -4036,7 +4058,7 @@ function peg$parse(input, options) {
                   s4 = peg$parseFIRST();
                   if (s4 !== peg$FAILED) {
                     peg$savedPos = s3;
-                    s4 = peg$f53();
+                    s4 = peg$f54();
                   }
                   s3 = s4;
                   if (s3 === peg$FAILED) {
@@ -4044,13 +4066,13 @@ function peg$parse(input, options) {
                     s4 = peg$parseLAST();
                     if (s4 !== peg$FAILED) {
                       peg$savedPos = s3;
-                      s4 = peg$f54();
+                      s4 = peg$f55();
                     }
                     s3 = s4;
                   }
                   if (s3 !== peg$FAILED) {
                     peg$savedPos = s0;
-                    s0 = peg$f55(s3);
+                    s0 = peg$f56(s3);
                   } else {
                     peg$currPos = s0;
                     s0 = peg$FAILED;
@@ -4072,7 +4094,7 @@ function peg$parse(input, options) {
                     s3 = peg$parseCHANGES();
                     if (s3 !== peg$FAILED) {
                       peg$savedPos = s0;
-                      s0 = peg$f56();
+                      s0 = peg$f57();
                     } else {
                       peg$currPos = s0;
                       s0 = peg$FAILED;
@@ -4129,7 +4151,7 @@ function peg$parse(input, options) {
         s2 = null;
       }
       peg$savedPos = s0;
-      s0 = peg$f57(s1, s2);
+      s0 = peg$f58(s1, s2);
     } else {
       peg$currPos = s0;
       s0 = peg$FAILED;
@@ -4197,7 +4219,7 @@ function peg$parse(input, options) {
         }
       }
       peg$savedPos = s0;
-      s0 = peg$f58(s1, s2);
+      s0 = peg$f59(s1, s2);
     } else {
       peg$currPos = s0;
       s0 = peg$FAILED;
@@ -4213,7 +4235,7 @@ function peg$parse(input, options) {
     s1 = peg$parseMIN();
     if (s1 !== peg$FAILED) {
       peg$savedPos = s0;
-      s1 = peg$f59();
+      s1 = peg$f60();
     }
     s0 = s1;
     if (s0 === peg$FAILED) {
@@ -4221,7 +4243,7 @@ function peg$parse(input, options) {
       s1 = peg$parseMAX();
       if (s1 !== peg$FAILED) {
         peg$savedPos = s0;
-        s1 = peg$f60();
+        s1 = peg$f61();
       }
       s0 = s1;
       if (s0 === peg$FAILED) {
@@ -4229,7 +4251,7 @@ function peg$parse(input, options) {
         s1 = peg$parseSUM();
         if (s1 !== peg$FAILED) {
           peg$savedPos = s0;
-          s1 = peg$f61();
+          s1 = peg$f62();
         }
         s0 = s1;
         if (s0 === peg$FAILED) {
@@ -4237,7 +4259,7 @@ function peg$parse(input, options) {
           s1 = peg$parseAVG();
           if (s1 !== peg$FAILED) {
             peg$savedPos = s0;
-            s1 = peg$f62();
+            s1 = peg$f63();
           }
           s0 = s1;
         }
