@@ -86,7 +86,8 @@ const escapedKey = (key: string): string =>
     .join('');
 
 /** A path segment as SQL/JSON path text: an index, or a quoted key. */
-const jsonPathStep = (segment: string): string => (/^\d+$/.test(segment) ? `[${segment}]` : `."${escapedKey(segment)}"`);
+const jsonPathStep = (segment: string): string =>
+  /^\d+$/.test(segment) ? `[${segment}]` : `."${escapedKey(segment)}"`;
 
 /**
  * `path exists` where `*` segments stand for every element of an array: each element holds the
@@ -136,9 +137,7 @@ function jsonPredicate(ctx: PredicateContext, row: string, field: Field, e: Expr
       return e.negated ? sql`not coalesce(${any}, false)` : any;
     }
     case 'exists': {
-      const every = field.wildcards
-        ? `$ ? (${everyElement('$', path, new Set(field.wildcards), 0)})`
-        : undefined;
+      const every = field.wildcards ? `$ ? (${everyElement('$', path, new Set(field.wildcards), 0)})` : undefined;
       const present = every
         ? sql`jsonb_path_exists(${doc}, ${every}::jsonpath)`
         : sql`(${node} is not null and jsonb_typeof(${node}) <> 'null')`;
