@@ -129,7 +129,7 @@ create trigger ci_quality_update after update on ci_quality
   referencing old table as removed_rows new table as added_rows for each statement execute function cinv_quality_updated();
 
 -- What queues a CI. A CI's own write queues it; a status change or a removal also queues the CIs
--- whose relationships point at it (their "relationship to a CI that is gone").
+-- at the other end of its relationships (a relationship to a CI that is gone, a required one from it).
 create function cinv_quality_ci_inserted() returns trigger language plpgsql as $$
 begin
   insert into quality_queue (tenant_id, ci_id) select tenant_id, ci_id from inserted;
@@ -143,6 +143,10 @@ begin
   union all
   select r.tenant_id, r.from_ci_id from after_update a join before_update b on b.ci_id = a.ci_id
   join relationships r on r.tenant_id = a.tenant_id and r.to_ci_id = a.ci_id
+  where a.status <> b.status
+  union all
+  select r.tenant_id, r.to_ci_id from after_update a join before_update b on b.ci_id = a.ci_id
+  join relationships r on r.tenant_id = a.tenant_id and r.from_ci_id = a.ci_id
   where a.status <> b.status;
   return null;
 end $$;
@@ -151,7 +155,10 @@ create function cinv_quality_ci_deleted() returns trigger language plpgsql as $$
 begin
   insert into quality_queue (tenant_id, ci_id)
   select r.tenant_id, r.from_ci_id from removed
-  join relationships r on r.tenant_id = removed.tenant_id and r.to_ci_id = removed.ci_id;
+  join relationships r on r.tenant_id = removed.tenant_id and r.to_ci_id = removed.ci_id
+  union all
+  select r.tenant_id, r.to_ci_id from removed
+  join relationships r on r.tenant_id = removed.tenant_id and r.from_ci_id = removed.ci_id;
   return null;
 end $$;
 
@@ -162,9 +169,17 @@ create trigger ci_quality_queue_update after update on configuration_items
 create trigger ci_quality_queue_delete after delete on configuration_items
   referencing old table as removed for each statement execute function cinv_quality_ci_deleted();
 
--- A relationship added or removed moves its source end (a required relationship, one to a CI
--- that is gone); only inserts and deletes change which relationships exist.
+-- A relationship added or removed moves both ends (a required relationship out of one, into
+-- the other; one to a CI that is gone); only inserts and deletes change which exist.
 create function cinv_quality_relationships_moved() returns trigger language plpgsql as $$
+begin
+  insert into quality_queue (tenant_id, ci_id)
+  select tenant_id, from_ci_id from moved union select tenant_id, to_ci_id from moved;
+  return null;
+end $$;
+
+-- A reference waiting for its target moves only the CI that makes it.
+create function cinv_quality_references_moved() returns trigger language plpgsql as $$
 begin
   insert into quality_queue (tenant_id, ci_id) select distinct tenant_id, from_ci_id from moved;
   return null;
@@ -175,9 +190,9 @@ create trigger relationships_quality_insert after insert on relationships
 create trigger relationships_quality_delete after delete on relationships
   referencing old table as moved for each statement execute function cinv_quality_relationships_moved();
 create trigger pending_relationships_quality_insert after insert on pending_relationships
-  referencing new table as moved for each statement execute function cinv_quality_relationships_moved();
+  referencing new table as moved for each statement execute function cinv_quality_references_moved();
 create trigger pending_relationships_quality_delete after delete on pending_relationships
-  referencing old table as moved for each statement execute function cinv_quality_relationships_moved();
+  referencing old table as moved for each statement execute function cinv_quality_references_moved();
 
 -- Identities: an observation joining or leaving an identity moves every observation of it (a
 -- second observation by one source makes both duplicates); a conflict moves the CIs it names.

@@ -7,6 +7,14 @@ import type { CheckPlan, PlannedPath, PlannedRelationship } from './plan.js';
 /** Turns a standing match into its SQL condition on the CI row `row` (the queries service's compiler). */
 export type CheckCompiler = (e: Expr, row: string) => Fragment;
 
+/**
+ * The CIs of `ids` as a FROM item `ci`, each found through its key: a check right after a bulk
+ * load meets tables without statistics, and the planner would scan all of configuration_items for
+ * every batch (a batch of 500 took 7 s at 1 000 000 CIs before `analyze`, 25 ms after).
+ */
+const byId = (sql: Sql, ids: readonly string[]): Fragment => sql`unnest(${ids as string[]}::uuid[]) as wanted(ci_id)
+  join lateral (select * from configuration_items c where c.ci_id = wanted.ci_id offset 0) as ci on true`;
+
 /** `case ci.ci_type when T1 then E1 … else fallback end`, or just the fallback when no type has one. */
 function byType<T>(sql: Sql, entries: Iterable<[string, T]>, value: (item: T) => Fragment, fallback: Fragment) {
   const arms = [...entries].map(([type, item]) => sql`when ${type}::text then ${value(item)}`);
@@ -103,13 +111,13 @@ export async function recheck(sql: Sql, plan: CheckPlan, ids: readonly string[],
              ${figures.required} as required_n, ${figures.recommended} as recommended_n,
              ${orphan(sql, plan, condition)} as orphan, ${DUPLICATE(sql)} as duplicate,
              ${figures.staleMinutes} as stale_minutes, l.last_seen, sl.listed_at
-      from configuration_items ci
+      from ${byId(sql, ids)}
       left join ci_last_seen l on l.ci_id = ci.ci_id
       left join quality_source_lists sl on sl.source_id = ci.source_id
-      where ci.ci_id = any(${ids as string[]}::uuid[]) and ci.tenant_id = ${plan.tenantId} and ci.status = 'active'
+      where ci.tenant_id = ${plan.tenantId} and ci.status = 'active'
     ), gone as (
-      delete from ci_quality q where q.ci_id = any(${ids as string[]}::uuid[])
-        and not exists (select 1 from target t where t.ci_id = q.ci_id)
+      delete from ci_quality q using unnest(${ids as string[]}::uuid[]) as wanted(ci_id)
+      where q.ci_id = wanted.ci_id and not exists (select 1 from target t where t.ci_id = q.ci_id)
     )
     insert into ci_quality (ci_id, tenant_id, source_id, scope_id, ci_type, owner, missing, missing_recommended,
                             completeness, orphan, duplicate, stale_since, unseen_since, checked_at)
@@ -153,7 +161,7 @@ export async function recheckRules(
       ? sql`select null::uuid as rule_id, null::uuid as ci_id, null::bigint as source_id, null::text as scope_id,
                    null::text as ci_type, null::text as owner, false as passed where false`
       : sql`select v.rule_id, ci.ci_id, ci.source_id, ci.scope_id, ci.ci_type, ${ownerOf(sql, plan)} as owner, v.passed
-            from configuration_items ci
+            from ${byId(sql, ids)}
             cross join lateral (values ${rules
               .map(
                 (rule) =>
@@ -161,11 +169,11 @@ export async function recheckRules(
                        coalesce(${condition(rule.requires, 'ci')}, false))`,
               )
               .reduce((a, b) => sql`${a}, ${b}`)}) as v(rule_id, applies, passed)
-            where ci.ci_id = any(${ids as string[]}::uuid[]) and ci.tenant_id = ${plan.tenantId}
-              and ci.status = 'active' and v.applies`;
+            where ci.tenant_id = ${plan.tenantId} and ci.status = 'active' and v.applies`;
   await sql`
     with verdicts as (${verdicts}), dropped as (
-      delete from ci_rule_results x where x.ci_id = any(${ids as string[]}::uuid[])
+      delete from ci_rule_results x using unnest(${ids as string[]}::uuid[]) as wanted(ci_id)
+      where x.ci_id = wanted.ci_id
         and (x.rule_id = any(${ruleIds}::uuid[]) or ${rules.length === plan.rules.length})
         and not exists (select 1 from verdicts v where v.rule_id = x.rule_id and v.ci_id = x.ci_id)
     )

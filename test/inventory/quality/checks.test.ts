@@ -107,6 +107,34 @@ describe('data-quality checks', () => {
     expect((await failing(app.current, admin, 'orphans')).items.map((item) => item.name)).to.deep.equal(['web-1']);
   });
 
+  it('marks a replica set its deployment no longer manages, though only the deployment was written', async () => {
+    const replicaSet: UniversalRecord = {
+      external_id: 'replicaset/shop/web-1',
+      ci_type: 'k8s.replicaset',
+      name: 'web-1',
+      namespace: null,
+      raw_data: { metadata: { name: 'web-1', ownerReferences: [{ kind: 'Deployment', name: 'web' }] } },
+      type_data: {},
+    };
+    const deployment = (manages: boolean): UniversalRecord => ({
+      external_id: 'deployment/shop/web',
+      ci_type: 'k8s.deployment',
+      name: 'web',
+      namespace: null,
+      raw_data: { metadata: { name: 'web' }, spec: { replicas: manages ? 2 : 3 } },
+      type_data: {},
+      relationships: manages ? [{ type: 'manages', target_external_id: 'replicaset/shop/web-1' }] : [],
+    });
+    await ingest(app.current.sql, [replicaSet, deployment(true)], { source: 'k8s' });
+    await settle();
+    expect((await failing(app.current, admin, 'orphans')).items).to.deep.equal([]);
+    await ingest(app.current.sql, [deployment(false)], { source: 'k8s', mode: 'delta' });
+    await settle();
+    expect((await failing(app.current, admin, 'orphans')).items.map((item) => [item.name, item.reason])).to.deep.equal([
+      ['web-1', 'no manages relationship from an active k8s.deployment'],
+    ]);
+  });
+
   it('counts a CI stale once its type’s threshold passes unseen, and fresh again once seen', async () => {
     const seenAt = new Date(Date.now() - 7 * 3_600_000);
     await ingest(app.current.sql, [pod('old', CONTAINERS), node, namespace], { now: seenAt, source: 'k8s' });
