@@ -38,6 +38,9 @@ create table ci_quality (
   checked_at timestamptz not null
 );
 create index ci_quality_by_source on ci_quality (tenant_id, source_id, ci_id);
+-- a type's or an owner's failures: their rows by id, when the failing rows of everyone are many more
+create index ci_quality_by_type on ci_quality (tenant_id, ci_type, ci_id);
+create index ci_quality_by_owner on ci_quality (tenant_id, owner, ci_id);
 create index ci_quality_incomplete on ci_quality (tenant_id, ci_id) where missing <> '{}';
 create index ci_quality_orphans on ci_quality (tenant_id, ci_id) where orphan is not null;
 create index ci_quality_duplicates on ci_quality (tenant_id, ci_id) where duplicate is not null;
@@ -136,29 +139,40 @@ begin
   return null;
 end $$;
 
+-- The CIs whose status moved are found first and their relationships through the indexes, one
+-- lookup each: joined whole, the planner (which knows nothing of a transition table) would hash
+-- every relationship of the inventory for each statement of a collection.
 create function cinv_quality_ci_updated() returns trigger language plpgsql as $$
 begin
   insert into quality_queue (tenant_id, ci_id)
   select a.tenant_id, a.ci_id from after_update a
   union all
-  select r.tenant_id, r.from_ci_id from after_update a join before_update b on b.ci_id = a.ci_id
-  join relationships r on r.tenant_id = a.tenant_id and r.to_ci_id = a.ci_id
-  where a.status <> b.status
-  union all
-  select r.tenant_id, r.to_ci_id from after_update a join before_update b on b.ci_id = a.ci_id
-  join relationships r on r.tenant_id = a.tenant_id and r.from_ci_id = a.ci_id
-  where a.status <> b.status;
+  select r.tenant_id, r.ci_id
+  from (select a.tenant_id, a.ci_id from after_update a join before_update b on b.ci_id = a.ci_id
+        where a.status <> b.status) moved
+  cross join lateral (
+    select r.tenant_id, r.from_ci_id as ci_id from relationships r
+    where r.tenant_id = moved.tenant_id and r.to_ci_id = moved.ci_id
+    union all
+    select r.tenant_id, r.to_ci_id from relationships r
+    where r.tenant_id = moved.tenant_id and r.from_ci_id = moved.ci_id
+    offset 0
+  ) r;
   return null;
 end $$;
 
 create function cinv_quality_ci_deleted() returns trigger language plpgsql as $$
 begin
   insert into quality_queue (tenant_id, ci_id)
-  select r.tenant_id, r.from_ci_id from removed
-  join relationships r on r.tenant_id = removed.tenant_id and r.to_ci_id = removed.ci_id
-  union all
-  select r.tenant_id, r.to_ci_id from removed
-  join relationships r on r.tenant_id = removed.tenant_id and r.from_ci_id = removed.ci_id;
+  select r.tenant_id, r.ci_id from removed
+  cross join lateral (
+    select r.tenant_id, r.from_ci_id as ci_id from relationships r
+    where r.tenant_id = removed.tenant_id and r.to_ci_id = removed.ci_id
+    union all
+    select r.tenant_id, r.to_ci_id from relationships r
+    where r.tenant_id = removed.tenant_id and r.from_ci_id = removed.ci_id
+    offset 0
+  ) r;
   return null;
 end $$;
 

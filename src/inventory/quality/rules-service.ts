@@ -180,7 +180,8 @@ export async function previewRule(app: AppContext, principal: Principal, body: O
   const where = and(sql, [
     visibleTo(sql, principal, columnsOf('ci')),
     sql`ci.status = 'active'`,
-    sql`coalesce(${standingCondition(sql, principal.tenantId, appliesTo, 'ci', now)}, false)`,
+    // bare, not wrapped: the match's indexes serve it (a null is no match in a where clause either)
+    standingCondition(sql, principal.tenantId, appliesTo, 'ci', now),
   ]);
   const passes = sql`coalesce(${standingCondition(sql, principal.tenantId, requires, 'ci', now)}, false)`;
   const [counted] = await sql<{ applies: number; passes: number }[]>`
