@@ -384,3 +384,17 @@ create table quality_daily (
   rule_passes bigint not null,
   unique nulls not distinct (tenant_id, day, source_id, scope_id, ci_type)
 );
+
+-- Subscriptions that also deliver data-quality alerts: a score (overall or a measure's, as the
+-- owner sees them) falling below the tenant's alert_below, or back above it. What each was last
+-- told, per measure: a crossing is sent once, and sent again until a receiver takes it.
+alter table subscriptions add column quality_alerts boolean not null default false;
+create table subscription_quality_states (
+  subscription_id uuid not null references subscriptions (id) on delete cascade,
+  measure text not null,
+  below boolean not null,
+  score double precision not null,
+  told_at timestamptz not null,
+  primary key (subscription_id, measure)
+);
+create index subscriptions_quality_alerts on subscriptions (id) where quality_alerts and enabled;

@@ -252,7 +252,8 @@ async function collections(figures: Figure[]) {
         offs.push(off.seconds);
         ons.push(on.seconds);
         console.log(
-          `  ${label}: quality off ${off.seconds} s, on ${on.seconds} s (the worker ${on.worker} s of it; ${on.result.updated} updated)`,
+          `  ${label}: quality off ${off.seconds} s, on ${on.seconds} s (the reconcile ${on.written} s against ${off.written} s, ` +
+            `the list ${on.list} s, the worker ${on.worker} s; ${on.result.updated} updated)`,
         );
       }
       figures.push({

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { deliverQualityAlerts } from './quality-alerts.js';
 import { can, type Principal } from '../../platform/auth/principal.js';
 import { feedCriteria } from '../changes/feed.js';
 import type { AppContext } from '../../context.js';
@@ -39,6 +40,9 @@ import { TextCache } from './text-cache.js';
 const TURN_MS = 5_000;
 const FIRST_RETRY_MS = 1_000;
 /** Delivered batches stay in the log (and redeliverable) this long. */
+/** How often the scores are compared with the thresholds (they move with the sweep). */
+const QUALITY_EVERY_MS = 60_000;
+
 export const DELIVERED_KEPT_MS = 7 * 86_400_000;
 const TRIM_EVERY_MS = 600_000;
 const LONGEST_RETRY_MS = 3_600_000;
@@ -74,6 +78,7 @@ export class SubscriptionDelivery {
   private ticking = false;
   private stopped = false;
   private trimmedAt = 0;
+  private qualityAt = 0;
   private readonly scans = new ScanCache();
   private readonly texts = new TextCache();
   private readonly targets = new TargetCache();
@@ -97,6 +102,12 @@ export class SubscriptionDelivery {
     if (this.ticking || this.stopped) return;
     this.ticking = true;
     try {
+      if (Date.now() - this.qualityAt > QUALITY_EVERY_MS) {
+        this.qualityAt = Date.now();
+        await deliverQualityAlerts(this.app, this.nats).catch((error: unknown) =>
+          this.app.logger.warn({ err: error }, 'quality alerts not delivered'),
+        );
+      }
       if (Date.now() - this.trimmedAt > TRIM_EVERY_MS) {
         this.trimmedAt = Date.now();
         await trimDelivered(this.app.sql, new Date(this.app.now().getTime() - DELIVERED_KEPT_MS));

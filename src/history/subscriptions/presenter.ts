@@ -29,6 +29,7 @@ export function presentSubscription(row: SubscriptionRow, now: Date) {
     },
     filter: row.filters,
     search: row.search,
+    quality_alerts: row.quality_alerts,
     enabled: row.enabled,
     state: row.state,
     state_reason: row.state_reason,

@@ -54,6 +54,14 @@ export const SubscriptionInput = Type.Object(
     search: Type.Optional(
       Type.String({ minLength: 1, maxLength: 500, description: 'The change search language, as on `GET /changes`.' }),
     ),
+    quality_alerts: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          "Also deliver `cinv.quality` messages: a data-quality score (overall or a measure's, as the owner sees them) " +
+          "falling below the tenant's `alert_below`, or back above it (docs/quality.md).",
+      }),
+    ),
     enabled: Type.Optional(Type.Boolean({ default: true })),
   },
   { additionalProperties: false },
@@ -74,6 +82,7 @@ export const Subscription = Type.Object(
     }),
     filter: Type.Array(Type.String()),
     search: Nullable(Type.String()),
+    quality_alerts: Type.Boolean(),
     enabled: Type.Boolean(),
     state: Type.Union(
       ['active', 'failing', 'paused', 'gone'].map((s) => Type.Literal(s)),

@@ -48,6 +48,7 @@ function settingsOf(
     owner: ownerOf(principal),
     sink,
     ...criteria,
+    qualityAlerts: input.quality_alerts ?? false,
     enabled: input.enabled ?? true,
     sealed,
     now: app.now(),

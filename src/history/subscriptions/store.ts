@@ -23,6 +23,7 @@ export interface SubscriptionRow {
   sink: StoredSink;
   filters: string[];
   search: string | null;
+  quality_alerts: boolean;
   enabled: boolean;
   state: 'active' | 'failing' | 'paused' | 'gone';
   state_reason: string | null;
@@ -40,7 +41,7 @@ export interface SubscriptionRow {
   updated_at: Date;
 }
 
-export const SUBSCRIPTION_COLUMNS = `id, tenant_id, name, owner_kind, owner_id, owner_name, sink, filters, search, enabled, state, state_reason,
+export const SUBSCRIPTION_COLUMNS = `id, tenant_id, name, owner_kind, owner_id, owner_name, sink, filters, search, quality_alerts, enabled, state, state_reason,
   secret_key_version, secret_nonce, secret_ciphertext, previous_key_version, previous_nonce, previous_ciphertext, previous_until,
   feed_position::text as feed_position, feed_record::text as feed_record, next_sequence::text as next_sequence, created_at, updated_at`;
 
@@ -51,6 +52,7 @@ export interface SubscriptionSettings {
   sink: StoredSink;
   filters: string[];
   search: string | null;
+  qualityAlerts: boolean;
   enabled: boolean;
   sealed: Sealed;
   now: Date;
@@ -66,8 +68,9 @@ export interface NewSubscription extends SubscriptionSettings {
 export async function insertSubscription(sql: Queryable, s: NewSubscription): Promise<SubscriptionRow | undefined> {
   const [row] = await sql.unsafe<SubscriptionRow[]>(
     `insert into subscriptions (id, tenant_id, name, owner_kind, owner_id, owner_name, sink, filters, search, enabled,
-                                secret_key_version, secret_nonce, secret_ciphertext, feed_position, feed_record, created_at, updated_at)
-     values ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8::text[], $9, $10, $11, $12, $13, $14::bigint, $15::bigint, $16, $16)
+                                secret_key_version, secret_nonce, secret_ciphertext, feed_position, feed_record, created_at, updated_at,
+                                quality_alerts)
+     values ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8::text[], $9, $10, $11, $12, $13, $14::bigint, $15::bigint, $16, $16, $17)
      on conflict on constraint subscriptions_name_unique do nothing
      returning ${SUBSCRIPTION_COLUMNS}`,
     [
@@ -87,6 +90,7 @@ export async function insertSubscription(sql: Queryable, s: NewSubscription): Pr
       s.feed.position,
       s.feed.id,
       s.now,
+      s.qualityAlerts,
     ] as never[],
   );
   return row;
@@ -122,6 +126,7 @@ export async function updateSubscription(
   const [row] = await sql.unsafe<SubscriptionRow[]>(
     `update subscriptions set name = $3, owner_kind = $4, owner_id = $5, owner_name = $6, sink = $7::text::jsonb, filters = $8::text[], search = $9,
             enabled = $10, secret_key_version = $11, secret_nonce = $12, secret_ciphertext = $13, updated_at = $14,
+            quality_alerts = $15,
             state = case when $10 and state in ('gone', 'paused') then 'active' else state end,
             state_reason = case when $10 and state in ('gone', 'paused') then null else state_reason end
      where tenant_id = $1 and id = $2
@@ -141,6 +146,7 @@ export async function updateSubscription(
       c.sealed.nonce,
       c.sealed.ciphertext,
       c.now,
+      c.qualityAlerts,
     ] as never[],
   );
   return row;

@@ -334,3 +334,21 @@ export async function recountQuality(app: AppContext, tenantId: string, fix: boo
   if (fix && differences.length > 0) await replaceCounters(app.sql, tenantId);
   return { checked, differences };
 }
+
+/**
+ * The principal's overall and per-measure scores now (what a quality alert compares with the
+ * threshold): the counters it may see, and its sources' schedules.
+ */
+export async function scoresOf(app: AppContext, principal: Principal) {
+  const settings = await settingsOf(app, principal.tenantId);
+  const [counts, rules, sources] = await Promise.all([
+    qualityCounts(app.sql, principal, {}),
+    ruleCounts(app.sql, principal, {}),
+    sourceLists(app.sql, principal),
+  ]);
+  const late = lateSources(sources, settings, app.now());
+  const total = emptyTally();
+  for (const row of counts) addCounts(total, row, late.has(row.source_id));
+  for (const row of rules) addRuleCounts(total, row);
+  return { figures: figuresOf(total, settings), threshold: settings.alert_below };
+}

@@ -12207,6 +12207,7 @@ export interface operations {
                 kind: 'api_key' | 'user';
                 name: string;
               };
+              quality_alerts: boolean;
               search: string | null;
               secret_rotating_until: string | null;
               sink: {
@@ -12291,6 +12292,11 @@ export interface operations {
           /** @description Repeatable `field:operator:value` (split on the first two colons). Fields: As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.. Operators: eq, ne, gt, gte, lt, lte, like, ilike, startswith, in, nin (comma list), null, notnull (no value). */
           filter?: string[];
           name: string;
+          /**
+           * @description Also deliver `cinv.quality` messages: a data-quality score (overall or a measure's, as the owner sees them) falling below the tenant's `alert_below`, or back above it (docs/quality.md).
+           * @default false
+           */
+          quality_alerts?: boolean;
           /** @description The change search language, as on `GET /changes`. */
           search?: string;
           sink:
@@ -12336,6 +12342,7 @@ export interface operations {
               kind: 'api_key' | 'user';
               name: string;
             };
+            quality_alerts: boolean;
             search: string | null;
             secret_rotating_until: string | null;
             sink: {
@@ -12497,6 +12504,7 @@ export interface operations {
               kind: 'api_key' | 'user';
               name: string;
             };
+            quality_alerts: boolean;
             search: string | null;
             secret_rotating_until: string | null;
             sink: {
@@ -12614,6 +12622,11 @@ export interface operations {
           /** @description Repeatable `field:operator:value` (split on the first two colons). Fields: As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.. Operators: eq, ne, gt, gte, lt, lte, like, ilike, startswith, in, nin (comma list), null, notnull (no value). */
           filter?: string[];
           name: string;
+          /**
+           * @description Also deliver `cinv.quality` messages: a data-quality score (overall or a measure's, as the owner sees them) falling below the tenant's `alert_below`, or back above it (docs/quality.md).
+           * @default false
+           */
+          quality_alerts?: boolean;
           /** @description The change search language, as on `GET /changes`. */
           search?: string;
           sink:
@@ -12659,6 +12672,7 @@ export interface operations {
               kind: 'api_key' | 'user';
               name: string;
             };
+            quality_alerts: boolean;
             search: string | null;
             secret_rotating_until: string | null;
             sink: {
@@ -13225,6 +13239,7 @@ export interface operations {
               kind: 'api_key' | 'user';
               name: string;
             };
+            quality_alerts: boolean;
             search: string | null;
             secret_rotating_until: string | null;
             sink: {

@@ -67,6 +67,7 @@ function SubscriptionForm({ created }: { created: (secret: string) => void }) {
   const [headerValue, setHeaderValue] = useState('');
   const [search, setSearch] = useState('');
   const [filters, setFilters] = useState<string[]>([]);
+  const [qualityAlerts, setQualityAlerts] = useState(false);
   return (
     <div class="subscription-form">
       <h3>New subscription</h3>
@@ -81,7 +82,13 @@ function SubscriptionForm({ created }: { created: (secret: string) => void }) {
               : { type, url, ...(headerName ? { headers: { [headerName]: headerValue } } : {}) };
           const answer = await api<CreatedSubscription>('/api/v1/subscriptions', {
             method: 'POST',
-            body: { name, sink, filter: filters, ...(search.trim() ? { search } : {}) },
+            body: {
+              name,
+              sink,
+              filter: filters,
+              ...(search.trim() ? { search } : {}),
+              ...(qualityAlerts ? { quality_alerts: true } : {}),
+            },
           });
           created(answer.secret);
           setName('');
@@ -110,6 +117,10 @@ function SubscriptionForm({ created }: { created: (secret: string) => void }) {
           <TextField label="Extra header value" type="password" value={headerValue} onValue={setHeaderValue} />
         ) : null}
         <TextField label="Search (optional)" value={search} onValue={setSearch} />
+        <label>
+          <input type="checkbox" checked={qualityAlerts} onChange={() => setQualityAlerts(!qualityAlerts)} /> Also
+          data-quality alerts (a score below the threshold, and back)
+        </label>
       </CreateForm>
     </div>
   );
@@ -129,7 +140,12 @@ function SubscriptionsTable({ items, changed }: { items: Subscription[]; changed
         { header: 'Sink', cell: (s) => <code>{sinkOf(s)}</code> },
         {
           header: 'Filter',
-          cell: (s) => [...s.filter, ...(s.search ? [`search: ${s.search}`] : [])].join(', ') || 'every change',
+          cell: (s) =>
+            [
+              ...s.filter,
+              ...(s.search ? [`search: ${s.search}`] : []),
+              ...(s.quality_alerts ? ['quality alerts'] : []),
+            ].join(', ') || 'every change',
         },
         {
           header: 'State',
