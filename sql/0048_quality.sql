@@ -11,6 +11,8 @@ create table quality_queue (
   tenant_id uuid not null,
   ci_id uuid not null
 );
+-- whether a tenant's figures are still catching up (`pending`), without reading others' rows
+create index quality_queue_tenant on quality_queue (tenant_id);
 
 -- One row per active CI: what it fails, and why. Rows of CIs that left the active inventory go.
 create table ci_quality (

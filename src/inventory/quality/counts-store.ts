@@ -62,7 +62,11 @@ export async function qualityCounts(sql: Sql, principal: Principal, filters: Cou
 
 /** The rules' counters the principal may see, as qualityCounts. */
 export async function ruleCounts(sql: Sql, principal: Principal, filters: CountFilters): Promise<RuleCountRow[]> {
-  const where = narrowed(sql, principal, filters);
+  // a deleted rule's counts went with it; deltas its results left on the way out do not count
+  const where = and(sql, [
+    narrowed(sql, principal, filters),
+    sql`exists (select 1 from quality_rules r where r.id = q.rule_id)`,
+  ]);
   return sql<RuleCountRow[]>`
     select rule_id, source_id::text, scope_id, ci_type, owner, sum(applies)::float8 as applies,
            sum(passes)::float8 as passes

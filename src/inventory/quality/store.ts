@@ -92,6 +92,8 @@ export async function updateRule(
 export async function deleteRule(sql: Queryable, tenantId: string, id: string): Promise<boolean> {
   await sql`delete from quality_walks where tenant_id = ${tenantId} and rule_id = ${id}`;
   const rows = await sql`delete from quality_rules where tenant_id = ${tenantId} and id = ${id} returning id`;
+  // its counts went by cascade; the deltas of its results, removed with it, would be counted against nothing
+  await sql`delete from quality_rule_deltas where tenant_id = ${tenantId} and rule_id = ${id}`;
   return rows.length > 0;
 }
 

@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
 import type { Principal } from '../../platform/auth/principal.js';
-import { seesAllData } from '../../platform/auth/principal.js';
+import { dataScopesOf } from '../../platform/auth/principal.js';
 import type { Fragment } from '../../platform/auth/scope.js';
 import type { Queryable } from '../../platform/db/database.js';
 import { staleAfterMinutes, type QualitySettings } from './settings.js';
@@ -19,9 +19,11 @@ export interface SourceList {
  * their last successful list. One row per source: a short read whatever the inventory's size.
  */
 export async function sourceLists(sql: Sql, principal: Principal): Promise<SourceList[]> {
-  const scoped = seesAllData(principal)
-    ? sql`true`
-    : sql`s.id::text = any(${(principal.scopes as readonly { sourceId: string | null }[]).map((s) => s.sourceId ?? '')}::text[])`;
+  const scopes = dataScopesOf(principal);
+  const scoped =
+    scopes === 'all' || scopes.some((scope) => scope.sourceId === null)
+      ? sql`true`
+      : sql`s.id::text = any(${scopes.map((scope) => scope.sourceId!)}::text[])`;
   return sql<SourceList[]>`
     select s.id::text as source_id, s.name, s.schedule_config, s.created_at, l.listed_at, l.finished_at
     from sources s left join quality_source_lists l on l.source_id = s.id

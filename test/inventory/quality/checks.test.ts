@@ -167,6 +167,24 @@ describe('data-quality checks', () => {
     expect([late.measures.freshness!.failing, late.measures.freshness!.items]).to.deep.equal([4, 4]);
   });
 
+  it('forgets a deleted rule, counted and folded before', async () => {
+    await ingest(app.current.sql, [pod('a', {}), pod('b', CONTAINERS)]);
+    const rule = await app.current.request('POST', '/api/v1/quality/rules', {
+      key: admin,
+      body: { name: 'containers', applies_to: 'ci_type = k8s.pod', requires: 'raw_data.spec.containers exists' },
+    });
+    await settle();
+    await sweepQuality(app.current.context, new Date());
+    const before = await overview(app.current, admin);
+    expect([before.measures.rules!.items, before.measures.rules!.failing]).to.deep.equal([2, 1]);
+    expect(
+      (await app.current.request('DELETE', `/api/v1/quality/rules/${rule.body.id}`, { key: admin })).status,
+    ).to.equal(204);
+    const after = await overview(app.current, admin);
+    expect([after.measures.rules!.items, after.measures.rules!.score]).to.deep.equal([0, null]);
+    expect((await failing(app.current, admin, 'rules')).items).to.deep.equal([]);
+  });
+
   it('shows a scoped caller only the counts and failures of what it may see', async () => {
     const { sourceId } = await ingest(app.current.sql, [pod('a', {}), namespace], { source: 'one' });
     await ingest(app.current.sql, [pod('b', {}), pod('c', {})], { source: 'two' });
