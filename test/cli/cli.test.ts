@@ -179,6 +179,24 @@ describe(`cinv command line (${onRealPostgres ? 'PostgreSQL server' : 'embedded 
       expect(help.stdout).to.include(command);
   });
 
+  it('recounts data quality: every CI checked again, the counters equal to a count from the rows', async () => {
+    const snapshot = path.join(env().CINV_DATA_DIR!, 'quality.json');
+    writeFileSync(snapshot, JSON.stringify({ items: [buildPod({ name: 'q-1' }), buildPod({ name: 'q-2' })] }));
+    expect((await runCli(['ingest', '--source', 'quality', '--file', snapshot], env())).code).to.equal(0);
+    const recount = await runCli(['quality', 'recount', '--tenant', 'default'], env());
+    expect(recount.code, recount.stderr).to.equal(0);
+    const report = JSON.parse(recount.stdout.trim().split('\n')[0]!) as {
+      tenant: string;
+      checked: number;
+      differences: [];
+    };
+    expect(report.tenant).to.equal('default');
+    expect(report.checked).to.be.at.least(2);
+    expect(report.differences).to.deep.equal([]);
+    const refused = await runCli(['quality', 'recount', '--fix', '--frobnicate'], env());
+    expect(refused.code).to.equal(2);
+  });
+
   it('reindexes into the fake OpenSearch server (a test double) from the command line, with progress lines', async () => {
     const fake = await startFakeOpenSearch();
     try {

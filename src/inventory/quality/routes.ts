@@ -34,7 +34,7 @@ const overview = defineRoute({
   description:
     'How far the inventory can be trusted: per measure (`freshness`, `staleness`, `orphans`, `duplicates`, `completeness`, ' +
     '`rules`; docs/quality.md defines each) the CIs judged, failing and the score (0-100), an overall weighted score, the ' +
-    'same rolled up by type, source and owner (worst first), each rule’s pass rate, the sources’ schedules and the daily ' +
+    'same rolled up by type, source, instance and owner (worst first), each rule’s pass rate, the sources’ schedules and the daily ' +
     'trend of 90 days. Counts only what the caller may see. Read from counters the write path and the sweeps keep, so it ' +
     'costs the same whatever the inventory’s size; `pending` above 0 says the checks are catching up.',
   tags,

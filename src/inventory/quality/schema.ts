@@ -46,6 +46,15 @@ export const QualityOverview = Type.Object({
   by_source: Type.Array(Type.Object({ source_id: Type.String(), name: Nullable(Type.String()), ...Group }), {
     description: 'Worst first, 100 at most.',
   }),
+  by_instance: Type.Array(
+    Type.Object({
+      source_id: Type.String(),
+      scope_id: Nullable(Type.String()),
+      name: Nullable(Type.String()),
+      ...Group,
+    }),
+    { description: 'Per instance of a source (`scope_id`), worst first, 100 at most.' },
+  ),
   by_owner: Type.Array(Type.Object({ owner: Nullable(Type.String()), ...Group }), {
     description: 'Worst first, 100 at most; `null` gathers the CIs without an owner.',
   }),

@@ -101,6 +101,19 @@ export async function qualityOverview(app: AppContext, principal: Principal, fil
       ...row,
       name: names.get((row as { source_id?: string }).source_id ?? '') ?? null,
     })),
+    by_instance: worstFirst(
+      [...tallyBy(counts, rules, (row) => JSON.stringify([row.source_id, row.scope_id]), isLate)].map(
+        ([key, tally]) => {
+          const [sourceId, scopeId] = JSON.parse(key) as [string, string | null];
+          return {
+            source_id: sourceId,
+            scope_id: scopeId,
+            name: names.get(sourceId) ?? null,
+            ...figuresOf(tally, settings),
+          };
+        },
+      ),
+    ),
     by_owner: rollup('owner'),
     rules: byRule,
     sources: sources.map((source) => {

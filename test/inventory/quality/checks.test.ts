@@ -195,6 +195,10 @@ describe('data-quality checks', () => {
     });
     const seen = await overview(app.current, scoped);
     expect([seen.cis, seen.measures.completeness!.failing]).to.deep.equal([2, 1]);
+    const instances = (
+      seen as unknown as { by_instance: { source_id: string; scope_id: string | null; cis: number }[] }
+    ).by_instance;
+    expect(instances.map((row) => [row.source_id, row.scope_id, row.cis])).to.deep.equal([[sourceId, null, 2]]);
     expect((await failing(app.current, scoped, 'completeness')).items.map((item) => item.name)).to.deep.equal(['a']);
     expect((await overview(app.current, admin)).measures.completeness!.failing).to.equal(3);
   });

@@ -764,7 +764,7 @@ export interface paths {
     };
     /**
      * Data-quality scores
-     * @description How far the inventory can be trusted: per measure (`freshness`, `staleness`, `orphans`, `duplicates`, `completeness`, `rules`; docs/quality.md defines each) the CIs judged, failing and the score (0-100), an overall weighted score, the same rolled up by type, source and owner (worst first), each rule’s pass rate, the sources’ schedules and the daily trend of 90 days. Counts only what the caller may see. Read from counters the write path and the sweeps keep, so it costs the same whatever the inventory’s size; `pending` above 0 says the checks are catching up.
+     * @description How far the inventory can be trusted: per measure (`freshness`, `staleness`, `orphans`, `duplicates`, `completeness`, `rules`; docs/quality.md defines each) the CIs judged, failing and the score (0-100), an overall weighted score, the same rolled up by type, source, instance and owner (worst first), each rule’s pass rate, the sources’ schedules and the daily trend of 90 days. Counts only what the caller may see. Read from counters the write path and the sweeps keep, so it costs the same whatever the inventory’s size; `pending` above 0 says the checks are catching up.
      */
     get: operations['getQuality'];
     put?: never;
@@ -8118,6 +8118,53 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description Per instance of a source (`scope_id`), worst first, 100 at most. */
+            by_instance: {
+              /** @description Active CIs. */
+              cis: number;
+              measures: {
+                completeness: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                duplicates: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                freshness: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                orphans: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                rules: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+                staleness: {
+                  failing: number;
+                  /** @description How many it judged: active CIs (rule results for `rules`). */
+                  items: number;
+                  score: number | null;
+                };
+              };
+              name: string | null;
+              scope_id: string | null;
+              score: number | null;
+              source_id: string;
+            }[];
             /** @description Worst first, 100 at most; `null` gathers the CIs without an owner. */
             by_owner: {
               /** @description Active CIs. */
