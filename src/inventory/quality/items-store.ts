@@ -133,3 +133,10 @@ export async function ciQuality(sql: Sql, principal: Principal, ciId: string) {
     where q.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('q'))} order by r.name`;
   return row ? { row, rules } : undefined;
 }
+
+/** Whether the principal may see the CI, whatever its status. */
+export async function ciVisible(sql: Sql, principal: Principal, ciId: string): Promise<boolean> {
+  const [row] = await sql`
+    select 1 from configuration_items c where c.ci_id = ${ciId} and ${visibleTo(sql, principal, columnsOf('c'))}`;
+  return row !== undefined;
+}

@@ -89,8 +89,8 @@ const ofCi = defineRoute({
   summary: 'What is wrong with one CI',
   description:
     'The quality verdicts of one active CI: missing paths, completeness, why it is an orphan or a duplicate, since when ' +
-    'it is stale, whether its source’s last list saw it, and each rule that applies to it. 404 when the caller cannot ' +
-    'see it, or it is not active, or not checked yet.',
+    'it is stale, whether its source’s last list saw it, and each rule that applies to it; `checked: false` for a CI ' +
+    'that is not active or not checked yet. 404 when the caller cannot see it.',
   tags,
   access: read,
   params: CiParams,

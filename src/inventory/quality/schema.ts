@@ -136,8 +136,11 @@ export const ItemsPage = Type.Object({
 export const CiParams = Type.Object({ ci_id: Uuid("The CI's identifier.") });
 export const CiQuality = Type.Object({
   ci_id: Uuid(),
+  checked: Type.Boolean({
+    description: 'False for a CI that is not active (only active CIs are judged) or not checked yet: no verdicts then.',
+  }),
   owner: Nullable(Type.String()),
-  completeness: Type.Number({ description: "0-100, weighted by the settings' `required_weight`." }),
+  completeness: Nullable(Type.Number({ description: "0-100, weighted by the settings' `required_weight`." })),
   missing: Type.Array(Type.String(), { description: 'Required paths it lacks.' }),
   missing_recommended: Type.Array(Type.String()),
   orphan: Nullable(Type.String()),

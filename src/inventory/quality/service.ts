@@ -11,7 +11,7 @@ import { recheck } from './check-store.js';
 import { planOf } from './planning.js';
 import { catchUpQuality } from './worker.js';
 import { standingCondition } from '../queries/service.js';
-import { ciQuality, failingPage } from './items-store.js';
+import { ciQuality, ciVisible, failingPage } from './items-store.js';
 import { checkSettings } from './settings-check.js';
 import { figuresOf, tallyBy, emptyTally, addCounts, addRuleCounts } from './scores.js';
 import { effectiveSettings, MEASURES, type Measure, type QualitySettings } from './settings.js';
@@ -226,9 +226,29 @@ export async function failingItems(app: AppContext, principal: Principal, measur
 }
 
 /** What is missing or wrong about one CI (the CI page's quality panel); 404 when the principal cannot see it. */
+const UNCHECKED = {
+  checked: false,
+  owner: null,
+  completeness: null,
+  missing: [] as string[],
+  missing_recommended: [] as string[],
+  orphan: null,
+  duplicate: null,
+  stale_since: null,
+  unfresh: null,
+  unseen_since: null,
+  rules: [] as { rule_id: string; name: string; passed: boolean }[],
+  checked_at: null,
+};
+
 export async function qualityOfCi(app: AppContext, principal: Principal, ciId: string) {
   const found = await ciQuality(app.sql, principal, ciId);
-  if (!found) throw notFound('No checked active configuration item with this id is visible to the caller');
+  if (!found) {
+    // a CI the caller may see that is not active, or not checked yet, has no verdicts: said so, not a 404
+    if (!(await ciVisible(app.sql, principal, ciId)))
+      throw notFound('Configuration item not found, or it lies outside the data you may see', { ci_id: ciId });
+    return { ...UNCHECKED, ci_id: ciId };
+  }
   const { row, rules } = found;
   const sources = await sourceLists(app.sql, principal);
   const settings = await settingsOf(app, principal.tenantId);
@@ -236,6 +256,7 @@ export async function qualityOfCi(app: AppContext, principal: Principal, ciId: s
   const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
   return {
     ci_id: row.ci_id,
+    checked: true,
     owner: row.owner,
     completeness: Math.round(row.completeness * 1000) / 10,
     missing: row.missing,

@@ -105,6 +105,9 @@ describe('data-quality checks', () => {
     expect(removed.status).to.be.oneOf([200, 204]);
     await settle();
     expect((await failing(app.current, admin, 'orphans')).items.map((item) => item.name)).to.deep.equal(['web-1']);
+    // the node left the active inventory: no verdicts, said so rather than a 404
+    const gone = await app.current.get(`/api/v1/quality/configuration-items/${nodeId}`, admin);
+    expect([gone.status, gone.body.checked, gone.body.missing]).to.deep.equal([200, false, []]);
   });
 
   it('marks a replica set its deployment no longer manages, though only the deployment was written', async () => {

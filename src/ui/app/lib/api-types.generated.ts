@@ -784,7 +784,7 @@ export interface paths {
     };
     /**
      * What is wrong with one CI
-     * @description The quality verdicts of one active CI: missing paths, completeness, why it is an orphan or a duplicate, since when it is stale, whether its source’s last list saw it, and each rule that applies to it. 404 when the caller cannot see it, or it is not active, or not checked yet.
+     * @description The quality verdicts of one active CI: missing paths, completeness, why it is an orphan or a duplicate, since when it is stale, whether its source’s last list saw it, and each rule that applies to it; `checked: false` for a CI that is not active or not checked yet. 404 when the caller cannot see it.
      */
     get: operations['getCiQuality'];
     put?: never;
@@ -8458,11 +8458,12 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description False for a CI that is not active (only active CIs are judged) or not checked yet: no verdicts then. */
+            checked: boolean;
             checked_at: string | null;
             /** Format: uuid */
             ci_id: string;
-            /** @description 0-100, weighted by the settings' `required_weight`. */
-            completeness: number;
+            completeness: number | null;
             duplicate: string | null;
             /** @description Required paths it lacks. */
             missing: string[];

@@ -1,4 +1,4 @@
-import { api, ApiError } from '../../lib/api';
+import { api } from '../../lib/api';
 import type { CiQuality } from '../../lib/api-shapes';
 import { dateTime } from '../../lib/format';
 import { Link } from '../../lib/router';
@@ -6,14 +6,10 @@ import { useLoad } from '../../components/states';
 
 /** The CI page's quality panel: what is missing, wrong or stale about this CI. Nothing for a CI not checked. */
 export function CiQualityPanel({ ciId }: { ciId: string }) {
-  const loaded = useLoad(ciId, (signal) =>
-    api<CiQuality>(`/api/v1/quality/configuration-items/${ciId}`, { signal }).catch((error: unknown) => {
-      if (error instanceof ApiError && error.status === 404) return null;
-      throw error;
-    }),
-  );
+  const loaded = useLoad(ciId, (signal) => api<CiQuality>(`/api/v1/quality/configuration-items/${ciId}`, { signal }));
   const quality = loaded.data;
-  if (!quality) return null;
+  // only active CIs are judged; one not checked yet is a moment behind its write
+  if (!quality || !quality.checked) return null;
   const problems: [string, string][] = [
     ...(quality.missing.length > 0 ? [['Missing', quality.missing.join(', ')] as [string, string]] : []),
     ...(quality.missing_recommended.length > 0
