@@ -358,12 +358,14 @@ create table quality_walks (
 insert into quality_walks (tenant_id, rule_id, after_ci, started_at)
 select id, null, '00000000-0000-0000-0000-000000000000', now() from tenants;
 
--- The last successful list of each source (its start): a CI last seen before it was not seen by it.
+-- The last successful list of each source (its start): a CI last seen before it was not seen by
+-- it. The sweep flags those CIs (`flagged_for`: the list it last flagged them for).
 create table quality_source_lists (
   source_id bigint primary key,
   tenant_id uuid not null,
   listed_at timestamptz not null,
-  finished_at timestamptz not null
+  finished_at timestamptz not null,
+  flagged_for timestamptz
 );
 
 -- The counters as they were at the end of each day (UTC), per source, instance and type: the

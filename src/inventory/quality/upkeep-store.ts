@@ -31,21 +31,38 @@ export async function sourceLists(sql: Sql, principal: Principal): Promise<Sourc
     order by s.name, s.id`;
 }
 
-/**
- * A source's list succeeded: it is the source's last successful list, and the source's CIs last
- * seen before it started were not seen by it (freshness). One pass over the source's checked CIs,
- * beside the list that touched every one of them; only CIs whose verdict moves are written.
- */
+/** A source's list succeeded: it is the source's last successful list (freshness). */
 export async function recordList(sql: Queryable, tenantId: string, sourceId: string, listedAt: Date, now: Date) {
   await sql`
     insert into quality_source_lists (source_id, tenant_id, listed_at, finished_at)
     values (${sourceId}, ${tenantId}, ${listedAt}, ${now})
     on conflict (source_id) do update set listed_at = excluded.listed_at, finished_at = excluded.finished_at`;
-  await sql`
-    update ci_quality q set unseen_since = case when l.last_seen < ${listedAt} then l.last_seen end
-    from ci_last_seen l
-    where q.tenant_id = ${tenantId} and q.source_id = ${sourceId} and l.ci_id = q.ci_id
-      and (q.unseen_since is not null) <> (l.last_seen < ${listedAt})`;
+}
+
+/**
+ * Flags, for each source listed since the last sweep, its CIs that its last list did not see (last
+ * seen before it started), and clears those it saw. One pass over each such source's checked CIs,
+ * in the sweep rather than beside the list: a collection does not wait for it. Only CIs whose
+ * verdict moves are written.
+ */
+export async function flagUnseen(sql: Sql): Promise<number> {
+  const lists = await sql<{ source_id: string; tenant_id: string; listed_at: Date }[]>`
+    select source_id::text, tenant_id, listed_at from quality_source_lists
+    where flagged_for is distinct from listed_at order by source_id`;
+  let moved = 0;
+  for (const list of lists) {
+    await sql.begin(async (tx) => {
+      const result = await tx`
+        update ci_quality q set unseen_since = case when l.last_seen < ${list.listed_at} then l.last_seen end
+        from ci_last_seen l
+        where q.tenant_id = ${list.tenant_id} and q.source_id = ${list.source_id} and l.ci_id = q.ci_id
+          and (q.unseen_since is not null) <> (l.last_seen < ${list.listed_at})`;
+      moved += result.count;
+      await tx`update quality_source_lists set flagged_for = ${list.listed_at}
+        where source_id = ${list.source_id} and listed_at = ${list.listed_at}`;
+    });
+  }
+  return moved;
 }
 
 /** `case q.ci_type when … then minutes … else default end`: the tenant's staleness thresholds. */

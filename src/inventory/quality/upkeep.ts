@@ -5,7 +5,7 @@ import { foldQualityCounts, qualityCounts, ruleCounts } from './counts-store.js'
 import { figuresOf, tallyBy } from './scores.js';
 import { effectiveSettings, MEASURES } from './settings.js';
 import { storedSettings } from './store.js';
-import { keepDay, markStale, qualityTenants, recordList, sourceLists, trimDays } from './upkeep-store.js';
+import { flagUnseen, keepDay, markStale, qualityTenants, recordList, sourceLists, trimDays } from './upkeep-store.js';
 import { lateSources } from './freshness.js';
 
 const TREND_KEPT_DAYS = 400;
@@ -22,8 +22,8 @@ const tenantReader = (tenantId: string): Principal => ({
 });
 
 /**
- * A collector run's list of a source succeeded: freshness follows (see recordList). A failure is
- * logged and does not fail the run: the next list, or `cinv quality recount`, puts it right.
+ * A collector run's list of a source succeeded: freshness follows (recordList, then the sweep's
+ * flagUnseen). A failure is logged and does not fail the run: the next list puts it right.
  */
 export async function sourceListed(app: AppContext, tenantId: string, sourceId: string, listedAt: Date) {
   try {
@@ -34,11 +34,12 @@ export async function sourceListed(app: AppContext, tenantId: string, sourceId: 
 }
 
 /**
- * The sweep's share of data quality: staleness marked and cleared, the counters folded, the day's
- * row of the trend written, and the scores on /metrics. Reads counters and the narrow last-seen
+ * The sweep's share of data quality: the CIs the last lists did not see flagged, staleness marked
+ * and cleared, the counters folded, the day's row of the trend written, and the scores on /metrics. Reads counters and the narrow last-seen
  * table, never the CIs themselves.
  */
 export async function sweepQuality(app: AppContext, now: Date) {
+  const unseenMoved = await flagUnseen(app.sql);
   const tenants = await qualityTenants(app.sql);
   let stale = 0;
   const day = now.toISOString().slice(0, 10);
@@ -61,7 +62,7 @@ export async function sweepQuality(app: AppContext, now: Date) {
     app.sql,
     new Date(now.getTime() - TREND_KEPT_DAYS * 86_400_000).toISOString().slice(0, 10),
   );
-  return { staleMoved: stale, qualityDeltasFolded: folded, trendDaysTrimmed: trimmed };
+  return { unseenMoved, staleMoved: stale, qualityDeltasFolded: folded, trendDaysTrimmed: trimmed };
 }
 
 /** The tenant's scores per measure, type and source (and overall) into the gauges. */

@@ -160,6 +160,9 @@ describe('data-quality checks', () => {
     await ingest(app.current.sql, [pod('here', CONTAINERS), node, namespace], { source: 'k8s', mode: 'delta' });
     await settle();
     await sourceListed(app.current.context, DEFAULT_TENANT_ID, sourceId, listedAt);
+    // the list is recorded at once; its unseen CIs are flagged by the sweep
+    expect((await failing(app.current, admin, 'freshness')).items).to.deep.equal([]);
+    await sweepQuality(app.current.context, new Date());
     const unfresh = await failing(app.current, admin, 'freshness');
     expect(unfresh.items.map((item) => item.name)).to.deep.equal(['gone']);
     expect(unfresh.query).to.equal(`source_id = ${sourceId} and last_seen < ${listedAt.toISOString()}`);
