@@ -3,9 +3,8 @@ import { loadConfig, type Config } from '../platform/config/config.js';
 import type { Snapshot } from '../inventory/write-path/records.js';
 import type { ReconcileResult } from '../inventory/write-path/reconcile.js';
 import { DEFAULT_TENANT_ID } from '../platform/tenants.js';
-import { openForCommand, single, UsageError, withDatabase, type Flags } from './shared.js';
+import { commandContext, openForCommand, single, UsageError, withDatabase, type Flags } from './shared.js';
 import type { RunOptions } from '../server.js';
-import type { AppContext } from '../context.js';
 
 /** What `cinv migrate` says as each step of an online move begins. */
 const PHASES = {
@@ -323,16 +322,8 @@ export async function refreshStatsCommand(flags: Flags): Promise<void> {
 export async function qualityRecountCommand(flags: Flags): Promise<void> {
   const config = loadConfig();
   const { recountQuality } = await import('../inventory/quality/service.js');
-  const { createLogger } = await import('../platform/observability/logger.js');
   await withDatabase(config, flags, async (db) => {
-    // the checks read the database, the settings and the clock, nothing else of a server
-    const app = {
-      sql: db.sql,
-      database: db.kind,
-      config,
-      logger: createLogger(config.logLevel),
-      now: () => new Date(),
-    } as unknown as AppContext;
+    const app = commandContext(db, config);
     const tenants = await db.sql<{ id: string; slug: string }[]>`select id, slug from tenants order by slug`;
     const wanted = single(flags, 'tenant', false);
     let differing = 0;

@@ -1,12 +1,10 @@
 import { readFile } from 'node:fs/promises';
-import type { AppContext } from '../context.js';
 import { everyPermission, type Principal } from '../platform/auth/principal.js';
 import { loadConfig } from '../platform/config/config.js';
 import { csvRows } from '../platform/csv.js';
 import { AppError } from '../platform/errors.js';
-import { createLogger } from '../platform/observability/logger.js';
 import { DEFAULT_TENANT_ID } from '../platform/tenants.js';
-import { printTable, single, UsageError, withDatabase, type Flags } from './shared.js';
+import { commandContext, printTable, single, UsageError, withDatabase, type Flags } from './shared.js';
 
 const FORMATS = ['table', 'json', 'csv'] as const;
 
@@ -70,14 +68,7 @@ export async function queryCommand(argument: string | undefined, flags: Flags): 
   const { runQuery, queryPages } = await import('../inventory/queries/service.js');
   const { csvOf, presentAnswer } = await import('../inventory/queries/presenter.js');
   await withDatabase(config, flags, async (db) => {
-    // the query service reads the database, the settings and the clock, nothing else of a server
-    const app = {
-      sql: db.sql,
-      database: db.kind,
-      config,
-      logger: createLogger(config.logLevel),
-      now: () => new Date(),
-    } as unknown as AppContext;
+    const app = commandContext(db, config);
     const input = {
       query: text,
       as_of: single(flags, 'as-of', false),

@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../platform/config/config.js';
+import type { AppContext } from '../context.js';
 import type { Database } from '../platform/db/database.js';
+import { createLogger } from '../platform/observability/logger.js';
 
 // Commands load the database, server and reconciler modules only when they run, so that usage
 // errors and --help answer at once.
@@ -127,4 +129,18 @@ export function printTable(header: string[], rows: string[][]): void {
       .join('  ')
       .trimEnd();
   console.log([line(header), ...rows.map(line)].join('\n'));
+}
+
+/**
+ * What a command hands the services that read the database, the settings and the clock, nothing
+ * else of a server (the query language's endpoint, the data-quality checks).
+ */
+export function commandContext(db: Database, config: Config): AppContext {
+  return {
+    sql: db.sql,
+    database: db.kind,
+    config,
+    logger: createLogger(config.logLevel),
+    now: () => new Date(),
+  } as unknown as AppContext;
 }

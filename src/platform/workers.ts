@@ -58,3 +58,50 @@ export async function startWorkers(workers: readonly BackgroundWorker[], logger:
   if (started.length > 0) logger.debug({ workers: started.map((w) => w.name) }, 'background workers started');
   return { names: started.map((w) => w.name), stop: stopAll };
 }
+
+/**
+ * A worker that catches up with a backlog every `pollMs` (the identity worker with the change feed,
+ * the quality worker with its queue): one catching up at a time, the next `pollMs` after it ends.
+ * `catchUp` answers how much it did; a failure is logged and tried again on the next round.
+ */
+export class CatchUpLoop {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly pollMs: number,
+    private readonly catchUp: () => Promise<number>,
+    private readonly logger: Logger,
+    private readonly said: { done: string; failed: string },
+  ) {}
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  private schedule(delay: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.catchUp()
+        .then(
+          (done) => {
+            if (done > 0) this.logger.debug({ done }, this.said.done);
+          },
+          (error: unknown) => this.logger.error({ err: error }, this.said.failed),
+        )
+        .finally(() => {
+          this.running = undefined;
+          this.schedule(this.pollMs);
+        });
+    }, delay);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+}

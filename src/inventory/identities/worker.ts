@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.js';
+import { CatchUpLoop } from '../../platform/workers.js';
 import type { Queryable, Sql } from '../../platform/db/database.js';
 import { mayObserve } from './facets.js';
 import { resolveIdentities } from './resolve.js';
@@ -90,42 +91,11 @@ export async function catchUpIdentities(sql: Sql, now: () => Date): Promise<numb
  * The identity worker: catches up with the change feed every `pollMs`. Identities trail the
  * inventory by at most about one interval; nothing on the write path waits for them.
  */
-export class IdentityWorker {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
-
-  constructor(
-    private readonly app: AppContext,
-    private readonly pollMs: number,
-  ) {}
-
-  start(): void {
-    this.stopped = false;
-    this.schedule(0);
-  }
-
-  private schedule(delay: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = catchUpIdentities(this.app.sql, this.app.now)
-        .then(
-          (read) => {
-            if (read > 0) this.app.logger.debug({ read }, 'identities resolved');
-          },
-          (error: unknown) => this.app.logger.error({ err: error }, 'identity resolution failed'),
-        )
-        .finally(() => {
-          this.running = undefined;
-          this.schedule(this.pollMs);
-        });
-    }, delay);
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+export class IdentityWorker extends CatchUpLoop {
+  constructor(app: AppContext, pollMs: number) {
+    super(pollMs, () => catchUpIdentities(app.sql, app.now), app.logger, {
+      done: 'identities resolved',
+      failed: 'identity resolution failed',
+    });
   }
 }

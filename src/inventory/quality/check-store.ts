@@ -1,7 +1,7 @@
 import type { Sql } from 'postgres';
 import type { Fragment } from '../../platform/auth/scope.js';
 import type { Expr } from '../../platform/query-language/ast.js';
-import { staleAfterMinutes } from './settings.js';
+import { staleAfterMinutes, type QualitySettings } from './settings.js';
 import type { CheckPlan, PlannedPath, PlannedRelationship } from './plan.js';
 
 /** Turns a standing match into its SQL condition on the CI row `row` (the queries service's compiler). */
@@ -16,10 +16,16 @@ const byId = (sql: Sql, ids: readonly string[]): Fragment => sql`unnest(${ids as
   join lateral (select * from configuration_items c where c.ci_id = wanted.ci_id offset 0) as ci on true`;
 
 /** `case ci.ci_type when T1 then E1 … else fallback end`, or just the fallback when no type has one. */
-function byType<T>(sql: Sql, entries: Iterable<[string, T]>, value: (item: T) => Fragment, fallback: Fragment) {
+function byType<T>(
+  sql: Sql,
+  entries: Iterable<[string, T]>,
+  value: (item: T) => Fragment,
+  fallback: Fragment,
+  row = 'ci',
+) {
   const arms = [...entries].map(([type, item]) => sql`when ${type}::text then ${value(item)}`);
   if (arms.length === 0) return fallback;
-  return sql`(case ci.ci_type ${arms.reduce((a, b) => sql`${a} ${b}`)} else ${fallback} end)`;
+  return sql`(case ${sql(row)}.ci_type ${arms.reduce((a, b) => sql`${a} ${b}`)} else ${fallback} end)`;
 }
 
 /** The paths of `paths` the row lacks, as written, in order. */
@@ -76,14 +82,24 @@ const DUPLICATE = (sql: Sql) => sql`coalesce(
 function typeFigures(sql: Sql, plan: CheckPlan) {
   const count = (kind: 'required' | 'recommended') =>
     byType(sql, plan.completeness, (paths) => sql`${paths[kind].length}::int`, sql`0`);
-  const types = new Set([...Object.keys(plan.settings.stale_after_minutes.by_type)]);
-  const stale = byType(
+  return {
+    required: count('required'),
+    recommended: count('recommended'),
+    staleMinutes: staleMinutes(sql, plan.settings),
+  };
+}
+
+/** The staleness threshold of the row's type, in minutes, as SQL (`row`: the alias holding ci_type). */
+export function staleMinutes(sql: Sql, settings: QualitySettings, row = 'ci'): Fragment {
+  return byType(
     sql,
-    [...types].map((type) => [type, staleAfterMinutes(plan.settings, type)] as [string, number]),
+    Object.keys(settings.stale_after_minutes.by_type).map(
+      (type) => [type, staleAfterMinutes(settings, type)] as [string, number],
+    ),
     (minutes) => sql`${minutes}::int`,
-    sql`${plan.settings.stale_after_minutes.default}::int`,
+    sql`${settings.stale_after_minutes.default}::int`,
+    row,
   );
-  return { required: count('required'), recommended: count('recommended'), staleMinutes: stale };
 }
 
 function ownerOf(sql: Sql, plan: CheckPlan): Fragment {

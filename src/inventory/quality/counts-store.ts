@@ -31,7 +31,8 @@ export interface CountFilters {
   owner?: string;
 }
 
-function narrowed(sql: Sql, principal: Principal, filters: CountFilters): Fragment {
+/** What the principal may see of the quality rows under alias `q` (ci_quality, its counters, rule results), filtered. */
+export function narrowed(sql: Sql, principal: Principal, filters: CountFilters): Fragment {
   return and(sql, [
     visibleTo(sql, principal, columnsOf('q')),
     filters.ciType === undefined ? sql`true` : sql`q.ci_type = ${filters.ciType}`,

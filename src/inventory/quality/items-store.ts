@@ -1,7 +1,7 @@
 import type { Sql } from 'postgres';
 import type { Principal } from '../../platform/auth/principal.js';
-import { and, columnsOf, visibleTo, type Fragment } from '../../platform/auth/scope.js';
-import type { CountFilters } from './counts-store.js';
+import { columnsOf, visibleTo, type Fragment } from '../../platform/auth/scope.js';
+import { narrowed, type CountFilters } from './counts-store.js';
 import type { Measure } from './settings.js';
 
 export interface FailingRow {
@@ -27,15 +27,6 @@ export interface ItemsPage {
 }
 
 const NO_RULE = '00000000-0000-0000-0000-000000000000';
-
-function narrowed(sql: Sql, principal: Principal, filters: CountFilters): Fragment {
-  return and(sql, [
-    visibleTo(sql, principal, columnsOf('q')),
-    filters.ciType === undefined ? sql`true` : sql`q.ci_type = ${filters.ciType}`,
-    filters.sourceId === undefined ? sql`true` : sql`q.source_id = ${filters.sourceId}::bigint`,
-    filters.owner === undefined ? sql`true` : sql`q.owner = ${filters.owner}`,
-  ]);
-}
 
 /** The failing rows of a measure of ci_quality, as (ci_id, reason, since), walked by ci_id. */
 function measureRows(sql: Sql, measure: Exclude<Measure, 'rules' | 'freshness'>, where: Fragment, page: ItemsPage) {

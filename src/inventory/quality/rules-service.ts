@@ -2,9 +2,10 @@ import type { Context } from 'koa';
 import { uuidv7 } from 'uuidv7';
 import type { AppContext } from '../../context.js';
 import { actorOf, auditChange, type AuditEventType } from '../../platform/audit/log.js';
-import { seesAllData, type Principal } from '../../platform/auth/principal.js';
+import type { Principal } from '../../platform/auth/principal.js';
+import { mayShapeScores } from './access.js';
 import { and, columnsOf, visibleTo } from '../../platform/auth/scope.js';
-import { conflict, forbidden, notFound } from '../../platform/errors.js';
+import { conflict, notFound } from '../../platform/errors.js';
 import { standingCondition, standingMatch } from '../queries/service.js';
 import { ruleCounts } from './counts-store.js';
 import {
@@ -69,13 +70,6 @@ export async function ruleOf(app: AppContext, principal: Principal, id: string) 
   return present(rule, (await countedByRule(app, principal)).get(id));
 }
 
-function mayChange(principal: Principal): void {
-  if (!seesAllData(principal))
-    throw forbidden('Quality rules apply to the whole tenant: only a principal holding all its data writes them', {
-      reason: 'scoped',
-    });
-}
-
 async function checked(app: AppContext, body: RuleBody): Promise<RuleWrite> {
   await standingMatch(app, body.applies_to);
   await standingMatch(app, body.requires);
@@ -105,7 +99,7 @@ async function audited(
 
 /** A new rule: checked at once against the stored CIs by the worker (`checking` until done). Audited. */
 export async function createRule(app: AppContext, ctx: Context, principal: Principal, body: RuleBody) {
-  mayChange(principal);
+  mayShapeScores(principal, 'rules');
   const rule = await checked(app, body);
   const id = uuidv7();
   const now = app.now();
@@ -127,7 +121,7 @@ export async function createRule(app: AppContext, ctx: Context, principal: Princ
 
 /** Rewrites a rule; its verdicts are checked again from the start. Audited. */
 export async function changeRule(app: AppContext, ctx: Context, principal: Principal, id: string, body: RuleBody) {
-  mayChange(principal);
+  mayShapeScores(principal, 'rules');
   const rule = await checked(app, body);
   const now = app.now();
   await audited(
@@ -148,7 +142,7 @@ export async function changeRule(app: AppContext, ctx: Context, principal: Princ
 }
 
 export async function removeRule(app: AppContext, ctx: Context, principal: Principal, id: string) {
-  mayChange(principal);
+  mayShapeScores(principal, 'rules');
   const rule = await ruleById(app.sql, principal.tenantId, id);
   if (!rule) throw notFound('No quality rule with this id');
   await audited(

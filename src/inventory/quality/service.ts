@@ -1,16 +1,16 @@
 import type { Context } from 'koa';
 import type { AppContext } from '../../context.js';
 import { auditChange } from '../../platform/audit/log.js';
-import { seesAllData, type Principal } from '../../platform/auth/principal.js';
+import { tenantReader, type Principal } from '../../platform/auth/principal.js';
+import { mayShapeScores } from './access.js';
 import { columnsOf, visibleTo } from '../../platform/auth/scope.js';
-import { forbidden, notFound } from '../../platform/errors.js';
+import { notFound } from '../../platform/errors.js';
 import { decodeCursor, encodeCursor, type CursorBinding } from '../../platform/http/cursor.js';
 import { bigintId } from '../../platform/http/schemas.js';
 import { countedFromRows, qualityCounts, replaceCounters, ruleCounts, type CountFilters } from './counts-store.js';
 import { recheck } from './check-store.js';
 import { planOf } from './planning.js';
-import { catchUpQuality } from './worker.js';
-import { standingCondition } from '../queries/service.js';
+import { catchUpQuality, compilerFor } from './worker.js';
 import { ciQuality, ciVisible, failingPage } from './items-store.js';
 import { checkSettings } from './settings-check.js';
 import { figuresOf, tallyBy, emptyTally, addCounts, addRuleCounts } from './scores.js';
@@ -22,16 +22,6 @@ import { dueBy, lateSources } from './freshness.js';
 
 export { QualityWorker, catchUpQuality } from './worker.js';
 
-const SYSTEM_READER: Principal = {
-  tenantId: '',
-  kind: 'api_key',
-  id: 'quality',
-  name: 'quality',
-  tier: undefined,
-  superadmin: false,
-  permissions: new Set(),
-  scopes: 'all',
-};
 export { sweepQuality, sourceListed } from './upkeep.js';
 
 const ROLLUP_LIMIT = 100;
@@ -57,24 +47,30 @@ export async function settingsOf(app: AppContext, tenantId: string): Promise<Qua
 const worstFirst = <T extends { score: number | null; cis: number }>(rows: T[]) =>
   rows.sort((a, b) => (a.score ?? 101) - (b.score ?? 101) || b.cis - a.cis).slice(0, ROLLUP_LIMIT);
 
-/**
- * The scores the principal may see: overall and per measure, rolled up by type, source and
- * owner (worst first), the sources' freshness and the daily trend. Read from the counters: a few
- * rows per group, whatever the inventory's size.
- */
-export async function qualityOverview(app: AppContext, principal: Principal, filters: QualityFilters) {
+/** The counters the principal may see under the filters, its sources, and the whole of them tallied. */
+async function tallied(app: AppContext, principal: Principal, filters: QualityFilters) {
   const settings = await settingsOf(app, principal.tenantId);
-  const now = app.now();
   const [counts, rules, sources] = await Promise.all([
     qualityCounts(app.sql, principal, countFilters(filters)),
     ruleCounts(app.sql, principal, countFilters(filters)),
     sourceLists(app.sql, principal),
   ]);
-  const late = lateSources(sources, settings, now);
-  const isLate = (id: string) => late.has(id);
+  const late = lateSources(sources, settings, app.now());
   const total = emptyTally();
-  for (const row of counts) addCounts(total, row, isLate(row.source_id));
+  for (const row of counts) addCounts(total, row, late.has(row.source_id));
   for (const row of rules) addRuleCounts(total, row);
+  return { settings, counts, rules, sources, late, total };
+}
+
+/**
+ * The scores the principal may see: overall and per measure, rolled up by type, source,
+ * instance and owner (worst first), the sources' freshness and the daily trend. Read from the counters: a few
+ * rows per group, whatever the inventory's size.
+ */
+export async function qualityOverview(app: AppContext, principal: Principal, filters: QualityFilters) {
+  const now = app.now();
+  const { settings, counts, rules, sources, late, total } = await tallied(app, principal, filters);
+  const isLate = (id: string) => late.has(id);
   const rollup = (key: 'ci_type' | 'source_id' | 'owner') =>
     worstFirst(
       [...tallyBy(counts, rules, (row) => row[key] ?? '', isLate)].map(([value, tally]) => ({
@@ -189,7 +185,8 @@ export async function failingItems(app: AppContext, principal: Principal, measur
   const after = query.cursor
     ? (decodeCursor(app.config.secret, query.cursor, binding).key as [string, string | null])
     : undefined;
-  const sources = await sourceLists(app.sql, principal);
+  // only freshness depends on the sources' schedules
+  const sources = measure === 'freshness' ? await sourceLists(app.sql, principal) : [];
   const late = lateSources(sources, settings, app.now());
   const rows = await failingPage(app.sql, principal, measure, {
     filters: countFilters(query),
@@ -287,10 +284,7 @@ export async function replaceSettings(
   principal: Principal,
   body: Partial<QualitySettings>,
 ) {
-  if (!seesAllData(principal))
-    throw forbidden('Quality settings apply to the whole tenant: only a principal holding all its data sets them', {
-      reason: 'scoped',
-    });
+  mayShapeScores(principal, 'settings');
   const settings = effectiveSettings(body);
   await checkSettings(app, settings);
   const now = app.now();
@@ -341,13 +335,14 @@ export async function recountQuality(app: AppContext, tenantId: string, fix: boo
     if (ids.length === 0) break;
     await app.sql.begin(async (transaction) => {
       const tx = transaction as unknown as AppContext['sql'];
-      await recheck(tx, plan, ids, app.now(), (e, row) => standingCondition(tx, tenantId, e, row, app.now()));
+      const now = app.now();
+      await recheck(tx, plan, ids, now, compilerFor(tx, plan, now));
     });
     checked += ids.length;
     after = ids[ids.length - 1]!;
   }
   await catchUpQuality(app);
-  const reader = { ...SYSTEM_READER, tenantId };
+  const reader = tenantReader(tenantId);
   const kept = [...(await qualityCounts(app.sql, reader, {})), ...(await ruleCounts(app.sql, reader, {}))];
   const counted = await countedFromRows(app.sql, tenantId);
   const fresh = [...counted.cis, ...counted.rules];
@@ -374,15 +369,6 @@ export async function recountQuality(app: AppContext, tenantId: string, fix: boo
  * threshold): the counters it may see, and its sources' schedules.
  */
 export async function scoresOf(app: AppContext, principal: Principal) {
-  const settings = await settingsOf(app, principal.tenantId);
-  const [counts, rules, sources] = await Promise.all([
-    qualityCounts(app.sql, principal, {}),
-    ruleCounts(app.sql, principal, {}),
-    sourceLists(app.sql, principal),
-  ]);
-  const late = lateSources(sources, settings, app.now());
-  const total = emptyTally();
-  for (const row of counts) addCounts(total, row, late.has(row.source_id));
-  for (const row of rules) addRuleCounts(total, row);
+  const { settings, total } = await tallied(app, principal, {});
   return { figures: figuresOf(total, settings), threshold: settings.alert_below };
 }

@@ -1,9 +1,10 @@
 import type { Sql } from 'postgres';
 import type { Principal } from '../../platform/auth/principal.js';
-import { dataScopesOf } from '../../platform/auth/principal.js';
+import { coversSource } from '../../platform/auth/principal.js';
 import type { Fragment } from '../../platform/auth/scope.js';
 import type { Queryable } from '../../platform/db/database.js';
-import { staleAfterMinutes, type QualitySettings } from './settings.js';
+import { staleMinutes } from './check-store.js';
+import type { QualitySettings } from './settings.js';
 
 export interface SourceList {
   source_id: string;
@@ -19,16 +20,12 @@ export interface SourceList {
  * their last successful list. One row per source: a short read whatever the inventory's size.
  */
 export async function sourceLists(sql: Sql, principal: Principal): Promise<SourceList[]> {
-  const scopes = dataScopesOf(principal);
-  const scoped =
-    scopes === 'all' || scopes.some((scope) => scope.sourceId === null)
-      ? sql`true`
-      : sql`s.id::text = any(${scopes.map((scope) => scope.sourceId!)}::text[])`;
-  return sql<SourceList[]>`
+  const sources = await sql<SourceList[]>`
     select s.id::text as source_id, s.name, s.schedule_config, s.created_at, l.listed_at, l.finished_at
     from sources s left join quality_source_lists l on l.source_id = s.id
-    where s.tenant_id = ${principal.tenantId} and s.deleted_at is null and ${scoped}
+    where s.tenant_id = ${principal.tenantId} and s.deleted_at is null
     order by s.name, s.id`;
+  return sources.filter((source) => coversSource(principal, source.source_id));
 }
 
 /** A source's list succeeded: it is the source's last successful list (freshness). */
@@ -65,23 +62,13 @@ export async function flagUnseen(sql: Sql): Promise<number> {
   return moved;
 }
 
-/** `case q.ci_type when … then minutes … else default end`: the tenant's staleness thresholds. */
-function thresholds(sql: Sql, settings: QualitySettings): Fragment {
-  const types = Object.keys(settings.stale_after_minutes.by_type);
-  const arms = types.map((type) => sql`when ${type}::text then ${staleAfterMinutes(settings, type)}::int`);
-  const fallback = sql`${settings.stale_after_minutes.default}::int`;
-  return arms.length === 0
-    ? fallback
-    : sql`(case q.ci_type ${arms.reduce((a, b) => sql`${a} ${b}`)} else ${fallback} end)`;
-}
-
 /**
  * Marks the tenant's CIs that went stale since the last sweep and clears those seen again. The
  * candidates come from one read of the narrow last-seen table, filtered by the smallest threshold
  * (as the lifecycle's own candidates are); the cleared ones from the index of stale rows.
  */
 export async function markStale(sql: Sql, tenantId: string, settings: QualitySettings, now: Date) {
-  const minutes = thresholds(sql, settings);
+  const minutes = staleMinutes(sql, settings, 'q');
   const smallest = Math.min(
     settings.stale_after_minutes.default,
     ...Object.values(settings.stale_after_minutes.by_type),

@@ -1,25 +1,14 @@
 import type { AppContext } from '../../context.js';
-import type { Principal } from '../../platform/auth/principal.js';
+import { tenantReader } from '../../platform/auth/principal.js';
 import { qualityBelowThreshold, qualityFailing, qualityScore } from '../../platform/observability/metrics.js';
 import { foldQualityCounts, qualityCounts, ruleCounts } from './counts-store.js';
 import { figuresOf, tallyBy } from './scores.js';
-import { effectiveSettings, MEASURES } from './settings.js';
+import { effectiveSettings, MEASURES, type QualitySettings } from './settings.js';
 import { storedSettings } from './store.js';
 import { flagUnseen, keepDay, markStale, qualityTenants, recordList, sourceLists, trimDays } from './upkeep-store.js';
 import { lateSources } from './freshness.js';
 
 const TREND_KEPT_DAYS = 400;
-
-const tenantReader = (tenantId: string): Principal => ({
-  tenantId,
-  kind: 'api_key',
-  id: 'quality',
-  name: 'quality',
-  tier: undefined,
-  superadmin: false,
-  permissions: new Set(),
-  scopes: 'all',
-});
 
 /**
  * A collector run's list of a source succeeded: freshness follows (recordList, then the sweep's
@@ -35,28 +24,32 @@ export async function sourceListed(app: AppContext, tenantId: string, sourceId: 
 
 /**
  * The sweep's share of data quality: the CIs the last lists did not see flagged, staleness marked
- * and cleared, the counters folded, the day's row of the trend written, and the scores on /metrics. Reads counters and the narrow last-seen
- * table, never the CIs themselves.
+ * and cleared, the counters folded, the day's row of the trend written, and the scores on
+ * /metrics. Reads counters and the narrow last-seen table, never the CIs themselves.
  */
 export async function sweepQuality(app: AppContext, now: Date) {
   const unseenMoved = await flagUnseen(app.sql);
   const tenants = await qualityTenants(app.sql);
   let stale = 0;
   const day = now.toISOString().slice(0, 10);
-  const metrics: { tenantId: string; late: Set<string> }[] = [];
+  const metrics: { tenantId: string; settings: QualitySettings; late: Set<string> }[] = [];
   for (const tenantId of tenants) {
     const settings = effectiveSettings(await storedSettings(app.sql, tenantId));
     const marked = await markStale(app.sql, tenantId, settings, now);
     stale += marked.marked + marked.cleared;
-    metrics.push({ tenantId, late: lateSources(await sourceLists(app.sql, tenantReader(tenantId)), settings, now) });
+    metrics.push({
+      tenantId,
+      settings,
+      late: lateSources(await sourceLists(app.sql, tenantReader(tenantId)), settings, now),
+    });
   }
   const folded = await foldQualityCounts(app.sql);
   qualityScore.reset();
   qualityFailing.reset();
   qualityBelowThreshold.reset();
-  for (const { tenantId, late } of metrics) {
+  for (const { tenantId, settings, late } of metrics) {
     await keepDay(app.sql, tenantId, day, [...late]);
-    await publish(app, tenantId, late);
+    await publish(app, tenantId, settings, late);
   }
   const trimmed = await trimDays(
     app.sql,
@@ -66,9 +59,8 @@ export async function sweepQuality(app: AppContext, now: Date) {
 }
 
 /** The tenant's scores per measure, type and source (and overall) into the gauges. */
-async function publish(app: AppContext, tenantId: string, late: ReadonlySet<string>) {
+async function publish(app: AppContext, tenantId: string, settings: QualitySettings, late: ReadonlySet<string>) {
   const reader = tenantReader(tenantId);
-  const settings = effectiveSettings(await storedSettings(app.sql, tenantId));
   const counts = await qualityCounts(app.sql, reader, {});
   const rules = await ruleCounts(app.sql, reader, {});
   const groups = tallyBy(

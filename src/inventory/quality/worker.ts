@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.js';
+import { CatchUpLoop } from '../../platform/workers.js';
 import type { Sql } from '../../platform/db/database.js';
 import { standingCondition } from '../queries/service.js';
 import { recheck, recheckRules } from './check-store.js';
@@ -9,7 +10,8 @@ import { claimQueued, moveWalk, nextWalk, walkPage } from './store.js';
 /** CIs checked per transaction. */
 const BATCH = 500;
 
-const compilerFor =
+/** The compiler of a plan's matches for statements sent through `tx`. */
+export const compilerFor =
   (tx: Sql, plan: CheckPlan, now: Date) => (e: Parameters<typeof standingCondition>[2], row: string) =>
     standingCondition(tx, plan.tenantId, e, row, now);
 
@@ -67,45 +69,13 @@ export async function catchUpQuality(app: AppContext, plans = new PlanCache(app)
  * The quality worker: drains the queue the triggers fill every `pollMs`. The measures trail the
  * inventory by about one interval; nothing on the write path waits for them.
  */
-export class QualityWorker {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
-  private readonly plans: PlanCache;
-
-  constructor(
-    private readonly app: AppContext,
-    private readonly pollMs: number,
-  ) {
-    this.plans = new PlanCache(app);
-  }
-
-  start(): void {
-    this.stopped = false;
-    this.schedule(0);
-  }
-
-  private schedule(delay: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = catchUpQuality(this.app, this.plans)
-        .then(
-          (checked) => {
-            if (checked > 0) this.app.logger.debug({ checked }, 'quality checked');
-          },
-          (error: unknown) => this.app.logger.error({ err: error }, 'quality check failed'),
-        )
-        .finally(() => {
-          this.running = undefined;
-          this.schedule(this.pollMs);
-        });
-    }, delay);
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+export class QualityWorker extends CatchUpLoop {
+  constructor(app: AppContext, pollMs: number) {
+    // plans stay with the worker: it checks batch after batch against the same one
+    const plans = new PlanCache(app);
+    super(pollMs, () => catchUpQuality(app, plans), app.logger, {
+      done: 'quality checked',
+      failed: 'quality check failed',
+    });
   }
 }

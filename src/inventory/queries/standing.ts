@@ -1,5 +1,5 @@
 import type { Sql } from 'postgres';
-import type { Principal } from '../../platform/auth/principal.js';
+import { tenantReader } from '../../platform/auth/principal.js';
 import type { Fragment } from '../../platform/auth/scope.js';
 import type { Expr } from '../../platform/query-language/ast.js';
 import { predicate } from './predicates.js';
@@ -33,15 +33,5 @@ export function unsteady(e: Expr): { at: Expr['at']; message: string } | undefin
  * checks that run for the whole tenant: no principal's scopes narrow it.
  */
 export function standingCondition(sql: Sql, tenantId: string, e: Expr, row: string, now: Date): Fragment {
-  const system: Principal = {
-    tenantId,
-    kind: 'api_key',
-    id: 'quality',
-    name: 'quality',
-    tier: undefined,
-    superadmin: false,
-    permissions: new Set(),
-    scopes: 'all',
-  };
-  return predicate({ sql, principal: system, moment: now, asOf: undefined }, row, e);
+  return predicate({ sql, principal: tenantReader(tenantId), moment: now, asOf: undefined }, row, e);
 }

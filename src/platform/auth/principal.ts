@@ -144,3 +144,18 @@ export function intersectScopes(a: 'all' | readonly DataScope[], b: 'all' | read
   // both sides are lists of named sources, so the result names sources too
   return normalizeScopes([...both.values()]) as DataScope[];
 }
+
+/**
+ * The tenant itself, for work the service does over all of its data (checks kept per CI, the
+ * sweep's scores): reads see the whole tenant; it holds no permission to act.
+ */
+export const tenantReader = (tenantId: string): Principal => ({
+  tenantId,
+  kind: 'api_key',
+  id: 'tenant',
+  name: 'tenant',
+  tier: undefined,
+  superadmin: false,
+  permissions: new Set(),
+  scopes: 'all',
+});
