@@ -141,40 +141,32 @@ begin
   return null;
 end $$;
 
--- The CIs whose status moved are found first and their relationships through the indexes, one
--- lookup each: joined whole, the planner (which knows nothing of a transition table) would hash
--- every relationship of the inventory for each statement of a collection.
+-- The CIs at the other end of a CI's relationships, either way, each found through an index: used
+-- per CI whose status moved or that went, never joined whole (the planner knows nothing of a
+-- transition table and would hash every relationship of the inventory for each statement).
+create function cinv_quality_other_ends(tenant uuid, ci uuid) returns table (tenant_id uuid, ci_id uuid)
+  language sql stable as $$
+  select r.tenant_id, r.from_ci_id from relationships r where r.tenant_id = tenant and r.to_ci_id = ci
+  union all
+  select r.tenant_id, r.to_ci_id from relationships r where r.tenant_id = tenant and r.from_ci_id = ci
+$$;
+
 create function cinv_quality_ci_updated() returns trigger language plpgsql as $$
 begin
   insert into quality_queue (tenant_id, ci_id)
   select a.tenant_id, a.ci_id from after_update a
   union all
-  select r.tenant_id, r.ci_id
-  from (select a.tenant_id, a.ci_id from after_update a join before_update b on b.ci_id = a.ci_id
-        where a.status <> b.status) moved
-  cross join lateral (
-    select r.tenant_id, r.from_ci_id as ci_id from relationships r
-    where r.tenant_id = moved.tenant_id and r.to_ci_id = moved.ci_id
-    union all
-    select r.tenant_id, r.to_ci_id from relationships r
-    where r.tenant_id = moved.tenant_id and r.from_ci_id = moved.ci_id
-    offset 0
-  ) r;
+  select ends.tenant_id, ends.ci_id
+  from after_update a join before_update b on b.ci_id = a.ci_id
+  cross join lateral cinv_quality_other_ends(a.tenant_id, a.ci_id) ends
+  where a.status <> b.status;
   return null;
 end $$;
 
 create function cinv_quality_ci_deleted() returns trigger language plpgsql as $$
 begin
   insert into quality_queue (tenant_id, ci_id)
-  select r.tenant_id, r.ci_id from removed
-  cross join lateral (
-    select r.tenant_id, r.from_ci_id as ci_id from relationships r
-    where r.tenant_id = removed.tenant_id and r.to_ci_id = removed.ci_id
-    union all
-    select r.tenant_id, r.to_ci_id from relationships r
-    where r.tenant_id = removed.tenant_id and r.from_ci_id = removed.ci_id
-    offset 0
-  ) r;
+  select ends.tenant_id, ends.ci_id from removed cross join lateral cinv_quality_other_ends(removed.tenant_id, removed.ci_id) ends;
   return null;
 end $$;
 
