@@ -13,6 +13,10 @@ export function presentChange(row: ChangeRow) {
     ci_type: row.ci_type,
     changed_at: isoTime(row.changed_at),
     change_type: row.change_type,
+    kind: row.kind,
+    severity: row.severity,
+    ...(row.ignored ? { ignored: true } : {}),
+    ...(row.fold ? { fold: { records: row.fold.records, last_at: isoTime(row.fold.last_at) } } : {}),
     changes: row.changes.map((change) => ({
       field: change.field,
       old_value: change.old_value ?? null,

@@ -12,6 +12,7 @@ import {
 import type { FilterSpec } from '../../platform/query/filters.js';
 import { CHANGE_SORT_FIELDS } from '../records/store.js';
 import { GRAPH_DIRECTIONS } from '../../inventory/relationships/schema.js';
+import { SEVERITIES } from '../records/kinds.js';
 
 export const CHANGE_TYPES = ['CREATED', 'UPDATED', 'DELETED'] as const;
 
@@ -24,7 +25,24 @@ export const CHANGE_FILTERS: FilterSpec = {
     changed_at: { kind: 'timestamp', column: 'cr.changed_at' },
     ci_id: { kind: 'uuid', column: 'cr.ci_id' },
     changed_field: { kind: 'text', column: 'cr.changed_fields', array: true },
+    kind: { kind: 'text', column: 'cr.kind' },
+    severity: { kind: 'text', column: 'cr.severity', values: SEVERITIES },
   },
+};
+
+/** How a history read treats repeats and ignored records (docs/readable-changes.md). */
+export const Reading = {
+  fold: Type.Boolean({
+    default: false,
+    description:
+      'Folded: repeats of one change on one CI within the fold window (1 h unless set) read as one entry, the first ' +
+      'record with `fold.records` and `fold.last_at`; the exact records are listed without it. A fold is listed where ' +
+      'its first record falls, and filters apply to that record.',
+  }),
+  include_ignored: Type.Boolean({
+    default: false,
+    description: 'List the records a change rule ignores too (they are stored, and hidden unless asked for).',
+  }),
 };
 
 export const CiChangesParams = Type.Object({
@@ -43,6 +61,7 @@ export const CiChangesQuery = Type.Object({
   cursor: Type.Optional(
     Type.String({ minLength: 1, maxLength: 2048, description: 'Opaque `next_cursor` of the previous page.' }),
   ),
+  ...Reading,
 });
 export type CiChangesQuery = Static<typeof CiChangesQuery>;
 
@@ -103,11 +122,13 @@ export const ChangeListQuery = Type.Object({
   ),
   filter: Type.Optional(
     Filters(
-      'change_type, ci_type, ci_name, changed_at, ci_id, changed_field (matches when any field change of the record has a ' +
-        'matching path, e.g. `changed_field:startswith:raw_data.spec`; `ne`/`nin` mean no field change matches)',
+      'change_type, ci_type, ci_name, changed_at, ci_id, kind, severity, changed_field (matches when any field change ' +
+        'of the record has a matching path, e.g. `changed_field:startswith:raw_data.spec`; `ne`/`nin` mean no field ' +
+        'change matches)',
     ),
   ),
   ...RelatedTo,
+  ...Reading,
 });
 export type ChangeListQuery = Static<typeof ChangeListQuery>;
 
@@ -129,6 +150,28 @@ export const ChangeRecord = Type.Object(
     ci_type: Type.String(),
     changed_at: Timestamp(),
     change_type: Type.Union(CHANGE_TYPES.map((t) => Type.Literal(t))),
+    kind: Nullable(
+      Type.String({
+        description:
+          'What the change is about: `created`, `archived`, `replaced`, `secret-ref`, `config`, `image`, `version`, ' +
+          '`scale`, `restart`, `health`, `status`, `relationship`, `metadata`, `other`, or a kind a change rule sets. ' +
+          'Null on a record written before classification that no re-application has reached yet.',
+      }),
+    ),
+    severity: Nullable(Type.Union(SEVERITIES.map((s) => Type.Literal(s)))),
+    ignored: Type.Optional(Type.Boolean({ description: 'Present and true on a record a change rule ignores.' })),
+    fold: Type.Optional(
+      Type.Object(
+        {
+          records: Type.Integer({
+            minimum: 1,
+            description: 'The records the entry stands for (this one and its repeats).',
+          }),
+          last_at: Timestamp(),
+        },
+        { description: 'On a folded read: the fold this record opens.' },
+      ),
+    ),
     changes: Type.Array(FieldChange),
   },
   { title: 'ChangeRecord' },

@@ -26,12 +26,12 @@ import { historyCoversSince } from '../records/retention.js';
 
 export type { ChangeRow } from '../records/store.js';
 
-const historyBinding = (principal: Principal, ciId: string): CursorBinding => ({
+const historyBinding = (principal: Principal, ciId: string, query: CiChangesQuery): CursorBinding => ({
   tenantId: principal.tenantId,
   reader: principal,
   scope: `ci-changes:${ciId}`,
   sort: null,
-  filters: {},
+  filters: { fold: query.fold, include_ignored: query.include_ignored },
 });
 
 /** The keyset position a signed cursor carries; anything else is a malformed cursor. */
@@ -61,15 +61,16 @@ export async function ciHistory(
   ciId: string,
   query: CiChangesQuery,
 ): Promise<CiHistoryWalk> {
-  const binding = historyBinding(principal, ciId);
+  const binding = historyBinding(principal, ciId, query);
   const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
   const after = cursor ? positionOf(cursor.key) : undefined;
-  const page = await pageCiHistory(app.sql, principal, ciId, {
-    limit: query.limit,
-    offset: query.offset,
-    after,
-    total: cursor?.total,
-  });
+  const page = await pageCiHistory(
+    app.sql,
+    principal,
+    ciId,
+    { limit: query.limit, offset: query.offset, after, total: cursor?.total },
+    { fold: query.fold, ignored: query.include_ignored },
+  );
   if (page.total === 0 && !(await ciIsVisible(app, principal, ciId))) {
     throw notFound('No configuration item or change history with this id', { ci_id: ciId });
   }
@@ -126,6 +127,8 @@ async function criteriaOf(app: AppContext, principal: Principal, query: ChangeLi
     search: query.search === undefined ? undefined : parseQuery(query.search, 'search'),
     sortBy: query.sort_by,
     sortOrder: query.sort_order,
+    fold: query.fold,
+    ignored: query.include_ignored,
   };
 }
 

@@ -52,7 +52,8 @@ function scanned(
     from (select position, txid, committed_at from change_feed where position >= ${after.position}::bigint order by position limit ${scan}) f
     cross join lateral (
       select cr.id, cr.tenant_id, cr.source_id, cr.scope_id, cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.change_type,
-             cr.changed_at, cr.changes, cr.changed_fields, cr.search_vector, cr.moved_from_scope_id
+             cr.changed_at, cr.changes, cr.changed_fields, cr.search_vector, cr.moved_from_scope_id, cr.kind, cr.severity,
+             cr.ignored, cr.fold_at
       from change_records cr
       -- one bound per place, so that a transaction of many records is read from the cursor on along the (txid, id) index
       where cr.txid = f.txid and cr.id > (case when f.position = ${after.position}::bigint then ${after.id}::bigint else 0 end)
@@ -90,10 +91,15 @@ export async function scanFeed(
       changed_at,
       change_type,
       changes,
+      kind,
+      severity,
+      ignored,
     }) => ({
       place: { position, id: record },
       committedAt: committed_at,
-      record: selected ? { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes } : undefined,
+      record: selected
+        ? { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes, kind, severity, ignored }
+        : undefined,
     }),
   );
 }
@@ -112,7 +118,8 @@ export interface FeedSelection {
 
 /** The content columns, read alongside the place (a second lookup by id cost more than the scan). */
 const contentColumns = (sql: Sql) =>
-  sql`cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.change_type, cr.changes::text as changes_text`;
+  sql`cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.change_type, cr.kind, cr.severity, cr.ignored,
+      cr.changes::text as changes_text`;
 
 /**
  * As scanFeed, for callers that pass records on as JSON text: whether each is selected, its time
@@ -144,6 +151,9 @@ export async function scanFeedSelection(
       ci_namespace,
       ci_type,
       change_type,
+      kind,
+      severity,
+      ignored,
       changes_text,
     }) => ({
       place: { position, id: record },
@@ -151,7 +161,19 @@ export async function scanFeedSelection(
       selected,
       at,
       content: selected
-        ? { id: record, ci_id, ci_name, ci_namespace, ci_type, changed_at: apiTimeOf(at), change_type, changes_text }
+        ? {
+            id: record,
+            ci_id,
+            ci_name,
+            ci_namespace,
+            ci_type,
+            changed_at: apiTimeOf(at),
+            change_type,
+            kind,
+            severity,
+            ignored,
+            changes_text,
+          }
         : undefined,
     }),
   );
@@ -169,13 +191,24 @@ interface FieldChangeRow {
  * database: json_build_object took two thirds of a lookup's time, on the server every writer shares.
  */
 export function recordJson(content: RecordContent): string {
-  const { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type } = content;
+  const { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, kind, severity } = content;
   const changes = (JSON.parse(content.changes_text) as FieldChangeRow[]).map((c) => ({
     field: c.field,
     old_value: c.old_value ?? null,
     new_value: c.new_value ?? null,
   }));
-  return JSON.stringify({ id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes });
+  return JSON.stringify({
+    id,
+    ci_id,
+    ci_name,
+    ci_namespace,
+    ci_type,
+    changed_at,
+    change_type,
+    kind,
+    severity,
+    changes,
+  });
 }
 
 /** Records as JSON text (recordJson), by id and exact time. */

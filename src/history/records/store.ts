@@ -22,6 +22,13 @@ export interface ChangeRow {
   changed_at: Date;
   change_type: ChangeType;
   changes: FieldChange[];
+  /** What the change is about and how much it matters (kinds.ts, the tenant's change rules); null before classification. */
+  kind: string | null;
+  severity: string | null;
+  /** Hidden by an ignore rule: listed only when asked for. */
+  ignored: boolean;
+  /** On a folded read: the records the fold stands for (1: none folded) and the last one's time. */
+  fold?: { records: number; last_at: Date };
 }
 
 /**
@@ -37,7 +44,32 @@ export type Position = readonly [sortValue: string, id: string];
 const exactTime = (sql: Sql, text: string): Fragment => sql`${text}::text::timestamptz`;
 
 export const recordColumns = (sql: Sql) =>
-  sql`cr.id::text as id, cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.changed_at, cr.change_type, cr.changes`;
+  sql`cr.id::text as id, cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.changed_at, cr.change_type, cr.changes,
+      cr.kind, cr.severity, cr.ignored`;
+
+/** How a read treats repeats and ignored records. */
+export interface Reading {
+  /** Repeats within a fold are left out; each fold's first record stands for them (`fold`). */
+  fold?: boolean;
+  /** Records an ignore rule hid are listed too. */
+  ignored?: boolean;
+}
+
+/** The fold a folded read's record stands for: its repeats (change_folds) beside it. */
+const foldJoin = (sql: Sql, reading: Reading) =>
+  reading.fold
+    ? sql`left join change_folds f on f.tenant_id = cr.tenant_id and f.ci_id = cr.ci_id and f.fingerprint = cr.fingerprint
+            and f.fold_at = cr.changed_at`
+    : sql``;
+const foldColumns = (sql: Sql, reading: Reading) =>
+  reading.fold
+    ? sql`, 1 + coalesce(f.repeats, 0) as fold_records, coalesce(f.last_at, cr.changed_at) as fold_last_at`
+    : sql``;
+
+/** The conditions a reading adds: no ignored records unless asked, no repeats on a folded read. */
+export function readingConditions(sql: Sql, reading: Reading): Fragment[] {
+  return [...(reading.ignored ? [] : [sql`not cr.ignored`]), ...(reading.fold ? [sql`cr.fold_at is null`] : [])];
+}
 
 export interface CiHistoryPage {
   items: ChangeRow[];
@@ -48,6 +80,8 @@ export interface CiHistoryPage {
 }
 
 interface CiHistoryRow extends ChangeRow {
+  fold_records?: number;
+  fold_last_at?: Date;
   n: number;
   is_item: boolean;
   position_at: string;
@@ -64,16 +98,22 @@ export async function pageCiHistory(
   principal: Principal,
   ciId: string,
   page: { limit: number; offset: number; after: Position | undefined; total?: number },
+  reading: Reading = {},
 ): Promise<CiHistoryPage> {
-  const where = sql`cr.ci_id = ${ciId} and ${visibleTo(sql, principal, changeColumnsOf('cr'))}`;
+  const where = and(sql, [
+    sql`cr.ci_id = ${ciId}`,
+    visibleTo(sql, principal, changeColumnsOf('cr')),
+    ...readingConditions(sql, reading),
+  ]);
   const keyset = page.after
     ? sql`and (cr.changed_at, cr.id) < (${exactTime(sql, page.after[0])}, ${page.after[1]}::bigint)`
     : sql``;
   const [rows, [count]] = await Promise.all([
     sql<CiHistoryRow[]>`
       with page as (
-        select ${recordColumns(sql)}, to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME_FORMAT}) as position_at
-        from change_records cr
+        select ${recordColumns(sql)} ${foldColumns(sql, reading)},
+               to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME_FORMAT}) as position_at
+        from change_records cr ${foldJoin(sql, reading)}
         where ${where} ${keyset}
         order by cr.changed_at desc, cr.id desc
         limit ${page.limit + 1} offset ${page.after ? 0 : page.offset}
@@ -81,7 +121,8 @@ export async function pageCiHistory(
         select page.*, row_number() over (order by page.changed_at desc, page.id::bigint desc)::int as n from page
       )
       select n, n <= ${page.limit} and changes <> '[]'::jsonb as is_item, position_at,
-             id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type,
+             id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, kind, severity, ignored
+             ${reading.fold ? sql`, fold_records, fold_last_at` : sql``},
              case when n <= ${page.limit} then changes end as changes
       from numbered
       where (n <= ${page.limit} and changes <> '[]'::jsonb) or n >= ${page.limit}
@@ -100,13 +141,18 @@ export async function pageCiHistory(
   };
 }
 
-function toChangeRow(row: ChangeRow): ChangeRow {
-  const { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes } = row;
-  return { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes };
+type FoldedRow = ChangeRow & { fold_records?: number; fold_last_at?: Date };
+
+export function toChangeRow(row: FoldedRow): ChangeRow {
+  const { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes, kind, severity, ignored } = row;
+  const base = { id, ci_id, ci_name, ci_namespace, ci_type, changed_at, change_type, changes, kind, severity, ignored };
+  return row.fold_records === undefined
+    ? base
+    : { ...base, fold: { records: row.fold_records, last_at: row.fold_last_at ?? changed_at } };
 }
 
 /** What selects the global history: filters, search and time bounds. */
-export interface HistoryFilter {
+export interface HistoryFilter extends Reading {
   filters: readonly ParsedFilter[];
   /** The search language of src/platform/query/text-query.ts, compiled to a tsquery. */
   search: ParsedQuery | undefined;
@@ -132,6 +178,7 @@ export function historyConditions(sql: Sql, principal: Principal, criteria: Hist
     visibleTo(sql, principal, changeColumnsOf('cr')),
     // records without field changes carry nothing to list or export
     sql`cr.changes <> '[]'::jsonb`,
+    ...readingConditions(sql, criteria),
     ...compileFilters(sql, criteria.filters),
   ];
   if (criteria.from) parts.push(sql`cr.changed_at >= ${exactTime(sql, criteria.from)}`);
@@ -174,7 +221,8 @@ const TIME_OPERATORS: Record<string, 'lower' | 'upper' | 'both'> = {
 function aggregateWindow(
   criteria: HistoryFilter,
 ): { lower?: Bound; upper?: Bound; filters: ParsedFilter[] } | undefined {
-  if (criteria.search) return undefined;
+  // the pre-aggregate counts records, not folds
+  if (criteria.search || criteria.fold) return undefined;
   const filters: ParsedFilter[] = [];
   const lowers: Bound[] = criteria.from ? [{ at: criteria.from, inclusive: true }] : [];
   const uppers: Bound[] = criteria.until ? [{ at: criteria.until, inclusive: !criteria.untilExclusive }] : [];
@@ -216,7 +264,10 @@ export async function listChanges(
   counting: CountSettings,
 ): Promise<{ rows: ChangeRow[]; total: number; totalExact: boolean }> {
   const where = historyConditions(sql, principal, criteria);
-  const window = aggregateWindow(criteria);
+  const aggregate = aggregateWindow(criteria);
+  // the pre-aggregate counts ignored records too: it answers only where there are none to leave out
+  const window =
+    aggregate && (criteria.ignored || !(await ignoredWithin(sql, principal, aggregate))) ? aggregate : undefined;
   const [rows, count] = await Promise.all([
     pageChanges(sql, principal, criteria, page),
     window
@@ -235,6 +286,19 @@ export async function listChanges(
   return { rows, total: count.total, totalExact: count.exact };
 }
 
+/** Whether the tenant has records an ignore rule hid within the bounds (a partial index holds only those). */
+async function ignoredWithin(
+  sql: Sql,
+  principal: Principal,
+  bounds: { lower?: Bound; upper?: Bound },
+): Promise<boolean> {
+  const lower = bounds.lower ? sql`and cr.changed_at >= ${exactTime(sql, bounds.lower.at)}` : sql``;
+  const upper = bounds.upper ? sql`and cr.changed_at <= ${exactTime(sql, bounds.upper.at)}` : sql``;
+  const [row] = await sql<{ found: boolean }[]>`
+    select exists (select 1 from change_records cr where cr.tenant_id = ${principal.tenantId} and cr.ignored ${lower} ${upper}) as found`;
+  return row?.found ?? false;
+}
+
 /** One offset page of the global history the principal may see, without counting the rest. */
 export function pageChanges(
   sql: Sql,
@@ -242,11 +306,11 @@ export function pageChanges(
   criteria: ChangeCriteria,
   page: { limit: number; offset: number },
 ): Promise<ChangeRow[]> {
-  return sql<ChangeRow[]>`
-    select ${recordColumns(sql)} from change_records cr
+  return sql<FoldedRow[]>`
+    select ${recordColumns(sql)} ${foldColumns(sql, criteria)} from change_records cr ${foldJoin(sql, criteria)}
     where ${historyConditions(sql, principal, criteria)}
     order by ${ordering(sql, criteria)}
-    limit ${page.limit} offset ${page.offset}`;
+    limit ${page.limit} offset ${page.offset}`.then((rows) => rows.map(toChangeRow));
 }
 
 function sortKey(sql: Sql, sortBy: ChangeSortField): Fragment {

@@ -3,6 +3,9 @@ import { jsonText } from '../../platform/db/pipeline.js';
 import type { FieldChange } from './diff.js';
 import { documentTokens, toTsvectorText } from './document.js';
 import { changesWritten } from '../../platform/observability/metrics.js';
+import { fingerprintOf, shapeOf } from './kinds.js';
+import { assignFolds } from './folds.js';
+import { shapeWritten } from './shaping.js';
 
 export type ChangeType = 'CREATED' | 'UPDATED' | 'DELETED';
 
@@ -89,7 +92,22 @@ export const OUTBOX_CHANNEL = 'cinv_outbox';
  */
 const MAX_INDEXED_FIELD_LENGTH = 512;
 
-const withDocument = (record: NewChangeRecord) => ({
+interface ShapedRecord extends NewChangeRecord {
+  kind: string;
+  severity: string;
+  rolls_up: boolean;
+  fingerprint: string;
+  fold_at: Date | null;
+}
+
+const shaped = (record: NewChangeRecord): ShapedRecord => ({
+  ...record,
+  ...shapeOf(record),
+  fingerprint: fingerprintOf(record),
+  fold_at: null,
+});
+
+const withDocument = (record: ShapedRecord) => ({
   ...record,
   search_document: toTsvectorText(documentTokens(record)),
 });
@@ -101,18 +119,27 @@ const withDocument = (record: NewChangeRecord) => ({
  */
 export async function recordChanges(sql: Queryable, records: readonly NewChangeRecord[]): Promise<number> {
   if (records.length === 0) return 0;
-  const [row] = await sql<{ written: number }[]>`
+  const all = records.map(shaped);
+  const tenants = [...new Set(all.map((r) => r.tenant_id))];
+  for (const tenantId of tenants)
+    await assignFolds(
+      sql,
+      tenantId,
+      all.filter((r) => r.tenant_id === tenantId),
+    );
+  const [row] = await sql<{ written: number; ids: string[] }[]>`
     with written as (
       insert into change_records
         (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields,
-         search_vector, moved_from_scope_id)
+         search_vector, moved_from_scope_id, kind, severity, rolls_up, fingerprint, fold_at)
       select r.tenant_id, r.ci_id, r.source_id, r.scope_id, r.ci_name, r.ci_namespace, r.ci_type, r.change_type,
              r.changed_at, r.changes,
              array(select distinct left(c ->> 'field', ${MAX_INDEXED_FIELD_LENGTH}) from jsonb_array_elements(r.changes) as c order by 1),
-             r.search_document::tsvector, r.moved_from_scope_id
-      from jsonb_to_recordset(${jsonText(records.map(withDocument))}::text::jsonb) as r(
+             r.search_document::tsvector, r.moved_from_scope_id, r.kind, r.severity, r.rolls_up, r.fingerprint, r.fold_at
+      from jsonb_to_recordset(${jsonText(all.map(withDocument))}::text::jsonb) as r(
         tenant_id uuid, ci_id uuid, source_id bigint, scope_id text, ci_name text, ci_namespace text,
-        ci_type text, change_type text, changed_at timestamptz, changes jsonb, search_document text, moved_from_scope_id text)
+        ci_type text, change_type text, changed_at timestamptz, changes jsonb, search_document text, moved_from_scope_id text,
+        kind text, severity text, rolls_up boolean, fingerprint text, fold_at timestamptz)
       returning id, tenant_id, ci_id, change_type, changed_at
     ), queued as (
       insert into outbox (tenant_id, topic, aggregate_id, payload)
@@ -123,8 +150,11 @@ export async function recordChanges(sql: Queryable, records: readonly NewChangeR
     ), counted as (
       insert into change_stats_queue (change_id, changed_at) select id, changed_at from written
     )
-    select count(*)::int as written, pg_notify(${OUTBOX_CHANNEL}, '') from queued`.execute();
+    select (select count(*)::int from queued) as written, array(select id::text from written) as ids,
+           pg_notify(${OUTBOX_CHANNEL}, '')`.execute();
   const written = row?.written ?? 0;
+  // the tenant's change rules, in the same transaction: a record is never seen unshaped
+  for (const tenantId of tenants) await shapeWritten(sql, tenantId, row?.ids ?? []);
   changesWritten.inc(written);
   return written;
 }

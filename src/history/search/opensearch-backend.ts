@@ -89,6 +89,8 @@ export class OpenSearchBackend implements SearchBackend {
     return [
       ...visibleToOpenSearch(principal),
       { term: { has_changes: true } },
+      // records an ignore rule hid, as the PostgreSQL reads leave them out (documents indexed before the field: not ignored)
+      { bool: { must_not: [{ term: { ignored: true } }] } },
       ...timeFilter(request),
       ...compileOpenSearchFilters(request.filters ?? []),
     ];
@@ -120,6 +122,9 @@ export class OpenSearchBackend implements SearchBackend {
         changed_at: new Date(source.changed_at),
         change_type: source.change_type as 'CREATED' | 'UPDATED' | 'DELETED',
         changes: source.changes,
+        kind: source.kind ?? null,
+        severity: source.severity ?? null,
+        ignored: source.ignored ?? false,
         score: Math.round((hit._score ?? 0) * 1e6) / 1e6,
         matched: matchesOf(source, request.query),
       };

@@ -98,6 +98,9 @@ export interface ChangeDocument {
   ci_namespace: string | null;
   ci_type: string;
   change_type: string;
+  kind: string | null;
+  severity: string | null;
+  ignored: boolean;
   changed_at: string;
   changed_fields: string[];
   has_changes: boolean;
@@ -114,7 +117,7 @@ export async function loadChangeDocuments(sql: Sql, ids: readonly string[]): Pro
   if (ids.length === 0) return [];
   const records = await sql<StoredRecord[]>`
     select cr.id::text, cr.tenant_id, cr.source_id::text, cr.scope_id, cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type,
-           cr.change_type, to_char(cr.changed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as changed_at,
+           cr.change_type, cr.kind, cr.severity, cr.ignored, to_char(cr.changed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as changed_at,
            cr.changed_fields, cr.changes, cr.moved_from_scope_id
     from unnest(${ids as string[]}::bigint[]) as wanted(id)
     join change_records cr on cr.id = wanted.id`;
