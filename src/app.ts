@@ -13,6 +13,8 @@ import { BatchPayload } from './history/subscriptions/schema.js';
 import { diffRoutes } from './inventory/diffs/routes.js';
 import { identityRoutes } from './inventory/identities/routes.js';
 import { qualityRoutes } from './inventory/quality/routes.js';
+import { changeRuleRoutes } from './history/change-rules/routes.js';
+import { installChangeRules } from './history/change-rules/service.js';
 import { impactRoutes } from './inventory/impact/routes.js';
 import { queryRoutes } from './inventory/queries/routes.js';
 import { authenticate, signInRedirect } from './identity/sign-in/authenticate.js';
@@ -71,6 +73,7 @@ export const apiRoutes: readonly AnyRoute[] = [
   ...queryRoutes,
   ...identityRoutes,
   ...qualityRoutes,
+  ...changeRuleRoutes,
 ];
 
 /** AES-256-GCM for the sign-in cookie; a cookie that does not decrypt is no sign-in at all. */
@@ -196,6 +199,7 @@ export interface AppOptions {
 
 export function createApp(app: AppContext, options: AppOptions = {}): Koa {
   enableProcessMetrics();
+  installChangeRules();
   let openApi: Record<string, unknown> | undefined;
   const routes: AnyRoute[] = [];
   const load = new LoadShedder(loadLimits(app), () => app.gate.queue.oldestWaitMs);

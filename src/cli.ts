@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { installChangeRules } from './history/change-rules/service.js';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
@@ -121,6 +122,8 @@ const version = (): string =>
   (JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string }).version;
 
 async function main(argv: string[]): Promise<number> {
+  // every command that writes history (the demo, imports, a server) shapes it by the tenant's change rules
+  installChangeRules();
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });

@@ -4,6 +4,7 @@ import { scheduleSearchJobs } from './history/changes/scheduler.js';
 import { SubscriptionDelivery } from './history/subscriptions/delivery.js';
 import { IdentityWorker } from './inventory/identities/service.js';
 import { QualityWorker } from './inventory/quality/service.js';
+import { ChangeRulesWorker } from './history/change-rules/service.js';
 import { scheduleSweeps } from './inventory/lifecycle/scheduler.js';
 import { startedBy, type BackgroundWorker } from './platform/workers.js';
 
@@ -63,6 +64,7 @@ export function backgroundWorkers(app: AppContext, options: WorkerOptions): Back
       new NamedWorker('subscription delivery', new SubscriptionDelivery(app)),
       new NamedWorker('identities', new IdentityWorker(app, config.identityPollMs)),
       new NamedWorker('data quality', new QualityWorker(app, config.qualityPollMs)),
+      new NamedWorker('change rules', new ChangeRulesWorker(app, config.changeRulesPollMs)),
     );
   }
   const opensearchUrl = config.opensearchUrl;

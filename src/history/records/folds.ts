@@ -27,7 +27,8 @@ const keyOf = (ciId: string, fingerprint: string) => `${ciId} ${fingerprint}`;
  * Puts each record into its fold before it is written: an update with the fingerprint of a fold
  * of its CI opened less than the tenant's window before it joins that fold (its `fold_at` is the
  * fold's first time, and the fold's repeat count and last time move); any other record opens one.
- * A creation or a deletion of the CI ends its open folds, so a fold never crosses a CI's removal.
+ * A creation, a deletion or a status move of the CI ends its open folds, so a fold never crosses a
+ * CI's removal or its return.
  * Records are taken in time order, so repeats within one batch fold too. Call it in the
  * transaction that writes the records, with the records of one tenant.
  */
@@ -46,7 +47,8 @@ export async function assignFolds(sql: Queryable, tenantId: string, records: rea
   const repeats = new Map<string, { head: Head; repeats: number; last: Date }>();
   for (const record of [...records].sort((a, b) => a.changed_at.getTime() - b.changed_at.getTime())) {
     record.fold_at = null;
-    if (record.change_type !== 'UPDATED') {
+    // a creation, a removal or a move of its status (gone, back) starts a new life of the CI: no fold crosses it
+    if (record.change_type !== 'UPDATED' || record.changes.some((c) => (c as { field?: string }).field === 'status')) {
       ended.add(record.ci_id);
       for (const key of [...heads.keys()]) if (key.startsWith(`${record.ci_id} `)) heads.delete(key);
       for (const [key, head] of opened) if (head.ci_id === record.ci_id) opened.delete(key);

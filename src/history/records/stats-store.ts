@@ -4,6 +4,11 @@ import { defaultWindowStart, figuresOf, TOP_CI_TYPES } from './stats-figures.js'
 // Any constant works as long as every cinv process uses the same one.
 const REFRESH_LOCK = 0x63696e78;
 
+/** Holds off refreshes until the transaction ends: a writer of counted records' statistics waits for no fold in flight. */
+export async function lockStatistics(tx: Sql): Promise<void> {
+  await tx`select pg_advisory_xact_lock(${REFRESH_LOCK})`;
+}
+
 /**
  * Folds one batch of queued change records into the pre-aggregate, in one statement: the hourly
  * and daily counts per tenant, source, instance, change type and CI type, each CI's latest hour with a

@@ -31,6 +31,11 @@ export const AUDIT_EVENT_TYPES = [
   'quality.rule_created',
   'quality.rule_changed',
   'quality.rule_deleted',
+  'change_rule.created',
+  'change_rule.changed',
+  'change_rule.deleted',
+  'change_rule.applied',
+  'change_settings.changed',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

@@ -123,6 +123,8 @@ export interface Config {
   identityPollMs: number;
   /** How often the quality worker drains the queue of CIs to check (CINV_QUALITY_POLL_INTERVAL). */
   qualityPollMs: number;
+  /** How often the change-rules worker looks for re-applications to do (CINV_CHANGE_RULES_POLL_INTERVAL). */
+  changeRulesPollMs: number;
   /** Hybrid sources one worker watches at once, beside its concurrent runs. */
   workerWatches: number;
   /** The master key before a rotation, still accepted for unwrapping (CINV_MASTER_KEY_PREVIOUS). */
@@ -193,6 +195,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerPollMs: duration(env, 'CINV_WORKER_POLL_INTERVAL', '5s'),
     identityPollMs: duration(env, 'CINV_IDENTITY_POLL_INTERVAL', '2s'),
     qualityPollMs: duration(env, 'CINV_QUALITY_POLL_INTERVAL', '2s'),
+    changeRulesPollMs: duration(env, 'CINV_CHANGE_RULES_POLL_INTERVAL', '5s'),
     workerWatches: integer(env, 'CINV_WORKER_WATCHES', 100, 0, 10_000),
     previousMasterKey: env.CINV_MASTER_KEY_PREVIOUS
       ? parseMasterKey('CINV_MASTER_KEY_PREVIOUS', env.CINV_MASTER_KEY_PREVIOUS)

@@ -113,6 +113,113 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/change-rules': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Change rules
+     * @description The tenant’s change rules, in the order they apply. Rules apply in `position` order when a record is written: the first matching ignore hides it, the last matching classification of kind and of severity wins, any matching roll-up rolls it up; matches see the shipped verdict (docs/readable-changes.md). A rule changes what is written from then on; `POST /change-rules/apply` takes the rules back over a window of history.
+     */
+    get: operations['listChangeRules'];
+    put?: never;
+    /**
+     * Add a change rule
+     * @description Rules apply in `position` order when a record is written: the first matching ignore hides it, the last matching classification of kind and of severity wins, any matching roll-up rolls it up; matches see the shipped verdict (docs/readable-changes.md). A rule changes what is written from then on; `POST /change-rules/apply` takes the rules back over a window of history. 422 `INVALID_QUERY` names the position of a bad match. Only a caller that sees all the tenant’s data may (403 `scoped`): it shapes everyone’s history. Audited.
+     */
+    post: operations['createChangeRule'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/change-rules/applications/{run_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** An application of the rules */
+    get: operations['getChangeRuleApplication'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/change-rules/apply': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Apply the rules to a window of history
+     * @description Classifies the records of the window again, by the shipped rules and the tenant’s rules as they are now, in batches of 2 000 records each in a transaction of its own, so writers never wait for it; records whose values move are indexed again. Answers at once with the application to follow. Only a caller that sees all the tenant’s data may (403 `scoped`): it shapes everyone’s history. Audited.
+     */
+    post: operations['applyChangeRules'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/change-rules/{rule_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A change rule */
+    get: operations['getChangeRule'];
+    /**
+     * Rewrite a change rule
+     * @description Rules apply in `position` order when a record is written: the first matching ignore hides it, the last matching classification of kind and of severity wins, any matching roll-up rolls it up; matches see the shipped verdict (docs/readable-changes.md). A rule changes what is written from then on; `POST /change-rules/apply` takes the rules back over a window of history. Only a caller that sees all the tenant’s data may (403 `scoped`): it shapes everyone’s history. Audited.
+     */
+    put: operations['replaceChangeRule'];
+    post?: never;
+    /**
+     * Delete a change rule
+     * @description Records it shaped keep their values until the rules are applied again to their window. Only a caller that sees all the tenant’s data may (403 `scoped`): it shapes everyone’s history. Audited.
+     */
+    delete: operations['deleteChangeRule'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/change-settings': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** How the history folds */
+    get: operations['getChangeSettings'];
+    /**
+     * Set the fold window
+     * @description Folds opened from then on use it; folds already made stay as they are. Only a caller that sees all the tenant’s data may (403 `scoped`): it shapes everyone’s history. Audited.
+     */
+    put: operations['replaceChangeSettings'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/changes': {
     parameters: {
       query?: never;
@@ -1945,8 +2052,19 @@ export interface components {
           ci_name: string;
           ci_namespace: string | null;
           ci_type: string;
+          /** @description On a folded read: the fold this record opens. */
+          fold?: {
+            /** Format: date-time */
+            last_at: string;
+            /** @description The records the entry stands for (this one and its repeats). */
+            records: number;
+          };
           /** @description Change record id (a decimal number as a string). */
           id: string;
+          /** @description Present and true on a record a change rule ignores. */
+          ignored?: boolean;
+          kind: string | null;
+          severity: ('info' | 'low' | 'medium' | 'high') | null;
         }[];
         /** @description The batch's number within the subscription (0 for a test message), rising by one per batch cut. A number is skipped only when the subscription changed owner: the previous owner's undelivered batches were set aside and their records come again under new numbers. */
         sequence: number;
@@ -2476,7 +2594,12 @@ export interface operations {
           | 'quality.settings_changed'
           | 'quality.rule_created'
           | 'quality.rule_changed'
-          | 'quality.rule_deleted';
+          | 'quality.rule_deleted'
+          | 'change_rule.created'
+          | 'change_rule.changed'
+          | 'change_rule.deleted'
+          | 'change_rule.applied'
+          | 'change_settings.changed';
         /** @description A user id or an API key id. */
         actor_id?: string;
         outcome?: 'success' | 'failure';
@@ -2941,6 +3064,1026 @@ export interface operations {
       };
     };
   };
+  listChangeRules: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The rules. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              action: string;
+              /** Format: date-time */
+              created_at: string;
+              /** Format: uuid */
+              id: string;
+              kind: string | null;
+              match: string;
+              name: string;
+              position: number;
+              severity: ('info' | 'low' | 'medium' | 'high') | null;
+              /** Format: date-time */
+              updated_at: string;
+            }[];
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  createChangeRule: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description `ignore`: the record is kept and hidden (`include_ignored=true` lists it); `classify`: sets `kind`, `severity` or both; `rollup`: the record is read on its workload owner’s timeline too. */
+          action: 'ignore' | 'classify' | 'rollup';
+          kind?: string | null;
+          /** @description Which records: a query-language match over the CI (`ci_type = k8s.pod and namespace = batch`) and the change (`change.kind`, `change.severity`, ordered info < low < medium < high, `change.type`, `change.field`: any field change’s path), e.g. `change.field starts with "raw_data.status" and name starts with canary-`. `*` matches every record. */
+          match: string;
+          name: string;
+          /** @description Where it applies among the rules (default: last). */
+          position?: number;
+          severity?: ('info' | 'low' | 'medium' | 'high') | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The rule. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            action: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            id: string;
+            kind: string | null;
+            match: string;
+            name: string;
+            position: number;
+            severity: ('info' | 'low' | 'medium' | 'high') | null;
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, JSON nested deeper than 64 levels, a broken gzip or deflate stream). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description A rule of this name exists (`HTTP_409`). */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              /** @description HTTP_<status>, VALIDATION_ERROR, INVALID_FILTER or INTERNAL_SERVER_ERROR. */
+              code: string;
+              /** @description VALIDATION_ERROR: `errors` [{field, location, message}]; INVALID_FILTER: `filter`, `reason`. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Unique per occurrence; also in the server log line. */
+              id: string;
+              message: string;
+              method: string;
+              path: string;
+            };
+          };
+        };
+      };
+      /** @description The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getChangeRuleApplication: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The application’s identifier. */
+        run_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description How far it got. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Records whose kind, severity, ignored or roll-up moved. */
+            changed: number;
+            /** Format: date-time */
+            created_at: string;
+            done: boolean;
+            finished_at: string | null;
+            from: string | null;
+            /** Format: uuid */
+            id: string;
+            /** @description Records read so far. */
+            records: number;
+            until: string | null;
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Not found (`HTTP_404`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  applyChangeRules: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /**
+           * Format: date-time
+           * @description The window’s start (inclusive).
+           */
+          from: string;
+          /**
+           * Format: date-time
+           * @description The window’s end (exclusive); 92 days after `from` at most.
+           */
+          until: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The application, under way. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Records whose kind, severity, ignored or roll-up moved. */
+            changed: number;
+            /** Format: date-time */
+            created_at: string;
+            done: boolean;
+            finished_at: string | null;
+            from: string | null;
+            /** Format: uuid */
+            id: string;
+            /** @description Records read so far. */
+            records: number;
+            until: string | null;
+          };
+        };
+      };
+      /** @description Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, JSON nested deeper than 64 levels, a broken gzip or deflate stream). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getChangeRule: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The rule's identifier. */
+        rule_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The rule. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            action: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            id: string;
+            kind: string | null;
+            match: string;
+            name: string;
+            position: number;
+            severity: ('info' | 'low' | 'medium' | 'high') | null;
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Not found (`HTTP_404`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  replaceChangeRule: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The rule's identifier. */
+        rule_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description `ignore`: the record is kept and hidden (`include_ignored=true` lists it); `classify`: sets `kind`, `severity` or both; `rollup`: the record is read on its workload owner’s timeline too. */
+          action: 'ignore' | 'classify' | 'rollup';
+          kind?: string | null;
+          /** @description Which records: a query-language match over the CI (`ci_type = k8s.pod and namespace = batch`) and the change (`change.kind`, `change.severity`, ordered info < low < medium < high, `change.type`, `change.field`: any field change’s path), e.g. `change.field starts with "raw_data.status" and name starts with canary-`. `*` matches every record. */
+          match: string;
+          name: string;
+          /** @description Where it applies among the rules (default: last). */
+          position?: number;
+          severity?: ('info' | 'low' | 'medium' | 'high') | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The rule. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            action: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            id: string;
+            kind: string | null;
+            match: string;
+            name: string;
+            position: number;
+            severity: ('info' | 'low' | 'medium' | 'high') | null;
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, JSON nested deeper than 64 levels, a broken gzip or deflate stream). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Not found (`HTTP_404`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Another rule has this name (`HTTP_409`). */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              /** @description HTTP_<status>, VALIDATION_ERROR, INVALID_FILTER or INTERNAL_SERVER_ERROR. */
+              code: string;
+              /** @description VALIDATION_ERROR: `errors` [{field, location, message}]; INVALID_FILTER: `filter`, `reason`. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Unique per occurrence; also in the server log line. */
+              id: string;
+              message: string;
+              method: string;
+              path: string;
+            };
+          };
+        };
+      };
+      /** @description The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  deleteChangeRule: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The rule's identifier. */
+        rule_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Not found (`HTTP_404`). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getChangeSettings: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The settings. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Repeats of a change on a CI within this long of the fold’s first record fold into it (default 3600). */
+            fold_window_seconds: number;
+          };
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  replaceChangeSettings: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Repeats of a change on a CI within this long of the fold’s first record fold into it (default 3600). */
+          fold_window_seconds: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The settings. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Repeats of a change on a CI within this long of the fold’s first record fold into it (default 3600). */
+            fold_window_seconds: number;
+          };
+        };
+      };
+      /** @description Invalid parameters (`INVALID_FILTER` for a malformed filter) or an unreadable body (`HTTP_400`: malformed JSON, JSON nested deeper than 64 levels, a broken gzip or deflate stream). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Missing or invalid API key or sign-in session (`HTTP_401`). With single sign-on configured, a browser (`Accept: text/html`, GET) is redirected to `/auth/login` instead and brought back afterwards. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The key lacks the permission (`HTTP_403`). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body exceeds CINV_BODY_LIMIT_BYTES, counted after decompression (`HTTP_413`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description The body is not `application/json`, or its Content-Encoding is not gzip, deflate, br or identity (`HTTP_415`). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Declared-parameter failure (`VALIDATION_ERROR`) or contradictory parameters (`HTTP_422`). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Too many requests from this credential (or, without valid credentials, this client address): `HTTP_429`, with `Retry-After`. Every authenticated answer carries `X-RateLimit-Limit` (requests per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the allowance is whole again). */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Internal error (`INTERNAL_SERVER_ERROR`); `error.id` matches the server log. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Retry later, as `Retry-After` says (`HTTP_503`; `details.reason`: `overloaded` — the process serves CINV_MAX_IN_FLIGHT requests, its event loop lags or requests wait for database connections —, `exports_busy` — CINV_MAX_EXPORTS CSV exports are streaming —, `pushes_busy` — CINV_MAX_NDJSON_PUSHES NDJSON pushes are being taken —, `long_polls_busy` — CINV_MAX_LONG_POLLS change-feed reads are waiting —, `database_busy` — no connection within CINV_DB_ACQUIRE_TIMEOUT —, `database_unavailable`, `statement_timeout`, `contention`, `source_busy` for an ingest waiting on another, or `search_unavailable` when OpenSearch cannot answer). */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
   listChanges: {
     parameters: {
       query?: {
@@ -2957,7 +4100,7 @@ export interface operations {
         sort_order?: 'asc' | 'desc';
         /** @description Full-text search over CI name, namespace and changed field paths (web-search syntax: quoted phrases, `or`, `-term`). Every term matches as a prefix, so `web-7f` finds `web-7f9c4`; field paths match whole (`raw_data.spec` finds `raw_data.spec.replicas`) or by segment (`replicas`). Case-insensitive, no stemming. */
         search?: string;
-        /** @description Repeatable `field:operator:value` (split on the first two colons). Fields: change_type, ci_type, ci_name, changed_at, ci_id, changed_field (matches when any field change of the record has a matching path, e.g. `changed_field:startswith:raw_data.spec`; `ne`/`nin` mean no field change matches). Operators: eq, ne, gt, gte, lt, lte, like, ilike, startswith, in, nin (comma list), null, notnull (no value). */
+        /** @description Repeatable `field:operator:value` (split on the first two colons). Fields: change_type, ci_type, ci_name, changed_at, ci_id, kind, severity, changed_field (matches when any field change of the record has a matching path, e.g. `changed_field:startswith:raw_data.spec`; `ne`/`nin` mean no field change matches). Operators: eq, ne, gt, gte, lt, lte, like, ilike, startswith, in, nin (comma list), null, notnull (no value). */
         filter?: string[];
         /** @description Only the changes of this CI and of the CIs around it, as `GET /configuration-items/{id}/graph` walks them now with `depth` and `direction` (inactive and archived CIs included). A radius of more than 5 000 CIs is a 422: narrow it. */
         related_to?: string;
@@ -2965,6 +4108,10 @@ export interface operations {
         depth?: number;
         /** @description With `related_to`: `downstream`, `upstream` or `both` (default). */
         direction?: 'downstream' | 'upstream' | 'both';
+        /** @description Folded: repeats of one change on one CI within the fold window (1 h unless set) read as one entry, the first record with `fold.records` and `fold.last_at`; the exact records are listed without it. A fold is listed where its first record falls, and filters apply to that record. */
+        fold?: boolean;
+        /** @description List the records a change rule ignores too (they are stored, and hidden unless asked for). */
+        include_ignored?: boolean;
       };
       header?: never;
       path?: never;
@@ -2999,8 +4146,19 @@ export interface operations {
               ci_name: string;
               ci_namespace: string | null;
               ci_type: string;
+              /** @description On a folded read: the fold this record opens. */
+              fold?: {
+                /** Format: date-time */
+                last_at: string;
+                /** @description The records the entry stands for (this one and its repeats). */
+                records: number;
+              };
               /** @description Change record id (a decimal number as a string). */
               id: string;
+              /** @description Present and true on a record a change rule ignores. */
+              ignored?: boolean;
+              kind: string | null;
+              severity: ('info' | 'low' | 'medium' | 'high') | null;
             }[];
             limit: number;
             offset: number;
@@ -3174,8 +4332,19 @@ export interface operations {
               ci_name: string;
               ci_namespace: string | null;
               ci_type: string;
+              /** @description On a folded read: the fold this record opens. */
+              fold?: {
+                /** Format: date-time */
+                last_at: string;
+                /** @description The records the entry stands for (this one and its repeats). */
+                records: number;
+              };
               /** @description Change record id (a decimal number as a string). */
               id: string;
+              /** @description Present and true on a record a change rule ignores. */
+              ignored?: boolean;
+              kind: string | null;
+              severity: ('info' | 'low' | 'medium' | 'high') | null;
             }[];
             /** @description Where to continue (`after`), also when the page is empty: the cursor moves past records the key may not see or that the filters leave out. Store it once the items are processed. */
             next_cursor: string;
@@ -3396,8 +4565,18 @@ export interface operations {
               ci_name: string;
               ci_namespace: string | null;
               ci_type: string;
+              /** @description On a folded read: the fold this record opens. */
+              fold?: {
+                /** Format: date-time */
+                last_at: string;
+                /** @description The records the entry stands for (this one and its repeats). */
+                records: number;
+              };
               /** @description Change record id (a decimal number as a string). */
               id: string;
+              /** @description Present and true on a record a change rule ignores. */
+              ignored?: boolean;
+              kind: string | null;
               /** @description Where the query matched (at most 10 places). */
               matched: {
                 /** @description HTML-escaped text around the match, matches inside `<em>`…`</em>`. */
@@ -3408,6 +4587,7 @@ export interface operations {
               }[];
               /** @description Relevance: a name match weighs most, then namespace and type, field paths, values. */
               score: number;
+              severity: ('info' | 'low' | 'medium' | 'high') | null;
             }[];
             limit: number;
             offset: number;
@@ -3647,6 +4827,10 @@ export interface operations {
         limit?: number;
         /** @description Opaque `next_cursor` of the previous page. */
         cursor?: string;
+        /** @description Folded: repeats of one change on one CI within the fold window (1 h unless set) read as one entry, the first record with `fold.records` and `fold.last_at`; the exact records are listed without it. A fold is listed where its first record falls, and filters apply to that record. */
+        fold?: boolean;
+        /** @description List the records a change rule ignores too (they are stored, and hidden unless asked for). */
+        include_ignored?: boolean;
       };
       header?: never;
       path: {
@@ -3686,8 +4870,19 @@ export interface operations {
               ci_name: string;
               ci_namespace: string | null;
               ci_type: string;
+              /** @description On a folded read: the fold this record opens. */
+              fold?: {
+                /** Format: date-time */
+                last_at: string;
+                /** @description The records the entry stands for (this one and its repeats). */
+                records: number;
+              };
               /** @description Change record id (a decimal number as a string). */
               id: string;
+              /** @description Present and true on a record a change rule ignores. */
+              ignored?: boolean;
+              kind: string | null;
+              severity: ('info' | 'low' | 'medium' | 'high') | null;
             }[];
             limit: number;
             next_cursor: string | null;
@@ -6324,8 +7519,19 @@ export interface operations {
                 ci_type: string;
                 /** @description Of the changed CI: 0 for the CI itself. */
                 depth: number;
+                /** @description On a folded read: the fold this record opens. */
+                fold?: {
+                  /** Format: date-time */
+                  last_at: string;
+                  /** @description The records the entry stands for (this one and its repeats). */
+                  records: number;
+                };
                 /** @description Change record id (a decimal number as a string). */
                 id: string;
+                /** @description Present and true on a record a change rule ignores. */
+                ignored?: boolean;
+                kind: string | null;
+                severity: ('info' | 'low' | 'medium' | 'high') | null;
               }[];
               /** @description CIs reached, the CI itself not counted. */
               total: number;
