@@ -2,6 +2,11 @@ import type { ChangeStats, StatsBucket } from '../records/stats-model.js';
 import type { ChangeRow } from '../records/store.js';
 import { jsonWith, type JsonText } from '../../platform/http/route.js';
 import { isoTime } from '../../platform/http/schemas.js';
+import type { TimelineEntry } from './rollup.js';
+import type { OwnedRecord } from './rollup-store.js';
+
+/** The most record ids a line lists. */
+const LINE_IDS = 500;
 
 /** A change record as spec §2.2 shows it; field changes keep their real JSON values. */
 export function presentChange(row: ChangeRow) {
@@ -39,4 +44,31 @@ export function presentStats(stats: ChangeStats): JsonText {
   let text = seriesText.get(series);
   if (text === undefined) seriesText.set(series, (text = JSON.stringify(series)));
   return jsonWith({ series: text }, rest);
+}
+
+/** An exact record of a rolled-up read: the owner it is read on beside it. */
+export function presentOwned(row: OwnedRecord) {
+  return { ...presentChange(row), rollup: { owner_id: row.owner_id } };
+}
+
+/** A line of a rolled-up, folded timeline: its lead record, and what the line stands for. */
+export function presentLine(line: TimelineEntry) {
+  const byType = new Map<string, Set<string>>();
+  for (const record of line.records) {
+    const cis = byType.get(record.ci_type) ?? new Set<string>();
+    byType.set(record.ci_type, cis.add(record.ci_id));
+  }
+  return {
+    ...presentChange(line.lead),
+    kind: line.kind,
+    severity: line.severity,
+    fold: { records: line.records.length, last_at: isoTime(line.last_at) },
+    rollup: {
+      owner_id: line.lead.owner_id,
+      first_at: isoTime(line.first_at),
+      sets: line.sets,
+      cis: [...byType].map(([ci_type, cis]) => ({ ci_type, cis: cis.size })).sort((a, b) => b.cis - a.cis),
+      record_ids: line.records.slice(0, LINE_IDS).map((r) => r.id),
+    },
+  };
 }

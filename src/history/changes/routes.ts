@@ -4,7 +4,7 @@ import { notAcceptable } from '../../platform/errors.js';
 import { defineRoute, type AnyRoute } from '../../context.js';
 import { asLongPoll } from '../../platform/http/load.js';
 import { ErrorEnvelope } from '../../platform/http/schemas.js';
-import { presentChange } from './presenter.js';
+import { presentChange, presentLine, presentOwned } from './presenter.js';
 import {
   ChangeList,
   ChangeListQuery,
@@ -42,7 +42,11 @@ const ciHistory = defineRoute({
   async handler({ app, principal, params, query }) {
     const page = await ciHistoryPage(app, principal, params.ci_id, query);
     return {
-      items: page.rows.map(presentChange),
+      items: page.lines
+        ? page.lines.map(presentLine)
+        : page.owned
+          ? page.owned.map(presentOwned)
+          : page.rows.map(presentChange),
       total: page.total,
       offset: query.offset,
       limit: query.limit,

@@ -62,6 +62,19 @@ export const CiChangesQuery = Type.Object({
     Type.String({ minLength: 1, maxLength: 2048, description: 'Opaque `next_cursor` of the previous page.' }),
   ),
   ...Reading,
+  rollup: Type.Boolean({
+    default: false,
+    description:
+      'Rolled up: the CI’s records and those of what it owned at each record’s moment, through `manages` relationships ' +
+      '(a deployment’s replica sets and their pods; pods and replica sets roll up, and what a rule rolls up), over a window ' +
+      '(`start_date`, `end_date`: the week up to now unless given). With `fold=true` the records read as lines: what one ' +
+      'collection wrote is one change set, read by its most severe record, and sets of the same kind and type within the ' +
+      'fold window fold into one line (`fold`, `rollup.cis`, `rollup.record_ids`). `offset` does not apply.',
+  }),
+  start_date: Type.Optional(Type.String({ format: 'date-time', description: 'With `rollup`: the window’s start.' })),
+  end_date: Type.Optional(
+    Type.String({ format: 'date-time', description: 'With `rollup`: the window’s end (exclusive).' }),
+  ),
 });
 export type CiChangesQuery = Static<typeof CiChangesQuery>;
 
@@ -170,6 +183,24 @@ export const ChangeRecord = Type.Object(
           last_at: Timestamp(),
         },
         { description: 'On a folded read: the fold this record opens.' },
+      ),
+    ),
+    rollup: Type.Optional(
+      Type.Object(
+        {
+          owner_id: Uuid('The CI whose timeline the record or line is read on.'),
+          first_at: Type.Optional(Timestamp()),
+          sets: Type.Optional(Type.Integer({ description: 'The change sets (collections) the line folds.' })),
+          cis: Type.Optional(
+            Type.Array(Type.Object({ ci_type: Type.String(), cis: Type.Integer() }), {
+              description: 'The CIs the line’s records are of, by type.',
+            }),
+          ),
+          record_ids: Type.Optional(
+            Type.Array(Type.String(), { description: 'The exact records of the line, oldest first (500 at most).' }),
+          ),
+        },
+        { description: 'On a rolled-up read.' },
       ),
     ),
     changes: Type.Array(FieldChange),

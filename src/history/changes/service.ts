@@ -23,6 +23,9 @@ import { CHANGE_FILTERS, type ChangeListQuery, type CiChangesQuery } from './sch
 import type { SearchQuery, StatsQuery } from './search-schema.js';
 import { isExactTime } from '../../platform/query/exact-time.js';
 import { historyCoversSince } from '../records/retention.js';
+import { rolledUpTimeline } from './timeline.js';
+import type { TimelineEntry } from './rollup.js';
+import type { OwnedRecord } from './rollup-store.js';
 
 export type { ChangeRow } from '../records/store.js';
 
@@ -45,6 +48,9 @@ function positionOf(key: unknown[]): Position {
 
 export interface CiHistoryWalk {
   rows: ChangeRow[];
+  /** A rolled-up read: its exact records (fold=false) or its lines. */
+  owned?: OwnedRecord[];
+  lines?: TimelineEntry[];
   total: number;
   hasMore: boolean;
   nextCursor: string | null;
@@ -61,6 +67,12 @@ export async function ciHistory(
   ciId: string,
   query: CiChangesQuery,
 ): Promise<CiHistoryWalk> {
+  if (query.rollup) return rolledUpHistory(app, principal, ciId, query);
+  const stray = (['start_date', 'end_date'] as const).filter((name) => query[name] !== undefined);
+  if (stray.length > 0)
+    throw validationFailed(
+      stray.map((field) => ({ field, location: 'query', message: 'applies only with rollup=true' })),
+    );
   const binding = historyBinding(principal, ciId, query);
   const cursor = query.cursor ? decodeCursor(app.config.secret, query.cursor, binding) : undefined;
   const after = cursor ? positionOf(cursor.key) : undefined;
@@ -79,6 +91,24 @@ export async function ciHistory(
     total: page.total,
     hasMore: page.hasMore,
     nextCursor: page.last ? encodeCursor(app.config.secret, binding, [...page.last], page.total) : null,
+  };
+}
+
+async function rolledUpHistory(
+  app: AppContext,
+  principal: Principal,
+  ciId: string,
+  query: CiChangesQuery,
+): Promise<CiHistoryWalk> {
+  const page = await rolledUpTimeline(app, principal, [ciId], query, `ci-changes:${ciId}`);
+  if (page.total === 0 && !(await ciIsVisible(app, principal, ciId)))
+    throw notFound('No configuration item or change history with this id', { ci_id: ciId });
+  return {
+    rows: [],
+    ...(query.fold ? { lines: page.entries } : { owned: page.records }),
+    total: page.total,
+    hasMore: page.hasMore,
+    nextCursor: page.nextCursor,
   };
 }
 

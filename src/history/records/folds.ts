@@ -4,6 +4,13 @@ import { jsonText } from '../../platform/db/pipeline.js';
 /** The fold window when a tenant has set none (docs/readable-changes.md). */
 export const DEFAULT_FOLD_WINDOW_SECONDS = 3600;
 
+/** The tenant's fold window in seconds (change_settings, or the default). */
+export async function foldWindowOf(sql: Queryable, tenantId: string): Promise<number> {
+  const [row] = await sql<{ fold_window_seconds: number }[]>`
+    select fold_window_seconds from change_settings where tenant_id = ${tenantId}`.execute();
+  return row?.fold_window_seconds ?? DEFAULT_FOLD_WINDOW_SECONDS;
+}
+
 /** What folding reads and sets of a record about to be written. */
 export interface Foldable {
   tenant_id: string;

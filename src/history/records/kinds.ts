@@ -142,8 +142,11 @@ function fieldVerdicts(ciType: string, change: FieldChange): Verdict[] {
     return [{ kind: 'replaced', severity: 'medium' }];
   if (BOOKKEEPING.test(field) || /^metadata\.(labels|annotations)/.test(field))
     return [{ kind: 'metadata', severity: 'info' }];
-  if (/(^|\.)spec\.replicas$/.test(field))
-    return [{ kind: 'scale', severity: change.new_value === 0 || change.old_value === 0 ? 'high' : 'low' }];
+  if (/(^|\.)spec\.replicas$/.test(field)) {
+    // a workload scaled to or from nothing is an outage or its end; a replica set drained by a rollout is not
+    const zero = (change.new_value === 0 || change.old_value === 0) && !CHURN_TYPES.has(ciType);
+    return [{ kind: 'scale', severity: zero ? 'high' : 'low' }];
+  }
   if (READY_COUNTS.test(field)) {
     const fewer = Number(change.new_value ?? 0) < Number(change.old_value ?? 0);
     return [{ kind: 'health', severity: fewer && change.new_value === 0 ? 'medium' : 'info' }];

@@ -2064,6 +2064,25 @@ export interface components {
           /** @description Present and true on a record a change rule ignores. */
           ignored?: boolean;
           kind: string | null;
+          /** @description On a rolled-up read. */
+          rollup?: {
+            /** @description The CIs the line’s records are of, by type. */
+            cis?: {
+              ci_type: string;
+              cis: number;
+            }[];
+            /** Format: date-time */
+            first_at?: string;
+            /**
+             * Format: uuid
+             * @description The CI whose timeline the record or line is read on.
+             */
+            owner_id: string;
+            /** @description The exact records of the line, oldest first (500 at most). */
+            record_ids?: string[];
+            /** @description The change sets (collections) the line folds. */
+            sets?: number;
+          };
           severity: ('info' | 'low' | 'medium' | 'high') | null;
         }[];
         /** @description The batch's number within the subscription (0 for a test message), rising by one per batch cut. A number is skipped only when the subscription changed owner: the previous owner's undelivered batches were set aside and their records come again under new numbers. */
@@ -4158,6 +4177,25 @@ export interface operations {
               /** @description Present and true on a record a change rule ignores. */
               ignored?: boolean;
               kind: string | null;
+              /** @description On a rolled-up read. */
+              rollup?: {
+                /** @description The CIs the line’s records are of, by type. */
+                cis?: {
+                  ci_type: string;
+                  cis: number;
+                }[];
+                /** Format: date-time */
+                first_at?: string;
+                /**
+                 * Format: uuid
+                 * @description The CI whose timeline the record or line is read on.
+                 */
+                owner_id: string;
+                /** @description The exact records of the line, oldest first (500 at most). */
+                record_ids?: string[];
+                /** @description The change sets (collections) the line folds. */
+                sets?: number;
+              };
               severity: ('info' | 'low' | 'medium' | 'high') | null;
             }[];
             limit: number;
@@ -4344,6 +4382,25 @@ export interface operations {
               /** @description Present and true on a record a change rule ignores. */
               ignored?: boolean;
               kind: string | null;
+              /** @description On a rolled-up read. */
+              rollup?: {
+                /** @description The CIs the line’s records are of, by type. */
+                cis?: {
+                  ci_type: string;
+                  cis: number;
+                }[];
+                /** Format: date-time */
+                first_at?: string;
+                /**
+                 * Format: uuid
+                 * @description The CI whose timeline the record or line is read on.
+                 */
+                owner_id: string;
+                /** @description The exact records of the line, oldest first (500 at most). */
+                record_ids?: string[];
+                /** @description The change sets (collections) the line folds. */
+                sets?: number;
+              };
               severity: ('info' | 'low' | 'medium' | 'high') | null;
             }[];
             /** @description Where to continue (`after`), also when the page is empty: the cursor moves past records the key may not see or that the filters leave out. Store it once the items are processed. */
@@ -4585,6 +4642,25 @@ export interface operations {
                 field?: string;
                 in: 'name' | 'namespace' | 'ci_type' | 'field' | 'old_value' | 'new_value';
               }[];
+              /** @description On a rolled-up read. */
+              rollup?: {
+                /** @description The CIs the line’s records are of, by type. */
+                cis?: {
+                  ci_type: string;
+                  cis: number;
+                }[];
+                /** Format: date-time */
+                first_at?: string;
+                /**
+                 * Format: uuid
+                 * @description The CI whose timeline the record or line is read on.
+                 */
+                owner_id: string;
+                /** @description The exact records of the line, oldest first (500 at most). */
+                record_ids?: string[];
+                /** @description The change sets (collections) the line folds. */
+                sets?: number;
+              };
               /** @description Relevance: a name match weighs most, then namespace and type, field paths, values. */
               score: number;
               severity: ('info' | 'low' | 'medium' | 'high') | null;
@@ -4831,6 +4907,12 @@ export interface operations {
         fold?: boolean;
         /** @description List the records a change rule ignores too (they are stored, and hidden unless asked for). */
         include_ignored?: boolean;
+        /** @description Rolled up: the CI’s records and those of what it owned at each record’s moment, through `manages` relationships (a deployment’s replica sets and their pods; pods and replica sets roll up, and what a rule rolls up), over a window (`start_date`, `end_date`: the week up to now unless given). With `fold=true` the records read as lines: what one collection wrote is one change set, read by its most severe record, and sets of the same kind and type within the fold window fold into one line (`fold`, `rollup.cis`, `rollup.record_ids`). `offset` does not apply. */
+        rollup?: boolean;
+        /** @description With `rollup`: the window’s start. */
+        start_date?: string;
+        /** @description With `rollup`: the window’s end (exclusive). */
+        end_date?: string;
       };
       header?: never;
       path: {
@@ -4882,6 +4964,25 @@ export interface operations {
               /** @description Present and true on a record a change rule ignores. */
               ignored?: boolean;
               kind: string | null;
+              /** @description On a rolled-up read. */
+              rollup?: {
+                /** @description The CIs the line’s records are of, by type. */
+                cis?: {
+                  ci_type: string;
+                  cis: number;
+                }[];
+                /** Format: date-time */
+                first_at?: string;
+                /**
+                 * Format: uuid
+                 * @description The CI whose timeline the record or line is read on.
+                 */
+                owner_id: string;
+                /** @description The exact records of the line, oldest first (500 at most). */
+                record_ids?: string[];
+                /** @description The change sets (collections) the line folds. */
+                sets?: number;
+              };
               severity: ('info' | 'low' | 'medium' | 'high') | null;
             }[];
             limit: number;
@@ -7531,6 +7632,25 @@ export interface operations {
                 /** @description Present and true on a record a change rule ignores. */
                 ignored?: boolean;
                 kind: string | null;
+                /** @description On a rolled-up read. */
+                rollup?: {
+                  /** @description The CIs the line’s records are of, by type. */
+                  cis?: {
+                    ci_type: string;
+                    cis: number;
+                  }[];
+                  /** Format: date-time */
+                  first_at?: string;
+                  /**
+                   * Format: uuid
+                   * @description The CI whose timeline the record or line is read on.
+                   */
+                  owner_id: string;
+                  /** @description The exact records of the line, oldest first (500 at most). */
+                  record_ids?: string[];
+                  /** @description The change sets (collections) the line folds. */
+                  sets?: number;
+                };
                 severity: ('info' | 'low' | 'medium' | 'high') | null;
               }[];
               /** @description CIs reached, the CI itself not counted. */
