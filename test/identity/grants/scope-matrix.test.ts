@@ -53,6 +53,10 @@ const IDENTITY_MATRIX =
 const QUALITY_MATRIX =
   'the quality matrix, over CIs in two instances and two tenants (test/inventory/quality/access.test.ts)';
 
+/** Change rules and the fold window are the tenant's, and their readings need ownership: a matrix of their own. */
+const CHANGE_RULES_MATRIX =
+  'the change-rules matrix, over records in two instances and two tenants (test/history/change-rules/access.test.ts)';
+
 const EXEMPT: Record<string, string> = {
   'GET /api/v1/subscriptions':
     'listed only for the owner and principals covering its rights (matrix of its own: test/history/subscriptions/access.test.ts)',
@@ -155,6 +159,15 @@ const EXEMPT: Record<string, string> = {
   'GET /api/v1/quality/configuration-items/{ci_id}': QUALITY_MATRIX,
   'GET /api/v1/quality/{measure}/items': QUALITY_MATRIX,
   'GET /api/v1/quality/rules/items': QUALITY_MATRIX,
+  'GET /api/v1/change-rules': CHANGE_RULES_MATRIX,
+  'POST /api/v1/change-rules': CHANGE_RULES_MATRIX,
+  'GET /api/v1/change-rules/{rule_id}': CHANGE_RULES_MATRIX,
+  'PUT /api/v1/change-rules/{rule_id}': CHANGE_RULES_MATRIX,
+  'DELETE /api/v1/change-rules/{rule_id}': CHANGE_RULES_MATRIX,
+  'POST /api/v1/change-rules/apply': CHANGE_RULES_MATRIX,
+  'GET /api/v1/change-rules/applications/{run_id}': CHANGE_RULES_MATRIX,
+  'GET /api/v1/change-settings': CHANGE_RULES_MATRIX,
+  'PUT /api/v1/change-settings': CHANGE_RULES_MATRIX,
 };
 
 const sorted = (values: Iterable<string>) => [...values].sort();
@@ -417,27 +430,42 @@ const MATRIX: Record<string, MatrixRoute> = {
   ),
   'GET /api/v1/ci-changes/{ci_id}': {
     async check(world, who, allowed) {
-      for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {
-        const reply = await world.app.get(`/api/v1/ci-changes/${world.ids[ci]}`, who.key);
-        if (who.sees === undefined || !allowed) {
-          await expectRefused(reply, who, allowed);
-          continue;
+      // the exact history, folded, and rolled up (exact and folded into lines)
+      const ever = 'start_date=2000-01-01T00:00:00Z&end_date=2100-01-01T00:00:00Z';
+      for (const reading of [
+        '',
+        '?fold=true',
+        `?rollup=true&${ever}`,
+        `?rollup=true&fold=true&include_ignored=true&${ever}`,
+      ])
+        for (const ci of ['a1', 'a2', 'b1'] as Ci[]) {
+          const reply = await world.app.get(`/api/v1/ci-changes/${world.ids[ci]}${reading}`, who.key);
+          if (who.sees === undefined || !allowed) {
+            await expectRefused(reply, who, allowed);
+            continue;
+          }
+          expect(reply.status, `${who.name} ${ci} ${reading}`).to.equal(who.sees.includes(ci) ? 200 : 404);
+          if (reply.status === 200)
+            expect(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id)), reading).to.deep.equal(
+              new Set([world.ids[ci]]),
+            );
         }
-        expect(reply.status, `${who.name} ${ci}`).to.equal(who.sees.includes(ci) ? 200 : 404);
-        if (reply.status === 200)
-          expect(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id))).to.deep.equal(
-            new Set([world.ids[ci]]),
-          );
-      }
     },
   },
   'GET /api/v1/changes': {
     async check(world, who, allowed) {
-      const reply = await world.app.get('/api/v1/changes?limit=1000', who.key);
-      if (!(await expectRefused(reply, who, allowed))) {
-        expect(sorted(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id))), who.name).to.deep.equal(
-          visibleIds(world, who),
-        );
+      for (const reading of [
+        '',
+        '&fold=true',
+        '&fold=true&include_ignored=true&filter=severity:in:info,low,medium,high',
+      ]) {
+        const reply = await world.app.get(`/api/v1/changes?limit=1000${reading}`, who.key);
+        if (!(await expectRefused(reply, who, allowed))) {
+          expect(
+            sorted(new Set(reply.body.items.map((c: { ci_id: string }) => c.ci_id))),
+            `${who.name} ${reading}`,
+          ).to.deep.equal(visibleIds(world, who));
+        }
       }
       const csv = await world.app.request('GET', '/api/v1/changes', { key: who.key, headers: { accept: 'text/csv' } });
       if (who.sees === undefined || !allowed) {

@@ -290,6 +290,11 @@ const EXEMPT: Record<string, string> = {
   'POST /api/v1/quality/rules/preview':
     "a dry run that writes nothing, inside the caller's scopes (test/inventory/quality/access.test.ts)",
   'POST /api/v1/identities/identify': 'a dry run that writes nothing (test/inventory/identities/access.test.ts)',
+  'POST /api/v1/change-rules': 'tenant-wide, all data only (test/history/change-rules/access.test.ts)',
+  'PUT /api/v1/change-rules/{rule_id}': 'tenant-wide, all data only (test/history/change-rules/access.test.ts)',
+  'DELETE /api/v1/change-rules/{rule_id}': 'tenant-wide, all data only (test/history/change-rules/access.test.ts)',
+  'POST /api/v1/change-rules/apply': 'tenant-wide, all data only (test/history/change-rules/access.test.ts)',
+  'PUT /api/v1/change-settings': 'tenant-wide, all data only (test/history/change-rules/access.test.ts)',
 };
 
 const routeName = (route: { method: string; path: string }) => `${route.method} ${route.path}`;
