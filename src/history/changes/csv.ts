@@ -125,6 +125,8 @@ class ChangeExport {
         record.ci_name,
         record.ci_namespace,
         record.ci_type,
+        record.kind,
+        record.severity,
       );
       for (const change of changes[i]!) values.push(change.field, change.old_value, change.new_value);
     }
@@ -134,8 +136,8 @@ class ChangeExport {
     let next = 0;
     for (let i = 0; i < records.length; i++) {
       // a record's own cells lead each of its rows
-      const prefix = `${cells[next]},${cells[next + 1]},${cells[next + 2]},${cells[next + 3]},${cells[next + 4]},${cells[next + 5]},${cells[next + 6]},`;
-      next += 7;
+      const prefix = `${cells[next]},${cells[next + 1]},${cells[next + 2]},${cells[next + 3]},${cells[next + 4]},${cells[next + 5]},${cells[next + 6]},${cells[next + 7]},${cells[next + 8]},`;
+      next += 9;
       for (let n = changes[i]!.length; n > 0; n--, next += 3)
         lines.push(`${prefix}${cells[next]},${cells[next + 1]},${cells[next + 2]}\n`);
       this.rows += changes[i]!.length;

@@ -249,6 +249,8 @@ export const CSV_COLUMNS = [
   'ci_name',
   'ci_namespace',
   'ci_type',
+  'kind',
+  'severity',
   'field',
   'old_value',
   'new_value',

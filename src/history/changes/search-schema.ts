@@ -109,6 +109,11 @@ export const Stats = Type.Object(
     top_changed_ci_types: Type.Array(Type.Object({ ci_type: Type.String(), count: Type.Integer() }), {
       description: 'The 10 CI types with most changes, most first.',
     }),
+    changes_by_kind: Type.Array(Type.Object({ kind: Type.String(), count: Type.Integer() }), {
+      description:
+        'Changes by kind (docs/readable-changes.md), most first; records ignored by a rule count too. The default ' +
+        'window counts whole UTC days from its start.',
+    }),
     time_range: Type.Object(
       { start: Timestamp(), end: Timestamp() },
       {

@@ -5,7 +5,7 @@ import { unprocessable } from '../../platform/errors.js';
 import type { ChangeStats, RefreshResult, StatsGrouping, StatsRequest, StatsWindow } from './stats-model.js';
 import { SnapshotCache } from './stats-cache.js';
 import { defaultWindowStart, explicitWindow } from './stats-figures.js';
-import { defaultWindowStats, historyStats } from './stats-read-store.js';
+import { defaultWindowKinds, defaultWindowStats, historyKinds, historyStats } from './stats-read-store.js';
 import { queuedChanges, refreshStatsAggregate } from './stats-store.js';
 
 /**
@@ -58,7 +58,11 @@ export class ChangeStatistics {
       if (queued <= FOLD_ON_READ) await folding.catch(() => undefined);
       else folding.catch(() => undefined);
     }
-    return defaultWindowStats(this.sql, principal, groupBy, this.options.now(), this.snapshots);
+    const [stats, kinds] = await Promise.all([
+      defaultWindowStats(this.sql, principal, groupBy, this.options.now(), this.snapshots),
+      defaultWindowKinds(this.sql, principal, this.options.now()),
+    ]);
+    return { ...stats, changes_by_kind: kinds };
   }
 
   /** One refresh at a time in this process: reads arriving meanwhile wait for the running one. */
@@ -76,18 +80,15 @@ export class ChangeStatistics {
     if (request.from === undefined && request.until === undefined && request.ciIds === undefined)
       return this.defaultWindow(principal, request.groupBy);
     const window = this.window(request);
-    const figures = await historyStats(
-      this.sql,
-      principal,
-      window,
-      request.groupBy,
-      this.options.statsTimeoutMs,
-      request.ciIds,
-    ).catch((error: unknown) => {
+    const [figures, kinds] = await Promise.all([
+      historyStats(this.sql, principal, window, request.groupBy, this.options.statsTimeoutMs, request.ciIds),
+      historyKinds(this.sql, principal, window, this.options.statsTimeoutMs, request.ciIds),
+    ]).catch((error: unknown) => {
       throw databaseFailure(error) === 'timeout' ? statsWindowTooWide() : error;
     });
     return {
       ...figures,
+      changes_by_kind: kinds,
       time_range: { start: new Date(window.from).toISOString(), end: new Date(window.until).toISOString() },
     };
   }

@@ -44,7 +44,7 @@ function bucketOf(hour: string, groupBy: StatsGrouping): string {
   return day.toISOString();
 }
 
-export type Figures = Omit<ChangeStats, 'time_range'>;
+export type Figures = Omit<ChangeStats, 'time_range' | 'changes_by_kind'>;
 
 /**
  * Spec §2.3's figures from counts per (hour, change type) and per CI type: `DELETED` counts

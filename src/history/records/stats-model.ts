@@ -31,6 +31,8 @@ export interface ChangeStats {
   total_changes: number;
   affected_cis: number;
   changes_by_type: { created: number; updated: number; archived: number };
+  /** By kind (kinds.ts), most first; the default window counts whole UTC days. */
+  changes_by_kind: { kind: string; count: number }[];
   top_changed_ci_types: { ci_type: string; count: number }[];
   time_range: { start: string; end: string };
   series: StatsBucket[];

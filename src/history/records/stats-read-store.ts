@@ -37,7 +37,7 @@ export async function defaultWindowStats(
   groupBy: StatsGrouping,
   now: Date,
   cache: SnapshotCache,
-): Promise<ChangeStats> {
+): Promise<Omit<ChangeStats, 'changes_by_kind'>> {
   const start = defaultWindowStart(now);
   if (seesAllData(principal)) {
     const snapshot = await snapshotFigures(sql, principal.tenantId, groupBy, cache);
@@ -123,4 +123,44 @@ export async function historyStats(
     .sort((a, b) => b.count - a.count || (a.ci_type < b.ci_type ? -1 : 1))
     .slice(0, TOP_CI_TYPES);
   return figuresOf(hourly, topTypes, Number((affected as { affected: number }).affected), groupBy);
+}
+
+type KindCount = { kind: string; count: number };
+const byCount = (rows: readonly { kind: string; count: number | string }[]): KindCount[] =>
+  rows
+    .map((row) => ({ kind: row.kind, count: Number(row.count) }))
+    .sort((a, b) => b.count - a.count || (a.kind < b.kind ? -1 : 1));
+
+/** The default window's changes by kind, from the daily pre-aggregate: whole UTC days from the window's start. */
+export async function defaultWindowKinds(sql: Sql, principal: Principal, now: Date): Promise<KindCount[]> {
+  const start = defaultWindowStart(now);
+  const rows = await sql<{ kind: string; count: string }[]>`
+    select k.kind, sum(k.changes)::bigint as count from change_stats_kinds k
+    where k.tenant_id = ${principal.tenantId} and ${visibleTo(sql, principal, changeColumnsOf('k'))}
+      and k.day >= date_trunc('day', ${start}::timestamptz, 'UTC')
+    group by 1 having sum(k.changes) > 0`;
+  return byCount(rows);
+}
+
+/** An explicit window's changes by kind, counted from the records under the statistics timeout. */
+export async function historyKinds(
+  sql: Sql,
+  principal: Principal,
+  window: StatsWindow,
+  timeoutMs: number,
+  ciIds?: readonly string[],
+): Promise<KindCount[]> {
+  const upper = window.untilExclusive
+    ? sql`cr.changed_at < ${window.until}::text::timestamptz`
+    : sql`cr.changed_at <= ${window.until}::text::timestamptz`;
+  const among = ciIds === undefined ? sql`` : sql`and cr.ci_id = any(${ciIds as string[]}::uuid[])`;
+  const [, rows] = await sql.begin((tx) => [
+    tx`select set_config('statement_timeout', ${String(timeoutMs)}, true)`,
+    tx<{ kind: string; count: string }[]>`
+      select coalesce(cr.kind, 'other') as kind, count(*)::bigint as count from change_records cr
+      where ${visibleTo(sql, principal, changeColumnsOf('cr'))} and cr.changes <> '[]'::jsonb
+        and cr.changed_at >= ${window.from}::text::timestamptz and ${upper} ${among}
+      group by 1`,
+  ]);
+  return byCount(rows as { kind: string; count: string }[]);
 }

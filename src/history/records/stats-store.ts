@@ -28,7 +28,7 @@ async function refreshBatch(sql: Sql, batchSize: number): Promise<{ consumed: nu
         returning q.change_id, q.changed_at
       ), recs as (
         select cr.tenant_id, cr.source_id, cr.scope_id, date_trunc('hour', cr.changed_at, 'UTC') as bucket,
-               cr.change_type, cr.ci_type, cr.ci_id, cr.moved_from_scope_id
+               cr.change_type, cr.ci_type, cr.ci_id, cr.moved_from_scope_id, coalesce(cr.kind, 'other') as kind
         from claimed join change_records cr on cr.id = claimed.change_id and cr.changed_at = claimed.changed_at
         where cr.changes <> '[]'::jsonb
       ), counted as (
@@ -43,6 +43,12 @@ async function refreshBatch(sql: Sql, batchSize: number): Promise<{ consumed: nu
         from recs group by 1, 2, 3, 4, 5, 6, 7 order by 1, 4, 2, 3, 5, 6, 7
         on conflict (tenant_id, day, source_id, scope_id, change_type, ci_type, moved_from_scope_id)
           do update set changes = change_stats_days.changes + excluded.changes
+      ), kinds as (
+        insert into change_stats_kinds (tenant_id, source_id, scope_id, moved_from_scope_id, day, kind, changes)
+        select tenant_id, source_id, scope_id, moved_from_scope_id, date_trunc('day', bucket, 'UTC'), kind, count(*)
+        from recs group by 1, 2, 3, 4, 5, 6 order by 1, 5, 2, 3, 4, 6
+        on conflict (tenant_id, day, source_id, scope_id, moved_from_scope_id, kind)
+          do update set changes = change_stats_kinds.changes + excluded.changes
       ), latest as (
         select tenant_id, source_id, scope_id, ci_id, max(bucket) as bucket from recs group by 1, 2, 3, 4
       ), moved as (

@@ -336,6 +336,8 @@ export interface ExportRecord {
   ci_name: string;
   ci_namespace: string | null;
   ci_type: string;
+  kind: string | null;
+  severity: string | null;
   /** The record's `changes` as JSON text: parsing it in Node is cheaper than unpacking it in SQL. */
   changes: string;
   /** The sort value as exact text, for the next batch's keyset position (null: it is changed_at). */
@@ -360,7 +362,7 @@ export async function exportBatch(
     tx`select set_config('statement_timeout', ${String(batch.statementTimeoutMs)}, true)`,
     tx<ExportRecord[]>`
       select cr.id::text as id, to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME_FORMAT}) as changed_at, cr.change_type,
-             cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.changes::text as changes,
+             cr.ci_id, cr.ci_name, cr.ci_namespace, cr.ci_type, cr.kind, cr.severity, cr.changes::text as changes,
              ${criteria.sortBy === 'changed_at' ? sql`null` : sortKey(sql, criteria.sortBy)} as position
       from change_records cr
       where ${historyConditions(sql, principal, criteria)} ${after(sql, criteria, batch.position)}

@@ -148,6 +148,7 @@ export class OpenSearchBackend implements SearchBackend {
       query: { bool: { filter } },
       aggs: {
         by_type: { terms: { field: 'change_type', size: 3 } },
+        by_kind: { terms: { field: 'kind', size: 100, missing: 'other' } },
         top_types: { terms: { field: 'ci_type', size: TOP_CI_TYPES } },
         affected: { cardinality: { field: 'ci_id', precision_threshold: EXACT_CARDINALITY } },
         series: {
@@ -165,6 +166,7 @@ export class OpenSearchBackend implements SearchBackend {
       timed_out: boolean;
       aggregations: {
         by_type: { buckets: Bucket[] };
+        by_kind?: { buckets: Bucket[] };
         top_types: { buckets: Bucket[] };
         affected: { value: number };
         series: { buckets: (Bucket & { by_type: { buckets: Bucket[] } })[] };
@@ -182,6 +184,10 @@ export class OpenSearchBackend implements SearchBackend {
       total_changes: changesByType.created + changesByType.updated + changesByType.archived,
       affected_cis: affected,
       changes_by_type: changesByType,
+      changes_by_kind: (aggs.by_kind?.buckets ?? []).map((bucket) => ({
+        kind: String(bucket.key),
+        count: bucket.doc_count,
+      })),
       top_changed_ci_types: aggs.top_types.buckets.map((bucket) => ({
         ci_type: String(bucket.key),
         count: bucket.doc_count,

@@ -23,7 +23,7 @@ const pod = (name: string, restarts: number, owner?: string): UniversalRecord =>
   namespace: 'shop',
   raw_data: { metadata: { name }, status: { containerStatuses: [{ name: 'app', restartCount: restarts }] } },
   type_data: {},
-  relationships: owner ? [{ type: 'manages', target_external_id: owner, direction: 'in' }] : [],
+  relationships: owner ? [{ type: 'manages', target_external_id: owner }] : [],
 });
 
 const web: UniversalRecord[] = [

@@ -19,6 +19,8 @@ const HEADER = [
   'ci_name',
   'ci_namespace',
   'ci_type',
+  'kind',
+  'severity',
   'field',
   'old_value',
   'new_value',
@@ -188,9 +190,9 @@ describe('GET /api/v1/changes (CSV)', () => {
     // complex values are JSON that parses back to the original, whatever quotes, commas and lines they hold
     expect(
       rows.slice(0, 2).map((r) => ({
-        field: r[7],
-        old_value: JSON.parse(r[8]!) as unknown,
-        new_value: JSON.parse(r[9]!) as unknown,
+        field: r[9],
+        old_value: JSON.parse(r[10]!) as unknown,
+        new_value: JSON.parse(r[11]!) as unknown,
       })),
     ).to.deep.equal([
       { field: 'raw_data.status.conditions', old_value: [], new_value: conditions },
@@ -200,7 +202,7 @@ describe('GET /api/v1/changes (CSV)', () => {
         new_value: { note: 'ok', 'a,b': [1, 2.5, true, null] },
       },
     ]);
-    expect(rows.slice(2, 4).map((r) => r.slice(7))).to.deep.equal([
+    expect(rows.slice(2, 4).map((r) => r.slice(9))).to.deep.equal([
       ['raw_data.spec.replicas', '2', '3'],
       ['raw_data.metadata.labels.tier', 'web', ''],
     ]);
@@ -212,6 +214,9 @@ describe('GET /api/v1/changes (CSV)', () => {
       'web, "frontend"',
       '',
       'k8s.pod',
+      // written by hand as records before classification were
+      '',
+      '',
       'status',
       '',
       'active',

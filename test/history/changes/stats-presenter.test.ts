@@ -7,6 +7,7 @@ const figures = (series: ChangeStats['series'], end: string): ChangeStats => ({
   affected_cis: 2,
   changes_by_type: { created: 1, updated: series.length, archived: 0 },
   top_changed_ci_types: [{ ci_type: 'k8s.pod', count: 3 }],
+  changes_by_kind: [{ kind: 'image', count: 3 }],
   time_range: { start: '2026-08-01T00:00:00.000Z', end },
   series,
 });
