@@ -15,7 +15,7 @@ import {
   FeedQuery,
 } from './schema.js';
 import { feedCursor, readFeed } from './feed.js';
-import { ciHistory as ciHistoryPage, exportChanges, listChangePage } from './service.js';
+import { ciHistory as ciHistoryPage, exportChanges, listChangePage, rolledUpChangePage } from './service.js';
 
 const tags = ['Change history'];
 const access = { resource: 'changes', action: 'read' } as const;
@@ -110,6 +110,11 @@ const globalHistory = defineRoute({
     406: { description: 'The Accept header names no type this route serves (`HTTP_406`).', schema: ErrorEnvelope },
   },
   async handler({ ctx, app, principal, query }) {
+    if (negotiate(ctx) === JSON_TYPE && query.rollup) {
+      const page = await rolledUpChangePage(app, principal, query);
+      const items = page.lines ? page.lines.map(presentLine) : (page.owned ?? []).map(presentOwned);
+      return { items, total: page.total, total_exact: true, limit: query.limit, offset: query.offset };
+    }
     if (negotiate(ctx) === JSON_TYPE) {
       const { rows, total, totalExact } = await listChangePage(app, principal, query);
       return {

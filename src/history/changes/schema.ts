@@ -142,6 +142,13 @@ export const ChangeListQuery = Type.Object({
   ),
   ...RelatedTo,
   ...Reading,
+  rollup: Type.Boolean({
+    default: false,
+    description:
+      'With `related_to`: the changes of the radius read on their owners, as `GET /ci-changes/{id}?rollup=true` reads ' +
+      'one CI (with `fold=true`, as lines), over `start_date`..`end_date` (the week up to now unless given); a record of ' +
+      'a CI owned by another in the radius is read on the highest owner. `filter`, `search` and `sort_by` do not apply.',
+  }),
 });
 export type ChangeListQuery = Static<typeof ChangeListQuery>;
 
@@ -277,7 +284,7 @@ export const FeedQuery = Type.Object({
     Type.String({ minLength: 1, maxLength: 500, description: 'The change search language, as on `GET /changes`.' }),
   ),
   filter: Type.Optional(
-    Filters('As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.'),
+    Filters('As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, kind, severity, changed_field.'),
   ),
 });
 export type FeedQuery = Static<typeof FeedQuery>;

@@ -36,7 +36,7 @@ export const SearchQuery = Type.Object({
     DateBound('Upper bound on `changed_at`: a date-time is inclusive, a date covers that whole UTC day.'),
   ),
   filter: Type.Optional(
-    Filters('change_type, ci_type, ci_name, changed_at, ci_id, changed_field (as on `GET /changes`)'),
+    Filters('change_type, ci_type, ci_name, changed_at, ci_id, kind, severity, changed_field (as on `GET /changes`)'),
   ),
 });
 export type SearchQuery = Static<typeof SearchQuery>;

@@ -162,6 +162,36 @@ async function criteriaOf(app: AppContext, principal: Principal, query: ChangeLi
   };
 }
 
+/** A rolled-up page of the radius: its records on their owners, exact or as lines (timeline.ts). */
+export async function rolledUpChangePage(app: AppContext, principal: Principal, query: ChangeListQuery) {
+  const stray = (['filter', 'search'] as const).filter((name) => query[name] !== undefined);
+  if (query.sort_by !== 'changed_at' || query.sort_order !== 'desc') stray.push('sort_by' as never);
+  if (query.related_to === undefined)
+    throw validationFailed([{ field: 'rollup', location: 'query', message: 'applies only together with related_to' }]);
+  if (stray.length > 0)
+    throw validationFailed(stray.map((field) => ({ field, location: 'query', message: 'does not apply with rollup' })));
+  const owners = (await radiusOfQuery(app, principal, query))!;
+  const window = dateWindow(query.start_date, query.end_date);
+  const page = await rolledUpTimeline(
+    app,
+    principal,
+    owners,
+    {
+      limit: query.limit,
+      offset: query.offset,
+      fold: query.fold,
+      include_ignored: query.include_ignored,
+      start_date: window.from,
+      end_date: window.until,
+    },
+    `changes:${query.related_to}`,
+  );
+  const rolled: { lines?: TimelineEntry[]; owned?: OwnedRecord[]; total: number } = { total: page.total };
+  if (query.fold) rolled.lines = page.entries;
+  else rolled.owned = page.records;
+  return rolled;
+}
+
 /** One offset page of the global history; totals as `listChanges` counts them. */
 export async function listChangePage(app: AppContext, principal: Principal, query: ChangeListQuery) {
   const counting = { countTimeoutMs: app.config.countTimeoutMs, embedded: app.database === 'embedded' };
@@ -184,6 +214,15 @@ export async function exportChanges(
   query: ChangeListQuery,
   explicitLimit: number | undefined,
 ): Promise<Readable> {
+  const readings = (['rollup', 'fold'] as const).filter((name) => query[name]);
+  if (readings.length > 0)
+    throw validationFailed(
+      readings.map((field) => ({
+        field,
+        location: 'query',
+        message: 'the CSV export holds the exact records: leave it out',
+      })),
+    );
   return openChangeExport(
     { sql: app.sql, logger: app.logger, principal, statementTimeoutMs: app.config.bulkStatementTimeoutMs },
     await criteriaOf(app, principal, query),

@@ -14,6 +14,8 @@ export const ROLLUP_RECORDS = 50_000;
 
 export interface TimelineQuery {
   limit: number;
+  /** Without a cursor: entries to skip. */
+  offset?: number;
   cursor?: string;
   fold: boolean;
   include_ignored: boolean;
@@ -97,7 +99,7 @@ export async function rolledUpTimeline(
   const next = (at: string, id: string) =>
     encodeCursor(app.config.secret, binding, [at, id, window.from, window.until]);
   if (!query.fold) {
-    const rest = records.filter((r) => before(r.position_at, r.id, cursor));
+    const rest = records.filter((r) => before(r.position_at, r.id, cursor)).slice(cursor ? 0 : (query.offset ?? 0));
     const page = rest.slice(0, query.limit);
     const last = page.at(-1);
     const hasMore = rest.length > query.limit;
@@ -112,7 +114,9 @@ export async function rolledUpTimeline(
   const lines = rollUp(records, (await foldWindowOf(app.sql, principal.tenantId)) * 1000).sort(
     (a, b) => b.lead.position_at.localeCompare(a.lead.position_at) || Number(BigInt(b.lead.id) - BigInt(a.lead.id)),
   );
-  const rest = lines.filter((line) => before(line.lead.position_at, line.lead.id, cursor));
+  const rest = lines
+    .filter((line) => before(line.lead.position_at, line.lead.id, cursor))
+    .slice(cursor ? 0 : (query.offset ?? 0));
   const page = rest.slice(0, query.limit);
   const last = page.at(-1);
   const hasMore = rest.length > query.limit;

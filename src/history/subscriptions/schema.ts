@@ -49,7 +49,7 @@ export const SubscriptionInput = Type.Object(
     name: HumanName(),
     sink: Type.Union([WebhookSink, NatsSink]),
     filter: Type.Optional(
-      Filters('As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.'),
+      Filters('As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, kind, severity, changed_field.'),
     ),
     search: Type.Optional(
       Type.String({ minLength: 1, maxLength: 500, description: 'The change search language, as on `GET /changes`.' }),

@@ -107,5 +107,20 @@ describe("readable changes of the demo's week", function () {
     const ids = lines.flatMap((l) => l.rollup.record_ids).sort();
     expect(ids).to.deep.equal(exact.body.items.map((r) => r.id).sort());
     expect(exact.body.items.every((r) => r.rollup.owner_id === deployment!.ci_id)).to.equal(true);
+    // around the deployment, its pods' changes read on it too, beside what else is near (the config map it mounts)
+    const around = await app.current.get<{ items: Line[] }>(
+      `/api/v1/changes?related_to=${deployment!.ci_id}&rollup=true&fold=true&${window}`,
+      admin,
+    );
+    expect(around.status, around.text).to.equal(200);
+    const mine = around.body.items.filter((l) => l.rollup.owner_id === deployment!.ci_id);
+    expect(mine.map((l) => [l.rollup.first_at.slice(11, 16), l.kind]).reverse()).to.deep.equal([
+      ['13:40', 'config'],
+      ['13:52', 'restart'],
+      ['14:20', 'config'],
+    ]);
+    expect(around.body.items.some((l) => l.ci_type === 'k8s.pod' && l.rollup.owner_id !== deployment!.ci_id)).to.equal(
+      false,
+    );
   });
 });
