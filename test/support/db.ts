@@ -121,6 +121,12 @@ const TABLES = [
   'quality_walks',
   'quality_source_lists',
   'quality_daily',
+  'change_folds',
+  'change_fold_heads',
+  'change_settings',
+  'change_rules',
+  'change_rule_runs',
+  'change_stats_kinds',
 ];
 
 /**

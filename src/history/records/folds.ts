@@ -119,3 +119,23 @@ async function writeFolds(
     on conflict (tenant_id, ci_id, fingerprint, fold_at)
       do update set repeats = change_folds.repeats + excluded.repeats, last_at = greatest(change_folds.last_at, excluded.last_at)`.execute();
 }
+
+/** The longest fold window a tenant may set (change_settings): past it no head can be joined. */
+export const MAX_FOLD_WINDOW_SECONDS = 604_800;
+
+/** Forgets the open folds no record can join any more, in batches; returns how many. */
+export async function forgetClosedFolds(sql: Queryable, now: Date, batchSize: number): Promise<number> {
+  const before = new Date(now.getTime() - MAX_FOLD_WINDOW_SECONDS * 1000);
+  let total = 0;
+  for (;;) {
+    const [row] = await sql<{ n: number }[]>`
+      with gone as (
+        delete from change_fold_heads h
+        where (h.tenant_id, h.ci_id, h.fingerprint) in (
+          select tenant_id, ci_id, fingerprint from change_fold_heads where fold_at < ${before} limit ${batchSize})
+        returning 1)
+      select count(*)::int as n from gone`.execute();
+    total += row?.n ?? 0;
+    if ((row?.n ?? 0) < batchSize) return total;
+  }
+}

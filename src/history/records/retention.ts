@@ -94,6 +94,11 @@ export async function trimChangeHistory(
   }
   // the change feed's places of transactions whose records are all gone (a record is written before its transaction commits)
   if (empty) await sql`delete from change_feed where committed_at < ${empty}`;
+  // the folds of those records, and the kinds counted of their days
+  if (empty) {
+    await sql`delete from change_folds where fold_at < ${empty}`;
+    await sql`delete from change_stats_kinds where day < date_trunc('day', ${empty}::timestamptz, 'UTC')`;
+  }
   trimmed.partitions.push(...(await trimWayBack(sql, retention, now, batchSize)));
   const tenants = await sql<{ id: string }[]>`select id from tenants`;
   for (const { id: tenantId } of tenants) {

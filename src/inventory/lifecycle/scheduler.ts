@@ -8,6 +8,7 @@ import { keepAllPartitions, PartitionRetries, type PartitionUpkeep } from '../..
 import type { Logger } from '../../platform/observability/logger.js';
 import { partitionDefaultRows, partitionsDropped } from '../../platform/observability/metrics.js';
 import { horizonsAt, trimChangeHistory } from '../../history/records/retention.js';
+import { forgetClosedFolds } from '../../history/records/folds.js';
 import { lifecycleSettings, sweepLifecycle, trimOutbox } from './sweep.js';
 
 const OUTBOX_MAX_AGE_MS = 24 * 3_600_000;
@@ -63,6 +64,7 @@ export async function runSweep(app: AppContext, retries?: PartitionRetries): Pro
       config.sweepBatchSize,
     );
     const history = await trimChangeHistory(app.sql, config.changeRetention, now, config.sweepBatchSize);
+    const foldsClosed = await forgetClosedFolds(app.sql, now, config.sweepBatchSize);
     partitionsDropped.inc({ table: 'change_records' }, history.partitions.length);
     // the search copies follow the records; an unreachable cluster is tried again by the next sweep
     const searchExpired = await app.search.expire(horizonsAt(config.changeRetention, now)).catch((error: unknown) => {
@@ -80,6 +82,7 @@ export async function runSweep(app: AppContext, retries?: PartitionRetries): Pro
         changesExpired: history.records,
         partitionsDropped: history.partitions,
         statsBucketsExpired: history.buckets,
+        foldsClosed,
         searchDocumentsExpired: searchExpired,
         sessionsEnded,
         ms: Date.now() - started,

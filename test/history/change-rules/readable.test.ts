@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { catchUpApplications } from '../../../src/history/change-rules/service.js';
+import { forgetClosedFolds } from '../../../src/history/records/folds.js';
 import type { UniversalRecord } from '../../../src/inventory/write-path/records.js';
 import { createKey, useTestApp, type TestApp } from '../../support/app.js';
 import { ciIdOf, ingest } from '../../support/factories.js';
@@ -123,6 +124,14 @@ describe('readable changes: kinds, severities and folds', () => {
     expect(onCi.status).to.equal(200);
     // newest first: the restart at 90, at 28, the re-creation at 27, the removal at 26, the fold at 5, the creation
     expect((onCi.body as { items: Entry[] }).items.map((e) => e.fold?.records)).to.deep.equal([1, 1, 1, 1, 4, 1]);
+    // the sweep forgets the open folds past every window, and nothing else
+    const heads = async () =>
+      Number((await sql<{ n: number }[]>`select count(*)::int as n from change_fold_heads`)[0]!.n);
+    // p-1's restarts from 14:30 may still be joined; the folds before its removal ended with it
+    expect(await heads()).to.equal(1);
+    expect(await forgetClosedFolds(sql, at(90), 1)).to.equal(0);
+    expect(await forgetClosedFolds(sql, new Date(at(90).getTime() + 8 * 86_400_000), 1)).to.equal(1);
+    expect(await heads()).to.equal(0);
   });
 
   it('applies change rules at write time and again to a window of history, audited', async () => {
