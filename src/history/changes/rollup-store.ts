@@ -19,7 +19,8 @@ export interface OwnedRecord extends ChangeRow {
  * The change records of `owners` and of what they owned, through `manages` relationships as they
  * were at each record's moment (relationships and relationship_history), within [from, until).
  * A CI's records before its first owner and after its last belong to that owner: a pod is written
- * a moment before the relationship to its replica set, and removed a moment after. Only records a
+ * a moment before the relationship to its replica set, and removed a moment after. A record at the
+ * moment one owner hands a CI to the next (or removes it) is read on the later. Only records a
  * rule or the shipped rules roll up are read below an owner; a record under several owners in the
  * set is read on the highest. Visible records with field changes only, ignored ones unless asked.
  */
@@ -62,20 +63,21 @@ export function ownedRecords(
             and h.valid_to >= ${from}
         ) edge
       ) e
-      where owned.depth < ${OWNERSHIP_DEPTH} and greatest(owned.lower, e.lower) < least(owned.upper, e.upper)
+      where owned.depth < ${OWNERSHIP_DEPTH} and greatest(owned.lower, e.lower) <= least(owned.upper, e.upper)
     ), placed as (
-      -- a record under several owners (or reached twice) is read once, on the one highest above it
+      -- a record under several owners (or reached twice) is read once, on the one highest above it,
+      -- and at a hand-over on the owner it passed to
       select distinct on (cr.id) ${recordColumns(sql)}, cr.fingerprint, o.owner_id, o.depth,
              to_char(cr.changed_at at time zone 'UTC', ${EXACT_TIME_FORMAT}) as position_at
       from change_records cr
-      join owned o on o.ci_id = cr.ci_id and cr.changed_at >= o.lower and cr.changed_at < o.upper
+      join owned o on o.ci_id = cr.ci_id and cr.changed_at >= o.lower and cr.changed_at <= o.upper
       where cr.tenant_id = ${tenant} and cr.ci_id = any(array(select distinct ci_id from owned))
         and cr.changed_at >= ${from} and cr.changed_at < ${until}
         and (o.depth = 0 or cr.rolls_up)
         and cr.changes <> '[]'::jsonb
         and ${window.ignored ? sql`true` : sql`not cr.ignored`}
         and ${visibleTo(sql, principal, changeColumnsOf('cr'))}
-      order by cr.id, o.depth desc
+      order by cr.id, o.depth desc, o.lower desc
     )
     select * from placed order by changed_at desc, id::bigint desc limit ${window.limit}`;
 }
