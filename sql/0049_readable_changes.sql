@@ -9,16 +9,36 @@
 -- record that opens a fold (or folds nothing), the first record's changed_at on a repeat that
 -- joined it. ignored: hidden by a rule (still stored, shown on request). rolls_up: read on its
 -- workload owner's timeline too (pods and replica sets by default, and what a rule rolls up).
-alter table change_records add column kind text;
-alter table change_records add column severity text;
-alter table change_records add column fingerprint text;
-alter table change_records add column fold_at timestamptz;
-alter table change_records add column ignored boolean not null default false;
-alter table change_records add column rolls_up boolean not null default false;
+-- An installation still moving its history into partitions (sql/0016) has both tables, whose
+-- columns must stay alike: the move copies rows as they are.
+do $$
+declare t text;
+begin
+  foreach t in array array['change_records', 'change_records_next'] loop
+    if exists (select 1 from pg_class where relname = t and relnamespace = current_schema()::regnamespace) then
+      execute format('alter table %I add column kind text, add column severity text, add column fingerprint text, '
+                     'add column fold_at timestamptz, add column ignored boolean not null default false, '
+                     'add column rolls_up boolean not null default false', t);
+    end if;
+  end loop;
+end $$;
 
--- filters on kind and severity go through these, as change_type's do
-create index changes_by_change_kind on change_records (tenant_id, kind, changed_at);
-create index changes_by_severity on change_records (tenant_id, severity, changed_at);
+-- filters on kind and severity go through these, as change_type's do; and whether a window holds
+-- ignored records, which the statistics pre-aggregate counts too (a partial index of those only)
+do $$
+declare t text;
+begin
+  foreach t in array array['change_records', 'change_records_next'] loop
+    if exists (select 1 from pg_class where relname = t and relnamespace = current_schema()::regnamespace) then
+      execute format('create index %I on %I (tenant_id, kind, changed_at)',
+                     case when t = 'change_records' then 'changes_by_change_kind' else 'changes_by_change_kind_next' end, t);
+      execute format('create index %I on %I (tenant_id, severity, changed_at)',
+                     case when t = 'change_records' then 'changes_by_severity' else 'changes_by_severity_next' end, t);
+      execute format('create index %I on %I (tenant_id, changed_at) where ignored',
+                     case when t = 'change_records' then 'changes_ignored' else 'changes_ignored_next' end, t);
+    end if;
+  end loop;
+end $$;
 
 -- A fold's repeats after its first record: one row per fold that has any (a record without
 -- repeats has none). The first record's changed_at names the fold, with its CI and fingerprint.
@@ -86,6 +106,7 @@ create index change_rule_runs_open on change_rule_runs (created_at) where finish
 
 -- The statistics by kind: counted per day, beside the counts by change type.
 create table change_stats_kinds (
+  id bigint generated always as identity primary key,
   tenant_id uuid not null,
   source_id bigint,
   scope_id text,
@@ -95,9 +116,6 @@ create table change_stats_kinds (
   changes bigint not null,
   constraint change_stats_kinds_key unique nulls not distinct (tenant_id, day, source_id, scope_id, moved_from_scope_id, kind)
 );
-
--- whether a window holds ignored records, which the statistics pre-aggregate counts too
-create index changes_ignored on change_records (tenant_id, changed_at) where ignored;
 
 -- The history written before classification gets its kinds and severities from a re-application
 -- of the rules over all of it, which the rules worker does in batches after the upgrade.
