@@ -41,13 +41,53 @@ describeWith(hasChromium)(
       await app?.close();
     });
 
-    it('shows the cause, the crash loop on the pods and their archiving as one timeline of grouped bursts', async () => {
+    it("reads the incident on checkout's deployment as three lines by severity, each opening into its exact records", async () => {
       const { context, page } = await signedIn(browser, app.baseUrl, admin, {
         landing: `/ci/${deployment}?${INCIDENT}`,
         timezoneId: 'UTC',
       });
+      const timeline = page.getByRole('list', { name: 'Change timeline, newest first' });
+      await timeline.waitFor();
+      const lines = timeline.locator('details.line');
+      const summaries = (await lines.locator('summary').allInnerTexts()).reverse();
+      expect(summaries, summaries.join('\n')).to.have.length(3);
+      expect(
+        summaries.map((text) => /^(High|Medium|Low|Info)\s+(\S+)\s+2026-11-19 (\d\d:\d\d)/.exec(text)?.slice(1)),
+      ).to.deep.equal([
+        ['High', 'config', '13:40'],
+        ['High', 'restart', '13:52'],
+        ['High', 'config', '14:20'],
+      ]);
+      // every line is coloured by its severity
+      expect(await timeline.locator('details.line.severity-high').count()).to.equal(3);
+      // the crash loop folds two collections of the pods' restarts, and opens into its records
+      const crash = lines.filter({ hasText: 'restart' });
+      expect(await crash.locator('summary').innerText()).to.match(
+        /^High\s+restart[\s\S]*\s\d+ k8s\.pod: raw_data\.status\.containerStatuses ×2 \(with /,
+      );
+      const [, count] = /· (\d+) records/.exec(await crash.locator('summary').innerText())!;
+      await crash.locator('summary').click();
+      const records = crash.getByRole('list', { name: /^The records of:/ });
+      await records.waitFor();
+      expect(await records.locator(':scope > li').count()).to.equal(Number(count));
+      // the changes around it read the same way: the deployment's lines beside the config map it mounts
       const around = page.getByRole('list', { name: 'Changes around this item' });
       await around.waitFor();
+      const aroundText = (await around.locator('details.line > summary').allInnerTexts()).join('\n');
+      expect(aroundText).to.match(/config\s+2026-11-19 13:40/);
+      expect(aroundText).to.match(/restart\s+2026-11-19 13:52/);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'incident.png'), fullPage: true });
+      await context.close();
+    });
+
+    it('shows the exact records around it on request, repeats on sibling pods grouped into bursts', async () => {
+      const { context, page } = await signedIn(browser, app.baseUrl, admin, {
+        landing: `/ci/${deployment}?${INCIDENT}`,
+        timezoneId: 'UTC',
+      });
+      await page.getByRole('group', { name: 'Reading of the changes around here' }).getByLabel('Exact records').check();
+      const around = page.getByRole('list', { name: 'Changes around this item' });
+      await around.locator(':scope > li > details.burst').first().waitFor();
       // the configuration change is a record of its own, on the deployment
       expect(
         await around.locator(':scope > li').filter({ hasText: 'raw_data.spec.template' }).first().isVisible(),
@@ -66,7 +106,6 @@ describeWith(hasChromium)(
       const [, members] = /(\d+) k8s\.pod archived/.exec(await archived.locator('summary').innerText())!;
       await archived.locator('summary').click();
       expect(await archived.locator('ul.changes > li').count()).to.equal(Number(members));
-      await page.screenshot({ path: path.join(ARTIFACTS, 'incident.png'), fullPage: true });
       await context.close();
     });
 

@@ -1,26 +1,15 @@
 import { useMemo, useState } from 'preact/hooks';
 import type { ViewProps } from './view';
 import { api } from '../lib/api';
-import type {
-  ChangeList,
-  ChangeRecord,
-  CiChangePage,
-  ConfigurationItem,
-  Relationship,
-  RelationshipPage,
-} from '../lib/api-shapes';
-import { dateTime, relative, timeOfDay } from '../lib/format';
+import type { ConfigurationItem, Relationship, RelationshipPage } from '../lib/api-shapes';
+import { dateTime, relative } from '../lib/format';
 import { Link } from '../lib/router';
 import { CiQualityPanel } from './quality/ci-panel';
-import { ChangeItem, DiffModePicker } from '../components/change';
 import { JsonTree } from '../components/json-tree';
 import { MomentPicker, PastNotice } from '../components/moment-picker';
 import { Empty, ErrorBox, Loading, Show, useLoad } from '../components/states';
-import { VirtualList } from '../components/virtual-list';
 import { GraphView, type Radius } from '../components/graph-view';
-import { WindowPicker } from '../components/window-picker';
-import { windowOf } from '../lib/window';
-import { bursts, describeBurst, type Burst } from '../lib/bursts';
+import { ChangesAround, Timeline } from './ci-changes';
 import { useCursorWalk } from '../components/cursor-walk';
 
 /** The identities the CI observes, once the detail names them (`identities`); absent or empty: none. */
@@ -75,7 +64,7 @@ function Detail({
           <CiData ci={ci} />
           <Relationships ci={ci} asOf={asOf} />
         </div>
-        <Timeline ci={ci} />
+        <Timeline ci={ci} params={params} at={at} />
       </div>
       {/* a dependency graph is read like a map: across the page */}
       <GraphView ciId={ci.ci_id} asOf={asOf} radius={radius} onRadius={setRadius} />
@@ -239,134 +228,5 @@ function Relationships({ ci, asOf }: { ci: ConfigurationItem; asOf?: string }) {
         </button>
       ) : null}
     </section>
-  );
-}
-
-function Timeline({ ci }: { ci: ConfigurationItem }) {
-  const [mode, setMode] = useState<'inline' | 'split'>('inline');
-  const walk = useCursorWalk<ChangeRecord>(ci.ci_id, (cursor, signal) =>
-    api<CiChangePage>(`/api/v1/ci-changes/${ci.ci_id}`, {
-      query: cursor ? { cursor } : { limit: 500 },
-      signal,
-    }),
-  );
-  return (
-    <section aria-labelledby="timeline-heading" class="timeline">
-      <div class="section-head">
-        <h2 id="timeline-heading">
-          Changes {walk.total !== undefined ? <span class="meta">({walk.total.toLocaleString('en')})</span> : null}
-        </h2>
-        <DiffModePicker mode={mode} setMode={setMode} />
-      </div>
-      {walk.error ? <ErrorBox error={walk.error} /> : null}
-      {walk.items.length === 0 && walk.busy ? <Loading what="changes" /> : null}
-      {walk.items.length === 0 && !walk.busy && !walk.error ? <Empty>No changes recorded.</Empty> : null}
-      {walk.items.length > 0 ? (
-        <VirtualList
-          label="Change timeline, newest first"
-          count={walk.items.length}
-          estimate={44}
-          onNearEnd={walk.next ? walk.more : undefined}
-          row={(index) => {
-            const record = walk.items[index]!;
-            return (
-              <ChangeItem
-                record={record}
-                showCi={false}
-                mode={mode}
-                asOf={`/ci/${ci.ci_id}?as_of=${encodeURIComponent(record.changed_at)}`}
-              />
-            );
-          }}
-        />
-      ) : null}
-    </section>
-  );
-}
-
-/** What changed around the CI (its radius, as the graph above walks it) in the window the URL holds, newest first. */
-function ChangesAround({
-  ciId,
-  radius,
-  params,
-  at,
-}: {
-  ciId: string;
-  radius: Radius;
-  params: URLSearchParams;
-  at: number;
-}) {
-  const [mode, setMode] = useState<'inline' | 'split'>('inline');
-  const window = windowOf(params, at);
-  const query = {
-    related_to: ciId,
-    depth: radius.depth,
-    direction: radius.direction,
-    start_date: window.start,
-    end_date: window.end,
-    limit: 100,
-  };
-  const loaded = useLoad(JSON.stringify(query), (signal) => api<ChangeList>('/api/v1/changes', { query, signal }));
-  return (
-    <section aria-labelledby="around-heading" class="timeline">
-      <div class="section-head">
-        <h2 id="around-heading">Changes around here</h2>
-        <DiffModePicker mode={mode} setMode={setMode} />
-      </div>
-      <WindowPicker params={params} />
-      <Show loaded={loaded} what="the changes around it">
-        {(page) =>
-          page.items.length === 0 ? (
-            <Empty>Nothing changed around it in this window.</Empty>
-          ) : (
-            <>
-              <p class="meta">
-                {page.total_exact ? '' : 'About '}
-                {page.total.toLocaleString('en')} change{page.total === 1 ? '' : 's'}
-                {page.total > page.items.length
-                  ? `, the newest ${page.items.length} shown: narrow the window to see the rest`
-                  : ''}
-                .
-              </p>
-              <ul class="changes" aria-label="Changes around this item">
-                {bursts(page.items).map((entry) =>
-                  entry.kind === 'one' ? (
-                    <li key={entry.record.id}>
-                      <ChangeItem record={entry.record} showCi mode={mode} />
-                    </li>
-                  ) : (
-                    <li key={entry.burst.records[0]!.id}>
-                      <BurstItem burst={entry.burst} mode={mode} />
-                    </li>
-                  ),
-                )}
-              </ul>
-            </>
-          )
-        }
-      </Show>
-    </section>
-  );
-}
-
-/** Repeats of one change on sibling CIs (a rollout, a crash loop) as one line that opens into its records. */
-function BurstItem({ burst, mode }: { burst: Burst<ChangeRecord>; mode: 'inline' | 'split' }) {
-  const span =
-    burst.newest === burst.oldest ? dateTime(burst.newest) : `${dateTime(burst.oldest)} – ${timeOfDay(burst.newest)}`;
-  const what = describeBurst(burst);
-  return (
-    <details class={`burst change-${burst.change_type.toLowerCase()}`}>
-      <summary>
-        <span class={`badge ${burst.change_type.toLowerCase()}`}>{burst.change_type}</span>{' '}
-        <time dateTime={burst.newest}>{span}</time> <span class="burst-what">{what}</span>
-      </summary>
-      <ul class="changes" aria-label={what}>
-        {burst.records.map((record) => (
-          <li key={record.id}>
-            <ChangeItem record={record} showCi mode={mode} />
-          </li>
-        ))}
-      </ul>
-    </details>
   );
 }
