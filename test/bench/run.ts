@@ -16,6 +16,7 @@ import { benchCsvExport } from './csv-export.js';
 import { benchEmbedded } from './embedded.js';
 import { benchGraph } from './graph.js';
 import { benchHistoryScale } from './history-scale.js';
+import { benchHistory } from './history.js';
 import { benchIdentities } from './identities.js';
 import { benchList } from './list.js';
 import { benchNdjson } from './ndjson.js';
@@ -61,6 +62,7 @@ const extra: Record<string, Bench> = {
   query: (size) => benchQuery(size),
   identities: (size) => benchIdentities(size),
   quality: (size) => benchQuality(size),
+  history: (size) => benchHistory(size),
 };
 
 const [name, sizeText, secondText] = process.argv.slice(2);

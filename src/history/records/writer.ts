@@ -2,9 +2,9 @@ import type { Queryable } from '../../platform/db/database.js';
 import { jsonText } from '../../platform/db/pipeline.js';
 import type { FieldChange } from './diff.js';
 import { documentTokens, toTsvectorText } from './document.js';
-import { changesWritten } from '../../platform/observability/metrics.js';
+import { changeShapingSeconds, changesWritten } from '../../platform/observability/metrics.js';
 import { fingerprintOf, shapeOf } from './kinds.js';
-import { assignFolds } from './folds.js';
+import { assignFolds, DEFAULT_FOLD_WINDOW_SECONDS } from './folds.js';
 import { shapeWritten } from './shaping.js';
 
 export type ChangeType = 'CREATED' | 'UPDATED' | 'DELETED';
@@ -98,14 +98,23 @@ interface ShapedRecord extends NewChangeRecord {
   rolls_up: boolean;
   fingerprint: string;
   fold_at: Date | null;
+  /** An update with field changes that leaves the status be: it may join a fold. */
+  foldable: boolean;
+  /** A creation, a removal or a status move: the CI's open folds end. */
+  ends: boolean;
 }
 
-const shaped = (record: NewChangeRecord): ShapedRecord => ({
-  ...record,
-  ...shapeOf(record),
-  fingerprint: fingerprintOf(record),
-  fold_at: null,
-});
+const shaped = (record: NewChangeRecord): ShapedRecord => {
+  const moves = record.changes.some((c) => c.field === 'status');
+  return {
+    ...record,
+    ...shapeOf(record),
+    fingerprint: fingerprintOf(record),
+    fold_at: null,
+    foldable: record.change_type === 'UPDATED' && record.changes.length > 0 && !moves,
+    ends: record.change_type !== 'UPDATED' || moves,
+  };
+};
 
 const withDocument = (record: ShapedRecord) => ({
   ...record,
@@ -113,33 +122,75 @@ const withDocument = (record: ShapedRecord) => ({
 });
 
 /**
- * Writes change records with their search documents, their outbox rows and their place in the statistics queue in one
- * statement, and wakes outbox consumers listening on OUTBOX_CHANNEL (delivered at commit). Call it
- * with the transaction that writes the CI change itself: all of it lands together or not at all.
+ * The folds of a batch with one record per CI, in the writing statement itself: an update joins
+ * its CI's open fold of the same fingerprint opened less than the tenant's window before it, a
+ * creation, removal or status move ends the CI's open folds, any other record opens one. A
+ * batch holding a CI twice has its folds assigned first (assignFolds), in time order.
+ */
+const foldsInStatement = (sql: Queryable) => sql`
+    judged as (
+      select i.*, case when i.foldable and h.fold_at is not null and i.changed_at >= h.fold_at
+                            and i.changed_at - h.fold_at <= make_interval(secs => coalesce(s.fold_window_seconds, ${DEFAULT_FOLD_WINDOW_SECONDS}))
+                       then h.fold_at end as joined,
+             h.fold_at as head_at
+      from input i
+      left join change_settings s on s.tenant_id = i.tenant_id
+      left join change_fold_heads h on i.foldable and h.tenant_id = i.tenant_id and h.ci_id = i.ci_id and h.fingerprint = i.fingerprint
+    ), ended as (
+      delete from change_fold_heads h using judged j where j.ends and h.tenant_id = j.tenant_id and h.ci_id = j.ci_id
+    ), opened as (
+      insert into change_fold_heads (tenant_id, ci_id, fingerprint, fold_at)
+      select tenant_id, ci_id, fingerprint, changed_at from judged
+      where foldable and joined is null and (head_at is null or changed_at > head_at)
+      order by 1, 2, 3
+      on conflict (tenant_id, ci_id, fingerprint) do update set fold_at = excluded.fold_at
+    ), repeated as (
+      insert into change_folds (tenant_id, ci_id, fingerprint, fold_at, repeats, last_at)
+      select tenant_id, ci_id, fingerprint, joined, count(*), max(changed_at) from judged where joined is not null
+      group by 1, 2, 3, 4 order by 1, 2, 3, 4
+      on conflict (tenant_id, ci_id, fingerprint, fold_at)
+        do update set repeats = change_folds.repeats + excluded.repeats, last_at = greatest(change_folds.last_at, excluded.last_at)
+    ),`;
+
+/**
+ * Writes change records with their kinds, severities, fingerprints and folds, their search
+ * documents, their outbox rows and their place in the statistics queue in one statement, and
+ * wakes outbox consumers listening on OUTBOX_CHANNEL (delivered at commit); then the tenant's
+ * change rules, when it has any. Call it with the transaction that writes the CI change itself:
+ * all of it lands together or not at all. One statement, so a writer that queues its statements
+ * (the reconcile's batches) does not wait for this one to be answered before sending the next.
  */
 export async function recordChanges(sql: Queryable, records: readonly NewChangeRecord[]): Promise<number> {
   if (records.length === 0) return 0;
   const all = records.map(shaped);
   const tenants = [...new Set(all.map((r) => r.tenant_id))];
-  for (const tenantId of tenants)
-    await assignFolds(
-      sql,
-      tenantId,
-      all.filter((r) => r.tenant_id === tenantId),
-    );
-  const [row] = await sql<{ written: number; ids: string[] }[]>`
-    with written as (
+  const once = new Set(all.map((r) => `${r.tenant_id} ${r.ci_id}`)).size === all.length;
+  if (!once)
+    for (const tenantId of tenants)
+      await assignFolds(
+        sql,
+        tenantId,
+        all.filter((r) => r.tenant_id === tenantId),
+      );
+  const [row] = await sql<{ written: number; ids: string[]; ruled: string[] }[]>`
+    with input as (
+      -- the position of each record in the batch: ids follow it, as a batch's readers expect
+      select r.*, row_number() over () as n
+      from jsonb_to_recordset(${jsonText(all.map(withDocument))}::text::jsonb) as r(
+        tenant_id uuid, ci_id uuid, source_id bigint, scope_id text, ci_name text, ci_namespace text,
+        ci_type text, change_type text, changed_at timestamptz, changes jsonb, search_document text, moved_from_scope_id text,
+        kind text, severity text, rolls_up boolean, fingerprint text, fold_at timestamptz, foldable boolean, ends boolean)
+    ), ${once ? foldsInStatement(sql) : sql`judged as (select i.*, i.fold_at as joined from input i),`}
+    written as (
       insert into change_records
         (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields,
          search_vector, moved_from_scope_id, kind, severity, rolls_up, fingerprint, fold_at)
       select r.tenant_id, r.ci_id, r.source_id, r.scope_id, r.ci_name, r.ci_namespace, r.ci_type, r.change_type,
              r.changed_at, r.changes,
              array(select distinct left(c ->> 'field', ${MAX_INDEXED_FIELD_LENGTH}) from jsonb_array_elements(r.changes) as c order by 1),
-             r.search_document::tsvector, r.moved_from_scope_id, r.kind, r.severity, r.rolls_up, r.fingerprint, r.fold_at
-      from jsonb_to_recordset(${jsonText(all.map(withDocument))}::text::jsonb) as r(
-        tenant_id uuid, ci_id uuid, source_id bigint, scope_id text, ci_name text, ci_namespace text,
-        ci_type text, change_type text, changed_at timestamptz, changes jsonb, search_document text, moved_from_scope_id text,
-        kind text, severity text, rolls_up boolean, fingerprint text, fold_at timestamptz)
+             r.search_document::tsvector, r.moved_from_scope_id, r.kind, r.severity, r.rolls_up, r.fingerprint, r.joined
+      from judged r
+      order by r.n
       returning id, tenant_id, ci_id, change_type, changed_at
     ), queued as (
       insert into outbox (tenant_id, topic, aggregate_id, payload)
@@ -151,10 +202,14 @@ export async function recordChanges(sql: Queryable, records: readonly NewChangeR
       insert into change_stats_queue (change_id, changed_at) select id, changed_at from written
     )
     select (select count(*)::int from queued) as written, array(select id::text from written) as ids,
+           -- the tenants with change rules: only theirs take a second statement
+           array(select distinct tenant_id::text from change_rules where tenant_id = any(${tenants}::uuid[])) as ruled,
            pg_notify(${OUTBOX_CHANNEL}, '')`.execute();
   const written = row?.written ?? 0;
   // the tenant's change rules, in the same transaction: a record is never seen unshaped
-  for (const tenantId of tenants) await shapeWritten(sql, tenantId, row?.ids ?? []);
+  const started = performance.now();
+  for (const tenantId of row?.ruled ?? []) await shapeWritten(sql, tenantId, row?.ids ?? []);
+  if (row?.ruled.length) changeShapingSeconds.inc((performance.now() - started) / 1000);
   changesWritten.inc(written);
   return written;
 }

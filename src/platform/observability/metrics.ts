@@ -27,6 +27,11 @@ export const changesWritten = new Counter({
   help: 'Change records written',
 });
 
+export const changeShapingSeconds = new Counter({
+  name: 'cinv_change_shaping_seconds_total',
+  help: 'Time the write path spent applying the tenants\' change rules to the records it wrote',
+});
+
 export const partitionDefaultRows = new Gauge<'table'>({
   name: 'cinv_partition_default_rows',
   help: 'Rows the default partition held after the last sweep (rows whose month had no partition); should be 0',
