@@ -36,6 +36,7 @@ interface ListedChange {
   ci_type: string;
   change_type: 'CREATED' | 'UPDATED' | 'DELETED';
   changed_at: string;
+  kind: string | null;
 }
 
 const TYPE_KEY = { CREATED: 'created', UPDATED: 'updated', DELETED: 'archived' } as const;
@@ -52,10 +53,12 @@ function bucketStart(at: string, groupBy: 'hour' | 'day' | 'week'): string {
 function statsOf(changes: ListedChange[], groupBy: 'hour' | 'day' | 'week') {
   const byType = { created: 0, updated: 0, archived: 0 };
   const types = new Map<string, number>();
+  const kinds = new Map<string, number>();
   const series = new Map<string, { bucket_start: string; created: number; updated: number; archived: number }>();
   for (const change of changes) {
     byType[TYPE_KEY[change.change_type]]++;
     types.set(change.ci_type, (types.get(change.ci_type) ?? 0) + 1);
+    kinds.set(change.kind ?? 'other', (kinds.get(change.kind ?? 'other') ?? 0) + 1);
     const start = bucketStart(change.changed_at, groupBy);
     const bucket = series.get(start) ?? { bucket_start: start, created: 0, updated: 0, archived: 0 };
     bucket[TYPE_KEY[change.change_type]]++;
@@ -69,6 +72,9 @@ function statsOf(changes: ListedChange[], groupBy: 'hour' | 'day' | 'week') {
       .map(([ci_type, count]) => ({ ci_type, count }))
       .sort((a, b) => b.count - a.count || (a.ci_type < b.ci_type ? -1 : 1))
       .slice(0, 10),
+    changes_by_kind: [...kinds]
+      .map(([kind, count]) => ({ kind, count }))
+      .sort((a, b) => b.count - a.count || (a.kind < b.kind ? -1 : 1)),
     series: [...series.values()].sort((a, b) => (a.bucket_start < b.bucket_start ? -1 : 1)),
   };
 }

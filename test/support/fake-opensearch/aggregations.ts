@@ -93,12 +93,25 @@ function termsOrder(spec: unknown): (a: Group, b: Group) => number {
 }
 
 function termsAggregation(body: unknown, subAggregations: Aggregations): Aggregation {
-  const [params, field] = fieldParams(body, 'terms', ['size', 'order']);
+  const [params, field] = fieldParams(body, 'terms', ['size', 'order', 'missing']);
   const size = intParam(params.size, 10, 'terms.size');
   const order = termsOrder(params.order);
+  // `missing`: documents without a value count under that key, as OpenSearch treats them
+  const missing = params.missing;
+  if (
+    missing !== undefined &&
+    typeof missing !== 'string' &&
+    typeof missing !== 'number' &&
+    typeof missing !== 'boolean'
+  )
+    throw badRequest('parsing_exception', '[terms] missing must be a value');
+  const keysOf = (doc: SearchDoc): Scalar[] => {
+    const values = valuesOf(field)(doc);
+    return values.length === 0 && missing !== undefined ? [missing] : values;
+  };
   return (docs) => {
     const kind = docs.map((doc) => indexedValues(doc, field)?.kind).find((found) => found !== undefined);
-    const ordered = [...groupBy(docs, valuesOf(field))].sort(order);
+    const ordered = [...groupBy(docs, keysOf)].sort(order);
     return {
       doc_count_error_upper_bound: 0,
       sum_other_doc_count: ordered.slice(size).reduce((total, [, members]) => total + members.length, 0),
