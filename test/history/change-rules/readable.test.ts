@@ -88,6 +88,28 @@ describe('readable changes: kinds, severities and folds', () => {
     expect(await history(app.current, admin, 'filter=severity:in:high&sort_order=asc')).to.have.length(3);
     const bad = await app.current.get('/api/v1/changes?filter=severity:eq:urgent', admin);
     expect(bad.status).to.equal(400);
+    // the feed (and so every subscription) filters on them too, and carries them
+    const feed = await app.current.get(
+      '/api/v1/changes/feed?filter=severity:eq:high&filter=kind:in:restart,scale',
+      admin,
+    );
+    expect(feed.status, feed.text).to.equal(200);
+    expect((feed.body as { items: Entry[] }).items.map((e) => [e.ci_name, e.kind, e.severity])).to.deep.equal([
+      ['p-1', 'restart', 'high'],
+      ['checkout', 'scale', 'high'],
+    ]);
+    // and the statistics count them by kind
+    const stats = await app.current.get(
+      '/api/v1/changes/stats?start_date=2026-11-30T00:00:00Z&end_date=2026-12-01T00:00:00Z',
+      admin,
+    );
+    expect(stats.status, stats.text).to.equal(200);
+    expect(stats.body.changes_by_kind).to.deep.equal([
+      { kind: 'created', count: 2 },
+      { kind: 'config', count: 1 },
+      { kind: 'restart', count: 1 },
+      { kind: 'scale', count: 1 },
+    ]);
   });
 
   it('folds repeats of one change on one CI within the window, never across a deletion', async () => {
