@@ -23,8 +23,9 @@ begin
   end loop;
 end $$;
 
--- filters on kind and severity go through these, as change_type's do; and whether a window holds
--- ignored records, which the statistics pre-aggregate counts too (a partial index of those only)
+-- filters on kind and severity go through these, as change_type's do; whether a window holds
+-- ignored records, which the statistics pre-aggregate counts too (a partial index of those only);
+-- and the folds' first records, which a folded read pages through
 do $$
 declare t text;
 begin
@@ -36,6 +37,9 @@ begin
                      case when t = 'change_records' then 'changes_by_severity' else 'changes_by_severity_next' end, t);
       execute format('create index %I on %I (tenant_id, changed_at) where ignored',
                      case when t = 'change_records' then 'changes_ignored' else 'changes_ignored_next' end, t);
+      -- a folded read walks the records that open a fold (or fold nothing), in time order
+      execute format('create index %I on %I (tenant_id, changed_at, id) where fold_at is null',
+                     case when t = 'change_records' then 'changes_fold_heads' else 'changes_fold_heads_next' end, t);
     end if;
   end loop;
 end $$;
