@@ -4131,6 +4131,8 @@ export interface operations {
         fold?: boolean;
         /** @description List the records a change rule ignores too (they are stored, and hidden unless asked for). */
         include_ignored?: boolean;
+        /** @description With `related_to`: the changes of the radius read on their owners, as `GET /ci-changes/{id}?rollup=true` reads one CI (with `fold=true`, as lines), over `start_date`..`end_date` (the week up to now unless given); a record of a CI owned by another in the radius is read on the highest owner. `filter`, `search` and `sort_by` do not apply. */
+        rollup?: boolean;
       };
       header?: never;
       path?: never;
@@ -4334,7 +4336,7 @@ export interface operations {
         wait?: number;
         /** @description The change search language, as on `GET /changes`. */
         search?: string;
-        /** @description Repeatable `field:operator:value` (split on the first two colons). Fields: As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.. Operators: eq, ne, gt, gte, lt, lte, like, ilike, startswith, in, nin (comma list), null, notnull (no value). */
+        /** @description Repeatable `field:operator:value` (split on the first two colons). Fields: As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, kind, severity, changed_field.. Operators: eq, ne, gt, gte, lt, lte, like, ilike, startswith, in, nin (comma list), null, notnull (no value). */
         filter?: string[];
       };
       header?: never;
@@ -4586,7 +4588,7 @@ export interface operations {
         start_date?: string;
         /** @description Upper bound on `changed_at`: a date-time is inclusive, a date covers that whole UTC day. */
         end_date?: string;
-        /** @description Repeatable `field:operator:value` (split on the first two colons). Fields: change_type, ci_type, ci_name, changed_at, ci_id, changed_field (as on `GET /changes`). Operators: eq, ne, gt, gte, lt, lte, like, ilike, startswith, in, nin (comma list), null, notnull (no value). */
+        /** @description Repeatable `field:operator:value` (split on the first two colons). Fields: change_type, ci_type, ci_name, changed_at, ci_id, kind, severity, changed_field (as on `GET /changes`). Operators: eq, ne, gt, gte, lt, lte, like, ilike, startswith, in, nin (comma list), null, notnull (no value). */
         filter?: string[];
       };
       header?: never;
@@ -4780,6 +4782,11 @@ export interface operations {
           'application/json': {
             /** @description Distinct CIs with at least one change in the window. */
             affected_cis: number;
+            /** @description Changes by kind (docs/readable-changes.md), most first; records ignored by a rule count too. The default window counts whole UTC days from its start. */
+            changes_by_kind: {
+              count: number;
+              kind: string;
+            }[];
             changes_by_type: {
               /** @description `DELETED` changes. */
               archived: number;
@@ -13663,7 +13670,7 @@ export interface operations {
         'application/json': {
           /** @default true */
           enabled?: boolean;
-          /** @description Repeatable `field:operator:value` (split on the first two colons). Fields: As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.. Operators: eq, ne, gt, gte, lt, lte, like, ilike, startswith, in, nin (comma list), null, notnull (no value). */
+          /** @description Repeatable `field:operator:value` (split on the first two colons). Fields: As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, kind, severity, changed_field.. Operators: eq, ne, gt, gte, lt, lte, like, ilike, startswith, in, nin (comma list), null, notnull (no value). */
           filter?: string[];
           name: string;
           /**
@@ -13993,7 +14000,7 @@ export interface operations {
         'application/json': {
           /** @default true */
           enabled?: boolean;
-          /** @description Repeatable `field:operator:value` (split on the first two colons). Fields: As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, changed_field.. Operators: eq, ne, gt, gte, lt, lte, like, ilike, startswith, in, nin (comma list), null, notnull (no value). */
+          /** @description Repeatable `field:operator:value` (split on the first two colons). Fields: As on `GET /changes`: change_type, ci_type, ci_name, changed_at, ci_id, kind, severity, changed_field.. Operators: eq, ne, gt, gte, lt, lte, like, ilike, startswith, in, nin (comma list), null, notnull (no value). */
           filter?: string[];
           name: string;
           /**
