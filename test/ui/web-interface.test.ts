@@ -377,6 +377,8 @@ describeWith(hasChromium)(
       await page.getByRole('link', { name: 'web', exact: true }).first().click();
       await page.waitForURL(/\/ui\/ci\/[0-9a-f-]{36}$/);
       await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
+      // the exact records, each with its diff (the readable lines are the incident walk's)
+      await page.getByRole('group', { name: 'Reading of the change timeline' }).getByLabel('Exact records').check();
       await page.getByRole('list', { name: 'Change timeline, newest first' }).waitFor();
       const updated = page.getByRole('button', { name: /Show the diff of UPDATED/ }).first();
       await updated.click();
@@ -483,7 +485,8 @@ describeWith(hasChromium)(
       await page.waitForURL(/\/ui\/ci\/[0-9a-f-]{36}$/);
       await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
       await replicas(3);
-      // any change's time from the timeline: the newest change shows the CI as it was right after it
+      // any change's time from the timeline of exact records: the newest change shows the CI as it was right after it
+      await page.getByRole('group', { name: 'Reading of the change timeline' }).getByLabel('Exact records').check();
       await page
         .getByRole('link', { name: /^As of then: the item right after the change of/ })
         .first()
@@ -982,7 +985,7 @@ describeWith(hasChromium)(
                jsonb_build_array(jsonb_build_object('field', 'raw_data.spec.replicas', 'old_value', i, 'new_value', i + 1)), array['raw_data.spec.replicas']
         from configuration_items ci, generate_series(1, 5000) as i
         where ci.ci_id = ${web!.ci_id}`;
-      const { context, page } = await signedIn(admin, `/ci/${web!.ci_id}`);
+      const { context, page } = await signedIn(admin, `/ci/${web!.ci_id}?reading=exact`);
       await page.getByRole('heading', { name: 'Changes (5,002)' }).waitFor();
       const timeline = page.getByRole('list', { name: 'Change timeline, newest first' });
       await timeline.waitFor();

@@ -84,13 +84,17 @@ export function ReadableLines({
 function LineItem({ line, mode }: { line: Line; mode: 'inline' | 'split' }) {
   const [records, setRecords] = useState<ChangeRecord[] | undefined>(undefined);
   const [error, setError] = useState<ApiError | undefined>(undefined);
+  // the records load when the line is first opened; a closed line shows no loading state
+  const [opened, setOpened] = useState(false);
   const first = line.rollup?.first_at ?? line.changed_at;
   const last = line.fold?.last_at ?? line.changed_at;
   const span = first === last ? dateTime(first) : `${dateTime(first)} – ${timeOfDay(last)}`;
   const severity = line.severity ?? 'info';
   const ids = new Set(line.rollup?.record_ids ?? [line.id]);
   const open = () => {
-    if (records || !line.rollup) return;
+    setOpened(true);
+    if (records) return;
+    if (!line.rollup) return setRecords([line]);
     // the line's exact records: its owner's exact timeline over the line's span, narrowed to the line's ids
     const end = new Date(Date.parse(last) + 1).toISOString();
     api<CiChangePage>(`/api/v1/ci-changes/${line.rollup.owner_id}`, {
@@ -117,7 +121,7 @@ function LineItem({ line, mode }: { line: Line; mode: 'inline' | 'split' }) {
         </span>
       </summary>
       {error ? <ErrorBox error={error} /> : null}
-      {!records && !error ? <Loading what="the records" /> : null}
+      {opened && !records && !error ? <Loading what="the records" /> : null}
       {records && records.length === 0 ? <Empty>The records are no longer readable.</Empty> : null}
       {records && records.length > 0 ? (
         <ul class="changes" aria-label={`The records of: ${what}`}>

@@ -11,6 +11,7 @@ import { windowOf } from '../lib/window';
 import { bursts, describeBurst, type Burst } from '../lib/bursts';
 import { useCursorWalk } from '../components/cursor-walk';
 import { ReadableLines, ReadingPicker, type Line } from '../components/readable-timeline';
+import { setParams } from '../lib/router';
 
 /**
  * The CI's changes: by default its readable timeline over the page's window (its own changes and
@@ -18,12 +19,18 @@ import { ReadableLines, ReadingPicker, type Line } from '../components/readable-
  * record of its history.
  */
 export function Timeline({ ci, params, at }: { ci: ConfigurationItem; params: URLSearchParams; at: number }) {
-  const [reading, setReading] = useState<'lines' | 'exact'>('lines');
+  const [reading, setReading] = useReading(params);
   return reading === 'lines' ? (
     <ReadableTimeline ci={ci} params={params} at={at} reading={reading} setReading={setReading} />
   ) : (
     <ExactTimeline ci={ci} reading={reading} setReading={setReading} />
   );
+}
+
+/** The page's reading, kept in the URL (`reading=exact`; lines without it), for both its timelines. */
+function useReading(params: URLSearchParams): [Reading['reading'], Reading['setReading']] {
+  const reading = params.get('reading') === 'exact' ? 'exact' : 'lines';
+  return [reading, (next) => setParams({ reading: next === 'exact' ? 'exact' : undefined }, { replace: true })];
 }
 
 interface Reading {
@@ -120,7 +127,7 @@ export function ChangesAround({
   at: number;
 }) {
   const [mode, setMode] = useState<'inline' | 'split'>('inline');
-  const [reading, setReading] = useState<'lines' | 'exact'>('lines');
+  const [reading, setReading] = useReading(params);
   const window = windowOf(params, at);
   const query = {
     related_to: ciId,
