@@ -29,7 +29,7 @@ export const changesWritten = new Counter({
 
 export const changeShapingSeconds = new Counter({
   name: 'cinv_change_shaping_seconds_total',
-  help: 'Time the write path spent applying the tenants\' change rules to the records it wrote',
+  help: "Time the write path spent applying the tenants' change rules to the records it wrote",
 });
 
 export const partitionDefaultRows = new Gauge<'table'>({
