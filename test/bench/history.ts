@@ -16,7 +16,7 @@
  *   total / (total − shaping) ≤ 1.05.
  *
  * The history is generated deterministically with the shipped kinds, fingerprints and folds of
- * the write path (kinds.ts; the folds computed as assignFolds does, in order), 2 000 pods crash
+ * the write path (kinds.ts; the folds computed as the writing statement decides them, in order), 2 000 pods crash
  * looping so that repeats fold, and loaded in bulk with the indexes rebuilt after.
  */
 import type { AppContext } from '../../src/context.js';
@@ -130,7 +130,7 @@ function recordOf(i: number, rand: () => number, total: number): NewChangeRecord
   return { ...base, change_type: 'UPDATED', changes };
 }
 
-/** The write path's shaping of a generated record, with its fold decided as assignFolds decides it (records in time order). */
+/** The write path's shaping of a generated record, with its fold decided as the writing statement decides it (records in time order). */
 function shaper() {
   const heads = new Map<string, Map<string, number>>();
   const folds = new Map<string, { ci: string; fp: string; at: Date; repeats: number; last: Date }>();

@@ -4,7 +4,7 @@ import type { FieldChange } from './diff.js';
 import { documentTokens, toTsvectorText } from './document.js';
 import { changeShapingSeconds, changesWritten } from '../../platform/observability/metrics.js';
 import { fingerprintOf, shapeOf } from './kinds.js';
-import { assignFolds, DEFAULT_FOLD_WINDOW_SECONDS } from './folds.js';
+import { DEFAULT_FOLD_WINDOW_SECONDS } from './folds.js';
 import { shapeWritten } from './shaping.js';
 
 export type ChangeType = 'CREATED' | 'UPDATED' | 'DELETED';
@@ -97,7 +97,6 @@ interface ShapedRecord extends NewChangeRecord {
   severity: string;
   rolls_up: boolean;
   fingerprint: string;
-  fold_at: Date | null;
   /** An update with field changes that leaves the status be: it may join a fold. */
   foldable: boolean;
   /** A creation, a removal or a status move: the CI's open folds end. */
@@ -110,7 +109,6 @@ const shaped = (record: NewChangeRecord): ShapedRecord => {
     ...record,
     ...shapeOf(record),
     fingerprint: fingerprintOf(record),
-    fold_at: null,
     foldable: record.change_type === 'UPDATED' && record.changes.length > 0 && !moves,
     ends: record.change_type !== 'UPDATED' || moves,
   };
@@ -124,8 +122,9 @@ const withDocument = (record: ShapedRecord) => ({
 /**
  * The folds of a batch with one record per CI, in the writing statement itself: an update joins
  * its CI's open fold of the same fingerprint opened less than the tenant's window before it, a
- * creation, removal or status move ends the CI's open folds, any other record opens one. A
- * batch holding a CI twice has its folds assigned first (assignFolds), in time order.
+ * creation, removal or status move ends the CI's open folds, any other record opens one. The
+ * statement sees the folds as they were before it: a batch holding a CI twice is written in rounds
+ * (roundsOf).
  */
 const foldsInStatement = (sql: Queryable) => sql`
     judged as (
@@ -162,16 +161,31 @@ const foldsInStatement = (sql: Queryable) => sql`
  */
 export async function recordChanges(sql: Queryable, records: readonly NewChangeRecord[]): Promise<number> {
   if (records.length === 0) return 0;
-  const all = records.map(shaped);
+  let written = 0;
+  for (const round of roundsOf(records.map(shaped))) written += await writeRound(sql, round);
+  return written;
+}
+
+/**
+ * The batch as rounds in which each CI appears once, a CI's records in time order across them, so
+ * each round's folds follow from the one before. A batch of distinct CIs (every reconcile batch) is
+ * one round, in its own order.
+ */
+function roundsOf(all: ShapedRecord[]): ShapedRecord[][] {
+  const key = (r: ShapedRecord) => `${r.tenant_id} ${r.ci_id}`;
+  if (new Set(all.map(key)).size === all.length) return [all];
+  const rounds: ShapedRecord[][] = [];
+  const seen = new Map<string, number>();
+  for (const record of [...all].sort((a, b) => a.changed_at.getTime() - b.changed_at.getTime())) {
+    const n = seen.get(key(record)) ?? 0;
+    seen.set(key(record), n + 1);
+    (rounds[n] ??= []).push(record);
+  }
+  return rounds;
+}
+
+async function writeRound(sql: Queryable, all: readonly ShapedRecord[]): Promise<number> {
   const tenants = [...new Set(all.map((r) => r.tenant_id))];
-  const once = new Set(all.map((r) => `${r.tenant_id} ${r.ci_id}`)).size === all.length;
-  if (!once)
-    for (const tenantId of tenants)
-      await assignFolds(
-        sql,
-        tenantId,
-        all.filter((r) => r.tenant_id === tenantId),
-      );
   const [row] = await sql<{ written: number; ids: string[]; ruled: string[] }[]>`
     with input as (
       -- the position of each record in the batch: ids follow it, as a batch's readers expect
@@ -179,8 +193,8 @@ export async function recordChanges(sql: Queryable, records: readonly NewChangeR
       from jsonb_to_recordset(${jsonText(all.map(withDocument))}::text::jsonb) as r(
         tenant_id uuid, ci_id uuid, source_id bigint, scope_id text, ci_name text, ci_namespace text,
         ci_type text, change_type text, changed_at timestamptz, changes jsonb, search_document text, moved_from_scope_id text,
-        kind text, severity text, rolls_up boolean, fingerprint text, fold_at timestamptz, foldable boolean, ends boolean)
-    ), ${once ? foldsInStatement(sql) : sql`judged as (select i.*, i.fold_at as joined from input i),`}
+        kind text, severity text, rolls_up boolean, fingerprint text, foldable boolean, ends boolean)
+    ), ${foldsInStatement(sql)}
     written as (
       insert into change_records
         (tenant_id, ci_id, source_id, scope_id, ci_name, ci_namespace, ci_type, change_type, changed_at, changes, changed_fields,

@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { catchUpApplications } from '../../../src/history/change-rules/service.js';
 import { forgetClosedFolds } from '../../../src/history/records/folds.js';
+import { recordChanges } from '../../../src/history/records/writer.js';
+import { DEFAULT_TENANT_ID } from '../../../src/platform/tenants.js';
 import type { UniversalRecord } from '../../../src/inventory/write-path/records.js';
 import { createKey, useTestApp, type TestApp } from '../../support/app.js';
 import { ciIdOf, ingest } from '../../support/factories.js';
@@ -146,13 +148,36 @@ describe('readable changes: kinds, severities and folds', () => {
     expect(onCi.status).to.equal(200);
     // newest first: the restart at 90, at 28, the re-creation at 27, the removal at 26, the fold at 5, the creation
     expect((onCi.body as { items: Entry[] }).items.map((e) => e.fold?.records)).to.deep.equal([1, 1, 1, 1, 4, 1]);
+    // a batch holding one CI twice folds as two batches would: the second restart joins the first's fold
+    const other = await ciIdOf(sql, 'pod/shop/p-2');
+    const restart = (minute: number, n: number) => ({
+      tenant_id: DEFAULT_TENANT_ID,
+      ci_id: other,
+      source_id: null,
+      scope_id: null,
+      ci_name: 'p-2',
+      ci_namespace: 'shop',
+      ci_type: 'k8s.pod',
+      change_type: 'UPDATED' as const,
+      changed_at: at(minute),
+      changes: [
+        {
+          field: 'raw_data.status.containerStatuses',
+          old_value: [{ restartCount: n }],
+          new_value: [{ restartCount: n + 1 }],
+        },
+      ],
+    });
+    await sql.begin((tx) => recordChanges(tx, [restart(101, 1), restart(100, 0)]));
+    const both = await history(app.current, admin, 'fold=true&filter=ci_name:eq:p-2&filter=change_type:eq:UPDATED');
+    expect(both.map((e) => [e.changed_at, e.fold?.records])).to.deep.equal([[at(100).toISOString(), 2]]);
     // the sweep forgets the open folds past every window, and nothing else
     const heads = async () =>
       Number((await sql<{ n: number }[]>`select count(*)::int as n from change_fold_heads`)[0]!.n);
-    // p-1's restarts from 14:30 may still be joined; the folds before its removal ended with it
-    expect(await heads()).to.equal(1);
+    // p-1's restarts from 14:30 and p-2's from 14:40 may still be joined; p-1's folds before its removal ended with it
+    expect(await heads()).to.equal(2);
     expect(await forgetClosedFolds(sql, at(90), 1)).to.equal(0);
-    expect(await forgetClosedFolds(sql, new Date(at(90).getTime() + 8 * 86_400_000), 1)).to.equal(1);
+    expect(await forgetClosedFolds(sql, new Date(at(101).getTime() + 8 * 86_400_000), 1)).to.equal(2);
     expect(await heads()).to.equal(0);
   });
 
