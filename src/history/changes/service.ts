@@ -164,8 +164,8 @@ async function criteriaOf(app: AppContext, principal: Principal, query: ChangeLi
 
 /** A rolled-up page of the radius: its records on their owners, exact or as lines (timeline.ts). */
 export async function rolledUpChangePage(app: AppContext, principal: Principal, query: ChangeListQuery) {
-  const stray = (['filter', 'search'] as const).filter((name) => query[name] !== undefined);
-  if (query.sort_by !== 'changed_at' || query.sort_order !== 'desc') stray.push('sort_by' as never);
+  const stray: string[] = (['filter', 'search'] as const).filter((name) => query[name] !== undefined);
+  if (query.sort_by !== 'changed_at' || query.sort_order !== 'desc') stray.push('sort_by');
   if (query.related_to === undefined)
     throw validationFailed([{ field: 'rollup', location: 'query', message: 'applies only together with related_to' }]);
   if (stray.length > 0)

@@ -96,35 +96,28 @@ export async function rolledUpTimeline(
         limit: ROLLUP_RECORDS,
       },
     );
-  const next = (at: string, id: string) =>
-    encodeCursor(app.config.secret, binding, [at, id, window.from, window.until]);
-  if (!query.fold) {
-    const rest = records.filter((r) => before(r.position_at, r.id, cursor)).slice(cursor ? 0 : (query.offset ?? 0));
+  // one page of records or lines, newest first, each placed by its (lead) record
+  const pageOf = <T>(items: T[], placeOf: (item: T) => { position_at: string; id: string }) => {
+    const rest = items
+      .filter((item) => before(placeOf(item).position_at, placeOf(item).id, cursor))
+      .slice(cursor ? 0 : (query.offset ?? 0));
     const page = rest.slice(0, query.limit);
     const last = page.at(-1);
     const hasMore = rest.length > query.limit;
-    return {
-      records: page,
-      entries: [],
-      total: records.length,
-      hasMore,
-      nextCursor: hasMore && last ? next(last.position_at, last.id) : null,
-    };
+    const place = last && placeOf(last);
+    const nextCursor =
+      hasMore && place
+        ? encodeCursor(app.config.secret, binding, [place.position_at, place.id, window.from, window.until])
+        : null;
+    return { page, total: items.length, hasMore, nextCursor };
+  };
+  if (!query.fold) {
+    const { page, ...rest } = pageOf(records, (record) => record);
+    return { records: page, entries: [], ...rest };
   }
   const lines = rollUp(records, (await foldWindowOf(app.sql, principal.tenantId)) * 1000).sort(
     (a, b) => b.lead.position_at.localeCompare(a.lead.position_at) || Number(BigInt(b.lead.id) - BigInt(a.lead.id)),
   );
-  const rest = lines
-    .filter((line) => before(line.lead.position_at, line.lead.id, cursor))
-    .slice(cursor ? 0 : (query.offset ?? 0));
-  const page = rest.slice(0, query.limit);
-  const last = page.at(-1);
-  const hasMore = rest.length > query.limit;
-  return {
-    records: [],
-    entries: page,
-    total: lines.length,
-    hasMore,
-    nextCursor: hasMore && last ? next(last.lead.position_at, last.lead.id) : null,
-  };
+  const { page, ...rest } = pageOf(lines, (line) => line.lead);
+  return { records: [], entries: page, ...rest };
 }
